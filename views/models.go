@@ -1,0 +1,93 @@
+// Package views holds the templ components of the web pages and the plain
+// view-model structs they render. It imports no project package: handlers in
+// web build these structs and pass them in.
+package views
+
+// Page is what every page's layout needs.
+type Page struct {
+	Title string // shown in <title> and the header
+	// Nav links shown in the header, e.g. Flame graph, Top, Types.
+	Nav []NavLink
+}
+
+// NavLink is one header link; Active marks the current page.
+type NavLink struct {
+	Label, Href string
+	Active      bool
+}
+
+// IndexPage is the upload page at /.
+type IndexPage struct {
+	Page
+	MaxUpload string // human-readable upload limit, e.g. "512 MiB"
+	// DebuginfodServers lists the servers build IDs would be sent to; empty
+	// means debuginfod is off.
+	DebuginfodServers []string
+}
+
+// SampleType is one choice of the sample-type selector (pprof's si).
+type SampleType struct {
+	Index    int
+	Name     string // e.g. "cpu"
+	Unit     string // e.g. "nanoseconds"
+	Selected bool
+}
+
+// FlamePage is the flamegraph page at /p/ID.
+type FlamePage struct {
+	Page
+	ID          string
+	Name        string // original file name, if known
+	SampleTypes []SampleType
+	SI          string // selected sample type name
+	// DataURL is flame.json for the selected sample type; the page's script
+	// fetches it and draws on a canvas.
+	DataURL string
+	SVGURL  string
+	PprofURL string
+	TopURL  string
+	// EventsURL is the SSE stream of symbolization progress, empty when the
+	// profile needs no symbolization.
+	EventsURL string
+	Binaries  []Binary
+	Stats     []Stat // short facts: samples, total, duration, mappings
+}
+
+// Binary is one mapping's row in the symbolization panel.
+type Binary struct {
+	File    string
+	BuildID string
+	State   string // e.g. "symbolized", "fetching", "not found"
+	Source  string // where the debug info came from or is being fetched from
+	Detail  string // reason for a failure, bytes so far, etc.
+}
+
+// Stat is a labelled value shown under the title.
+type Stat struct{ Label, Value string }
+
+// TopPage is the top-functions table at /p/ID/top.
+type TopPage struct {
+	Page
+	ID          string
+	SampleTypes []SampleType
+	SI          string
+	Unit        string
+	Total       string
+	Rows        []TopRow
+	FlameURL    string
+}
+
+// TopRow is one function's flat and cumulative value, already formatted.
+type TopRow struct {
+	Name               string
+	Flat, FlatPct      string
+	Cum, CumPct        string
+	FlatFrac, CumFrac  float64 // 0..1, for the bars
+}
+
+// ErrorPage is shown for 404s and other failures.
+type ErrorPage struct {
+	Page
+	Status  int
+	Message string
+}
