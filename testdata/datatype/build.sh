@@ -1,0 +1,18 @@
+#!/bin/sh
+# Rebuilds the data-type attribution test binaries from datatype.c.
+# The binaries are committed so tests do not depend on the local gcc's code
+# generation; rerun this only when datatype.c changes, then rerun the tests
+# (they locate instructions by disassembly, so no expected address is stored).
+#   dw5 = DWARF 5 (.debug_loclists), dw4 = DWARF 4 (.debug_loc)
+#   pie / nopie = position-independent or fixed-address executable
+#   datatype-dw5-pie.stripped + datatype-dw5-pie.debug = code and debug info
+#   in separate files (the .debug file's .text is NOBITS), as from debuginfod.
+set -eu
+cd "$(dirname "$0")"
+CC=${CC:-gcc}
+for dw in 5 4; do
+	$CC -O2 -g -gdwarf-$dw -fPIE -pie -o datatype-dw$dw-pie datatype.c
+	$CC -O2 -g -gdwarf-$dw -fno-pie -no-pie -o datatype-dw$dw-nopie datatype.c
+done
+objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
+objcopy --strip-debug --add-gnu-debuglink=datatype-dw5-pie.debug datatype-dw5-pie datatype-dw5-pie.stripped
