@@ -4,7 +4,14 @@
 package ingest
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 )
 
 // Format is one input format the viewer reads.
@@ -26,3 +33,103 @@ type Limits struct {
 // formats are tried in order. pprofFormat is in pprof.go; the perf formats
 // are in perf.go.
 var formats = []Format{pprofFormat, perfDataFormat, perfJSONFormat, perfScriptFormat, foldedFormat}
+
+// sniffLen is how many leading bytes Sniff functions are given.
+const sniffLen = 4096
+
+// maxGzipLayers bounds nested gzip (a .gz of a .pb.gz).
+const maxGzipLayers = 3
+
+// Errors Parse returns; match them with errors.Is. Each is wrapped with a
+// message saying what was wrong and what to do.
+var (
+	// ErrEmpty means there was nothing to parse.
+	ErrEmpty = errors.New("empty input")
+	// ErrTooLarge means the input, or what it decompresses to, exceeds
+	// Limits; the web layer answers 413.
+	ErrTooLarge = errors.New("input too large")
+	// ErrCorrupt means a gzip stream was truncated or damaged.
+	ErrCorrupt = errors.New("corrupt compressed input")
+	// ErrUnknownFormat means no format accepted the input.
+	ErrUnknownFormat = errors.New("not a recognised profile")
+)
+
+// Parse decompresses data if it is gzip (repeatedly, within lim.MaxBytes),
+// then tries each format whose Sniff claims it, in order, and returns the
+// first profile parsed with the name of its format. When none succeeds the
+// error lists the formats tried and why each declined.
+func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
+	if len(data) == 0 {
+		return nil, "", fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
+	}
+	if lim.MaxBytes > 0 && int64(len(data)) > lim.MaxBytes {
+		return nil, "", fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, len(data), lim.MaxBytes)
+	}
+	for i := 0; isGzip(data); i++ {
+		if i == maxGzipLayers {
+			return nil, "", fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers)
+		}
+		var err error
+		if data, err = gunzip(data, lim.MaxBytes); err != nil {
+			return nil, "", err
+		}
+	}
+	if len(data) == 0 {
+		return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
+	}
+	head := data[:min(len(data), sniffLen)]
+	var tried []string
+	for _, f := range formats {
+		if f.Sniff == nil || !f.Sniff(head) || f.Parse == nil {
+			tried = append(tried, f.Name)
+			continue
+		}
+		p, err := f.Parse(data, lim)
+		if err == nil {
+			if lim.MaxSamples > 0 && len(p.Sample) > lim.MaxSamples {
+				return nil, "", fmt.Errorf("%w: %d samples is over the limit of %d", ErrTooLarge, len(p.Sample), lim.MaxSamples)
+			}
+			return p, f.Name, nil
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, "", err
+		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
+	}
+	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile",
+		ErrUnknownFormat, strings.Join(tried, ", "))
+}
+
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// gunzip decompresses all of data (including concatenated members), failing
+// with ErrTooLarge past max bytes and ErrCorrupt on truncation or damage.
+func gunzip(data []byte, max int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: bad gzip header: %v", ErrCorrupt, err)
+	}
+	defer zr.Close()
+	var r io.Reader = zr
+	if max > 0 {
+		r = io.LimitReader(zr, max+1)
+	}
+	var out bytes.Buffer
+	// Compressed profiles typically expand 3–10×; start with a guess to
+	// avoid repeated growth.
+	guess := int64(len(data)) * 4
+	if max > 0 && guess > max+1 {
+		guess = max + 1
+	}
+	out.Grow(int(guess))
+	if _, err := out.ReadFrom(r); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: the gzip stream is truncated (was the upload cut short?)", ErrCorrupt)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if max > 0 && int64(out.Len()) > max {
+		return nil, fmt.Errorf("%w: decompresses to more than the %d-byte limit", ErrTooLarge, max)
+	}
+	return out.Bytes(), nil
+}

@@ -1,4 +1,81 @@
 package ingest
 
-// pprofFormat reads pprof protobuf. (filled in by the core work)
-var pprofFormat = Format{Name: "pprof", Sniff: func([]byte) bool { return false }}
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/google/pprof/profile"
+)
+
+// pprofFormat reads pprof protobuf (perftools.profiles.Profile), the format
+// of `go tool pprof`, runtime/pprof and most continuous profilers.
+var pprofFormat = Format{Name: "pprof", Sniff: sniffPprof, Parse: parsePprof}
+
+// profileWireTypes maps each top-level field number of profile.proto to the
+// protobuf wire types it may use (bit 1<<wiretype).
+var profileWireTypes = [...]uint8{
+	1:  1 << 2,      // sample_type
+	2:  1 << 2,      // sample
+	3:  1 << 2,      // mapping
+	4:  1 << 2,      // location
+	5:  1 << 2,      // function
+	6:  1 << 2,      // string_table
+	7:  1 << 0,      // drop_frames
+	8:  1 << 0,      // keep_frames
+	9:  1 << 0,      // time_nanos
+	10: 1 << 0,      // duration_nanos
+	11: 1 << 2,      // period_type
+	12: 1 << 0,      // period
+	13: 1<<0 | 1<<2, // comment (packed or not)
+	14: 1 << 0,      // default_sample_type
+	15: 1 << 2,      // doc_url
+}
+
+// sniffPprof walks the protobuf fields in head and accepts it when every
+// complete field has a field number and wire type that profile.proto allows.
+// Text formats, JSON and perf.data fail within the first few bytes.
+func sniffPprof(head []byte) bool {
+	if len(head) == 0 {
+		return false
+	}
+	for n := 0; len(head) > 0; n++ {
+		tag, k := binary.Uvarint(head)
+		if k <= 0 {
+			return n > 0 // a tag cut off by the end of head
+		}
+		head = head[k:]
+		field, wt := tag>>3, tag&7
+		if field == 0 || field >= uint64(len(profileWireTypes)) || profileWireTypes[field]&(1<<wt) == 0 {
+			return false
+		}
+		switch wt {
+		case 0:
+			_, k := binary.Uvarint(head)
+			if k <= 0 {
+				return k == 0 // truncated at the end of head
+			}
+			head = head[k:]
+		case 2:
+			l, k := binary.Uvarint(head)
+			if k <= 0 {
+				return k == 0
+			}
+			head = head[k:]
+			if l >= uint64(len(head)) {
+				return true // the field runs past head
+			}
+			head = head[l:]
+		}
+	}
+	return true
+}
+
+func parsePprof(data []byte, lim Limits) (*profile.Profile, error) {
+	// data is already decompressed; ParseUncompressed avoids pprof's own
+	// unbounded gunzip.
+	p, err := profile.ParseUncompressed(data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid pprof protobuf: %v", err)
+	}
+	return p, nil
+}

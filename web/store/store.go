@@ -1,0 +1,85 @@
+// Package store keeps uploaded profiles and what is derived from them. The
+// Store interface is deliberately small (put, get, stat by key) so an
+// object-storage backend can implement it later; Dir is the local-directory
+// backend used by `viewer serve`.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) by Get and Stat when a key does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Info describes a stored object.
+type Info struct {
+	Size    int64
+	ModTime time.Time
+}
+
+// Store saves and returns objects by key. Keys are slash-separated paths of
+// safe segments, e.g. "abcd…/original" (see ValidKey). A Put is durable once
+// it returns nil: after a crash or restart, Get returns the whole object or
+// ErrNotFound, never a partial one.
+type Store interface {
+	Put(ctx context.Context, key string, r io.Reader) error
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	Stat(ctx context.Context, key string) (Info, error)
+}
+
+// ValidKey reports whether key is 1–4 segments of [a-z0-9._-], none of them
+// "." or ".." or empty, so a key can never escape the store's root.
+func ValidKey(key string) error {
+	segs := strings.Split(key, "/")
+	if len(segs) > 4 {
+		return fmt.Errorf("store: key %q has too many segments", key)
+	}
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || len(s) > 128 {
+			return fmt.Errorf("store: invalid key %q", key)
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				return fmt.Errorf("store: invalid character %q in key %q", c, key)
+			}
+		}
+	}
+	return nil
+}
+
+// Exists reports whether key is stored.
+func Exists(ctx context.Context, s Store, key string) (bool, error) {
+	_, err := s.Stat(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReadAll returns the whole object at key, refusing objects over max bytes
+// (max <= 0 means no limit).
+func ReadAll(ctx context.Context, s Store, key string, max int64) ([]byte, error) {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if max > 0 {
+		r = io.LimitReader(rc, max+1)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading %s: %w", key, err)
+	}
+	if max > 0 && int64(len(b)) > max {
+		return nil, fmt.Errorf("store: %s is larger than %d bytes", key, max)
+	}
+	return b, nil
+}
