@@ -1,0 +1,190 @@
+// Package flame builds flamegraph call trees, their JSON and SVG encodings,
+// and the top-functions table from a pprof profile.
+package flame
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+)
+
+// RootName is the label of the tree's root; MergedName labels a node that
+// stands for sibling frames too narrow to draw (the name is reserved).
+const (
+	RootName   = "root"
+	MergedName = "…"
+)
+
+// frames labels every location of a profile once, so that walking samples
+// costs slice indexing rather than string work. A location expands to one
+// frame per Line (inlined calls are separate frames), outermost first.
+type frames struct {
+	names       []string // label per name ID; 0 is RootName
+	nameMapping []int32  // per name ID: index into mappings, -1 none
+	mappings    []string
+	byName      map[string]int32
+
+	// The frames of the location with index i are flat[off[i]:off[i+1]].
+	flat []int32
+	off  []int32
+	// locIndex maps a location to its index: byID for small dense IDs,
+	// byPtr otherwise.
+	byID  []int32
+	byPtr map[*profile.Location]int32
+}
+
+func newFrames(p *profile.Profile) *frames {
+	f := &frames{
+		names:       []string{RootName},
+		nameMapping: []int32{-1},
+		byName:      make(map[string]int32, len(p.Function)+1),
+		off:         make([]int32, 0, len(p.Location)+1),
+		flat:        make([]int32, 0, len(p.Location)+len(p.Location)/4),
+	}
+	f.byName[RootName] = 0
+	mappingIndex := make(map[*profile.Mapping]int32)
+	mappingFile := make(map[string]int32)
+	mapIdx := func(m *profile.Mapping) int32 {
+		if m == nil {
+			return -1
+		}
+		if i, ok := mappingIndex[m]; ok {
+			return i
+		}
+		file := m.File
+		if file == "" {
+			file = "[unknown]"
+		}
+		i, ok := mappingFile[file]
+		if !ok {
+			i = int32(len(f.mappings))
+			f.mappings = append(f.mappings, file)
+			mappingFile[file] = i
+		}
+		mappingIndex[m] = i
+		return i
+	}
+	var maxID uint64
+	for _, l := range p.Location {
+		maxID = max(maxID, l.ID)
+	}
+	if maxID <= uint64(4*len(p.Location)+1024) {
+		f.byID = make([]int32, maxID+1)
+		for i := range f.byID {
+			f.byID[i] = -1
+		}
+	} else {
+		f.byPtr = make(map[*profile.Location]int32, len(p.Location))
+	}
+	f.off = append(f.off, 0)
+	for i, l := range p.Location {
+		if f.byID != nil {
+			f.byID[l.ID] = int32(i)
+		} else {
+			f.byPtr[l] = int32(i)
+		}
+		mi := mapIdx(l.Mapping)
+		if n := len(l.Line); n > 0 {
+			// Line[0] is the innermost (inlined) call; emit outermost first.
+			for j := n - 1; j >= 0; j-- {
+				f.flat = append(f.flat, f.intern(lineName(l, &l.Line[j]), mi))
+			}
+		} else {
+			f.flat = append(f.flat, f.intern(addrName(l), mi))
+		}
+		f.off = append(f.off, int32(len(f.flat)))
+	}
+	return f
+}
+
+func (f *frames) intern(name string, mapping int32) int32 {
+	if name == RootName || name == MergedName {
+		// Keep reserved labels unambiguous.
+		name += " "
+	}
+	if i, ok := f.byName[name]; ok {
+		return i
+	}
+	i := int32(len(f.names))
+	f.names = append(f.names, name)
+	f.nameMapping = append(f.nameMapping, mapping)
+	f.byName[name] = i
+	return i
+}
+
+// loc returns the frames of l, outermost first.
+func (f *frames) loc(l *profile.Location) []int32 {
+	var i int32 = -1
+	if f.byID != nil {
+		if l.ID < uint64(len(f.byID)) {
+			i = f.byID[l.ID]
+		}
+	} else if j, ok := f.byPtr[l]; ok {
+		i = j
+	}
+	if i < 0 {
+		return nil // not in p.Location: an invalid profile
+	}
+	return f.flat[f.off[i]:f.off[i+1]]
+}
+
+func lineName(l *profile.Location, ln *profile.Line) string {
+	if fn := ln.Function; fn != nil {
+		if fn.Name != "" {
+			return fn.Name
+		}
+		if fn.SystemName != "" {
+			return fn.SystemName
+		}
+	}
+	return addrName(l)
+}
+
+// addrName labels an unsymbolized location as basename(mapping)+0xOFFSET,
+// where OFFSET is the address's offset in the object file (as addr2line
+// wants it), or the bare address when the location has no mapping.
+func addrName(l *profile.Location) string {
+	m := l.Mapping
+	if m == nil || m.File == "" {
+		return "0x" + strconv.FormatUint(l.Address, 16)
+	}
+	off := l.Address
+	if l.Address >= m.Start && l.Address < m.Limit {
+		off = l.Address - m.Start + m.Offset
+	}
+	return path.Base(m.File) + "+0x" + strconv.FormatUint(off, 16)
+}
+
+// SampleIndex resolves pprof's si parameter: a sample type name (e.g.
+// "cpu", "alloc_space") or its index. Empty means the profile's default
+// sample type, else the last one, as in pprof.
+func SampleIndex(p *profile.Profile, si string) (int, error) {
+	if len(p.SampleType) == 0 {
+		return 0, fmt.Errorf("the profile has no sample types")
+	}
+	if si == "" {
+		if p.DefaultSampleType != "" {
+			for i, st := range p.SampleType {
+				if st.Type == p.DefaultSampleType {
+					return i, nil
+				}
+			}
+		}
+		return len(p.SampleType) - 1, nil
+	}
+	for i, st := range p.SampleType {
+		if st.Type == si {
+			return i, nil
+		}
+	}
+	if n, err := strconv.Atoi(si); err == nil && n >= 0 && n < len(p.SampleType) {
+		return n, nil
+	}
+	names := make([]string, len(p.SampleType))
+	for i, st := range p.SampleType {
+		names[i] = st.Type
+	}
+	return 0, fmt.Errorf("unknown sample type %q; this profile has %q", si, names)
+}

@@ -1,0 +1,84 @@
+package flame
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// JSONVersion is the "version" field of flame.json; bump it on any
+// incompatible change to the format documented in the README.
+const JSONVersion = 1
+
+// AppendJSON appends the flame.json encoding of t to b:
+//
+//	{"version":1,"sampleType":"cpu","unit":"nanoseconds","total":N,
+//	 "names":["root",...],"mapping":[-1,...],"mappings":[...],
+//	 "nodes":[nameIdx,depth,total,self, ...]}
+//
+// nodes is flat, four integers per node, in pre-order.
+func (t *Tree) AppendJSON(b []byte) []byte {
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, JSONVersion, 10)
+	b = append(b, `,"sampleType":`...)
+	b = appendString(b, t.SampleType)
+	b = append(b, `,"unit":`...)
+	b = appendString(b, t.Unit)
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, t.Total(), 10)
+	b = append(b, `,"names":[`...)
+	for i, n := range t.Names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, n)
+	}
+	b = append(b, `],"mapping":[`...)
+	for i, m := range t.Mapping {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(m), 10)
+	}
+	b = append(b, `],"mappings":[`...)
+	for i, m := range t.Mappings {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, m)
+	}
+	b = append(b, `],"nodes":[`...)
+	for i, n := range t.Nodes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n.Name), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(n.Depth), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, n.Total, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, n.Self, 10)
+	}
+	return append(b, "]}\n"...)
+}
+
+// JSON returns the flame.json encoding of t.
+func (t *Tree) JSON() []byte {
+	return t.AppendJSON(make([]byte, 0, 64+len(t.Names)*24+len(t.Nodes)*20))
+}
+
+// appendString appends s as a JSON string. Plain ASCII names (the common
+// case) are copied directly; anything else goes through encoding/json so
+// quotes, control characters and invalid UTF-8 are escaped correctly.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,65 @@
+package flame
+
+import (
+	"sort"
+
+	"github.com/google/pprof/profile"
+)
+
+// TopRow is one function's flat value (samples where it is the leaf) and
+// cumulative value (samples whose stack contains it, counted once per stack
+// even under recursion).
+type TopRow struct {
+	Name      string
+	Flat, Cum int64
+}
+
+// Top returns every function's flat and cumulative value for sample index
+// si, sorted by flat, then cum, then name (descending values), and the
+// total of all samples.
+func Top(p *profile.Profile, si int) (rows []TopRow, total int64) {
+	fr := newFrames(p)
+	flat := make([]int64, len(fr.names))
+	cum := make([]int64, len(fr.names))
+	seen := make([]int32, len(fr.names)) // sample number+1 that last counted a name
+	for n, s := range p.Sample {
+		if si >= len(s.Value) || s.Value[si] == 0 {
+			continue
+		}
+		v := s.Value[si]
+		total += v
+		mark := int32(n + 1)
+		leaf := int32(-1)
+		for i, l := range s.Location {
+			fs := fr.loc(l)
+			if i == 0 && len(fs) > 0 {
+				leaf = fs[len(fs)-1] // innermost frame of the leaf location
+			}
+			for _, nm := range fs {
+				if seen[nm] != mark {
+					seen[nm] = mark
+					cum[nm] += v
+				}
+			}
+		}
+		if leaf >= 0 {
+			flat[leaf] += v
+		}
+	}
+	for i := 1; i < len(fr.names); i++ {
+		if flat[i] != 0 || cum[i] != 0 {
+			rows = append(rows, TopRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i]})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if abs(a.Flat) != abs(b.Flat) {
+			return abs(a.Flat) > abs(b.Flat)
+		}
+		if abs(a.Cum) != abs(b.Cum) {
+			return abs(a.Cum) > abs(b.Cum)
+		}
+		return a.Name < b.Name
+	})
+	return rows, total
+}

@@ -1,0 +1,248 @@
+package flame
+
+import (
+	"sort"
+
+	"github.com/google/pprof/profile"
+)
+
+// DefaultMinFraction merges frames narrower than 1/20000 of the root: less
+// than a tenth of a pixel on a 2000-pixel-wide graph.
+const DefaultMinFraction = 1.0 / 20000
+
+// Options tune Build.
+type Options struct {
+	// MinFraction: children whose total is below total(root)*MinFraction
+	// are merged, per parent, into one MergedName node. Zero keeps every
+	// frame; negative means DefaultMinFraction.
+	MinFraction float64
+}
+
+// Node is one frame of the tree. Nodes are in pre-order (parent before
+// children, children sorted by name), so Depth alone gives the shape.
+type Node struct {
+	Name  int32 // index into Tree.Names
+	Depth int32
+	Total int64 // value of samples whose stack passes through this frame
+	Self  int64 // value of samples whose stack ends at this frame
+}
+
+// Tree is a compacted call tree for one sample type.
+type Tree struct {
+	SampleType string
+	Unit       string
+	Names      []string // distinct labels; Names[0] is RootName
+	Mapping    []int32  // per name: index into Mappings, -1 none
+	Mappings   []string
+	Nodes      []Node // pre-order; Nodes[0] is the root
+}
+
+// Total is the root's value.
+func (t *Tree) Total() int64 {
+	if len(t.Nodes) == 0 {
+		return 0
+	}
+	return t.Nodes[0].Total
+}
+
+// full is the uncompacted tree built from samples, as parallel slices.
+type full struct {
+	name   []int32
+	parent []int32
+	total  []int64
+	self   []int64
+}
+
+// Build aggregates the samples of p for sample index si into a call tree
+// and compacts it per opt.
+func Build(p *profile.Profile, si int, opt Options) *Tree {
+	fr := newFrames(p)
+	ft := buildFull(p, si, fr)
+	minFrac := opt.MinFraction
+	if minFrac < 0 {
+		minFrac = DefaultMinFraction
+	}
+	t := compact(ft, fr, minFrac)
+	if si >= 0 && si < len(p.SampleType) {
+		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
+	}
+	return t
+}
+
+func buildFull(p *profile.Profile, si int, fr *frames) *full {
+	n := len(p.Location) + 1
+	ft := &full{
+		name:   make([]int32, 1, n),
+		parent: make([]int32, 1, n),
+		total:  make([]int64, 1, n),
+		self:   make([]int64, 1, n),
+	}
+	ft.parent[0] = -1
+	// child maps (parent, name) to the child node.
+	child := make(map[uint64]int32, n)
+	var prev []*profile.Location
+	prevLeaf := int32(-1)
+	for _, s := range p.Sample {
+		if si >= len(s.Value) {
+			continue
+		}
+		v := s.Value[si]
+		if v == 0 {
+			continue
+		}
+		// Consecutive samples often share a stack (same slice or equal
+		// contents): reuse the previous walk.
+		if prevLeaf >= 0 && sameStack(prev, s.Location) {
+			for cur := prevLeaf; cur >= 0; cur = ft.parent[cur] {
+				ft.total[cur] += v
+			}
+			ft.self[prevLeaf] += v
+			continue
+		}
+		cur := int32(0)
+		ft.total[0] += v
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			for _, nm := range fr.loc(s.Location[i]) {
+				key := uint64(cur)<<32 | uint64(uint32(nm))
+				c, ok := child[key]
+				if !ok {
+					c = int32(len(ft.name))
+					ft.name = append(ft.name, nm)
+					ft.parent = append(ft.parent, cur)
+					ft.total = append(ft.total, 0)
+					ft.self = append(ft.self, 0)
+					child[key] = c
+				}
+				ft.total[c] += v
+				cur = c
+			}
+		}
+		ft.self[cur] += v
+		prev, prevLeaf = s.Location, cur
+	}
+	return ft
+}
+
+func sameStack(a, b []*profile.Location) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// compact emits ft in pre-order with children sorted by name, merging
+// each parent's children below the threshold into one MergedName node.
+func compact(ft *full, fr *frames, minFrac float64) *Tree {
+	nn := len(ft.name)
+	// Children lists in CSR form.
+	start := make([]int32, nn+1)
+	for i := 1; i < nn; i++ {
+		start[ft.parent[i]+1]++
+	}
+	for i := 0; i < nn; i++ {
+		start[i+1] += start[i]
+	}
+	kids := make([]int32, max(nn-1, 0))
+	fill := make([]int32, nn)
+	copy(fill, start[:nn])
+	for i := 1; i < nn; i++ {
+		p := ft.parent[i]
+		kids[fill[p]] = int32(i)
+		fill[p]++
+	}
+	thresh := int64(float64(abs(ft.total[0])) * minFrac)
+
+	t := &Tree{Nodes: make([]Node, 0, nn/2+1)}
+	outName := make([]int32, len(fr.names)) // frame name ID → output name index+1
+	outMap := make(map[int32]int32)         // frames mapping → output mapping
+	label := func(nm int32) int32 {
+		if o := outName[nm]; o > 0 {
+			return o - 1
+		}
+		o := int32(len(t.Names))
+		t.Names = append(t.Names, fr.names[nm])
+		m := int32(-1)
+		if fm := fr.nameMapping[nm]; fm >= 0 {
+			var ok bool
+			if m, ok = outMap[fm]; !ok {
+				m = int32(len(t.Mappings))
+				t.Mappings = append(t.Mappings, fr.mappings[fm])
+				outMap[fm] = m
+			}
+		}
+		t.Mapping = append(t.Mapping, m)
+		outName[nm] = o + 1
+		return o
+	}
+	label(0)
+	mergedLabel := int32(-1)
+
+	// A stack item is a real node, or (merged) the MergedName node standing
+	// for the small children of a parent.
+	type item struct {
+		node   int32
+		depth  int32
+		merged bool
+		value  int64
+	}
+	stack := []item{{node: 0}}
+	var order []int32 // scratch: the kept children of one node
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.merged {
+			if mergedLabel < 0 {
+				mergedLabel = int32(len(t.Names))
+				t.Names = append(t.Names, MergedName)
+				t.Mapping = append(t.Mapping, -1)
+			}
+			t.Nodes = append(t.Nodes, Node{Name: mergedLabel, Depth: it.depth, Total: it.value, Self: it.value})
+			continue
+		}
+		t.Nodes = append(t.Nodes, Node{Name: label(ft.name[it.node]), Depth: it.depth, Total: ft.total[it.node], Self: ft.self[it.node]})
+		cs := kids[start[it.node]:start[it.node+1]]
+		if len(cs) == 0 {
+			continue
+		}
+		order = order[:0]
+		var merged int64
+		nmerged := 0
+		for _, c := range cs {
+			if abs(ft.total[c]) < thresh {
+				merged += ft.total[c]
+				nmerged++
+				continue
+			}
+			order = append(order, c)
+		}
+		sort.Slice(order, func(i, j int) bool { return fr.names[ft.name[order[i]]] < fr.names[ft.name[order[j]]] })
+		// The merged node takes its place by name among its siblings.
+		mergedAt := -1
+		if nmerged > 0 {
+			mergedAt = sort.Search(len(order), func(i int) bool { return fr.names[ft.name[order[i]]] > MergedName })
+		}
+		// Push in reverse so the first child pops first.
+		d := it.depth + 1
+		for i := len(order); i >= 0; i-- {
+			if i < len(order) {
+				stack = append(stack, item{node: order[i], depth: d})
+			}
+			if i == mergedAt {
+				stack = append(stack, item{depth: d, merged: true, value: merged})
+			}
+		}
+	}
+	return t
+}
