@@ -1,0 +1,363 @@
+// page.js wires the flame graph page: it fetches flame.json, hands it to a
+// FlameGraph, and keeps the toolbar, breadcrumb, tooltip, top table and the URL
+// in step. View state (si, q, z = zoom path, mode) lives in the query string
+// via history.replaceState, so a copied link shows the same view.
+//
+// Other modules (on-demand symbolization) import { reload } from this module:
+// it refetches flame.json and redraws, keeping zoom and search.
+
+import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
+
+const $ = (id) => document.getElementById(id);
+const config = JSON.parse($('flame-config').textContent);
+
+const chart = $('chart');
+const graph = new FlameGraph(chart, $('flame'), $('flame-hover'));
+const search = $('search');
+const matchOut = $('match');
+const tooltip = $('tooltip');
+const status = $('chart-status');
+const crumbs = $('crumbs');
+const resetBtn = $('reset');
+const siSelect = $('si');
+const TOP_ROWS = 100;
+
+let dataURL = config.dataURL;
+let si = config.si || '';
+let siInURL = new URLSearchParams(location.search).has('si');
+let tree = null;
+let loads = 0;
+let generation = 0;
+let topSort = { key: 'flat', desc: true };
+let topAll = false;
+
+// ---- URL state ----
+
+function readURL() {
+  const p = new URLSearchParams(location.search);
+  search.value = p.get('q') || '';
+  graph.mode = p.get('mode') === 'flame' ? 'flame' : 'icicle';
+  graph.zoomPath = p.getAll('z');
+  setSearchRE(search.value);
+  showMode();
+}
+
+function writeURL() {
+  const p = new URLSearchParams(location.search);
+  for (const k of ['si', 'q', 'z', 'mode']) p.delete(k);
+  if (si && siInURL) p.set('si', si);
+  if (search.value) p.set('q', search.value);
+  for (const name of graph.zoomPath) p.append('z', name);
+  if (graph.mode === 'flame') p.set('mode', 'flame');
+  const qs = p.toString();
+  const url = location.pathname + (qs ? `?${qs}` : '') + location.hash;
+  if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, '', url);
+}
+
+function withParam(url, key, value) {
+  const u = new URL(url, location.href);
+  u.searchParams.set(key, value);
+  return u.pathname + u.search;
+}
+
+// ---- loading ----
+
+/** Refetches flame.json and redraws, keeping zoom, search and mode. */
+export async function reload() {
+  const gen = ++generation;
+  let json;
+  try {
+    const resp = await fetch(dataURL, { headers: { Accept: 'application/json' } });
+    if (!resp.ok) {
+      const body = (await resp.text()).trim();
+      throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
+    }
+    json = await resp.json();
+  } catch (err) {
+    if (gen === generation) showStatus(`Could not load the flame graph: ${err.message}`, true);
+    throw err;
+  }
+  if (gen !== generation) return; // a newer reload won
+  tree = new Tree(json);
+  graph.setTree(tree);
+  showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
+  showMatch();
+  showCrumbs();
+  renderTop();
+  writeURL();
+  loads++;
+  document.body.dataset.loads = String(loads);
+  document.body.dataset.ready = '1';
+  document.dispatchEvent(new CustomEvent('viewer:drawn', { detail: { loads } }));
+}
+
+function showStatus(text, isError) {
+  status.textContent = text;
+  status.hidden = !text;
+  status.classList.toggle('error', !!isError);
+}
+
+// ---- search ----
+
+function escapeRE(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }
+
+/** A case-insensitive RegExp for q; text that is not a valid regex is matched literally. */
+function compile(q) {
+  if (!q) return null;
+  try {
+    return new RegExp(q, 'i');
+  } catch {
+    return new RegExp(escapeRE(q), 'i');
+  }
+}
+
+function setSearchRE(q) {
+  graph.setSearch(compile(q));
+}
+
+function showMatch() {
+  const m = graph.matched;
+  if (!m || !tree) {
+    matchOut.textContent = '';
+    matchOut.hidden = true;
+    delete matchOut.dataset.share;
+    return;
+  }
+  matchOut.hidden = false;
+  const share = tree.rootTotal > 0 ? m.value / tree.rootTotal : 0;
+  matchOut.dataset.share = String(share);
+  matchOut.classList.toggle('none', m.frames === 0);
+  matchOut.textContent = m.frames === 0 ? 'no match'
+    : `${formatPct(share)} matched · ${formatValue(m.value, tree.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'}`;
+}
+
+function applySearch(q) {
+  if (search.value !== q) search.value = q;
+  setSearchRE(q);
+  showMatch();
+  writeURL();
+}
+
+let searchTimer = 0;
+search.addEventListener('input', () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => applySearch(search.value), 120);
+});
+search.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter') { clearTimeout(searchTimer); applySearch(search.value); }
+});
+
+// ---- zoom ----
+
+graph.onzoom = () => {
+  showCrumbs();
+  writeURL();
+};
+
+function showCrumbs() {
+  crumbs.replaceChildren();
+  if (!tree) return;
+  const chain = tree.ancestry(graph.zoom);
+  resetBtn.disabled = chain.length <= 1;
+  crumbs.hidden = chain.length <= 1;
+  chain.forEach((i, k) => {
+    if (k > 0) {
+      const sep = document.createElement('span');
+      sep.className = 'sep';
+      sep.textContent = '›';
+      sep.setAttribute('aria-hidden', 'true');
+      crumbs.append(sep);
+    }
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'crumb';
+    b.textContent = k === 0 ? 'all' : tree.label(i);
+    b.title = tree.label(i);
+    if (k === chain.length - 1) b.setAttribute('aria-current', 'true');
+    else b.addEventListener('click', () => graph.zoomTo(i));
+    crumbs.append(b);
+  });
+  crumbs.scrollLeft = crumbs.scrollWidth;
+}
+
+resetBtn.addEventListener('click', () => graph.zoomTo(0));
+
+document.addEventListener('keydown', (e) => {
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.target instanceof HTMLTextAreaElement;
+  if (e.key === 'Escape') {
+    if (e.target === search && search.value) { applySearch(''); return; }
+    if (tree && graph.zoom !== 0) { graph.zoomTo(0); e.preventDefault(); }
+    return;
+  }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === '/') { e.preventDefault(); search.focus(); search.select(); }
+  if (e.key === 'Backspace' && tree && graph.zoom !== 0) { graph.zoomTo(tree.parent[graph.zoom]); e.preventDefault(); }
+});
+
+// ---- mode ----
+
+function showMode() {
+  for (const b of document.querySelectorAll('[data-mode]')) {
+    b.setAttribute('aria-pressed', String(b.dataset.mode === graph.mode));
+  }
+  chart.classList.toggle('flame-mode', graph.mode === 'flame');
+}
+
+for (const b of document.querySelectorAll('[data-mode]')) {
+  b.addEventListener('click', () => {
+    graph.setMode(b.dataset.mode);
+    showMode();
+    writeURL();
+  });
+}
+
+// ---- sample type ----
+
+if (siSelect) {
+  siSelect.addEventListener('change', () => {
+    si = siSelect.value;
+    siInURL = true;
+    dataURL = withParam(config.dataURL, 'si', si);
+    for (const id of ['svg-link', 'top-link']) {
+      const a = $(id);
+      if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
+    }
+    writeURL();
+    reload().catch(() => {});
+  });
+}
+
+// ---- tooltip ----
+
+function row(label, value, pct) {
+  const r = document.createElement('div');
+  r.className = 'tt-row';
+  const l = document.createElement('span');
+  l.className = 'tt-label';
+  l.textContent = label;
+  const v = document.createElement('span');
+  v.className = 'tt-value';
+  v.textContent = value;
+  const p = document.createElement('span');
+  p.className = 'tt-pct';
+  p.textContent = pct;
+  r.append(l, v, p);
+  return r;
+}
+
+graph.onhover = (g, i, e) => {
+  if (i < 0 || !tree || !e) { tooltip.hidden = true; return; }
+  const unit = tree.unit;
+  const total = tree.total[i];
+  const self = tree.self[i];
+  const name = document.createElement('div');
+  name.className = 'tt-name';
+  name.textContent = tree.label(i);
+  const parts = [name];
+  const mapping = tree.mappingOf(i);
+  if (mapping) {
+    const m = document.createElement('div');
+    m.className = 'tt-mapping';
+    m.textContent = mapping;
+    parts.push(m);
+  }
+  parts.push(row('Total', formatValue(total, unit), formatPct(total / tree.rootTotal)));
+  parts.push(row('Self', formatValue(self, unit), formatPct(self / tree.rootTotal)));
+  const z = graph.zoom;
+  if (z !== 0 && tree.depth[i] > tree.depth[z]) {
+    parts.push(row('In zoom', '', formatPct(total / tree.total[z])));
+  }
+  if (tree.label(i) === '…') {
+    const n = document.createElement('div');
+    n.className = 'tt-note';
+    n.textContent = 'Frames too small to draw, merged by the server.';
+    parts.push(n);
+  }
+  tooltip.replaceChildren(...parts);
+  tooltip.hidden = false;
+  // Place beside the pointer, inside the chart.
+  const box = chart.getBoundingClientRect();
+  const tw = tooltip.offsetWidth;
+  const th = tooltip.offsetHeight;
+  let x = e.clientX - box.left + 14;
+  let y = e.clientY - box.top + 16;
+  if (x + tw > box.width) x = Math.max(0, e.clientX - box.left - tw - 14);
+  if (e.clientY + 16 + th > window.innerHeight) y = Math.max(0, e.clientY - box.top - th - 12);
+  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+};
+
+// ---- top functions ----
+
+const topTable = $('top-table');
+const topBody = topTable.querySelector('tbody');
+const topMore = $('top-more');
+
+function renderTop() {
+  if (!tree) return;
+  const rows = tree.topFunctions(0);
+  const { key, desc } = topSort;
+  rows.sort((a, b) => {
+    const c = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
+    return (desc ? -c : c) || a.name.localeCompare(b.name);
+  });
+  const shown = topAll ? rows : rows.slice(0, TOP_ROWS);
+  const frag = document.createDocumentFragment();
+  const total = tree.rootTotal;
+  for (const r of shown) {
+    const tr = document.createElement('tr');
+    tr.dataset.name = r.name;
+    for (const [text, cls] of [
+      [formatValue(r.flat, tree.unit), 'num'], [formatPct(r.flat / total), 'num pct'],
+      [formatValue(r.cum, tree.unit), 'num'], [formatPct(r.cum / total), 'num pct'],
+      [r.name, 'fn']]) {
+      const td = document.createElement('td');
+      td.className = cls;
+      td.textContent = text;
+      if (cls === 'fn') td.title = `${r.name}\nClick to search for it`;
+      tr.append(td);
+    }
+    frag.append(tr);
+  }
+  topBody.replaceChildren(frag);
+  topMore.hidden = rows.length <= TOP_ROWS || topAll;
+  $('top-all').textContent = `Show all ${rows.length.toLocaleString('en-US')}`;
+  for (const th of topTable.querySelectorAll('th')) {
+    const b = th.querySelector('[data-sort]');
+    if (!b) continue;
+    if (b.dataset.sort === key) th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
+    else th.removeAttribute('aria-sort');
+  }
+}
+
+topTable.querySelector('thead').addEventListener('click', (e) => {
+  const b = e.target.closest('[data-sort]');
+  if (!b) return;
+  const key = b.dataset.sort;
+  topSort = topSort.key === key ? { key, desc: !topSort.desc } : { key, desc: key !== 'name' };
+  renderTop();
+});
+topBody.addEventListener('click', (e) => {
+  const tr = e.target.closest('tr');
+  if (!tr) return;
+  applySearch(`^${escapeRE(tr.dataset.name)}$`);
+  chart.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+});
+$('top-all').addEventListener('click', () => { topAll = true; renderTop(); });
+
+// ---- for tests and the console ----
+
+/** Where the frame at path (names below the root) is drawn, in viewport px. */
+function frameRect(path) {
+  if (!tree) return null;
+  const i = tree.resolve(path);
+  if (tree.path(i).length !== path.length) return null;
+  const r = graph.rectOf(i);
+  if (!r) return null;
+  const c = graph.overlay.getBoundingClientRect();
+  return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
+}
+
+window.viewer = { graph, reload, frameRect, get tree() { return tree; } };
+
+readURL();
+reload().catch(() => {});

@@ -1,0 +1,80 @@
+package views
+
+import (
+	"strconv"
+	"strings"
+)
+
+// flameConfig is what static/page.js reads from the "flame-config" JSON
+// script element.
+type flameConfig struct {
+	ID          string       `json:"id"`
+	DataURL     string       `json:"dataURL"`
+	SVGURL      string       `json:"svgURL,omitempty"`
+	PprofURL    string       `json:"pprofURL,omitempty"`
+	TopURL      string       `json:"topURL,omitempty"`
+	EventsURL   string       `json:"eventsURL,omitempty"`
+	SI          string       `json:"si"`
+	SampleTypes []SampleType `json:"sampleTypes"`
+}
+
+func newFlameConfig(m FlamePage) flameConfig {
+	st := m.SampleTypes
+	if st == nil {
+		st = []SampleType{}
+	}
+	return flameConfig{
+		ID: m.ID, DataURL: m.DataURL, SVGURL: m.SVGURL, PprofURL: m.PprofURL,
+		TopURL: m.TopURL, EventsURL: m.EventsURL, SI: m.SI, SampleTypes: st,
+	}
+}
+
+// flameTitle is the page heading: the file name, else the profile ID.
+func flameTitle(m FlamePage) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	if m.ID != "" {
+		return "Profile " + m.ID
+	}
+	return "Profile"
+}
+
+// shortBuildID keeps the first 12 hex digits, enough to tell binaries apart;
+// the full ID is in the cell's title.
+func shortBuildID(id string) string {
+	if len(id) > 16 {
+		return id[:12] + "…"
+	}
+	return id
+}
+
+// stateClass turns a state such as "not found" into a CSS class suffix.
+func stateClass(state string) string {
+	s := strings.ToLower(strings.TrimSpace(state))
+	var b strings.Builder
+	b.WriteString("state-")
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// binariesSummary says how many binaries are symbolized, e.g. "2 of 5 symbolized".
+func binariesSummary(bins []Binary) string {
+	if len(bins) == 0 {
+		return ""
+	}
+	n := 0
+	for _, b := range bins {
+		if strings.EqualFold(b.State, "symbolized") {
+			n++
+		}
+	}
+	return strconv.Itoa(n) + " of " + strconv.Itoa(len(bins)) + " symbolized"
+}
