@@ -1,0 +1,1034 @@
+// Package perfdata reads the perf.data files Linux perf writes (file and pipe
+// mode, either byte order, zstd-compressed records) and converts them to pprof
+// profiles that keep raw addresses and the build IDs perf recorded, so the
+// viewer's symbolizer, not the recording machine, names the frames.
+//
+// The layout follows the kernel's tools/perf/Documentation/perf.data-file-format.txt.
+package perfdata
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// ErrNotPerfData is returned when the input does not start with perf's magic.
+var ErrNotPerfData = errors.New("not a perf.data file: it does not start with the PERFILE2 magic")
+
+const (
+	magicLE        = 0x32454c4946524550 // "PERFILE2" read as little-endian
+	fileHeaderSize = 104
+	pipeHeaderSize = 16
+)
+
+// Sniff reports whether head starts like a perf.data file (file or pipe mode,
+// either byte order).
+func Sniff(head []byte) bool {
+	_, ok := byteOrder(head)
+	return ok
+}
+
+func byteOrder(head []byte) (binary.ByteOrder, bool) {
+	if len(head) < 8 {
+		return nil, false
+	}
+	switch {
+	case binary.LittleEndian.Uint64(head) == magicLE:
+		return binary.LittleEndian, true
+	case binary.BigEndian.Uint64(head) == magicLE:
+		return binary.BigEndian, true
+	}
+	return nil, false
+}
+
+// Options bound what reading one file may cost.
+type Options struct {
+	// MaxDecompressed caps the bytes COMPRESSED records may expand to; 0 means no cap.
+	MaxDecompressed int64
+}
+
+// File is a decoded perf.data: its events, the records it holds in file
+// order (compressed ones expanded after the rest), and what it says about the
+// machine that recorded it.
+type File struct {
+	ByteOrder binary.ByteOrder
+	Pipe      bool
+	Attrs     []*Attr
+	Features  Features
+	Records   []Record
+	// Skipped counts the records left out by type name: unknown types,
+	// records this reader has no use for, and malformed records.
+	Skipped map[string]int
+	// Warnings describe what was skipped or damaged, one line each.
+	Warnings []string
+
+	byID      map[uint64]int
+	idPos     int // index of the ID among a sample's leading u64s, -1 if none
+	idPosEnd  int // index of the ID counted from the end of the sample_id trailer, 0 if none
+	malformed int
+	descs     []eventDesc
+	firstBad  string
+}
+
+// Attr is one event: its perf_event_attr fields this reader needs and the
+// sample IDs that point at it.
+type Attr struct {
+	Type             uint32
+	Config           uint64
+	SamplePeriod     uint64 // period, or frequency when Freq
+	SampleType       uint64
+	ReadFormat       uint64
+	Flags            uint64
+	BranchSampleType uint64
+	SampleRegsUser   uint64
+	SampleStackUser  uint32
+	SampleRegsIntr   uint64
+	IDs              []uint64
+	// Name is the event's name from the EVENT_DESC feature, or derived from
+	// Type and Config when the file has none.
+	Name string
+}
+
+// Freq reports whether SamplePeriod is a frequency.
+func (a *Attr) Freq() bool { return a.Flags&(1<<10) != 0 }
+
+// SampleIDAll reports whether non-sample records carry a sample_id trailer.
+func (a *Attr) SampleIDAll() bool { return a.Flags&(1<<18) != 0 }
+
+// Features are the header feature sections (or pipe-mode HEADER_FEATURE records).
+type Features struct {
+	Hostname, OSRelease, Version, Arch, CPUDesc, CPUID string
+	NrCPUsOnline, NrCPUsAvail                         uint32
+	TotalMemKB                                        uint64
+	Cmdline                                           []string
+	BuildIDs                                          []BuildID
+	// FirstSample and LastSample are perf clock times from SAMPLE_TIME.
+	FirstSample, LastSample uint64
+	// ClockData maps perf clock times to wall time when the file has CLOCK_DATA.
+	ClockData *ClockData
+	// Compression is the COMPRESSED feature's type (1 is zstd), 0 when absent.
+	Compression uint32
+	// Present lists the feature IDs the file announced.
+	Present []int
+}
+
+// ClockData pairs one perf clock reading with the wall clock at that moment.
+type ClockData struct {
+	ClockID        uint32
+	WallClockNanos uint64
+	ClockIDNanos   uint64
+}
+
+// BuildID is one BUILD_ID entry: the build ID of the file perf found at a
+// path for a process (pid -1 for the kernel and its modules).
+type BuildID struct {
+	CPUMode  uint16 // perf's misc & 7: 1 kernel, 2 user, 4 guest kernel, 5 guest user
+	Pid      int32
+	ID       []byte
+	Filename string
+}
+
+// Record types this reader decodes.
+const (
+	recMmap         = 1
+	recLost         = 2
+	recComm         = 3
+	recExit         = 4
+	recFork         = 7
+	recSample       = 9
+	recMmap2        = 10
+	recLostSamples  = 13
+	recKsymbol      = 17
+	recHeaderAttr   = 64
+	recEventType    = 65
+	recTracingData  = 66
+	recHeaderBuild  = 67
+	recFinished     = 68
+	recAuxtrace     = 71
+	recHeaderFeat   = 80
+	recCompressed   = 81
+	recFinishedInit = 82
+)
+
+var recordNames = map[uint32]string{
+	1: "MMAP", 2: "LOST", 3: "COMM", 4: "EXIT", 5: "THROTTLE", 6: "UNTHROTTLE", 7: "FORK", 8: "READ",
+	9: "SAMPLE", 10: "MMAP2", 11: "AUX", 12: "ITRACE_START", 13: "LOST_SAMPLES", 14: "SWITCH",
+	15: "SWITCH_CPU_WIDE", 16: "NAMESPACES", 17: "KSYMBOL", 18: "BPF_EVENT", 19: "CGROUP",
+	20: "TEXT_POKE", 21: "AUX_OUTPUT_HW_ID", 64: "HEADER_ATTR", 65: "HEADER_EVENT_TYPE",
+	66: "HEADER_TRACING_DATA", 67: "HEADER_BUILD_ID", 68: "FINISHED_ROUND", 69: "ID_INDEX",
+	70: "AUXTRACE_INFO", 71: "AUXTRACE", 72: "AUXTRACE_ERROR", 73: "THREAD_MAP", 74: "CPU_MAP",
+	75: "STAT_CONFIG", 76: "STAT", 77: "STAT_ROUND", 78: "EVENT_UPDATE", 79: "TIME_CONV",
+	80: "HEADER_FEATURE", 81: "COMPRESSED", 82: "FINISHED_INIT",
+}
+
+// RecordName is perf's name for a record type, or "type N" for one it does not know.
+func RecordName(t uint32) string {
+	if n, ok := recordNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("type %d", t)
+}
+
+// Record is one decoded record: *Sample, *Mmap, *Comm, *Fork, *Ksymbol or *Lost.
+type Record interface{ time() uint64 }
+
+// SampleID is the sample_id trailer of non-sample records (when the event has
+// sample_id_all); fields the event does not record are zero.
+type SampleID struct {
+	Pid, Tid uint32
+	Time     uint64
+	ID       uint64
+	StreamID uint64
+	CPU      uint32
+}
+
+func (s SampleID) time() uint64 { return s.Time }
+
+// Sample is one PERF_RECORD_SAMPLE.
+type Sample struct {
+	Attr     int    // index into File.Attrs
+	CPUMode  uint16 // misc & 7
+	IP       uint64 // PERF_SAMPLE_IP
+	Pid, Tid uint32
+	Time     uint64
+	Addr     uint64
+	ID       uint64
+	StreamID uint64
+	CPU      uint32
+	Period   uint64
+	// Read holds PERF_SAMPLE_READ values: one per event, or the group's.
+	Read []ReadValue
+	// Callchain is PERF_SAMPLE_CALLCHAIN as recorded, context markers included.
+	Callchain []uint64
+	Weight    uint64
+	DataSrc   uint64
+	PhysAddr  uint64
+	// HasRegsUser and StackUser report DWARF-mode user state, which is skipped.
+	HasRegsUser bool
+	StackUser   uint64
+}
+
+func (s *Sample) time() uint64 { return s.Time }
+
+// ReadValue is one counter value from PERF_SAMPLE_READ.
+type ReadValue struct {
+	Value, ID, Lost uint64
+}
+
+// Mmap is PERF_RECORD_MMAP or PERF_RECORD_MMAP2.
+type Mmap struct {
+	SampleID
+	Pid, Tid       uint32 // mapping owner; Pid is 0xffffffff (-1) for the kernel
+	CPUMode        uint16
+	Start, Len     uint64
+	PgOff          uint64
+	Filename       string
+	BuildID        []byte // MMAP2 build-ID form
+	Maj, Min       uint32
+	Ino, InoGen    uint64
+	Prot, Flags    uint32
+	V2, Executable bool
+}
+
+// Comm is PERF_RECORD_COMM: a thread's name, set at exec when Exec.
+type Comm struct {
+	SampleID
+	Pid, Tid uint32
+	Comm     string
+	Exec     bool
+}
+
+// Fork is PERF_RECORD_FORK or, when Exit, PERF_RECORD_EXIT.
+type Fork struct {
+	SampleID
+	Pid, PPid, Tid, PTid uint32
+	ForkTime             uint64
+	Exit                 bool
+}
+
+// Ksymbol is PERF_RECORD_KSYMBOL: a kernel symbol (a BPF program, say)
+// registered or, when Unregister, removed at run time.
+type Ksymbol struct {
+	SampleID
+	Addr       uint64
+	Len        uint32
+	KsymType   uint16
+	Unregister bool
+	Name       string
+}
+
+// Lost is PERF_RECORD_LOST or LOST_SAMPLES: samples the kernel dropped.
+type Lost struct {
+	SampleID
+	Lost uint64
+}
+
+// dec reads fixed-size fields from b in order, remembering the first overrun.
+type dec struct {
+	b   []byte
+	o   binary.ByteOrder
+	bad bool
+}
+
+func (d *dec) u64() uint64 {
+	if len(d.b) < 8 {
+		d.bad = true
+		d.b = nil
+		return 0
+	}
+	v := d.o.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *dec) u32() uint32 {
+	if len(d.b) < 4 {
+		d.bad = true
+		d.b = nil
+		return 0
+	}
+	v := d.o.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *dec) u16() uint16 {
+	if len(d.b) < 2 {
+		d.bad = true
+		d.b = nil
+		return 0
+	}
+	v := d.o.Uint16(d.b)
+	d.b = d.b[2:]
+	return v
+}
+
+func (d *dec) skip(n uint64) {
+	if uint64(len(d.b)) < n {
+		d.bad = true
+		d.b = nil
+		return
+	}
+	d.b = d.b[n:]
+}
+
+func (d *dec) bytes(n uint64) []byte {
+	if uint64(len(d.b)) < n {
+		d.bad = true
+		d.b = nil
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// str reads a perf_header_string: a u32 length, then that many bytes, NUL padded.
+func (d *dec) str() string {
+	n := d.u32()
+	return cstr(d.bytes(uint64(n)))
+}
+
+// cstr is b up to its first NUL.
+func cstr(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+type section struct{ off, size uint64 }
+
+func (d *dec) section() section { return section{d.u64(), d.u64()} }
+
+// sub returns the bytes of s inside data, or an error naming what it is.
+func sub(data []byte, s section, what string) ([]byte, error) {
+	if s.off > uint64(len(data)) || s.size > uint64(len(data))-s.off {
+		return nil, fmt.Errorf("perf.data is truncated or corrupt: the %s (offset %d, %d bytes) lies beyond the end of the %d-byte file", what, s.off, s.size, len(data))
+	}
+	return data[s.off : s.off+s.size], nil
+}
+
+// Read decodes a whole perf.data held in memory.
+func Read(data []byte, opt Options) (*File, error) {
+	order, ok := byteOrder(data)
+	if !ok {
+		return nil, ErrNotPerfData
+	}
+	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}}
+	if len(data) < pipeHeaderSize {
+		return nil, fmt.Errorf("perf.data is truncated: %d bytes, shorter than its %d-byte header", len(data), pipeHeaderSize)
+	}
+	hsize := order.Uint64(data[8:])
+	var stream []byte
+	var streamBase uint64
+	switch hsize {
+	case pipeHeaderSize:
+		f.Pipe = true
+		stream, streamBase = data[pipeHeaderSize:], pipeHeaderSize
+	case fileHeaderSize:
+		if len(data) < fileHeaderSize {
+			return nil, fmt.Errorf("perf.data is truncated: %d bytes, shorter than its %d-byte header", len(data), fileHeaderSize)
+		}
+		var err error
+		stream, streamBase, err = f.readFileHeader(data)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("perf.data header size is %d; this reader knows file mode (104) and pipe mode (16)", hsize)
+	}
+	var compressed [][]byte
+	if err := f.readRecords(stream, streamBase, &compressed); err != nil {
+		return nil, err
+	}
+	if len(compressed) > 0 {
+		if err := f.readCompressed(compressed, opt); err != nil {
+			return nil, err
+		}
+	}
+	if len(f.Attrs) == 0 {
+		return nil, errors.New("perf.data has no event attributes: the header's attribute section is empty")
+	}
+	f.nameEvents()
+	if f.malformed > 0 {
+		f.Warnings = append(f.Warnings, fmt.Sprintf("skipped %d malformed records; the first: %s", f.malformed, f.firstBad))
+	}
+	return f, nil
+}
+
+// readFileHeader decodes the file-mode header, attributes and feature
+// sections, and returns the data section.
+func (f *File) readFileHeader(data []byte) ([]byte, uint64, error) {
+	d := dec{b: data[16:fileHeaderSize], o: f.ByteOrder}
+	attrSize := d.u64()
+	attrs := d.section()
+	dataSec := d.section()
+	d.section() // event_types, unused since perf 2.6.x
+	var featBits [4]uint64
+	for i := range featBits {
+		featBits[i] = d.u64()
+	}
+	ab, err := sub(data, attrs, "attribute section")
+	if err != nil {
+		return nil, 0, err
+	}
+	if attrSize < 16+8 || attrSize > 4096 {
+		return nil, 0, fmt.Errorf("perf.data header gives an attribute entry size of %d bytes; expected about 136", attrSize)
+	}
+	for len(ab) >= int(attrSize) {
+		entry := ab[:attrSize]
+		ab = ab[attrSize:]
+		a, err := f.decodeAttr(entry[:attrSize-16])
+		if err != nil {
+			return nil, 0, err
+		}
+		ed := dec{b: entry[attrSize-16:], o: f.ByteOrder}
+		ids, err := sub(data, ed.section(), "event ID list")
+		if err != nil {
+			return nil, 0, err
+		}
+		idd := dec{b: ids, o: f.ByteOrder}
+		for len(idd.b) >= 8 {
+			a.IDs = append(a.IDs, idd.u64())
+		}
+		f.addAttr(a)
+	}
+	if dataSec.size == 0 && dataSec.off <= uint64(len(data)) {
+		// perf record killed before it rewrote the header: read to the end as perf does.
+		dataSec.size = uint64(len(data)) - dataSec.off
+		f.Warnings = append(f.Warnings, "the header's data size is 0 (perf record was not stopped cleanly?); read records to the end of the file")
+	}
+	stream, err := sub(data, dataSec, "data section")
+	if err != nil {
+		return nil, 0, err
+	}
+	// Feature sections: an array of sections, one per announced feature, after the data.
+	fd := dec{b: data[min(dataSec.off+dataSec.size, uint64(len(data))):], o: f.ByteOrder}
+	for bit := 1; bit < 256; bit++ {
+		if featBits[bit/64]&(1<<(bit%64)) == 0 {
+			continue
+		}
+		s := fd.section()
+		if fd.bad {
+			return nil, 0, fmt.Errorf("perf.data is truncated: the header announces feature %s but the feature table ends early", featureName(bit))
+		}
+		fb, err := sub(data, s, "feature section "+featureName(bit))
+		if err != nil {
+			return nil, 0, err
+		}
+		f.Features.Present = append(f.Features.Present, bit)
+		f.readFeature(bit, fb)
+	}
+	return stream, dataSec.off, nil
+}
+
+// decodeAttr reads a perf_event_attr of whatever size the file uses.
+func (f *File) decodeAttr(b []byte) (*Attr, error) {
+	if len(b) < 64 {
+		return nil, fmt.Errorf("perf.data event attribute is %d bytes; the smallest perf writes is 64", len(b))
+	}
+	field64 := func(off int) uint64 {
+		if off+8 > len(b) {
+			return 0
+		}
+		return f.ByteOrder.Uint64(b[off:])
+	}
+	a := &Attr{
+		Type:             f.ByteOrder.Uint32(b),
+		Config:           field64(8),
+		SamplePeriod:     field64(16),
+		SampleType:       field64(24),
+		ReadFormat:       field64(32),
+		Flags:            field64(40),
+		BranchSampleType: field64(72),
+		SampleRegsUser:   field64(80),
+		SampleRegsIntr:   field64(96),
+	}
+	if len(b) >= 92 {
+		a.SampleStackUser = f.ByteOrder.Uint32(b[88:])
+	}
+	if f.ByteOrder == binary.BigEndian {
+		// Bitfields are allocated from the most significant bit on big-endian
+		// machines; reversing the word gives the little-endian bit numbers.
+		a.Flags = bits.Reverse64(a.Flags)
+	}
+	return a, nil
+}
+
+func (f *File) addAttr(a *Attr) {
+	idx := len(f.Attrs)
+	f.Attrs = append(f.Attrs, a)
+	for _, id := range a.IDs {
+		f.byID[id] = idx
+	}
+	if idx == 0 {
+		f.idPos, f.idPosEnd = idPositions(a.SampleType)
+	}
+}
+
+// idPositions finds where a sample's ID sits: its index among a sample's
+// leading u64s, and its index from the end of the sample_id trailer.
+func idPositions(st uint64) (pos, posEnd int) {
+	if st&sIdentifier != 0 {
+		return 0, 1
+	}
+	if st&sID == 0 {
+		return -1, 0
+	}
+	pos = 0
+	for _, b := range []uint64{sIP, sTID, sTime, sAddr} {
+		if st&b != 0 {
+			pos++
+		}
+	}
+	posEnd = 1
+	for _, b := range []uint64{sCPU, sStreamID} {
+		if st&b != 0 {
+			posEnd++
+		}
+	}
+	return pos, posEnd
+}
+
+// Sample type bits.
+const (
+	sIP           = 1 << 0
+	sTID          = 1 << 1
+	sTime         = 1 << 2
+	sAddr         = 1 << 3
+	sRead         = 1 << 4
+	sCallchain    = 1 << 5
+	sID           = 1 << 6
+	sCPU          = 1 << 7
+	sPeriod       = 1 << 8
+	sStreamID     = 1 << 9
+	sRaw          = 1 << 10
+	sBranchStack  = 1 << 11
+	sRegsUser     = 1 << 12
+	sStackUser    = 1 << 13
+	sWeight       = 1 << 14
+	sDataSrc      = 1 << 15
+	sIdentifier   = 1 << 16
+	sTransaction  = 1 << 17
+	sRegsIntr     = 1 << 18
+	sPhysAddr     = 1 << 19
+	sWeightStruct = 1 << 24
+)
+
+// Read format bits.
+const (
+	rfTotalTimeEnabled = 1 << 0
+	rfTotalTimeRunning = 1 << 1
+	rfID               = 1 << 2
+	rfGroup            = 1 << 3
+	rfLost             = 1 << 4
+)
+
+// attrFor finds the event a record belongs to from its ID.
+func (f *File) attrFor(id uint64, hasID bool) int {
+	if len(f.Attrs) == 1 || !hasID {
+		return 0
+	}
+	if i, ok := f.byID[id]; ok {
+		return i
+	}
+	return -1
+}
+
+// readRecords walks the record stream. base is the stream's file offset, for messages.
+func (f *File) readRecords(stream []byte, base uint64, compressed *[][]byte) error {
+	off := uint64(0)
+	for off < uint64(len(stream)) {
+		rest := stream[off:]
+		if len(rest) < 8 {
+			return fmt.Errorf("perf.data is truncated: %d stray bytes at offset %d where a record header should be", len(rest), base+off)
+		}
+		typ := f.ByteOrder.Uint32(rest)
+		misc := f.ByteOrder.Uint16(rest[4:])
+		size := uint64(f.ByteOrder.Uint16(rest[6:]))
+		if size < 8 {
+			return fmt.Errorf("perf.data is corrupt: the %s record at offset %d gives its size as %d bytes (at least 8)", RecordName(typ), base+off, size)
+		}
+		if size > uint64(len(rest)) {
+			return fmt.Errorf("perf.data is truncated: the %s record at offset %d needs %d bytes but only %d remain", RecordName(typ), base+off, size, len(rest))
+		}
+		body := rest[8:size]
+		extra := uint64(0) // bytes that follow the record but are not counted in its size
+		switch typ {
+		case recTracingData:
+			d := dec{b: body, o: f.ByteOrder}
+			extra = (uint64(d.u32()) + 7) &^ 7
+		case recAuxtrace:
+			d := dec{b: body, o: f.ByteOrder}
+			extra = d.u64()
+		}
+		if extra > uint64(len(rest))-size {
+			return fmt.Errorf("perf.data is truncated: the %s record at offset %d is followed by %d bytes of data but only %d remain", RecordName(typ), base+off, extra, uint64(len(rest))-size)
+		}
+		if err := f.record(typ, misc, body, base+off, compressed); err != nil {
+			return err
+		}
+		off += size + extra
+	}
+	return nil
+}
+
+// record decodes one record, appending it to f.Records when it is of use.
+func (f *File) record(typ uint32, misc uint16, body []byte, off uint64, compressed *[][]byte) error {
+	switch typ {
+	case recSample:
+		if len(f.Attrs) == 0 {
+			return fmt.Errorf("perf.data is corrupt: a SAMPLE record at offset %d comes before any event attribute", off)
+		}
+		s, err := f.decodeSample(misc, body)
+		if err != nil {
+			f.bad(typ, off, err)
+			return nil
+		}
+		f.Records = append(f.Records, s)
+	case recMmap, recMmap2:
+		m, err := f.decodeMmap(typ, misc, body)
+		if err != nil {
+			f.bad(typ, off, err)
+			return nil
+		}
+		f.Records = append(f.Records, m)
+	case recComm:
+		d := dec{b: body, o: f.ByteOrder}
+		c := &Comm{Pid: d.u32(), Tid: d.u32(), Exec: misc&(1<<13) != 0}
+		name, trailer, err := f.splitString(d.b)
+		if err != nil || d.bad {
+			f.bad(typ, off, errOr(err, "too short"))
+			return nil
+		}
+		c.Comm, c.SampleID = name, trailer
+		f.Records = append(f.Records, c)
+	case recFork, recExit:
+		d := dec{b: body, o: f.ByteOrder}
+		r := &Fork{Pid: d.u32(), PPid: d.u32(), Tid: d.u32(), PTid: d.u32(), ForkTime: d.u64(), Exit: typ == recExit}
+		if d.bad {
+			f.bad(typ, off, errors.New("too short"))
+			return nil
+		}
+		r.SampleID = f.trailer(d.b)
+		f.Records = append(f.Records, r)
+	case recKsymbol:
+		d := dec{b: body, o: f.ByteOrder}
+		k := &Ksymbol{Addr: d.u64(), Len: d.u32(), KsymType: d.u16()}
+		k.Unregister = d.u16()&1 != 0
+		name, trailer, err := f.splitString(d.b)
+		if err != nil || d.bad {
+			f.bad(typ, off, errOr(err, "too short"))
+			return nil
+		}
+		k.Name, k.SampleID = name, trailer
+		f.Records = append(f.Records, k)
+	case recLost, recLostSamples:
+		d := dec{b: body, o: f.ByteOrder}
+		l := &Lost{}
+		if typ == recLost {
+			d.u64() // id
+		}
+		l.Lost = d.u64()
+		if d.bad {
+			f.bad(typ, off, errors.New("too short"))
+			return nil
+		}
+		l.SampleID = f.trailer(d.b)
+		f.Records = append(f.Records, l)
+	case recHeaderAttr:
+		if len(body) < 8 {
+			f.bad(typ, off, errors.New("too short"))
+			return nil
+		}
+		asize := uint64(f.ByteOrder.Uint32(body[4:]))
+		if asize < 64 || asize > uint64(len(body)) {
+			f.bad(typ, off, fmt.Errorf("attribute size %d does not fit the %d-byte record", asize, len(body)))
+			return nil
+		}
+		a, err := f.decodeAttr(body[:asize])
+		if err != nil {
+			f.bad(typ, off, err)
+			return nil
+		}
+		d := dec{b: body[asize:], o: f.ByteOrder}
+		for len(d.b) >= 8 {
+			a.IDs = append(a.IDs, d.u64())
+		}
+		f.addAttr(a)
+	case recHeaderFeat:
+		d := dec{b: body, o: f.ByteOrder}
+		id := d.u64()
+		if d.bad || id >= 256 {
+			f.bad(typ, off, fmt.Errorf("feature id %d", id))
+			return nil
+		}
+		f.Features.Present = append(f.Features.Present, int(id))
+		f.readFeature(int(id), d.b)
+	case recHeaderBuild:
+		f.readBuildIDs(body, misc, true)
+	case recCompressed:
+		*compressed = append(*compressed, body)
+	case recFinished, recFinishedInit, recEventType, recTracingData, recAuxtrace:
+		// Ordering and framing records with nothing to convert.
+	default:
+		f.Skipped[RecordName(typ)]++
+	}
+	return nil
+}
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+func (f *File) bad(typ uint32, off uint64, err error) {
+	f.malformed++
+	f.Skipped["malformed "+RecordName(typ)]++
+	if f.firstBad == "" {
+		f.firstBad = fmt.Sprintf("%s at offset %d: %v", RecordName(typ), off, err)
+	}
+}
+
+// splitString splits a record tail into its NUL-terminated, 8-byte padded
+// string and the sample_id trailer after it.
+func (f *File) splitString(b []byte) (string, SampleID, error) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", SampleID{}, errors.New("name is not NUL-terminated")
+	}
+	end := min((uint64(i)+8)&^7, uint64(len(b)))
+	return string(b[:i]), f.trailer(b[end:]), nil
+}
+
+// trailer decodes a sample_id trailer, using the ID (when present) to find
+// the event whose sample_type lays it out.
+func (f *File) trailer(b []byte) SampleID {
+	var s SampleID
+	if len(f.Attrs) == 0 {
+		return s
+	}
+	a := f.Attrs[0]
+	if f.idPosEnd > 0 && len(f.Attrs) > 1 && len(b) >= 8*f.idPosEnd {
+		id := f.ByteOrder.Uint64(b[len(b)-8*f.idPosEnd:])
+		if i, ok := f.byID[id]; ok {
+			a = f.Attrs[i]
+		}
+	}
+	if !a.SampleIDAll() {
+		return s
+	}
+	st := a.SampleType
+	n := 0
+	for _, bit := range []uint64{sTID, sTime, sID, sStreamID, sCPU, sIdentifier} {
+		if st&bit != 0 {
+			n++
+		}
+	}
+	if len(b) < 8*n {
+		return s
+	}
+	d := dec{b: b[len(b)-8*n:], o: f.ByteOrder}
+	if st&sTID != 0 {
+		s.Pid, s.Tid = d.u32(), d.u32()
+	}
+	if st&sTime != 0 {
+		s.Time = d.u64()
+	}
+	if st&sID != 0 {
+		s.ID = d.u64()
+	}
+	if st&sStreamID != 0 {
+		s.StreamID = d.u64()
+	}
+	if st&sCPU != 0 {
+		s.CPU = d.u32()
+		d.u32()
+	}
+	if st&sIdentifier != 0 {
+		s.ID = d.u64()
+	}
+	return s
+}
+
+// maxCallchain bounds a callchain's length; perf's own limit is 127 by
+// default and PERF_MAX_STACK_DEPTH-ish values stay far below this.
+const maxCallchain = 1 << 16
+
+func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
+	// Find the event first: by the leading identifier, or the ID at its fixed position.
+	ai := 0
+	if len(f.Attrs) > 1 {
+		if f.idPos < 0 {
+			return nil, errors.New("several events but samples carry no ID")
+		}
+		if len(body) < 8*(f.idPos+1) {
+			return nil, errors.New("too short to hold its event ID")
+		}
+		ai = f.attrFor(f.ByteOrder.Uint64(body[8*f.idPos:]), true)
+		if ai < 0 {
+			return nil, fmt.Errorf("event ID %d matches no event attribute", f.ByteOrder.Uint64(body[8*f.idPos:]))
+		}
+	}
+	a := f.Attrs[ai]
+	st := a.SampleType
+	d := dec{b: body, o: f.ByteOrder}
+	s := &Sample{Attr: ai, CPUMode: misc & 7}
+	if st&sIdentifier != 0 {
+		s.ID = d.u64()
+	}
+	if st&sIP != 0 {
+		s.IP = d.u64()
+	}
+	if st&sTID != 0 {
+		s.Pid, s.Tid = d.u32(), d.u32()
+	}
+	if st&sTime != 0 {
+		s.Time = d.u64()
+	}
+	if st&sAddr != 0 {
+		s.Addr = d.u64()
+	}
+	if st&sID != 0 {
+		s.ID = d.u64()
+	}
+	if st&sStreamID != 0 {
+		s.StreamID = d.u64()
+	}
+	if st&sCPU != 0 {
+		s.CPU = d.u32()
+		d.u32()
+	}
+	if st&sPeriod != 0 {
+		s.Period = d.u64()
+	}
+	if st&sRead != 0 {
+		s.Read = f.decodeRead(&d, a.ReadFormat)
+	}
+	if st&sCallchain != 0 {
+		n := d.u64()
+		if n > maxCallchain || n*8 > uint64(len(d.b)) {
+			return nil, fmt.Errorf("callchain of %d entries does not fit the record", n)
+		}
+		s.Callchain = make([]uint64, n)
+		for i := range s.Callchain {
+			s.Callchain[i] = d.o.Uint64(d.b[8*i:])
+		}
+		d.b = d.b[8*n:]
+	}
+	if d.bad {
+		return nil, errors.New("shorter than its event's sample_type says")
+	}
+	// The rest is optional for conversion; a damaged tail keeps what came before.
+	if st&sRaw != 0 {
+		n := d.u32()
+		d.skip(uint64(n))
+	}
+	if st&sBranchStack != 0 {
+		n := d.u64()
+		if a.BranchSampleType&(1<<17) != 0 { // PERF_SAMPLE_BRANCH_HW_INDEX
+			d.u64()
+		}
+		if n > uint64(len(d.b))/24 {
+			return s, nil
+		}
+		d.skip(24 * n)
+	}
+	if st&sRegsUser != 0 {
+		if abi := d.u64(); abi != 0 {
+			s.HasRegsUser = true
+			d.skip(8 * uint64(bits.OnesCount64(a.SampleRegsUser)))
+		}
+	}
+	if st&sStackUser != 0 {
+		n := d.u64()
+		d.skip(n)
+		if n != 0 {
+			s.StackUser = d.u64() // dynamic size: the bytes actually copied
+		}
+	}
+	if st&(sWeight|sWeightStruct) != 0 {
+		s.Weight = d.u64()
+	}
+	if st&sDataSrc != 0 {
+		s.DataSrc = d.u64()
+	}
+	if st&sTransaction != 0 {
+		d.u64()
+	}
+	if st&sRegsIntr != 0 {
+		if abi := d.u64(); abi != 0 {
+			d.skip(8 * uint64(bits.OnesCount64(a.SampleRegsIntr)))
+		}
+	}
+	if st&sPhysAddr != 0 {
+		s.PhysAddr = d.u64()
+	}
+	if d.bad { // drop only the tail fields we could not read
+		s.Weight, s.DataSrc, s.PhysAddr = 0, 0, 0
+	}
+	return s, nil
+}
+
+func (f *File) decodeRead(d *dec, rf uint64) []ReadValue {
+	one := func() ReadValue {
+		var v ReadValue
+		v.Value = d.u64()
+		if rf&rfID != 0 {
+			v.ID = d.u64()
+		}
+		if rf&rfLost != 0 {
+			v.Lost = d.u64()
+		}
+		return v
+	}
+	if rf&rfGroup == 0 {
+		v := ReadValue{Value: d.u64()}
+		if rf&rfTotalTimeEnabled != 0 {
+			d.u64()
+		}
+		if rf&rfTotalTimeRunning != 0 {
+			d.u64()
+		}
+		if rf&rfID != 0 {
+			v.ID = d.u64()
+		}
+		if rf&rfLost != 0 {
+			v.Lost = d.u64()
+		}
+		return []ReadValue{v}
+	}
+	n := d.u64()
+	if rf&rfTotalTimeEnabled != 0 {
+		d.u64()
+	}
+	if rf&rfTotalTimeRunning != 0 {
+		d.u64()
+	}
+	if n > uint64(len(d.b))/8 {
+		d.bad = true
+		return nil
+	}
+	vs := make([]ReadValue, 0, n)
+	for range n {
+		vs = append(vs, one())
+	}
+	return vs
+}
+
+func (f *File) decodeMmap(typ uint32, misc uint16, body []byte) (*Mmap, error) {
+	d := dec{b: body, o: f.ByteOrder}
+	m := &Mmap{Pid: d.u32(), Tid: d.u32(), Start: d.u64(), Len: d.u64(), PgOff: d.u64(), CPUMode: misc & 7, V2: typ == recMmap2}
+	m.Executable = misc&(1<<13) == 0 // PERF_RECORD_MISC_MMAP_DATA marks data mappings
+	if typ == recMmap2 {
+		if misc&(1<<14) != 0 { // PERF_RECORD_MISC_MMAP_BUILD_ID
+			raw := d.bytes(24)
+			if raw != nil {
+				n := min(int(raw[0]), 20)
+				m.BuildID = slices.Clone(raw[4 : 4+n])
+			}
+		} else {
+			m.Maj, m.Min, m.Ino, m.InoGen = d.u32(), d.u32(), d.u64(), d.u64()
+		}
+		m.Prot, m.Flags = d.u32(), d.u32()
+		if m.Prot&4 == 0 && m.Prot != 0 { // PROT_EXEC
+			m.Executable = false
+		}
+	}
+	if d.bad {
+		return nil, errors.New("too short")
+	}
+	name, trailer, err := f.splitString(d.b)
+	if err != nil {
+		return nil, err
+	}
+	m.Filename, m.SampleID = name, trailer
+	return m, nil
+}
+
+// readCompressed decodes the COMPRESSED records' payloads as the one zstd
+// stream perf writes them as (records may span payloads) and reads the records inside.
+func (f *File) readCompressed(chunks [][]byte, opt Options) error {
+	if f.Features.Compression != 0 && f.Features.Compression != 1 {
+		return fmt.Errorf("perf.data uses compression type %d; this reader knows zstd (1)", f.Features.Compression)
+	}
+	readers := make([]io.Reader, len(chunks))
+	for i, c := range chunks {
+		readers[i] = bytes.NewReader(c)
+	}
+	zr, err := zstd.NewReader(io.MultiReader(readers...), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	if err != nil {
+		return fmt.Errorf("perf.data: starting zstd: %w", err)
+	}
+	defer zr.Close()
+	var r io.Reader = zr
+	if opt.MaxDecompressed > 0 {
+		r = io.LimitReader(zr, opt.MaxDecompressed+1)
+	}
+	plain, err := io.ReadAll(r)
+	// perf flushes its one zstd frame per record but never ends it, so the
+	// stream stops mid-frame after the last whole block.
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("perf.data: the zstd-compressed records are damaged: %w", err)
+	}
+	if opt.MaxDecompressed > 0 && int64(len(plain)) > opt.MaxDecompressed {
+		return fmt.Errorf("perf.data: the compressed records expand to more than %d bytes, the limit", opt.MaxDecompressed)
+	}
+	var nested [][]byte
+	if err := f.readRecords(plain, 0, &nested); err != nil {
+		return fmt.Errorf("in the decompressed records: %w", err)
+	}
+	if len(nested) > 0 {
+		return errors.New("perf.data is corrupt: a compressed record holds another compressed record")
+	}
+	return nil
+}
