@@ -1,11 +1,182 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"viewer/symbolize/elfsym"
 )
 
-// runAddr2line is not written yet.
+// runAddr2line is a drop-in for GNU addr2line: it reads hexadecimal addresses
+// from its arguments or, when there are none, from stdin, and prints the same
+// lines addr2line prints, so scripts built around addr2line can use it.
 func runAddr2line(ctx context.Context, args []string, s stdio) error {
-	return errors.New("addr2line: not implemented yet")
+	fs := flag.NewFlagSet("addr2line", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	exe := fs.String("e", "a.out", "the ELF `FILE` (executable, library or debug file) to look addresses up in")
+	showAddr := fs.Bool("a", false, "print each address before its frames")
+	funcs := fs.Bool("f", false, "print function names")
+	inlines := fs.Bool("i", false, "print the callers an address is inlined into")
+	demangle := fs.Bool("C", false, "demangle C++ and Rust function names")
+	pretty := fs.Bool("p", false, "print each frame on one line: FUNC at FILE:LINE")
+	base := fs.Bool("s", false, "print file base names only")
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: viewer addr2line [-e FILE] [-a] [-f] [-i] [-C] [-p] [-s] [ADDR...]\n\nAddresses are hexadecimal object addresses; without arguments they are read from stdin.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	f, err := elfsym.Open(*exe)
+	if err != nil {
+		return fmt.Errorf("addr2line: %w", err)
+	}
+	defer f.Close()
+	if err := f.DWARFError(); err != nil {
+		fmt.Fprintf(s.err, "addr2line: %v; using the symbol table\n", err)
+	}
+	p := a2lPrinter{f: f, addr: *showAddr, funcs: *funcs, inlines: *inlines, demangle: *demangle, pretty: *pretty, base: *base}
+	w := bufio.NewWriterSize(s.out, 64<<10)
+	defer w.Flush()
+	if fs.NArg() > 0 {
+		addrs := make([]uint64, 0, fs.NArg())
+		for _, a := range fs.Args() {
+			addrs = append(addrs, parseHexAddr(a))
+		}
+		f.Prefetch(addrs)
+		for i, a := range addrs {
+			p.print(w, fs.Arg(i), a)
+		}
+		return nil
+	}
+	// Read stdin in chunks: all lines already buffered form one batch whose
+	// debug info is decoded in parallel; output is flushed when input pauses,
+	// so an interactive pipe gets each answer at once.
+	r := bufio.NewReaderSize(s.in, 256<<10)
+	var words []string
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line, err := r.ReadString('\n')
+		words = append(words, strings.Fields(line)...)
+		if r.Buffered() == 0 || err != nil {
+			addrs := make([]uint64, len(words))
+			for i, wd := range words {
+				addrs[i] = parseHexAddr(wd)
+			}
+			if len(addrs) > 64 {
+				f.Prefetch(addrs)
+			}
+			for i, a := range addrs {
+				p.print(w, words[i], a)
+			}
+			words = words[:0]
+			if ferr := w.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("addr2line: reading addresses: %w", err)
+		}
+	}
+}
+
+// parseHexAddr parses an address as addr2line does: hex with an optional 0x;
+// anything unparsable is address 0.
+func parseHexAddr(s string) uint64 {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	v, _ := strconv.ParseUint(s, 16, 64)
+	return v
+}
+
+type a2lPrinter struct {
+	f                                            *elfsym.File
+	addr, funcs, inlines, demangle, pretty, base bool
+	frames                                       []elfsym.Frame
+}
+
+func (p *a2lPrinter) print(w *bufio.Writer, word string, a uint64) {
+	if p.addr {
+		fmt.Fprintf(w, "0x%016x", a)
+		if p.pretty {
+			w.WriteString(": ")
+		} else {
+			w.WriteByte('\n')
+		}
+	}
+	frames, _ := p.f.Lookup(a, p.frames)
+	p.frames = frames
+	if len(frames) == 0 {
+		frames = []elfsym.Frame{{}}
+	}
+	if !p.inlines {
+		// Without -i addr2line prints the innermost frame only.
+		frames = frames[:1]
+	}
+	for i, fr := range frames {
+		if p.pretty {
+			if i > 0 {
+				w.WriteString(" (inlined by) ")
+			}
+			if p.funcs {
+				w.WriteString(p.name(fr))
+				w.WriteString(" at ")
+			}
+			p.location(w, fr)
+			w.WriteByte('\n')
+			continue
+		}
+		if p.funcs {
+			w.WriteString(p.name(fr))
+			w.WriteByte('\n')
+		}
+		p.location(w, fr)
+		w.WriteByte('\n')
+	}
+}
+
+func (p *a2lPrinter) name(fr elfsym.Frame) string {
+	if fr.Name == "" {
+		return "??"
+	}
+	if p.demangle {
+		return elfsym.Demangle(fr.Name, true)
+	}
+	return fr.Name
+}
+
+func (p *a2lPrinter) location(w *bufio.Writer, fr elfsym.Frame) {
+	file := fr.File
+	if file == "" {
+		file = "??"
+	} else if p.base {
+		file = filepath.Base(file)
+	}
+	w.WriteString(file)
+	w.WriteByte(':')
+	if fr.Line == 0 {
+		if fr.File == "" {
+			w.WriteByte('0')
+		} else {
+			w.WriteByte('?')
+		}
+	} else {
+		w.WriteString(strconv.Itoa(fr.Line))
+	}
+	if fr.Discriminator > 0 {
+		fmt.Fprintf(w, " (discriminator %d)", fr.Discriminator)
+	}
 }

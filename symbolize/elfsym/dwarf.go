@@ -1,0 +1,501 @@
+package elfsym
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"path"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// dwarfLiner answers lookups from DWARF. At open it reads only the compile
+// unit headers and their address ranges; a unit's line table and function
+// tree are decoded the first time an address falls inside it.
+type dwarfLiner struct {
+	f      *File
+	d      *dwarf.Data
+	units  []*unit
+	ranges []unitRange // sorted by lo
+
+	namesMu sync.Mutex
+	names   map[dwarf.Offset]fnName // DIEs outside the unit being read
+}
+
+type unitRange struct {
+	lo, hi uint64
+	u      *unit
+}
+
+type unit struct {
+	entry *dwarf.Entry
+	mu    sync.Mutex
+	data  atomic.Pointer[unitData]
+	err   error
+}
+
+// unitData is one compile unit decoded for lookups: a sorted line table and
+// a tree of functions and inlined calls, each level sorted by address.
+type unitData struct {
+	rows  []lineRow // sequences in address order, each ending with an end row
+	files []string
+	nodes []node // nodes[0] is the unit's root; its kids are the functions
+}
+
+type lineRow struct {
+	addr uint64
+	file uint32 // low 24 bits: file index; high 8: discriminator; endRow ends a sequence
+	line uint32
+}
+
+const endRow = ^uint32(0)
+
+// node is a function (out of line) or one inlined call of a function.
+type node struct {
+	name      string
+	startLine int32
+	callFile  int32 // for inlined calls: where the call is, in the caller
+	callLine  int32
+	kids      []kidRange // sorted by lo
+}
+
+type kidRange struct {
+	lo, hi uint64
+	node   int32
+}
+
+type fnName struct {
+	name      string // linkage name, else plain name
+	startLine int32
+	origin    dwarf.Offset // abstract_origin or specification, 0 if none
+}
+
+func newDWARFLiner(f *File) (*dwarfLiner, error) {
+	d, err := loadDWARF(f)
+	if err != nil {
+		return nil, err
+	}
+	l := &dwarfLiner{f: f, d: d, names: map[dwarf.Offset]fnName{}}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading compile units: %w", f.path, err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			u := &unit{entry: e}
+			l.units = append(l.units, u)
+			rs, err := d.Ranges(e)
+			if err == nil {
+				for _, rg := range rs {
+					if rg[1] > rg[0] && (rg[0] != 0 || f.kind == elf.ET_REL) {
+						l.ranges = append(l.ranges, unitRange{rg[0], rg[1], u})
+					}
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	sort.Slice(l.ranges, func(i, j int) bool { return l.ranges[i].lo < l.ranges[j].lo })
+	f.size.Add(int64(len(l.units))*300 + int64(len(l.ranges))*24)
+	return l, nil
+}
+
+// lookup appends the frames at pc, innermost first. A frame with an empty
+// Name means the line table knows the address but no function DIE does.
+func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
+	u := l.unitFor(pc)
+	if u == nil {
+		return frames, nil
+	}
+	ud, err := l.load(u)
+	if err != nil {
+		return frames, err
+	}
+	file, line, disc := ud.line(pc)
+	// Walk down the function tree to the innermost inlined call.
+	var path [32]int32
+	depth := 0
+	n := int32(0)
+	for {
+		k := findKid(ud.nodes[n].kids, pc)
+		if k < 0 {
+			break
+		}
+		n = k
+		if depth < len(path) {
+			path[depth] = n
+			depth++
+		}
+	}
+	if depth == 0 {
+		if file == "" && line == 0 {
+			return frames, nil
+		}
+		return append(frames, Frame{File: file, Line: line, Discriminator: disc}), nil
+	}
+	for i := depth - 1; i >= 0; i-- {
+		nd := &ud.nodes[path[i]]
+		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), Discriminator: disc})
+		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), 0
+	}
+	return frames, nil
+}
+
+// findKid returns the node of the range holding pc, or -1.
+func findKid(kids []kidRange, pc uint64) int32 {
+	i := sort.Search(len(kids), func(i int) bool { return kids[i].lo > pc }) - 1
+	// Ranges at one level rarely overlap; look back a little in case they do.
+	for j := i; j >= 0 && j > i-4; j-- {
+		if pc < kids[j].hi {
+			return kids[j].node
+		}
+	}
+	return -1
+}
+
+func (l *dwarfLiner) unitFor(pc uint64) *unit {
+	rs := l.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].lo > pc }) - 1
+	for j := i; j >= 0 && j > i-4; j-- {
+		if pc < rs[j].hi {
+			return rs[j].u
+		}
+	}
+	return nil
+}
+
+func (ud *unitData) fileName(i int32) string {
+	if i < 0 || int(i) >= len(ud.files) {
+		return ""
+	}
+	return ud.files[i]
+}
+
+// line finds the line-table row for pc: the last row at or below it, unless
+// that row ends its sequence.
+func (ud *unitData) line(pc uint64) (string, int, int) {
+	rows := ud.rows
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > pc }) - 1
+	if i < 0 || rows[i].file == endRow {
+		return "", 0, 0
+	}
+	return ud.fileName(int32(rows[i].file & 0xffffff)), int(rows[i].line), int(rows[i].file >> 24)
+}
+
+func (l *dwarfLiner) load(u *unit) (*unitData, error) {
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	if u.err != nil {
+		return nil, u.err
+	}
+	var ud *unitData
+	func() {
+		defer recoverInto(&u.err, l.f.path)
+		ud, u.err = l.decode(u)
+	}()
+	if u.err != nil {
+		return nil, u.err
+	}
+	u.data.Store(ud)
+	return ud, nil
+}
+
+// decode reads one unit's line table and function tree.
+func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
+	ud := &unitData{}
+	var size int64
+	lr, err := l.d.LineReader(u.entry)
+	if err != nil {
+		return nil, fmt.Errorf("%s: line table: %w", l.f.path, err)
+	}
+	if lr != nil {
+		files := lr.Files()
+		idx := make(map[*dwarf.LineFile]uint32, len(files))
+		ud.files = make([]string, len(files))
+		compDir, _ := u.entry.Val(dwarf.AttrCompDir).(string)
+		for i, lf := range files {
+			if lf != nil {
+				idx[lf] = uint32(i)
+				ud.files[i] = lf.Name
+				// Relative names are relative to the compilation directory,
+				// which addr2line and llvm-symbolizer put in front.
+				if compDir != "" && !path.IsAbs(lf.Name) {
+					ud.files[i] = path.Join(compDir, lf.Name)
+				}
+			}
+		}
+		type seq struct{ start, end int }
+		var seqs []seq
+		var rows []lineRow
+		start := 0
+		var le dwarf.LineEntry
+		for {
+			if err := lr.Next(&le); err != nil {
+				break
+			}
+			if le.EndSequence {
+				rows = append(rows, lineRow{addr: le.Address, file: endRow})
+				// Sequences at address 0 belong to code the linker dropped.
+				if rows[start].addr != 0 || l.f.kind == elf.ET_REL {
+					seqs = append(seqs, seq{start, len(rows)})
+				}
+				start = len(rows)
+				continue
+			}
+			fi := idx[le.File] & 0xffffff
+			if le.Discriminator > 0 && le.Discriminator < 256 {
+				fi |= uint32(le.Discriminator) << 24
+			}
+			rows = append(rows, lineRow{addr: le.Address, file: fi, line: uint32(le.Line)})
+		}
+		sort.SliceStable(seqs, func(i, j int) bool { return rows[seqs[i].start].addr < rows[seqs[j].start].addr })
+		sorted := true
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i].start != seqs[i-1].end {
+				sorted = false
+			}
+		}
+		if sorted && len(seqs) > 0 && seqs[0].start == 0 && seqs[len(seqs)-1].end == len(rows) {
+			ud.rows = rows
+		} else {
+			ud.rows = make([]lineRow, 0, len(rows))
+			for _, s := range seqs {
+				ud.rows = append(ud.rows, rows[s.start:s.end]...)
+			}
+		}
+		size += int64(cap(ud.rows))*16 + int64(len(files))*64
+	}
+
+	// The function tree.
+	ud.nodes = append(ud.nodes, node{})
+	pending := map[int32]dwarf.Offset{} // node -> DIE naming it
+	local := map[dwarf.Offset]fnName{}
+	r := l.d.Reader()
+	r.Seek(u.entry.Offset)
+	if _, err := r.Next(); err != nil {
+		return nil, err
+	}
+	stack := []int32{-1} // the node inlined calls attach to; -1 outside functions
+	for len(stack) > 0 {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading DIEs: %w", l.f.path, err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := stack[len(stack)-1]
+		switch e.Tag {
+		case dwarf.TagSubprogram:
+			local[e.Offset] = nameOf(e)
+			n := int32(-1)
+			if hasPC(e) {
+				if rs, err := l.d.Ranges(e); err == nil && len(rs) > 0 {
+					n = int32(len(ud.nodes))
+					ud.nodes = append(ud.nodes, node{})
+					pending[n] = e.Offset
+					for _, rg := range rs {
+						if rg[1] > rg[0] {
+							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{rg[0], rg[1], n})
+						}
+					}
+				}
+			}
+			if e.Children {
+				if n >= 0 {
+					stack = append(stack, n)
+				} else {
+					r.SkipChildren()
+				}
+			}
+		case dwarf.TagInlinedSubroutine:
+			n := int32(-1)
+			if parent >= 0 {
+				if rs, err := l.d.Ranges(e); err == nil && len(rs) > 0 {
+					n = int32(len(ud.nodes))
+					nd := node{callFile: -1}
+					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
+						nd.callFile = int32(v)
+					}
+					if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+						nd.callLine = int32(v)
+					}
+					ud.nodes = append(ud.nodes, nd)
+					if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+						pending[n] = o
+					}
+					for _, rg := range rs {
+						if rg[1] > rg[0] {
+							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{rg[0], rg[1], n})
+						}
+					}
+				}
+			}
+			if e.Children {
+				if n >= 0 {
+					stack = append(stack, n)
+				} else {
+					r.SkipChildren()
+				}
+			}
+		case dwarf.TagLexDwarfBlock:
+			if e.Children {
+				if parent >= 0 {
+					stack = append(stack, parent)
+				} else {
+					r.SkipChildren()
+				}
+			}
+		case dwarf.TagNamespace, dwarf.TagModule:
+			if e.Children {
+				stack = append(stack, -1)
+			}
+		default:
+			if e.Children {
+				r.SkipChildren()
+			}
+		}
+	}
+	for i := range ud.nodes {
+		k := ud.nodes[i].kids
+		slices.SortFunc(k, func(a, b kidRange) int {
+			if a.lo < b.lo {
+				return -1
+			}
+			if a.lo > b.lo {
+				return 1
+			}
+			return 0
+		})
+		size += int64(cap(k))*24 + 64
+	}
+	for n, off := range pending {
+		nm := l.resolve(off, local, 0)
+		ud.nodes[n].name = nm.name
+		ud.nodes[n].startLine = nm.startLine
+	}
+	l.f.size.Add(size)
+	return ud, nil
+}
+
+func hasPC(e *dwarf.Entry) bool {
+	for _, f := range e.Field {
+		if f.Attr == dwarf.AttrLowpc || f.Attr == dwarf.AttrRanges {
+			return true
+		}
+	}
+	return false
+}
+
+func nameOf(e *dwarf.Entry) fnName {
+	var nm fnName
+	for _, f := range e.Field {
+		switch f.Attr {
+		case dwarf.AttrLinkageName:
+			if s, ok := f.Val.(string); ok {
+				nm.name = s
+			}
+		case dwarf.AttrName:
+			if s, ok := f.Val.(string); ok && nm.name == "" {
+				nm.name = s
+			}
+		case dwarf.AttrDeclLine:
+			if v, ok := f.Val.(int64); ok {
+				nm.startLine = int32(v)
+			}
+		case dwarf.AttrAbstractOrigin, dwarf.AttrSpecification:
+			if o, ok := f.Val.(dwarf.Offset); ok && nm.origin == 0 {
+				nm.origin = o
+			}
+		}
+	}
+	// MIPS_linkage_name (0x2007) from older compilers.
+	if v, ok := e.Val(dwarf.Attr(0x2007)).(string); ok {
+		nm.name = v
+	}
+	return nm
+}
+
+// resolve follows abstract_origin and specification links from the DIE at off
+// to the first name, and the first declaration line.
+func (l *dwarfLiner) resolve(off dwarf.Offset, local map[dwarf.Offset]fnName, depth int) fnName {
+	if depth > 8 {
+		return fnName{}
+	}
+	nm, ok := local[off]
+	if !ok {
+		l.namesMu.Lock()
+		nm, ok = l.names[off]
+		l.namesMu.Unlock()
+		if !ok {
+			r := l.d.Reader()
+			r.Seek(off)
+			if e, err := r.Next(); err == nil && e != nil {
+				nm = nameOf(e)
+			}
+			l.namesMu.Lock()
+			l.names[off] = nm
+			l.namesMu.Unlock()
+		}
+	}
+	if nm.origin != 0 && (nm.name == "" || nm.startLine == 0) {
+		up := l.resolve(nm.origin, local, depth+1)
+		if nm.name == "" {
+			nm.name = up.name
+		}
+		if nm.startLine == 0 {
+			nm.startLine = up.startLine
+		}
+	}
+	return nm
+}
+
+// prefetch decodes, using every CPU, the units that hold the given addresses,
+// so that a batch of lookups that follows finds them ready.
+func (l *dwarfLiner) prefetch(addrs []uint64) {
+	seen := map[*unit]bool{}
+	var todo []*unit
+	for _, a := range addrs {
+		if u := l.unitFor(a); u != nil && !seen[u] && u.data.Load() == nil {
+			seen[u] = true
+			todo = append(todo, u)
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				l.load(todo[i])
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,327 @@
+// Package elfsym turns addresses inside one ELF object into functions, source
+// lines and inlined frames, from DWARF when the object has it and from its
+// symbol tables otherwise. It loads DWARF lazily, one compile unit at a time,
+// so that one address in a large library parses only the unit that holds it.
+package elfsym
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Frame is one source-level frame at an address. A lookup returns them
+// innermost first: the first frame is the inlined callee whose code is at the
+// address, the last one the function that holds it out of line.
+type Frame struct {
+	// Name is the function's name as the object spells it: the linkage
+	// (mangled) name when there is one, else the plain name.
+	Name      string
+	File      string // source file, "" when unknown
+	Line      int    // 0 when unknown
+	StartLine int    // the function's declaration line, 0 when unknown
+	// Discriminator tells apart blocks on one line (addr2line prints it).
+	Discriminator int
+}
+
+// File is one opened ELF object. Lookups are safe for concurrent use; the
+// object's DWARF is parsed lazily and kept until Close.
+type File struct {
+	path    string
+	f       *os.File
+	elf     *elf.File
+	buildID string
+	kind    elf.Type
+	progs   []elf.ProgHeader // PT_LOAD segments
+	link    string           // .gnu_debuglink name, "" if none
+	hasText bool             // .text holds code (not NOBITS as in separate debug files)
+
+	dwarfOnce sync.Once
+	dw        *dwarfLiner
+	dwErr     error
+
+	symOnce sync.Once
+	sym     *symtabLiner
+
+	size atomic.Int64 // bytes held by decoded tables
+
+	symNames bool // name the outermost frame from the symbol table
+}
+
+// UseSymbolTableNames makes lookups name the outermost (not inlined) frame
+// from the symbol table when a symbol covers the address, as llvm-symbolizer
+// does: glibc's DWARF, for one, calls functions by internal aliases such as
+// __GI__exit where the symbol table has the public _Exit. addr2line keeps the
+// DWARF name. Call it before the first lookup.
+func (f *File) UseSymbolTableNames(on bool) { f.symNames = on }
+
+// ErrNoBuildID is returned by BuildID when the object has no GNU build-ID note.
+var ErrNoBuildID = errors.New("elfsym: no build-ID note")
+
+// Open opens the ELF object at path and reads its headers, build ID and
+// .gnu_debuglink. It does not read debug info yet.
+func Open(path string) (_ *File, err error) {
+	defer recoverInto(&err, path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: not an ELF object: %w", path, err)
+	}
+	ff := &File{path: path, f: f, elf: ef, kind: ef.Type}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			ff.progs = append(ff.progs, p.ProgHeader)
+		}
+	}
+	ff.buildID = readBuildID(ef)
+	if s := ef.Section(".gnu_debuglink"); s != nil {
+		if d, err := s.Data(); err == nil {
+			if i := bytes.IndexByte(d, 0); i > 0 {
+				ff.link = string(d[:i])
+			}
+		}
+	}
+	if s := ef.Section(".text"); s != nil && s.Type != elf.SHT_NOBITS {
+		ff.hasText = true
+	}
+	return ff, nil
+}
+
+// readBuildID returns the hex GNU build ID from the object's notes, or "".
+func readBuildID(ef *elf.File) string {
+	try := func(r io.ReaderAt, size uint64) string {
+		d := make([]byte, size)
+		if _, err := r.ReadAt(d, 0); err != nil && err != io.EOF {
+			return ""
+		}
+		return parseBuildIDNote(d, ef.ByteOrder)
+	}
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_NOTE && s.Size < 1<<16 {
+			if id := try(s, s.Size); id != "" {
+				return id
+			}
+		}
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_NOTE && p.Filesz < 1<<16 {
+			if id := try(p, p.Filesz); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// parseBuildIDNote finds an NT_GNU_BUILD_ID note in a run of ELF notes.
+func parseBuildIDNote(d []byte, bo binary.ByteOrder) string {
+	for len(d) >= 12 {
+		nameSz := int(bo.Uint32(d))
+		descSz := int(bo.Uint32(d[4:]))
+		typ := bo.Uint32(d[8:])
+		d = d[12:]
+		nameEnd := (nameSz + 3) &^ 3
+		descEnd := (descSz + 3) &^ 3
+		if nameEnd > len(d) || nameEnd+descSz > len(d) {
+			return ""
+		}
+		name := d[:nameSz]
+		desc := d[nameEnd : nameEnd+descSz]
+		if typ == 3 && string(bytes.TrimRight(name, "\x00")) == "GNU" && descSz > 0 {
+			return hex.EncodeToString(desc)
+		}
+		if nameEnd+descEnd > len(d) {
+			return ""
+		}
+		d = d[nameEnd+descEnd:]
+	}
+	return ""
+}
+
+// ParseBuildIDNotes finds the GNU build ID in raw ELF notes, such as the
+// contents of /sys/kernel/notes. It returns "" when there is none.
+func ParseBuildIDNotes(d []byte) string { return parseBuildIDNote(d, binary.LittleEndian) }
+
+// Path is the file this object was opened from.
+func (f *File) Path() string { return f.path }
+
+// BuildID is the lowercase hex GNU build ID, or "" when the object has none.
+func (f *File) BuildID() string { return f.buildID }
+
+// DebugLink is the file name in .gnu_debuglink, or "".
+func (f *File) DebugLink() string { return f.link }
+
+// Type is the ELF type: ET_EXEC, ET_DYN (PIE and shared libraries), ...
+func (f *File) Type() elf.Type { return f.kind }
+
+// HasDWARF reports whether the object carries DWARF line information.
+func (f *File) HasDWARF() bool {
+	return f.elf.Section(".debug_info") != nil || f.elf.Section(".zdebug_info") != nil
+}
+
+// HasSymbols reports whether the object has a symbol table (.symtab or .dynsym).
+func (f *File) HasSymbols() bool {
+	return f.elf.Section(".symtab") != nil || f.elf.Section(".dynsym") != nil
+}
+
+// Size estimates the bytes of memory the object's decoded debug info holds.
+func (f *File) Size() int64 { return f.size.Load() + 4096 }
+
+// Close releases the file. Lookups must not be running.
+func (f *File) Close() error {
+	f.dw = nil
+	f.sym = nil
+	return f.f.Close()
+}
+
+// ObjAddr translates a runtime address inside a mapping that maps this
+// object's file from fileOffset at [start, limit) into the address the
+// object's symbols and DWARF use. It matches the mapping's file offset
+// against the PT_LOAD program headers, which is right for PIE and non-PIE
+// executables, shared libraries and objects with several executable segments.
+func (f *File) ObjAddr(addr, start, limit, fileOffset uint64) (uint64, error) {
+	if addr < start || (limit > start && addr >= limit) {
+		return 0, fmt.Errorf("address %#x outside mapping [%#x, %#x)", addr, start, limit)
+	}
+	off := addr - start + fileOffset
+	if len(f.progs) == 0 {
+		// Relocatable object or a file without program headers: use file offsets
+		// against sections as-is.
+		return addr - start + fileOffset, nil
+	}
+	// The segment whose file range holds the offset; prefer executable ones.
+	var best *elf.ProgHeader
+	for i := range f.progs {
+		p := &f.progs[i]
+		if off >= p.Off && off < p.Off+max(p.Filesz, p.Memsz) {
+			if best == nil || (p.Flags&elf.PF_X != 0 && best.Flags&elf.PF_X == 0) {
+				best = p
+			}
+		}
+	}
+	if best == nil {
+		// Non-PIE executables are sometimes described with offset 0 and their
+		// link-time start address: then the address is already an object address.
+		if f.kind == elf.ET_EXEC {
+			for _, p := range f.progs {
+				if addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
+					return addr, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("file offset %#x of address %#x is in no loadable segment of %s", off, addr, f.path)
+	}
+	return off - best.Off + best.Vaddr, nil
+}
+
+// Lookup returns the frames at object address addr, innermost first, appended
+// to frames[:0]. It returns no frames and no error when nothing is known.
+func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
+	frames = frames[:0]
+	defer recoverInto(&err, f.path)
+	if dw, err := f.dwarf(); dw != nil {
+		frames, err = dw.lookup(addr, frames)
+		if err != nil {
+			return frames, err
+		}
+		if len(frames) > 0 && frames[len(frames)-1].Name != "" && !f.symNames {
+			return frames, nil
+		}
+		// Line info without a function DIE (assembly): name it from the symbols.
+		if st := f.symtab(); st != nil {
+			if name, _, ok := st.lookup(addr); ok {
+				if len(frames) == 0 {
+					frames = append(frames, Frame{Name: name})
+				} else {
+					frames[len(frames)-1].Name = name
+				}
+			}
+		}
+		return frames, nil
+	} else if err != nil && !errors.Is(err, errNoDWARF) {
+		return frames, err
+	}
+	if st := f.symtab(); st != nil {
+		if name, _, ok := st.lookup(addr); ok {
+			frames = append(frames, Frame{Name: name})
+		}
+	}
+	return frames, nil
+}
+
+var errNoDWARF = errors.New("no DWARF")
+
+func (f *File) dwarf() (*dwarfLiner, error) {
+	f.dwarfOnce.Do(func() {
+		if !f.HasDWARF() {
+			f.dwErr = errNoDWARF
+			return
+		}
+		func() {
+			defer recoverInto(&f.dwErr, f.path)
+			f.dw, f.dwErr = newDWARFLiner(f)
+		}()
+		if f.dwErr != nil {
+			f.dw = nil
+		}
+	})
+	return f.dw, f.dwErr
+}
+
+// DWARFError reports why the object's DWARF could not be used, or nil.
+func (f *File) DWARFError() error {
+	_, err := f.dwarf()
+	if errors.Is(err, errNoDWARF) {
+		return nil
+	}
+	return err
+}
+
+func (f *File) symtab() *symtabLiner {
+	f.symOnce.Do(func() {
+		var err error
+		defer recoverInto(&err, f.path)
+		f.sym = newSymtabLiner(f)
+	})
+	return f.sym
+}
+
+// recoverInto turns a panic (debug/dwarf and debug/elf panic on some corrupt
+// input) into an error naming the file.
+func recoverInto(err *error, path string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: corrupt debug info (%v)", path, r)
+	}
+}
+
+// cleanName strips the "@@VERSION" suffix symbol versions add.
+func cleanName(s string) string {
+	if i := strings.IndexByte(s, '@'); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Prefetch decodes in parallel the debug info that lookups of addrs will
+// need. Lookups work without it; it only makes a large batch faster.
+func (f *File) Prefetch(addrs []uint64) {
+	if dw, _ := f.dwarf(); dw != nil {
+		func() {
+			var err error
+			defer recoverInto(&err, f.path)
+			dw.prefetch(addrs)
+		}()
+	}
+}
