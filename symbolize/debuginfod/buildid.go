@@ -1,0 +1,119 @@
+package debuginfod
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MaxBuildIDLen is the longest build ID accepted, in hex characters
+// (elfutils' MAX_BUILD_ID_BYTES is 64 bytes).
+const MaxBuildIDLen = 128
+
+// ValidBuildID reports whether id is a build ID this client will send: an
+// even number of hex digits, at most MaxBuildIDLen of them, in either case.
+func ValidBuildID(id string) bool {
+	_, err := NormalizeBuildID(id)
+	return err == nil
+}
+
+// NormalizeBuildID checks id and returns it in lowercase, the only form
+// debuginfod servers and the elfutils cache accept. Nothing that fails this
+// check ever reaches a URL or a path.
+func NormalizeBuildID(id string) (string, error) {
+	reason := ""
+	switch {
+	case id == "":
+		reason = "it is empty"
+	case len(id) > MaxBuildIDLen:
+		reason = fmt.Sprintf("it has %d characters, more than %d", len(id), MaxBuildIDLen)
+	case len(id)%2 != 0:
+		reason = "it has an odd number of hex digits"
+	default:
+		for i := 0; i < len(id); i++ {
+			c := id[i]
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				reason = fmt.Sprintf("character %d (%q) is not a hex digit", i+1, c)
+				break
+			}
+		}
+	}
+	if reason != "" {
+		return "", &InvalidBuildIDError{BuildID: id, Reason: reason}
+	}
+	return strings.ToLower(id), nil
+}
+
+// noteGNUBuildID is NT_GNU_BUILD_ID, the note type holding the build ID.
+const noteGNUBuildID = 3
+
+// errNoBuildID means an ELF file carries no GNU build-ID note.
+var errNoBuildID = errors.New("no GNU build-ID note")
+
+// elfBuildID returns the lowercase hex GNU build ID of the ELF file r, or an
+// error saying it is not ELF or has no build ID. Both SHT_NOTE sections and
+// PT_NOTE segments are searched, so stripped-section files work too.
+func elfBuildID(r io.ReaderAt) (id string, err error) {
+	defer func() {
+		// debug/elf has panicked on hostile input before; a bad file must
+		// not take the process down.
+		if p := recover(); p != nil {
+			id, err = "", fmt.Errorf("malformed ELF file: %v", p)
+		}
+	}()
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return "", fmt.Errorf("not an ELF file: %w", err)
+	}
+	order := f.ByteOrder
+	var readers []io.Reader
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_NOTE {
+			readers = append(readers, s.Open())
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_NOTE {
+			readers = append(readers, p.Open())
+		}
+	}
+	for _, nr := range readers {
+		data, err := io.ReadAll(io.LimitReader(nr, 1<<20))
+		if err != nil {
+			continue
+		}
+		if id, ok := findBuildIDNote(data, order); ok {
+			return id, nil
+		}
+	}
+	return "", errNoBuildID
+}
+
+// findBuildIDNote walks the notes in data looking for the GNU build ID.
+func findBuildIDNote(data []byte, order binary.ByteOrder) (string, bool) {
+	align4 := func(n uint32) uint32 { return (n + 3) &^ 3 }
+	for len(data) >= 12 {
+		namesz, descsz, typ := order.Uint32(data[0:]), order.Uint32(data[4:]), order.Uint32(data[8:])
+		data = data[12:]
+		nameEnd, descEnd := uint64(align4(namesz)), uint64(align4(namesz))+uint64(descsz)
+		if descEnd > uint64(len(data)) {
+			return "", false
+		}
+		name := data[:namesz]
+		desc := data[nameEnd:descEnd]
+		if typ == noteGNUBuildID && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && len(desc) > 0 {
+			return hex.EncodeToString(desc), true
+		}
+		next := uint64(align4(uint32(descEnd)))
+		if next > uint64(len(data)) {
+			return "", false
+		}
+		data = data[next:]
+	}
+	return "", false
+}

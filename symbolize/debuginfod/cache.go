@@ -1,0 +1,275 @@
+package debuginfod
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Control files in the cache directory, shared with elfutils, and their
+// defaults in seconds.
+const (
+	cleanIntervalFile = "cache_clean_interval_s"
+	maxUnusedAgeFile  = "max_unused_age_s"
+	cacheMissFile     = "cache_miss_s"
+
+	defaultCleanInterval = 86400  // one day
+	defaultMaxUnusedAge  = 604800 // one week
+	defaultCacheMiss     = 600    // ten minutes
+)
+
+// kindFile returns the cache file name for kind, as elfutils names it:
+// "debuginfo", "executable", or "source" followed by the absolute path with
+// "/" written "##" and "#" written "#_".
+func kindFile(kind Kind) (string, error) {
+	switch kind {
+	case KindDebuginfo, KindExecutable:
+		return string(kind), nil
+	}
+	p, ok := sourcePath(kind)
+	if !ok {
+		return "", &InvalidKindError{Kind: kind, Reason: "unknown kind"}
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", &InvalidKindError{Kind: kind, Reason: "a source path must be absolute"}
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", &InvalidKindError{Kind: kind, Reason: "a source path must not contain NUL"}
+	}
+	var b strings.Builder
+	b.WriteString("source")
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '/':
+			b.WriteString("##")
+		case '#':
+			b.WriteString("#_")
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	if b.Len() > 255 {
+		return "", &InvalidKindError{Kind: kind, Reason: fmt.Sprintf("the cache file name would be %d bytes, over the 255 a file system allows", b.Len())}
+	}
+	return b.String(), nil
+}
+
+// sourcePath returns PATH of a "sourcePATH" kind.
+func sourcePath(kind Kind) (string, bool) {
+	s := string(kind)
+	if !strings.HasPrefix(s, "source") {
+		return "", false
+	}
+	return s[len("source"):], true
+}
+
+// urlSuffix is the part of the request URL after /buildid/ID/: elfutils
+// %-escapes the source path like curl_easy_escape but keeps "/".
+func urlSuffix(kind Kind) string {
+	p, ok := sourcePath(kind)
+	if !ok {
+		return string(kind)
+	}
+	var b strings.Builder
+	b.WriteString("source/")
+	const hexd = "0123456789ABCDEF"
+	for i := 1; i < len(p); i++ { // skip the leading "/"
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~/", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(hexd[c>>4])
+			b.WriteByte(hexd[c&15])
+		}
+	}
+	return b.String()
+}
+
+// cache is the on-disk cache in elfutils' layout: DIR/BUILDID/FILE.
+type cache struct {
+	dir string
+}
+
+func (c *cache) path(buildID, file string) string {
+	return filepath.Join(c.dir, buildID, file)
+}
+
+// entry is what the cache says about one file.
+type entry int
+
+const (
+	entryAbsent   entry = iota
+	entryHit            // a non-empty file
+	entryNegative       // a fresh 0-byte file: no server had it recently
+)
+
+// lookup checks the cache for one file. A stale negative entry is removed
+// (as elfutils does) and reported absent; until is when a fresh one expires.
+func (c *cache) lookup(buildID, file string) (e entry, path string, until time.Time) {
+	if c.dir == "" {
+		return entryAbsent, "", time.Time{}
+	}
+	path = c.path(buildID, file)
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return entryAbsent, path, time.Time{}
+	}
+	if st.Size() > 0 {
+		return entryHit, path, time.Time{}
+	}
+	miss := time.Duration(c.control(cacheMissFile, defaultCacheMiss, false)) * time.Second
+	until = st.ModTime().Add(miss)
+	if !time.Now().After(until) {
+		return entryNegative, path, until
+	}
+	os.Remove(path)
+	return entryAbsent, path, time.Time{}
+}
+
+// control reads a control file's number of seconds; when the file is missing
+// or empty it is the default, and create writes the default into it as
+// elfutils does.
+func (c *cache) control(name string, def int64, create bool) int64 {
+	p := filepath.Join(c.dir, name)
+	data, err := os.ReadFile(p)
+	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		if n, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64); err == nil {
+			return n
+		}
+		return def
+	}
+	if create && (errors.Is(err, fs.ErrNotExist) || err == nil) {
+		os.WriteFile(p, []byte(strconv.FormatInt(def, 10)), 0o644)
+	}
+	return def
+}
+
+// ensure creates the cache directory (0700) and its control files.
+func (c *cache) ensure() error {
+	if c.dir == "" {
+		return errors.New("debuginfod: no cache directory configured")
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return fmt.Errorf("debuginfod: creating cache directory: %w", err)
+	}
+	c.control(cleanIntervalFile, defaultCleanInterval, true)
+	c.control(maxUnusedAgeFile, defaultMaxUnusedAge, true)
+	c.control(cacheMissFile, defaultCacheMiss, true)
+	return nil
+}
+
+// tempFile creates the temporary file a download is written to, beside its
+// final name so the rename is atomic: BUILDID/FILE.XXXXXX, as elfutils.
+func (c *cache) tempFile(buildID, file string) (*os.File, error) {
+	dir := filepath.Join(c.dir, buildID)
+	var err error
+	// Cache cleaning may remove the directory between mkdir and create; try twice.
+	for range 2 {
+		if err = os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		var f *os.File
+		if f, err = os.CreateTemp(dir, file+".*"); err == nil {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("debuginfod: creating cache file: %w", err)
+}
+
+// commit makes a finished temp file the cache entry: 0400, mtime from the
+// server's Last-Modified when known, renamed into place.
+func (c *cache) commit(f *os.File, buildID, file string, modTime time.Time) (string, error) {
+	tmp := f.Name()
+	err := f.Chmod(0o400)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if !modTime.IsZero() {
+		os.Chtimes(tmp, time.Now(), modTime)
+	}
+	final := c.path(buildID, file)
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("debuginfod: storing %s in the cache: %w", final, err)
+	}
+	return final, nil
+}
+
+// writeNegative records that no server has the file: a 0-byte file whose
+// mtime starts the cache_miss_s period.
+func (c *cache) writeNegative(buildID, file string) {
+	dir := filepath.Join(c.dir, buildID)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return
+	}
+	p := c.path(buildID, file)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o400)
+	if err == nil {
+		f.Close()
+	}
+}
+
+// cleanPattern is elfutils' pattern of what cleaning may delete.
+var cleanPattern = regexp.MustCompile(`.*/[a-f0-9]+(/debuginfo|/executable|/source.*|)$`)
+
+// clean deletes files unused (by atime) for max_unused_age_s and empty old
+// build-ID directories, at most once per cache_clean_interval_s, as elfutils
+// does, so both clients keep the shared cache in check the same way.
+func (c *cache) clean(logf func(string, ...any)) {
+	interval := c.control(cleanIntervalFile, defaultCleanInterval, true)
+	ip := filepath.Join(c.dir, cleanIntervalFile)
+	st, err := os.Stat(ip)
+	if err != nil || time.Since(st.ModTime()) < time.Duration(interval)*time.Second {
+		return
+	}
+	now := time.Now()
+	os.Chtimes(ip, now, now) // claim this round first, as elfutils does
+	maxAge := time.Duration(c.control(maxUnusedAgeFile, defaultMaxUnusedAge, true)) * time.Second
+	var removed int
+	var dirs []string
+	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == c.dir || !cleanPattern.MatchString(p) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		if now.Sub(atime(info)) >= maxAge {
+			if os.Remove(p) == nil {
+				removed++
+			}
+		}
+		return nil
+	})
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err == nil && now.Sub(st.ModTime()) >= maxAge {
+			os.Remove(d) // fails, harmlessly, unless empty
+		}
+	}
+	if logf != nil && removed > 0 {
+		logf("debuginfod: cleaned %d files unused for %v from %s", removed, maxAge, c.dir)
+	}
+}
+
+func atime(fi fs.FileInfo) time.Time {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(st.Atim.Sec, st.Atim.Nsec)
+	}
+	return fi.ModTime()
+}

@@ -1,0 +1,357 @@
+package debuginfod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// Client fetches files by build ID: from the cache first, else from every
+// configured server at once. It is safe for concurrent use; concurrent
+// requests for one file share one download.
+type Client struct {
+	cfg     Config
+	servers []string // normalized base URLs, without a trailing slash
+	cache   cache
+	http    *http.Client
+	sem     chan struct{}
+	logf    func(string, ...any)
+
+	memo  *lru.Cache[string, memoEntry]
+	group singleflight.Group
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// memoEntry remembers a hit (path) or a miss (until when) in memory.
+type memoEntry struct {
+	path  string
+	until time.Time
+}
+
+// memoSize bounds the in-memory memo of hits and misses.
+const memoSize = 16384
+
+// New checks cfg and returns a client. Server URLs must be http or https.
+func New(cfg Config) (*Client, error) {
+	c := &Client{cfg: cfg, cache: cache{dir: cfg.CacheDir}, flights: map[string]*flight{}, logf: cfg.Logf}
+	seen := map[string]bool{}
+	for _, raw := range cfg.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("debuginfod: server URL %q (from %s) is not an http:// or https:// URL; fix it or leave it out", raw, orDefault(cfg.URLsFrom, "the configuration"))
+		}
+		s := strings.TrimRight(raw, "/")
+		if !seen[s] {
+			seen[s] = true
+			c.servers = append(c.servers, s)
+		}
+	}
+	if c.cfg.RetryBackoff <= 0 {
+		c.cfg.RetryBackoff = 500 * time.Millisecond
+	}
+	if c.cfg.RetryLimit < 0 {
+		c.cfg.RetryLimit = 0
+	}
+	if c.cfg.UserAgent == "" {
+		c.cfg.UserAgent = defaultUserAgent()
+	}
+	c.http = cfg.HTTPClient
+	if c.http == nil {
+		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	n := cfg.MaxParallel
+	if n <= 0 {
+		n = 8
+	}
+	c.sem = make(chan struct{}, n)
+	c.memo, _ = lru.New[string, memoEntry](memoSize)
+	if c.logf == nil {
+		c.logf = func(string, ...any) {}
+	}
+	return c, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Servers returns the servers build IDs will be sent to, in order; empty
+// when the client only reads the cache.
+func (c *Client) Servers() []string { return append([]string(nil), c.servers...) }
+
+// CacheDir returns the cache directory.
+func (c *Client) CacheDir() string { return c.cfg.CacheDir }
+
+// Describe is the start-up line saying which servers will be sent build IDs
+// and why, and where files are cached.
+func (c *Client) Describe() string {
+	if len(c.servers) == 0 {
+		why := "no DEBUGINFOD_URLS and no /etc/debuginfod/*.urls"
+		switch {
+		case c.cfg.URLsFrom == "--no-debuginfod":
+			why = "--no-debuginfod"
+		case c.cfg.URLsFrom != "":
+			why = c.cfg.URLsFrom + " is empty"
+		}
+		return fmt.Sprintf("debuginfod: no build IDs leave this machine (%s); using only the cache %s", why, c.cfg.CacheDir)
+	}
+	return fmt.Sprintf("debuginfod: build IDs will be sent to %s (from %s); cache %s", strings.Join(c.servers, " "), orDefault(c.cfg.URLsFrom, "the configuration"), c.cfg.CacheDir)
+}
+
+func defaultUserAgent() string {
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	ua := fmt.Sprintf("viewer/%s,%s/%s", v, unameSys(), goarchUname())
+	if id, ver := osRelease(); id != "" {
+		ua += "," + id + "/" + ver
+	}
+	return ua
+}
+
+// unameSys is the kernel name uname reports ("Linux").
+func unameSys() string {
+	if runtime.GOOS == "linux" {
+		return "Linux"
+	}
+	return runtime.GOOS
+}
+
+// goarchUname maps GOARCH to the machine name uname reports, which is what
+// debuginfod servers see from elfutils' client.
+func goarchUname() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "386":
+		return "i686"
+	}
+	return runtime.GOARCH
+}
+
+func osRelease() (id, version string) {
+	data, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		data, _ = os.ReadFile("/usr/lib/os-release")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"'`)
+		switch k {
+		case "ID":
+			id = v
+		case "VERSION_ID":
+			version = v
+		}
+	}
+	return id, version
+}
+
+// Cached returns the cached file for buildID and kind without asking any
+// server, or false when it is not cached (or the arguments are invalid).
+func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
+	bid, err := NormalizeBuildID(buildID)
+	if err != nil {
+		return "", false
+	}
+	file, err := kindFile(kind)
+	if err != nil {
+		return "", false
+	}
+	e, path, _ := c.cache.lookup(bid, file)
+	return path, e == entryHit
+}
+
+// Fetch returns the local path of kind for buildID: from the memo or the
+// cache when there, else downloaded from the first server that has it,
+// verified and cached. progress, if not nil, is called on the fetching
+// goroutine or the download's; it must not block. Each call ends with one
+// terminal phase: PhaseCacheHit, PhaseDone, PhaseNotFound or PhaseError.
+//
+// Errors: *InvalidBuildIDError, *InvalidKindError, ErrNoServers, an error
+// matching ErrNotFound, a *FetchError, or the context's error when ctx ends
+// first (the download goes on only while other callers wait for it).
+func (c *Client) Fetch(ctx context.Context, buildID string, kind Kind, progress func(Progress)) (string, error) {
+	emit := func(p Progress) {}
+	if progress != nil {
+		emit = progress
+	}
+	bid, err := NormalizeBuildID(buildID)
+	if err != nil {
+		emit(Progress{BuildID: buildID, Kind: kind, Phase: PhaseError, Total: -1, Err: err})
+		return "", err
+	}
+	base := Progress{BuildID: bid, Kind: kind, Total: -1}
+	file, err := kindFile(kind)
+	if err != nil {
+		p := base
+		p.Phase, p.Err = PhaseError, err
+		emit(p)
+		return "", err
+	}
+	key := bid + "/" + file
+
+	path, err, done := c.fromCache(key, bid, kind, file)
+	if !done {
+		if len(c.servers) == 0 {
+			err = ErrNoServers
+		} else {
+			path, err = c.join(ctx, key, bid, kind, file, emit)
+		}
+	}
+	p := base
+	switch {
+	case err == nil && done:
+		p.Phase, p.Path = PhaseCacheHit, path
+	case err == nil:
+		p.Phase, p.Path = PhaseDone, path
+	case errors.Is(err, ErrNotFound):
+		p.Phase, p.Err = PhaseNotFound, err
+	default:
+		p.Phase, p.Err = PhaseError, err
+	}
+	emit(p)
+	return path, err
+}
+
+// fromCache answers from the memo or the disk cache; done is false when
+// neither knows the file.
+func (c *Client) fromCache(key, bid string, kind Kind, file string) (string, error, bool) {
+	if m, ok := c.memo.Get(key); ok {
+		if m.path != "" {
+			if st, err := os.Stat(m.path); err == nil && st.Size() > 0 {
+				return m.path, nil, true
+			}
+		} else if time.Now().Before(m.until) {
+			return "", &negativeCacheError{BuildID: bid, Kind: kind, Until: m.until}, true
+		}
+		c.memo.Remove(key)
+	}
+	switch e, path, until := c.cache.lookup(bid, file); e {
+	case entryHit:
+		c.memo.Add(key, memoEntry{path: path})
+		return path, nil, true
+	case entryNegative:
+		c.memo.Add(key, memoEntry{until: until})
+		return "", &negativeCacheError{BuildID: bid, Kind: kind, Path: path, Until: until}, true
+	}
+	return "", nil, false
+}
+
+// flight is one shared download and the callers waiting for it. Its context
+// is detached from every caller's and cancelled when the last one leaves.
+type flight struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	waiters int // guarded by Client.mu
+
+	mu        sync.Mutex
+	listeners map[int]func(Progress)
+	next      int
+	last      *Progress
+}
+
+// errAbandoned cancels a download nobody waits for any more.
+var errAbandoned = errors.New("debuginfod: every caller gave up waiting")
+
+func (f *flight) emit(p Progress) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = &p
+	for _, l := range f.listeners {
+		l(p)
+	}
+}
+
+func (f *flight) listen(l func(Progress)) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	f.listeners[f.next] = l
+	if f.last != nil {
+		l(*f.last) // a late joiner learns where the download stands
+	}
+	return f.next
+}
+
+func (f *flight) unlisten(id int) {
+	f.mu.Lock()
+	delete(f.listeners, id)
+	f.mu.Unlock()
+}
+
+// join waits for the shared download of key, starting it if needed. When
+// ctx ends first, only this caller leaves; the download is cancelled when
+// no caller is left.
+func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, emit func(Progress)) (string, error) {
+	c.mu.Lock()
+	f := c.flights[key]
+	if f == nil {
+		fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		f = &flight{ctx: fctx, cancel: cancel, listeners: map[int]func(Progress){}}
+		c.flights[key] = f
+	}
+	f.waiters++
+	c.mu.Unlock()
+	id := f.listen(emit)
+
+	ch := c.group.DoChan(key, func() (any, error) {
+		defer func() {
+			c.mu.Lock()
+			if c.flights[key] == f {
+				delete(c.flights, key)
+			}
+			c.mu.Unlock()
+		}()
+		return c.download(f, key, bid, kind, file)
+	})
+	select {
+	case r := <-ch:
+		c.leave(key, f, id)
+		if r.Err != nil {
+			return "", r.Err
+		}
+		return r.Val.(string), nil
+	case <-ctx.Done():
+		c.leave(key, f, id)
+		return "", fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, context.Cause(ctx))
+	}
+}
+
+func (c *Client) leave(key string, f *flight, id int) {
+	f.unlisten(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f.waiters--
+	if f.waiters > 0 {
+		return
+	}
+	f.cancel(errAbandoned)
+	if c.flights[key] == f {
+		delete(c.flights, key)
+		// A later caller must start afresh, not join a cancelled download.
+		c.group.Forget(key)
+	}
+}
