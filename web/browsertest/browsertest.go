@@ -1,0 +1,283 @@
+// Package browsertest drives Debian's headless chromium through chromedp for
+// the web package's browser tests and benchmarks: it starts one browser with
+// a fresh profile directory, records the page's script errors, saves
+// screenshots as test artifacts and reads the renderer's peak memory.
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// Chromium is where Debian's chromium package installs the browser.
+const Chromium = "/usr/bin/chromium"
+
+// Browser is one headless chromium with one tab.
+type Browser struct {
+	// Ctx runs actions in the tab: chromedp.Do(b.Ctx, ...).
+	Ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// Options adjust Start.
+type Options struct {
+	Width, Height int // window size in CSS px; default 1400x900
+}
+
+// Start launches headless chromium with the flags the team uses for tests
+// run as root (no sandbox, no GPU, no background traffic) and a fresh user
+// data directory. It fails the test when chromium is missing. The browser is
+// stopped when the test ends.
+func Start(tb testing.TB, opt Options) *Browser {
+	tb.Helper()
+	if _, err := os.Stat(Chromium); err != nil {
+		tb.Fatalf("browser tests need chromium at %s (%v): run make deps", Chromium, err)
+	}
+	if opt.Width == 0 {
+		opt.Width, opt.Height = 1400, 900
+	}
+	dir, err := os.MkdirTemp("", "viewer-chromium-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &Browser{}
+	var stderr bytes.Buffer
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(Chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(opt.Width, opt.Height),
+		chromedp.CombinedOutput(&lockedWriter{w: &stderr}),
+	)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
+	tb.Cleanup(func() {
+		cancel()
+		acancel()
+		os.RemoveAll(dir)
+	})
+	start := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, log.Enable, cdp.Empty{})
+		return err
+	})
+	if err := chromedp.Do(ctx, start); err != nil {
+		tb.Fatalf("starting %s: %v\n%s", Chromium, err, tail(stderr.String(), 2000))
+	}
+	b.Ctx = ctx
+	return b
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// listen records uncaught exceptions, console.error calls and browser log
+// errors (failed loads, CSP violations).
+func (b *Browser) listen(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		msg = "exception: " + d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg += " " + d.Exception.Description
+		}
+		if d.URL != "" {
+			msg += fmt.Sprintf(" at %s:%d", d.URL, d.LineNumber+1)
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError {
+			return
+		}
+		var parts []string
+		for _, a := range ev.Args {
+			if len(a.Value) > 0 {
+				parts = append(parts, string(a.Value))
+			} else {
+				parts = append(parts, a.Description)
+			}
+		}
+		msg = "console.error: " + strings.Join(parts, " ")
+	case *log.EventEntryAdded:
+		if ev.Entry == nil || ev.Entry.Level != log.EntryLevelError {
+			return
+		}
+		msg = fmt.Sprintf("log (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+	default:
+		return
+	}
+	b.mu.Lock()
+	b.problems = append(b.problems, msg)
+	b.mu.Unlock()
+}
+
+// Problems returns the script errors and failed loads seen since the last
+// call, and forgets them.
+func (b *Browser) Problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.problems
+	b.problems = nil
+	return p
+}
+
+// ArtifactDir is where screenshots go: $VIEWER_ARTIFACTS when set (CI keeps
+// it), else a directory of the test.
+func ArtifactDir(tb testing.TB) string {
+	if d := os.Getenv("VIEWER_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatalf("VIEWER_ARTIFACTS: %v", err)
+		}
+		return d
+	}
+	return tb.TempDir()
+}
+
+// Screenshot saves a PNG of the whole page (beyond the viewport) as
+// name.png in ArtifactDir, logs and returns its path.
+func (b *Browser) Screenshot(tb testing.TB, name string) string {
+	tb.Helper()
+	png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(ArtifactDir(tb), sanitize(name)+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("screenshot: %s", path)
+	return path
+}
+
+// ViewportPNG returns a PNG of what the window shows.
+func (b *Browser) ViewportPNG() ([]byte, error) {
+	return chromedp.Run(b.Ctx, chromedp.CaptureScreenshot())
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func sanitize(s string) string { return unsafeName.ReplaceAllString(s, "_") }
+
+// WaitReady waits until the page sets data-ready="1" on <body>, which the
+// flame graph page does once it has drawn.
+func (b *Browser) WaitReady(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
+	defer cancel()
+	return chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`body[data-ready="1"]`)))
+}
+
+// RendererPeakRSS returns the largest peak resident set size (VmHWM) among
+// the browser's renderer processes, in bytes.
+func (b *Browser) RendererPeakRSS() (int64, error) {
+	c := chromedp.FromContext(b.Ctx)
+	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
+		return 0, fmt.Errorf("no browser process")
+	}
+	root := c.Browser.Process().Pid
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	parent := map[int]int{}
+	var renderers []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[pid] = ppid
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(cmd, []byte("--type=renderer")) {
+			renderers = append(renderers, pid)
+		}
+	}
+	var peak int64
+	found := false
+	for _, pid := range renderers {
+		ours := false
+		for p, n := pid, 0; p > 1 && n < 64; p, n = parent[p], n+1 {
+			if p == root {
+				ours = true
+				break
+			}
+		}
+		if !ours {
+			continue
+		}
+		found = true
+		if hwm, err := vmHWM(pid); err == nil && hwm > peak {
+			peak = hwm
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("no renderer process under browser pid %d", root)
+	}
+	return peak, nil
+}
+
+func vmHWM(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
