@@ -108,13 +108,17 @@ __attribute__((noinline)) long use_local(int v)
 	return o.in.y * o.a;
 }
 
-/* inlined function's variables: node_val's n is an inlined parameter */
-static inline int node_val(struct node *n) { return n->val * 3; }
-
-__attribute__((noinline)) long inl_next(struct node *head)
+/* inlined function's variables: list_keys's n is an inlined parameter that
+ * lives in a register across the loop */
+static inline long list_keys(struct node *n)
 {
-	return node_val(head->next) + 1;
+	long c = 0;
+	for (; n; n = n->next)
+		c ^= n->key;
+	return c;
 }
+
+__attribute__((noinline)) long inl_keys(struct outer *o) { return list_keys(o->head) + o->a; }
 
 /* a plain add with no memory operand: unknown */
 __attribute__((noinline)) long add3(long a, long b, long c)
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
 		acc += (long)get_d(&t) + get_mode(&f) + get_area(&r);
 		count_miss();
 		count_table();
-		acc += use_local((int)i) + inl_next(list) + add3(acc, i, 3);
+		acc += use_local((int)i) + inl_keys(&o) + add3(acc, i, 3);
 		acc += past_end(s) + head_key(&o) + new_val(i & 7);
 	}
 	sink = acc + stats.misses;

@@ -1,0 +1,295 @@
+package datatype
+
+import (
+	"debug/dwarf"
+	"fmt"
+	"sort"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Access kinds.
+const (
+	KindMember  = "member"          // through a variable or parameter (pointer, register-based or stack object)
+	KindGlobal  = "global"          // a variable at a fixed address (RIP-relative)
+	KindStackOp = "stack operation" // push, pop, call, ret
+	KindUnknown = "unknown"
+)
+
+// Access is what the instruction at a pc touches.
+type Access struct {
+	Type         string `json:"type"`     // C type name ("struct node", "rect_t"); "(stack operation)" or "(unknown)" otherwise
+	TypeSize     int64  `json:"typeSize"` // bytes
+	Offset       int64  `json:"offset"`   // byte offset of the access inside Type
+	Member       string `json:"member"`   // member path at Offset ("in.y", "name[3]", "mode:3"); "" for the whole object or padding
+	MemberOffset int64  `json:"memberOffset"`
+	MemberSize   int64  `json:"memberSize"`
+	Kind         string `json:"kind"`
+	Reason       string `json:"reason,omitempty"` // for unknown: why; otherwise how it was found
+	Var          string `json:"var,omitempty"`    // the variable, parameter or expression that located the object
+	Func         string `json:"func,omitempty"`   // function (or inlined function) at pc
+	Insn         string `json:"insn,omitempty"`   // the decoded instruction, GNU syntax
+
+	typ  dwarf.Type // Type's DWARF type
+	mtyp dwarf.Type // the member's DWARF type
+}
+
+const (
+	typeStackOp = "(stack operation)"
+	typeUnknown = "(unknown)"
+)
+
+func unknown(why string, args ...any) Access {
+	return Access{Type: typeUnknown, Kind: KindUnknown, Reason: fmt.Sprintf(why, args...)}
+}
+
+// Attribute returns the data type and member the instruction at pc (an
+// object address, as in the ELF file) accesses. It never fails: anything it
+// cannot attribute is Kind "unknown" with the Reason.
+func (b *Binary) Attribute(pc uint64) (a Access) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			a = unknown("malformed debug info: %v", r)
+		}
+	}()
+	return b.attribute(pc)
+}
+
+func (b *Binary) attribute(pc uint64) Access {
+	code := b.insnBytes(pc)
+	if code == nil {
+		return unknown("pc %#x is outside the executable's code", pc)
+	}
+	inst, err := x86asm.Decode(code, 64)
+	if err != nil {
+		return unknown("cannot decode instruction at %#x: %v", pc, err)
+	}
+	a := b.attributeInst(pc, inst)
+	a.Insn = x86asm.GNUSyntax(inst, pc, nil)
+	if a.Func == "" {
+		if f, ok := b.funcAt(pc); ok {
+			if fs, err := b.funcScope(f); err == nil && fs != nil {
+				a.Func = fs.name
+			}
+		}
+	}
+	return a
+}
+
+// memArg returns the instruction's explicit memory operand.
+func memArg(inst x86asm.Inst) (x86asm.Mem, bool) {
+	for _, arg := range inst.Args {
+		if m, ok := arg.(x86asm.Mem); ok {
+			return m, true
+		}
+	}
+	return x86asm.Mem{}, false
+}
+
+func isStackOp(op x86asm.Op) bool {
+	switch op {
+	case x86asm.PUSH, x86asm.POP, x86asm.CALL, x86asm.RET, x86asm.PUSHF, x86asm.POPF,
+		x86asm.LEAVE, x86asm.ENTER, x86asm.PUSHFQ, x86asm.POPFQ:
+		return true
+	}
+	return false
+}
+
+func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
+	if isStackOp(inst.Op) {
+		return Access{Type: typeStackOp, Kind: KindStackOp, Reason: inst.Op.String() + " accesses the stack"}
+	}
+	m, ok := memArg(inst)
+	if !ok {
+		return unknown("%s has no memory operand", inst.Op)
+	}
+	if inst.Op == x86asm.LEA {
+		return unknown("lea computes an address without accessing memory")
+	}
+	if inst.Op == x86asm.NOP || inst.Op >= x86asm.PREFETCHNTA && inst.Op <= x86asm.PREFETCHW {
+		return unknown("%s does not access data", inst.Op)
+	}
+	if m.Segment == x86asm.FS || m.Segment == x86asm.GS {
+		return unknown("%s-relative access (thread-local storage) is not attributed", m.Segment)
+	}
+	h := b.hintFor(pc, inst)
+	f, hasFunc := b.funcAt(pc)
+	var fs *funcScope
+	if hasFunc {
+		fs, _ = b.funcScope(f)
+	}
+	base := dwarfReg(m.Base)
+	if base == dwRIP {
+		addr := pc + uint64(inst.Len) + uint64(m.Disp)
+		return b.global(addr, h, m.Index != 0)
+	}
+	if m.Base == 0 {
+		if m.Index == 0 {
+			return b.global(uint64(m.Disp), h, false)
+		}
+		return unknown("no base register (index-only address)")
+	}
+	if base < 0 {
+		return unknown("base register %s is not a general-purpose register", m.Base)
+	}
+	if fs == nil {
+		return unknown("no DWARF function covers %#x", pc)
+	}
+	a := b.fromVariables(fs, pc, base, m, h)
+	if a.Kind != KindUnknown {
+		return a
+	}
+	// Second phase: follow the register back through the basic block.
+	if t := b.track(f, fs, pc, base); t.ok {
+		ta := b.place(t.typ, t.off+m.Disp, h, m.Index != 0, t.desc, KindMember)
+		if ta.Kind != KindUnknown {
+			ta.Reason = "register tracking: " + t.desc
+			ta.Func = a.Func
+			return ta
+		}
+	}
+	return a
+}
+
+// global attributes an access to a fixed address.
+func (b *Binary) global(addr uint64, h accessHint, indexed bool) Access {
+	i := sort.Search(len(b.globals), func(i int) bool { return b.globals[i].addr > addr }) - 1
+	for j := i; j >= 0 && j > i-8; j-- {
+		g := b.globals[j]
+		e, err := b.entry(g.die)
+		if err != nil {
+			continue
+		}
+		toff, ok := b.attr(e, dwarf.AttrType).(dwarf.Offset)
+		if !ok {
+			continue
+		}
+		t, err := b.typ(toff)
+		if err != nil {
+			continue
+		}
+		off := int64(addr - g.addr)
+		if sz := typeSize(t); off >= sz {
+			if j == i {
+				name, _ := b.attr(e, dwarf.AttrName).(string)
+				if off < sz+64 {
+					return unknown("address %#x is %d bytes into %s (%s, size %d): past its end", addr, off, name, typeName(t), sz)
+				}
+			}
+			continue
+		}
+		name, _ := b.attr(e, dwarf.AttrName).(string)
+		a := b.place(t, off, h, indexed, name, KindGlobal)
+		a.Reason = "global variable at a fixed address"
+		return a
+	}
+	return unknown("no global variable covers address %#x", addr)
+}
+
+// fromVariables is the first phase: find the variable or parameter whose
+// location at pc is the base register, searching scopes innermost first.
+func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem, h accessHint) Access {
+	var fail Access
+	chain := fs.scopesAt(pc)
+	fname := fs.name
+	if len(chain) > 0 {
+		for _, s := range chain {
+			if s.inlined != "" {
+				fname = s.inlined
+				break
+			}
+		}
+	}
+	var cfa cfaRule
+	cfaDone := false
+	for _, s := range chain {
+		for _, v := range s.vars {
+			l := b.locationAt(v.loc, v.class, fs.unit, pc)
+			var typ dwarf.Type
+			var off int64
+			switch {
+			case l.kind == locReg && l.reg == base:
+				t, err := b.typ(v.typ)
+				if err != nil {
+					continue
+				}
+				p, ok := pointee(t)
+				if !ok {
+					if fail.Kind == "" {
+						fail = unknown("%s holds %s (%s), not a pointer", dwarfRegName(base), v.name, typeName(t))
+					}
+					continue
+				}
+				typ, off = p, m.Disp
+			case l.kind == locBreg && l.reg == base:
+				t, err := b.typ(v.typ)
+				if err != nil {
+					continue
+				}
+				typ, off = t, m.Disp-l.off
+			case l.kind == locFbreg && (base == dwRSP || base == dwRBP):
+				fb := b.locationAt(fs.frameBase, dwarf.ClassExprLoc, fs.unit, pc)
+				var regOff int64 // frame base = base register + regOff
+				switch {
+				case fb.kind == locCFA:
+					if !cfaDone {
+						cfa, cfaDone = b.frames.cfaAt(pc), true
+					}
+					if !cfa.ok || cfa.reg != base {
+						continue
+					}
+					regOff = cfa.off
+				case fb.kind == locBreg && fb.reg == base:
+					regOff = fb.off
+				default:
+					continue
+				}
+				t, err := b.typ(v.typ)
+				if err != nil {
+					continue
+				}
+				typ, off = t, m.Disp-regOff-l.off
+			default:
+				continue
+			}
+			a := b.place(typ, off, h, m.Index != 0, v.name, KindMember)
+			if a.Kind == KindUnknown {
+				if fail.Kind == "" {
+					fail = a
+				}
+				continue
+			}
+			a.Func = fname
+			a.Reason = "location of " + v.name + ": " + l.String()
+			return a
+		}
+	}
+	if fail.Kind != "" {
+		fail.Func = fname
+		return fail
+	}
+	a := unknown("no variable or parameter is in %s at %#x", dwarfRegName(base), pc)
+	a.Func = fname
+	return a
+}
+
+// place names the member at off inside typ, or explains why off is not
+// inside it. indexed accesses (base + index*scale) address an element of an
+// array that starts at off.
+func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, indexed bool, varName, kind string) Access {
+	sz := typeSize(typ)
+	if sz <= 0 {
+		return unknown("%s points to %s, whose size is unknown", varName, typeName(typ))
+	}
+	if off < 0 || off >= sz {
+		return unknown("offset %d is outside %s (size %d) located by %s", off, typeName(typ), sz, varName)
+	}
+	path, moff, msize, mt := member(typ, off, h)
+	return Access{
+		Type: typeName(typ), TypeSize: sz, Offset: off,
+		Member: path, MemberOffset: moff, MemberSize: msize,
+		Kind: kind, Var: varName, typ: typ, mtyp: mt,
+	}
+}

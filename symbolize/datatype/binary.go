@@ -1,0 +1,382 @@
+// Package datatype attributes sampled instruction addresses to the data
+// types and struct members they access, from an ELF executable's code and
+// its DWARF debug info, the way `perf report -s type` and `perf annotate
+// --data-type` do. It is x86-64 only.
+package datatype
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Binary is one ELF executable (its code) and its debug info (its DWARF),
+// indexed for attribution. The debug info may live in a separate .debug
+// file whose .text is NOBITS, which is why Open takes two paths.
+// A Binary is safe for concurrent use.
+type Binary struct {
+	text []codeSection
+
+	dw        *dwarf.Data
+	units     []unitInfo // sorted by off
+	loc       []byte     // .debug_loc (DWARF 2-4)
+	loclists  []byte     // .debug_loclists (DWARF 5)
+	addrSec   []byte     // .debug_addr (DWARF 5)
+	frames    *cfaTable  // .debug_frame or .eh_frame
+	funcs     []funcRange
+	globals   []global
+	funcByEnt map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
+
+	mu      sync.Mutex // guards the lazily built caches below and dw's type cache
+	scopes  map[dwarf.Offset]*funcScope
+	entries map[dwarf.Offset]*dwarf.Entry
+	types   map[dwarf.Offset]dwarf.Type
+	code    map[uint64]*funcCode
+	layouts map[string][]LayoutRow
+}
+
+type codeSection struct {
+	addr uint64
+	data []byte
+}
+
+// unitInfo is what location lists need from a compilation unit.
+type unitInfo struct {
+	off, end     uint64 // extent in .debug_info
+	version      int
+	base         uint64 // DW_AT_low_pc: base address of location lists
+	addrBase     uint64
+	loclistsBase uint64
+}
+
+type funcRange struct {
+	lo, hi uint64
+	die    dwarf.Offset
+	unit   int32
+}
+
+type global struct {
+	addr uint64
+	die  dwarf.Offset
+	unit int32
+}
+
+// Open reads the code of execPath and the DWARF of debugPath (the same file
+// when the executable is not stripped) and indexes function ranges, global
+// variables and call frame information. Malformed debug info yields an
+// error, never a panic.
+func Open(execPath, debugPath string) (b *Binary, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("datatype: malformed debug info in %s: %v", debugPath, r)
+		}
+	}()
+	ef, err := elf.Open(execPath)
+	if err != nil {
+		return nil, fmt.Errorf("datatype: open executable: %w", err)
+	}
+	defer ef.Close()
+	if ef.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("datatype: %s is %v; only x86-64 code can be decoded", execPath, ef.Machine)
+	}
+	df := ef
+	if debugPath != "" && debugPath != execPath {
+		df, err = elf.Open(debugPath)
+		if err != nil {
+			return nil, fmt.Errorf("datatype: open debug info: %w", err)
+		}
+		defer df.Close()
+	}
+	b = &Binary{
+		funcByEnt: map[uint64]dwarf.Offset{},
+		scopes:  map[dwarf.Offset]*funcScope{},
+		entries: map[dwarf.Offset]*dwarf.Entry{},
+		types:   map[dwarf.Offset]dwarf.Type{},
+		code:    map[uint64]*funcCode{},
+		layouts: map[string][]LayoutRow{},
+	}
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+			data, err := s.Data()
+			if err != nil {
+				return nil, fmt.Errorf("datatype: read %s of %s: %w", s.Name, execPath, err)
+			}
+			b.text = append(b.text, codeSection{addr: s.Addr, data: data})
+		}
+	}
+	if len(b.text) == 0 {
+		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
+	}
+	b.dw, err = df.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
+	}
+	b.loc = sectionData(df, ".debug_loc")
+	b.loclists = sectionData(df, ".debug_loclists")
+	b.addrSec = sectionData(df, ".debug_addr")
+	if s := df.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		if d, err := s.Data(); err == nil {
+			b.frames = newCFATable(d, 0, false)
+		}
+	}
+	if b.frames == nil || len(b.frames.fdes) == 0 {
+		if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			if d, err := s.Data(); err == nil {
+				b.frames = newCFATable(d, s.Addr, true)
+			}
+		}
+	}
+	b.units = parseUnitHeaders(sectionData(df, ".debug_info"))
+	if err := b.index(); err != nil {
+		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, err)
+	}
+	return b, nil
+}
+
+func sectionData(f *elf.File, name string) []byte {
+	s := f.Section(name)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	d, err := s.Data()
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// parseUnitHeaders lists the units of .debug_info with their DWARF version,
+// which debug/dwarf does not expose but location lists depend on.
+func parseUnitHeaders(info []byte) []unitInfo {
+	var units []unitInfo
+	r := reader{b: info}
+	for !r.done() && !r.err {
+		start := r.pos
+		length := uint64(r.u32())
+		hdr := 4
+		if length == 0xffffffff {
+			length = r.u64()
+			hdr = 12
+		}
+		version := int(r.u16())
+		end := uint64(start) + uint64(hdr) + length
+		if r.err || end > uint64(len(info)) || end <= uint64(start) {
+			break
+		}
+		units = append(units, unitInfo{off: uint64(start), end: end, version: version})
+		r.pos = int(end)
+	}
+	return units
+}
+
+func (b *Binary) unitOf(off dwarf.Offset) int32 {
+	i := sort.Search(len(b.units), func(i int) bool { return b.units[i].end > uint64(off) })
+	if i < len(b.units) && b.units[i].off <= uint64(off) {
+		return int32(i)
+	}
+	return -1
+}
+
+// index walks every DIE once, recording compile-unit bases, the address
+// ranges of subprograms and variables at fixed addresses.
+func (b *Binary) index() error {
+	r := b.dw.Reader()
+	unit := int32(-1)
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			break
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit, dwarf.TagPartialUnit, dwarf.TagSkeletonUnit:
+			unit = b.unitOf(e.Offset)
+			if unit >= 0 {
+				u := &b.units[unit]
+				if v, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+					u.base = v
+				}
+				if v, ok := e.Val(dwarf.AttrAddrBase).(int64); ok {
+					u.addrBase = uint64(v)
+				}
+				if v, ok := e.Val(dwarf.AttrLoclistsBase).(int64); ok {
+					u.loclistsBase = uint64(v)
+				}
+			}
+		case dwarf.TagSubprogram:
+			if e.Val(dwarf.AttrLowpc) == nil && e.Val(dwarf.AttrRanges) == nil {
+				break
+			}
+			rs, err := b.dw.Ranges(e)
+			if err != nil {
+				break
+			}
+			for _, rg := range rs {
+				if rg[1] > rg[0] {
+					b.funcs = append(b.funcs, funcRange{lo: rg[0], hi: rg[1], die: e.Offset, unit: unit})
+					b.funcByEnt[rg[0]] = e.Offset // calls target the entry, which starts a range
+				}
+			}
+		case dwarf.TagVariable:
+			if expr, ok := e.Val(dwarf.AttrLocation).([]byte); ok && len(expr) > 0 && (expr[0] == opAddr || expr[0] == opAddrx) {
+				if l := b.decode(expr, unit); l.kind == locAddr {
+					b.globals = append(b.globals, global{addr: l.addr, die: e.Offset, unit: unit})
+				}
+			}
+		case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType, dwarf.TagEnumerationType,
+			dwarf.TagSubroutineType, dwarf.TagArrayType:
+			if e.Children {
+				r.SkipChildren()
+			}
+		}
+	}
+	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })
+	sort.Slice(b.globals, func(i, j int) bool { return b.globals[i].addr < b.globals[j].addr })
+	return nil
+}
+
+// decode decodes a simple location expression of unit u.
+func (b *Binary) decode(expr []byte, u int32) location {
+	return decodeExpr(expr, func(i uint64) (uint64, bool) { return b.addrx(u, i) })
+}
+
+// addrx reads entry i of the unit's .debug_addr table.
+func (b *Binary) addrx(u int32, i uint64) (uint64, bool) {
+	if u < 0 || b.addrSec == nil {
+		return 0, false
+	}
+	off := b.units[u].addrBase + i*8
+	if off+8 > uint64(len(b.addrSec)) || off < b.units[u].addrBase {
+		return 0, false
+	}
+	r := reader{b: b.addrSec, pos: int(off)}
+	return r.u64(), true
+}
+
+// locationAt evaluates a DW_AT_location (or DW_AT_frame_base) attribute
+// value at pc: an expression, or a DWARF 4/5 location list.
+func (b *Binary) locationAt(val any, class dwarf.Class, u int32, pc uint64) location {
+	switch v := val.(type) {
+	case []byte:
+		return b.decode(v, u)
+	case int64: // sec_offset: .debug_loc (v2-4) or .debug_loclists (v5)
+		if u < 0 {
+			return location{}
+		}
+		ui := &b.units[u]
+		if ui.version >= 5 {
+			return b.decode(findLoclists(b.loclists, uint64(v), pc, ui.base, b.addrxFunc(u)), u)
+		}
+		return b.decode(findLoc(b.loc, uint64(v), pc, ui.base), u)
+	case uint64: // DW_FORM_loclistx: index into the unit's offset table
+		if u < 0 || class != dwarf.ClassLocList {
+			return location{}
+		}
+		ui := &b.units[u]
+		r := reader{b: b.loclists, pos: int(ui.loclistsBase + v*4)}
+		if ui.loclistsBase+v*4 > uint64(len(b.loclists)) {
+			return location{}
+		}
+		off := uint64(r.u32())
+		if r.err {
+			return location{}
+		}
+		return b.decode(findLoclists(b.loclists, ui.loclistsBase+off, pc, ui.base, b.addrxFunc(u)), u)
+	}
+	return location{}
+}
+
+func (b *Binary) addrxFunc(u int32) func(uint64) (uint64, bool) {
+	return func(i uint64) (uint64, bool) { return b.addrx(u, i) }
+}
+
+// funcAt returns the subprogram range containing pc.
+func (b *Binary) funcAt(pc uint64) (funcRange, bool) {
+	i := sort.Search(len(b.funcs), func(i int) bool { return b.funcs[i].lo > pc }) - 1
+	// Ranges may nest (rare): look at a few earlier ones too.
+	for j := i; j >= 0 && j > i-4; j-- {
+		if pc >= b.funcs[j].lo && pc < b.funcs[j].hi {
+			return b.funcs[j], true
+		}
+	}
+	return funcRange{}, false
+}
+
+// insnBytes returns the code bytes at pc (up to 15, the longest x86 instruction).
+func (b *Binary) insnBytes(pc uint64) []byte {
+	for _, s := range b.text {
+		if pc >= s.addr && pc < s.addr+uint64(len(s.data)) {
+			d := s.data[pc-s.addr:]
+			if len(d) > 15 {
+				d = d[:15]
+			}
+			return d
+		}
+	}
+	return nil
+}
+
+// entry reads the DIE at off (cached).
+func (b *Binary) entry(off dwarf.Offset) (*dwarf.Entry, error) {
+	if e, ok := b.entries[off]; ok {
+		return e, nil
+	}
+	r := b.dw.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, errors.New("no DIE at offset")
+	}
+	b.entries[off] = e
+	return e, nil
+}
+
+// attr returns an attribute of e, following DW_AT_abstract_origin and
+// DW_AT_specification chains (inlined and out-of-line instances keep their
+// name and type on the abstract DIE).
+func (b *Binary) attr(e *dwarf.Entry, a dwarf.Attr) any {
+	for depth := 0; e != nil && depth < 8; depth++ {
+		if v := e.Val(a); v != nil {
+			return v
+		}
+		next, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		if !ok {
+			next, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset)
+		}
+		if !ok {
+			return nil
+		}
+		var err error
+		if e, err = b.entry(next); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// typ returns the type at off (cached; debug/dwarf's own cache is not
+// safe for concurrent use, so callers hold b.mu).
+func (b *Binary) typ(off dwarf.Offset) (t dwarf.Type, err error) {
+	if t, ok := b.types[off]; ok {
+		return t, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("malformed type at %#x: %v", off, r)
+		}
+	}()
+	t, err = b.dw.Type(off)
+	if err != nil {
+		return nil, err
+	}
+	b.types[off] = t
+	return t, nil
+}

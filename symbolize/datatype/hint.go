@@ -1,0 +1,101 @@
+package datatype
+
+import (
+	"debug/dwarf"
+	"math/bits"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// accessHint is what the instruction tells about the accessed member beyond
+// its offset: the access size, whether it is a floating-point access (to
+// choose among union members), and which bits of it are used (to choose
+// among bitfields sharing a byte).
+type accessHint struct {
+	size     int64
+	float    bool
+	bitStart int64 // first bit used, relative to the accessed address; -1 if unknown
+	bitWidth int64 // 0 if unknown
+}
+
+// hintFor derives the hint for inst at pc. For loads it looks ahead in the
+// same basic block for the shr/and that extract a bitfield.
+func (b *Binary) hintFor(pc uint64, inst x86asm.Inst) accessHint {
+	h := accessHint{size: int64(inst.MemBytes), bitStart: -1}
+	for _, a := range inst.Args {
+		if r, ok := a.(x86asm.Reg); ok && r >= x86asm.X0 && r <= x86asm.X31 {
+			h.float = true
+		}
+	}
+	switch inst.Op {
+	case x86asm.TEST, x86asm.AND, x86asm.OR, x86asm.XOR, x86asm.BTS, x86asm.BTR:
+		if imm, ok := inst.Args[1].(x86asm.Imm); ok {
+			if m := uint64(imm); m != 0 {
+				h.bitStart, h.bitWidth = int64(bits.TrailingZeros64(m)), int64(bits.Len64(m)-bits.TrailingZeros64(m))
+			}
+		}
+		return h
+	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
+	default:
+		return h
+	}
+	reg := anyRegOf(inst.Args[0])
+	if reg < 0 {
+		return h
+	}
+	var shift int64
+	var mask uint64
+	next := pc + uint64(inst.Len)
+loop:
+	for i := 0; i < 6; i++ {
+		code := b.insnBytes(next)
+		if code == nil {
+			break
+		}
+		in, err := x86asm.Decode(code, 64)
+		if err != nil || isBranch(in.Op) || in.Op == x86asm.CALL {
+			break
+		}
+		next += uint64(in.Len)
+		if anyRegOf(in.Args[0]) != reg {
+			if anyRegOf(in.Args[1]) == reg {
+				break // the loaded value moves elsewhere: stop guessing
+			}
+			continue
+		}
+		switch in.Op {
+		case x86asm.SHR, x86asm.SAR:
+			switch c := in.Args[1].(type) {
+			case nil:
+				shift++
+			case x86asm.Imm:
+				shift += int64(c)
+			default:
+				break loop
+			}
+			continue
+		case x86asm.AND, x86asm.TEST:
+			if imm, ok := in.Args[1].(x86asm.Imm); ok && mask == 0 {
+				mask = uint64(imm) << uint(shift)
+			}
+		}
+		break
+	}
+	switch {
+	case mask != 0:
+		h.bitStart = int64(bits.TrailingZeros64(mask))
+		h.bitWidth = int64(bits.Len64(mask)) - h.bitStart
+	case shift > 0:
+		h.bitStart = shift
+	}
+	return h
+}
+
+// isFloat reports whether t is a floating-point base type.
+func isFloat(t dwarf.Type) bool {
+	switch strip(t).(type) {
+	case *dwarf.FloatType, *dwarf.ComplexType:
+		return true
+	}
+	return false
+}
