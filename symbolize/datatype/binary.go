@@ -92,11 +92,11 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	}
 	b = &Binary{
 		funcByEnt: map[uint64]dwarf.Offset{},
-		scopes:  map[dwarf.Offset]*funcScope{},
-		entries: map[dwarf.Offset]*dwarf.Entry{},
-		types:   map[dwarf.Offset]dwarf.Type{},
-		code:    map[uint64]*funcCode{},
-		layouts: map[string][]LayoutRow{},
+		scopes:    map[dwarf.Offset]*funcScope{},
+		entries:   map[dwarf.Offset]*dwarf.Entry{},
+		types:     map[dwarf.Offset]dwarf.Type{},
+		code:      map[uint64]*funcCode{},
+		layouts:   map[string][]LayoutRow{},
 	}
 	for _, s := range ef.Sections {
 		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {

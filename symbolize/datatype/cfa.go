@@ -1,7 +1,6 @@
 package datatype
 
 import (
-
 	"sort"
 )
 
@@ -291,4 +290,3 @@ func (t *cfaTable) cfaAt(pc uint64) cfaRule {
 	run(f.insts, false)
 	return st
 }
-
