@@ -1,0 +1,73 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"viewer/symbolize/debuginfod"
+)
+
+// Fetcher fetches a debug file by build ID; *debuginfod.Client is one.
+type Fetcher interface {
+	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
+}
+
+// ErrSkipped is returned (wrapped) for fetches the user skipped or disabled,
+// or that the upload asked not to make.
+var ErrSkipped = errors.New("not asked")
+
+// Gate is the Fetcher given to the symbolization engine. Fetches made for a
+// job (found through the context the job passes to the engine) report their
+// progress to that job, and can be cancelled by its Skip and Disable without
+// touching other jobs that wait for the same download; other fetches pass
+// straight through. A nil inner Fetcher means debuginfod is off.
+type Gate struct {
+	inner Fetcher
+}
+
+// NewGate wraps the debuginfod client; inner may be nil.
+func NewGate(inner Fetcher) *Gate { return &Gate{inner: inner} }
+
+// Enabled reports whether there is a debuginfod client behind the gate.
+func (g *Gate) Enabled() bool { return g != nil && g.inner != nil }
+
+type jobKey struct{}
+
+func withJob(ctx context.Context, j *Job) context.Context {
+	return context.WithValue(ctx, jobKey{}, j)
+}
+
+func jobFrom(ctx context.Context) *Job {
+	j, _ := ctx.Value(jobKey{}).(*Job)
+	return j
+}
+
+// Fetch implements Fetcher. No lock is held while the download runs.
+func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
+	if g.inner == nil {
+		return "", fmt.Errorf("debuginfod is off on this server: %w", ErrSkipped)
+	}
+	j := jobFrom(ctx)
+	if j == nil {
+		return g.inner.Fetch(ctx, buildID, kind, progress)
+	}
+	fctx, done, err := j.startFetch(ctx, buildID)
+	if err != nil {
+		return "", err
+	}
+	path, err := g.inner.Fetch(fctx, buildID, kind, func(p debuginfod.Progress) {
+		j.fetchProgress(buildID, p)
+		if progress != nil {
+			progress(p)
+		}
+	})
+	if err != nil {
+		if why := j.refusal(buildID); why != nil {
+			err = why // the user's Skip/Disable, not a network failure
+		}
+	}
+	done()
+	j.afterFetch()
+	return path, err
+}

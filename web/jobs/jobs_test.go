@@ -1,0 +1,780 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"go.uber.org/goleak"
+
+	"viewer/symbolize/debuginfod"
+	"viewer/web/sse"
+	"viewer/web/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const server = "http://debuginfod.test"
+
+// fakeFetcher plays a debuginfod client: each build ID has a behaviour.
+type fakeFetcher struct {
+	mu    sync.Mutex
+	calls map[string]int
+	// have maps build IDs the "server" holds to the path it returns.
+	have map[string]bool
+	// block makes fetches of these build IDs wait until the channel is
+	// closed or their context ends.
+	block map[string]chan struct{}
+	// started is signalled when a fetch starts.
+	started chan string
+	// steps is how many progress callbacks a fetch makes, spaced by gap.
+	steps int
+	gap   time.Duration
+}
+
+func newFakeFetcher() *fakeFetcher {
+	return &fakeFetcher{calls: map[string]int{}, have: map[string]bool{}, block: map[string]chan struct{}{}, started: make(chan string, 100), steps: 3}
+}
+
+func (f *fakeFetcher) Fetch(ctx context.Context, id string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
+	f.mu.Lock()
+	f.calls[id]++
+	have, block := f.have[id], f.block[id]
+	f.mu.Unlock()
+	f.started <- id
+	progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseConnecting, Total: -1})
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if !have {
+		progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseNotFound, Err: debuginfod.ErrNotFound})
+		return "", fmt.Errorf("%s: %w", id, debuginfod.ErrNotFound)
+	}
+	for i := 1; i <= f.steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseDownloading, Bytes: int64(i * 100), Total: int64(f.steps * 100)})
+		time.Sleep(f.gap)
+	}
+	progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseDone, Bytes: int64(f.steps * 100), Total: int64(f.steps * 100), Path: "/cache/" + id})
+	return "/cache/" + id, nil
+}
+
+func (f *fakeFetcher) count(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[id]
+}
+
+// fakeSymbolizer plays the engine: each unsymbolized mapping is looked up
+// in local, then fetched through the fetcher (the Gate), concurrently, and
+// its locations named "<base>:fn<address>".
+type fakeSymbolizer struct {
+	fetcher Fetcher
+	local   map[string]bool
+	mu      sync.Mutex
+	calls   map[string]int // per build ID: how many runs looked at it
+	gate    chan struct{}  // when set, Symbolize waits for it first
+	reqs    []Request
+}
+
+func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, req Request) error {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var wg sync.WaitGroup
+	for _, m := range unsymbolized(p) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.mu.Lock()
+			s.calls[m.BuildID]++
+			s.mu.Unlock()
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateSearching})
+			source := ""
+			if s.local[m.BuildID] {
+				source = "/usr/lib/debug/.build-id/" + m.BuildID
+			} else if req.NoDebuginfod {
+				req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateNotFound, Err: errors.New("not found locally")})
+				return
+			} else {
+				path, err := s.fetcher.Fetch(ctx, m.BuildID, debuginfod.KindDebuginfo, nil)
+				if err != nil {
+					st := StateNotFound
+					if !errors.Is(err, debuginfod.ErrNotFound) && !errors.Is(err, ErrSkipped) {
+						st = StateError
+					}
+					req.Update(Update{BuildID: m.BuildID, File: m.File, State: st, Err: err})
+					return
+				}
+				source = path
+			}
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateLoading, Source: source})
+			name(p, m)
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateSymbolized, Source: source})
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+var nameMu sync.Mutex
+
+func name(p *profile.Profile, m *profile.Mapping) {
+	nameMu.Lock()
+	defer nameMu.Unlock()
+	for _, l := range p.Location {
+		if l.Mapping == m {
+			f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fmt.Sprintf("%s:fn%x", binaryName(m.File), l.Address)}
+			p.Function = append(p.Function, f)
+			l.Line = []profile.Line{{Function: f}}
+		}
+	}
+	m.HasFunctions = true
+}
+
+// addrProfile has one unsymbolized mapping per build ID, two samples each.
+func addrProfile(buildIDs ...string) *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:     1,
+	}
+	for i, id := range buildIDs {
+		base := uint64(0x10000 * (i + 1))
+		m := &profile.Mapping{ID: uint64(i + 1), Start: base, Limit: base + 0x1000, File: "/usr/lib/lib" + id + ".so", BuildID: id}
+		p.Mapping = append(p.Mapping, m)
+		for k := range 2 {
+			l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m, Address: base + uint64(0x10*(k+1))}
+			p.Location = append(p.Location, l)
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: []int64{int64(10 * (k + 1))}})
+		}
+	}
+	return p
+}
+
+type harness struct {
+	t     *testing.T
+	st    *store.Dir
+	fetch *fakeFetcher
+	sym   *fakeSymbolizer
+	m     *Manager
+	srv   *httptest.Server
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	st, err := store.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, st: st, fetch: newFakeFetcher()}
+	gate := NewGate(h.fetch)
+	h.sym = &fakeSymbolizer{fetcher: gate, local: map[string]bool{}, calls: map[string]int{}}
+	cfg.Symbolizer, cfg.Store, cfg.Gate = h.sym, st, gate
+	if cfg.Servers == nil {
+		cfg.Servers = []string{server}
+	}
+	cfg.Broker = sse.NewBroker(sse.Config{})
+	cfg.Load = func(ctx context.Context, id string) (*profile.Profile, error) {
+		rc, err := st.Get(ctx, id+"/original")
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return profile.Parse(rc)
+	}
+	h.m = New(cfg)
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.m.Events(w, r, strings.TrimPrefix(r.URL.Path, "/"))
+	}))
+	t.Cleanup(func() {
+		h.srv.Close()
+		h.m.Close()
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return h
+}
+
+func (h *harness) upload(id string, p *profile.Profile) {
+	h.t.Helper()
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.st.Put(context.Background(), id+"/original", &b); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) stored(id string) *profile.Profile {
+	h.t.Helper()
+	rc, err := h.st.Get(context.Background(), SymbolizedKey(id))
+	if err != nil {
+		h.t.Fatalf("symbolized copy of %s: %v", id, err)
+	}
+	defer rc.Close()
+	p, err := profile.Parse(rc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+type event struct {
+	Type string
+	Data json.RawMessage
+}
+
+// stream reads the profile's events as they come, until the final event.
+func (h *harness) stream(id string) <-chan event {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.srv.URL+"/"+id, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	ch := make(chan event, 10000)
+	go func() {
+		defer cancel()
+		defer resp.Body.Close()
+		defer close(ch)
+		var cur event
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				cur.Type = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				cur.Data = json.RawMessage(line[6:])
+			case line == "" && cur.Type != "":
+				ch <- cur
+				if cur.Type == EventSymbolized {
+					return
+				}
+				cur = event{}
+			}
+		}
+	}()
+	return ch
+}
+
+// events reads the profile's stream until the final event.
+func (h *harness) events(id string) []event {
+	h.t.Helper()
+	return h.collect(h.stream(id))
+}
+
+func (h *harness) collect(ch <-chan event) []event {
+	h.t.Helper()
+	var evs []event
+	for e := range ch {
+		evs = append(evs, e)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Type != EventSymbolized {
+		h.t.Fatalf("stream ended without a symbolized event (after %d events)", len(evs))
+	}
+	return evs
+}
+
+func final(t *testing.T, evs []event) Status {
+	t.Helper()
+	var s Status
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func byKey(bs []Binary) map[string]Binary {
+	m := map[string]Binary{}
+	for _, b := range bs {
+		m[b.Key] = b
+	}
+	return m
+}
+
+func functionNames(p *profile.Profile) map[string]bool {
+	names := map[string]bool{}
+	for _, f := range p.Function {
+		names[f.Name] = true
+	}
+	return names
+}
+
+func TestJobSymbolizesStreamsAndStores(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.local["aa01"] = true
+	h.fetch.have["bb02"] = true
+	up := addrProfile("aa01", "bb02", "cc03")
+	h.upload("p1", up)
+	h.sym.gate = make(chan struct{})
+	release := make(chan struct{})
+	h.fetch.block["bb02"] = release
+	if _, err := h.m.Submit("p1", Options{Profile: up}); err != nil {
+		t.Fatal(err)
+	}
+	// The page is rendered before the job ran: the panel lists every
+	// binary as queued.
+	bs := byKey(h.m.Binaries("p1"))
+	if len(bs) != 3 || bs["bb02"].State != StateQueued || bs["bb02"].Name != "libbb02.so" {
+		t.Fatalf("before the run, binaries = %+v", bs)
+	}
+	ch := h.stream("p1")
+	close(h.sym.gate)
+
+	// The fetched binary is shown fetching, with its server, while the
+	// download runs; then it resolves.
+	var evs []event
+	var states []State
+	for e := range ch {
+		evs = append(evs, e)
+		if e.Type != EventBinary {
+			continue
+		}
+		var b Binary
+		json.Unmarshal(e.Data, &b)
+		if b.Key != "bb02" {
+			continue
+		}
+		if len(states) == 0 || states[len(states)-1] != b.State {
+			states = append(states, b.State)
+		}
+		if b.State == StateFetching {
+			if b.Server != server {
+				t.Errorf("fetching event without its server: %s", e.Data)
+			}
+			if release != nil {
+				close(release)
+				release = nil
+			}
+		}
+	}
+	if release != nil {
+		t.Fatal("never saw bb02 fetching")
+	}
+	progress := 0
+	for _, e := range evs {
+		if e.Type == EventProgress {
+			var p Progress
+			json.Unmarshal(e.Data, &p)
+			if p.BuildID != "bb02" || p.Server != server || (p.Phase == "downloading" && p.Total != 300) {
+				t.Errorf("progress event %s", e.Data)
+			}
+			progress++
+		}
+	}
+	// States only move forward; a subscriber may skip a state that was
+	// superseded before it was written (the stream sends the latest).
+	order := map[State]int{StateQueued: 0, StateSearching: 1, StateFetching: 2, StateLoading: 3, StateSymbolized: 4}
+	for i := 1; i < len(states); i++ {
+		if order[states[i]] <= order[states[i-1]] {
+			t.Errorf("bb02 went through %v: not forward", states)
+		}
+	}
+	if states[0] != StateQueued || states[len(states)-1] != StateSymbolized {
+		t.Errorf("bb02 went through %v, want queued ... symbolized", states)
+	}
+	if progress == 0 {
+		t.Error("no progress event for the fetch")
+	}
+	s := final(t, evs)
+	if s.Resolved != 2 || s.Missed != 1 || fmt.Sprint(s.Asked) != "["+server+"]" || !s.Debuginfod {
+		t.Errorf("final status %+v", s)
+	}
+	fb := byKey(s.Binaries)
+	if fb["aa01"].State != StateSymbolized || !strings.Contains(fb["aa01"].Source, "/usr/lib/debug") {
+		t.Errorf("local binary: %+v", fb["aa01"])
+	}
+	if fb["bb02"].State != StateSymbolized || fb["bb02"].Source != "/cache/bb02" {
+		t.Errorf("fetched binary: %+v", fb["bb02"])
+	}
+	if fb["cc03"].State != StateNotFound || !strings.Contains(fb["cc03"].Reason, "not found") {
+		t.Errorf("missing binary: %+v", fb["cc03"])
+	}
+
+	p := h.stored("p1")
+	names := functionNames(p)
+	if !names["libaa01.so:fn10010"] || !names["libbb02.so:fn20020"] {
+		t.Errorf("stored profile names %v", names)
+	}
+	if !NeedsSymbolization(p) {
+		t.Error("cc03 never resolved, yet the stored profile claims to be complete")
+	}
+	// Submitting the finished profile again does not run it again.
+	j, err := h.m.Submit("p1", Options{})
+	if err != nil || !j.Done() {
+		t.Fatalf("resubmit: %v done=%v", err, j != nil && j.Done())
+	}
+	if n := h.fetch.count("bb02"); n != 1 {
+		t.Errorf("bb02 fetched %d times, want 1", n)
+	}
+}
+
+func TestLateSubscriberGetsFinalStateAndNoReconnect(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.local["aa01"] = true
+	h.upload("p1", addrProfile("aa01"))
+	j, _ := h.m.Submit("p1", Options{})
+	j.Wait(context.Background())
+	evs := h.events("p1")
+	if len(evs) < 2 || evs[len(evs)-1].Type != EventSymbolized {
+		t.Fatalf("late subscriber got %v", evs)
+	}
+	// No job at all: 204, so EventSource stops.
+	resp, err := http.Get(h.srv.URL + "/unknown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("events of a profile with no job: %d, want 204", resp.StatusCode)
+	}
+}
+
+func TestQueueFullIsTypedAndLosesNothing(t *testing.T) {
+	h := newHarness(t, Config{Workers: 1, Queue: 1})
+	h.sym.gate = make(chan struct{})
+	for _, id := range []string{"p1", "p2", "p3"} {
+		h.upload(id, addrProfile("aa01"))
+	}
+	h.sym.local["aa01"] = true
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// p1 is running (waiting on the gate) once its status says so.
+	waitFor(t, func() bool { return h.m.Job("p1").Status().State == "running" }, "p1 to start")
+	if _, err := h.m.Submit("p2", Options{}); err != nil {
+		t.Fatalf("p2 should fit in the queue: %v", err)
+	}
+	again, err := h.m.Submit("p2", Options{})
+	if err != nil || again != h.m.Job("p2") {
+		t.Fatalf("submitting a queued profile again: %v, want the same job", err)
+	}
+	_, err = h.m.Submit("p3", Options{})
+	var qf *QueueFullError
+	if !errors.As(err, &qf) || !errors.Is(err, ErrQueueFull) || qf.RetryAfter < time.Second {
+		t.Fatalf("third submit: %v, want a QueueFullError with RetryAfter >= 1s", err)
+	}
+	if h.m.Job("p3") != nil {
+		t.Error("a refused job is listed")
+	}
+	close(h.sym.gate)
+	h.m.Job("p2").Wait(context.Background())
+	// Asking again later works: the upload was stored all along.
+	j, err := h.m.Submit("p3", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Wait(context.Background())
+	if !functionNames(h.stored("p3"))["libaa01.so:fn10010"] {
+		t.Error("p3 was not symbolized after its retry")
+	}
+}
+
+func TestSkipCancelsOneFetch(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fetch.have["aa01"], h.fetch.have["bb02"] = true, true
+	release := make(chan struct{})
+	h.fetch.block["aa01"] = make(chan struct{}) // never released: only Skip ends it
+	h.fetch.block["bb02"] = release
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	h.m.Submit("p1", Options{})
+	started := map[string]bool{}
+	for len(started) < 2 {
+		started[<-h.fetch.started] = true
+	}
+	if err := h.m.Skip("p1", "aa01"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.Skip("p1", "nope"); err == nil {
+		t.Error("skipping an unknown binary: want an error")
+	}
+	// The skipped binary is reported at once, while bb02 still fetches.
+	b := byKey(h.m.Binaries("p1"))
+	if b["aa01"].State != StateSkipped || b["bb02"].State != StateFetching {
+		t.Errorf("after Skip: %+v", b)
+	}
+	close(release)
+	s := final(t, h.events("p1"))
+	fb := byKey(s.Binaries)
+	if fb["aa01"].State != StateSkipped || fb["aa01"].Reason != "skipped by the user" {
+		t.Errorf("skipped binary ended %+v", fb["aa01"])
+	}
+	if fb["bb02"].State != StateSymbolized {
+		t.Errorf("the other binary ended %+v", fb["bb02"])
+	}
+}
+
+func TestDisableCancelsFetchesAndStopsAsking(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, id := range []string{"aa01", "bb02", "cc03"} {
+		h.fetch.have[id] = true
+		h.fetch.block[id] = make(chan struct{})
+	}
+	h.sym.local["dd04"] = true
+	h.upload("p1", addrProfile("aa01", "bb02", "cc03", "dd04"))
+	h.m.Submit("p1", Options{})
+	for range 3 {
+		<-h.fetch.started
+	}
+	h.m.Disable("p1")
+	s := final(t, h.events("p1"))
+	if s.Debuginfod || !s.Disabled {
+		t.Errorf("status after Disable: %+v", s)
+	}
+	fb := byKey(s.Binaries)
+	for _, id := range []string{"aa01", "bb02", "cc03"} {
+		if fb[id].State != StateSkipped || !strings.Contains(fb[id].Reason, "disabled") {
+			t.Errorf("%s ended %+v, want skipped because debuginfod was disabled", id, fb[id])
+		}
+	}
+	if fb["dd04"].State != StateSymbolized {
+		t.Errorf("local binary ended %+v: Disable must not stop local lookups", fb["dd04"])
+	}
+	// A fetch asked after Disable never reaches the client.
+	j := h.m.Job("p1")
+	if _, err := h.m.cfg.Gate.Fetch(withJob(context.Background(), j), "ee05", debuginfod.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
+		t.Errorf("fetch after Disable: %v", err)
+	}
+	if h.fetch.count("ee05") != 0 {
+		t.Error("fetch after Disable reached the client")
+	}
+}
+
+func TestNoDebuginfodUploadAsksNoServer(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fetch.have["aa01"] = true
+	h.sym.local["bb02"] = true
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	h.m.Submit("p1", Options{NoDebuginfod: true})
+	s := final(t, h.events("p1"))
+	if h.fetch.count("aa01") != 0 {
+		t.Error("a no-debuginfod upload reached the debuginfod client")
+	}
+	if !h.sym.reqs[0].NoDebuginfod || s.Debuginfod || len(s.Asked) != 0 {
+		t.Errorf("request %+v, status %+v", h.sym.reqs[0], s)
+	}
+	if fb := byKey(s.Binaries); fb["bb02"].State != StateSymbolized || fb["aa01"].State != StateNotFound {
+		t.Errorf("binaries %+v", fb)
+	}
+}
+
+func TestServerWithoutDebuginfod(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.m.cfg.Gate = NewGate(nil)
+	h.sym.fetcher = h.m.cfg.Gate
+	h.upload("p1", addrProfile("aa01"))
+	h.m.Submit("p1", Options{})
+	s := final(t, h.events("p1"))
+	if s.Debuginfod || len(s.Servers) != 0 || !h.sym.reqs[0].NoDebuginfod {
+		t.Errorf("status %+v", s)
+	}
+}
+
+func TestRetryRerunsOnlyMissedBinaries(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.local["aa01"] = true
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	j, _ := h.m.Submit("p1", Options{})
+	j.Wait(context.Background())
+	if s := j.Status(); s.Missed != 1 {
+		t.Fatalf("first run: %+v", s)
+	}
+	h.fetch.have["bb02"] = true // the server has it now
+	j2, err := h.m.Retry("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2 == j {
+		t.Fatal("Retry returned the finished job")
+	}
+	// A new subscriber sees the retry's stream, not the old end.
+	s := final(t, h.events("p1"))
+	if s.Resolved != 2 || s.Missed != 0 {
+		t.Errorf("after retry: %+v", s)
+	}
+	if h.sym.calls["aa01"] != 1 || h.sym.calls["bb02"] != 2 {
+		t.Errorf("engine looked at aa01 %d times and bb02 %d times, want 1 and 2", h.sym.calls["aa01"], h.sym.calls["bb02"])
+	}
+	names := functionNames(h.stored("p1"))
+	if !names["libaa01.so:fn10010"] || !names["libbb02.so:fn20010"] {
+		t.Errorf("stored after retry: %v", names)
+	}
+	if _, err := h.m.Retry("nope"); !errors.Is(err, ErrNoJob) {
+		t.Errorf("retry of unknown profile: %v", err)
+	}
+}
+
+func TestRetryWhileRunningIsRefused(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.gate = make(chan struct{})
+	h.upload("p1", addrProfile("aa01"))
+	h.m.Submit("p1", Options{})
+	if _, err := h.m.Retry("p1"); !errors.Is(err, ErrRunning) {
+		t.Errorf("retry while running: %v", err)
+	}
+	close(h.sym.gate)
+}
+
+func TestSymbolizedElsewhereMeanwhileIsAdopted(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fetch.have["aa01"], h.fetch.have["bb02"] = true, true
+	release := make(chan struct{})
+	h.fetch.block["aa01"] = release
+	h.fetch.block["bb02"] = make(chan struct{}) // would never end by itself
+	orig := addrProfile("aa01", "bb02")
+	h.upload("p1", orig)
+	h.m.Submit("p1", Options{})
+	<-h.fetch.started
+	<-h.fetch.started
+
+	// Another replica finished the same profile meanwhile.
+	other := addrProfile("aa01", "bb02")
+	for _, m := range other.Mapping {
+		name(other, m)
+	}
+	var b bytes.Buffer
+	other.Write(&b)
+	h.st.Put(context.Background(), SymbolizedKey("p1"), bytes.NewReader(b.Bytes()))
+	close(release) // aa01's fetch ends: the job checks the store
+
+	s := final(t, h.events("p1"))
+	fb := byKey(s.Binaries)
+	if fb["bb02"].State != StateSymbolized || !strings.Contains(fb["bb02"].Source, "another upload") {
+		t.Errorf("bb02 %+v, want taken from the copy stored meanwhile", fb["bb02"])
+	}
+	rc, _ := h.st.Get(context.Background(), SymbolizedKey("p1"))
+	var now bytes.Buffer
+	now.ReadFrom(rc)
+	rc.Close()
+	if !bytes.Equal(now.Bytes(), b.Bytes()) {
+		t.Error("the job overwrote the copy stored by the other replica")
+	}
+}
+
+func TestProgressIsThrottledPerFetch(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fetch.have["aa01"] = true
+	h.fetch.steps, h.fetch.gap = 400, time.Millisecond
+	h.upload("p1", addrProfile("aa01"))
+	start := time.Now()
+	h.m.Submit("p1", Options{})
+	evs := h.events("p1")
+	elapsed := time.Since(start)
+	n := 0
+	for _, e := range evs {
+		if e.Type == EventProgress {
+			n++
+		}
+	}
+	if max := int(elapsed/(100*time.Millisecond)) + 2; n > max || n == 0 {
+		t.Errorf("%d progress events for 400 callbacks in %v, want 1..%d", n, elapsed, max)
+	}
+}
+
+func TestConcurrentUploadsSharingABinary(t *testing.T) {
+	h := newHarness(t, Config{Workers: 4})
+	h.fetch.have["11bc"] = true
+	h.fetch.gap = 5 * time.Millisecond
+	var jobs []*Job
+	for i := range 8 {
+		id := fmt.Sprintf("p%d", i)
+		h.upload(id, addrProfile("11bc", fmt.Sprintf("%04x", i)))
+		j, err := h.m.Submit(id, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	for _, j := range jobs {
+		j.Wait(context.Background())
+		if b := byKey(j.Binaries())["11bc"]; b.State != StateSymbolized {
+			t.Errorf("%s: shared binary %+v", j.ID(), b)
+		}
+	}
+}
+
+func TestCloseStopsRunningJobsWithoutLeaks(t *testing.T) {
+	st, _ := store.NewDir(t.TempDir())
+	f := newFakeFetcher()
+	f.have["aa01"] = true
+	f.block["aa01"] = make(chan struct{})
+	gate := NewGate(f)
+	sym := &fakeSymbolizer{fetcher: gate, local: map[string]bool{}, calls: map[string]int{}}
+	var loads atomic.Int32
+	m := New(Config{Symbolizer: sym, Store: st, Gate: gate, Broker: sse.NewBroker(sse.Config{}), Workers: 1,
+		Load: func(ctx context.Context, id string) (*profile.Profile, error) {
+			loads.Add(1)
+			return addrProfile("aa01"), nil
+		}})
+	j1, _ := m.Submit("p1", Options{})
+	j2, _ := m.Submit("p2", Options{})
+	<-f.started
+	m.Close()
+	if !j1.Done() || !j2.Done() {
+		t.Fatal("Close returned with jobs not done")
+	}
+	if s := j1.Status(); !strings.Contains(s.Error, "stopped") {
+		t.Errorf("running job after Close: %+v", s)
+	}
+	if s := j2.Status(); !strings.Contains(s.Error, "reload") {
+		t.Errorf("queued job after Close: %+v", s)
+	}
+	if _, err := m.Submit("p3", Options{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("submit after Close: %v", err)
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestNeedsSymbolization(t *testing.T) {
+	p := addrProfile("aa01", "bb02")
+	if !NeedsSymbolization(p) {
+		t.Error("raw addresses: want true")
+	}
+	name(p, p.Mapping[0])
+	if !NeedsSymbolization(p) {
+		t.Error("one of two mappings named: want true")
+	}
+	name(p, p.Mapping[1])
+	if NeedsSymbolization(p) {
+		t.Error("all named: want false")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

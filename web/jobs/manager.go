@@ -1,0 +1,301 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/sse"
+	"viewer/web/store"
+)
+
+// Symbolizer fills in a profile's functions and lines in place, leaving
+// mappings that are already symbolized alone, and reports each binary's
+// state changes through req.Update. Fetches it makes must go through the
+// Gate with the context it was given (or one derived from it).
+type Symbolizer interface {
+	Symbolize(ctx context.Context, p *profile.Profile, req Request) error
+}
+
+// Request is one job's call to the Symbolizer.
+type Request struct {
+	// NoDebuginfod: find debug info locally only.
+	NoDebuginfod bool
+	// Update is called (from any goroutine) when a binary's state changes.
+	Update func(Update)
+}
+
+// Update is one binary's state change as the engine reports it.
+type Update struct {
+	BuildID, File string
+	State         State
+	Source        string // where the debug info was found
+	Err           error  // why it failed or was skipped
+}
+
+// Store is where profiles live: ID/original, ID/symbolized.pb.gz.
+// *store.Dir is one.
+type Store interface {
+	Put(ctx context.Context, key string, r io.Reader) error
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	Stat(ctx context.Context, key string) (store.Info, error)
+}
+
+// Loader parses a stored upload (ID/original, whatever its format).
+type Loader func(ctx context.Context, id string) (*profile.Profile, error)
+
+// SymbolizedKey is the store key of a profile's symbolized copy.
+func SymbolizedKey(id string) string { return id + "/symbolized.pb.gz" }
+
+// Config wires a Manager; Symbolizer, Store, Load and Broker are required.
+type Config struct {
+	Symbolizer Symbolizer
+	Store      Store
+	Load       Loader
+	Broker     *sse.Broker
+	// Gate is the Fetcher the Symbolizer was built with; nil or a gate with
+	// no client means debuginfod is off.
+	Gate *Gate
+	// Servers are the debuginfod servers build IDs may be sent to.
+	Servers []string
+	// Workers run jobs (default 2); Queue is how many may wait (default 64).
+	Workers, Queue int
+	// ProgressEvery is the shortest interval between two progress events of
+	// one fetch (default 100ms: ten a second).
+	ProgressEvery time.Duration
+	// Logf reports failures nobody else sees (default: discard).
+	Logf func(format string, args ...any)
+}
+
+// ErrQueueFull is matched (errors.Is) by a *QueueFullError.
+var ErrQueueFull = errors.New("symbolization queue is full")
+
+// QueueFullError says the job could not be queued; the upload itself is
+// stored, and asking again later (or opening the page) queues it.
+type QueueFullError struct {
+	RetryAfter time.Duration
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("symbolization queue is full; the profile is stored, retry in %v", e.RetryAfter.Round(time.Second))
+}
+
+func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
+
+// ErrNoJob is returned for Skip, Disable and Retry on a profile with no job.
+var ErrNoJob = errors.New("no symbolization job for this profile")
+
+// ErrRunning is returned by Retry while a job for the profile still runs.
+var ErrRunning = errors.New("symbolization is still running for this profile")
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("server is shutting down")
+
+// Options are one upload's choices.
+type Options struct {
+	// NoDebuginfod: the uploader asked not to send build IDs anywhere.
+	NoDebuginfod bool
+	// Profile, when the caller has it parsed already (an upload), lists
+	// the binaries at once so the page shows them queued; it is not kept.
+	Profile *profile.Profile
+}
+
+// Manager queues and runs symbolization jobs, one per profile at a time.
+type Manager struct {
+	cfg    Config
+	queue  chan *Job
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	jobs     map[string]*Job // latest job per profile
+	finished []string        // profile IDs with a finished job, oldest first
+	closed   bool
+	avg      time.Duration // moving average of job durations, for Retry-After
+}
+
+// maxFinished bounds how many finished jobs are kept for their state.
+const maxFinished = 4096
+
+// New starts the workers.
+func New(cfg Config) *Manager {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 64
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 100 * time.Millisecond
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		cfg:    cfg,
+		queue:  make(chan *Job, cfg.Queue),
+		ctx:    ctx,
+		cancel: cancel,
+		jobs:   map[string]*Job{},
+		avg:    5 * time.Second,
+	}
+	for range cfg.Workers {
+		m.wg.Add(1)
+		go m.work()
+	}
+	return m
+}
+
+// Close cancels running jobs, drops queued ones (their uploads stay stored;
+// opening the page queues them again) and waits for the workers.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if !m.closed {
+		m.closed = true
+		close(m.queue)
+	}
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+}
+
+// DebuginfodEnabled reports whether the server may ask debuginfod at all.
+func (m *Manager) DebuginfodEnabled() bool { return m.cfg.Gate.Enabled() }
+
+// Servers are the debuginfod servers configured for this server.
+func (m *Manager) Servers() []string {
+	if !m.DebuginfodEnabled() {
+		return nil
+	}
+	return slices.Clone(m.cfg.Servers)
+}
+
+func (m *Manager) work() {
+	defer m.wg.Done()
+	for j := range m.queue {
+		if m.ctx.Err() != nil {
+			j.abandon()
+			continue
+		}
+		start := time.Now()
+		j.run(m.ctx)
+		m.mu.Lock()
+		m.avg = (3*m.avg + time.Since(start)) / 4
+		m.finished = append(m.finished, j.id)
+		for len(m.finished) > maxFinished {
+			if old := m.jobs[m.finished[0]]; old != nil && old.Done() {
+				delete(m.jobs, m.finished[0])
+			}
+			m.finished = m.finished[1:]
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Submit queues symbolization of the stored profile id, unless a job for it
+// is queued, running or done already, in which case that job is returned.
+// A full queue is a *QueueFullError.
+func (m *Manager) Submit(id string, opt Options) (*Job, error) {
+	return m.submit(id, opt, false)
+}
+
+// Retry runs the profile's binaries that missed again, with debuginfod back
+// on unless the upload or the server said no. Misses are remembered by the
+// debuginfod client for the cache's cache_miss_s, as elfutils does, so an
+// immediate retry asks servers only about what was not a plain miss.
+func (m *Manager) Retry(id string) (*Job, error) {
+	m.mu.Lock()
+	j := m.jobs[id]
+	m.mu.Unlock()
+	if j == nil {
+		return nil, ErrNoJob
+	}
+	if !j.Done() {
+		return nil, ErrRunning
+	}
+	return m.submit(id, j.opts, true)
+}
+
+func (m *Manager) submit(id string, opt Options, retry bool) (*Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	prev := m.jobs[id]
+	if prev != nil && (!retry || !prev.Done()) {
+		return prev, nil
+	}
+	topic := m.cfg.Broker.Topic(id)
+	j := newJob(m, id, opt, topic, prev)
+	select {
+	case m.queue <- j:
+	default:
+		d := m.avg * time.Duration(len(m.queue)) / time.Duration(m.cfg.Workers)
+		return nil, &QueueFullError{RetryAfter: max(d, time.Second)}
+	}
+	if prev != nil {
+		topic.Reopen()
+	}
+	m.jobs[id] = j
+	j.publishAll()
+	return j, nil
+}
+
+// Job returns the latest job for profile id, or nil.
+func (m *Manager) Job(id string) *Job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.jobs[id]
+}
+
+// Skip stops looking for one binary of the profile (its key: build ID, or
+// "file:" + path), cancelling its fetch.
+func (m *Manager) Skip(id, key string) error {
+	j := m.Job(id)
+	if j == nil {
+		return ErrNoJob
+	}
+	return j.Skip(key)
+}
+
+// Disable stops asking debuginfod for the rest of the profile's job,
+// cancelling its fetches.
+func (m *Manager) Disable(id string) error {
+	j := m.Job(id)
+	if j == nil {
+		return ErrNoJob
+	}
+	j.Disable()
+	return nil
+}
+
+// Binaries is the profile's symbolization panel, or nil when no job is
+// known for it.
+func (m *Manager) Binaries(id string) []Binary {
+	if j := m.Job(id); j != nil {
+		return j.Binaries()
+	}
+	return nil
+}
+
+// Events streams the profile's job over server-sent events; see
+// sse.Broker.Serve. A profile with no job answers 204, which tells the
+// browser's EventSource not to reconnect.
+func (m *Manager) Events(w http.ResponseWriter, r *http.Request, id string) error {
+	err := m.cfg.Broker.Serve(w, r, id)
+	if errors.Is(err, sse.ErrNoTopic) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,131 @@
+// Package jobs runs on-demand symbolization of uploaded profiles: a bounded
+// queue and a worker pool, one job per profile, each binary's state (found
+// locally, being fetched from a debuginfod server, not found...) streamed to
+// the page over server-sent events, Skip/Disable/Retry, and the symbolized
+// profile stored next to the original so later visits serve it.
+package jobs
+
+import (
+	"path"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// State is where one binary stands. The values match the symbolization
+// engine's event states so they can be passed through.
+type State string
+
+const (
+	StateQueued     State = "queued"
+	StateSearching  State = "searching"
+	StateFetching   State = "fetching"
+	StateLoading    State = "loading"
+	StateSymbolized State = "symbolized"
+	StateNotFound   State = "not found"
+	StateSkipped    State = "skipped"
+	StateError      State = "error"
+)
+
+// Final reports whether s is an end state for this run.
+func (s State) Final() bool {
+	switch s {
+	case StateSymbolized, StateNotFound, StateSkipped, StateError:
+		return true
+	}
+	return false
+}
+
+// Binary is one mapping's row in the page's symbolization panel and the
+// payload of its "binary" events.
+type Binary struct {
+	Key     string `json:"key"` // build ID, or "file:" + path when there is none
+	Name    string `json:"name"`
+	File    string `json:"file"`
+	BuildID string `json:"build_id"`
+	State   State  `json:"state"`
+	// Source is where the debug info came from (a local path or a server
+	// URL), or the server it is being fetched from.
+	Source string `json:"source,omitempty"`
+	Server string `json:"server,omitempty"`
+	Phase  string `json:"phase,omitempty"` // the fetch's phase while fetching
+	Bytes  int64  `json:"bytes,omitempty"`
+	Total  int64  `json:"total,omitempty"` // -1 when unknown
+	Reason string `json:"reason,omitempty"`
+}
+
+// Progress is the payload of "progress" events, at most ten a second per
+// fetch.
+type Progress struct {
+	Key     string `json:"key"`
+	BuildID string `json:"build_id"`
+	File    string `json:"file"`
+	Server  string `json:"server"`
+	Phase   string `json:"phase"`
+	Bytes   int64  `json:"bytes"`
+	Total   int64  `json:"total"`
+}
+
+// Status is the payload of the "job" event and of the final "symbolized"
+// event: the job's own state and what the page says about debuginfod.
+type Status struct {
+	State string `json:"state"` // queued, running, done
+	// Debuginfod is false when this upload or the server said not to ask.
+	Debuginfod bool `json:"debuginfod"`
+	// Servers are the debuginfod servers build IDs may be sent to; Asked
+	// the ones that were actually sent one by this job.
+	Servers  []string `json:"servers"`
+	Asked    []string `json:"asked"`
+	Resolved int      `json:"resolved"`
+	Missed   int      `json:"missed"`
+	// Disabled is set once the user pressed Disable.
+	Disabled bool   `json:"disabled,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Binaries is the final state of every binary, in the final event.
+	Binaries []Binary `json:"binaries,omitempty"`
+}
+
+// BinaryKey names a mapping's binary: its build ID, or its file when it has
+// none.
+func BinaryKey(m *profile.Mapping) string {
+	if m.BuildID != "" {
+		return strings.ToLower(m.BuildID)
+	}
+	return "file:" + m.File
+}
+
+// NeedsSymbolization reports whether some sampled location has an address
+// but no function, in a mapping not marked as symbolized.
+func NeedsSymbolization(p *profile.Profile) bool {
+	return len(unsymbolized(p)) > 0
+}
+
+// unsymbolized returns the mappings that hold locations without names, in
+// the profile's order, one per binary.
+func unsymbolized(p *profile.Profile) []*profile.Mapping {
+	need := map[*profile.Mapping]bool{}
+	for _, l := range p.Location {
+		if l.Mapping == nil || l.Mapping.HasFunctions || len(l.Line) > 0 || l.Address == 0 {
+			continue
+		}
+		need[l.Mapping] = true
+	}
+	var ms []*profile.Mapping
+	seen := map[string]bool{}
+	for _, m := range p.Mapping {
+		if !need[m] || seen[BinaryKey(m)] {
+			continue
+		}
+		seen[BinaryKey(m)] = true
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// binaryName is what the panel shows for a mapping's file.
+func binaryName(file string) string {
+	if file == "" {
+		return "(anonymous)"
+	}
+	return path.Base(file)
+}
