@@ -35,7 +35,7 @@ type Binary struct {
 	entries map[dwarf.Offset]*dwarf.Entry
 	types   map[dwarf.Offset]dwarf.Type
 	code    map[uint64]*funcCode
-	layouts map[string][]LayoutRow
+	layouts map[dwarf.Type][]LayoutRow
 }
 
 type codeSection struct {
@@ -96,7 +96,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		entries:   map[dwarf.Offset]*dwarf.Entry{},
 		types:     map[dwarf.Offset]dwarf.Type{},
 		code:      map[uint64]*funcCode{},
-		layouts:   map[string][]LayoutRow{},
+		layouts:   map[dwarf.Type][]LayoutRow{},
 	}
 	for _, s := range ef.Sections {
 		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {

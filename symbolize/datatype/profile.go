@@ -1,0 +1,287 @@
+package datatype
+
+import (
+	"debug/dwarf"
+	"sort"
+)
+
+// Sample is a profile sample's leaf address in one binary (an object
+// address, as in the ELF file) with its weight (count, or period).
+type Sample struct {
+	PC     uint64
+	Weight int64
+}
+
+// DSO describes one binary that contributed samples, for the page's list of
+// binaries: where its debug info came from, or why there is none.
+type DSO struct {
+	Name        string `json:"name"`
+	BuildID     string `json:"buildId,omitempty"`
+	DebugSource string `json:"debugSource,omitempty"` // e.g. "/usr/lib/debug/.build-id/…", "debuginfod https://…"
+	Error       string `json:"error,omitempty"`       // why no attribution was possible
+	Samples     int64  `json:"samples"`
+}
+
+// Profile is a data-type profile: like `perf report -s type,typeoff`, with
+// each type's member layout like `perf annotate --data-type`.
+type Profile struct {
+	Total   int64        `json:"total"`
+	Types   []TypeStat   `json:"types"`   // heaviest first; includes "(stack operation)" and "(unknown)"
+	Unknown []ReasonStat `json:"unknown"` // why samples were not attributed, heaviest first
+	DSOs    []DSO        `json:"dsos"`
+}
+
+// TypeStat is one data type's share of the samples.
+type TypeStat struct {
+	Name    string       `json:"name"`
+	Size    int64        `json:"size"`
+	DSO     string       `json:"dso"`
+	Weight  int64        `json:"weight"`
+	Members []MemberStat `json:"members,omitempty"` // the layout, with the weight on each accessed member
+	Funcs   []FuncStat   `json:"funcs,omitempty"`   // functions whose code touched the type, heaviest first
+}
+
+// MemberStat is a layout row and the samples that accessed it. Weight
+// counts accesses whose innermost member is this row; Total adds those of
+// nested members, so a struct member's share includes its fields'.
+type MemberStat struct {
+	LayoutRow
+	Weight int64 `json:"weight"`
+	Total  int64 `json:"total"`
+}
+
+// FuncStat links a type and a function.
+type FuncStat struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight"`
+}
+
+// ReasonStat is one reason samples were left unattributed.
+type ReasonStat struct {
+	Reason string `json:"reason"`
+	Func   string `json:"func,omitempty"`
+	Insn   string `json:"insn,omitempty"`
+	PC     uint64 `json:"pc"`
+	DSO    string `json:"dso"`
+	Weight int64  `json:"weight"`
+}
+
+// Aggregator accumulates samples of several binaries into a Profile. Each
+// distinct pc is attributed once.
+type Aggregator struct {
+	total   int64
+	types   map[typeKey]*typeAcc
+	reasons map[string]*ReasonStat
+	dsos    []DSO
+	dsoIdx  map[string]int
+}
+
+type typeKey struct{ dso, name string }
+
+type typeAcc struct {
+	stat    TypeStat
+	rows    []LayoutRow
+	members map[string]int64 // member path → weight
+	offsets map[string]int64 // member path → offset (for members not in the layout)
+	sizes   map[string]int64
+	funcs   map[string]int64
+}
+
+// NewAggregator returns an empty aggregator.
+func NewAggregator() *Aggregator {
+	return &Aggregator{types: map[typeKey]*typeAcc{}, reasons: map[string]*ReasonStat{}, dsoIdx: map[string]int{}}
+}
+
+// AddDSO records a binary (updating it if it was added before). Samples of
+// binaries that cannot be attributed should still be added with Add and a
+// nil Binary, so their share shows as unknown.
+func (a *Aggregator) AddDSO(d DSO) {
+	if i, ok := a.dsoIdx[d.Name]; ok {
+		n := a.dsos[i].Samples
+		a.dsos[i] = d
+		a.dsos[i].Samples += n
+		return
+	}
+	a.dsoIdx[d.Name] = len(a.dsos)
+	a.dsos = append(a.dsos, d)
+}
+
+// Add attributes the samples of one binary. b may be nil when the binary's
+// code or debug info is unavailable: the samples count as unknown with the
+// DSO's Error as reason.
+func (a *Aggregator) Add(dso string, b *Binary, samples []Sample) {
+	if _, ok := a.dsoIdx[dso]; !ok {
+		a.AddDSO(DSO{Name: dso})
+	}
+	d := &a.dsos[a.dsoIdx[dso]]
+	byPC := map[uint64]int64{}
+	var pcs []uint64
+	for _, s := range samples {
+		if s.Weight <= 0 {
+			continue
+		}
+		if _, ok := byPC[s.PC]; !ok {
+			pcs = append(pcs, s.PC)
+		}
+		byPC[s.PC] += s.Weight
+		d.Samples += s.Weight
+		a.total += s.Weight
+	}
+	sort.Slice(pcs, func(i, j int) bool { return pcs[i] < pcs[j] })
+	for _, pc := range pcs {
+		w := byPC[pc]
+		var acc Access
+		if b == nil {
+			why := d.Error
+			if why == "" {
+				why = "no debug info for this binary"
+			}
+			acc = unknown("%s", why)
+		} else {
+			acc = b.Attribute(pc)
+		}
+		a.addAccess(dso, b, pc, acc, w)
+	}
+}
+
+func (a *Aggregator) addAccess(dso string, b *Binary, pc uint64, acc Access, w int64) {
+	k := typeKey{dso, acc.Type}
+	t := a.types[k]
+	if t == nil {
+		t = &typeAcc{
+			stat:    TypeStat{Name: acc.Type, Size: acc.TypeSize, DSO: dso},
+			members: map[string]int64{}, offsets: map[string]int64{}, sizes: map[string]int64{},
+			funcs: map[string]int64{},
+		}
+		if acc.typ != nil && b != nil {
+			t.rows = b.layout(acc.typ)
+		}
+		a.types[k] = t
+	}
+	t.stat.Weight += w
+	if acc.Kind != KindUnknown && acc.Kind != KindStackOp {
+		t.members[acc.Member] += w
+		t.offsets[acc.Member] = acc.MemberOffset
+		t.sizes[acc.Member] = acc.MemberSize
+	}
+	fn := acc.Func
+	if fn == "" {
+		fn = "[unknown function]"
+	}
+	t.funcs[fn] += w
+	if acc.Kind == KindUnknown {
+		r := a.reasons[acc.Reason]
+		if r == nil {
+			r = &ReasonStat{Reason: acc.Reason, Func: acc.Func, Insn: acc.Insn, PC: pc, DSO: dso}
+			a.reasons[acc.Reason] = r
+		}
+		r.Weight += w
+	}
+}
+
+// layout returns the (cached) layout rows of a type.
+func (b *Binary) layout(t dwarf.Type) []LayoutRow {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rows, ok := b.layouts[t]; ok {
+		return rows
+	}
+	rows := layout(t)
+	b.layouts[t] = rows
+	return rows
+}
+
+// Profile returns the aggregate so far.
+func (a *Aggregator) Profile() Profile {
+	p := Profile{Total: a.total, DSOs: append([]DSO(nil), a.dsos...)}
+	for _, t := range a.types {
+		ts := t.stat
+		ts.Members = memberStats(t)
+		for name, w := range t.funcs {
+			ts.Funcs = append(ts.Funcs, FuncStat{Name: name, Weight: w})
+		}
+		sort.Slice(ts.Funcs, func(i, j int) bool {
+			if ts.Funcs[i].Weight != ts.Funcs[j].Weight {
+				return ts.Funcs[i].Weight > ts.Funcs[j].Weight
+			}
+			return ts.Funcs[i].Name < ts.Funcs[j].Name
+		})
+		p.Types = append(p.Types, ts)
+	}
+	sort.Slice(p.Types, func(i, j int) bool {
+		if p.Types[i].Weight != p.Types[j].Weight {
+			return p.Types[i].Weight > p.Types[j].Weight
+		}
+		if p.Types[i].Name != p.Types[j].Name {
+			return p.Types[i].Name < p.Types[j].Name
+		}
+		return p.Types[i].DSO < p.Types[j].DSO
+	})
+	for _, r := range a.reasons {
+		p.Unknown = append(p.Unknown, *r)
+	}
+	sort.Slice(p.Unknown, func(i, j int) bool {
+		if p.Unknown[i].Weight != p.Unknown[j].Weight {
+			return p.Unknown[i].Weight > p.Unknown[j].Weight
+		}
+		return p.Unknown[i].Reason < p.Unknown[j].Reason
+	})
+	return p
+}
+
+// memberStats puts the accessed members' weights on the layout rows, adding
+// rows for accessed members the layout does not list (elements of arrays of
+// structs past the first), and sums each row's nested members into Total.
+func memberStats(t *typeAcc) []MemberStat {
+	if len(t.rows) == 0 && len(t.members) == 0 {
+		return nil
+	}
+	rows := make([]MemberStat, 0, len(t.rows)+1)
+	seen := map[string]bool{}
+	for _, r := range t.rows {
+		rows = append(rows, MemberStat{LayoutRow: r, Weight: t.members[r.Name]})
+		seen[r.Name] = true
+	}
+	for name, w := range t.members {
+		if seen[name] {
+			continue
+		}
+		rows = append(rows, MemberStat{LayoutRow: LayoutRow{Offset: t.offsets[name], Size: t.sizes[name], Name: name, Field: name, Depth: 1}, Weight: w})
+	}
+	if len(rows) > len(t.rows) {
+		sort.SliceStable(rows, func(i, j int) bool {
+			if rows[i].Name == "" || rows[j].Name == "" {
+				return rows[i].Name == ""
+			}
+			return rows[i].Offset < rows[j].Offset
+		})
+	}
+	// A member's total includes its nested members: add each accessed
+	// member's weight to all its ancestors ("in.y" → "in" → "").
+	totals := map[string]int64{}
+	for name, w := range t.members {
+		totals[name] += w
+		for _, anc := range ancestors(name) {
+			totals[anc] += w
+		}
+	}
+	for i := range rows {
+		rows[i].Total = totals[rows[i].Name]
+	}
+	return rows
+}
+
+// ancestors lists the enclosing member paths of a path, innermost first,
+// ending with "" (the whole type).
+func ancestors(path string) []string {
+	var out []string
+	for i := len(path) - 1; i > 0; i-- {
+		if path[i] == '.' || path[i] == '[' {
+			out = append(out, path[:i])
+		}
+	}
+	if path != "" {
+		out = append(out, "")
+	}
+	return out
+}
