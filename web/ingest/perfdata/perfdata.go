@@ -62,8 +62,8 @@ type File struct {
 	Attrs     []*Attr
 	Features  Features
 	Records   []Record
-	// Skipped counts the records left out by type name: unknown types,
-	// records this reader has no use for, and malformed records.
+	// Skipped counts the records left out by type name: types this reader
+	// does not know, and malformed records.
 	Skipped map[string]int
 	// Warnings describe what was skipped or damaged, one line each.
 	Warnings []string
@@ -719,7 +719,10 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off uint64, compress
 	case recFinished, recFinishedInit, recEventType, recTracingData, recAuxtrace:
 		// Ordering and framing records with nothing to convert.
 	default:
-		f.Skipped[RecordName(typ)]++
+		if _, known := recordNames[typ]; !known {
+			f.Skipped[RecordName(typ)]++
+		}
+		// Known records with nothing for a profile (THROTTLE, SWITCH, ID_INDEX, ...) are left out silently.
 	}
 	return nil
 }

@@ -1,0 +1,460 @@
+package perfdata
+
+import (
+	"encoding/hex"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// KernelFile is the mapping file name of the kernel's text, as perf names it.
+const KernelFile = "[kernel.kallsyms]"
+
+// Callchain context markers: PERF_CONTEXT_* values are at or above perfContextMax.
+const (
+	contextHV          = ^uint64(32) + 1
+	contextKernel      = ^uint64(128) + 1
+	contextUser        = ^uint64(512) + 1
+	contextGuest       = ^uint64(2048) + 1
+	contextGuestKernel = ^uint64(2176) + 1
+	contextGuestUser   = ^uint64(2560) + 1
+	contextMax         = ^uint64(4095) + 1
+)
+
+// ConvertOptions bound the profile Convert builds.
+type ConvertOptions struct {
+	// MaxSamples caps the distinct pprof samples (stack × thread × event); 0 means no cap.
+	MaxSamples int
+}
+
+// Parse reads a perf.data held in memory and converts it to a profile.
+func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
+	f, err := Read(data, Options{MaxDecompressed: maxDecompressed})
+	if err != nil {
+		return nil, err
+	}
+	return Convert(f, ConvertOptions{MaxSamples: maxSamples})
+}
+
+// vmap is one executable mapping of a process (or of the kernel) at some time.
+type vmap struct {
+	start, end, pgoff uint64
+	file              string
+	buildID           string
+	kernel            bool
+	acc               *mappingAcc // the pprof mapping, made when a sample first lands here
+}
+
+// mappingAcc is one pprof Mapping: every vmap of one file with one build ID
+// and one load bias (start - pgoff) shares it, so address - Start + Offset
+// is the file offset perf itself computes for each of them.
+type mappingAcc struct {
+	m    *profile.Mapping
+	bias uint64
+}
+
+// addrSpace is a sorted, non-overlapping set of vmaps.
+type addrSpace struct{ maps []*vmap }
+
+func (a *addrSpace) find(addr uint64) *vmap {
+	i := sort.Search(len(a.maps), func(i int) bool { return a.maps[i].end > addr })
+	if i < len(a.maps) && a.maps[i].start <= addr {
+		return a.maps[i]
+	}
+	return nil
+}
+
+// insert adds m, cutting what it overlaps out of the maps already there.
+func (a *addrSpace) insert(m *vmap) {
+	out := make([]*vmap, 0, len(a.maps)+2)
+	for _, o := range a.maps {
+		if o.end <= m.start || o.start >= m.end {
+			out = append(out, o)
+			continue
+		}
+		if o.start < m.start {
+			l := *o
+			l.end = m.start
+			out = append(out, &l)
+		}
+		if o.end > m.end {
+			r := *o
+			r.pgoff += m.end - o.start
+			r.start = m.end
+			out = append(out, &r)
+		}
+	}
+	i := sort.Search(len(out), func(i int) bool { return out[i].start >= m.start })
+	out = append(out, nil)
+	copy(out[i+1:], out[i:])
+	out[i] = m
+	a.maps = out
+}
+
+func (a *addrSpace) clone() *addrSpace {
+	return &addrSpace{maps: append([]*vmap(nil), a.maps...)}
+}
+
+// converter holds the state of one conversion.
+type converter struct {
+	f        *File
+	p        *profile.Profile
+	opt      ConvertOptions
+	buildIDs map[string]string // file name → hex build ID, from the BUILD_ID feature
+	kernel   addrSpace
+	kmain    *vmap // the kernel text mapping
+	procs    map[uint32]*addrSpace
+	comms    map[uint32]string
+	accs     map[string]*mappingAcc
+	locs     map[locKey]*profile.Location
+	samples  map[string]*profile.Sample
+	key      []byte
+	locBuf   []*profile.Location
+	lastRead map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
+
+	nSamples, noMapping, lost uint64
+	first, last               uint64
+}
+
+type locKey struct {
+	acc  *mappingAcc
+	addr uint64
+}
+
+// Convert builds a pprof profile from a decoded perf.data: one count and one
+// period sample type per event, frames as raw addresses in mappings that
+// carry the DSO path and build ID, and comm, pid and tid as labels.
+func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
+	c := &converter{
+		f: f, opt: opt,
+		p:        &profile.Profile{},
+		buildIDs: map[string]string{},
+		procs:    map[uint32]*addrSpace{},
+		comms:    map[uint32]string{},
+		accs:     map[string]*mappingAcc{},
+		locs:     map[locKey]*profile.Location{},
+		samples:  map[string]*profile.Sample{},
+		lastRead: map[uint64]uint64{},
+	}
+	for _, b := range f.Features.BuildIDs {
+		id := hex.EncodeToString(b.ID)
+		c.buildIDs[b.Filename] = id
+		if b.CPUMode == 1 || b.CPUMode == 4 { // kernel: modules may be mapped as [name]
+			base := path.Base(b.Filename)
+			if i := strings.Index(base, ".ko"); i > 0 {
+				c.buildIDs["["+strings.ReplaceAll(base[:i], "-", "_")+"]"] = id
+			}
+		}
+	}
+	for _, a := range f.Attrs {
+		unit := "count"
+		if a.Type == 1 && (a.Config == 0 || a.Config == 1) { // cpu-clock, task-clock
+			unit = "nanoseconds"
+		}
+		c.p.SampleType = append(c.p.SampleType,
+			&profile.ValueType{Type: a.Name + "_count", Unit: "count"},
+			&profile.ValueType{Type: a.Name, Unit: unit})
+	}
+	c.p.PeriodType = &profile.ValueType{Type: c.p.SampleType[1].Type, Unit: c.p.SampleType[1].Unit}
+	if !f.Attrs[0].Freq() {
+		c.p.Period = int64(f.Attrs[0].SamplePeriod)
+	}
+	c.p.DefaultSampleType = c.p.SampleType[1].Type
+
+	recs := f.Records
+	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() }) {
+		recs = append([]Record(nil), recs...)
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() })
+	}
+	for _, r := range recs {
+		var err error
+		switch r := r.(type) {
+		case *Sample:
+			err = c.sample(r)
+		case *Mmap:
+			c.mmap(r)
+		case *Comm:
+			c.comms[r.Tid] = r.Comm
+		case *Fork:
+			c.fork(r)
+		case *Ksymbol:
+			c.ksymbol(r)
+		case *Lost:
+			c.lost += r.Lost
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.nSamples == 0 {
+		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", len(f.Records))
+	}
+	c.finish()
+	return c.p, nil
+}
+
+func (c *converter) space(pid uint32) *addrSpace {
+	s := c.procs[pid]
+	if s == nil {
+		s = &addrSpace{}
+		c.procs[pid] = s
+	}
+	return s
+}
+
+func (c *converter) mmap(m *Mmap) {
+	if !m.Executable || m.Len == 0 || m.Start+m.Len < m.Start {
+		return
+	}
+	v := &vmap{start: m.Start, end: m.Start + m.Len, pgoff: m.PgOff, file: m.Filename}
+	kernel := m.Pid == ^uint32(0) || m.CPUMode == 1 || m.CPUMode == 4
+	if kernel && strings.HasPrefix(v.file, KernelFile) {
+		v.file = KernelFile // perf appends the reference symbol: [kernel.kallsyms]_text
+	}
+	if len(m.BuildID) > 0 {
+		v.buildID = hex.EncodeToString(m.BuildID)
+	} else {
+		v.buildID = c.buildIDs[v.file]
+	}
+	if kernel {
+		v.kernel = true
+		c.kernel.insert(v)
+		if v.file == KernelFile {
+			c.kmain = v
+		}
+		return
+	}
+	c.space(m.Pid).insert(v)
+}
+
+func (c *converter) fork(r *Fork) {
+	if r.Exit {
+		return
+	}
+	if r.Pid != r.PPid { // a new process starts with a copy of its parent's mappings
+		if parent := c.procs[r.PPid]; parent != nil {
+			c.procs[r.Pid] = parent.clone()
+		}
+	}
+	if name, ok := c.comms[r.PTid]; ok {
+		if _, has := c.comms[r.Tid]; !has || r.Pid != r.PPid {
+			c.comms[r.Tid] = name
+		}
+	}
+}
+
+func (c *converter) ksymbol(k *Ksymbol) {
+	if k.Unregister || k.Len == 0 {
+		return
+	}
+	c.kernel.insert(&vmap{start: k.Addr, end: k.Addr + uint64(k.Len), file: k.Name, kernel: true})
+}
+
+// lookup finds the mapping of a frame address in the kernel or the process.
+func (c *converter) lookup(pid uint32, addr uint64, kernel bool) *vmap {
+	if kernel {
+		if v := c.kernel.find(addr); v != nil {
+			return v
+		}
+		// perf stretches the kernel map over kernel addresses no module claims.
+		if c.kmain != nil && addr >= c.kmain.start {
+			return c.kmain
+		}
+		return nil
+	}
+	if s := c.procs[pid]; s != nil {
+		return s.find(addr)
+	}
+	return nil
+}
+
+func (c *converter) accFor(v *vmap) *mappingAcc {
+	if v.acc != nil {
+		return v.acc
+	}
+	bias := v.start - v.pgoff
+	key := v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(bias, 16)
+	a := c.accs[key]
+	if a == nil {
+		a = &mappingAcc{bias: bias, m: &profile.Mapping{
+			ID: uint64(len(c.p.Mapping) + 1), Start: v.start, Limit: v.end, Offset: v.pgoff,
+			File: v.file, BuildID: v.buildID,
+		}}
+		c.p.Mapping = append(c.p.Mapping, a.m)
+		c.accs[key] = a
+	}
+	if v.start < a.m.Start {
+		a.m.Start, a.m.Offset = v.start, v.pgoff
+	}
+	a.m.Limit = max(a.m.Limit, v.end)
+	v.acc = a
+	return a
+}
+
+func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Location {
+	var acc *mappingAcc
+	if v := c.lookup(pid, addr, kernel); v != nil {
+		acc = c.accFor(v)
+		if addr >= acc.m.Limit { // the stretched kernel map
+			acc.m.Limit = addr + 1
+		}
+	} else {
+		c.noMapping++
+	}
+	k := locKey{acc, addr}
+	if l := c.locs[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: addr}
+	if acc != nil {
+		l.Mapping = acc.m
+	}
+	c.p.Location = append(c.p.Location, l)
+	c.locs[k] = l
+	return l
+}
+
+func (c *converter) sample(s *Sample) error {
+	a := c.f.Attrs[s.Attr]
+	period := s.Period
+	if a.SampleType&sPeriod == 0 {
+		period = a.SamplePeriod
+	}
+	kernel := s.CPUMode == 1 || s.CPUMode == 4
+	locs := c.locBuf[:0]
+	for _, ip := range s.Callchain {
+		if ip >= contextMax {
+			switch ip {
+			case contextKernel, contextGuestKernel, contextHV:
+				kernel = true
+			case contextUser, contextGuestUser:
+				kernel = false
+			}
+			continue
+		}
+		locs = append(locs, c.location(s.Pid, ip, kernel))
+	}
+	if len(locs) == 0 && a.SampleType&sIP != 0 {
+		locs = append(locs, c.location(s.Pid, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
+	}
+	c.locBuf = locs
+	comm := c.comms[s.Tid]
+
+	key := c.key[:0]
+	key = strconv.AppendInt(key, int64(s.Attr), 36)
+	key = append(key, ',')
+	key = strconv.AppendUint(key, uint64(s.Pid), 36)
+	key = append(key, ',')
+	key = strconv.AppendUint(key, uint64(s.Tid), 36)
+	key = append(key, ',')
+	key = append(key, comm...)
+	key = append(key, 0)
+	for _, l := range locs {
+		key = strconv.AppendUint(key, l.ID, 36)
+		key = append(key, ',')
+	}
+	c.key = key
+	ps := c.samples[string(key)]
+	if ps == nil {
+		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
+			return fmt.Errorf("perf.data has more than %d distinct stacks per thread, the limit; record fewer threads or a shorter run", c.opt.MaxSamples)
+		}
+		ps = &profile.Sample{
+			Location: append([]*profile.Location(nil), locs...),
+			Value:    make([]int64, len(c.p.SampleType)),
+			Label:    map[string][]string{"comm": {comm}},
+			NumLabel: map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}},
+		}
+		if comm == "" {
+			delete(ps.Label, "comm")
+		}
+		c.p.Sample = append(c.p.Sample, ps)
+		c.samples[string(key)] = ps
+	}
+	if a.SampleType&sRead != 0 && len(s.Read) > 0 && a.ReadFormat&rfID != 0 {
+		// As perf does: each counter read is a sample of its own event whose
+		// period is the counter's growth since the last read of the same ID.
+		for _, v := range s.Read {
+			j, ok := c.f.byID[v.ID]
+			if !ok {
+				continue
+			}
+			d := v.Value - c.lastRead[v.ID]
+			c.lastRead[v.ID] = v.Value
+			if d == 0 {
+				continue
+			}
+			ps.Value[2*j]++
+			ps.Value[2*j+1] += int64(d)
+			c.nSamples++
+		}
+	} else {
+		ps.Value[2*s.Attr]++
+		ps.Value[2*s.Attr+1] += int64(period)
+		c.nSamples++
+	}
+	if s.Time != 0 {
+		if c.first == 0 || s.Time < c.first {
+			c.first = s.Time
+		}
+		c.last = max(c.last, s.Time)
+	}
+	return nil
+}
+
+// finish sets the profile's times and comments.
+func (c *converter) finish() {
+	ft := c.f.Features
+	first, last := c.first, c.last
+	if first == 0 && ft.FirstSample != 0 && ft.LastSample >= ft.FirstSample {
+		first, last = ft.FirstSample, ft.LastSample
+	}
+	c.p.DurationNanos = int64(last - first)
+	if cd := ft.ClockData; cd != nil && first != 0 {
+		c.p.TimeNanos = int64(cd.WallClockNanos + first - cd.ClockIDNanos)
+	}
+	var cm []string
+	add := func(format string, args ...any) { cm = append(cm, fmt.Sprintf(format, args...)) }
+	if ft.Hostname != "" {
+		add("hostname: %s", ft.Hostname)
+	}
+	if ft.OSRelease != "" {
+		add("os release: %s", ft.OSRelease)
+	}
+	if ft.Arch != "" {
+		add("arch: %s", ft.Arch)
+	}
+	if ft.CPUDesc != "" {
+		add("cpu: %s", ft.CPUDesc)
+	}
+	if ft.NrCPUsOnline != 0 {
+		add("cpus online: %d of %d", ft.NrCPUsOnline, ft.NrCPUsAvail)
+	}
+	if ft.Version != "" {
+		add("perf version: %s", ft.Version)
+	}
+	if len(ft.Cmdline) > 0 {
+		add("cmdline: %s", strings.Join(ft.Cmdline, " "))
+	}
+	add("perf.data: %d samples", c.nSamples)
+	if c.lost > 0 {
+		add("warning: the kernel dropped %d samples (LOST records); the profile undercounts", c.lost)
+	}
+	if c.noMapping > 0 {
+		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)
+	}
+	cm = append(cm, c.f.Warnings...)
+	if len(c.f.Skipped) > 0 {
+		names := make([]string, 0, len(c.f.Skipped))
+		for n, k := range c.f.Skipped {
+			names = append(names, fmt.Sprintf("%s×%d", n, k))
+		}
+		sort.Strings(names)
+		add("records not converted: %s", strings.Join(names, ", "))
+	}
+	c.p.Comments = cm
+}
