@@ -6,5 +6,5 @@ import "embed"
 
 // FS is served under /static/.
 //
-//go:embed *.js *.css
+//go:embed *.js *.css *.svg
 var FS embed.FS
