@@ -34,8 +34,8 @@ type Progress struct {
 	Kind    Kind
 	Server  string // URL of the server being asked, empty for the cache
 	Phase   Phase
-	Bytes   int64 // received so far
-	Total   int64 // expected size, -1 when unknown
+	Bytes   int64  // received so far
+	Total   int64  // expected size, -1 when unknown
 	Path    string // local file, once done or on a cache hit
 	Err     error  // set with PhaseError and PhaseNotFound
 }
