@@ -1,0 +1,224 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/labstack/echo/v4"
+
+	"viewer/views"
+	"viewer/web/flame"
+)
+
+// treeKey identifies a cached encoding of a profile's tree.
+type treeKey struct {
+	id, variant string
+	si          int
+	kind        string // "json" or "svg"
+}
+
+// encoded is a cached response body, kept both plain and gzipped.
+type encoded struct {
+	plain, gz []byte
+	etag      string
+}
+
+// resolveSI turns the si query parameter into a sample index (400 on an
+// unknown sample type).
+func resolveSI(m *Meta, si string) (int, error) {
+	i, err := flame.SampleIndex(m.profileStub(), si)
+	if err != nil {
+		return 0, httpError(http.StatusBadRequest, "%v", err)
+	}
+	return i, nil
+}
+
+// tree returns the cached encoding of kind for (id, si), building it once
+// however many requests ask at the same time.
+func (s *Server) tree(ctx context.Context, id, si, kind string) (*encoded, error) {
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	i, err := resolveSI(l.Meta, si)
+	if err != nil {
+		return nil, err
+	}
+	key := treeKey{id: id, variant: l.variant(), si: i, kind: kind}
+	if e, ok := s.trees.Get(key); ok {
+		return e, nil
+	}
+	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s", id, key.variant, i, kind), func() (any, error) {
+		var body []byte
+		switch kind {
+		case "json":
+			body = flame.Build(l.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
+		case "svg":
+			var b bytes.Buffer
+			t := flame.Build(l.Profile, i, flame.Options{MinFraction: flame.SVGMinFraction})
+			title := l.Meta.Name
+			if title == "" {
+				title = id
+			}
+			if err := t.WriteSVG(&b, title+" · "+t.SampleType); err != nil {
+				return nil, err
+			}
+			body = b.Bytes()
+		}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion)}
+		s.trees.Add(key, e)
+		return e, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*encoded), nil
+}
+
+func gzipBytes(b []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(b) / 4)
+	w, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	w.Write(b)
+	w.Close()
+	return out.Bytes()
+}
+
+// serveEncoded writes e, gzipped when the client accepts it, answering 304
+// to a matching If-None-Match.
+func serveEncoded(c echo.Context, e *encoded, contentType string) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	h.Set("ETag", e.etag)
+	// The content of an ID never changes except through symbolization,
+	// which changes the ETag: revalidate, don't refetch.
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	if match := c.Request().Header.Get("If-None-Match"); match != "" && strings.Contains(match, e.etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	if strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+		h.Set(echo.HeaderContentEncoding, "gzip")
+		return c.Blob(http.StatusOK, contentType, e.gz)
+	}
+	return c.Blob(http.StatusOK, contentType, e.plain)
+}
+
+func (s *Server) handleFlameJSON(c echo.Context) error {
+	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json")
+	if err != nil {
+		return err
+	}
+	return serveEncoded(c, e, echo.MIMEApplicationJSON)
+}
+
+func (s *Server) handleFlameSVG(c echo.Context) error {
+	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "svg")
+	if err != nil {
+		return err
+	}
+	return serveEncoded(c, e, "image/svg+xml")
+}
+
+// profileURL is a link to one of a profile's pages or files, keeping si.
+func profileURL(id, suffix, si string) string {
+	u := "/p/" + id + suffix
+	if si != "" {
+		u += "?si=" + url.QueryEscape(si)
+	}
+	return u
+}
+
+// nav is the header navigation of a profile's pages.
+func nav(id, si, active string) []views.NavLink {
+	return []views.NavLink{
+		{Label: "Flame graph", Href: profileURL(id, "", si), Active: active == "flame"},
+		{Label: "Top", Href: profileURL(id, "/top", si), Active: active == "top"},
+	}
+}
+
+func sampleTypes(m *Meta, si int) []views.SampleType {
+	out := make([]views.SampleType, len(m.SampleTypes))
+	for i, st := range m.SampleTypes {
+		out[i] = views.SampleType{Index: i, Name: st.Type, Unit: st.Unit, Selected: i == si}
+	}
+	return out
+}
+
+func displayName(m *Meta, id string) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return id
+}
+
+// handleFlamePage renders /p/ID from meta.json alone; the page fetches
+// flame.json itself.
+func (s *Server) handleFlamePage(c echo.Context) error {
+	id := c.Param("id")
+	m, err := s.Meta(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(m, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	si := m.SampleTypes[i].Type
+	page := views.FlamePage{
+		Page:        views.Page{Title: displayName(m, id), Nav: nav(id, c.QueryParam("si"), "flame")},
+		ID:          id,
+		Name:        m.Name,
+		SampleTypes: sampleTypes(m, i),
+		SI:          si,
+		DataURL:     profileURL(id, "/flame.json", si),
+		SVGURL:      profileURL(id, "/flame.svg", si),
+		PprofURL:    "/p/" + id + "/profile.pb.gz",
+		TopURL:      profileURL(id, "/top", si),
+		Stats:       stats(m, i),
+	}
+	for _, mp := range m.Mappings {
+		state := "unsymbolized"
+		if mp.HasFunctions {
+			state = "symbolized"
+		}
+		page.Binaries = append(page.Binaries, views.Binary{File: mp.File, BuildID: mp.BuildID, State: state})
+	}
+	return Render(c, http.StatusOK, views.Flame(page))
+}
+
+func stats(m *Meta, si int) []views.Stat {
+	st := m.SampleTypes[si]
+	out := []views.Stat{
+		{Label: "Samples", Value: strconv.Itoa(m.Samples)},
+		{Label: "Total " + st.Type, Value: flame.FormatValue(st.Total, st.Unit)},
+	}
+	if m.DurationNanos > 0 {
+		out = append(out, views.Stat{Label: "Duration", Value: time.Duration(m.DurationNanos).Round(time.Millisecond).String()})
+	}
+	out = append(out,
+		views.Stat{Label: "Mappings", Value: strconv.Itoa(len(m.Mappings))},
+		views.Stat{Label: "Format", Value: m.Format},
+		views.Stat{Label: "Size", Value: humanBytes(m.Size)},
+	)
+	return out
+}
+
+// humanBytes formats a byte count with binary units ("512 MiB").
+func humanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[u]
+}

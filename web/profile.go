@@ -1,0 +1,300 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest"
+	"viewer/web/store"
+)
+
+// IDLen is the length of a profile ID: 20 base32 characters, 100 bits of
+// the SHA-256 of the uploaded bytes.
+const IDLen = 20
+
+// Store keys under a profile's ID.
+const (
+	KeyOriginal   = "original"
+	KeyMeta       = "meta.json"
+	KeySymbolized = "symbolized.pb.gz" // written by symbolization; preferred when present
+)
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewID is the ID of a profile with these original bytes: the same bytes
+// always get the same ID.
+func NewID(data []byte) string {
+	sum := sha256.Sum256(data)
+	return strings.ToLower(idEncoding.EncodeToString(sum[:]))[:IDLen]
+}
+
+// ValidID reports whether id could have come from NewID; only valid IDs are
+// ever used to build store keys.
+func ValidID(id string) bool {
+	if len(id) != IDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Key is the store key of one of a profile's objects.
+func Key(id, name string) string { return id + "/" + name }
+
+// Meta is the small description stored next to a profile (meta.json), enough
+// to render its page without parsing it.
+type Meta struct {
+	Name              string        `json:"name,omitempty"`
+	Format            string        `json:"format"`
+	Size              int64         `json:"size"`
+	Uploaded          time.Time     `json:"uploaded"`
+	SampleTypes       []SampleType  `json:"sampleTypes"`
+	DefaultSampleType string        `json:"defaultSampleType,omitempty"`
+	Samples           int           `json:"samples"`
+	DurationNanos     int64         `json:"durationNanos,omitempty"`
+	Mappings          []MappingMeta `json:"mappings,omitempty"`
+}
+
+// SampleType is a profile's sample type with the sum of its values.
+type SampleType struct {
+	Type  string `json:"type"`
+	Unit  string `json:"unit"`
+	Total int64  `json:"total"`
+}
+
+// MappingMeta is one binary of the profile.
+type MappingMeta struct {
+	File         string `json:"file"`
+	BuildID      string `json:"buildID,omitempty"`
+	HasFunctions bool   `json:"hasFunctions"`
+}
+
+// maxMetaMappings bounds the mappings listed in meta.json.
+const maxMetaMappings = 1000
+
+func newMeta(p *profile.Profile, name, format string, size int64) *Meta {
+	m := &Meta{
+		Name:              name,
+		Format:            format,
+		Size:              size,
+		Uploaded:          time.Now().UTC().Truncate(time.Second),
+		DefaultSampleType: p.DefaultSampleType,
+		Samples:           len(p.Sample),
+		DurationNanos:     p.DurationNanos,
+	}
+	for _, st := range p.SampleType {
+		m.SampleTypes = append(m.SampleTypes, SampleType{Type: st.Type, Unit: st.Unit})
+	}
+	for _, s := range p.Sample {
+		for i := range min(len(s.Value), len(m.SampleTypes)) {
+			m.SampleTypes[i].Total += s.Value[i]
+		}
+	}
+	for _, mp := range p.Mapping {
+		if len(m.Mappings) == maxMetaMappings {
+			break
+		}
+		m.Mappings = append(m.Mappings, MappingMeta{File: mp.File, BuildID: mp.BuildID, HasFunctions: mp.HasFunctions})
+	}
+	return m
+}
+
+// sampleIndex resolves si (name, index or empty) against the meta's types
+// as flame.SampleIndex would.
+func (m *Meta) profileStub() *profile.Profile {
+	p := &profile.Profile{DefaultSampleType: m.DefaultSampleType}
+	for _, st := range m.SampleTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: st.Type, Unit: st.Unit})
+	}
+	return p
+}
+
+// Loaded is a parsed profile with its metadata.
+type Loaded struct {
+	ID      string
+	Meta    *Meta
+	Profile *profile.Profile
+	// Symbolized is true when Profile was read from symbolized.pb.gz
+	// rather than the original upload.
+	Symbolized bool
+}
+
+// variant names which copy of a profile a cached result came from.
+func (l *Loaded) variant() string {
+	if l.Symbolized {
+		return KeySymbolized
+	}
+	return KeyOriginal
+}
+
+// ingestError converts an ingest error to the HTTP status it deserves.
+func ingestError(err error) error {
+	switch {
+	case errors.Is(err, ingest.ErrTooLarge):
+		return httpError(http.StatusRequestEntityTooLarge, "%v", err)
+	case errors.Is(err, ingest.ErrEmpty), errors.Is(err, ingest.ErrCorrupt), errors.Is(err, ingest.ErrUnknownFormat):
+		return httpError(http.StatusBadRequest, "%v", err)
+	}
+	return err
+}
+
+// Ingest parses data, and when it is a profile stores it (once: the same
+// bytes give the same ID) and returns its ID. Errors from bad input are
+// *echo.HTTPError with status 400 or 413; nothing is stored on any error.
+func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, error) {
+	p, format, err := ingest.Parse(data, s.limits)
+	if err != nil {
+		return "", ingestError(err)
+	}
+	id := NewID(data)
+	meta := newMeta(p, name, format, int64(len(data)))
+	// The shared store write must finish even if this client goes away.
+	_, err, _ = s.flight.Do("put:"+id, func() (any, error) {
+		return nil, s.put(background(ctx), id, data, meta)
+	})
+	if err != nil {
+		return "", fmt.Errorf("storing profile %s: %w", id, err)
+	}
+	if _, ok := s.profiles.Get(id); !ok {
+		if m, err := s.Meta(ctx, id); err == nil {
+			s.profiles.Add(id, &Loaded{ID: id, Meta: m, Profile: p})
+		}
+	}
+	if s.cfg.AfterUpload != nil {
+		s.cfg.AfterUpload(id)
+	}
+	return id, nil
+}
+
+// put writes the original bytes, then meta.json, unless already stored.
+func (s *Server) put(ctx context.Context, id string, data []byte, meta *Meta) error {
+	ok, err := store.Exists(ctx, s.store, Key(id, KeyOriginal))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := s.store.Put(ctx, Key(id, KeyOriginal), bytes.NewReader(data)); err != nil {
+			return err
+		}
+	}
+	ok, err = store.Exists(ctx, s.store, Key(id, KeyMeta))
+	if err != nil || ok {
+		return err
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b))
+}
+
+// Meta returns a profile's metadata without parsing it when meta.json
+// exists. Unknown IDs give a 404 *echo.HTTPError.
+func (s *Server) Meta(ctx context.Context, id string) (*Meta, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	if m, ok := s.metas.Get(id); ok {
+		return m, nil
+	}
+	b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20)
+	if isNotFound(err) {
+		// Stored before its meta.json (a crash between the two writes):
+		// derive it from the profile.
+		l, err := s.Profile(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return l.Meta, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := new(Meta)
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("profile %s: bad meta.json: %w", id, err)
+	}
+	s.metas.Add(id, m)
+	return m, nil
+}
+
+func notFound(id string) error {
+	return httpError(http.StatusNotFound, "No profile has the ID %q. Check the link, or upload the profile again.", id)
+}
+
+// Profile loads and parses a profile, preferring its symbolized copy when
+// one is stored, and caches it. Concurrent callers share one load. Unknown
+// IDs give a 404 *echo.HTTPError.
+func (s *Server) Profile(ctx context.Context, id string) (*Loaded, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	if l, ok := s.profiles.Get(id); ok {
+		return l, nil
+	}
+	v, err, _ := s.flight.Do("load:"+id, func() (any, error) {
+		return s.load(background(ctx), id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Loaded), nil
+}
+
+func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
+	key, symbolized := Key(id, KeySymbolized), true
+	ok, err := store.Exists(ctx, s.store, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		key, symbolized = Key(id, KeyOriginal), false
+	}
+	data, err := store.ReadAll(ctx, s.store, key, 0)
+	if isNotFound(err) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Stored bytes passed the limits when uploaded; don't apply a limit
+	// lowered since.
+	p, format, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
+	}
+	var meta *Meta
+	if b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20); err == nil {
+		meta = new(Meta)
+		if err := json.Unmarshal(b, meta); err != nil {
+			meta = nil
+		}
+	}
+	if meta == nil {
+		meta = newMeta(p, "", format, int64(len(data)))
+		if b, err := json.Marshal(meta); err == nil && !symbolized {
+			if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
+				s.log.Error("rewriting meta.json", "id", id, "err", err)
+			}
+		}
+	}
+	l := &Loaded{ID: id, Meta: meta, Profile: p, Symbolized: symbolized}
+	s.profiles.Add(id, l)
+	s.metas.Add(id, meta)
+	return l, nil
+}

@@ -1,0 +1,75 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"viewer/views"
+)
+
+// Render renders t into a buffer and only then writes it with status, so a
+// template error becomes a clean 500 rather than half a page.
+func Render(c echo.Context, status int, t templ.Component) error {
+	var buf bytes.Buffer
+	if err := t.Render(c.Request().Context(), &buf); err != nil {
+		return fmt.Errorf("rendering %s: %w", c.Path(), err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// httpError is an error with the status and the message shown to the user.
+func httpError(status int, format string, args ...any) *echo.HTTPError {
+	return echo.NewHTTPError(status, fmt.Sprintf(format, args...))
+}
+
+// handleError answers every failed request: JSON {"error": …} under /api/,
+// the HTML error page elsewhere. Unexpected errors are logged and shown as
+// a generic 500.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := http.StatusInternalServerError, "internal server error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		} else {
+			msg = fmt.Sprint(he.Message)
+		}
+		if he.Internal != nil {
+			s.log.Error("request failed", "path", c.Request().URL.Path, "status", status, "err", he.Internal)
+		}
+	} else {
+		s.log.Error("request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	if status == http.StatusNotFound && msg == "Not Found" {
+		msg = "There is nothing at " + c.Request().URL.Path + "."
+	}
+	var werr error
+	switch {
+	case c.Request().Method == http.MethodHead:
+		werr = c.NoContent(status)
+	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
+		werr = c.JSON(status, map[string]string{"error": msg})
+	default:
+		werr = Render(c, status, views.Error(views.ErrorPage{
+			Page:    views.Page{Title: http.StatusText(status)},
+			Status:  status,
+			Message: msg,
+		}))
+		if werr != nil {
+			werr = c.String(status, msg)
+		}
+	}
+	if werr != nil {
+		s.log.Error("writing error response", "err", werr)
+	}
+}

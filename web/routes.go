@@ -1,0 +1,40 @@
+package web
+
+import (
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// routes registers every route: the one place to add more (symbolization
+// events, the data-type page).
+func (s *Server) routes() {
+	e := s.e
+	e.Use(middleware.Recover())
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
+		MinLength: 1024,
+		Skipper:   skipGzip,
+	}))
+
+	e.GET("/", s.handleIndex)
+	e.GET("/healthz", s.handleHealth)
+	e.POST("/api/profiles", s.handleAPIUpload)
+	e.POST("/upload", s.handleFormUpload)
+
+	e.GET("/p/:id", s.handleFlamePage)
+	e.GET("/p/:id/top", s.handleTop)
+	e.GET("/p/:id/flame.json", s.handleFlameJSON)
+	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
+	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
+
+	e.GET("/static/*", s.handleStatic)
+	e.GET("/favicon.ico", s.handleFavicon)
+}
+
+// skipGzip leaves alone responses that are already compressed (flame.json
+// is gzipped once and cached; profile.pb.gz is gzip) and event streams.
+func skipGzip(c echo.Context) bool {
+	p := c.Path()
+	return strings.HasSuffix(p, "/flame.json") || strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, "/events")
+}

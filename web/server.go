@@ -1,0 +1,157 @@
+// Package web is the HTTP side of viewer: Echo routes and thin handlers that
+// store uploads, load profiles (preferring a symbolized copy when one
+// exists) and serve the flamegraph page, its data, SVG and top table.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
+
+	"viewer/web/ingest"
+	"viewer/web/store"
+)
+
+// DefaultMaxUpload is the default limit on an upload, counted both as sent
+// and after decompression.
+const DefaultMaxUpload = 512 << 20
+
+// Config configures a Server. Later features add their fields here.
+type Config struct {
+	// Store keeps profiles. When nil, a local directory store at DataDir
+	// is used.
+	Store store.Store
+	// DataDir is the local store's directory when Store is nil; empty
+	// means DefaultDataDir().
+	DataDir string
+	// MaxUpload bounds an upload's size as sent and after decompression;
+	// zero means DefaultMaxUpload.
+	MaxUpload int64
+	// ProfileCache and TreeCache bound how many parsed profiles and built
+	// flame trees are kept in memory; zero means 8 and 32.
+	ProfileCache, TreeCache int
+	// AfterUpload, when set, is called after a profile is stored (also for
+	// a repeated upload of the same bytes). It must not block: start
+	// long work (such as symbolization) in a goroutine.
+	AfterUpload func(id string)
+	// Log receives server errors; nil discards them.
+	Log *slog.Logger
+}
+
+// Server serves profiles over HTTP.
+type Server struct {
+	cfg    Config
+	e      *echo.Echo
+	store  store.Store
+	log    *slog.Logger
+	limits ingest.Limits
+
+	profiles *lru.Cache[string, *Loaded]
+	metas    *lru.Cache[string, *Meta]
+	trees    *lru.Cache[treeKey, *encoded]
+	flight   singleflight.Group
+}
+
+// DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
+func DefaultDataDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "viewer"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory: set --data, XDG_DATA_HOME or HOME: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "viewer"), nil
+}
+
+// New returns a Server for cfg, creating the local store's directory if
+// needed.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxUpload <= 0 {
+		cfg.MaxUpload = DefaultMaxUpload
+	}
+	if cfg.ProfileCache <= 0 {
+		cfg.ProfileCache = 8
+	}
+	if cfg.TreeCache <= 0 {
+		cfg.TreeCache = 32
+	}
+	st := cfg.Store
+	if st == nil {
+		dir := cfg.DataDir
+		if dir == "" {
+			var err error
+			if dir, err = DefaultDataDir(); err != nil {
+				return nil, err
+			}
+		}
+		d, err := store.NewDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		st = d
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		cfg:    cfg,
+		store:  st,
+		log:    log,
+		limits: ingest.Limits{MaxBytes: cfg.MaxUpload},
+	}
+	var err error
+	if s.profiles, err = lru.New[string, *Loaded](cfg.ProfileCache); err != nil {
+		return nil, err
+	}
+	if s.metas, err = lru.New[string, *Meta](1024); err != nil {
+		return nil, err
+	}
+	if s.trees, err = lru.New[treeKey, *encoded](cfg.TreeCache); err != nil {
+		return nil, err
+	}
+	s.e = echo.New()
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = s.handleError
+	s.routes()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo exposes the router so later features can add routes next to
+// routes() in routes.go.
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Store is where the server keeps profiles.
+func (s *Server) Store() store.Store { return s.store }
+
+// Invalidate drops everything cached for id, e.g. after a symbolized copy
+// was stored, so the next request loads it.
+func (s *Server) Invalidate(id string) {
+	s.profiles.Remove(id)
+	s.metas.Remove(id)
+	for _, k := range s.trees.Keys() {
+		if k.id == id {
+			s.trees.Remove(k)
+		}
+	}
+}
+
+// isNotFound reports whether err means a profile does not exist.
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// background is a context for work that must outlive a request, such as a
+// shared load other requests wait on.
+func background(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"viewer/static"
+	"viewer/views"
+)
+
+// staticETags holds a content hash per embedded asset, so browsers
+// revalidate with If-None-Match and get 304s.
+var staticETags = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	fs.WalkDir(static.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := fs.ReadFile(static.FS, p)
+		if err == nil {
+			sum := sha256.Sum256(b)
+			m[p] = `"` + hex.EncodeToString(sum[:8]) + `"`
+		}
+		return nil
+	})
+	return m
+})
+
+// handleStatic serves the embedded JS and CSS.
+func (s *Server) handleStatic(c echo.Context) error {
+	return serveStatic(c, strings.TrimPrefix(c.Param("*"), "/"))
+}
+
+// handleFavicon answers browsers' automatic /favicon.ico request with the
+// SVG icon.
+func (s *Server) handleFavicon(c echo.Context) error {
+	return serveStatic(c, "favicon.svg")
+}
+
+func serveStatic(c echo.Context, name string) error {
+	etag, ok := staticETags()[name]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	b, err := fs.ReadFile(static.FS, name)
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set(echo.HeaderCacheControl, "public, max-age=3600")
+	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(b))
+	return nil
+}
+
+func (s *Server) handleIndex(c echo.Context) error {
+	return Render(c, http.StatusOK, views.Index(views.IndexPage{
+		Page:      views.Page{Title: "Upload a profile"},
+		MaxUpload: humanBytes(s.cfg.MaxUpload),
+	}))
+}
+
+func (s *Server) handleHealth(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// handleProfileDownload serves the profile as gzipped pprof: the symbolized
+// copy when stored, else the original when it already is gzipped pprof,
+// else the parsed profile re-encoded.
+func (s *Server) handleProfileDownload(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	m, err := s.Meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	name := strings.TrimSuffix(strings.TrimSuffix(displayName(m, id), ".gz"), ".pb") + ".pb.gz"
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+strings.NewReplacer(`"`, "", "\n", "", "\r", "").Replace(name)+`"`)
+	for _, key := range []string{KeySymbolized, KeyOriginal} {
+		rc, err := s.store.Get(ctx, Key(id, key))
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		head := make([]byte, 2)
+		n, _ := io.ReadFull(rc, head)
+		if key == KeySymbolized || (m.Format == "pprof" && n == 2 && head[0] == 0x1f && head[1] == 0x8b) {
+			return c.Stream(http.StatusOK, "application/octet-stream", io.MultiReader(bytes.NewReader(head[:n]), rc))
+		}
+		break
+	}
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := l.Profile.Write(&b); err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, "application/octet-stream", b.Bytes())
+}

@@ -1,0 +1,59 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"viewer/views"
+	"viewer/web/flame"
+)
+
+// defaultTopRows is how many functions /p/ID/top lists unless ?n= says.
+const defaultTopRows = 500
+
+// handleTop renders the top-functions table.
+func (s *Server) handleTop(c echo.Context) error {
+	id := c.Param("id")
+	l, err := s.Profile(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	n := defaultTopRows
+	if q := c.QueryParam("n"); q != "" {
+		if n, err = strconv.Atoi(q); err != nil || n <= 0 {
+			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
+		}
+	}
+	rows, total := flame.Top(l.Profile, i)
+	st := l.Meta.SampleTypes[i]
+	page := views.TopPage{
+		Page:        views.Page{Title: displayName(l.Meta, id) + " · top", Nav: nav(id, c.QueryParam("si"), "top")},
+		ID:          id,
+		SampleTypes: sampleTypes(l.Meta, i),
+		SI:          st.Type,
+		Unit:        st.Unit,
+		Total:       flame.FormatValue(total, st.Unit),
+		FlameURL:    profileURL(id, "", st.Type),
+	}
+	frac := func(v int64) float64 {
+		if total == 0 {
+			return 0
+		}
+		return float64(v) / float64(total)
+	}
+	for _, r := range rows[:min(n, len(rows))] {
+		page.Rows = append(page.Rows, views.TopRow{
+			Name: r.Name,
+			Flat: flame.FormatValue(r.Flat, st.Unit), FlatPct: flame.Percent(r.Flat, total),
+			Cum: flame.FormatValue(r.Cum, st.Unit), CumPct: flame.Percent(r.Cum, total),
+			FlatFrac: frac(r.Flat), CumFrac: frac(r.Cum),
+		})
+	}
+	return Render(c, http.StatusOK, views.Top(page))
+}
