@@ -67,11 +67,13 @@ func (b *Binary) attribute(pc uint64) Access {
 		return unknown("cannot decode instruction at %#x: %v", pc, err)
 	}
 	a := b.attributeInst(pc, inst)
-	a.Insn = x86asm.GNUSyntax(inst, pc, nil)
+	if a.Kind == KindUnknown {
+		a.Insn = x86asm.GNUSyntax(inst, pc, nil) // for the debug view only: formatting costs
+	}
 	if a.Func == "" {
 		if f, ok := b.funcAt(pc); ok {
-			if fs, err := b.funcScope(f); err == nil && fs != nil {
-				a.Func = fs.name
+			if e, err := b.entry(f.die); err == nil {
+				a.Func, _ = b.attr(e, dwarf.AttrName).(string)
 			}
 		}
 	}

@@ -110,7 +110,8 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	if len(b.text) == 0 {
 		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 	}
-	b.dw, err = df.DWARF()
+	var info []byte
+	b.dw, info, err = loadDWARF(df)
 	if err != nil {
 		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
 	}
@@ -129,11 +130,39 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			}
 		}
 	}
-	b.units = parseUnitHeaders(sectionData(df, ".debug_info"))
+	b.units = parseUnitHeaders(info)
 	if err := b.index(); err != nil {
 		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, err)
 	}
 	return b, nil
+}
+
+// loadDWARF is elf.File.DWARF without the sections attribution never reads
+// (.debug_line above all), which saves decompressing them.
+// It also returns the raw .debug_info, whose unit headers Open reads.
+func loadDWARF(f *elf.File) (*dwarf.Data, []byte, error) {
+	info := sectionData(f, ".debug_info")
+	if info == nil {
+		return nil, nil, errors.New("no .debug_info section")
+	}
+	d, err := dwarf.New(sectionData(f, ".debug_abbrev"), nil, nil, info, nil, nil,
+		sectionData(f, ".debug_ranges"), sectionData(f, ".debug_str"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_rnglists", ".debug_line_str"} {
+		if data := sectionData(f, name); data != nil {
+			if err := d.AddSection(name, data); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if data := sectionData(f, ".debug_types"); data != nil {
+		if err := d.AddTypes(".debug_types", data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d, info, nil
 }
 
 func sectionData(f *elf.File, name string) []byte {

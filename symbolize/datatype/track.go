@@ -7,12 +7,14 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// funcCode is the decoded code of one function range, with the start of
-// each basic block, for the second phase (register tracking).
+// funcCode lists the instruction boundaries of one function range and
+// which of them start a basic block, for the second phase (register
+// tracking). Instructions are decoded again when a block is simulated:
+// keeping decoded instructions for every function would cost far more memory.
 type funcCode struct {
-	pcs     []uint64
-	insts   []x86asm.Inst
-	leaders map[uint64]bool
+	pcs    []uint32 // instruction offsets from lo
+	leader []bool   // leader[i]: pcs[i] starts a basic block
+	lo     uint64
 }
 
 // regState says what a register holds: a pointer to typ, off bytes into it.
@@ -23,13 +25,22 @@ type regState struct {
 	desc string
 }
 
-// funcCodeAt decodes [lo, hi) once and caches it.
+// maxTrackedFunc bounds the size of functions the second phase decodes.
+const maxTrackedFunc = 1 << 18
+
+// funcCodeAt decodes [lo, hi) once and caches its block structure.
 func (b *Binary) funcCodeAt(lo, hi uint64) *funcCode {
 	if c, ok := b.code[lo]; ok {
 		return c
 	}
-	c := &funcCode{leaders: map[uint64]bool{lo: true}}
-	for pc := lo; pc < hi && hi-lo < 1<<20; {
+	c := &funcCode{lo: lo}
+	b.code[lo] = c
+	if hi-lo > maxTrackedFunc {
+		return c
+	}
+	targets := map[uint64]bool{}
+	afterBranch := true
+	for pc := lo; pc < hi; {
 		code := b.insnBytes(pc)
 		if code == nil {
 			break
@@ -37,21 +48,24 @@ func (b *Binary) funcCodeAt(lo, hi uint64) *funcCode {
 		inst, err := x86asm.Decode(code, 64)
 		if err != nil || inst.Len == 0 {
 			pc++
-			c.leaders[pc] = true
+			afterBranch = true
 			continue
 		}
-		c.pcs = append(c.pcs, pc)
-		c.insts = append(c.insts, inst)
-		next := pc + uint64(inst.Len)
-		if isBranch(inst.Op) {
-			c.leaders[next] = true
+		c.pcs = append(c.pcs, uint32(pc-lo))
+		c.leader = append(c.leader, afterBranch)
+		afterBranch = isBranch(inst.Op)
+		if afterBranch {
 			if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-				c.leaders[uint64(int64(next)+int64(rel))] = true
+				targets[uint64(int64(pc)+int64(inst.Len)+int64(rel))] = true
 			}
 		}
-		pc = next
+		pc += uint64(inst.Len)
 	}
-	b.code[lo] = c
+	for i, off := range c.pcs {
+		if targets[lo+uint64(off)] {
+			c.leader[i] = true
+		}
+	}
 	return c
 }
 
@@ -71,17 +85,25 @@ func isBranch(op x86asm.Op) bool {
 // reg holds at pc.
 func (b *Binary) track(f funcRange, fs *funcScope, pc uint64, reg int) regState {
 	c := b.funcCodeAt(f.lo, f.hi)
-	k := sort.Search(len(c.pcs), func(i int) bool { return c.pcs[i] >= pc })
-	if k >= len(c.pcs) || c.pcs[k] != pc {
+	if pc < f.lo {
+		return regState{}
+	}
+	k := sort.Search(len(c.pcs), func(i int) bool { return uint64(c.pcs[i]) >= pc-f.lo })
+	if k >= len(c.pcs) || uint64(c.pcs[k]) != pc-f.lo {
 		return regState{}
 	}
 	start := k
-	for start > 0 && !c.leaders[c.pcs[start]] {
+	for start > 0 && !c.leader[start] {
 		start--
 	}
 	var st [numGPR]regState
 	for i := start; i < k; i++ {
-		b.step(fs, c.pcs[i], c.insts[i], &st)
+		ipc := f.lo + uint64(c.pcs[i])
+		inst, err := x86asm.Decode(b.insnBytes(ipc), 64)
+		if err != nil {
+			return regState{}
+		}
+		b.step(fs, ipc, inst, &st)
 	}
 	if reg < 0 || reg >= numGPR {
 		return regState{}

@@ -1,0 +1,154 @@
+package datatype
+
+import (
+	"debug/elf"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"viewer/symbolize/elfsym"
+)
+
+// libcPaths returns this machine's libc and its separate debug file from
+// libc6-dbg (matched by build ID): a large real binary whose debug info is
+// split from its code, as debuginfod serves it.
+func libcPaths(tb testing.TB) (exe, debug string) {
+	tb.Helper()
+	exe, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		tb.Fatalf("libc.so.6 not found: %v", err)
+	}
+	f, err := elfsym.Open(exe)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	id := f.BuildID()
+	f.Close()
+	debug = filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
+	if _, err := os.Stat(debug); err != nil {
+		tb.Fatalf("libc debug info %s missing (package libc6-dbg): run make deps", debug)
+	}
+	return exe, debug
+}
+
+var (
+	libcSamplesOnce sync.Once
+	libcSamples     []Sample
+)
+
+// libcProfile returns n samples at instruction boundaries spread uniformly
+// over libc's functions (the worst case for caches: few repeats).
+func libcProfile(tb testing.TB, exe, debug string, n int) []Sample {
+	libcSamplesOnce.Do(func() {
+		ef, err := elf.Open(exe)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer ef.Close()
+		text := ef.Section(".text")
+		code, err := text.Data()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		df, err := elf.Open(debug)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer df.Close()
+		syms, err := df.Symbols()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var pcs []uint64
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+				continue
+			}
+			for pc := s.Value; pc < s.Value+s.Size; {
+				inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
+				if err != nil {
+					break
+				}
+				pcs = append(pcs, pc)
+				pc += uint64(inst.Len)
+			}
+		}
+		r := rand.New(rand.NewPCG(7, 7))
+		for range n {
+			libcSamples = append(libcSamples, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
+		}
+	})
+	return libcSamples
+}
+
+// BenchmarkAttribute attributes 100,000 samples over libc, including
+// opening the binary and loading its DWARF.
+func BenchmarkAttribute(b *testing.B) {
+	exe, debug := libcPaths(b)
+	samples := libcProfile(b, exe, debug, 100_000)
+	b.ResetTimer()
+	for b.Loop() {
+		bin, err := Open(exe, debug)
+		if err != nil {
+			b.Fatal(err)
+		}
+		agg := NewAggregator()
+		agg.Add("libc.so.6", bin, samples)
+		_ = agg.Profile()
+	}
+}
+
+// BenchmarkAttributeWarm attributes the same samples with the binary's
+// indexes and per-function caches already built.
+func BenchmarkAttributeWarm(b *testing.B) {
+	exe, debug := libcPaths(b)
+	samples := libcProfile(b, exe, debug, 100_000)
+	bin, err := Open(exe, debug)
+	if err != nil {
+		b.Fatal(err)
+	}
+	NewAggregator().Add("libc.so.6", bin, samples)
+	b.ResetTimer()
+	for b.Loop() {
+		agg := NewAggregator()
+		agg.Add("libc.so.6", bin, samples)
+		_ = agg.Profile()
+	}
+}
+
+// BenchmarkSymbolizeWarm symbolizes the same samples' distinct addresses
+// (function, file, line, inlined frames) with symbolize/elfsym once its
+// DWARF is loaded: the yardstick for attribution's cost.
+func BenchmarkSymbolizeWarm(b *testing.B) {
+	exe, debug := libcPaths(b)
+	samples := libcProfile(b, exe, debug, 100_000)
+	f, err := elfsym.Open(debug)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[uint64]bool{}
+	var pcs []uint64
+	for _, s := range samples {
+		if !seen[s.PC] {
+			seen[s.PC] = true
+			pcs = append(pcs, s.PC)
+		}
+	}
+	var frames []elfsym.Frame
+	for _, pc := range pcs {
+		if frames, err = f.Lookup(pc, frames); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, pc := range pcs {
+			frames, _ = f.Lookup(pc, frames)
+		}
+	}
+}
