@@ -361,7 +361,7 @@ func (c *converter) sample(s *Sample) error {
 	ps := c.samples[string(key)]
 	if ps == nil {
 		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
-			return fmt.Errorf("perf.data has more than %d distinct stacks per thread, the limit; record fewer threads or a shorter run", c.opt.MaxSamples)
+			return fmt.Errorf("%w: perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", ErrLimit, c.opt.MaxSamples)
 		}
 		ps = &profile.Sample{
 			Location: append([]*profile.Location(nil), locs...),

@@ -18,6 +18,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// ErrLimit is wrapped by errors about files over the caller's limits.
+var ErrLimit = errors.New("over the limit")
+
 // ErrNotPerfData is returned when the input does not start with perf's magic.
 var ErrNotPerfData = errors.New("not a perf.data file: it does not start with the PERFILE2 magic")
 
@@ -1024,7 +1027,7 @@ func (f *File) readCompressed(chunks [][]byte, opt Options) error {
 		return fmt.Errorf("perf.data: the zstd-compressed records are damaged: %w", err)
 	}
 	if opt.MaxDecompressed > 0 && int64(len(plain)) > opt.MaxDecompressed {
-		return fmt.Errorf("perf.data: the compressed records expand to more than %d bytes, the limit", opt.MaxDecompressed)
+		return fmt.Errorf("%w: perf.data's compressed records expand to more than %d bytes", ErrLimit, opt.MaxDecompressed)
 	}
 	var nested [][]byte
 	if err := f.readRecords(plain, 0, &nested); err != nil {

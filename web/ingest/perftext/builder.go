@@ -1,0 +1,206 @@
+// Package perftext reads the text profiles perf and flame graph tools write:
+// `perf script` output, folded stacks (flamegraph.pl's "a;b;c 12") and
+// `perf data convert --to-json`. They carry function names already, so frames
+// keep the names the text gives, with the DSO as their mapping. Lines that
+// cannot be read are counted and named in the profile's comments; an input
+// with no readable sample is an error.
+package perftext
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// ErrLimit is wrapped by errors about inputs over a caller's limits.
+var ErrLimit = errors.New("over the limit")
+
+// Frame is one stack frame as a text format gives it.
+type Frame struct {
+	Func string
+	DSO  string // empty when unknown
+	Addr uint64 // 0 when the format has none
+}
+
+// builder accumulates stacks into a profile, merging equal stacks with equal labels.
+type builder struct {
+	p          *profile.Profile
+	maxSamples int
+	types      map[string]int // event → index of its count type
+	unit       func(event string) string
+	funcs      map[string]*profile.Function
+	maps       map[string]*profile.Mapping
+	locs       map[locKey]*profile.Location
+	samples    map[string]*profile.Sample
+	key        []byte
+	locBuf     []*profile.Location
+	n          int
+
+	bad      int
+	badLines []string
+	badWhat  string // what the bad units are: "lines" or "samples"
+}
+
+type locKey struct {
+	fn, dso string
+	addr    uint64
+}
+
+func newBuilder(maxSamples int) *builder {
+	return &builder{
+		p:          &profile.Profile{},
+		maxSamples: maxSamples,
+		types:      map[string]int{},
+		unit:       periodUnit,
+		funcs:      map[string]*profile.Function{},
+		maps:       map[string]*profile.Mapping{},
+		locs:       map[locKey]*profile.Location{},
+		samples:    map[string]*profile.Sample{},
+		badWhat:    "lines",
+	}
+}
+
+// periodUnit is the unit of an event's period: perf's clock events count nanoseconds.
+func periodUnit(event string) string {
+	base, _, _ := strings.Cut(event, ":")
+	if base == "cpu-clock" || base == "task-clock" {
+		return "nanoseconds"
+	}
+	return "count"
+}
+
+// eventIndex returns the index of event's count type, adding the
+// "<event>_count"/count and "<event>"/unit pair on first use.
+func (b *builder) eventIndex(event string) int {
+	if i, ok := b.types[event]; ok {
+		return i
+	}
+	i := len(b.p.SampleType)
+	b.types[event] = i
+	b.p.SampleType = append(b.p.SampleType,
+		&profile.ValueType{Type: event + "_count", Unit: "count"},
+		&profile.ValueType{Type: event, Unit: b.unit(event)})
+	for _, s := range b.p.Sample {
+		s.Value = append(s.Value, 0, 0)
+	}
+	return i
+}
+
+// badLine records an input line that could not be read.
+func (b *builder) badLine(n int, line, why string) {
+	b.bad++
+	if len(b.badLines) < 3 {
+		if len(line) > 80 {
+			line = line[:80] + "…"
+		}
+		b.badLines = append(b.badLines, fmt.Sprintf("line %d: %s: %q", n, why, line))
+	}
+}
+
+func (b *builder) location(f Frame) *profile.Location {
+	k := locKey{f.Func, f.DSO, f.Addr}
+	if l := b.locs[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: f.Addr}
+	if f.DSO != "" {
+		m := b.maps[f.DSO]
+		if m == nil {
+			m = &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: f.DSO, HasFunctions: true}
+			b.maps[f.DSO] = m
+			b.p.Mapping = append(b.p.Mapping, m)
+		}
+		l.Mapping = m
+	}
+	if f.Func != "" {
+		fn := b.funcs[f.Func]
+		if fn == nil {
+			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: f.Func, SystemName: f.Func}
+			b.funcs[f.Func] = fn
+			b.p.Function = append(b.p.Function, fn)
+		}
+		l.Line = []profile.Line{{Function: fn}}
+	}
+	b.p.Location = append(b.p.Location, l)
+	b.locs[k] = l
+	return l
+}
+
+// add adds one stack (leaf first) with count and period to event's values.
+func (b *builder) add(event string, frames []Frame, count, period int64, comm string, pid, tid int64) error {
+	ei := b.eventIndex(event)
+	locs := b.locBuf[:0]
+	for _, f := range frames {
+		locs = append(locs, b.location(f))
+	}
+	b.locBuf = locs
+	key := b.key[:0]
+	key = append(key, comm...)
+	key = append(key, 0)
+	key = strconv.AppendInt(key, pid, 36)
+	key = append(key, ',')
+	key = strconv.AppendInt(key, tid, 36)
+	key = append(key, 0)
+	for _, l := range locs {
+		key = strconv.AppendUint(key, l.ID, 36)
+		key = append(key, ',')
+	}
+	b.key = key
+	s := b.samples[string(key)]
+	if s == nil {
+		if b.maxSamples > 0 && len(b.p.Sample) >= b.maxSamples {
+			return fmt.Errorf("%w: more than %d distinct stacks", ErrLimit, b.maxSamples)
+		}
+		s = &profile.Sample{Location: append([]*profile.Location(nil), locs...), Value: make([]int64, len(b.p.SampleType))}
+		if comm != "" {
+			s.Label = map[string][]string{"comm": {comm}}
+		}
+		if pid >= 0 || tid >= 0 {
+			s.NumLabel = map[string][]int64{}
+			if pid >= 0 {
+				s.NumLabel["pid"] = []int64{pid}
+			}
+			if tid >= 0 {
+				s.NumLabel["tid"] = []int64{tid}
+			}
+		}
+		b.p.Sample = append(b.p.Sample, s)
+		b.samples[string(key)] = s
+	}
+	s.Value[ei] += count
+	s.Value[ei+1] += period
+	b.n++
+	return nil
+}
+
+// finish returns the profile, or an error when nothing could be read.
+func (b *builder) finish(format string) (*profile.Profile, error) {
+	if b.n == 0 {
+		if b.bad > 0 {
+			return nil, fmt.Errorf("no %s sample could be read (%d unreadable %s; %s)", format, b.bad, b.badWhat, strings.Join(b.badLines, "; "))
+		}
+		return nil, fmt.Errorf("the %s input holds no samples", format)
+	}
+	if b.bad > 0 {
+		b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: skipped %d unreadable %s: %s", b.bad, b.badWhat, strings.Join(b.badLines, "; ")))
+	}
+	if len(b.p.SampleType) > 1 {
+		b.p.DefaultSampleType = b.p.SampleType[1].Type
+		b.p.PeriodType = &profile.ValueType{Type: b.p.SampleType[1].Type, Unit: b.p.SampleType[1].Unit}
+	}
+	return b.p, nil
+}
+
+// Warnings returns the comments of p that report skipped input.
+func Warnings(p *profile.Profile) []string {
+	var w []string
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, "warning: ") {
+			w = append(w, strings.TrimPrefix(c, "warning: "))
+		}
+	}
+	return w
+}
