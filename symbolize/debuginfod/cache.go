@@ -237,7 +237,11 @@ func (c *cache) clean(logf func(string, ...any)) {
 	os.Chtimes(ip, now, now) // claim this round first, as elfutils does
 	maxAge := time.Duration(c.control(maxUnusedAgeFile, defaultMaxUnusedAge, true)) * time.Second
 	var removed int
-	var dirs []string
+	type dir struct {
+		path  string
+		mtime time.Time // before its files were removed, as fts reports it
+	}
+	var dirs []dir
 	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == c.dir || !cleanPattern.MatchString(p) {
 			return nil
@@ -247,7 +251,7 @@ func (c *cache) clean(logf func(string, ...any)) {
 			return nil
 		}
 		if d.IsDir() {
-			dirs = append(dirs, p)
+			dirs = append(dirs, dir{p, info.ModTime()})
 			return nil
 		}
 		if now.Sub(atime(info)) >= maxAge {
@@ -257,9 +261,9 @@ func (c *cache) clean(logf func(string, ...any)) {
 		}
 		return nil
 	})
-	for _, d := range dirs {
-		if st, err := os.Stat(d); err == nil && now.Sub(st.ModTime()) >= maxAge {
-			os.Remove(d) // fails, harmlessly, unless empty
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if now.Sub(dirs[i].mtime) >= maxAge {
+			os.Remove(dirs[i].path) // fails, harmlessly, unless empty
 		}
 	}
 	if logf != nil && removed > 0 {

@@ -1,0 +1,452 @@
+package debuginfod_test
+
+// Servers that misbehave in ways the real debuginfod cannot be made to.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"viewer/symbolize/debuginfod"
+)
+
+// fake is an httptest server counting its requests.
+type fake struct {
+	*httptest.Server
+	n       atomic.Int64
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+func newFake(t *testing.T, h func(w http.ResponseWriter, r *http.Request, n int64)) *fake {
+	f := &fake{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := f.n.Add(1)
+		f.mu.Lock()
+		f.headers = append(f.headers, r.Header.Clone())
+		f.mu.Unlock()
+		h(w, r, n)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// assertNothingCached checks a failed fetch left no file, temp file or
+// negative entry for id.
+func assertNothingCached(t *testing.T, c *debuginfod.Client, id string) {
+	t.Helper()
+	if names := listDir(t, filepath.Join(c.CacheDir(), id)); len(names) != 0 {
+		t.Errorf("cache holds %v for %s after a failed fetch, want nothing", names, id)
+	}
+}
+
+func TestFakeWrongBuildIDIsDiscarded(t *testing.T) {
+	t.Parallel()
+	other := testFile(t, "other.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(other) })
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var ve *debuginfod.VerifyError
+	if !errors.As(err, &ve) || ve.Got != otherID || ve.Want != helloID {
+		t.Fatalf("Fetch: %v; want a VerifyError with build ID %s instead of %s", err, otherID, helloID)
+	}
+	for _, want := range []string{srv.URL, otherID, helloID} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if errors.Is(err, debuginfod.ErrNotFound) {
+		t.Error("a wrong file must not read as not found")
+	}
+	assertNothingCached(t, c, helloID)
+	if srv.n.Load() != 1 {
+		t.Errorf("a wrong file was retried: %d requests", srv.n.Load())
+	}
+}
+
+func TestFakeHTMLErrorPageWithStatus200(t *testing.T) {
+	t.Parallel()
+	page := "<!DOCTYPE html>\n<html><body>Please log in</body></html>\n"
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindExecutable, nil)
+	var ve *debuginfod.VerifyError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "<!DOCTYPE html>") {
+		t.Fatalf("Fetch: %v; want a VerifyError quoting the page", err)
+	}
+	assertNothingCached(t, c, helloID)
+
+	// For a source file, the Content-Type gives the page away.
+	_, err = c.Fetch(context.Background(), helloID, debuginfod.SourceKind("/usr/src/hello.c"), nil)
+	if !errors.As(err, &ve) {
+		t.Fatalf("source fetch of an HTML page: %v; want a VerifyError", err)
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+func TestFakeOversizedBody(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	for _, announce := range []bool{true, false} {
+		t.Run(fmt.Sprintf("content-length=%v", announce), func(t *testing.T) {
+			srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+				if announce {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				} else {
+					w.(http.Flusher).Flush() // chunked: size unknown until the end
+				}
+				w.Write(body)
+			})
+			c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, MaxSize: 1000})
+			_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+			var tl *debuginfod.TooLargeError
+			if !errors.As(err, &tl) || tl.Limit != 1000 {
+				t.Fatalf("Fetch: %v; want a TooLargeError for the 1000-byte limit", err)
+			}
+			if got := srv.headers[0].Get("X-Debuginfod-Maxsize"); got != "1000" {
+				t.Errorf("X-DEBUGINFOD-MAXSIZE sent as %q, want 1000", got)
+			}
+			assertNothingCached(t, c, helloID)
+		})
+	}
+	t.Run("server says 406", func(t *testing.T) {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+			http.Error(w, "too big", http.StatusNotAcceptable)
+		})
+		c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, MaxSize: 1000})
+		_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+		var tl *debuginfod.TooLargeError
+		if !errors.As(err, &tl) {
+			t.Fatalf("Fetch: %v; want a TooLargeError", err)
+		}
+		assertNothingCached(t, c, helloID)
+	})
+}
+
+// A body that stops arriving is given up after DEBUGINFOD_TIMEOUT.
+func TestFakeStalledBody(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Length", "100000")
+		w.Write([]byte("\x7fELF"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, Timeout: 300 * time.Millisecond, RetryLimit: -1})
+	start := time.Now()
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var se *debuginfod.StalledError
+	if !errors.As(err, &se) {
+		t.Fatalf("Fetch: %v; want a StalledError", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("gave up after %v, want about the 300ms timeout", d)
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+// MAXTIME bounds the whole fetch, retries included.
+func TestFakeMaxTime(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, MaxTime: 200 * time.Millisecond, RetryLimit: 100, RetryBackoff: 50 * time.Millisecond})
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var me *debuginfod.MaxTimeError
+	if !errors.As(err, &me) {
+		t.Fatalf("Fetch: %v; want a MaxTimeError", err)
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+func TestFakeRetriesServerErrors(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		switch n {
+		case 1:
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		default:
+			w.Write(body)
+		}
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, RetryLimit: 2})
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil {
+		t.Fatalf("Fetch after a 503 and a 429: %v", err)
+	}
+	mustMatch(t, path, body)
+	if n := srv.n.Load(); n != 3 {
+		t.Errorf("%d requests, want 3", n)
+	}
+
+	// Past the retry limit the error says what the server answered, and no
+	// negative entry is written: the file may well exist.
+	down := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		http.Error(w, "maintenance", http.StatusBadGateway)
+	})
+	c = newClient(t, debuginfod.Config{URLs: []string{down.URL}, RetryLimit: 1})
+	_, err = c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var se *debuginfod.StatusError
+	if !errors.As(err, &se) || se.Status != 502 || !strings.Contains(err.Error(), "maintenance") {
+		t.Fatalf("Fetch from a failing server: %v; want its 502 and message", err)
+	}
+	if n := down.n.Load(); n != 2 {
+		t.Errorf("%d requests with RETRY_LIMIT=1, want 2", n)
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+func TestFakeFirstServer404SecondWins(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello")
+	miss := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	has := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		time.Sleep(50 * time.Millisecond) // let the 404 come first
+		// No Content-Length: the total comes from X-DEBUGINFOD-SIZE.
+		w.Header().Set("X-Debuginfod-Size", strconv.Itoa(len(body)))
+		w.(http.Flusher).Flush()
+		w.Write(body)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{miss.URL, has.URL + "/"}})
+	var rec recorder
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindExecutable, rec.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, path, body)
+	if miss.n.Load() != 1 || has.n.Load() != 1 {
+		t.Errorf("requests: %d to the 404 server, %d to the good one; want 1 each", miss.n.Load(), has.n.Load())
+	}
+	saw := false
+	for _, p := range rec.ps {
+		if p.Phase == debuginfod.PhaseDownloading {
+			saw = true
+			if p.Server != has.URL || p.Total != int64(len(body)) {
+				t.Errorf("downloading %+v: want server %s, total %d from X-DEBUGINFOD-SIZE", p, has.URL, len(body))
+			}
+		}
+	}
+	if !saw {
+		t.Error("no downloading progress")
+	}
+}
+
+// When the server that answered first sends a wrong file, the others that
+// were cancelled are asked again and the good file wins.
+func TestFakeBadWinnerFallsBackToOtherServer(t *testing.T) {
+	t.Parallel()
+	good := testFile(t, "hello.debug")
+	bad := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(testFile(t, "other.debug")) })
+	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(good)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{bad.URL, slow.URL}})
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	mustMatch(t, path, good)
+}
+
+// All servers are asked at once: a slow one does not delay a fast one.
+func TestFakeServersAskedInParallel(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	fast := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(body) })
+	c := newClient(t, debuginfod.Config{URLs: []string{slow.URL, fast.URL}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a hanging first server held up the second")
+	}
+}
+
+func TestInvalidBuildIDsNeverReachAServer(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	for _, id := range []string{"", "abc", "zz", "../../etc/passwd", "ab/cd", strings.Repeat("ab", 65), "ab cd"} {
+		_, err := c.Fetch(context.Background(), id, debuginfod.KindDebuginfo, nil)
+		var ie *debuginfod.InvalidBuildIDError
+		if !errors.As(err, &ie) {
+			t.Errorf("build ID %q: %v, want an InvalidBuildIDError", id, err)
+		}
+		if debuginfod.ValidBuildID(id) {
+			t.Errorf("ValidBuildID(%q) = true", id)
+		}
+	}
+	if got, _ := debuginfod.NormalizeBuildID("ABCDEF01"); got != "abcdef01" {
+		t.Errorf("NormalizeBuildID lowercases: got %q", got)
+	}
+	for _, k := range []debuginfod.Kind{"section/.text", "source", debuginfod.SourceKind("relative/x.c")} {
+		if _, err := c.Fetch(context.Background(), helloID, k, nil); err == nil {
+			t.Errorf("kind %q accepted", k)
+		}
+	}
+	if n := srv.n.Load(); n != 0 {
+		t.Errorf("%d requests for invalid arguments", n)
+	}
+}
+
+// A cached path removed under us (cache cleaning) is fetched again.
+func TestRemovedCacheFileIsFetchedAgain(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(body) })
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil || again != path {
+		t.Fatalf("after removal: %q, %v", again, err)
+	}
+	mustMatch(t, again, body)
+	if n := srv.n.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// Cleaning follows the control files: files unused for max_unused_age_s go.
+func TestCacheCleaning(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(body) })
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	stale := filepath.Join(cacheDir, otherID, "executable")
+	keep := filepath.Join(cacheDir, "notes.txt")
+	os.MkdirAll(filepath.Dir(stale), 0o700)
+	os.WriteFile(stale, []byte("old"), 0o400)
+	os.WriteFile(keep, []byte("not ours"), 0o600)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(stale, old, old)
+	os.Chtimes(filepath.Dir(stale), old, old)
+	os.WriteFile(filepath.Join(cacheDir, "cache_clean_interval_s"), []byte("0\n"), 0o644)
+	os.WriteFile(filepath.Join(cacheDir, "max_unused_age_s"), []byte("3600\n"), 0o644)
+
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cacheDir})
+	if _, ok := c.Cached(otherID, debuginfod.KindExecutable); !ok {
+		t.Fatal("the stale file should be visible before cleaning")
+	}
+	if _, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("file unused for 2h with max_unused_age_s=3600 not cleaned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(stale)); !os.IsNotExist(err) {
+		t.Errorf("empty old build-ID directory not removed: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("cleaning removed a file that is not a cache entry: %v", err)
+	}
+	if p, ok := c.Cached(helloID, debuginfod.KindDebuginfo); !ok {
+		t.Errorf("fresh file %s cleaned", p)
+	}
+}
+
+// Downloading reports come at most about once per 64 KiB.
+func TestProgressIsThrottled(t *testing.T) {
+	t.Parallel()
+	body := make([]byte, 1<<20)
+	copy(body, testFile(t, "hello.debug"))
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		for i := 0; i < len(body); i += 1024 {
+			w.Write(body[i : i+1024])
+		}
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	var rec recorder
+	c.Fetch(context.Background(), helloID, debuginfod.SourceKind("/src/big.c"), rec.add)
+	n := 0
+	var last int64
+	for _, p := range rec.ps {
+		if p.Phase == debuginfod.PhaseDownloading {
+			n++
+			if p.Bytes < last {
+				t.Errorf("bytes went back from %d to %d", last, p.Bytes)
+			}
+			last = p.Bytes
+		}
+	}
+	if n < 3 || n > (1<<20)/(64<<10)+3 {
+		t.Errorf("%d downloading reports for 1 MiB, want between 3 and %d", n, (1<<20)/(64<<10)+3)
+	}
+	if last != 1<<20 {
+		t.Errorf("last downloading report at %d bytes, want %d", last, 1<<20)
+	}
+}
+
+func TestHeadersFileAndUserAgent(t *testing.T) {
+	t.Parallel()
+	hf := filepath.Join(t.TempDir(), "headers")
+	os.WriteFile(hf, []byte("Authorization: Bearer s3cret\n\nX-Tenant: team-a\n"), 0o600)
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	cfg, err := debuginfod.Environment{EtcDir: t.TempDir(), Lookup: mapEnv(map[string]string{
+		"DEBUGINFOD_URLS": srv.URL, "DEBUGINFOD_HEADERS_FILE": hf, "DEBUGINFOD_CACHE_PATH": t.TempDir(),
+	})}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, cfg)
+	c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	h := srv.headers[0]
+	if h.Get("Authorization") != "Bearer s3cret" || h.Get("X-Tenant") != "team-a" {
+		t.Errorf("headers file not sent: %v", h)
+	}
+	if !strings.HasPrefix(h.Get("User-Agent"), "viewer/") {
+		t.Errorf("User-Agent %q does not name viewer", h.Get("User-Agent"))
+	}
+	os.WriteFile(hf, []byte("not a header line\n"), 0o600)
+	if _, err := debuginfod.ReadHeadersFile(hf); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad headers file: %v, want an error naming line 1", err)
+	}
+}
