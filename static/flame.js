@@ -317,6 +317,7 @@ export class FlameGraph {
   draw() {
     const t = this.tree;
     if (!t) return;
+    const t0 = performance.now();
     const dpr = window.devicePixelRatio || 1;
     const w = Math.max(this.container.clientWidth, 100);
     const h = this.rows() * ROW;
@@ -351,6 +352,7 @@ export class FlameGraph {
       i++;
     }
     this.drawHover();
+    this.lastDrawMs = performance.now() - t0;
   }
 
   frame(ctx, i, x, w, hit, faded) {

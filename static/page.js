@@ -27,6 +27,7 @@ let si = config.si || '';
 let siInURL = new URLSearchParams(location.search).has('si');
 let tree = null;
 let loads = 0;
+let timings = null; // of the last load, for benchmarks and the console
 let generation = 0;
 let topSort = { key: 'flat', desc: true };
 let topAll = false;
@@ -65,6 +66,7 @@ function withParam(url, key, value) {
 /** Refetches flame.json and redraws, keeping zoom, search and mode. */
 export async function reload() {
   const gen = ++generation;
+  const t0 = performance.now();
   let json;
   try {
     const resp = await fetch(dataURL, { headers: { Accept: 'application/json' } });
@@ -78,13 +80,17 @@ export async function reload() {
     throw err;
   }
   if (gen !== generation) return; // a newer reload won
+  const t1 = performance.now();
   tree = new Tree(json);
+  const t2 = performance.now();
   graph.setTree(tree);
+  const t3 = performance.now();
   showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
   showMatch();
   showCrumbs();
   renderTop();
   writeURL();
+  timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
@@ -128,7 +134,7 @@ function showMatch() {
   matchOut.dataset.share = String(share);
   matchOut.classList.toggle('none', m.frames === 0);
   matchOut.textContent = m.frames === 0 ? 'no match'
-    : `${formatPct(share)} matched · ${formatValue(m.value, tree.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'}`;
+    : `${formatPct(share)} matched · ${formatValue(m.value, tree.unit)} of ${formatValue(tree.rootTotal, tree.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'}`;
 }
 
 function applySearch(q) {
@@ -357,7 +363,7 @@ function frameRect(path) {
   return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
 }
 
-window.viewer = { graph, reload, frameRect, get tree() { return tree; } };
+window.viewer = { graph, reload, frameRect, get tree() { return tree; }, get timings() { return timings; } };
 
 readURL();
 reload().catch(() => {});

@@ -33,6 +33,18 @@ type Browser struct {
 
 	mu       sync.Mutex
 	problems []string
+	stopOnce sync.Once
+	stop     func()
+}
+
+// Close stops the browser and removes its profile directory; the test's
+// cleanup calls it too.
+func (b *Browser) Close() {
+	b.stopOnce.Do(func() {
+		if b.stop != nil {
+			b.stop()
+		}
+	})
 }
 
 // Options adjust Start.
@@ -79,11 +91,12 @@ func Start(tb testing.TB, opt Options) *Browser {
 		chromedp.CombinedOutput(&lockedWriter{w: &stderr}),
 	)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
-	tb.Cleanup(func() {
+	b.stop = func() {
 		cancel()
 		acancel()
 		os.RemoveAll(dir)
-	})
+	}
+	tb.Cleanup(b.Close)
 	start := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, log.Enable, cdp.Empty{})
 		return err

@@ -1,0 +1,402 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/google/pprof/profile"
+
+	"viewer/web"
+	"viewer/web/browsertest"
+)
+
+// browserProfile is a small CPU profile whose shares are easy to check by
+// hand. Stacks (root first) and their cpu values in ms / sample counts:
+//
+//	main.main > main.work > main.parse                      30 ms / 3
+//	main.main > main.work > main.render                     20 ms / 2
+//	main.main > main.parse                                  10 ms / 1
+//	main.main > main.render > main.parse > runtime.mallocgc 25 ms / 2
+//	main.main > runtime.mallocgc                            15 ms / 1
+//
+// Total 100 ms / 9 samples. main.parse: 30+10+25 = 65%; "parse|render"
+// counts the parse nested under render once: 30+20+10+25 = 85%.
+func browserProfile(t *testing.T) []byte {
+	t.Helper()
+	fns := map[string]*profile.Function{}
+	locs := map[string]*profile.Location{}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:     10_000_000,
+	}
+	loc := func(name string) *profile.Location {
+		if l, ok := locs[name]; ok {
+			return l
+		}
+		f := &profile.Function{ID: uint64(len(fns) + 1), Name: name, SystemName: name, Filename: "main.go"}
+		fns[name] = f
+		p.Function = append(p.Function, f)
+		l := &profile.Location{ID: uint64(len(locs) + 1), Address: 0x1000 + uint64(len(locs))*16, Line: []profile.Line{{Function: f, Line: int64(10 + len(locs))}}}
+		locs[name] = l
+		p.Location = append(p.Location, l)
+		return l
+	}
+	add := func(count, ms int64, rootFirst ...string) {
+		s := &profile.Sample{Value: []int64{count, ms * 1_000_000}}
+		for i := len(rootFirst) - 1; i >= 0; i-- {
+			s.Location = append(s.Location, loc(rootFirst[i]))
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	add(3, 30, "main.main", "main.work", "main.parse")
+	add(2, 20, "main.main", "main.work", "main.render")
+	add(1, 10, "main.main", "main.parse")
+	add(2, 25, "main.main", "main.render", "main.parse", "runtime.mallocgc")
+	add(1, 15, "main.main", "runtime.mallocgc")
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// startServer serves a fresh viewer on 127.0.0.1.
+func startServer(t *testing.T) string {
+	t.Helper()
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// run runs browser steps with a timeout and fails the test on error.
+func run(t *testing.T, b *browsertest.Browser, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func eval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JS expression until it is true. Errors while the page
+// navigates count as not yet.
+func waitFor(t *testing.T, b *browsertest.Browser, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("waiting for %s (%s): timed out (last error: %v); page problems: %q", what, expr, last, b.Problems())
+}
+
+type rect struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+}
+
+// frame returns where the frame at path (names below the root) is drawn.
+func frame(t *testing.T, b *browsertest.Browser, path ...string) rect {
+	t.Helper()
+	q := fmt.Sprintf("window.viewer.frameRect(%s)", jsStrings(path))
+	r := eval[*rect](t, b, q)
+	if r == nil {
+		t.Fatalf("frame %q is not drawn", strings.Join(path, " > "))
+	}
+	return *r
+}
+
+func jsStrings(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+func currentURL(t *testing.T, b *browsertest.Browser) *url.URL {
+	t.Helper()
+	loc := eval[string](t, b, "location.href")
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func text(t *testing.T, b *browsertest.Browser, sel string) string {
+	t.Helper()
+	return eval[string](t, b, fmt.Sprintf("document.querySelector(%q).textContent", sel))
+}
+
+func noProblems(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+}
+
+// search types q into the search box and waits for the match summary.
+func search(t *testing.T, b *browsertest.Browser, q, wantPct string) {
+	t.Helper()
+	run(t, b, "search "+q,
+		chromedp.Focus(chromedp.CSS("#search")),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('search').select()`),
+		chromedp.SendKeys(chromedp.CSS("#search"), q),
+		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
+	)
+	waitFor(t, b, "match for "+q, fmt.Sprintf("document.getElementById('match').textContent.includes(%q)", wantPct))
+}
+
+var profileURL = regexp.MustCompile(`^/p/[A-Za-z0-9_-]{14,}$`)
+
+func TestBrowserFlamePage(t *testing.T) {
+	base := startServer(t)
+	b := browsertest.Start(t, browsertest.Options{})
+	pb := filepath.Join(t.TempDir(), "cpu.pb")
+	if err := os.WriteFile(pb, browserProfile(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upload through the page's file input: choosing the file submits.
+	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	if got := text(t, b, "#max-upload"); got == "" {
+		t.Errorf("the upload page does not show the upload limit")
+	}
+	run(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
+	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("flame graph never drew (body[data-ready]): %v; page problems: %q", err, b.Problems())
+	}
+	u := currentURL(t, b)
+	if !profileURL.MatchString(u.Path) {
+		t.Errorf("landed on %s, want /p/ID", u.Path)
+	}
+	noProblems(t, b)
+
+	// The drawn tree has the frames of the profile.
+	for _, path := range [][]string{
+		{"main.main"}, {"main.main", "main.work", "main.parse"},
+		{"main.main", "main.render", "main.parse", "runtime.mallocgc"},
+	} {
+		frame(t, b, path...)
+	}
+
+	// Search: a function's share, and nested matches counted once.
+	search(t, b, "main.parse", "65.00%")
+	if q := currentURL(t, b).Query().Get("q"); q != "main.parse" {
+		t.Errorf("URL q = %q after searching, want main.parse", q)
+	}
+	search(t, b, "PARSE|render", "85.00%")
+	search(t, b, "mallocgc", "40.00%")
+
+	// Top functions table, computed in the page: main.parse and
+	// runtime.mallocgc both have 40 ms flat; mallocgc is 40% cumulative.
+	rows := eval[[]string](t, b, `Array.from(document.querySelectorAll('#top-table tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|'))`)
+	if len(rows) != 5 {
+		t.Errorf("top table has %d rows, want 5 functions: %q", len(rows), rows)
+	}
+	if len(rows) > 0 && rows[0] != "40 ms|40.00%|65 ms|65.00%|main.parse" {
+		t.Errorf("top row = %q, want main.parse with 40 ms flat and 65 ms cum", rows[0])
+	}
+	if !contains(rows, "40 ms|40.00%|40 ms|40.00%|runtime.mallocgc") {
+		t.Errorf("top table lacks runtime.mallocgc 40 ms flat and cum: %q", rows)
+	}
+	run(t, b, "sort by name", chromedp.Click(chromedp.CSS(`#top-table [data-sort="name"]`)))
+	first := eval[string](t, b, `document.querySelector('#top-table tbody tr td.fn').textContent`)
+	if first != "runtime.mallocgc" && first != "main.main" {
+		t.Errorf("after sorting by name the first row is %q", first)
+	}
+
+	// Hover: the tooltip names the frame with its values in the unit.
+	r := frame(t, b, "main.main", "main.render")
+	run(t, b, "hover main.render", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
+	tip := eval[string](t, b, `document.getElementById('tooltip').innerText`)
+	for _, want := range []string{"main.render", "Total", "25 ms", "25.00%", "Self", "0 ns", "0.00%"} {
+		if !strings.Contains(tip, want) {
+			t.Errorf("tooltip %q lacks %q", tip, want)
+		}
+	}
+
+	// Click to zoom into main.work: the URL and breadcrumb hold the path.
+	r = frame(t, b, "main.main", "main.work")
+	run(t, b, "click main.work", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
+	if z := currentURL(t, b).Query()["z"]; strings.Join(z, ">") != "main.main>main.work" {
+		t.Errorf("URL z = %q after zooming, want [main.main main.work]", z)
+	}
+	// Zoomed, main.work spans the width and its children fill it 30:20.
+	parse := frame(t, b, "main.main", "main.work", "main.parse")
+	render := frame(t, b, "main.main", "main.work", "main.render")
+	if ratio := parse.Width / render.Width; ratio < 1.45 || ratio > 1.55 {
+		t.Errorf("zoomed widths parse %.1f render %.1f: ratio %.2f, want 1.5", parse.Width, render.Width, ratio)
+	}
+	if w := eval[float64](t, b, `document.getElementById('flame').getBoundingClientRect().width`); parse.Width+render.Width < w*0.98 {
+		t.Errorf("zoomed children are %.0f px wide in a %.0f px canvas", parse.Width+render.Width, w)
+	}
+	// A link with the view state reproduces it.
+	shared := currentURL(t, b).String()
+	run(t, b, "open the shared link", chromedp.Navigate(shared))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, b, `document.getElementById('search').value`); got != "mallocgc" {
+		t.Errorf("shared link: search box %q, want mallocgc", got)
+	}
+	if got := text(t, b, "#match"); !strings.Contains(got, "40.00%") {
+		t.Errorf("shared link: match %q, want 40.00%%", got)
+	}
+	if got := text(t, b, "#crumbs [aria-current]"); got != "main.work" {
+		t.Errorf("shared link: zoomed to %q, want main.work", got)
+	}
+	// Escape goes back to the whole profile.
+	run(t, b, "press Escape", chromedp.KeyEvent("\x1b"))
+	waitFor(t, b, "zoom reset", `document.getElementById('crumbs').hidden && document.getElementById('reset').disabled`)
+	if z := currentURL(t, b).Query()["z"]; len(z) != 0 {
+		t.Errorf("URL z = %q after Escape, want none", z)
+	}
+	// And the breadcrumb goes back too.
+	r = frame(t, b, "main.main", "main.work")
+	run(t, b, "click main.work again", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "zoom", `!document.getElementById('reset').disabled`)
+	run(t, b, "click the root crumb", chromedp.Click(chromedp.CSS("#crumbs button.crumb")))
+	waitFor(t, b, "zoom reset by crumb", `document.getElementById('crumbs').hidden`)
+
+	// Icicle (root on top) to flame (root at the bottom).
+	icicleMain := frame(t, b, "main.main")
+	icicleWork := frame(t, b, "main.main", "main.work")
+	if icicleMain.Y >= icicleWork.Y {
+		t.Errorf("icicle: main.main at y=%.0f is not above main.work at y=%.0f", icicleMain.Y, icicleWork.Y)
+	}
+	run(t, b, "switch to flame", chromedp.Click(chromedp.CSS("#mode-flame")))
+	flameMain := frame(t, b, "main.main")
+	flameWork := frame(t, b, "main.main", "main.work")
+	if flameMain.Y <= flameWork.Y {
+		t.Errorf("flame: main.main at y=%.0f is not below main.work at y=%.0f", flameMain.Y, flameWork.Y)
+	}
+	if m := currentURL(t, b).Query().Get("mode"); m != "flame" {
+		t.Errorf("URL mode = %q, want flame", m)
+	}
+
+	// Sample type: counts instead of time.
+	run(t, b, "choose samples", chromedp.Evaluate[chromedp.Void](
+		`(() => { const s = document.getElementById('si'); s.value = 'samples'; s.dispatchEvent(new Event('change')); })()`))
+	waitFor(t, b, "samples drawn", `document.body.dataset.loads === '2'`)
+	// mallocgc: 2+1 of 9 samples.
+	if got := text(t, b, "#match"); !strings.Contains(got, "33.33%") {
+		t.Errorf("samples: match %q, want 33.33%%", got)
+	}
+	if si := currentURL(t, b).Query().Get("si"); si != "samples" {
+		t.Errorf("URL si = %q, want samples", si)
+	}
+	run(t, b, "switch back to icicle", chromedp.Click(chromedp.CSS("#mode-icicle")))
+	noProblems(t, b)
+	b.Screenshot(t, "flame-page")
+
+	// The links on the page work.
+	for _, id := range []string{"svg-link", "pprof-link", "top-link"} {
+		href := eval[string](t, b, fmt.Sprintf("document.getElementById(%q).href", id))
+		status := eval[int](t, b, fmt.Sprintf("fetch(%q).then(r => r.status)", href))
+		if status != 200 {
+			t.Errorf("%s %s: HTTP %d", id, href, status)
+		}
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBrowserDropUpload drops a file on the upload page: the page posts it
+// to the JSON API and opens the returned link.
+func TestBrowserDropUpload(t *testing.T) {
+	base := startServer(t)
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	data := base64.StdEncoding.EncodeToString(browserProfile(t))
+	run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], 'dropped.pb', {type: 'application/octet-stream'}));
+		const ev = (type) => new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true});
+		document.body.dispatchEvent(ev('dragenter'));
+		document.body.dispatchEvent(ev('drop'));
+	})()`, data)))
+	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("flame graph never drew: %v; page problems %q", err, b.Problems())
+	}
+	frame(t, b, "main.main", "main.work", "main.parse")
+	noProblems(t, b)
+
+	// A file that is not a profile: the page says what was wrong.
+	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	run(t, b, "drop text", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['hello, this is not a profile'], 'notes.txt'));
+		document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+	})()`))
+	waitFor(t, b, "an error message", `document.getElementById('upload-status').classList.contains('error')`)
+	msg := text(t, b, "#upload-status")
+	if !strings.Contains(msg, "notes.txt") || !strings.Contains(msg, "400") {
+		t.Errorf("error for a text file = %q, want the file name and HTTP 400", msg)
+	}
+	b.Problems() // the failed POST is logged as a resource error; expected here
+
+	// An unknown profile is a styled 404 page.
+	run(t, b, "open an unknown profile", chromedp.Navigate(base+"/p/AAAAAAAAAAAAAAAAAAAAAA"))
+	if got := text(t, b, ".status-code"); got != "404" {
+		t.Errorf("unknown profile: status %q, want 404", got)
+	}
+}
