@@ -1,0 +1,320 @@
+package perftext
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest/perfdata"
+)
+
+const dir = "../../../testdata/perf"
+
+func read(t testing.TB, name string) []byte {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// perfScriptText runs the real perf script on a recording.
+func perfScriptText(t *testing.T, args ...string) []byte {
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		t.Fatalf("perf is not installed (package linux-perf): run make deps")
+	}
+	out, err := exec.Command(perf, append([]string{"script", "-f"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("perf script %v: %v", args, err)
+	}
+	return out
+}
+
+// stacks expands a profile into "labels|frame;frame..." keys counted by
+// the value at index vi; frame renders one location.
+func stacks(p *profile.Profile, vi int, labels bool, frame func(*profile.Location) string) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range p.Sample {
+		var fs []string
+		for _, l := range s.Location {
+			fs = append(fs, frame(l))
+		}
+		k := strings.Join(fs, ";")
+		if labels {
+			k = fmt.Sprintf("%v %v|%s", s.Label["comm"], s.NumLabel["tid"], k)
+		}
+		out[k] += s.Value[vi]
+	}
+	return out
+}
+
+func relFrame(l *profile.Location) string {
+	if l.Mapping == nil {
+		return fmt.Sprintf("?:%x", l.Address)
+	}
+	return fmt.Sprintf("%s:%x", l.Mapping.File, l.Address-l.Mapping.Start+l.Mapping.Offset)
+}
+
+func textFrame(l *profile.Location) string {
+	if l.Mapping == nil {
+		return fmt.Sprintf("?:%x", l.Address)
+	}
+	return fmt.Sprintf("%s:%x", l.Mapping.File, l.Address)
+}
+
+func diff(t *testing.T, want, got map[string]int64) {
+	t.Helper()
+	n := 0
+	for k, v := range want {
+		if got[k] != v && n < 5 {
+			n++
+			t.Errorf("want %d× %s, got %d", v, k, got[k])
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok && n < 10 {
+			n++
+			t.Errorf("got %d× %s, not wanted", v, k)
+		}
+	}
+}
+
+// TestScriptMatchesPerfData reads perf script's text for each recording and
+// checks that it yields the same threads, stacks and counts as reading the
+// perf.data itself, and that the frames carry perf's symbol names.
+func TestScriptMatchesPerfData(t *testing.T) {
+	for _, tc := range []struct{ file, fields string }{{"fp.data", ""}, {"multi.data", ""}, {"pipe.data", "+pid"}} {
+		t.Run(tc.file+tc.fields, func(t *testing.T) {
+			args := []string{"-i", filepath.Join(dir, tc.file)}
+			if tc.fields != "" {
+				args = append(args, "-F", tc.fields)
+			}
+			text := perfScriptText(t, args...)
+			if !SniffScript(text[:min(len(text), 4096)]) {
+				t.Fatal("SniffScript does not recognise perf script output")
+			}
+			p, err := ParseScript(text, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := Warnings(p); len(w) > 0 {
+				t.Errorf("warnings on perf's own output: %v", w)
+			}
+			want, err := perfdata.Parse(read(t, tc.file), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sampleTypes(p), sampleTypes(want); !slices.Equal(got, want) {
+				t.Errorf("sample types %v, want %v", got, want)
+			}
+			for vi := range want.SampleType {
+				diff(t, stacks(want, vi, true, relFrame), stacks(p, vi, true, textFrame))
+			}
+			if tc.fields == "+pid" {
+				for _, s := range p.Sample {
+					if len(s.NumLabel["pid"]) != 1 || s.NumLabel["pid"][0] <= 0 {
+						t.Fatalf("-F +pid output gives no pid label: %v", s.NumLabel)
+					}
+				}
+			}
+			named := 0
+			for _, l := range p.Location {
+				if len(l.Line) == 1 && l.Line[0].Function.Name != "[unknown]" {
+					named++
+				}
+			}
+			if named == 0 {
+				t.Error("no frame kept perf's symbol name")
+			}
+		})
+	}
+}
+
+func sampleTypes(p *profile.Profile) []string {
+	var s []string
+	for _, st := range p.SampleType {
+		s = append(s, st.Type+"/"+st.Unit)
+	}
+	return s
+}
+
+// TestScriptCheckedIn reads the checked-in perf script outputs (default
+// fields and -F +pid) and checks sample totals against the text itself.
+func TestScriptCheckedIn(t *testing.T) {
+	for _, name := range []string{"fp.script", "pipe.pid.script"} {
+		text := read(t, name)
+		headers := 0
+		for _, l := range strings.Split(string(text), "\n") {
+			if l != "" && l[0] != '\t' && l[0] != '#' && strings.Contains(l, "-clock:") {
+				headers++
+			}
+		}
+		p, err := ParseScript(text, 0)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		var total int64
+		for _, s := range p.Sample {
+			total += s.Value[0]
+		}
+		if total != int64(headers) || headers == 0 {
+			t.Errorf("%s: %d samples, the text has %d", name, total, headers)
+		}
+	}
+}
+
+func TestScriptWithoutCallchain(t *testing.T) {
+	text := "            deep 27816   668.334305:    2000000  cpu-clock:      7f9e2e6b6aef __cos_fma+0x1f (/usr/lib/x86_64-linux-gnu/libm.so.6)\n" +
+		"            deep 27816   668.334307:    2000000 task-clock:      7f9e2e6b6aef __cos_fma+0x1f (/usr/lib/x86_64-linux-gnu/libm.so.6)\n" +
+		"kworker/0:1 H  12 [000]   668.334309:    2000000 cpu-clock:ppp:      ffffffff81000c82 asm_exc_page_fault+0x22 ([kernel.kallsyms])\n"
+	if !SniffScript([]byte(text)) {
+		t.Fatal("not sniffed")
+	}
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleTypes(p); !slices.Equal(got, []string{"cpu-clock_count/count", "cpu-clock/nanoseconds", "task-clock_count/count", "task-clock/nanoseconds", "cpu-clock:ppp_count/count", "cpu-clock:ppp/nanoseconds"}) {
+		t.Errorf("sample types %v", got)
+	}
+	// deep's cpu-clock and task-clock samples share a stack: one pprof sample, two value columns.
+	if len(p.Sample) != 2 || p.Sample[0].Value[0] != 1 || p.Sample[0].Value[3] != 2000000 {
+		t.Fatalf("samples %v, want deep's two events in one sample", p.Sample)
+	}
+	last := p.Sample[1]
+	if last.Label["comm"][0] != "kworker/0:1 H" || last.NumLabel["tid"][0] != 12 {
+		t.Errorf("comm with spaces: labels %v %v", last.Label, last.NumLabel)
+	}
+	if f := last.Location[0].Line[0].Function.Name; f != "asm_exc_page_fault" || last.Location[0].Mapping.File != "[kernel.kallsyms]" {
+		t.Errorf("frame %s in %s", f, last.Location[0].Mapping.File)
+	}
+	if p.DurationNanos != 4000 {
+		t.Errorf("duration %d ns, want 4000", p.DurationNanos)
+	}
+}
+
+func TestScriptReportsBadLines(t *testing.T) {
+	text := "deep 1 1.000000: 10 cpu-clock:\n\t  1000 main+0x4 (/bin/deep)\n\tnot a frame at all\n\n" +
+		"garbage line\n" +
+		"deep 1 1.000001: 10 cpu-clock:\n\t  1000 main+0x4 (/bin/deep)\n"
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(Warnings(p), "\n")
+	if !strings.Contains(w, "skipped 2 unreadable lines") || !strings.Contains(w, "line 3:") || !strings.Contains(w, "line 5:") {
+		t.Errorf("warnings %q", w)
+	}
+	if p.Sample[0].Value[0] != 2 {
+		t.Errorf("samples %v, want the two good ones merged", p.Sample[0].Value)
+	}
+	if _, err := ParseScript([]byte("hello\nworld\n"), 0); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("wholly unreadable input: err = %v", err)
+	}
+}
+
+// TestFolded reads the checked-in folded stacks made from fp.data and
+// checks them against the recording: total and leaf-most frames.
+func TestFolded(t *testing.T) {
+	text := read(t, "fp.folded")
+	if !SniffFolded(text) {
+		t.Fatal("not sniffed")
+	}
+	p, err := ParseFolded(text, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, want int64
+	for _, l := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		var n int64
+		fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &n)
+		want += n
+	}
+	for _, s := range p.Sample {
+		total += s.Value[0]
+		if root := s.Location[len(s.Location)-1].Line[0].Function.Name; root != "deep" {
+			t.Errorf("root frame %q, want the comm deep", root)
+		}
+	}
+	if total != want || total == 0 {
+		t.Errorf("total %d, want %d", total, want)
+	}
+	if st := sampleTypes(p); !slices.Equal(st, []string{"samples/count"}) {
+		t.Errorf("sample types %v", st)
+	}
+}
+
+func TestFoldedDecimalsAndBadLines(t *testing.T) {
+	text := "main;work;leaf 1.5\nmain;work 2\nthis line has no count\nmain;other 0.25\n"
+	if !SniffFolded([]byte("main;work;leaf 1.5\nmain;work 2\n")) {
+		t.Error("decimal folded not sniffed")
+	}
+	p, err := ParseFolded([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stacks(p, 0, false, func(l *profile.Location) string { return l.Line[0].Function.Name })
+	diff(t, map[string]int64{"leaf;work;main": 1500, "work;main": 2000, "other;main": 250}, got)
+	if p.SampleType[0].Unit != "millicount" {
+		t.Errorf("unit %q", p.SampleType[0].Unit)
+	}
+	if w := strings.Join(Warnings(p), ""); !strings.Contains(w, "skipped 1 unreadable lines: line 3") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := ParseFolded([]byte("nothing here\n"), 0); err == nil {
+		t.Error("wholly unreadable folded input parsed")
+	}
+}
+
+// TestJSONMatchesPerfData reads perf data convert --to-json output of
+// fp.data and checks its stacks (DSO base name + absolute address) against
+// the recording read natively.
+func TestJSONMatchesPerfData(t *testing.T) {
+	text := read(t, "fp.json")
+	if !SniffJSON(text[:4096]) {
+		t.Fatal("not sniffed")
+	}
+	p, err := ParseJSON(text, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := perfdata.Parse(read(t, "fp.data"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(l *profile.Location) string {
+		if l.Mapping == nil {
+			return fmt.Sprintf("%x", l.Address)
+		}
+		return fmt.Sprintf("%s:%x", path.Base(l.Mapping.File), l.Address)
+	}
+	diff(t, stacks(want, 0, true, frame), stacks(p, 0, true, frame))
+	if !strings.Contains(strings.Join(p.Comments, "\n"), "hostname: ") || p.TimeNanos == 0 {
+		t.Errorf("comments %v, time %d", p.Comments, p.TimeNanos)
+	}
+}
+
+func TestJSONReportsBadSamples(t *testing.T) {
+	text := `{"linux-perf-json-version": 1, "samples": [
+		{"pid": 1, "tid": 1, "comm": "a", "callchain": [{"ip": "0x10", "symbol": "f", "dso": "a.out"}]},
+		{"pid": 1, "tid": 1, "comm": "a", "callchain": [{"ip": "zz"}]},
+		{"pid": "x"}]}`
+	p, err := ParseJSON([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(Warnings(p), ""); !strings.Contains(w, "skipped 2 unreadable samples: sample 1") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := ParseJSON([]byte(`{"linux-perf-json-version": 1, "samples": [`), 0); err == nil {
+		t.Error("truncated JSON parsed")
+	}
+}
