@@ -16,3 +16,6 @@ for dw in 5 4; do
 done
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
 objcopy --strip-debug --add-gnu-debuglink=datatype-dw5-pie.debug datatype-dw5-pie datatype-dw5-pie.stripped
+# perf.data for the end-to-end test (web/types_test.go): rerecord whenever the
+# binaries change, since it names them by build ID.
+perf record -q -e cpu-clock -o datatype-dw5-pie.perf.data ./datatype-dw5-pie 1000000

@@ -167,7 +167,9 @@ int main(int argc, char **argv)
 		count_miss();
 		count_table();
 		acc += use_local((int)i) + inl_keys(&o) + add3(acc, i, 3);
-		acc += past_end(s) + head_key(&o) + new_val(i & 7);
+		acc += past_end(s) + head_key(&o);
+		if ((i & 1023) == 0) /* new_val leaks a node: call it rarely */
+			acc += new_val(i & 7);
 	}
 	sink = acc + stats.misses;
 	return 0;
