@@ -85,6 +85,7 @@ func Open(path string) (_ *File, err error) {
 			ff.progs = append(ff.progs, p.ProgHeader)
 		}
 	}
+	ff.progs = estimateOffsets(ff.progs)
 	ff.buildID = readBuildID(ef)
 	if s := ef.Section(".gnu_debuglink"); s != nil {
 		if d, err := s.Data(); err == nil {
@@ -97,6 +98,34 @@ func Open(path string) (_ *File, err error) {
 		ff.hasText = true
 	}
 	return ff, nil
+}
+
+// estimateOffsets fills in the file offsets of the loadable segments of a
+// separate debug file, which objcopy --only-keep-debug zeroes, on the usual
+// layout where a segment's offset is its address less the first segment's
+// page. UseLoadSegmentsOf replaces the guess when the executable is at hand.
+func estimateOffsets(progs []elf.ProgHeader) []elf.ProgHeader {
+	if len(progs) == 0 {
+		return progs
+	}
+	base := progs[0].Vaddr &^ 0xfff
+	out := make([]elf.ProgHeader, len(progs))
+	for i, p := range progs {
+		if p.Off == 0 && p.Filesz == 0 && p.Memsz > 0 && p.Vaddr >= base {
+			p.Off = p.Vaddr - base
+			p.Filesz = p.Memsz
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// UseLoadSegmentsOf makes address translation use the program headers of exe,
+// the executable or library a separate debug file belongs to.
+func (f *File) UseLoadSegmentsOf(exe *File) {
+	if len(exe.progs) > 0 {
+		f.progs = exe.progs
+	}
 }
 
 // readBuildID returns the hex GNU build ID from the object's notes, or "".
@@ -325,3 +354,7 @@ func (f *File) Prefetch(addrs []uint64) {
 		}()
 	}
 }
+
+// HasCode reports whether the object holds its code, as executables and
+// libraries do and separate debug files (whose .text is NOBITS) do not.
+func (f *File) HasCode() bool { return f.hasText }

@@ -1,0 +1,245 @@
+package symbolize
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/elfsym"
+)
+
+// kernelRelease is `uname -r`.
+func kernelRelease() string {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
+}
+
+// runningKernelBuildID reads the build ID of the running kernel from its notes.
+func (s *Symbolizer) runningKernelBuildID() string {
+	if s.cfg.KernelNotesPath == "" {
+		return ""
+	}
+	d, err := os.ReadFile(s.cfg.KernelNotesPath)
+	if err != nil {
+		return ""
+	}
+	return elfsym.ParseBuildIDNotes(d)
+}
+
+// loadKernel finds the kernel of build ID bid: a vmlinux with that build ID
+// (unless IgnoreVmlinux), else a kallsyms copy in perf's build-ID cache, else
+// this machine's /proc/kallsyms when the running kernel has that build ID.
+func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev func(State, string, *debuginfod.Progress)) (*loaded, error) {
+	running := s.runningKernelBuildID()
+	var why []string
+	if !s.cfg.IgnoreVmlinux && bid != "" {
+		var cands []candidate
+		for _, d := range s.cfg.DebugDirs {
+			cands = append(cands,
+				candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
+				candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
+				candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout"},
+				candidate{filepath.Join(d, "vmlinux"), "--debug-dir"})
+		}
+		if s.cfg.SystemDebugDir != "" {
+			cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree"})
+		}
+		if s.cfg.BuildIDCacheDir != "" {
+			d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
+			cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache"}, candidate{filepath.Join(d, "elf"), "perf build-ID cache"})
+		}
+		if r := s.cfg.KernelRelease; r != "" {
+			for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {
+				cands = append(cands, candidate{p, "standard vmlinux path"})
+			}
+		}
+		if s.cfg.DebuginfodCacheDir != "" {
+			cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache"})
+		}
+		for _, c := range cands {
+			if l := s.openVmlinux(c, bid, running); l != nil {
+				return l, nil
+			}
+		}
+		if s.cfg.Fetcher != nil && !opt.NoDebuginfod {
+			ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
+			p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
+			if err == nil {
+				if l := s.openVmlinux(candidate{p, "debuginfod debuginfo"}, bid, running); l != nil {
+					return l, nil
+				}
+			} else if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+		why = append(why, "no vmlinux with this build ID")
+	}
+	if bid != "" && s.cfg.BuildIDCacheDir != "" {
+		for _, p := range []string{
+			filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "kallsyms"),
+			filepath.Join(s.cfg.BuildIDCacheDir, "[kernel.kallsyms]", bid, "kallsyms"),
+		} {
+			if k, err := loadKallsyms(p); err == nil {
+				return &loaded{obj: k, source: p + " (perf build-ID cache)", note: "kernel symbols only, no lines"}, nil
+			}
+		}
+	}
+	switch {
+	case s.cfg.KallsymsPath == "":
+	case bid == "":
+		why = append(why, "the kernel mapping has no build ID, so this machine's kallsyms cannot be checked against it")
+	case running != bid:
+		why = append(why, fmt.Sprintf("this machine runs kernel %s, not %s, so its kallsyms does not apply", orNone(running), bid))
+	default:
+		k, err := loadKallsyms(s.cfg.KallsymsPath)
+		if err == nil {
+			return &loaded{obj: k, source: s.cfg.KallsymsPath + " (running kernel, build ID matches)", note: "kernel symbols only, no lines"}, nil
+		}
+		why = append(why, err.Error())
+	}
+	return nil, fmt.Errorf("%w for the kernel (%s); add its vmlinux with --debug-dir", errNotFound, strings.Join(why, "; "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "with unknown build ID"
+	}
+	return s
+}
+
+// openVmlinux opens a vmlinux candidate if its build ID is bid. When it is
+// the running kernel, the KASLR shift is taken from /proc/kallsyms.
+func (s *Symbolizer) openVmlinux(c candidate, bid, running string) *loaded {
+	if _, err := os.Stat(c.path); err != nil {
+		return nil
+	}
+	f, err := elfsym.Open(c.path)
+	if err != nil || f.BuildID() != bid {
+		if f != nil {
+			f.Close()
+		}
+		return nil
+	}
+	f.UseSymbolTableNames(true)
+	k := &kernelELF{File: f}
+	if bid == running && s.cfg.KallsymsPath != "" {
+		if ks, err := loadKallsyms(s.cfg.KallsymsPath); err == nil {
+			if rt, ok := ks.addr("_text"); ok {
+				for _, sym := range f.Symbols() {
+					if sym.Name == "_text" {
+						k.shift = rt - sym.Addr
+					}
+				}
+			}
+		}
+	}
+	return &loaded{obj: k, source: c.path + " (" + c.how + ")"}
+}
+
+// kernelELF is a vmlinux: kernel addresses are absolute, less the KASLR shift.
+type kernelELF struct {
+	*elfsym.File
+	shift uint64
+}
+
+func (k *kernelELF) ObjAddr(addr, _, _, _ uint64) (uint64, error) { return addr - k.shift, nil }
+
+// kallsyms is a kernel symbol list (/proc/kallsyms format): names, no lines.
+type kallsyms struct {
+	syms []ksym // sorted by address
+}
+
+type ksym struct {
+	addr uint64
+	name string
+}
+
+func loadKallsyms(path string) (*kallsyms, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	k := &kallsyms{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	zero := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 {
+			continue
+		}
+		switch fields[1] {
+		case "t", "T", "w", "W":
+		default:
+			continue
+		}
+		a, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil {
+			continue
+		}
+		if a == 0 {
+			zero++
+			continue
+		}
+		name := fields[2]
+		if len(fields) > 3 {
+			name += " " + fields[3] // [module]
+		}
+		k.syms = append(k.syms, ksym{a, name})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(k.syms) == 0 {
+		if zero > 0 {
+			return nil, errors.New(path + " shows all addresses as 0 (kernel.kptr_restrict); run as root or set kernel.kptr_restrict=0")
+		}
+		return nil, errors.New(path + " holds no text symbols")
+	}
+	sort.SliceStable(k.syms, func(i, j int) bool { return k.syms[i].addr < k.syms[j].addr })
+	return k, nil
+}
+
+func (k *kallsyms) addr(name string) (uint64, bool) {
+	for _, s := range k.syms {
+		if s.name == name {
+			return s.addr, true
+		}
+	}
+	return 0, false
+}
+
+func (k *kallsyms) ObjAddr(addr, _, _, _ uint64) (uint64, error) { return addr, nil }
+
+func (k *kallsyms) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
+	frames = frames[:0]
+	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].addr > addr }) - 1
+	// Past the last symbol nothing bounds it: leave it unknown.
+	if i < 0 || i == len(k.syms)-1 {
+		return frames, nil
+	}
+	// Among aliases at one address, the last listed wins, as in perf.
+	return append(frames, elfsym.Frame{Name: k.syms[i].name}), nil
+}
+
+func (k *kallsyms) Size() int64  { return int64(len(k.syms)) * 40 }
+func (k *kallsyms) Close() error { return nil }

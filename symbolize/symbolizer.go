@@ -1,0 +1,493 @@
+// Package symbolize fills in the functions, source lines and inlined frames of
+// a profile whose locations hold only addresses. It finds each binary's debug
+// info by build ID (locally, then through a debuginfod Fetcher), keeps what it
+// loaded in one store shared by all profiles, and handles each binary on its
+// own: one that cannot be found or read is reported and left as addresses.
+package symbolize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/elfsym"
+)
+
+// Fetcher gets a file by build ID from debuginfod servers; the debuginfod
+// client implements it. It returns the local path of the file.
+type Fetcher interface {
+	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
+}
+
+// Config says where a Symbolizer looks for debug info and how much memory
+// loaded debug info may hold.
+type Config struct {
+	// DebugDirs are searched first (--debug-dir), each in the build-ID layout
+	// (DIR/.build-id/ab/cdef….debug, DIR/ab/cdef….debug, DIR/BUILDID/debuginfo)
+	// or holding plain files named like the binary; build IDs are checked.
+	DebugDirs []string
+	// Fetcher fetches from debuginfod when nothing local fits; nil: none.
+	Fetcher Fetcher
+	// CacheBytes bounds the memory held by idle loaded debug info
+	// (--symbol-cache-size); 0 means 1 GiB.
+	CacheBytes int64
+	// IgnoreVmlinux: resolve the kernel from kallsyms only (perf's --ignore-vmlinux).
+	IgnoreVmlinux bool
+
+	// SystemDebugDir is where distributions install debug files; "" means
+	// /usr/lib/debug. "-" disables it.
+	SystemDebugDir string
+	// BuildIDCacheDir is perf's build-ID cache; "" means ~/.debug, "-" none.
+	BuildIDCacheDir string
+	// DebuginfodCacheDir is the elfutils debuginfod client cache, read
+	// directly so files fetched by gdb or perf are found even without a
+	// Fetcher; "" means the elfutils default, "-" none.
+	DebuginfodCacheDir string
+	// KallsymsPath and KernelNotesPath are the running kernel's symbol list
+	// and notes (with its build ID); "" means /proc/kallsyms and
+	// /sys/kernel/notes, "-" none.
+	KallsymsPath, KernelNotesPath string
+	// KernelRelease names the running kernel for vmlinux paths; "" means uname -r.
+	KernelRelease string
+}
+
+// Symbolizer symbolizes profiles. Make one per process with New: it owns the
+// store of loaded debug info keyed by build ID. It is safe for concurrent use.
+type Symbolizer struct {
+	cfg   Config
+	store *store
+}
+
+// New returns a Symbolizer with the defaults for the fields cfg leaves empty.
+func New(cfg Config) *Symbolizer {
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = 1 << 30
+	}
+	home, _ := os.UserHomeDir()
+	def := func(v *string, d string) {
+		switch *v {
+		case "":
+			*v = d
+		case "-":
+			*v = ""
+		}
+	}
+	def(&cfg.SystemDebugDir, "/usr/lib/debug")
+	if home != "" {
+		def(&cfg.BuildIDCacheDir, filepath.Join(home, ".debug"))
+	} else {
+		def(&cfg.BuildIDCacheDir, "-")
+	}
+	def(&cfg.DebuginfodCacheDir, defaultDebuginfodCache(os.Getenv, home))
+	def(&cfg.KallsymsPath, "/proc/kallsyms")
+	def(&cfg.KernelNotesPath, "/sys/kernel/notes")
+	if cfg.KernelRelease == "" {
+		cfg.KernelRelease = kernelRelease()
+	}
+	return &Symbolizer{cfg: cfg, store: newStore(cfg.CacheBytes)}
+}
+
+// defaultDebuginfodCache is elfutils' cache directory: $DEBUGINFOD_CACHE_PATH,
+// else ~/.debuginfod_client_cache if it exists, else
+// $XDG_CACHE_HOME/debuginfod_client, else ~/.cache/debuginfod_client.
+func defaultDebuginfodCache(getenv func(string) string, home string) string {
+	if p := getenv("DEBUGINFOD_CACHE_PATH"); p != "" {
+		return p
+	}
+	if home != "" {
+		if fi, err := os.Stat(filepath.Join(home, ".debuginfod_client_cache")); err == nil && fi.IsDir() {
+			return filepath.Join(home, ".debuginfod_client_cache")
+		}
+	}
+	if x := getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "debuginfod_client")
+	}
+	if home == "" {
+		return "-"
+	}
+	return filepath.Join(home, ".cache", "debuginfod_client")
+}
+
+// State is where one binary stands during Symbolize.
+type State string
+
+const (
+	StateQueued     State = "queued"
+	StateSearching  State = "searching"
+	StateFetching   State = "fetching"
+	StateLoading    State = "loading"
+	StateSymbolized State = "symbolized"
+	StateNotFound   State = "not found"
+	StateSkipped    State = "skipped"
+	StateError      State = "error"
+)
+
+// Options are one Symbolize call's choices.
+type Options struct {
+	// Progress receives each binary's state changes and its fetch progress,
+	// from any goroutine.
+	Progress func(Event)
+	// NoDebuginfod: use local debug info only for this profile.
+	NoDebuginfod bool
+	// MappingContext, when set, gives the context one binary is worked on
+	// under, so a caller can cancel just that binary (a Skip button). A
+	// binary whose context ends is reported as skipped.
+	MappingContext func(ctx context.Context, m *profile.Mapping) context.Context
+}
+
+// Event is one state change of one binary. Mappings of one binary (same
+// build ID, or same file when there is none) are handled together; Mapping is
+// the first of them.
+type Event struct {
+	Mapping *profile.Mapping
+	File    string
+	BuildID string
+	State   State
+	Source  string               // where the debug info was found
+	Fetch   *debuginfod.Progress // with StateFetching
+	Err     error                // why it was not found, skipped or failed
+}
+
+// Report says what happened to each binary.
+type Report struct {
+	Mappings []MappingReport
+}
+
+// MappingReport is the outcome for one binary.
+type MappingReport struct {
+	File, BuildID string
+	Mappings      int // how many of the profile's mappings are this binary
+	State         State
+	Source        string // the file used and how it was found
+	Resolved      int    // locations given at least a function name
+	Unresolved    int    // locations left as addresses
+	Reason        string // why not found, skipped or failed; or a caveat
+}
+
+// Symbolized counts the binaries in the report that resolved.
+func (r *Report) Symbolized() int {
+	n := 0
+	for _, m := range r.Mappings {
+		if m.State == StateSymbolized {
+			n++
+		}
+	}
+	return n
+}
+
+// NeedsSymbolization reports whether some location has an address but no
+// lines in a mapping not yet symbolized, that is whether Symbolize has work.
+func NeedsSymbolization(p *profile.Profile) bool {
+	for _, l := range p.Location {
+		if needs(l) {
+			return true
+		}
+	}
+	return false
+}
+
+func needs(l *profile.Location) bool {
+	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !pseudoFile(l.Mapping.File)
+}
+
+// pseudoFile reports whether a mapping names no file with debug info:
+// anonymous memory, the heap and stack, JIT regions.
+func pseudoFile(name string) bool {
+	if isKernel(name) {
+		return false
+	}
+	switch {
+	case name == "", name == "//anon", strings.HasPrefix(name, "[anon"), name == "[heap]", name == "[stack]",
+		name == "[vsyscall]", name == "[vvar]", name == "[uprobes]", strings.HasPrefix(name, "/memfd:"),
+		strings.HasPrefix(name, "/anon_hugepage"), strings.HasPrefix(name, "/dev/"), strings.HasPrefix(name, "/tmp/perf-") && strings.HasSuffix(name, ".map"):
+		return true
+	}
+	return false
+}
+
+func isKernel(name string) bool {
+	return strings.HasPrefix(name, "[kernel.kallsyms]") || name == "[kernel]" || strings.HasPrefix(name, "/proc/kcore")
+}
+
+// binaryKey groups mappings of one binary.
+func binaryKey(m *profile.Mapping) string {
+	if isKernel(m.File) {
+		return "kernel:" + strings.ToLower(m.BuildID)
+	}
+	if m.BuildID != "" {
+		return strings.ToLower(m.BuildID)
+	}
+	return "file:" + m.File
+}
+
+type group struct {
+	key      string
+	mappings []*profile.Mapping
+	locs     []*profile.Location
+}
+
+// Symbolize fills in functions and lines of p's locations that have none, in
+// place, binary by binary: a binary that cannot be found or read is reported
+// and its locations keep their addresses. Addresses are kept either way, and
+// mappings that are already symbolized are left alone. The error is non-nil
+// only when ctx ends; the report then covers what was done.
+func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Options) (*Report, error) {
+	var groups []*group
+	byKey := map[string]*group{}
+	seenMapping := map[*profile.Mapping]bool{}
+	for _, l := range p.Location {
+		if !needs(l) {
+			continue
+		}
+		k := binaryKey(l.Mapping)
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		if !seenMapping[l.Mapping] {
+			seenMapping[l.Mapping] = true
+			g.mappings = append(g.mappings, l.Mapping)
+		}
+		g.locs = append(g.locs, l)
+	}
+	emit := func(ev Event) {
+		if opt.Progress != nil {
+			opt.Progress(ev)
+		}
+	}
+	rep := &Report{Mappings: make([]MappingReport, len(groups))}
+	for i, g := range groups {
+		m := g.mappings[0]
+		rep.Mappings[i] = MappingReport{File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), State: StateQueued}
+		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateQueued})
+	}
+	fn := newFunctions(p)
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(len(groups), max(2, runtime.GOMAXPROCS(0))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				rep.Mappings[i] = s.symbolizeGroup(ctx, groups[i], opt, emit, fn)
+			}
+		}()
+	}
+	for i := range groups {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// symbolizeGroup finds, loads and applies the debug info of one binary.
+func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, emit func(Event), fn *functions) (r MappingReport) {
+	m := g.mappings[0]
+	r = MappingReport{File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), Unresolved: len(g.locs)}
+	mctx := ctx
+	if opt.MappingContext != nil {
+		mctx = opt.MappingContext(ctx, m)
+	}
+	ev := func(st State, src string, err error) {
+		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: st, Source: src, Err: err})
+	}
+	fail := func(st State, err error) MappingReport {
+		r.State, r.Reason = st, err.Error()
+		ev(st, "", err)
+		return r
+	}
+	e, err := s.acquire(mctx, g.key, m, opt, emit)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return fail(StateSkipped, fmt.Errorf("stopped: %w", ctx.Err()))
+		case mctx.Err() != nil:
+			return fail(StateSkipped, fmt.Errorf("skipped: %w", context.Cause(mctx)))
+		case errors.Is(err, errNotFound):
+			return fail(StateNotFound, err)
+		default:
+			return fail(StateError, err)
+		}
+	}
+	defer s.store.release(e)
+	r.Source, r.Reason = e.l.source, e.l.note
+	ev(StateLoading, e.l.source, nil)
+
+	type result struct {
+		loc    *profile.Location
+		frames []elfsym.Frame
+	}
+	results := make([]result, 0, len(g.locs))
+	objAddrs := make([]uint64, len(g.locs))
+	var firstErr error
+	for i, l := range g.locs {
+		lm := l.Mapping
+		a, err := e.l.obj.ObjAddr(l.Address, lm.Start, lm.Limit, lm.Offset)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		objAddrs[i] = a
+	}
+	if f, ok := e.l.obj.(*elfsym.File); ok && len(objAddrs) > 64 {
+		f.Prefetch(objAddrs)
+	}
+	for i, l := range g.locs {
+		if i%1024 == 0 && mctx.Err() != nil {
+			return fail(StateSkipped, fmt.Errorf("skipped: %w", context.Cause(mctx)))
+		}
+		if objAddrs[i] == 0 {
+			continue
+		}
+		frames, err := e.l.obj.Lookup(objAddrs[i], nil)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if len(frames) > 0 {
+			results = append(results, result{l, frames})
+		}
+	}
+	fn.mu.Lock()
+	hasLines, hasInline := false, false
+	for _, res := range results {
+		res.loc.Line = res.loc.Line[:0]
+		for _, fr := range res.frames {
+			res.loc.Line = append(res.loc.Line, profile.Line{Function: fn.get(fr), Line: int64(fr.Line)})
+			if fr.Line != 0 {
+				hasLines = true
+			}
+		}
+		if len(res.frames) > 1 {
+			hasInline = true
+		}
+	}
+	for _, mm := range g.mappings {
+		mm.HasFunctions = true
+		mm.HasFilenames = mm.HasFilenames || hasLines
+		mm.HasLineNumbers = mm.HasLineNumbers || hasLines
+		mm.HasInlineFrames = mm.HasInlineFrames || hasInline
+	}
+	fn.mu.Unlock()
+	r.Resolved = len(results)
+	r.Unresolved = len(g.locs) - len(results)
+	r.State = StateSymbolized
+	if firstErr != nil && r.Reason == "" {
+		r.Reason = fmt.Sprintf("%d addresses unresolved, first: %v", r.Unresolved, firstErr)
+	}
+	emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateSymbolized, Source: e.l.source})
+	return r
+}
+
+// functions hands out one profile.Function per distinct function.
+type functions struct {
+	mu   sync.Mutex
+	p    *profile.Profile
+	byID map[funcKey]*profile.Function
+	next uint64
+}
+
+type funcKey struct {
+	name, file string
+	start      int
+}
+
+func newFunctions(p *profile.Profile) *functions {
+	f := &functions{p: p, byID: map[funcKey]*profile.Function{}}
+	for _, fn := range p.Function {
+		f.next = max(f.next, fn.ID)
+		f.byID[funcKey{fn.SystemName, fn.Filename, int(fn.StartLine)}] = fn
+	}
+	return f
+}
+
+func (f *functions) get(fr elfsym.Frame) *profile.Function {
+	sys := fr.Name
+	if sys == "" {
+		sys = "??"
+	}
+	k := funcKey{sys, fr.File, fr.StartLine}
+	if fn := f.byID[k]; fn != nil {
+		return fn
+	}
+	f.next++
+	fn := &profile.Function{ID: f.next, Name: elfsym.Demangle(sys, false), SystemName: sys, Filename: fr.File, StartLine: int64(fr.StartLine)}
+	f.byID[k] = fn
+	f.p.Function = append(f.p.Function, fn)
+	return fn
+}
+
+// Handle is one binary's loaded debug info, held in the store until Close.
+type Handle struct {
+	s *Symbolizer
+	e *entry
+	m profile.Mapping
+}
+
+// Open finds and loads the debug info for mapping m, as Symbolize does, for
+// callers that look up addresses one by one (addr2line, benchmarks).
+func (s *Symbolizer) Open(ctx context.Context, m *profile.Mapping, opt Options) (*Handle, error) {
+	emit := func(ev Event) {
+		if opt.Progress != nil {
+			opt.Progress(ev)
+		}
+	}
+	e, err := s.acquire(ctx, binaryKey(m), m, opt, emit)
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s: s, e: e, m: *m}, nil
+}
+
+// Source says which file the handle's debug info came from, and how it was found.
+func (h *Handle) Source() string { return h.e.l.source }
+
+// Lookup returns the frames at runtime address addr of the mapping, innermost
+// first, appended to frames[:0].
+func (h *Handle) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
+	a, err := h.e.l.obj.ObjAddr(addr, h.m.Start, h.m.Limit, h.m.Offset)
+	if err != nil {
+		return frames[:0], err
+	}
+	return h.e.l.obj.Lookup(a, frames)
+}
+
+// Close gives the debug info back to the store.
+func (h *Handle) Close() {
+	if h.e != nil {
+		h.s.store.release(h.e)
+		h.e = nil
+	}
+}
+
+// Lookup resolves one runtime address in mapping m: a convenience over
+// Open, Handle.Lookup and Close.
+func (s *Symbolizer) Lookup(ctx context.Context, m *profile.Mapping, addr uint64) ([]elfsym.Frame, error) {
+	h, err := s.Open(ctx, m, Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return h.Lookup(addr, nil)
+}
+
+// CacheStats reports how many binaries the store holds and their bytes.
+func (s *Symbolizer) CacheStats() (binaries int, bytes int64) { return s.store.stats() }
