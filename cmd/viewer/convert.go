@@ -1,11 +1,79 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"viewer/web/ingest"
 )
 
-// runConvert is not written yet.
+// runConvert converts any input the viewer reads (perf.data, perf script,
+// folded stacks, perf JSON, pprof; gzipped or not) to a gzipped pprof file,
+// detecting the format from the content as an upload would.
 func runConvert(ctx context.Context, args []string, s stdio) error {
-	return errors.New("convert: not implemented yet")
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz   (IN may be - for standard input)")
+		fmt.Fprintln(s.err, "IN may be perf.data (file or pipe mode), perf script output, folded stacks,")
+		fmt.Fprintln(s.err, "perf data convert --to-json output or pprof, gzipped or not.")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		return usageError{"convert: give exactly one input file (or - for standard input)"}
+	}
+	if *out == "" {
+		return usageError{"convert: give the output file with -o OUT.pb.gz"}
+	}
+	var data []byte
+	if files[0] == "-" {
+		data, err = io.ReadAll(s.in)
+	} else {
+		data, err = os.ReadFile(files[0])
+	}
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, format, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		return fmt.Errorf("convert %s: %w", files[0], err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return fmt.Errorf("convert: encoding the profile: %w", err)
+	}
+	if *out == "-" {
+		_, err = s.out.Write(buf.Bytes())
+	} else {
+		err = os.WriteFile(*out, buf.Bytes(), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	withID := 0
+	for _, m := range p.Mapping {
+		if m.BuildID != "" {
+			withID++
+		}
+	}
+	fmt.Fprintf(s.err, "read %s as %s: %d samples, %d mappings (%d with build IDs)\n", files[0], format, len(p.Sample), len(p.Mapping), withID)
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, "warning: ") {
+			fmt.Fprintln(s.err, c)
+		}
+	}
+	return nil
 }

@@ -115,7 +115,11 @@ type converter struct {
 	key      []byte
 	locBuf   []*profile.Location
 	lastRead map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
+	exe      map[uint32]*vmap  // each process's program mapping
+	perPid   map[uint32]int    // samples per process
 
+	topPid                    uint32
+	topExe                    *vmap // the program of the most sampled process
 	nSamples, noMapping, lost uint64
 	first, last               uint64
 }
@@ -139,6 +143,8 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		locs:     map[locKey]*profile.Location{},
 		samples:  map[string]*profile.Sample{},
 		lastRead: map[uint64]uint64{},
+		exe:      map[uint32]*vmap{},
+		perPid:   map[uint32]int{},
 	}
 	for _, b := range f.Features.BuildIDs {
 		id := hex.EncodeToString(b.ID)
@@ -179,6 +185,9 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 			c.mmap(r)
 		case *Comm:
 			c.comms[r.Tid] = r.Comm
+			if r.Exec {
+				delete(c.exe, r.Pid)
+			}
 		case *Fork:
 			c.fork(r)
 		case *Ksymbol:
@@ -229,6 +238,9 @@ func (c *converter) mmap(m *Mmap) {
 		return
 	}
 	c.space(m.Pid).insert(v)
+	if _, ok := c.exe[m.Pid]; !ok {
+		c.exe[m.Pid] = v // the first executable mapping of a process is its program
+	}
 }
 
 func (c *converter) fork(r *Fork) {
@@ -299,7 +311,7 @@ func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Loca
 	var acc *mappingAcc
 	if v := c.lookup(pid, addr, kernel); v != nil {
 		acc = c.accFor(v)
-		if addr >= acc.m.Limit { // the stretched kernel map
+		if addr >= acc.m.Limit && addr < ^uint64(0) { // the stretched kernel map
 			acc.m.Limit = addr + 1
 		}
 	} else {
@@ -397,6 +409,13 @@ func (c *converter) sample(s *Sample) error {
 		ps.Value[2*s.Attr+1] += int64(period)
 		c.nSamples++
 	}
+	c.perPid[s.Pid]++
+	if c.perPid[s.Pid] == 1 || c.perPid[s.Pid] > c.perPid[c.topPid] {
+		if c.perPid[s.Pid] > c.perPid[c.topPid] || c.topExe == nil {
+			c.topPid = s.Pid
+			c.topExe = c.exe[s.Pid]
+		}
+	}
 	if s.Time != 0 {
 		if c.first == 0 || s.Time < c.first {
 			c.first = s.Time
@@ -406,8 +425,18 @@ func (c *converter) sample(s *Sample) error {
 	return nil
 }
 
-// finish sets the profile's times and comments.
+// finish puts the main program's mapping first (where pprof looks for it)
+// and sets the profile's times and comments.
 func (c *converter) finish() {
+	if v := c.topExe; v != nil && v.acc != nil && v.acc.m.ID != 1 {
+		ms := c.p.Mapping
+		i := int(v.acc.m.ID - 1)
+		copy(ms[1:i+1], ms[:i])
+		ms[0] = v.acc.m
+		for j, m := range ms {
+			m.ID = uint64(j + 1)
+		}
+	}
 	ft := c.f.Features
 	first, last := c.first, c.last
 	if first == 0 && ft.FirstSample != 0 && ft.LastSample >= ft.FirstSample {

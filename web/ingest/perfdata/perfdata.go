@@ -1011,7 +1011,13 @@ func (f *File) readCompressed(chunks [][]byte, opt Options) error {
 	for i, c := range chunks {
 		readers[i] = bytes.NewReader(c)
 	}
-	zr, err := zstd.NewReader(io.MultiReader(readers...), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	// Bound the decoder's memory by what the output may grow to.
+	mem := uint64(1 << 30)
+	if opt.MaxDecompressed > 0 {
+		mem = min(mem, max(uint64(opt.MaxDecompressed)*2, 8<<20))
+	}
+	zr, err := zstd.NewReader(io.MultiReader(readers...), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(mem), zstd.WithDecoderMaxWindow(mem))
 	if err != nil {
 		return fmt.Errorf("perf.data: starting zstd: %w", err)
 	}

@@ -24,28 +24,28 @@ func foldedLine(s string) (stack string, count float64, ok bool) {
 	return stack, c, true
 }
 
-// SniffFolded reports whether every complete line of head is a folded stack
-// ("frame;frame;frame count") and at least one is.
+// SniffFolded reports whether head looks like folded stacks ("frame;frame;frame
+// count" lines): the first line is one, and most of the others are.
 func SniffFolded(head []byte) bool {
 	lines := bytes.Split(head, []byte("\n"))
 	if len(lines) > 1 && len(head) >= 4096 {
 		lines = lines[:len(lines)-1] // the last line may be cut short
 	}
-	n := 0
+	good, bad := 0, 0
 	for _, l := range lines {
 		s := strings.TrimRight(string(l), "\r")
 		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "#") {
 			continue
 		}
-		if s[0] == ' ' || s[0] == '\t' || s[0] == '{' || s[0] == '[' {
+		if _, _, ok := foldedLine(s); ok && s[0] != ' ' && s[0] != '\t' && s[0] != '{' && s[0] != '[' {
+			good++
+		} else if good == 0 {
 			return false
+		} else {
+			bad++
 		}
-		if _, _, ok := foldedLine(s); !ok {
-			return false
-		}
-		n++
 	}
-	return n > 0
+	return good > bad
 }
 
 // ParseFolded reads folded stacks, as flamegraph.pl's stackcollapse scripts

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+// TestConvertPerfData converts a recorded perf.data to a pprof file and
+// reads it back: samples, the kernel mapping and build IDs survive.
+func TestConvertPerfData(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "fp.pb.gz")
+	var stderr bytes.Buffer
+	err := runWith(context.Background(), []string{"convert", "../../testdata/perf/fp.data", "-o", out}, stdio{out: &bytes.Buffer{}, err: &stderr})
+	if err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "as perf.data:") {
+		t.Errorf("stderr %q does not name the detected format", stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range p.Sample {
+		n += s.Value[0]
+	}
+	if n == 0 {
+		t.Fatal("no samples")
+	}
+	ids := map[string]string{}
+	for _, m := range p.Mapping {
+		ids[filepath.Base(m.File)] = m.BuildID
+	}
+	if ids["[kernel.kallsyms]"] == "" || ids["deep"] == "" || ids["libm.so.6"] == "" {
+		t.Errorf("build IDs by file: %v", ids)
+	}
+}
+
+// TestConvertFoldedStdinToStdout pipes folded stacks through convert.
+func TestConvertFoldedStdinToStdout(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	in := strings.NewReader("main;work 3\nmain;idle 1\nbroken\n")
+	if err := runWith(context.Background(), []string{"convert", "-", "-o", "-"}, stdio{in: in, out: &stdout, err: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) != 2 {
+		t.Errorf("%d samples, want 2", len(p.Sample))
+	}
+	if !strings.Contains(stderr.String(), "skipped 1 unreadable lines: line 3") {
+		t.Errorf("stderr %q does not report the bad line", stderr.String())
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	os.WriteFile(garbage, []byte("\x00\x01 this is not a profile"), 0o644)
+	trunc := filepath.Join(dir, "trunc.data")
+	data, err := os.ReadFile("../../testdata/perf/fp.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(trunc, data[:len(data)/2], 0o644)
+	for _, tc := range []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{"convert"}, true, "exactly one input"},
+		{[]string{"convert", garbage}, true, "-o"},
+		{[]string{"convert", garbage, "-o", filepath.Join(dir, "x")}, false, "not a recognised profile"},
+		{[]string{"convert", trunc, "-o", filepath.Join(dir, "y")}, false, "truncated"},
+		{[]string{"convert", filepath.Join(dir, "missing"), "-o", filepath.Join(dir, "z")}, false, "no such file"},
+	} {
+		err := runWith(context.Background(), tc.args, stdio{out: &bytes.Buffer{}, err: &bytes.Buffer{}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want it to mention %q", tc.args, err, tc.want)
+			continue
+		}
+		if _, isUsage := err.(usageError); isUsage != tc.usage {
+			t.Errorf("%v: usage error = %v, want %v", tc.args, isUsage, tc.usage)
+		}
+	}
+}
