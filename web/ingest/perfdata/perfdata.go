@@ -107,10 +107,10 @@ func (a *Attr) SampleIDAll() bool { return a.Flags&(1<<18) != 0 }
 // Features are the header feature sections (or pipe-mode HEADER_FEATURE records).
 type Features struct {
 	Hostname, OSRelease, Version, Arch, CPUDesc, CPUID string
-	NrCPUsOnline, NrCPUsAvail                         uint32
-	TotalMemKB                                        uint64
-	Cmdline                                           []string
-	BuildIDs                                          []BuildID
+	NrCPUsOnline, NrCPUsAvail                          uint32
+	TotalMemKB                                         uint64
+	Cmdline                                            []string
+	BuildIDs                                           []BuildID
 	// FirstSample and LastSample are perf clock times from SAMPLE_TIME.
 	FirstSample, LastSample uint64
 	// ClockData maps perf clock times to wall time when the file has CLOCK_DATA.

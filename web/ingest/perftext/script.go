@@ -88,10 +88,10 @@ func parseFrame(s string) (Frame, bool) {
 func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 	b := newBuilder(maxSamples)
 	type pending struct {
-		ok                      bool
-		event, comm             string
-		pid, tid, period, time  int64
-		frames                  []Frame
+		ok                     bool
+		event, comm            string
+		pid, tid, period, time int64
+		frames                 []Frame
 	}
 	var cur pending
 	var first, last int64
