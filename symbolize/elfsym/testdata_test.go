@@ -1,0 +1,176 @@
+package elfsym
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/symbolize/golden")
+
+const testdataDir = "../../testdata/symbolize"
+
+// testBinaries are the checked-in test binaries (see testdata/symbolize/build.sh).
+var testBinaries = []string{"c-pie-dwarf5", "c-nopie-dwarf4", "c-zlib", "c-stripped.debug", "libsym.so", "c-lib", "cxx-dwarf5"}
+
+func openTestdata(t *testing.T, name string) *File {
+	t.Helper()
+	f, err := Open(filepath.Join(testdataDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	f.UseSymbolTableNames(true)
+	return f
+}
+
+// textAddrs returns every third address inside the binary's own functions
+// (not the C runtime's), enough to hit each line and inlined range.
+func textAddrs(f *File) []uint64 {
+	skip := map[string]bool{"_start": true, "deregister_tm_clones": true, "register_tm_clones": true,
+		"__do_global_dtors_aux": true, "frame_dummy": true, "_init": true, "_fini": true}
+	var addrs []uint64
+	for _, s := range f.Symbols() {
+		// The C++ standard library's instantiations would swell the golden
+		// files; llvm-symbolizer checks them all the same.
+		if skip[s.Name] || s.Size == 0 || strings.HasPrefix(s.Name, "_ZNSt") || strings.HasPrefix(s.Name, "_ZSt") {
+			continue
+		}
+		for a := s.Addr; a < s.Addr+s.Size; a += 3 {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+func formatFrames(a uint64, frames []Frame) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%#x\n", a)
+	if len(frames) == 0 {
+		b.WriteString("  ??\n")
+	}
+	for _, fr := range frames {
+		name := Demangle(fr.Name, true)
+		if name == "" {
+			name = "??"
+		}
+		fmt.Fprintf(&b, "  %s %s:%d\n", name, fr.File, fr.Line)
+	}
+	return b.String()
+}
+
+// TestGolden symbolizes every third address of each test binary's functions
+// and compares with the golden files (-update rewrites them).
+func TestGolden(t *testing.T) {
+	for _, name := range testBinaries {
+		t.Run(name, func(t *testing.T) {
+			f := openTestdata(t, name)
+			if err := f.DWARFError(); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			for _, a := range textAddrs(f) {
+				frames, err := f.Lookup(a, nil)
+				if err != nil {
+					t.Fatalf("%#x: %v", a, err)
+				}
+				out.WriteString(formatFrames(a, frames))
+			}
+			golden := filepath.Join(testdataDir, "golden", name+".txt")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("%s differs from %s; run go test ./symbolize/elfsym -run TestGolden -update and review the diff", name, golden)
+			}
+		})
+	}
+}
+
+// TestTestdataAgainstLLVMSymbolizer checks the same addresses against
+// llvm-symbolizer, so the golden files are known right, not just unchanged.
+func TestTestdataAgainstLLVMSymbolizer(t *testing.T) {
+	for _, name := range testBinaries {
+		t.Run(name, func(t *testing.T) {
+			f := openTestdata(t, name)
+			addrs := textAddrs(f)
+			want := llvmSymbolize(t, filepath.Join(testdataDir, name), addrs)
+			bad := 0
+			for i, a := range addrs {
+				frames, err := f.Lookup(a, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, exp []string
+				for j, fr := range frames {
+					name := Demangle(fr.Name, true)
+					// llvm-symbolizer 14 leaves some long template names mangled.
+					if j < len(want[i]) && strings.HasPrefix(want[i][j].fn, "_Z") {
+						name = fr.Name
+					}
+					got = append(got, frameKey(noClone(name), fr.File, fr.Line))
+				}
+				for _, fr := range want[i] {
+					exp = append(exp, frameKey(noClone(cleanName(fr.fn)), fr.file, fr.line))
+				}
+				if g, e := strings.Join(got, " | "), strings.Join(exp, " | "); g != e {
+					bad++
+					if bad <= 20 {
+						t.Errorf("%#x:\n  got  %s\n  want %s", a, g, e)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d addresses differ from llvm-symbolizer", bad, len(addrs))
+			}
+		})
+	}
+}
+
+// noClone drops a clone suffix, which demanglers spell differently:
+// "f() [clone .isra.0]" (GNU, ours) and "f() (.isra.0)" (llvm).
+var cloneRE = regexp.MustCompile(` (\[clone [^]]*\]|\(\.[a-z_]+\.[0-9]+\))`)
+
+func noClone(s string) string { return cloneRE.ReplaceAllString(s, "") }
+
+// TestZstdSections checks that zstd-compressed DWARF (c-zstd) gives the same
+// frames as the same binary uncompressed (c-pie-dwarf5): llvm-symbolizer here
+// cannot read zstd sections to compare with directly.
+func TestZstdSections(t *testing.T) {
+	z := openTestdata(t, "c-zstd")
+	plain := openTestdata(t, "c-pie-dwarf5")
+	if z.BuildID() != plain.BuildID() {
+		t.Fatalf("c-zstd is not c-pie-dwarf5 recompressed: build IDs %s, %s", z.BuildID(), plain.BuildID())
+	}
+	addrs := textAddrs(plain)
+	n := 0
+	for _, a := range addrs {
+		fz, err := z.Lookup(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, _ := plain.Lookup(a, nil)
+		if formatFrames(a, fz) != formatFrames(a, fp) {
+			t.Fatalf("zstd:\n%splain:\n%s", formatFrames(a, fz), formatFrames(a, fp))
+		}
+		if len(fz) > 0 && fz[0].Line > 0 {
+			n++
+		}
+	}
+	if n < len(addrs)/2 {
+		t.Errorf("only %d of %d addresses have lines", n, len(addrs))
+	}
+}
