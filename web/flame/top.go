@@ -22,15 +22,12 @@ func Top(p *profile.Profile, si int) (rows []TopRow, total int64) {
 	flat := make([]int64, len(fr.names))
 	cum := make([]int64, len(fr.names))
 	seen := make([]int32, len(fr.names)) // sample number+1 that last counted a name
-	for n, s := range p.Sample {
-		if si >= len(s.Value) || s.Value[si] == 0 {
-			continue
-		}
-		v := s.Value[si]
+	for n, s := range groupStacks(p, si) {
+		v := s.v
 		total += v
 		mark := int32(n + 1)
 		leaf := int32(-1)
-		for i, l := range s.Location {
+		for i, l := range s.locs {
 			fs := fr.loc(l)
 			if i == 0 && len(fs) > 0 {
 				leaf = fs[len(fs)-1] // innermost frame of the leaf location

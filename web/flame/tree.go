@@ -1,6 +1,7 @@
 package flame
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -69,8 +70,36 @@ func Build(p *profile.Profile, si int, opt Options) *Tree {
 	return t
 }
 
+// buildFull aggregates samples into the full call tree. It avoids a
+// per-frame map lookup: samples are first grouped by stack, each distinct
+// stack is expanded to its frame names (root first), the sequences are
+// sorted, and the tree is then built as a trie in one pass where every
+// frame after the common prefix with the previous sequence is a new node.
 func buildFull(p *profile.Profile, si int, fr *frames) *full {
-	n := len(p.Location) + 1
+	uniq := groupStacks(p, si)
+	// Frame sequences, root first, in one buffer.
+	off := make([]int32, len(uniq)+1)
+	total := 0
+	for _, u := range uniq {
+		for _, l := range u.locs {
+			total += len(fr.loc(l))
+		}
+	}
+	seqs := make([]int32, 0, total)
+	for i, u := range uniq {
+		for j := len(u.locs) - 1; j >= 0; j-- {
+			seqs = append(seqs, fr.loc(u.locs[j])...)
+		}
+		off[i+1] = int32(len(seqs))
+	}
+	seq := func(i int32) []int32 { return seqs[off[i]:off[i+1]] }
+	order := make([]int32, len(uniq))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return slices.Compare(seq(a), seq(b)) })
+
+	n := len(seqs)*2/3 + 1
 	ft := &full{
 		name:   make([]int32, 1, n),
 		parent: make([]int32, 1, n),
@@ -78,49 +107,67 @@ func buildFull(p *profile.Profile, si int, fr *frames) *full {
 		self:   make([]int64, 1, n),
 	}
 	ft.parent[0] = -1
-	// child maps (parent, name) to the child node.
-	child := make(map[uint64]int32, n)
-	var prev []*profile.Location
-	prevLeaf := int32(-1)
+	path := []int32{0} // path[d] is the node at depth d of the previous sequence
+	var prev []int32
+	for _, u := range order {
+		cur := seq(u)
+		lcp := 0
+		for lcp < len(cur) && lcp < len(prev) && cur[lcp] == prev[lcp] {
+			lcp++
+		}
+		path = path[:lcp+1]
+		for _, nm := range cur[lcp:] {
+			c := int32(len(ft.name))
+			ft.name = append(ft.name, nm)
+			ft.parent = append(ft.parent, path[len(path)-1])
+			ft.total = append(ft.total, 0)
+			ft.self = append(ft.self, 0)
+			path = append(path, c)
+		}
+		ft.self[path[len(path)-1]] += uniq[u].v
+		prev = cur
+	}
+	// Nodes were created in pre-order, so children follow their parent:
+	// sum totals bottom-up.
+	for i := len(ft.name) - 1; i >= 0; i-- {
+		ft.total[i] += ft.self[i]
+		if i > 0 {
+			ft.total[ft.parent[i]] += ft.total[i]
+		}
+	}
+	return ft
+}
+
+// stack is a distinct sample stack (leaf first) and its summed value.
+type stack struct {
+	locs []*profile.Location
+	v    int64
+}
+
+// groupStacks sums the values for sample index si of samples with the same
+// stack, skipping zeros.
+func groupStacks(p *profile.Profile, si int) []stack {
+	var uniq []stack
+	byHash := make(map[uint64]int32, len(p.Sample)/2+1)
 	for _, s := range p.Sample {
-		if si >= len(s.Value) {
+		if si >= len(s.Value) || s.Value[si] == 0 {
 			continue
 		}
 		v := s.Value[si]
-		if v == 0 {
+		h := uint64(14695981039346656037)
+		for _, l := range s.Location {
+			h = (h ^ l.ID) * 1099511628211
+		}
+		h ^= uint64(len(s.Location))
+		if i, ok := byHash[h]; ok && sameStack(uniq[i].locs, s.Location) {
+			uniq[i].v += v
 			continue
+		} else if !ok {
+			byHash[h] = int32(len(uniq))
 		}
-		// Consecutive samples often share a stack (same slice or equal
-		// contents): reuse the previous walk.
-		if prevLeaf >= 0 && sameStack(prev, s.Location) {
-			for cur := prevLeaf; cur >= 0; cur = ft.parent[cur] {
-				ft.total[cur] += v
-			}
-			ft.self[prevLeaf] += v
-			continue
-		}
-		cur := int32(0)
-		ft.total[0] += v
-		for i := len(s.Location) - 1; i >= 0; i-- {
-			for _, nm := range fr.loc(s.Location[i]) {
-				key := uint64(cur)<<32 | uint64(uint32(nm))
-				c, ok := child[key]
-				if !ok {
-					c = int32(len(ft.name))
-					ft.name = append(ft.name, nm)
-					ft.parent = append(ft.parent, cur)
-					ft.total = append(ft.total, 0)
-					ft.self = append(ft.self, 0)
-					child[key] = c
-				}
-				ft.total[c] += v
-				cur = c
-			}
-		}
-		ft.self[cur] += v
-		prev, prevLeaf = s.Location, cur
+		uniq = append(uniq, stack{s.Location, v})
 	}
-	return ft
+	return uniq
 }
 
 func sameStack(a, b []*profile.Location) bool {

@@ -1,0 +1,122 @@
+// Package gen generates the deterministic benchmark profile used by
+// genprofile, the flame benchmarks and testdata/bench/flame.sh.
+package gen
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+
+	"github.com/google/pprof/profile"
+)
+
+var (
+	pkgs  = []string{"net/http", "encoding/json", "runtime", "compress/flate", "database/sql", "github.com/acme/store", "github.com/acme/api", "google.golang.org/grpc", "crypto/tls", "sync"}
+	types = []string{"Server", "conn", "Decoder", "Encoder", "Writer", "Reader", "Tx", "Pool", "Handler", "state"}
+	verbs = []string{"serve", "read", "write", "decode", "encode", "flush", "lookup", "compress", "handle", "dispatch", "parse", "marshal"}
+)
+
+// Generate returns a CPU profile of nSamples samples over nStacks unique
+// stacks of depth 10–60 made of nFuncs functions in nMaps mappings, with
+// Zipf-like frequencies; the same arguments give the same profile.
+func Generate(nSamples, nStacks, nFuncs, nMaps int, seed uint64) *profile.Profile {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:        10000000,
+		DurationNanos: 60e9,
+		TimeNanos:     1700000000e9,
+	}
+	for i := range nMaps {
+		file := fmt.Sprintf("/usr/lib/x86_64-linux-gnu/libbench%02d.so.1", i)
+		if i == 0 {
+			file = "/usr/local/bin/bench-server"
+		}
+		start := uint64(0x400000) + uint64(i)<<32
+		p.Mapping = append(p.Mapping, &profile.Mapping{
+			ID: uint64(i + 1), Start: start, Limit: start + 1<<30, File: file,
+			BuildID: fmt.Sprintf("%040x", r.Uint64()), HasFunctions: true,
+		})
+	}
+	for i := range nFuncs {
+		name := fmt.Sprintf("%s.(*%s%d).%s%d", pkgs[i%len(pkgs)], types[(i/7)%len(types)], i%97, verbs[(i/3)%len(verbs)], i)
+		p.Function = append(p.Function, &profile.Function{ID: uint64(i + 1), Name: name, SystemName: name, Filename: fmt.Sprintf("src/%s/file%d.go", pkgs[i%len(pkgs)], i%50)})
+	}
+	// One location per function, and a third more at other lines; one in
+	// ten carries an inlined call.
+	nLocs := nFuncs + nFuncs/3
+	for i := range nLocs {
+		fi := i
+		if i >= nFuncs {
+			fi = r.IntN(nFuncs)
+		}
+		fn := p.Function[fi]
+		m := p.Mapping[fi%nMaps]
+		loc := &profile.Location{ID: uint64(i + 1), Mapping: m, Address: m.Start + uint64(fi)*0x400 + uint64(r.IntN(0x3f0))}
+		if r.IntN(10) == 0 {
+			inl := p.Function[r.IntN(nFuncs)]
+			loc.Line = append(loc.Line, profile.Line{Function: inl, Line: int64(1 + r.IntN(900))})
+		}
+		loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(1 + r.IntN(900))})
+		p.Location = append(p.Location, loc)
+	}
+	// Frames are drawn Zipf-like too, so some functions are hot everywhere.
+	locZipf := rand.NewZipf(r, 1.05, 8, uint64(nLocs-1))
+	h := fnv.New64a()
+	seen := make(map[uint64]bool, nStacks)
+	all := make([][]*profile.Location, 0, nStacks)
+	roots := p.Location[:8] // a few entry points: main, goroutine starts
+	for len(all) < nStacks {
+		depth := 10 + r.IntN(51)
+		var st []*profile.Location // root first while building
+		if len(all) > 0 && r.IntN(10) < 9 {
+			// Share a prefix with an earlier stack, as real call trees do.
+			prev := all[r.IntN(len(all))]
+			st = append(st, prev[:1+r.IntN(min(len(prev), depth))]...)
+		} else {
+			st = append(st, roots[r.IntN(len(roots))])
+		}
+		for len(st) < depth {
+			st = append(st, p.Location[locZipf.Uint64()])
+		}
+		h.Reset()
+		for _, l := range st {
+			var b [8]byte
+			for i := range b {
+				b[i] = byte(l.ID >> (8 * i))
+			}
+			h.Write(b[:])
+		}
+		k := h.Sum64()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		all = append(all, st)
+	}
+	// Leaf first, as pprof stores stacks.
+	leafFirst := make([][]*profile.Location, len(all))
+	for i, st := range all {
+		rev := make([]*profile.Location, len(st))
+		for j, l := range st {
+			rev[len(st)-1-j] = l
+		}
+		leafFirst[i] = rev
+	}
+	// Every stack once, the rest Zipf-distributed over stacks, shuffled.
+	stackZipf := rand.NewZipf(r, 1.1, 4, uint64(nStacks-1))
+	order := make([]int, 0, nSamples)
+	for i := range min(nStacks, nSamples) {
+		order = append(order, i)
+	}
+	for len(order) < nSamples {
+		order = append(order, int(stackZipf.Uint64()))
+	}
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for _, si := range order {
+		ns := p.Period + int64(r.IntN(1000))
+		p.Sample = append(p.Sample, &profile.Sample{Location: leafFirst[si], Value: []int64{1, ns}})
+	}
+	return p
+}
