@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -116,4 +117,18 @@ func findBuildIDNote(data []byte, order binary.ByteOrder) (string, bool) {
 		data = data[next:]
 	}
 	return "", false
+}
+
+// FileBuildID returns the GNU build ID of the ELF file at path, lowercase.
+func FileBuildID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	id, err := elfBuildID(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
 }
