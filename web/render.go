@@ -28,6 +28,16 @@ func httpError(status int, format string, args ...any) *echo.HTTPError {
 	return echo.NewHTTPError(status, fmt.Sprintf(format, args...))
 }
 
+// ErrorMessage is the message a user sees for err: an HTTP error's message
+// without its status code, or err's text.
+func ErrorMessage(err error) string {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return fmt.Sprint(he.Message)
+	}
+	return err.Error()
+}
+
 // handleError answers every failed request: JSON {"error": …} under /api/,
 // the HTML error page elsewhere. Unexpected errors are logged and shown as
 // a generic 500.

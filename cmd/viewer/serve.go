@@ -3,9 +3,178 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"viewer/web"
 )
 
-// runServe is not written yet.
+// runServe serves profiles over HTTP until ctx ends (SIGINT/SIGTERM), after
+// loading and linking any FILE arguments.
 func runServe(ctx context.Context, args []string, s stdio) error {
-	return errors.New("serve: not implemented yet")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on")
+	data := fs.String("data", "", "`directory` to store profiles in (default $XDG_DATA_HOME/viewer, else ~/.local/share/viewer)")
+	maxUpload := sizeFlag(web.DefaultMaxUpload)
+	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
+	fs.Usage = func() {
+		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR] [--max-upload SIZE] [FILE...]")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	dir := *data
+	if dir == "" {
+		if dir, err = web.DefaultDataDir(); err != nil {
+			return err
+		}
+	}
+	srv, err := web.New(web.Config{
+		DataDir:   dir,
+		MaxUpload: int64(maxUpload),
+		Log:       slog.New(slog.NewTextHandler(s.err, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	base := "http://" + displayAddr(ln.Addr())
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintf(s.out, "viewer: serving %s/ (profiles in %s)\n", base, dir)
+
+	for _, f := range files {
+		id, err := loadFile(ctx, srv, f, int64(maxUpload))
+		if err != nil {
+			fmt.Fprintf(s.err, "viewer: %s: %v\n", f, err)
+			continue
+		}
+		fmt.Fprintf(s.out, "%s/p/%s\t%s\n", base, id, f)
+	}
+
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(s.err, "viewer: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// loadFile stores a local profile as if it were uploaded.
+func loadFile(ctx context.Context, srv *web.Server, name string, max int64) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(data)) > max {
+		return "", fmt.Errorf("larger than --max-upload %s", sizeFlag(max))
+	}
+	id, err := srv.Ingest(ctx, data, filepath.Base(name))
+	if err != nil {
+		return "", errors.New(web.ErrorMessage(err))
+	}
+	return id, nil
+}
+
+// displayAddr turns a listener address into one a browser can open.
+func displayAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ta.IP.IsUnspecified() {
+		return net.JoinHostPort("localhost", strconv.Itoa(ta.Port))
+	}
+	return ta.String()
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments (viewer serve FILE --addr X) and returns the positionals.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// sizeFlag is a byte count given as 512MiB, 2GiB, 100MB, 4096 and so on.
+type sizeFlag int64
+
+func (f sizeFlag) String() string {
+	n := int64(f)
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return strconv.FormatInt(n/u.v, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (f *sizeFlag) Set(s string) error {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kb": 1e3, "kib": 1 << 10,
+		"m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
+		"g": 1 << 30, "gb": 1e9, "gib": 1 << 30,
+		"t": 1 << 40, "tb": 1e12, "tib": 1 << 40,
+	}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v <= 0 {
+		return fmt.Errorf("size %q: want a positive number with an optional unit, e.g. 512MiB", s)
+	}
+	*f = sizeFlag(v * mult)
+	return nil
 }
