@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -295,6 +296,19 @@ func TestBrowserFlamePage(t *testing.T) {
 	if got := text(t, b, "#crumbs [aria-current]"); got != "main.work" {
 		t.Errorf("shared link: zoomed to %q, want main.work", got)
 	}
+	// reload() (what on-demand symbolization calls) refetches flame.json
+	// and redraws, keeping the zoom and the search.
+	loads := eval[string](t, b, `document.body.dataset.loads`)
+	run(t, b, "reload", chromedp.Evaluate[chromedp.Void](`window.viewer.reload()`, chromedp.EvalAwaitPromise))
+	if got := eval[string](t, b, `document.body.dataset.loads`); got == loads {
+		t.Errorf("reload did not load again (data-loads still %s)", got)
+	}
+	if got := text(t, b, "#crumbs [aria-current]"); got != "main.work" {
+		t.Errorf("after reload: zoomed to %q, want main.work", got)
+	}
+	if got := text(t, b, "#match"); !strings.Contains(got, "40.00%") {
+		t.Errorf("after reload: match %q, want 40.00%%", got)
+	}
 	// Escape goes back to the whole profile.
 	run(t, b, "press Escape", chromedp.KeyEvent("\x1b"))
 	waitFor(t, b, "zoom reset", `document.getElementById('crumbs').hidden && document.getElementById('reset').disabled`)
@@ -325,9 +339,10 @@ func TestBrowserFlamePage(t *testing.T) {
 	}
 
 	// Sample type: counts instead of time.
+	loads = eval[string](t, b, `document.body.dataset.loads`)
 	run(t, b, "choose samples", chromedp.Evaluate[chromedp.Void](
 		`(() => { const s = document.getElementById('si'); s.value = 'samples'; s.dispatchEvent(new Event('change')); })()`))
-	waitFor(t, b, "samples drawn", `document.body.dataset.loads === '2'`)
+	waitFor(t, b, "samples drawn", fmt.Sprintf(`document.body.dataset.loads !== %q`, loads))
 	// mallocgc: 2+1 of 9 samples.
 	if got := text(t, b, "#match"); !strings.Contains(got, "33.33%") {
 		t.Errorf("samples: match %q, want 33.33%%", got)
@@ -347,6 +362,35 @@ func TestBrowserFlamePage(t *testing.T) {
 			t.Errorf("%s %s: HTTP %d", id, href, status)
 		}
 	}
+
+	// The canvas follows the window's width and the device pixel ratio.
+	run(t, b, "narrow hi-dpi window", chromedp.EmulateViewport(900, 800, chromedp.EmulateScale(2)))
+	waitFor(t, b, "canvas resized", `(() => {
+		const c = document.getElementById('flame'), w = c.getBoundingClientRect().width;
+		return w > 700 && w < 900 && c.width === Math.round(w * 2);
+	})()`)
+	if r := frame(t, b, "main.main"); r.Width > 900 {
+		t.Errorf("after resizing main.main is %.0f px wide", r.Width)
+	}
+
+	// The server-rendered top page sorts by its headers.
+	run(t, b, "open the top page", chromedp.Click(chromedp.CSS("#top-link")))
+	waitFor(t, b, "the top page", `location.pathname.endsWith('/top') && document.readyState === 'complete'`)
+	names := func() []string {
+		return eval[[]string](t, b, `Array.from(document.querySelectorAll('#top tbody td.fn')).map(td => td.textContent)`)
+	}
+	if got := names(); len(got) != 5 {
+		t.Errorf("top page rows %q, want 5 functions", got)
+	}
+	run(t, b, "sort by function", chromedp.Click(chromedp.CSS(`#top [data-sort="name"]`)))
+	if got := names(); !sort.StringsAreSorted(got) || len(got) != 5 {
+		t.Errorf("top page sorted by name: %q", got)
+	}
+	run(t, b, "sort by cum", chromedp.Click(chromedp.CSS(`#top [data-sort="cum"]`)))
+	if got := names(); len(got) == 0 || got[0] != "main.main" {
+		t.Errorf("top page sorted by cum: %q, want main.main first", got)
+	}
+	noProblems(t, b)
 }
 
 func contains(ss []string, s string) bool {
