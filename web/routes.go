@@ -27,6 +27,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
+	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
 
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)

@@ -1,0 +1,77 @@
+package views
+
+// TypesPage is the data-type page at /p/ID/types: which data types and
+// members the samples' instructions access, like `perf report -s
+// type,typeoff` and `perf annotate --data-type`.
+type TypesPage struct {
+	Page
+	ID          string
+	SampleTypes []SampleType
+	SI          string
+	Unit        string
+	Total       string
+	Attributed  string // share of samples attributed to a real type
+	JSONURL     string
+	FlameURL    string
+	Types       []TypeRow
+	Funcs       []TypeFuncRow
+	Unknown     []UnknownRow
+	DSOs        []TypeDSO
+}
+
+// TypeRow is one data type; Members is its layout with shares.
+type TypeRow struct {
+	Anchor  string // element id, for links from functions
+	Name    string
+	Size    string // bytes, "" when unknown
+	SizeNum int64  // for sorting
+	DSO     string
+	Value   string
+	Pct     string
+	Frac    float64
+	Special bool // "(stack operation)" or "(unknown)"
+	Members []MemberRow
+	Funcs   []TypeFuncLink
+}
+
+// MemberRow is one line of a type's layout. Pct/Frac include nested
+// members; Self is the member's own share when it differs.
+type MemberRow struct {
+	Offset, Size int64
+	Field        string
+	Type         string
+	Depth        int
+	Value        string
+	Pct          string
+	Self         string
+	Frac         float64
+	Accessed     bool
+}
+
+// TypeFuncLink links a type to a function touching it (the flame graph
+// searched for it).
+type TypeFuncLink struct{ Name, Href, Pct string }
+
+// TypeFuncRow is a function with the types its instructions access.
+type TypeFuncRow struct {
+	Name, Href, Value, Pct string
+	Frac                   float64
+	Types                  []TypeLink
+}
+
+// TypeLink points at a type's row on the page.
+type TypeLink struct{ Name, Anchor, Pct string }
+
+// UnknownRow is one reason samples were not attributed (the debug view).
+type UnknownRow struct {
+	Reason, Func, Insn, PC, DSO string
+	Value, Pct                  string
+	Frac                        float64
+}
+
+// TypeDSO is a binary that contributed samples, with where its debug info
+// came from or why there is none.
+type TypeDSO struct {
+	Name, BuildID, Source, Error string
+	Samples, Pct                 string
+}

@@ -1,0 +1,468 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
+
+	"viewer/symbolize/datatype"
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/elfsym"
+	"viewer/views"
+	"viewer/web/flame"
+)
+
+// TypesDebug is where a binary's code and debug info are: the executable
+// (instructions are decoded from it) and the file with its DWARF, which is
+// the same file for an unstripped binary.
+type TypesDebug struct {
+	Exec, Debug string
+	// Source says where the debug info came from, for the DSO list
+	// (e.g. "/usr/lib/debug/.build-id/…", "debuginfod https://…").
+	Source string
+}
+
+// TypesDebugFinder finds the code and debug info of a profile's binary for
+// the data-type page. The error says why nothing was found; it is shown to
+// the user next to the binary, so it should say what to do.
+type TypesDebugFinder interface {
+	FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error)
+}
+
+// LocalTypesDebugFinder looks on this machine: the mapping's file (when its
+// build ID matches) for code, and DebugDir/.build-id/xx/yyyy.debug or the
+// file itself for DWARF.
+type LocalTypesDebugFinder struct {
+	DebugDir string // "" means /usr/lib/debug
+}
+
+// FindTypesDebug implements TypesDebugFinder.
+func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
+	dir := f.DebugDir
+	if dir == "" {
+		dir = "/usr/lib/debug"
+	}
+	var id string
+	if m.BuildID != "" {
+		var err error
+		if id, err = debuginfod.NormalizeBuildID(m.BuildID); err != nil {
+			return TypesDebug{}, fmt.Errorf("invalid build ID: %v", err)
+		}
+	}
+	exec := ""
+	if m.File != "" && filepath.IsAbs(m.File) {
+		if ef, err := elfsym.Open(m.File); err == nil {
+			if id == "" || strings.EqualFold(ef.BuildID(), id) {
+				exec = m.File
+			}
+			ef.Close()
+		}
+	}
+	var debug, source string
+	if id != "" {
+		p := filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
+		if _, err := os.Stat(p); err == nil {
+			debug, source = p, p
+		}
+	}
+	if debug == "" && exec != "" {
+		if ef, err := elfsym.Open(exec); err == nil {
+			if ef.HasDWARF() {
+				debug, source = exec, exec+" (the binary's own DWARF)"
+			}
+			ef.Close()
+		}
+	}
+	switch {
+	case exec == "" && id != "":
+		return TypesDebug{}, fmt.Errorf("no executable with build ID %s on this machine (its code is needed to decode instructions)", id)
+	case exec == "":
+		return TypesDebug{}, fmt.Errorf("%s is not on this machine and the profile has no build ID for it", m.File)
+	case debug == "":
+		return TypesDebug{}, fmt.Errorf("no debug info: %s has no DWARF and %s/.build-id has none for build ID %q; install its -dbg/-dbgsym package or enable debuginfod", exec, dir, id)
+	}
+	return TypesDebug{Exec: exec, Debug: debug, Source: source}, nil
+}
+
+// typesService computes and caches data-type profiles for one Server.
+type typesService struct {
+	s        *Server
+	mu       sync.Mutex
+	finder   TypesDebugFinder
+	binaries *lru.Cache[string, *typesBinary] // by exec+debug path
+	results  *lru.Cache[typesKey, *datatype.Profile]
+	flight   singleflight.Group
+}
+
+type typesKey struct {
+	id, variant string
+	si          int
+}
+
+type typesBinary struct {
+	bin  *datatype.Binary
+	file *elfsym.File // for runtime → object address translation
+	err  error
+}
+
+// typesServices maps each Server to its data-type state, so the feature
+// needs no field in Server (its struct belongs to the core files).
+var typesServices sync.Map // *Server → *typesService
+
+// SetTypesDebugFinder replaces how the data-type page finds debug info
+// (by default LocalTypesDebugFinder). Cached results are dropped.
+func (s *Server) SetTypesDebugFinder(f TypesDebugFinder) {
+	ts := s.types()
+	ts.mu.Lock()
+	ts.finder = f
+	ts.mu.Unlock()
+	ts.results.Purge()
+	ts.binaries.Purge()
+}
+
+func (s *Server) types() *typesService {
+	if v, ok := typesServices.Load(s); ok {
+		return v.(*typesService)
+	}
+	ts := &typesService{s: s, finder: LocalTypesDebugFinder{}}
+	ts.binaries, _ = lru.New[string, *typesBinary](16)
+	ts.results, _ = lru.New[typesKey, *datatype.Profile](16)
+	v, _ := typesServices.LoadOrStore(s, ts)
+	return v.(*typesService)
+}
+
+// registerTypes adds the data-type routes: the page and its JSON.
+func (s *Server) registerTypes() {
+	s.e.GET("/p/:id/types", s.handleTypesPage)
+	s.e.GET("/p/:id/types.json", s.handleTypesJSON)
+}
+
+// typesJSON is the body of /p/ID/types.json.
+type typesJSON struct {
+	ID         string `json:"id"`
+	SampleType string `json:"sampleType"`
+	Unit       string `json:"unit"`
+	*datatype.Profile
+}
+
+func (s *Server) handleTypesJSON(c echo.Context) error {
+	l, i, p, err := s.typesProfile(c)
+	if err != nil {
+		return err
+	}
+	st := l.Meta.SampleTypes[i]
+	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, Profile: p})
+}
+
+// typesProfile loads the profile named in the request and its data-type
+// profile for the selected sample type.
+func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *datatype.Profile, error) {
+	ctx := c.Request().Context()
+	l, err := s.Profile(ctx, c.Param("id"))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	p, err := s.types().profile(ctx, l, i)
+	return l, i, p, err
+}
+
+// profile returns the (cached) data-type profile of l for sample type si.
+func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*datatype.Profile, error) {
+	key := typesKey{id: l.ID, variant: l.variant(), si: si}
+	if p, ok := ts.results.Get(key); ok {
+		return p, nil
+	}
+	v, err, _ := ts.flight.Do(fmt.Sprintf("%s/%s/%d", key.id, key.variant, si), func() (any, error) {
+		p := ts.compute(background(ctx), l.Profile, si)
+		ts.results.Add(key, p)
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*datatype.Profile), nil
+}
+
+// noAddressDSO collects samples whose leaf has no address to attribute.
+const noAddressDSO = "(no address)"
+
+// compute attributes every sample's leaf address. Binaries without code or
+// debug info are listed with the reason and their samples count as unknown:
+// one bad binary never fails the page.
+func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int) *datatype.Profile {
+	ts.mu.Lock()
+	finder := ts.finder
+	ts.mu.Unlock()
+	type group struct {
+		m       *profile.Mapping
+		samples []datatype.Sample
+	}
+	groups := map[*profile.Mapping]*group{}
+	var order []*profile.Mapping
+	var noAddr []datatype.Sample
+	for _, s := range p.Sample {
+		if si >= len(s.Value) || s.Value[si] == 0 {
+			continue
+		}
+		w := s.Value[si]
+		if len(s.Location) == 0 || s.Location[0].Mapping == nil || s.Location[0].Address == 0 {
+			noAddr = append(noAddr, datatype.Sample{Weight: w})
+			continue
+		}
+		loc := s.Location[0]
+		g := groups[loc.Mapping]
+		if g == nil {
+			g = &group{m: loc.Mapping}
+			groups[loc.Mapping] = g
+			order = append(order, loc.Mapping)
+		}
+		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w})
+	}
+	agg := datatype.NewAggregator()
+	names := dsoNames(order)
+	for _, m := range order {
+		g := groups[m]
+		d := datatype.DSO{Name: names[m], BuildID: m.BuildID}
+		tb, dbg, err := ts.binary(ctx, finder, m)
+		if err != nil {
+			d.Error = err.Error()
+			agg.AddDSO(d)
+			agg.Add(d.Name, nil, g.samples)
+			continue
+		}
+		d.DebugSource = dbg.Source
+		agg.AddDSO(d)
+		// Runtime addresses → object addresses; one unmappable address
+		// only loses that sample.
+		samples := g.samples[:0]
+		var bad []datatype.Sample
+		for _, s := range g.samples {
+			a, err := tb.file.ObjAddr(s.PC, m.Start, m.Limit, m.Offset)
+			if err != nil {
+				bad = append(bad, s)
+				continue
+			}
+			samples = append(samples, datatype.Sample{PC: a, Weight: s.Weight})
+		}
+		agg.Add(d.Name, tb.bin, samples)
+		if len(bad) > 0 {
+			agg.Add(d.Name, nil, bad)
+		}
+	}
+	if len(noAddr) > 0 {
+		agg.AddDSO(datatype.DSO{Name: noAddressDSO, Error: "samples without an address (a profile symbolized without addresses, e.g. Go's pprof output, cannot be attributed to data types)"})
+		agg.Add(noAddressDSO, nil, noAddr)
+	}
+	prof := agg.Profile()
+	return &prof
+}
+
+// binary opens (once) the attribution engine for mapping m.
+func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *profile.Mapping) (*typesBinary, TypesDebug, error) {
+	dbg, err := finder.FindTypesDebug(ctx, m)
+	if err != nil {
+		return nil, dbg, err
+	}
+	key := dbg.Exec + "\x00" + dbg.Debug
+	if tb, ok := ts.binaries.Get(key); ok {
+		return tb, dbg, tb.err
+	}
+	v, _, _ := ts.flight.Do("bin:"+key, func() (any, error) {
+		tb := &typesBinary{}
+		tb.file, tb.err = elfsym.Open(dbg.Exec)
+		if tb.err == nil {
+			tb.bin, tb.err = datatype.Open(dbg.Exec, dbg.Debug)
+			tb.file.Close() // ObjAddr needs only the program headers read by Open
+		}
+		ts.binaries.Add(key, tb)
+		return tb, nil
+	})
+	tb := v.(*typesBinary)
+	return tb, dbg, tb.err
+}
+
+// dsoNames names each mapping by its file's base name, as perf does, or by
+// its full path when two mappings share a base name.
+func dsoNames(ms []*profile.Mapping) map[*profile.Mapping]string {
+	count := map[string]int{}
+	base := func(m *profile.Mapping) string {
+		if m.File == "" {
+			if m.BuildID != "" {
+				return "[build ID " + m.BuildID + "]"
+			}
+			return fmt.Sprintf("[mapping %#x]", m.Start)
+		}
+		return filepath.Base(m.File)
+	}
+	for _, m := range ms {
+		count[base(m)]++
+	}
+	out := map[*profile.Mapping]string{}
+	for _, m := range ms {
+		n := base(m)
+		if count[n] > 1 && m.File != "" {
+			n = m.File
+			if count[n] > 1 || n == "" {
+				n = fmt.Sprintf("%s [%s]", m.File, m.BuildID)
+			}
+		}
+		out[m] = n
+	}
+	return out
+}
+
+// maxTypeRows bounds the types listed on the page (types.json has all).
+const maxTypeRows = 500
+
+func (s *Server) handleTypesPage(c echo.Context) error {
+	l, i, p, err := s.typesProfile(c)
+	if err != nil {
+		return err
+	}
+	id, siq := l.ID, c.QueryParam("si")
+	st := l.Meta.SampleTypes[i]
+	page := views.TypesPage{
+		Page:        views.Page{Title: displayName(l.Meta, id) + " · data types", Nav: append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})},
+		ID:          id,
+		SampleTypes: sampleTypes(l.Meta, i),
+		SI:          st.Type,
+		Unit:        st.Unit,
+		Total:       flame.FormatValue(p.Total, st.Unit),
+		JSONURL:     profileURL(id, "/types.json", siq),
+		FlameURL:    profileURL(id, "", siq),
+	}
+	page.Nav = dedupeNav(page.Nav)
+	frac := func(v int64) float64 {
+		if p.Total == 0 {
+			return 0
+		}
+		return float64(v) / float64(p.Total)
+	}
+	val := func(v int64) string { return flame.FormatValue(v, st.Unit) }
+	flameSearch := func(fn string) string {
+		u := "/p/" + id + "?q=" + url.QueryEscape(regexpQuote(fn))
+		if siq != "" {
+			u += "&si=" + url.QueryEscape(siq)
+		}
+		return u
+	}
+	var attributed int64
+	type fnAcc struct {
+		w     int64
+		types []views.TypeLink
+	}
+	fns := map[string]*fnAcc{}
+	for n, t := range p.Types {
+		special := strings.HasPrefix(t.Name, "(")
+		if !special {
+			attributed += t.Weight
+		}
+		if n >= maxTypeRows {
+			continue
+		}
+		anchor := fmt.Sprintf("t%d", n)
+		row := views.TypeRow{
+			Anchor: anchor, Name: t.Name, DSO: t.DSO, Special: special,
+			Value: val(t.Weight), Pct: flame.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
+		}
+		if t.Size > 0 {
+			row.Size = fmt.Sprint(t.Size)
+			row.SizeNum = t.Size
+		}
+		for _, m := range t.Members {
+			name := m.Field
+			if m.Name == "" {
+				name = t.Name
+			}
+			mr := views.MemberRow{
+				Offset: m.Offset, Size: m.Size, Field: name, Type: m.Type, Depth: m.Depth,
+				Pct: flame.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
+			}
+			if m.Total > 0 {
+				mr.Value = val(m.Total)
+			}
+			if m.Weight > 0 && m.Weight != m.Total {
+				mr.Self = flame.Percent(m.Weight, p.Total)
+			}
+			row.Members = append(row.Members, mr)
+		}
+		for _, f := range t.Funcs {
+			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: flame.Percent(f.Weight, p.Total)})
+			fa := fns[f.Name]
+			if fa == nil {
+				fa = &fnAcc{}
+				fns[f.Name] = fa
+			}
+			fa.w += f.Weight
+			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: flame.Percent(f.Weight, p.Total)})
+		}
+		page.Types = append(page.Types, row)
+	}
+	page.Attributed = flame.Percent(attributed, p.Total)
+	for name, fa := range fns {
+		page.Funcs = append(page.Funcs, views.TypeFuncRow{
+			Name: name, Href: flameSearch(name), Value: val(fa.w), Pct: flame.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+		})
+	}
+	sort.Slice(page.Funcs, func(a, b int) bool {
+		if page.Funcs[a].Frac != page.Funcs[b].Frac {
+			return page.Funcs[a].Frac > page.Funcs[b].Frac
+		}
+		return page.Funcs[a].Name < page.Funcs[b].Name
+	})
+	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
+		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: flame.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
+		if r.PC != 0 {
+			ur.PC = fmt.Sprintf("%#x", r.PC)
+		}
+		page.Unknown = append(page.Unknown, ur)
+	}
+	for _, d := range p.DSOs {
+		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: flame.Percent(d.Samples, p.Total)})
+	}
+	return Render(c, http.StatusOK, views.Types(page))
+}
+
+// dedupeNav drops a second link with the same label (once the core nav
+// lists Types itself, the page's own link is redundant).
+func dedupeNav(links []views.NavLink) []views.NavLink {
+	seen := map[string]int{}
+	var out []views.NavLink
+	for _, l := range links {
+		if i, ok := seen[l.Label]; ok {
+			out[i].Active = out[i].Active || l.Active
+			continue
+		}
+		seen[l.Label] = len(out)
+		out = append(out, l)
+	}
+	return out
+}
+
+// regexpQuote escapes a function name for the flame page's regexp search.
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+

@@ -1,0 +1,206 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/datatype"
+	"viewer/symbolize/elfsym"
+)
+
+const typesTestdata = "../testdata/datatype"
+
+// buildIDFinder serves the test binaries by build ID (the perf.data names
+// them by the path they were recorded at, which differs on every checkout)
+// and looks for everything else on this machine.
+type buildIDFinder struct {
+	byID map[string]TypesDebug
+	next TypesDebugFinder
+}
+
+func (f buildIDFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
+	if d, ok := f.byID[m.BuildID]; ok {
+		return d, nil
+	}
+	return f.next.FindTypesDebug(ctx, m)
+}
+
+func fileBuildID(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elfsym.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return f.BuildID()
+}
+
+func getTypesJSON(t *testing.T, url string) typesResponse {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	var r typesResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("types.json: %v\n%s", err, body)
+	}
+	return r
+}
+
+type typesResponse struct {
+	SampleType string `json:"sampleType"`
+	datatype.Profile
+}
+
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// TestTypesEndToEnd uploads a perf.data recorded with `perf record -e
+// cpu-clock` of testdata/datatype/datatype-dw5-pie (build.sh) and checks
+// types.json and the page: the hot loops walk struct node lists, so struct
+// node must lead, touched by sum_list and the inlined list_keys.
+func TestTypesEndToEnd(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
+	id := fileBuildID(t, exe)
+	s, ts := newTestServer(t, Config{})
+	s.SetTypesDebugFinder(buildIDFinder{
+		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
+		next: LocalTypesDebugFinder{},
+	})
+	pid := upload(t, ts.URL, data)
+	l, err := s.Profile(context.Background(), pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, _ := resolveSI(l.Meta, "")
+	wantTotal := l.Meta.SampleTypes[si].Total
+
+	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if r.Total != wantTotal || r.Total == 0 {
+		t.Errorf("types.json total = %d, want the profile's %s total %d", r.Total, l.Meta.SampleTypes[si].Type, wantTotal)
+	}
+	var sum int64
+	for _, ty := range r.Types {
+		sum += ty.Weight
+	}
+	if sum != r.Total {
+		t.Errorf("type weights add up to %d, want the total %d", sum, r.Total)
+	}
+	var dsoSum int64
+	var app *datatype.DSO
+	for i, d := range r.DSOs {
+		dsoSum += d.Samples
+		if d.BuildID == id {
+			app = &r.DSOs[i]
+		}
+		if d.DebugSource == "" && d.Error == "" {
+			t.Errorf("DSO %+v says neither where its debug info came from nor why there is none", d)
+		}
+	}
+	if dsoSum != r.Total {
+		t.Errorf("DSO samples add up to %d, want %d", dsoSum, r.Total)
+	}
+	if app == nil || app.Name != "datatype-dw5-pie" || app.DebugSource != "testdata" || app.Error != "" || app.Samples*2 < r.Total {
+		t.Fatalf("test binary's DSO entry = %+v; want datatype-dw5-pie with build ID %s, most samples; all: %+v", app, id, r.DSOs)
+	}
+	if len(r.Types) == 0 || r.Types[0].Name != "struct node" || r.Types[0].DSO != "datatype-dw5-pie" || r.Types[0].Weight*5 < r.Total {
+		t.Fatalf("top type = %+v, want struct node with at least 20%% of the samples", r.Types)
+	}
+	node := r.Types[0]
+	funcs := map[string]bool{}
+	for _, f := range node.Funcs {
+		funcs[f.Name] = true
+	}
+	if !funcs["sum_list"] || !funcs["list_keys"] {
+		t.Errorf("struct node funcs = %+v, want sum_list and the inlined list_keys", node.Funcs)
+	}
+	var memberSum int64
+	for _, m := range node.Members {
+		if m.Name != "" {
+			memberSum += m.Weight
+		}
+		if m.Name == "" && m.Total != node.Weight {
+			t.Errorf("struct node whole-type row total %d, want %d", m.Total, node.Weight)
+		}
+	}
+	if memberSum != node.Weight {
+		t.Errorf("struct node member weights add up to %d, want %d", memberSum, node.Weight)
+	}
+
+	page := getPage(t, ts.URL+"/p/"+pid+"/types")
+	for _, want := range []string{"Data types", "struct node", "sum_list", "datatype-dw5-pie", id, `href="/p/` + pid + `?q=sum_list"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("types page lacks %q", want)
+		}
+	}
+}
+
+// TestTypesWithoutDebugInfo: binaries that cannot be found, and a profile
+// without addresses, still give a page that lists why.
+func TestTypesWithoutDebugInfo(t *testing.T) {
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/nonexistent/app", BuildID: "abcdef0123"}
+	fn := &profile.Function{ID: 1, Name: "main"}
+	withAddr := &profile.Location{ID: 1, Mapping: m, Address: 0x401000}
+	noAddr := &profile.Location{ID: 2, Line: []profile.Line{{Function: fn}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{withAddr}, Value: []int64{7}},
+			{Location: []*profile.Location{noAddr}, Value: []int64{3}},
+		},
+		Mapping:  []*profile.Mapping{m},
+		Location: []*profile.Location{withAddr, noAddr},
+		Function: []*profile.Function{fn},
+	}
+	_, ts := newTestServer(t, Config{})
+	pid := upload(t, ts.URL, encodeProfile(t, p, true))
+	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if r.Total != 10 || len(r.Types) != 2 || r.Types[0].Name != "(unknown)" || r.Types[0].Weight != 7 || r.Types[1].Name != "(unknown)" {
+		t.Fatalf("types.json = %+v, want 10 samples all unknown, per binary", r.Profile)
+	}
+	if len(r.DSOs) != 2 || r.DSOs[0].Name != "app" || !strings.Contains(r.DSOs[0].Error, "no executable with build ID abcdef0123") ||
+		r.DSOs[1].Samples != 3 || !strings.Contains(r.DSOs[1].Error, "without an address") {
+		t.Errorf("DSOs = %+v", r.DSOs)
+	}
+	page := getPage(t, ts.URL+"/p/"+pid+"/types")
+	if !strings.Contains(page, "no executable with build ID abcdef0123") {
+		t.Errorf("types page does not say why app has no debug info")
+	}
+	resp, err := http.Get(ts.URL + "/p/" + strings.Repeat("a", IDLen) + "/types.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("types.json of a missing profile: %d, want 404", resp.StatusCode)
+	}
+}
