@@ -465,4 +465,3 @@ func regexpQuote(s string) string {
 	}
 	return b.String()
 }
-
