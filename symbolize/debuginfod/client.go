@@ -214,19 +214,30 @@ func (c *Client) Fetch(ctx context.Context, buildID string, kind Kind, progress 
 	key := bid + "/" + file
 
 	path, err, done := c.fromCache(key, bid, kind, file)
+	server := ""
 	if !done {
 		if len(c.servers) == 0 {
 			err = ErrNoServers
 		} else {
-			path, err = c.join(ctx, key, bid, kind, file, emit)
+			var got fetched
+			got, err = c.join(ctx, key, bid, kind, file, emit)
+			path, server = got.path, got.server
 		}
 	}
+	if progress == nil {
+		return path, err
+	}
 	p := base
+	if err == nil {
+		if st, serr := os.Stat(path); serr == nil {
+			p.Bytes, p.Total = st.Size(), st.Size()
+		}
+	}
 	switch {
 	case err == nil && done:
 		p.Phase, p.Path = PhaseCacheHit, path
 	case err == nil:
-		p.Phase, p.Path = PhaseDone, path
+		p.Phase, p.Path, p.Server = PhaseDone, path, server
 	case errors.Is(err, ErrNotFound):
 		p.Phase, p.Err = PhaseNotFound, err
 	default:
@@ -305,7 +316,7 @@ func (f *flight) unlisten(id int) {
 // join waits for the shared download of key, starting it if needed. When
 // ctx ends first, only this caller leaves; the download is cancelled when
 // no caller is left.
-func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, emit func(Progress)) (string, error) {
+func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, emit func(Progress)) (fetched, error) {
 	c.mu.Lock()
 	f := c.flights[key]
 	if f == nil {
@@ -331,12 +342,12 @@ func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file stri
 	case r := <-ch:
 		c.leave(key, f, id)
 		if r.Err != nil {
-			return "", r.Err
+			return fetched{}, r.Err
 		}
-		return r.Val.(string), nil
+		return r.Val.(fetched), nil
 	case <-ctx.Done():
 		c.leave(key, f, id)
-		return "", fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, context.Cause(ctx))
+		return fetched{}, fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, context.Cause(ctx))
 	}
 }
 

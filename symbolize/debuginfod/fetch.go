@@ -25,9 +25,16 @@ const minProgress = 100 << 10
 // progressEvery is how many bytes pass between two downloading reports.
 const progressEvery = 64 << 10
 
+// fetched is a downloaded file and the server it came from; server is
+// empty when the cache had it after all.
+type fetched struct {
+	path   string
+	server string
+}
+
 // download runs one shared fetch: it asks every server, keeps the first
 // good answer, verifies it and moves it into the cache.
-func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (string, error) {
+func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (fetched, error) {
 	ctx := f.ctx
 	if c.cfg.MaxTime > 0 {
 		var cancel context.CancelFunc
@@ -38,15 +45,15 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (s
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-ctx.Done():
-		return "", context.Cause(ctx)
+		return fetched{}, context.Cause(ctx)
 	}
 	if err := c.cache.ensure(); err != nil {
-		return "", err
+		return fetched{}, err
 	}
 	c.cache.clean(c.logf)
 	// Another process (or an earlier flight) may have fetched it meanwhile.
 	if path, err, done := c.fromCache(key, bid, kind, file); done {
-		return path, err
+		return fetched{path: path}, err
 	}
 
 	candidates := c.servers
@@ -55,7 +62,7 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (s
 		winner, errs, path := c.round(ctx, f, candidates, bid, kind, file)
 		if path != "" {
 			c.memo.Add(key, memoEntry{path: path})
-			return path, nil
+			return fetched{path, winner}, nil
 		}
 		failures = append(failures, errs...)
 		if winner == "" {
@@ -75,7 +82,7 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (s
 		candidates = next
 	}
 	if ctx.Err() != nil {
-		return "", context.Cause(ctx)
+		return fetched{}, context.Cause(ctx)
 	}
 	ferr := &FetchError{BuildID: bid, Kind: kind, Servers: failures}
 	if ferr.notFound() {
@@ -83,7 +90,7 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (s
 		miss := time.Duration(c.cache.control(cacheMissFile, defaultCacheMiss, false)) * time.Second
 		c.memo.Add(key, memoEntry{until: time.Now().Add(miss)})
 	}
-	return "", ferr
+	return fetched{}, ferr
 }
 
 func hasServer(errs []*ServerError, s string) bool {

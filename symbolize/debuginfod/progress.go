@@ -15,7 +15,11 @@ const (
 // SourceKind is the Kind for one source file of a build.
 func SourceKind(path string) Kind { return Kind("source" + path) }
 
-// Phase is where one fetch stands.
+// Phase is where one fetch stands. Every Fetch reports exactly one terminal
+// phase last: PhaseCacheHit, PhaseDone, PhaseNotFound or PhaseError.
+// Connecting comes once per server and attempt; downloading at most about
+// once per 64 KiB, from the server that answered first; verifying once the
+// body is in, for debuginfo and executables.
 type Phase string
 
 const (
@@ -32,10 +36,10 @@ const (
 type Progress struct {
 	BuildID string
 	Kind    Kind
-	Server  string // URL of the server being asked, empty for the cache
+	Server  string // URL of the server being asked (or that delivered, with PhaseDone); empty for the cache
 	Phase   Phase
-	Bytes   int64  // received so far
-	Total   int64  // expected size, -1 when unknown
+	Bytes   int64  // received so far; the file's size with PhaseCacheHit and PhaseDone
+	Total   int64  // expected size (Content-Length, else X-DEBUGINFOD-SIZE), -1 when unknown
 	Path    string // local file, once done or on a cache hit
 	Err     error  // set with PhaseError and PhaseNotFound
 }

@@ -34,8 +34,8 @@ func TestRealServerHitAndCacheLayout(t *testing.T) {
 	if got := rec.phases(); len(got) < 4 || got[0] != debuginfod.PhaseConnecting || got[len(got)-1] != debuginfod.PhaseDone {
 		t.Errorf("phases %s, want connecting … downloading … verifying … done", phaseList(got))
 	}
-	if p := rec.last(); p.Server != "" || p.Path != path {
-		t.Errorf("final progress %+v, want Path %s", p, path)
+	if p := rec.last(); p.Server != srv.URL || p.Path != path || p.Bytes != int64(len(testFile(t, "hello.debug"))) {
+		t.Errorf("final progress %+v, want the server, Path %s and the size", p, path)
 	}
 	for _, p := range rec.ps {
 		if p.Phase == debuginfod.PhaseDownloading && (p.Server != srv.URL || p.Total != int64(len(testFile(t, "hello.debug")))) {
