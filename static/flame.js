@@ -187,7 +187,7 @@ export function formatValue(v, unit) {
       return scaled(v, [[1, 'B'], [1024, 'KiB'], [1024 ** 2, 'MiB'], [1024 ** 3, 'GiB'], [1024 ** 4, 'TiB']]);
     case 'count': case 'samples': case '': case 'events':
       if (Math.abs(v) < 1e4) return (Number.isInteger(v) ? v : +v.toFixed(2)).toLocaleString('en-US') + (u && u !== 'count' ? ` ${u}` : '');
-      return scaled(v, [[1, ''], [1e3, 'k'], [1e6, 'M'], [1e9, 'G'], [1e12, 'T']]).replace(/ $/, '') + (u && u !== 'count' ? ` ${u}` : '');
+      return scaled(v, [[1, ''], [1e3, 'k'], [1e6, 'M'], [1e9, 'G'], [1e12, 'T']]).replace(' ', '') + (u && u !== 'count' ? ` ${u}` : '');
     default:
       return `${Number.isInteger(v) ? v.toLocaleString('en-US') : num(v)} ${unit}`;
   }

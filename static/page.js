@@ -31,6 +31,8 @@ let timings = null; // of the last load, for benchmarks and the console
 let generation = 0;
 let topSort = { key: 'flat', desc: true };
 let topAll = false;
+let tipFor = -1; // node the tooltip content describes
+let tipTree = null;
 
 // ---- URL state ----
 
@@ -156,6 +158,7 @@ search.addEventListener('keydown', (e) => {
 // ---- zoom ----
 
 graph.onzoom = () => {
+  tipFor = -1; // the tooltip's "In zoom" share changes
   showCrumbs();
   writeURL();
 };
@@ -253,6 +256,24 @@ function row(label, value, pct) {
 
 graph.onhover = (g, i, e) => {
   if (i < 0 || !tree || !e) { tooltip.hidden = true; return; }
+  if (i !== tipFor || tree !== tipTree) {
+    fillTooltip(i);
+    tipFor = i;
+    tipTree = tree;
+  }
+  tooltip.hidden = false;
+  // Place beside the pointer, inside the chart.
+  const box = chart.getBoundingClientRect();
+  const tw = tooltip.offsetWidth;
+  const th = tooltip.offsetHeight;
+  let x = e.clientX - box.left + 14;
+  let y = e.clientY - box.top + 16;
+  if (x + tw > box.width) x = Math.max(0, e.clientX - box.left - tw - 14);
+  if (e.clientY + 16 + th > window.innerHeight) y = Math.max(0, e.clientY - box.top - th - 12);
+  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+};
+
+function fillTooltip(i) {
   const unit = tree.unit;
   const total = tree.total[i];
   const self = tree.self[i];
@@ -280,17 +301,7 @@ graph.onhover = (g, i, e) => {
     parts.push(n);
   }
   tooltip.replaceChildren(...parts);
-  tooltip.hidden = false;
-  // Place beside the pointer, inside the chart.
-  const box = chart.getBoundingClientRect();
-  const tw = tooltip.offsetWidth;
-  const th = tooltip.offsetHeight;
-  let x = e.clientX - box.left + 14;
-  let y = e.clientY - box.top + 16;
-  if (x + tw > box.width) x = Math.max(0, e.clientX - box.left - tw - 14);
-  if (e.clientY + 16 + th > window.innerHeight) y = Math.max(0, e.clientY - box.top - th - 12);
-  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
-};
+}
 
 // ---- top functions ----
 
