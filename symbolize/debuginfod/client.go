@@ -187,8 +187,10 @@ func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
 // Fetch returns the local path of kind for buildID: from the memo or the
 // cache when there, else downloaded from the first server that has it,
 // verified and cached. progress, if not nil, is called on the fetching
-// goroutine or the download's; it must not block. Each call ends with one
-// terminal phase: PhaseCacheHit, PhaseDone, PhaseNotFound or PhaseError.
+// goroutine or the download's, never after Fetch returns; it must return
+// quickly and must not call Fetch (a slow callback slows the download every
+// caller shares). Each call ends with one terminal phase: PhaseCacheHit,
+// PhaseDone, PhaseNotFound or PhaseError.
 //
 // Errors: *InvalidBuildIDError, *InvalidKindError, ErrNoServers, an error
 // matching ErrNotFound, a *FetchError, or the context's error when ctx ends
@@ -317,6 +319,9 @@ func (f *flight) unlisten(id int) {
 // ctx ends first, only this caller leaves; the download is cancelled when
 // no caller is left.
 func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, emit func(Progress)) (fetched, error) {
+	if err := context.Cause(ctx); err != nil {
+		return fetched{}, fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, err)
+	}
 	c.mu.Lock()
 	f := c.flights[key]
 	if f == nil {

@@ -450,3 +450,24 @@ func TestHeadersFileAndUserAgent(t *testing.T) {
 		t.Errorf("bad headers file: %v, want an error naming line 1", err)
 	}
 }
+
+// A context cancelled before the call asks no server and writes nothing.
+func TestCancelledContextAsksNoServer(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var rec recorder
+	_, err := c.Fetch(ctx, helloID, debuginfod.KindDebuginfo, rec.add)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fetch: %v, want context.Canceled", err)
+	}
+	if p := rec.last(); p.Phase != debuginfod.PhaseError || !errors.Is(p.Err, context.Canceled) {
+		t.Errorf("last progress %+v, want an error phase carrying the cancellation", p)
+	}
+	if srv.n.Load() != 0 {
+		t.Errorf("%d requests", srv.n.Load())
+	}
+	assertNothingCached(t, c, helloID)
+}

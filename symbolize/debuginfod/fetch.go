@@ -331,9 +331,6 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 	if c.cfg.MaxSize > 0 && n > c.cfg.MaxSize {
 		return "", &TooLargeError{Limit: c.cfg.MaxSize, Size: n}, 0
 	}
-	if total >= 0 && n != total {
-		return "", fmt.Errorf("body ended after %d of %d bytes", n, total), 0
-	}
 
 	if kind == KindDebuginfo || kind == KindExecutable {
 		f.emit(Progress{BuildID: bid, Kind: kind, Server: server, Phase: PhaseVerifying, Bytes: n, Total: total})
