@@ -1,0 +1,117 @@
+package web_test
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/elfsym"
+	"viewer/web"
+	"viewer/web/browsertest"
+)
+
+// testdataFinder serves one test binary by build ID, and looks on this
+// machine for the rest.
+type testdataFinder struct {
+	id   string
+	path string
+}
+
+func (f testdataFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (web.TypesDebug, error) {
+	if m.BuildID == f.id {
+		return web.TypesDebug{Exec: f.path, Debug: f.path, Source: "testdata"}, nil
+	}
+	return web.LocalTypesDebugFinder{}.FindTypesDebug(ctx, m)
+}
+
+// TestTypesPageInBrowser opens the data-type page of a recorded perf.data in
+// headless chromium: expanding struct node shows its layout with the
+// accessed member's share, the table sorts, and a function links to the
+// flame graph searched for it.
+func TestTypesPageInBrowser(t *testing.T) {
+	dir := "../testdata/datatype"
+	exe := filepath.Join(dir, "datatype-dw5-pie")
+	ef, err := elfsym.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ef.BuildID()
+	ef.Close()
+	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetTypesDebugFinder(testdataFinder{id: id, path: exe})
+	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	waitFor(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	if got := text(t, b, "#types > tbody > tr:first-child summary"); got != "struct node" {
+		t.Fatalf("first type = %q, want struct node", got)
+	}
+	run(t, b, "expand struct node", chromedp.Click(chromedp.CSS("#types > tbody > tr:first-child summary")))
+	waitFor(t, b, "the member layout", `document.querySelector('#types > tbody > tr:first-child details[open] .layout-table')`)
+	members := eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr:first-child .layout-table tbody tr')).map(r => r.cells[2].textContent.trim() + '=' + r.cells[4].textContent.trim())`)
+	byName := map[string]string{}
+	for _, m := range members {
+		for i := range m {
+			if m[i] == '=' {
+				byName[m[:i]] = m[i+1:]
+				break
+			}
+		}
+	}
+	for _, f := range []string{"next", "key", "val"} {
+		if _, ok := byName[f]; !ok {
+			t.Errorf("struct node layout lacks %s: %q", f, members)
+		}
+	}
+	if byName["next"] == "" || byName["struct node"] == "" {
+		t.Errorf("layout shares: %q; want shares on the type and on next (the loops' loads)", members)
+	}
+	if eval[bool](t, b, `document.querySelector('#types > tbody > tr:first-child details').hasAttribute('open')`) != true {
+		t.Errorf("details did not open")
+	}
+
+	b.Screenshot(t, "types-expanded")
+	run(t, b, "sort by type name", chromedp.Click(chromedp.CSS(`#types [data-sort="name"]`)))
+	names := eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr')).map(r => r.dataset.name)`)
+	for i := 1; i < len(names); i++ {
+		if names[i-1] > names[i] && !(names[i-1][0] == '(' || names[i][0] == '(') {
+			t.Errorf("not sorted by name: %q", names)
+			break
+		}
+	}
+	run(t, b, "sort by share", chromedp.Click(chromedp.CSS(`#types [data-sort="share"]`)))
+	first := eval[string](t, b, `document.querySelector('#types > tbody > tr').dataset.name`)
+	if first != "struct node" {
+		t.Errorf("after sorting by share the first type is %q, want struct node", first)
+	}
+
+	run(t, b, "follow sum_list to the flame graph", chromedp.Click(chromedp.CSS(`#type-funcs a[href*="q=sum_list"]`)))
+	waitFor(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
+	noProblems(t, b)
+}
