@@ -49,6 +49,14 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, cache: cache{dir: cfg.CacheDir}, flights: map[string]*flight{}, logf: cfg.Logf}
 	seen := map[string]bool{}
 	for _, raw := range cfg.URLs {
+		if strings.HasPrefix(raw, "ima:") {
+			// elfutils 0.190+ lets *.urls files set an IMA signature policy
+			// before URLs; we verify build IDs instead and skip the word.
+			if cfg.Logf != nil {
+				cfg.Logf("debuginfod: ignoring %q from %s: IMA signature policies are not supported; files are checked by build ID", raw, orDefault(cfg.URLsFrom, "the configuration"))
+			}
+			continue
+		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("debuginfod: server URL %q (from %s) is not an http:// or https:// URL; fix it or leave it out", raw, orDefault(cfg.URLsFrom, "the configuration"))

@@ -137,7 +137,7 @@ func TestNewRejectsBadURLs(t *testing.T) {
 			t.Errorf("URL %q: %v, want an error naming it and where it came from", u, err)
 		}
 	}
-	c, err := debuginfod.New(debuginfod.Config{URLs: []string{"http://a.example/", "http://a.example"}})
+	c, err := debuginfod.New(debuginfod.Config{URLs: []string{"ima:permissive", "http://a.example/", "http://a.example"}})
 	if err != nil || len(c.Servers()) != 1 {
 		t.Errorf("duplicate URLs: %v, %v", c.Servers(), err)
 	}

@@ -6,7 +6,13 @@
 // option, so Start runs it in a private network namespace (unshare --net) and
 // bridges it out with socat through a unix socket to a Go proxy listening on
 // 127.0.0.1. The proxy counts requests per build ID and can slow responses
-// down. Everything stops at test cleanup.
+// down. Everything stops at test cleanup, and with the test process if it
+// dies (the server runs in its own PID namespace too).
+//
+//	dir := t.TempDir()
+//	_, id := debuginfodtest.BuildELF(t, dir, "prog", 1<<20)
+//	srv := debuginfodtest.Start(t, dir)
+//	// DEBUGINFOD_URLS=srv.URL ... then check srv.Requests(id)
 package debuginfodtest
 
 import (
@@ -107,7 +113,11 @@ func Start(t testing.TB, dirs ...string) *Server {
 ip link set lo up
 debuginfod -p 8002 -d "$DB" -t 0 -g 0 -F "$@" >"$LOG" 2>&1 &
 exec socat UNIX-LISTEN:"$SOCK",fork,unlink-early TCP:127.0.0.1:8002`
-	args := append([]string{"--net", "--pid", "--fork", "--kill-child", "sh", "-c", script, "sh"}, abs...)
+	args := []string{"--net", "--pid", "--fork", "--kill-child"}
+	if os.Geteuid() != 0 {
+		args = append(args, "--map-root-user") // a user namespace grants the rights
+	}
+	args = append(append(args, "sh", "-c", script, "sh"), abs...)
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = append(os.Environ(), "DB="+filepath.Join(work, "index.sqlite"), "LOG="+s.logPath, "SOCK="+sock, "TMPDIR="+work)
 	var stderr bytes.Buffer
