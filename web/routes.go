@@ -34,8 +34,10 @@ func (s *Server) routes() {
 }
 
 // skipGzip leaves alone responses that are already compressed (flame.json
-// is gzipped once and cached; profile.pb.gz is gzip) and event streams.
+// and flame.svg are gzipped once and cached; profile.pb.gz is gzip) and
+// event streams.
 func skipGzip(c echo.Context) bool {
 	p := c.Path()
-	return strings.HasSuffix(p, "/flame.json") || strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, "/events")
+	return strings.HasSuffix(p, "/flame.json") || strings.HasSuffix(p, "/flame.svg") ||
+		strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, "/events")
 }

@@ -249,9 +249,25 @@ func TestFlameJSONCaching(t *testing.T) {
 	if r := get(t, url, "If-None-Match", etag); r.status != http.StatusNotModified || len(r.body) != 0 {
 		t.Fatalf("revalidation: status %d, %d bytes; want 304", r.status, len(r.body))
 	}
-	page := get(t, ts.URL+"/p/"+id, "Accept-Encoding", "gzip")
-	if page.status != 200 {
-		t.Fatalf("page status %d", page.status)
+	// Every response is compressed exactly once (get's transport doesn't
+	// decompress when the request sets Accept-Encoding itself), also when
+	// the compressed body is large.
+	wide := testProfile()
+	for i := 0; i < 300; i++ {
+		f := &profile.Function{ID: uint64(100 + i), Name: fmt.Sprintf("pkg.leaf%d", i*7919)}
+		l := &profile.Location{ID: uint64(100 + i), Mapping: wide.Mapping[0], Address: 0x410000 + uint64(i), Line: []profile.Line{{Function: f}}}
+		wide.Function, wide.Location = append(wide.Function, f), append(wide.Location, l)
+		wide.Sample = append(wide.Sample, &profile.Sample{Location: []*profile.Location{l, wide.Location[0]}, Value: []int64{100, 1e9}})
+	}
+	id = upload(t, ts.URL, encodeProfile(t, wide, true))
+	for _, u := range []string{"/p/" + id, "/p/" + id + "/flame.svg", "/p/" + id + "/flame.json", "/p/" + id + "/top"} {
+		r := get(t, ts.URL+u, "Accept-Encoding", "gzip")
+		if r.status != 200 || r.header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("%s: status %d, Content-Encoding %q", u, r.status, r.header.Get("Content-Encoding"))
+		}
+		if b := mustGunzip(t, r.body); bytes.HasPrefix(b, []byte{0x1f, 0x8b}) || len(b) < 100 {
+			t.Errorf("%s: gzipped twice or empty: %.40q", u, b)
+		}
 	}
 }
 
