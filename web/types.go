@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"debug/elf"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -60,6 +61,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 			return TypesDebug{}, fmt.Errorf("invalid build ID: %v", err)
 		}
 	}
+	kernel := strings.HasPrefix(m.File, "[kernel")
 	exec := ""
 	if m.File != "" && filepath.IsAbs(m.File) {
 		if ef, err := elfsym.Open(m.File); err == nil {
@@ -71,9 +73,28 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 	}
 	var debug, source string
 	if id != "" {
-		p := filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
-		if _, err := os.Stat(p); err == nil {
-			debug, source = p, p
+		candidates := []string{filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")}
+		if kernel {
+			// Debian's linux-image-*-dbg installs the unstripped vmlinux here.
+			if rel, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+				r := strings.TrimSpace(string(rel))
+				candidates = append(candidates, filepath.Join(dir, "boot", "vmlinux-"+r), filepath.Join(dir, "lib", "modules", r, "vmlinux"))
+			}
+		}
+		for _, p := range candidates {
+			ef, err := elfsym.Open(p)
+			if err != nil {
+				continue
+			}
+			match := strings.EqualFold(ef.BuildID(), id)
+			ef.Close()
+			if match {
+				debug, source = p, p
+				if exec == "" && hasCode(p) {
+					exec = p // an unstripped file (vmlinux): code and DWARF together
+				}
+				break
+			}
 		}
 	}
 	if debug == "" && exec != "" {
@@ -85,6 +106,8 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 		}
 	}
 	switch {
+	case exec == "" && kernel:
+		return TypesDebug{}, fmt.Errorf("no vmlinux with build ID %s on this machine: install the kernel's -dbg package (linux-image-…-dbg) or enable debuginfod", id)
 	case exec == "" && id != "":
 		return TypesDebug{}, fmt.Errorf("no executable with build ID %s on this machine (its code is needed to decode instructions)", id)
 	case exec == "":
@@ -93,6 +116,18 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 		return TypesDebug{}, fmt.Errorf("no debug info: %s has no DWARF and %s/.build-id has none for build ID %q; install its -dbg/-dbgsym package or enable debuginfod", exec, dir, id)
 	}
 	return TypesDebug{Exec: exec, Debug: debug, Source: source}, nil
+}
+
+// hasCode reports whether the ELF file at path holds its code (a separate
+// .debug file's .text is NOBITS).
+func hasCode(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := f.Section(".text")
+	return s != nil && s.Type == elf.SHT_PROGBITS
 }
 
 // typesService computes and caches data-type profiles for one Server.

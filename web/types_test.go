@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -202,5 +204,105 @@ func TestTypesWithoutDebugInfo(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("types.json of a missing profile: %d, want 404", resp.StatusCode)
+	}
+}
+
+// objdumpAddr returns the address of the first instruction in function fn
+// of the binary at path whose text contains pattern (from `objdump -d`).
+func objdumpAddr(t *testing.T, path, fn, pattern string) uint64 {
+	t.Helper()
+	if _, err := exec.LookPath("objdump"); err != nil {
+		t.Fatalf("objdump (binutils) is required: run make deps")
+	}
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", path).Output()
+	if err != nil {
+		t.Fatalf("objdump -d %s: %v", path, err)
+	}
+	in := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasSuffix(line, ">:") {
+			in = strings.HasSuffix(line, "<"+fn+">:")
+			continue
+		}
+		if in && strings.Contains(strings.Join(strings.Fields(line), " "), pattern) {
+			a, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(line, ":", 2)[0]), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+	}
+	t.Fatalf("no %q in %s of %s", pattern, fn, path)
+	return 0
+}
+
+// TestTypesPprofSeparateDebug: a pprof profile that keeps addresses, of a
+// stripped PIE whose debug info is a separate file found by build ID under
+// the debug directory, like a -dbg package installs it.
+func TestTypesPprofSeparateDebug(t *testing.T) {
+	full, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw5-pie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := full + ".stripped"
+	id := fileBuildID(t, stripped)
+	debugDir := t.TempDir()
+	dbg := filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
+	if err := os.MkdirAll(filepath.Dir(dbg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(full + ".debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dbg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getKey := objdumpAddr(t, full, "get_key", "mov 0x8(%rdi),%rax")
+	getY := objdumpAddr(t, full, "get_y", "0xc(%rdi)")
+
+	const base = 0x555555554000 // where the PIE was loaded
+	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x5000, File: stripped, BuildID: id}
+	fn := &profile.Function{ID: 1, Name: "main"}
+	l1 := &profile.Location{ID: 1, Mapping: m, Address: base + getKey}
+	l2 := &profile.Location{ID: 2, Mapping: m, Address: base + getY}
+	l3 := &profile.Location{ID: 3, Mapping: m, Address: base + 0x1000, Line: []profile.Line{{Function: fn}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1, l3}, Value: []int64{5}},
+			{Location: []*profile.Location{l2, l3}, Value: []int64{2}},
+		},
+		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2, l3}, Function: []*profile.Function{fn},
+	}
+	s, ts := newTestServer(t, Config{})
+	s.SetTypesDebugFinder(LocalTypesDebugFinder{DebugDir: debugDir})
+	pid := upload(t, ts.URL, encodeProfile(t, p, true))
+	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || r.DSOs[0].DebugSource != dbg || r.DSOs[0].Error != "" {
+		t.Fatalf("DSOs = %+v, want the debug file %s", r.DSOs, dbg)
+	}
+	want := map[string]string{"struct node": "key", "struct outer": "in.y"}
+	wantW := map[string]int64{"struct node": 5, "struct outer": 2}
+	for _, ty := range r.Types {
+		member := ""
+		for _, m := range ty.Members {
+			if m.Weight > 0 {
+				member = m.Name
+			}
+		}
+		if want[ty.Name] != member || wantW[ty.Name] != ty.Weight {
+			t.Errorf("type %s weight %d member %q; want %v %v", ty.Name, ty.Weight, member, wantW, want)
+		}
+	}
+	if len(r.Types) != 2 {
+		t.Errorf("types = %+v", r.Types)
+	}
+
+	// Without the debug file, the stripped binary is listed with the reason.
+	s.SetTypesDebugFinder(LocalTypesDebugFinder{DebugDir: t.TempDir()})
+	r = getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "has no DWARF") {
+		t.Errorf("without debug info: DSOs = %+v", r.DSOs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"fmt"
 	"sort"
+	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -80,6 +81,9 @@ func (b *Binary) attribute(pc uint64) Access {
 	return a
 }
 
+// mnemonic is the instruction's name as objdump prints it ("add", "test").
+func mnemonic(inst x86asm.Inst) string { return strings.ToLower(inst.Op.String()) }
+
 // memArg returns the instruction's explicit memory operand.
 func memArg(inst x86asm.Inst) (x86asm.Mem, bool) {
 	for _, arg := range inst.Args {
@@ -101,17 +105,17 @@ func isStackOp(op x86asm.Op) bool {
 
 func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	if isStackOp(inst.Op) {
-		return Access{Type: typeStackOp, Kind: KindStackOp, Reason: inst.Op.String() + " accesses the stack"}
+		return Access{Type: typeStackOp, Kind: KindStackOp, Reason: mnemonic(inst) + " accesses the stack"}
 	}
 	m, ok := memArg(inst)
 	if !ok {
-		return unknown("%s has no memory operand", inst.Op)
+		return unknown("%s has no memory operand", mnemonic(inst))
 	}
 	if inst.Op == x86asm.LEA {
 		return unknown("lea computes an address without accessing memory")
 	}
 	if inst.Op == x86asm.NOP || inst.Op >= x86asm.PREFETCHNTA && inst.Op <= x86asm.PREFETCHW {
-		return unknown("%s does not access data", inst.Op)
+		return unknown("%s does not access data", mnemonic(inst))
 	}
 	if m.Segment == x86asm.FS || m.Segment == x86asm.GS {
 		return unknown("%s-relative access (thread-local storage) is not attributed", m.Segment)
