@@ -471,3 +471,83 @@ func TestCancelledContextAsksNoServer(t *testing.T) {
 	}
 	assertNothingCached(t, c, helloID)
 }
+
+// Callers that come and go while one download runs: those that cancel get
+// their context's error, the rest the file, and the download is never
+// restarted while someone waits for it.
+func TestCallersJoiningAndLeaving(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		for i := 0; i < len(body); i += 512 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			w.Write(body[i:min(i+512, len(body))])
+			w.(http.Flusher).Flush()
+		}
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	// One caller stays for the whole download, so it must happen once.
+	stay := make(chan error, 1)
+	go func() {
+		_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+		stay <- err
+	}()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%8)*7*time.Millisecond)
+			defer cancel()
+			path, err := c.Fetch(ctx, helloID, debuginfod.KindDebuginfo, nil)
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("caller %d: %v", i, err)
+			}
+			if err == nil && path == "" {
+				t.Errorf("caller %d: no path", i)
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-stay; err != nil {
+		t.Fatalf("the caller that stayed: %v", err)
+	}
+	if n := srv.n.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// Misses are remembered in memory for cache_miss_s, read from the cache's
+// control file.
+func TestMissesRememberedForCacheMissSeconds(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	os.MkdirAll(cacheDir, 0o700)
+	os.WriteFile(filepath.Join(cacheDir, "cache_miss_s"), []byte("30\n"), 0o644)
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cacheDir})
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx, absentID, debuginfod.KindExecutable, nil); !errors.Is(err, debuginfod.ErrNotFound) {
+		t.Fatal(err)
+	}
+	neg := filepath.Join(cacheDir, absentID, "executable")
+	os.Remove(neg) // the memo still knows
+	if _, err := c.Fetch(ctx, absentID, debuginfod.KindExecutable, nil); !errors.Is(err, debuginfod.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if n := srv.n.Load(); n != 1 {
+		t.Fatalf("memo of the miss not used: %d requests", n)
+	}
+	// On disk, an entry 40 s old is stale with cache_miss_s=30.
+	c2 := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cacheDir})
+	os.WriteFile(neg, nil, 0o400)
+	old := time.Now().Add(-40 * time.Second)
+	os.Chtimes(neg, old, old)
+	c2.Fetch(ctx, absentID, debuginfod.KindExecutable, nil)
+	if n := srv.n.Load(); n != 2 {
+		t.Fatalf("stale negative entry honoured: %d requests, want 2", n)
+	}
+}
