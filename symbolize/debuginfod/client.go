@@ -58,8 +58,10 @@ func New(cfg Config) (*Client, error) {
 			continue
 		}
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("debuginfod: server URL %q (from %s) is not an http:// or https:// URL; fix it or leave it out", raw, orDefault(cfg.URLsFrom, "the configuration"))
+		okURL := err == nil && ((u.Scheme == "http" || u.Scheme == "https") && u.Host != "" ||
+			u.Scheme == "file" && u.Host == "" && strings.HasPrefix(u.Path, "/"))
+		if !okURL {
+			return nil, fmt.Errorf("debuginfod: server URL %q (from %s) is not an http://, https:// or file:/// URL; fix it or leave it out", raw, orDefault(cfg.URLsFrom, "the configuration"))
 		}
 		s := strings.TrimRight(raw, "/")
 		if !seen[s] {
@@ -78,7 +80,10 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.http = cfg.HTTPClient
 	if c.http == nil {
-		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// file:///DIR serves DIR/buildid/ID/KIND, as elfutils allows.
+		tr.RegisterProtocol("file", http.NewFileTransport(http.Dir("/")))
+		c.http = &http.Client{Transport: tr}
 	}
 	n := cfg.MaxParallel
 	if n <= 0 {

@@ -131,7 +131,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 
 func TestNewRejectsBadURLs(t *testing.T) {
 	t.Parallel()
-	for _, u := range []string{"ftp://x.example", "debuginfod.example", "file:///srv/debuginfod"} {
+	for _, u := range []string{"ftp://x.example", "debuginfod.example", "file://host/srv", "http:///nohost"} {
 		_, err := debuginfod.New(debuginfod.Config{URLs: []string{u}, URLsFrom: "DEBUGINFOD_URLS"})
 		if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), "DEBUGINFOD_URLS") {
 			t.Errorf("URL %q: %v, want an error naming it and where it came from", u, err)

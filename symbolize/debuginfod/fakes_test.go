@@ -551,3 +551,20 @@ func TestMissesRememberedForCacheMissSeconds(t *testing.T) {
 		t.Fatalf("stale negative entry honoured: %d requests, want 2", n)
 	}
 }
+
+// file:/// URLs read a local tree laid out like a server, as elfutils allows.
+func TestFileURLServer(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "buildid", helloID), 0o755)
+	os.WriteFile(filepath.Join(root, "buildid", helloID, "debuginfo"), testFile(t, "hello.debug"), 0o644)
+	c := newClient(t, debuginfod.Config{URLs: []string{"file://" + root}})
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, path, testFile(t, "hello.debug"))
+	if _, err := c.Fetch(context.Background(), otherID, debuginfod.KindDebuginfo, nil); !errors.Is(err, debuginfod.ErrNotFound) {
+		t.Errorf("absent file under file://: %v, want ErrNotFound", err)
+	}
+}
