@@ -282,3 +282,28 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	hint := "add the binary or its .debug file with --debug-dir"
 	return fmt.Errorf("%w (%s); %s", errNotFound, strings.Join(why, "; "), hint)
 }
+
+// DebugFile returns the file with the best debug info for the ELF object at
+// path, searched by its build ID and .gnu_debuglink as Symbolize searches
+// (debuginfod only when the Config has a Fetcher): path itself when it has
+// DWARF or nothing better is found.
+func (s *Symbolizer) DebugFile(ctx context.Context, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	f, err := elfsym.Open(abs)
+	if err != nil {
+		return "", err
+	}
+	bid, dw := f.BuildID(), f.HasDWARF()
+	f.Close()
+	if dw {
+		return path, nil
+	}
+	res, err := s.find(ctx, &profile.Mapping{File: abs, BuildID: bid}, bid, Options{}, func(State, string, *debuginfod.Progress) {})
+	if err != nil || res.debug.path == "" {
+		return path, nil
+	}
+	return res.debug.path, nil
+}

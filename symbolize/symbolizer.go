@@ -356,11 +356,8 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			continue
 		}
 		frames, err := e.l.obj.Lookup(objAddrs[i], nil)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
 		if len(frames) > 0 {
 			results = append(results, result{l, frames})
@@ -391,7 +388,7 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 	r.Unresolved = len(g.locs) - len(results)
 	r.State = StateSymbolized
 	if firstErr != nil && r.Reason == "" {
-		r.Reason = fmt.Sprintf("%d addresses unresolved, first: %v", r.Unresolved, firstErr)
+		r.Reason = fmt.Sprintf("some addresses only partly resolved: %v", firstErr)
 	}
 	emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateSymbolized, Source: e.l.source})
 	return r

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"viewer/symbolize"
 	"viewer/symbolize/elfsym"
 )
 
@@ -36,7 +37,13 @@ func runAddr2line(ctx context.Context, args []string, s stdio) error {
 		}
 		return usageError{err.Error()}
 	}
-	f, err := elfsym.Open(*exe)
+	// Like addr2line, follow the build ID and .gnu_debuglink of a stripped
+	// file to its separate debug file.
+	path, err := symbolize.New(symbolize.Config{}).DebugFile(ctx, *exe)
+	if err != nil {
+		return fmt.Errorf("addr2line: %w", err)
+	}
+	f, err := elfsym.Open(path)
 	if err != nil {
 		return fmt.Errorf("addr2line: %w", err)
 	}
@@ -126,7 +133,10 @@ func (p *a2lPrinter) print(w *bufio.Writer, word string, a uint64) {
 		// Without -i addr2line prints the innermost frame only.
 		frames = frames[:1]
 	}
+	// addr2line prints the line-table row's discriminator with every frame.
+	disc := frames[0].Discriminator
 	for i, fr := range frames {
+		fr.Discriminator = disc
 		if p.pretty {
 			if i > 0 {
 				w.WriteString(" (inlined by) ")
@@ -168,7 +178,9 @@ func (p *a2lPrinter) location(w *bufio.Writer, fr elfsym.Frame) {
 	w.WriteString(file)
 	w.WriteByte(':')
 	if fr.Line == 0 {
-		if fr.File == "" {
+		// addr2line: "??:0" when nothing is known, "??:?" or "FILE:?" when
+		// the function is known but not the line.
+		if fr.File == "" && fr.Name == "" {
 			w.WriteByte('0')
 		} else {
 			w.WriteByte('?')

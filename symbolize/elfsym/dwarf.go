@@ -18,6 +18,7 @@ import (
 type dwarfLiner struct {
 	f      *File
 	d      *dwarf.Data
+	raw    map[string][]byte // .debug_line, .debug_line_str, .debug_str
 	units  []*unit
 	ranges []unitRange // sorted by lo
 
@@ -59,6 +60,7 @@ type node struct {
 	startLine int32
 	callFile  int32 // for inlined calls: where the call is, in the caller
 	callLine  int32
+	callDisc  int32      // DW_AT_GNU_discriminator of the call
 	kids      []kidRange // sorted by lo
 }
 
@@ -69,16 +71,17 @@ type kidRange struct {
 
 type fnName struct {
 	name      string // linkage name, else plain name
+	linkage   bool
 	startLine int32
 	origin    dwarf.Offset // abstract_origin or specification, 0 if none
 }
 
 func newDWARFLiner(f *File) (*dwarfLiner, error) {
-	d, err := loadDWARF(f)
+	d, raw, err := loadDWARF(f)
 	if err != nil {
 		return nil, err
 	}
-	l := &dwarfLiner{f: f, d: d, names: map[dwarf.Offset]fnName{}}
+	l := &dwarfLiner{f: f, d: d, raw: raw, names: map[dwarf.Offset]fnName{}}
 	r := d.Reader()
 	for {
 		e, err := r.Next()
@@ -143,7 +146,7 @@ func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
 	for i := depth - 1; i >= 0; i-- {
 		nd := &ud.nodes[path[i]]
 		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), Discriminator: disc})
-		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), 0
+		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), int(nd.callDisc)
 	}
 	return frames, nil
 }
@@ -226,15 +229,23 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 		idx := make(map[*dwarf.LineFile]uint32, len(files))
 		ud.files = make([]string, len(files))
 		compDir, _ := u.entry.Val(dwarf.AttrCompDir).(string)
+		var raw []string
+		if off, ok := u.entry.Val(dwarf.AttrStmtList).(int64); ok {
+			raw, _ = lineFiles(l.raw["line"], l.raw["line_str"], l.raw["str"], off, compDir, l.f.elf.ByteOrder)
+		}
 		for i, lf := range files {
-			if lf != nil {
-				idx[lf] = uint32(i)
+			if lf == nil {
+				continue
+			}
+			idx[lf] = uint32(i)
+			switch {
+			case i < len(raw) && raw[i] != "":
+				ud.files[i] = raw[i]
+			case compDir != "" && !path.IsAbs(lf.Name):
+				// Relative names are relative to the compilation directory.
+				ud.files[i] = path.Join(compDir, lf.Name)
+			default:
 				ud.files[i] = lf.Name
-				// Relative names are relative to the compilation directory,
-				// which addr2line and llvm-symbolizer put in front.
-				if compDir != "" && !path.IsAbs(lf.Name) {
-					ud.files[i] = path.Join(compDir, lf.Name)
-				}
 			}
 		}
 		type seq struct{ start, end int }
@@ -337,6 +348,9 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 					if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
 						nd.callLine = int32(v)
 					}
+					if v, ok := e.Val(attrGNUDiscriminator).(int64); ok {
+						nd.callDisc = int32(v)
+					}
 					ud.nodes = append(ud.nodes, nd)
 					if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
 						pending[n] = o
@@ -395,6 +409,9 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 	return ud, nil
 }
 
+// attrGNUDiscriminator is GCC's DW_AT_GNU_discriminator on inlined calls.
+const attrGNUDiscriminator = dwarf.Attr(0x2136)
+
 func hasPC(e *dwarf.Entry) bool {
 	for _, f := range e.Field {
 		if f.Attr == dwarf.AttrLowpc || f.Attr == dwarf.AttrRanges {
@@ -410,7 +427,7 @@ func nameOf(e *dwarf.Entry) fnName {
 		switch f.Attr {
 		case dwarf.AttrLinkageName:
 			if s, ok := f.Val.(string); ok {
-				nm.name = s
+				nm.name, nm.linkage = s, true
 			}
 		case dwarf.AttrName:
 			if s, ok := f.Val.(string); ok && nm.name == "" {
@@ -428,7 +445,7 @@ func nameOf(e *dwarf.Entry) fnName {
 	}
 	// MIPS_linkage_name (0x2007) from older compilers.
 	if v, ok := e.Val(dwarf.Attr(0x2007)).(string); ok {
-		nm.name = v
+		nm.name, nm.linkage = v, true
 	}
 	return nm
 }
@@ -458,7 +475,7 @@ func (l *dwarfLiner) resolve(off dwarf.Offset, local map[dwarf.Offset]fnName, de
 	if nm.origin != 0 && (nm.name == "" || nm.startLine == 0) {
 		up := l.resolve(nm.origin, local, depth+1)
 		if nm.name == "" {
-			nm.name = up.name
+			nm.name, nm.linkage = up.name, up.linkage
 		}
 		if nm.startLine == 0 {
 			nm.startLine = up.startLine

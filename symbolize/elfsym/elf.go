@@ -257,37 +257,55 @@ func (f *File) ObjAddr(addr, start, limit, fileOffset uint64) (uint64, error) {
 
 // Lookup returns the frames at object address addr, innermost first, appended
 // to frames[:0]. It returns no frames and no error when nothing is known.
+// When the DWARF is unreadable it names the address from the symbol table
+// and also returns the DWARF error (for the unit, or DWARFError's).
 func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
 	frames = frames[:0]
 	defer recoverInto(&err, f.path)
-	if dw, err := f.dwarf(); dw != nil {
-		frames, err = dw.lookup(addr, frames)
-		if err != nil {
-			return frames, err
-		}
-		if len(frames) > 0 && frames[len(frames)-1].Name != "" && !f.symNames {
-			return frames, nil
-		}
-		// Line info without a function DIE (assembly): name it from the symbols.
-		if st := f.symtab(); st != nil {
-			if name, _, ok := st.lookup(addr); ok {
-				if len(frames) == 0 {
-					frames = append(frames, Frame{Name: name})
-				} else {
-					frames[len(frames)-1].Name = name
-				}
-			}
-		}
+	dw, _ := f.dwarf()
+	if dw == nil {
+		return f.symtabFrames(addr, frames), nil
+	}
+	frames, err = dw.lookup(addr, frames)
+	if err != nil {
+		return f.symtabFrames(addr, frames[:0]), err
+	}
+	if len(frames) > 0 && frames[len(frames)-1].Name != "" && !f.symNames {
 		return frames, nil
-	} else if err != nil && !errors.Is(err, errNoDWARF) {
-		return frames, err
 	}
-	if st := f.symtab(); st != nil {
-		if name, _, ok := st.lookup(addr); ok {
-			frames = append(frames, Frame{Name: name})
+	// Line info without a function DIE (assembly), or llvm-symbolizer's
+	// naming: the symbol table names the outermost frame.
+	return f.symtabFrames(addr, frames), nil
+}
+
+// symtabFrames names the outermost frame (adding one if there is none) from
+// the symbol table: the symbol covering addr in llvm-symbolizer's way, or
+// GNU addr2line's way (the nearest symbol below, with the file of its
+// STT_FILE entry) unless UseSymbolTableNames is on.
+func (f *File) symtabFrames(addr uint64, frames []Frame) []Frame {
+	st := f.symtab()
+	if st == nil {
+		return frames
+	}
+	var fr Frame
+	if f.symNames {
+		name, _, ok := st.lookup(addr)
+		if !ok {
+			return frames
 		}
+		fr.Name = name
+	} else {
+		s, ok := st.gnuLookup(addr)
+		if !ok {
+			return frames
+		}
+		fr.Name, fr.File = s.name, s.file
 	}
-	return frames, nil
+	if len(frames) == 0 {
+		return append(frames, fr)
+	}
+	frames[len(frames)-1].Name = fr.Name
+	return frames
 }
 
 var errNoDWARF = errors.New("no DWARF")

@@ -20,7 +20,7 @@ var dwarfSections = []string{"abbrev", "info", "line", "str", "ranges", "addr", 
 
 // loadDWARF reads and decompresses (zlib or zstd, SHF_COMPRESSED or the old
 // .zdebug form) the DWARF sections in parallel and builds a dwarf.Data.
-func loadDWARF(f *File) (*dwarf.Data, error) {
+func loadDWARF(f *File) (*dwarf.Data, map[string][]byte, error) {
 	data := make([][]byte, len(dwarfSections))
 	errs := make([]error, len(dwarfSections))
 	var wg sync.WaitGroup
@@ -48,7 +48,7 @@ func loadDWARF(f *File) (*dwarf.Data, error) {
 	var total int64
 	for i, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		total += int64(len(data[i]))
 	}
@@ -62,20 +62,21 @@ func loadDWARF(f *File) (*dwarf.Data, error) {
 		return nil
 	}
 	if sec("info") == nil {
-		return nil, errNoDWARF
+		return nil, nil, errNoDWARF
 	}
 	d, err := dwarf.New(sec("abbrev"), nil, nil, sec("info"), sec("line"), nil, sec("ranges"), sec("str"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.path, err)
+		return nil, nil, fmt.Errorf("%s: %w", f.path, err)
 	}
 	for _, n := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
 		if b := sec(n); b != nil {
 			if err := d.AddSection(".debug_"+n, b); err != nil {
-				return nil, fmt.Errorf("%s: .debug_%s: %w", f.path, n, err)
+				return nil, nil, fmt.Errorf("%s: .debug_%s: %w", f.path, n, err)
 			}
 		}
 	}
-	return d, nil
+	raw := map[string][]byte{"line": sec("line"), "line_str": sec("line_str"), "str": sec("str")}
+	return d, raw, nil
 }
 
 // sectionData returns a section's bytes, decompressed. debug/elf can do this

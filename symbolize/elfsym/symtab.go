@@ -8,12 +8,15 @@ import (
 // symtabLiner names addresses from .symtab, or .dynsym when the object is
 // stripped: no lines, no inlined frames, but better than a bare address.
 type symtabLiner struct {
-	syms []sym // sorted by addr
+	syms []sym // sorted by addr, one per address (llvm-symbolizer's choice)
+	all  []sym // every function symbol, by addr, then table order (addr2line's)
 }
 
 type sym struct {
 	addr, size uint64
 	name       string
+	file       string // the STT_FILE before a local symbol, as addr2line reports it
+	secEnd     uint64 // end of the symbol's section
 }
 
 func newSymtabLiner(f *File) *symtabLiner {
@@ -25,13 +28,30 @@ func newSymtabLiner(f *File) *symtabLiner {
 		return nil
 	}
 	l := &symtabLiner{syms: make([]sym, 0, len(syms))}
+	file := ""
 	for _, s := range syms {
 		t := elf.ST_TYPE(s.Info)
+		if t == elf.STT_FILE {
+			file = s.Name
+			continue
+		}
+		symFile := ""
+		if elf.ST_BIND(s.Info) == elf.STB_LOCAL {
+			symFile = file
+		}
 		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || s.Value == 0 {
 			continue
 		}
-		l.syms = append(l.syms, sym{addr: s.Value, size: s.Size, name: cleanName(s.Name)})
+		var secEnd uint64
+		if int(s.Section) < len(f.elf.Sections) {
+			sec := f.elf.Sections[s.Section]
+			secEnd = sec.Addr + sec.Size
+		}
+		l.syms = append(l.syms, sym{addr: s.Value, size: s.Size, name: cleanName(s.Name), file: symFile, secEnd: secEnd})
 	}
+	l.all = make([]sym, len(l.syms))
+	copy(l.all, l.syms)
+	sort.SliceStable(l.all, func(i, j int) bool { return l.all[i].addr < l.all[j].addr })
 	// Sort by address, then size; of the aliases at one address keep the last
 	// (largest, then last in the table), which is the one llvm-symbolizer
 	// prints: usually the public name rather than an internal __GI_ alias.
@@ -51,7 +71,7 @@ func newSymtabLiner(f *File) *symtabLiner {
 		out = append(out, s)
 	}
 	l.syms = out
-	f.size.Add(int64(len(out)) * 48)
+	f.size.Add(int64(len(out)+len(l.all)) * 64)
 	return l
 }
 
@@ -70,6 +90,33 @@ func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
 		return "", 0, false
 	}
 	return s.name, s.addr, true
+}
+
+// gnuLookup picks the symbol GNU addr2line names addr by: of the symbols
+// whose extent holds it, the smallest (first in the table on ties); else
+// the nearest symbol below it in the same section.
+func (l *symtabLiner) gnuLookup(addr uint64) (sym, bool) {
+	all := l.all
+	i := sort.Search(len(all), func(i int) bool { return all[i].addr > addr }) - 1
+	if i < 0 || addr >= all[i].secEnd {
+		return sym{}, false
+	}
+	best := -1
+	for j := i; j >= 0 && j > i-64; j-- {
+		s := all[j]
+		if s.size > 0 && addr < s.addr+s.size && (best < 0 || s.size <= all[best].size) {
+			best = j
+		}
+	}
+	if best >= 0 {
+		return all[best], true
+	}
+	// The nearest start below; the first in table order among aliases.
+	j := i
+	for j > 0 && all[j-1].addr == all[i].addr {
+		j--
+	}
+	return all[j], true
 }
 
 // Symbols returns the object's function symbols (address, size, name), sorted
