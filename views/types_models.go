@@ -13,10 +13,13 @@ type TypesPage struct {
 	Attributed  string // share of samples attributed to a real type
 	JSONURL     string
 	FlameURL    string
-	Types       []TypeRow
-	Funcs       []TypeFuncRow
-	Unknown     []UnknownRow
-	DSOs        []TypeDSO
+	// TypesFlameURL is the flame graph whose leaves are the data types and
+	// members each stack touched.
+	TypesFlameURL string
+	Types         []TypeRow
+	Funcs         []TypeFuncRow
+	Unknown       []UnknownRow
+	DSOs          []TypeDSO
 }
 
 // TypeRow is one data type; Members is its layout with shares.

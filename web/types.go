@@ -136,7 +136,7 @@ type typesService struct {
 	mu       sync.Mutex
 	finder   TypesDebugFinder
 	binaries *lru.Cache[string, *typesBinary] // by exec+debug path
-	results  *lru.Cache[typesKey, *datatype.Profile]
+	results  *lru.Cache[typesKey, *typesResult]
 	flight   singleflight.Group
 }
 
@@ -144,6 +144,19 @@ type typesKey struct {
 	id, variant string
 	si          int
 }
+
+// typesResult is a profile's data-type profile and, for the types flame
+// graph, what each sample's leaf location accesses.
+type typesResult struct {
+	prof   *datatype.Profile
+	leaves map[*profile.Location]leafTag
+
+	flameOnce sync.Once
+	flame     *encoded // types flame graph JSON, built on first request
+}
+
+// leafTag names the data a leaf instruction accesses: its type and member.
+type leafTag struct{ typ, member string }
 
 type typesBinary struct {
 	bin  *datatype.Binary
@@ -172,7 +185,7 @@ func (s *Server) types() *typesService {
 	}
 	ts := &typesService{s: s, finder: LocalTypesDebugFinder{}}
 	ts.binaries, _ = lru.New[string, *typesBinary](16)
-	ts.results, _ = lru.New[typesKey, *datatype.Profile](16)
+	ts.results, _ = lru.New[typesKey, *typesResult](16)
 	v, _ := typesServices.LoadOrStore(s, ts)
 	return v.(*typesService)
 }
@@ -181,6 +194,8 @@ func (s *Server) types() *typesService {
 func (s *Server) registerTypes() {
 	s.e.GET("/p/:id/types", s.handleTypesPage)
 	s.e.GET("/p/:id/types.json", s.handleTypesJSON)
+	s.e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
+	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
 }
 
 // typesJSON is the body of /p/ID/types.json.
@@ -212,25 +227,28 @@ func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *datatype.Profile, 
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	p, err := s.types().profile(ctx, l, i)
-	return l, i, p, err
+	r, err := s.types().profile(ctx, l, i)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return l, i, r.prof, nil
 }
 
 // profile returns the (cached) data-type profile of l for sample type si.
-func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*datatype.Profile, error) {
+func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*typesResult, error) {
 	key := typesKey{id: l.ID, variant: l.variant(), si: si}
-	if p, ok := ts.results.Get(key); ok {
-		return p, nil
+	if r, ok := ts.results.Get(key); ok {
+		return r, nil
 	}
 	v, err, _ := ts.flight.Do(fmt.Sprintf("%s/%s/%d", key.id, key.variant, si), func() (any, error) {
-		p := ts.compute(background(ctx), l.Profile, si)
-		ts.results.Add(key, p)
-		return p, nil
+		r := ts.compute(background(ctx), l.Profile, si)
+		ts.results.Add(key, r)
+		return r, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*datatype.Profile), nil
+	return v.(*typesResult), nil
 }
 
 // noAddressDSO collects samples whose leaf has no address to attribute.
@@ -239,13 +257,14 @@ const noAddressDSO = "(no address)"
 // compute attributes every sample's leaf address. Binaries without code or
 // debug info are listed with the reason and their samples count as unknown:
 // one bad binary never fails the page.
-func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int) *datatype.Profile {
+func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int) *typesResult {
 	ts.mu.Lock()
 	finder := ts.finder
 	ts.mu.Unlock()
 	type group struct {
 		m       *profile.Mapping
 		samples []datatype.Sample
+		locs    []*profile.Location // the leaf of each sample
 	}
 	groups := map[*profile.Mapping]*group{}
 	var order []*profile.Mapping
@@ -267,8 +286,12 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 			order = append(order, loc.Mapping)
 		}
 		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w})
+		g.locs = append(g.locs, loc)
 	}
 	agg := datatype.NewAggregator()
+	agg.KeepAccesses = true
+	res := &typesResult{leaves: map[*profile.Location]leafTag{}}
+	unknownLeaf := leafTag{typ: "(unknown)"}
 	names := dsoNames(order)
 	for _, m := range order {
 		g := groups[m]
@@ -278,25 +301,36 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 			d.Error = err.Error()
 			agg.AddDSO(d)
 			agg.Add(d.Name, nil, g.samples)
+			for _, loc := range g.locs {
+				res.leaves[loc] = unknownLeaf
+			}
 			continue
 		}
 		d.DebugSource = dbg.Source
 		agg.AddDSO(d)
 		// Runtime addresses → object addresses; one unmappable address
 		// only loses that sample.
-		samples := g.samples[:0]
+		samples := make([]datatype.Sample, 0, len(g.samples))
+		objAddr := map[*profile.Location]uint64{}
 		var bad []datatype.Sample
-		for _, s := range g.samples {
+		for i, s := range g.samples {
 			a, err := tb.file.ObjAddr(s.PC, m.Start, m.Limit, m.Offset)
 			if err != nil {
 				bad = append(bad, s)
+				res.leaves[g.locs[i]] = unknownLeaf
 				continue
 			}
+			objAddr[g.locs[i]] = a
 			samples = append(samples, datatype.Sample{PC: a, Weight: s.Weight})
 		}
 		agg.Add(d.Name, tb.bin, samples)
 		if len(bad) > 0 {
 			agg.Add(d.Name, nil, bad)
+		}
+		for loc, a := range objAddr {
+			if acc, ok := agg.Access(d.Name, a); ok {
+				res.leaves[loc] = leafTag{typ: acc.Type, member: acc.Member}
+			}
 		}
 	}
 	if len(noAddr) > 0 {
@@ -304,7 +338,8 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 		agg.Add(noAddressDSO, nil, noAddr)
 	}
 	prof := agg.Profile()
-	return &prof
+	res.prof = &prof
+	return res
 }
 
 // binary opens (once) the attribution engine for mapping m.
@@ -381,6 +416,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		JSONURL:     profileURL(id, "/types.json", siq),
 		FlameURL:    profileURL(id, "", siq),
 	}
+	page.TypesFlameURL = profileURL(id, "/types/flame", siq)
 	page.Nav = dedupeNav(page.Nav)
 	frac := func(v int64) float64 {
 		if p.Total == 0 {
@@ -499,4 +535,102 @@ func regexpQuote(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// typesFlameProfile is p with each sample's stack extended by what its leaf
+// instruction accesses: a frame for the data type and, under it, one for the
+// member, so the flame graph's leaves are the data each stack touched.
+func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]leafTag) *profile.Profile {
+	out := &profile.Profile{
+		SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType,
+		PeriodType: p.PeriodType, Period: p.Period, DurationNanos: p.DurationNanos, TimeNanos: p.TimeNanos,
+		Mapping:  p.Mapping,
+		Location: append([]*profile.Location(nil), p.Location...),
+		Function: append([]*profile.Function(nil), p.Function...),
+	}
+	var locID, fnID uint64
+	for _, l := range p.Location {
+		locID = max(locID, l.ID)
+	}
+	for _, f := range p.Function {
+		fnID = max(fnID, f.ID)
+	}
+	frames := map[string]*profile.Location{}
+	frame := func(name string) *profile.Location {
+		if l, ok := frames[name]; ok {
+			return l
+		}
+		fnID++
+		locID++
+		f := &profile.Function{ID: fnID, Name: name, SystemName: name}
+		l := &profile.Location{ID: locID, Line: []profile.Line{{Function: f}}}
+		out.Function = append(out.Function, f)
+		out.Location = append(out.Location, l)
+		frames[name] = l
+		return l
+	}
+	for _, s := range p.Sample {
+		tag := leafTag{typ: "(unknown)"}
+		if len(s.Location) > 0 {
+			if t, ok := leaves[s.Location[0]]; ok {
+				tag = t
+			}
+		}
+		locs := make([]*profile.Location, 0, len(s.Location)+2)
+		if tag.member != "" {
+			locs = append(locs, frame(tag.typ+"."+tag.member))
+		}
+		locs = append(locs, frame(tag.typ))
+		locs = append(locs, s.Location...)
+		out.Sample = append(out.Sample, &profile.Sample{Location: locs, Value: s.Value, Label: s.Label, NumLabel: s.NumLabel, NumUnit: s.NumUnit})
+	}
+	return out
+}
+
+// handleTypesFlameJSON serves the flame graph data of the types flame graph.
+func (s *Server) handleTypesFlameJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	l, err := s.Profile(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	r, err := s.types().profile(ctx, l, i)
+	if err != nil {
+		return err
+	}
+	r.flameOnce.Do(func() {
+		body := flame.Build(typesFlameProfile(l.Profile, r.leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
+		r.flame = &encoded{plain: body, gz: gzipBytes(body),
+			etag: fmt.Sprintf(`"%s-%s-%d-types-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, flame.JSONVersion)}
+	})
+	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
+}
+
+// handleTypesFlamePage is the flame graph page drawing the types flame graph.
+func (s *Server) handleTypesFlamePage(c echo.Context) error {
+	id := c.Param("id")
+	m, err := s.Meta(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(m, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	siq := c.QueryParam("si")
+	page := views.FlamePage{
+		Page: views.Page{Title: displayName(m, id) + " · data-type flame graph",
+			Nav: dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true}))},
+		ID:          id,
+		Name:        m.Name,
+		SampleTypes: sampleTypes(m, i),
+		SI:          m.SampleTypes[i].Type,
+		DataURL:     profileURL(id, "/types/flame.json", m.SampleTypes[i].Type),
+		Stats:       stats(m, i),
+	}
+	return Render(c, http.StatusOK, views.Flame(page))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/pprof/profile"
@@ -98,7 +99,8 @@ func TestTypesPageInBrowser(t *testing.T) {
 
 	b.Screenshot(t, "types-expanded")
 	run(t, b, "sort by type name", chromedp.Click(chromedp.CSS(`#types [data-sort="name"]`)))
-	names := eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr')).map(r => r.dataset.name)`)
+	var names []string
+	names = eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr')).map(r => r.dataset.name)`)
 	for i := 1; i < len(names); i++ {
 		if names[i-1] > names[i] && !(names[i-1][0] == '(' || names[i][0] == '(') {
 			t.Errorf("not sorted by name: %q", names)
@@ -113,5 +115,20 @@ func TestTypesPageInBrowser(t *testing.T) {
 
 	run(t, b, "follow sum_list to the flame graph", chromedp.Click(chromedp.CSS(`#type-funcs a[href*="q=sum_list"]`)))
 	waitFor(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
+
+	run(t, b, "open the data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"),
+		chromedp.Click(chromedp.CSS("#types-flame-link")))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("types flame graph: %v (%q)", err, b.Problems())
+	}
+	names = eval[[]string](t, b, `window.viewer.tree.names`)
+	found := false
+	for _, n := range names {
+		found = found || n == "struct node.next"
+	}
+	if !found {
+		t.Errorf("types flame graph names %q lack struct node.next", names)
+	}
+	b.Screenshot(t, "types-flame")
 	noProblems(t, b)
 }

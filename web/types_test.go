@@ -159,10 +159,48 @@ func TestTypesEndToEnd(t *testing.T) {
 	}
 
 	page := getPage(t, ts.URL+"/p/"+pid+"/types")
-	for _, want := range []string{"Data types", "struct node", "sum_list", "datatype-dw5-pie", id, `href="/p/` + pid + `?q=sum_list"`} {
+	for _, want := range []string{"Data types", "struct node", "sum_list", "datatype-dw5-pie", id, `href="/p/` + pid + `?q=sum_list"`, `href="/p/` + pid + `/types/flame"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("types page lacks %q", want)
 		}
+	}
+
+	// The types flame graph: stacks end in the type, then the member.
+	fj := getPage(t, ts.URL+"/p/"+pid+"/types/flame.json")
+	for _, want := range []string{`"struct node"`, `"struct node.next"`, `"(stack operation)"`} {
+		if !strings.Contains(fj, want) {
+			t.Errorf("types flame.json lacks %s", want)
+		}
+	}
+	var fg struct {
+		Names []string `json:"names"`
+		Nodes []int64  `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(fj), &fg); err != nil {
+		t.Fatal(err)
+	}
+	// Nodes are pre-order (name, depth, total, self): a member frame's parent
+	// is its type's frame, and the type frames add up to the type's weight.
+	var parents []int64 // name index at each depth
+	var nodeTotal int64
+	for i := 0; i+3 < len(fg.Nodes); i += 4 {
+		name, depth, total := fg.Nodes[i], fg.Nodes[i+1], fg.Nodes[i+2]
+		parents = append(parents[:depth], name)
+		switch fg.Names[name] {
+		case "struct node":
+			nodeTotal += total
+		case "struct node.next", "struct node.key", "struct node.val":
+			if depth == 0 || fg.Names[parents[depth-1]] != "struct node" {
+				t.Errorf("member frame %s is not under a struct node frame", fg.Names[name])
+			}
+		}
+	}
+	if nodeTotal != node.Weight {
+		t.Errorf("struct node frames total %d in the types flame graph, want its weight %d", nodeTotal, node.Weight)
+	}
+	fp := getPage(t, ts.URL+"/p/"+pid+"/types/flame")
+	if !strings.Contains(fp, "/p/"+pid+"/types/flame.json") {
+		t.Errorf("types flame page does not load types/flame.json")
 	}
 }
 

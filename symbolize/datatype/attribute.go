@@ -61,11 +61,11 @@ func (b *Binary) Attribute(pc uint64) (a Access) {
 func (b *Binary) attribute(pc uint64) Access {
 	code := b.insnBytes(pc)
 	if code == nil {
-		return unknown("pc %#x is outside the executable's code", pc)
+		return unknown("the address is outside the executable's code")
 	}
 	inst, err := x86asm.Decode(code, 64)
 	if err != nil {
-		return unknown("cannot decode instruction at %#x: %v", pc, err)
+		return unknown("cannot decode the instruction: %v", err)
 	}
 	a := b.attributeInst(pc, inst)
 	if a.Kind == KindUnknown {
@@ -141,7 +141,7 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 		return unknown("base register %s is not a general-purpose register", m.Base)
 	}
 	if fs == nil {
-		return unknown("no DWARF function covers %#x", pc)
+		return unknown("no DWARF function covers the address (code without debug info)")
 	}
 	a := b.fromVariables(fs, pc, base, m, h)
 	if a.Kind != KindUnknown {
@@ -181,7 +181,7 @@ func (b *Binary) global(addr uint64, h accessHint, indexed bool) Access {
 			if j == i {
 				name, _ := b.attr(e, dwarf.AttrName).(string)
 				if off < sz+64 {
-					return unknown("address %#x is %d bytes into %s (%s, size %d): past its end", addr, off, name, typeName(t), sz)
+					return unknown("the address is %d bytes into %s (%s, size %d): past its end", off, name, typeName(t), sz)
 				}
 			}
 			continue
@@ -191,7 +191,7 @@ func (b *Binary) global(addr uint64, h accessHint, indexed bool) Access {
 		a.Reason = "global variable at a fixed address"
 		return a
 	}
-	return unknown("no global variable covers address %#x", addr)
+	return unknown("no global variable at the fixed address (constants, PLT/GOT slots or data without debug info)")
 }
 
 // fromVariables is the first phase: find the variable or parameter whose
@@ -276,7 +276,7 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 		fail.Func = fname
 		return fail
 	}
-	a := unknown("no variable or parameter is in %s at %#x", dwarfRegName(base), pc)
+	a := unknown("no pointer variable or parameter is in %s here, and tracking the basic block found none", dwarfRegName(base))
 	a.Func = fname
 	return a
 }

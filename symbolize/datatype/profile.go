@@ -69,6 +69,11 @@ type ReasonStat struct {
 // Aggregator accumulates samples of several binaries into a Profile. Each
 // distinct pc is attributed once.
 type Aggregator struct {
+	// KeepAccesses, set before Add, records each attributed address's
+	// Access for Access (a types flame graph needs each sample's leaf).
+	KeepAccesses bool
+	accesses     map[string]map[uint64]Access
+
 	total   int64
 	types   map[typeKey]*typeAcc
 	reasons map[string]*ReasonStat
@@ -144,7 +149,25 @@ func (a *Aggregator) Add(dso string, b *Binary, samples []Sample) {
 	}
 }
 
+// Access returns what the instruction at pc of dso accesses, when
+// KeepAccesses was set while it was added.
+func (a *Aggregator) Access(dso string, pc uint64) (Access, bool) {
+	acc, ok := a.accesses[dso][pc]
+	return acc, ok
+}
+
 func (a *Aggregator) addAccess(dso string, b *Binary, pc uint64, acc Access, w int64) {
+	if a.KeepAccesses {
+		if a.accesses == nil {
+			a.accesses = map[string]map[uint64]Access{}
+		}
+		m := a.accesses[dso]
+		if m == nil {
+			m = map[uint64]Access{}
+			a.accesses[dso] = m
+		}
+		m[pc] = acc
+	}
 	k := typeKey{dso, acc.Type}
 	t := a.types[k]
 	if t == nil {
