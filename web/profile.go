@@ -164,16 +164,17 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 	id := NewID(data)
 	meta := newMeta(p, name, format, int64(len(data)))
 	// The shared store write must finish even if this client goes away.
-	_, err, _ = s.flight.Do("put:"+id, func() (any, error) {
-		return nil, s.put(background(ctx), id, data, meta)
+	v, err, _ := s.flight.Do("put:"+id, func() (any, error) {
+		return s.put(background(ctx), id, data, meta)
 	})
 	if err != nil {
 		return "", fmt.Errorf("storing profile %s: %w", id, err)
 	}
-	if _, ok := s.profiles.Get(id); !ok {
-		if m, err := s.Meta(ctx, id); err == nil {
-			s.profiles.Add(id, &Loaded{ID: id, Meta: m, Profile: p})
-		}
+	// Keep the parsed profile for the first view, unless the bytes were
+	// stored before (a symbolized copy may exist and must win).
+	if created := v.(bool); created {
+		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p})
+		s.metas.Add(id, meta)
 	}
 	if s.cfg.AfterUpload != nil {
 		s.cfg.AfterUpload(id)
@@ -181,26 +182,27 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 	return id, nil
 }
 
-// put writes the original bytes, then meta.json, unless already stored.
-func (s *Server) put(ctx context.Context, id string, data []byte, meta *Meta) error {
+// put writes the original bytes, then meta.json, unless already stored,
+// and reports whether it wrote the original.
+func (s *Server) put(ctx context.Context, id string, data []byte, meta *Meta) (created bool, err error) {
 	ok, err := store.Exists(ctx, s.store, Key(id, KeyOriginal))
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
 		if err := s.store.Put(ctx, Key(id, KeyOriginal), bytes.NewReader(data)); err != nil {
-			return err
+			return false, err
 		}
 	}
-	ok, err = store.Exists(ctx, s.store, Key(id, KeyMeta))
-	if err != nil || ok {
-		return err
+	hasMeta, err := store.Exists(ctx, s.store, Key(id, KeyMeta))
+	if err != nil || hasMeta {
+		return !ok, err
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b))
+	return !ok, s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b))
 }
 
 // Meta returns a profile's metadata without parsing it when meta.json

@@ -12,6 +12,7 @@ import (
 func (s *Server) routes() {
 	e := s.e
 	e.Use(middleware.Recover())
+	e.Use(securityHeaders)
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
 		MinLength: 1024,
 		Skipper:   skipGzip,
@@ -40,4 +41,18 @@ func skipGzip(c echo.Context) bool {
 	p := c.Path()
 	return strings.HasSuffix(p, "/flame.json") || strings.HasSuffix(p, "/flame.svg") ||
 		strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, "/events")
+}
+
+// securityHeaders keeps browsers from sniffing uploaded content into
+// something executable, and keeps the standalone SVG inert.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		if strings.HasSuffix(c.Path(), "/flame.svg") {
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		}
+		return next(c)
+	}
 }

@@ -58,6 +58,7 @@ type Server struct {
 	profiles *lru.Cache[string, *Loaded]
 	metas    *lru.Cache[string, *Meta]
 	trees    *lru.Cache[treeKey, *encoded]
+	tops     *lru.Cache[treeKey, *topResult]
 	flight   singleflight.Group
 }
 
@@ -120,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 	if s.trees, err = lru.New[treeKey, *encoded](cfg.TreeCache); err != nil {
 		return nil, err
 	}
+	if s.tops, err = lru.New[treeKey, *topResult](cfg.TreeCache); err != nil {
+		return nil, err
+	}
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
@@ -145,6 +149,11 @@ func (s *Server) Invalidate(id string) {
 	for _, k := range s.trees.Keys() {
 		if k.id == id {
 			s.trees.Remove(k)
+		}
+	}
+	for _, k := range s.tops.Keys() {
+		if k.id == id {
+			s.tops.Remove(k)
 		}
 	}
 }

@@ -299,6 +299,14 @@ func TestSymbolizedPreferred(t *testing.T) {
 	if !bytes.Contains(mustGunzip(t, r.body), []byte("__memcpy_avx2")) {
 		t.Error("profile.pb.gz is not the symbolized profile")
 	}
+	// Uploading the original bytes again doesn't bring the unsymbolized
+	// profile back.
+	if again := upload(t, ts.URL, encodeProfile(t, testProfile(), true)); again != id {
+		t.Fatalf("re-upload gave ID %q, want %q", again, id)
+	}
+	if r := get(t, ts.URL+"/p/"+id+"/flame.json?si=samples"); !bytes.Contains(r.body, []byte("__memcpy_avx2")) {
+		t.Errorf("after re-upload, flame.json lost the symbolized names:\n%s", r.body)
+	}
 }
 
 func mustGunzip(t *testing.T, b []byte) []byte {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -12,6 +13,12 @@ import (
 
 // defaultTopRows is how many functions /p/ID/top lists unless ?n= says.
 const defaultTopRows = 500
+
+// topResult is a cached top table.
+type topResult struct {
+	rows  []flame.TopRow
+	total int64
+}
 
 // handleTop renders the top-functions table.
 func (s *Server) handleTop(c echo.Context) error {
@@ -30,7 +37,18 @@ func (s *Server) handleTop(c echo.Context) error {
 			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
 		}
 	}
-	rows, total := flame.Top(l.Profile, i)
+	key := treeKey{id: id, variant: l.variant(), si: i, kind: "top"}
+	top, ok := s.tops.Get(key)
+	if !ok {
+		v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d", id, key.variant, i), func() (any, error) {
+			rows, total := flame.Top(l.Profile, i)
+			r := &topResult{rows, total}
+			s.tops.Add(key, r)
+			return r, nil
+		})
+		top = v.(*topResult)
+	}
+	rows, total := top.rows, top.total
 	st := l.Meta.SampleTypes[i]
 	page := views.TopPage{
 		Page:        views.Page{Title: displayName(l.Meta, id) + " · top", Nav: nav(id, c.QueryParam("si"), "top")},

@@ -54,7 +54,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	base := "http://" + displayAddr(ln.Addr())
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(s.out, "viewer: serving %s/ (profiles in %s)\n", base, dir)

@@ -103,6 +103,18 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseNoSampleTypes(t *testing.T) {
+	p := testProfile()
+	p.SampleType = nil
+	for _, s := range p.Sample {
+		s.Value = nil
+	}
+	_, _, err := Parse(encode(t, p, true), Limits{})
+	if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "no sample types") {
+		t.Fatalf("err = %v, want a rejection naming the missing sample types", err)
+	}
+}
+
 func TestParseMaxSamples(t *testing.T) {
 	p := testProfile()
 	p.Sample = append(p.Sample, p.Sample[0], p.Sample[0])

@@ -77,5 +77,8 @@ func parsePprof(data []byte, lim Limits) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid pprof protobuf: %v", err)
 	}
+	if len(p.SampleType) == 0 {
+		return nil, fmt.Errorf("the pprof profile has no sample types, so there is nothing to draw")
+	}
 	return p, nil
 }
