@@ -199,11 +199,10 @@ func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
 
 // Fetch returns the local path of kind for buildID: from the memo or the
 // cache when there, else downloaded from the first server that has it,
-// verified and cached. progress, if not nil, is called on the fetching
-// goroutine or the download's, never after Fetch returns; it must return
-// quickly and must not call Fetch (a slow callback slows the download every
-// caller shares). Each call ends with one terminal phase: PhaseCacheHit,
-// PhaseDone, PhaseNotFound or PhaseError.
+// verified and cached. progress, if not nil, gets reports one at a time,
+// never after Fetch returns; a slow callback misses intermediate reports
+// but never slows the download other callers share. Each call ends with one
+// terminal phase: PhaseCacheHit, PhaseDone, PhaseNotFound or PhaseError.
 //
 // Errors: *InvalidBuildIDError, *InvalidKindError, ErrNoServers, an error
 // matching ErrNotFound, a *FetchError, or the context's error when ctx ends
@@ -235,7 +234,7 @@ func (c *Client) Fetch(ctx context.Context, buildID string, kind Kind, progress 
 			err = ErrNoServers
 		} else {
 			var got fetched
-			got, err = c.join(ctx, key, bid, kind, file, emit)
+			got, err = c.join(ctx, key, bid, kind, file, progress)
 			path, server = got.path, got.server
 		}
 	}
@@ -294,7 +293,7 @@ type flight struct {
 	waiters int // guarded by Client.mu
 
 	mu        sync.Mutex
-	listeners map[int]func(Progress)
+	listeners map[int]*listener
 	next      int
 	last      *Progress
 }
@@ -307,31 +306,98 @@ func (f *flight) emit(p Progress) {
 	defer f.mu.Unlock()
 	f.last = &p
 	for _, l := range f.listeners {
-		l(p)
+		l.post(p)
 	}
 }
 
-func (f *flight) listen(l func(Progress)) int {
+// listen adds a caller's callback; a nil callback adds nothing (id 0).
+func (f *flight) listen(fn func(Progress)) int {
+	if fn == nil {
+		return 0
+	}
+	l := &listener{fn: fn, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.run()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
 	f.listeners[f.next] = l
 	if f.last != nil {
-		l(*f.last) // a late joiner learns where the download stands
+		l.post(*f.last) // a late joiner learns where the download stands
 	}
 	return f.next
 }
 
+// unlisten removes a callback and waits until it is no longer running, so
+// no report reaches a caller after its Fetch returned.
 func (f *flight) unlisten(id int) {
 	f.mu.Lock()
+	l := f.listeners[id]
 	delete(f.listeners, id)
 	f.mu.Unlock()
+	if l != nil {
+		close(l.stop)
+		<-l.done
+	}
+}
+
+// listener hands one caller its reports on its own goroutine, so a slow
+// callback never holds up the download other callers share. While the
+// callback is busy, a newer byte count replaces a queued one; phase changes
+// are all kept.
+type listener struct {
+	fn    func(Progress)
+	mu    sync.Mutex
+	queue []Progress
+	wake  chan struct{} // capacity 1
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (l *listener) post(p Progress) {
+	l.mu.Lock()
+	if n := len(l.queue); n > 0 && p.Phase == PhaseDownloading && l.queue[n-1].Phase == PhaseDownloading && l.queue[n-1].Server == p.Server {
+		l.queue[n-1] = p
+	} else {
+		l.queue = append(l.queue, p)
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers queued reports until stopped, then delivers what is left.
+func (l *listener) run() {
+	defer close(l.done)
+	for {
+		stopping := false
+		select {
+		case <-l.stop:
+			stopping = true
+		case <-l.wake:
+		}
+		for {
+			l.mu.Lock()
+			if len(l.queue) == 0 {
+				l.mu.Unlock()
+				break
+			}
+			p := l.queue[0]
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			l.fn(p)
+		}
+		if stopping {
+			return
+		}
+	}
 }
 
 // join waits for the shared download of key, starting it if needed. When
 // ctx ends first, only this caller leaves; the download is cancelled when
 // no caller is left.
-func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, emit func(Progress)) (fetched, error) {
+func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file string, progress func(Progress)) (fetched, error) {
 	if err := context.Cause(ctx); err != nil {
 		return fetched{}, fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, err)
 	}
@@ -339,12 +405,12 @@ func (c *Client) join(ctx context.Context, key, bid string, kind Kind, file stri
 	f := c.flights[key]
 	if f == nil {
 		fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-		f = &flight{ctx: fctx, cancel: cancel, listeners: map[int]func(Progress){}}
+		f = &flight{ctx: fctx, cancel: cancel, listeners: map[int]*listener{}}
 		c.flights[key] = f
 	}
 	f.waiters++
 	c.mu.Unlock()
-	id := f.listen(emit)
+	id := f.listen(progress)
 
 	ch := c.group.DoChan(key, func() (any, error) {
 		defer func() {

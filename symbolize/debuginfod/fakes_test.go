@@ -568,3 +568,45 @@ func TestFileURLServer(t *testing.T) {
 		t.Errorf("absent file under file://: %v, want ErrNotFound", err)
 	}
 }
+
+// One caller's stuck progress callback does not hold up the download
+// another caller shares, and it still gets its reports in order, the
+// terminal one last.
+func TestSlowCallbackDoesNotStallSharedDownload(t *testing.T) {
+	t.Parallel()
+	body := testFile(t, "hello.debug")
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		time.Sleep(20 * time.Millisecond) // so both callers join
+		w.Write(body)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	release := make(chan struct{})
+	var rec recorder
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, func(p debuginfod.Progress) {
+			rec.add(p)
+			if p.Phase == debuginfod.PhaseConnecting {
+				<-release
+			}
+		})
+		slowDone <- err
+	}()
+	waitFor(t, "the slow caller's first report", func() bool { return len(rec.phases()) > 0 })
+	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	if err != nil {
+		t.Fatalf("the other caller: %v", err)
+	}
+	mustMatch(t, path, body)
+	close(release)
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+	got := rec.phases()
+	if got[0] != debuginfod.PhaseConnecting || got[len(got)-1] != debuginfod.PhaseDone {
+		t.Errorf("slow caller's phases %s, want connecting first and done last", phaseList(got))
+	}
+	if n := srv.n.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
