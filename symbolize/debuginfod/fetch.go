@@ -82,7 +82,7 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (f
 		candidates = next
 	}
 	if ctx.Err() != nil {
-		return fetched{}, context.Cause(ctx)
+		return fetched{}, fmt.Errorf("debuginfod: %s for build ID %s: %w", kind, bid, context.Cause(ctx))
 	}
 	ferr := &FetchError{BuildID: bid, Kind: kind, Servers: failures}
 	if ferr.notFound() {
