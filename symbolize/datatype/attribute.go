@@ -211,8 +211,9 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 	var cfa cfaRule
 	cfaDone := false
 	for _, s := range chain {
-		for _, v := range s.vars {
-			l := b.locationAt(v.loc, v.class, fs.unit, pc)
+		for i := range s.vars {
+			v := &s.vars[i]
+			l := b.varLocation(fs.unit, v, pc)
 			var typ dwarf.Type
 			var off int64
 			switch {
@@ -236,7 +237,7 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 				}
 				typ, off = t, m.Disp-l.off
 			case l.kind == locFbreg && (base == dwRSP || base == dwRBP):
-				fb := b.locationAt(fs.frameBase, dwarf.ClassExprLoc, fs.unit, pc)
+				fb := b.varLocation(fs.unit, &fs.frameBase, pc)
 				var regOff int64 // frame base = base register + regOff
 				switch {
 				case fb.kind == locCFA:

@@ -287,37 +287,65 @@ func (b *Binary) addrx(u int32, i uint64) (uint64, bool) {
 	return r.u64(), true
 }
 
-// locationAt evaluates a DW_AT_location (or DW_AT_frame_base) attribute
-// value at pc: an expression, or a DWARF 4/5 location list.
-func (b *Binary) locationAt(val any, class dwarf.Class, u int32, pc uint64) location {
+// locRange is one decoded entry of a location list: loc holds for
+// addresses in [lo, hi).
+type locRange struct {
+	lo, hi uint64
+	loc    location
+}
+
+// varLocation evaluates v's location at pc. Its location list is decoded
+// on first use and kept: a function's variables are looked at again for
+// every sample in it.
+func (b *Binary) varLocation(u int32, v *variable, pc uint64) location {
+	if !v.decoded {
+		v.ranges = b.decodeLocations(v.loc, v.class, u)
+		v.decoded = true
+	}
+	for _, r := range v.ranges {
+		if pc >= r.lo && pc < r.hi {
+			return r.loc
+		}
+	}
+	return location{}
+}
+
+// decodeLocations decodes a DW_AT_location (or DW_AT_frame_base) value: an
+// expression, or a DWARF 4 .debug_loc / DWARF 5 .debug_loclists list.
+func (b *Binary) decodeLocations(val any, class dwarf.Class, u int32) []locRange {
+	var out []locRange
+	add := func(lo, hi uint64, expr []byte) bool {
+		if lo < hi {
+			out = append(out, locRange{lo, hi, b.decode(expr, u)})
+		}
+		return true
+	}
 	switch v := val.(type) {
 	case []byte:
-		return b.decode(v, u)
+		add(0, ^uint64(0), v)
 	case int64: // sec_offset: .debug_loc (v2-4) or .debug_loclists (v5)
 		if u < 0 {
-			return location{}
+			return nil
 		}
 		ui := &b.units[u]
 		if ui.version >= 5 {
-			return b.decode(findLoclists(b.loclists, uint64(v), pc, ui.base, b.addrxFunc(u)), u)
+			walkLoclists(b.loclists, uint64(v), ui.base, b.addrxFunc(u), add)
+		} else {
+			walkLoc(b.loc, uint64(v), ui.base, add)
 		}
-		return b.decode(findLoc(b.loc, uint64(v), pc, ui.base), u)
 	case uint64: // DW_FORM_loclistx: index into the unit's offset table
 		if u < 0 || class != dwarf.ClassLocList {
-			return location{}
+			return nil
 		}
 		ui := &b.units[u]
+		if ui.loclistsBase+v*4+4 > uint64(len(b.loclists)) {
+			return nil
+		}
 		r := reader{b: b.loclists, pos: int(ui.loclistsBase + v*4)}
-		if ui.loclistsBase+v*4 > uint64(len(b.loclists)) {
-			return location{}
-		}
 		off := uint64(r.u32())
-		if r.err {
-			return location{}
-		}
-		return b.decode(findLoclists(b.loclists, ui.loclistsBase+off, pc, ui.base, b.addrxFunc(u)), u)
+		walkLoclists(b.loclists, ui.loclistsBase+off, ui.base, b.addrxFunc(u), add)
 	}
-	return location{}
+	return out
 }
 
 func (b *Binary) addrxFunc(u int32) func(uint64) (uint64, bool) {

@@ -113,11 +113,12 @@ const (
 	maxLocListEntries = 1 << 16
 )
 
-// findLoclists returns the expression of the DWARF 5 .debug_loclists list at
-// off that covers pc, or nil. base is the unit's base address.
-func findLoclists(sec []byte, off uint64, pc, base uint64, addrx func(uint64) (uint64, bool)) []byte {
+// walkLoclists calls fn for each entry of the DWARF 5 .debug_loclists list
+// at off until fn returns false. A default location is reported last as
+// covering every address.
+func walkLoclists(sec []byte, off uint64, base uint64, addrx func(uint64) (uint64, bool), fn func(lo, hi uint64, expr []byte) bool) {
 	if off >= uint64(len(sec)) {
-		return nil
+		return
 	}
 	r := reader{b: sec, pos: int(off)}
 	var deflt []byte
@@ -126,11 +127,14 @@ func findLoclists(sec []byte, off uint64, pc, base uint64, addrx func(uint64) (u
 		var lo, hi uint64
 		switch kind {
 		case lleEndOfList:
-			return deflt
+			if deflt != nil {
+				fn(0, ^uint64(0), deflt)
+			}
+			return
 		case lleBaseAddressx:
 			a, ok := addrx(r.uleb())
 			if !ok {
-				return nil
+				return
 			}
 			base = a
 			continue
@@ -145,13 +149,13 @@ func findLoclists(sec []byte, off uint64, pc, base uint64, addrx func(uint64) (u
 			a, ok1 := addrx(r.uleb())
 			b, ok2 := addrx(r.uleb())
 			if !ok1 || !ok2 {
-				return nil
+				return
 			}
 			lo, hi = a, b
 		case lleStartxLength:
 			a, ok := addrx(r.uleb())
 			if !ok {
-				return nil
+				return
 			}
 			lo = a
 			hi = a + r.uleb()
@@ -169,38 +173,36 @@ func findLoclists(sec []byte, off uint64, pc, base uint64, addrx func(uint64) (u
 			lo = r.u64()
 			hi = lo + r.uleb()
 		default:
-			return nil // unknown entry kind: the rest cannot be parsed
+			return // unknown entry kind: the rest cannot be parsed
 		}
 		expr := r.bytes(r.uleb())
-		if pc >= lo && pc < hi {
-			return expr
+		if r.err || !fn(lo, hi, expr) {
+			return
 		}
 	}
-	return nil
 }
 
-// findLoc returns the expression of the DWARF 2-4 .debug_loc list at off that
-// covers pc, or nil. base is the unit's base address (its DW_AT_low_pc).
-func findLoc(sec []byte, off uint64, pc, base uint64) []byte {
+// walkLoc calls fn for each entry of the DWARF 2-4 .debug_loc list at off
+// until fn returns false.
+func walkLoc(sec []byte, off uint64, base uint64, fn func(lo, hi uint64, expr []byte) bool) {
 	if off >= uint64(len(sec)) {
-		return nil
+		return
 	}
 	r := reader{b: sec, pos: int(off)}
 	for i := 0; i < maxLocListEntries && !r.err; i++ {
 		lo, hi := r.u64(), r.u64()
 		if lo == 0 && hi == 0 {
-			return nil
+			return
 		}
 		if lo == ^uint64(0) { // base address selection entry
 			base = hi
 			continue
 		}
 		expr := r.bytes(uint64(r.u16()))
-		if pc >= base+lo && pc < base+hi {
-			return expr
+		if r.err || !fn(base+lo, base+hi, expr) {
+			return
 		}
 	}
-	return nil
 }
 
 // reader is a bounds-checked little-endian cursor over DWARF section data:

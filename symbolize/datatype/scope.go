@@ -8,7 +8,7 @@ import "debug/dwarf"
 type funcScope struct {
 	name      string
 	unit      int32
-	frameBase any // DW_AT_frame_base value
+	frameBase variable // DW_AT_frame_base, as a nameless variable
 	root      scope
 }
 
@@ -26,6 +26,9 @@ type variable struct {
 	loc   any
 	class dwarf.Class
 	param bool
+
+	decoded bool       // ranges is valid
+	ranges  []locRange // the decoded location (list)
 }
 
 func (s *scope) contains(pc uint64) bool {
@@ -49,7 +52,10 @@ func (b *Binary) funcScope(f funcRange) (*funcScope, error) {
 		b.scopes[f.die] = nil
 		return nil, err
 	}
-	fs := &funcScope{unit: f.unit, frameBase: e.Val(dwarf.AttrFrameBase)}
+	fs := &funcScope{unit: f.unit}
+	if fb := e.AttrField(dwarf.AttrFrameBase); fb != nil {
+		fs.frameBase = variable{loc: fb.Val, class: fb.Class}
+	}
 	fs.name, _ = b.attr(e, dwarf.AttrName).(string)
 	fs.root.ranges, _ = b.dw.Ranges(e)
 	if e.Children {

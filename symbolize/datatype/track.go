@@ -240,8 +240,9 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 // pointer variable.
 func (b *Binary) regFromDWARF(fs *funcScope, pc uint64, reg int) regState {
 	for _, s := range fs.scopesAt(pc) {
-		for _, v := range s.vars {
-			l := b.locationAt(v.loc, v.class, fs.unit, pc)
+		for i := range s.vars {
+			v := &s.vars[i]
+			l := b.varLocation(fs.unit, v, pc)
 			if l.kind != locReg || l.reg != reg {
 				continue
 			}
