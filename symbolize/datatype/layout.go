@@ -36,7 +36,14 @@ func stripQual(t dwarf.Type) dwarf.Type {
 
 // typeName renders t in C syntax as perf does: "struct node", "rect_t",
 // "long int *", "char[8]".
-func typeName(t dwarf.Type) string {
+func typeName(t dwarf.Type) string { return typeNameDepth(t, 0) }
+
+// typeNameDepth bounds the recursion: damaged DWARF can make a pointer
+// type point to itself.
+func typeNameDepth(t dwarf.Type, depth int) string {
+	if depth > 16 {
+		return "?"
+	}
 	t = stripQual(t)
 	switch v := t.(type) {
 	case nil:
@@ -52,12 +59,12 @@ func typeName(t dwarf.Type) string {
 		}
 		return "enum (anon)"
 	case *dwarf.PtrType:
-		return typeName(v.Type) + " *"
+		return typeNameDepth(v.Type, depth+1) + " *"
 	case *dwarf.ArrayType:
 		if v.Count < 0 {
-			return typeName(v.Type) + "[]"
+			return typeNameDepth(v.Type, depth+1) + "[]"
 		}
-		return typeName(v.Type) + "[" + itoa(v.Count) + "]"
+		return typeNameDepth(v.Type, depth+1) + "[" + itoa(v.Count) + "]"
 	case *dwarf.VoidType:
 		return "void"
 	case *dwarf.FuncType:
@@ -66,7 +73,7 @@ func typeName(t dwarf.Type) string {
 	if n := t.Common().Name; n != "" {
 		return n
 	}
-	return t.String()
+	return "(unnamed type)"
 }
 
 // typeSize is t's size in bytes, or 0 when unknown (incomplete types).
