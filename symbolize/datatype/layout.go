@@ -77,16 +77,32 @@ func typeNameDepth(t dwarf.Type, depth int) string {
 }
 
 // typeSize is t's size in bytes, or 0 when unknown (incomplete types).
-func typeSize(t dwarf.Type) int64 {
-	if t == nil {
+// It does not use dwarf.Type.Size, which recurses without bound on the
+// cyclic types damaged DWARF can produce.
+func typeSize(t dwarf.Type) int64 { return typeSizeDepth(t, 0) }
+
+func typeSizeDepth(t dwarf.Type, depth int) int64 {
+	if t == nil || depth > 32 {
 		return 0
 	}
-	defer func() { recover() }()
-	s := t.Size()
-	if s < 0 {
-		return 0
+	switch v := t.(type) {
+	case *dwarf.TypedefType:
+		return typeSizeDepth(v.Type, depth+1)
+	case *dwarf.QualType:
+		return typeSizeDepth(v.Type, depth+1)
+	case *dwarf.ArrayType:
+		if v.ByteSize > 0 {
+			return v.ByteSize
+		}
+		if v.Count <= 0 {
+			return 0
+		}
+		return v.Count * typeSizeDepth(v.Type, depth+1)
 	}
-	return s
+	if n := t.Common().ByteSize; n > 0 {
+		return n
+	}
+	return 0
 }
 
 // pointee returns what a pointer type points to, or nil if t is not a pointer.
