@@ -121,11 +121,6 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 		return unknown("%s-relative access (thread-local storage) is not attributed", m.Segment)
 	}
 	h := b.hintFor(pc, inst)
-	f, hasFunc := b.funcAt(pc)
-	var fs *funcScope
-	if hasFunc {
-		fs, _ = b.funcScope(f)
-	}
 	base := dwarfReg(m.Base)
 	if base == dwRIP {
 		addr := pc + uint64(inst.Len) + uint64(m.Disp)
@@ -139,6 +134,11 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	}
 	if base < 0 {
 		return unknown("base register %s is not a general-purpose register", m.Base)
+	}
+	f, hasFunc := b.funcAt(pc)
+	var fs *funcScope
+	if hasFunc {
+		fs, _ = b.funcScope(f)
 	}
 	if fs == nil {
 		return unknown("no DWARF function covers the address (code without debug info)")
