@@ -274,3 +274,20 @@ func hasSuffix(m map[string]int, suffix string) bool {
 	}
 	return false
 }
+
+// BenchmarkParse reads and converts each checked-in recording; the
+// side-by-side comparison with perf script is testdata/perf/bench.sh.
+func BenchmarkParse(b *testing.B) {
+	for _, name := range recordings {
+		data := readFile(b, name+".data")
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(data, 0, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
