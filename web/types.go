@@ -198,7 +198,17 @@ func (s *Server) registerTypes() {
 	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
 }
 
-// typesJSON is the body of /p/ID/types.json.
+// typesJSON is the body of /p/ID/types.json (?si= selects the sample type):
+//
+//	{"id", "sampleType", "unit", "total",
+//	 "types": [{"name": "struct node", "size": 24, "dso": "app", "weight",
+//	            "members": [{"offset", "size", "name": "in.y", "field", "type",
+//	                         "depth", "weight" (own), "total" (with nested)}],
+//	            "funcs": [{"name", "weight"}]}],          // heaviest first
+//	 "unknown": [{"reason", "func", "insn", "pc", "dso", "weight"}],
+//	 "dsos": [{"name", "buildId", "debugSource" | "error", "samples"}]}
+//
+// "(stack operation)" and "(unknown)" appear as types, per binary.
 type typesJSON struct {
 	ID         string `json:"id"`
 	SampleType string `json:"sampleType"`
