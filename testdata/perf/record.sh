@@ -20,8 +20,9 @@ rec -e cpu-clock -F 500 -g -o fp.data ./deep 0.2
 rec -e cpu-clock -F 200 --call-graph=dwarf,1024 -o dwarf.data ./deep 0.1
 # Pipe mode: attributes, features and build IDs arrive as records.
 perf record -q -e cpu-clock -F 1000 -g -o - ./threads 2>/dev/null > pipe.data
-# zstd-compressed records.
+# zstd-compressed records, in a file and in pipe mode.
 rec -z -e cpu-clock -F 1000 -g -o z.data ./deep 0.1
+perf record -q -z -e cpu-clock -F 1000 -g -o - ./deep 0.05 2>/dev/null > pipez.data
 # Build IDs inside MMAP2 records (--buildid-mmap) instead of a BUILD_ID section.
 rec -e cpu-clock -F 500 -g --buildid-mmap -o buildid.data ./deep 0.1
 # Two events, sample identifier, data address, CPU, raw data, clock data.

@@ -18,7 +18,7 @@ import (
 const dir = "../../../testdata/perf"
 
 // recordings are the perf.data files testdata/perf/record.sh writes.
-var recordings = []string{"fp", "dwarf", "pipe", "z", "buildid", "multi", "read"}
+var recordings = []string{"fp", "dwarf", "pipe", "z", "pipez", "buildid", "multi", "read"}
 
 func needPerf(t testing.TB) string {
 	p, err := exec.LookPath("perf")
