@@ -432,25 +432,40 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return e.err.Error() }
 
 // copyWithProgress copies src to dst, counting bytes into received and
-// calling report at most once per progressEvery bytes.
+// calling report at most once per progressEvery bytes. Reads fill a 1 MiB
+// buffer before it is written, so a fast download costs few write calls.
 func copyWithProgress(dst io.Writer, src io.Reader, received *atomic.Int64, report func(int64)) (int64, error) {
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, 1<<20)
 	var n, reported int64
+	fill := 0
+	flush := func() error {
+		if fill == 0 {
+			return nil
+		}
+		if _, err := dst.Write(buf[:fill]); err != nil {
+			return &writeError{err}
+		}
+		fill = 0
+		return nil
+	}
 	for {
-		m, rerr := src.Read(buf)
+		m, rerr := src.Read(buf[fill:])
 		if m > 0 {
-			if _, werr := dst.Write(buf[:m]); werr != nil {
-				return n, &writeError{werr}
-			}
+			fill += m
 			n += int64(m)
 			received.Store(n)
 			if n-reported >= progressEvery {
 				report(n)
 				reported = n
 			}
+			if fill == len(buf) {
+				if err := flush(); err != nil {
+					return n, err
+				}
+			}
 		}
 		if rerr == io.EOF {
-			return n, nil
+			return n, flush()
 		}
 		if rerr != nil {
 			return n, rerr

@@ -157,6 +157,7 @@ exec socat UNIX-LISTEN:"$SOCK",fork,unlink-early TCP:127.0.0.1:8002`
 		},
 		Transport:     tr,
 		FlushInterval: -1,
+		BufferPool:    bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
 			s.noteStatus(resp.Request, resp.StatusCode)
 			if rate := s.rate.Load(); rate > 0 {
@@ -296,6 +297,15 @@ func (s *Server) Log() string {
 	b, _ := os.ReadFile(s.logPath)
 	return string(b)
 }
+
+// bufferPool gives the proxy 256 KiB copy buffers, so it is not the
+// bottleneck of a large download (its default is 32 KiB).
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { return make([]byte, 256<<10) }}
+
+func (bufferPool) Get() []byte  { return buffers.Get().([]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(b) }
 
 // slowBody paces reads to about rate bytes per second.
 type slowBody struct {
