@@ -16,6 +16,8 @@ rec() { perf record -q "$@" 2>/dev/null; }
 
 # Frame-pointer call chains, 16-17 frames deep, through deep, libm, libc and the kernel.
 rec -e cpu-clock -F 500 -g -o fp.data ./deep 0.2
+# No call chains: each sample is its IP alone.
+rec -e cpu-clock -F 500 -o flat.data ./deep 0.05
 # DWARF mode: kernel chain + user registers and a 1 KiB stack copy per sample.
 rec -e cpu-clock -F 200 --call-graph=dwarf,1024 -o dwarf.data ./deep 0.1
 # Pipe mode: attributes, features and build IDs arrive as records.

@@ -121,6 +121,7 @@ type converter struct {
 	topPid                    uint32
 	topExe                    *vmap // the program of the most sampled process
 	nSamples, noMapping, lost uint64
+	dwarf                     uint64 // samples with a copied user stack (--call-graph=dwarf)
 	first, last               uint64
 }
 
@@ -409,6 +410,9 @@ func (c *converter) sample(s *Sample) error {
 		ps.Value[2*s.Attr+1] += int64(period)
 		c.nSamples++
 	}
+	if s.HasRegsUser || s.StackUser > 0 {
+		c.dwarf++
+	}
 	c.perPid[s.Pid]++
 	if c.perPid[s.Pid] == 1 || c.perPid[s.Pid] > c.perPid[c.topPid] {
 		if c.perPid[s.Pid] > c.perPid[c.topPid] || c.topExe == nil {
@@ -472,6 +476,9 @@ func (c *converter) finish() {
 	add("perf.data: %d samples", c.nSamples)
 	if c.lost > 0 {
 		add("warning: the kernel dropped %d samples (LOST records); the profile undercounts", c.lost)
+	}
+	if c.dwarf > 0 {
+		add("warning: %d samples were recorded with --call-graph=dwarf; their user-space stacks are not unwound here, so they show the sampled instruction and kernel frames only (record with -g or --call-graph=fp for full stacks)", c.dwarf)
 	}
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)

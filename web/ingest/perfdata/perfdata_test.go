@@ -18,7 +18,7 @@ import (
 const dir = "../../../testdata/perf"
 
 // recordings are the perf.data files testdata/perf/record.sh writes.
-var recordings = []string{"fp", "dwarf", "pipe", "z", "pipez", "buildid", "multi", "read"}
+var recordings = []string{"fp", "flat", "dwarf", "pipe", "z", "pipez", "buildid", "multi", "read"}
 
 func needPerf(t testing.TB) string {
 	p, err := exec.LookPath("perf")
@@ -62,7 +62,7 @@ func perfScript(t *testing.T, file string) []scriptSample {
 		line := sc.Text()
 		switch {
 		case strings.TrimSpace(line) == "":
-		case line[0] == '\t' || line[0] == ' ':
+		case (line[0] == '\t' || line[0] == ' ') && !strings.Contains(line, ": "):
 			// "addr (dso)"; pipe-mode files also get the symbol in between.
 			fs := strings.Fields(line)
 			dso := fs[len(fs)-1]
@@ -76,20 +76,29 @@ func perfScript(t *testing.T, file string) []scriptSample {
 			s := &ss[len(ss)-1]
 			s.frames = append(s.frames, fmt.Sprintf("%s:%x", strings.Trim(dso, "()"), addr))
 		default:
-			// "comm tid event:" where comm may hold spaces.
+			// "comm tid event: [addr (dso)]" where comm may hold spaces; without
+			// call chains the sample's own (absolute) address follows the event.
 			fs := strings.Fields(line)
-			if len(fs) < 3 {
+			n := len(fs) - 1
+			for n >= 0 && !strings.HasSuffix(fs[n], ":") {
+				n--
+			}
+			if n < 2 {
 				t.Fatalf("perf script header line %q", line)
 			}
-			n := len(fs)
-			ss = append(ss, scriptSample{comm: strings.Join(fs[:n-2], " "), tid: fs[n-2], event: strings.TrimSuffix(fs[n-1], ":")})
+			s := scriptSample{comm: strings.Join(fs[:n-1], " "), tid: fs[n-1], event: strings.TrimSuffix(fs[n], ":")}
+			if rest := fs[n+1:]; len(rest) >= 2 {
+				s.frames = []string{strings.Trim(rest[len(rest)-1], "()") + ":" + strings.TrimLeft(rest[0], "0")}
+			}
+			ss = append(ss, s)
 		}
 	}
 	return ss
 }
 
 // profileSamples expands a converted profile into per-sample keys like scriptSample's.
-func profileSamples(t *testing.T, p *profile.Profile, leafOnly bool) map[string]int {
+// raw renders absolute addresses, as perf script prints samples without call chains.
+func profileSamples(t *testing.T, p *profile.Profile, leafOnly, raw bool) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for _, s := range p.Sample {
@@ -111,7 +120,11 @@ func profileSamples(t *testing.T, p *profile.Profile, leafOnly bool) map[string]
 				if l.Address < m.Start || l.Address >= m.Limit {
 					t.Errorf("location %#x lies outside its mapping %s [%#x, %#x)", l.Address, m.File, m.Start, m.Limit)
 				}
-				frames = append(frames, fmt.Sprintf("%s:%x", m.File, l.Address-m.Start+m.Offset))
+				if raw {
+					frames = append(frames, fmt.Sprintf("%s:%x", m.File, l.Address))
+				} else {
+					frames = append(frames, fmt.Sprintf("%s:%x", m.File, l.Address-m.Start+m.Offset))
+				}
 			}
 			if leafOnly && len(frames) > 1 {
 				frames = frames[:1]
@@ -138,6 +151,9 @@ func TestAgainstPerfScript(t *testing.T) {
 			if err := p.CheckValid(); err != nil {
 				t.Fatal(err)
 			}
+			if dw := strings.Contains(strings.Join(p.Comments, "\n"), "--call-graph=dwarf; their user-space stacks are not unwound"); dw != (name == "dwarf") {
+				t.Errorf("warning about DWARF-mode stacks shown: %v", dw)
+			}
 			leafOnly := name == "dwarf" // perf unwinds the copied user stacks; we keep the leaf
 			want := map[string]int{}
 			ss := perfScript(t, file)
@@ -147,7 +163,7 @@ func TestAgainstPerfScript(t *testing.T) {
 				}
 				want[s.key()]++
 			}
-			got := profileSamples(t, p, leafOnly)
+			got := profileSamples(t, p, leafOnly, name == "flat")
 			total := 0
 			for _, n := range got {
 				total += n
