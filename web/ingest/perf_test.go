@@ -17,7 +17,7 @@ const perfDir = "../../testdata/perf"
 func TestPerfFormatsDetected(t *testing.T) {
 	cases := map[string]string{
 		"fp.data": "perf.data", "dwarf.data": "perf.data", "pipe.data": "perf.data", "z.data": "perf.data",
-		"buildid.data": "perf.data", "pipez.data": "perf.data", "multi.data": "perf.data", "read.data": "perf.data",
+		"buildid.data": "perf.data", "pipez.data": "perf.data", "flat.data": "perf.data", "multi.data": "perf.data", "read.data": "perf.data",
 		"fp.script": "perf script", "pipe.pid.script": "perf script",
 		"fp.folded": "folded stacks", "fp.json": "perf JSON",
 	}
