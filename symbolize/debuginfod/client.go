@@ -28,8 +28,9 @@ type Client struct {
 	sem     chan struct{}
 	logf    func(string, ...any)
 
-	memo  *lru.Cache[string, memoEntry]
-	group singleflight.Group
+	memo    *lru.Cache[string, memoEntry]
+	group   singleflight.Group
+	breaker breaker
 
 	mu      sync.Mutex
 	flights map[string]*flight

@@ -417,8 +417,9 @@ func TestProgressIsThrottled(t *testing.T) {
 			last = p.Bytes
 		}
 	}
-	if n < 3 || n > (1<<20)/(64<<10)+3 {
-		t.Errorf("%d downloading reports for 1 MiB, want between 3 and %d", n, (1<<20)/(64<<10)+3)
+	// A busy callback may see fewer (newer counts replace queued ones).
+	if n < 1 || n > (1<<20)/(64<<10)+3 {
+		t.Errorf("%d downloading reports for 1 MiB, want between 1 and %d", n, (1<<20)/(64<<10)+3)
 	}
 	if last != 1<<20 {
 		t.Errorf("last downloading report at %d bytes, want %d", last, 1<<20)
@@ -609,4 +610,27 @@ func TestSlowCallbackDoesNotStallSharedDownload(t *testing.T) {
 	if n := srv.n.Load(); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
+}
+
+// A server that cannot be reached is skipped for a while after three
+// failures in a row, and its failures never write a negative entry.
+func TestUnreachableServerIsSkippedForAWhile(t *testing.T) {
+	t.Parallel()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	url := gone.URL
+	gone.Close() // connection refused from now on
+	c := newClient(t, debuginfod.Config{URLs: []string{url}, RetryLimit: -1})
+	for i := range 3 {
+		_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+		var ue *debuginfod.UnreachableError
+		if err == nil || errors.Is(err, debuginfod.ErrNotFound) || errors.As(err, &ue) {
+			t.Fatalf("fetch %d: %v; want a network error", i+1, err)
+		}
+	}
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var ue *debuginfod.UnreachableError
+	if !errors.As(err, &ue) || ue.Failures != 3 || !strings.Contains(err.Error(), url) {
+		t.Fatalf("fourth fetch: %v; want the server skipped as unreachable", err)
+	}
+	assertNothingCached(t, c, helloID)
 }

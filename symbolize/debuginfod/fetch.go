@@ -178,13 +178,17 @@ func (c *Client) tryServer(ctx context.Context, f *flight, server, bid string, k
 	fail := func(err error) *ServerError { return &ServerError{Server: server, URL: u, Err: err} }
 	claimed := false
 	for attempt := 0; ; attempt++ {
+		if err := c.breaker.check(server); err != nil {
+			return "", fail(err)
+		}
 		f.emit(Progress{BuildID: bid, Kind: kind, Server: server, Phase: PhaseConnecting, Total: -1})
 		path, err, retryAfter := c.attempt(ctx, f, server, u, bid, kind, file, &claimed, claim)
-		if err == nil {
-			return path, nil
-		}
 		if ctx.Err() != nil {
 			return "", fail(context.Cause(ctx))
+		}
+		c.breaker.record(server, err)
+		if err == nil {
+			return path, nil
 		}
 		if !retryable(err) || attempt >= c.cfg.RetryLimit {
 			return "", fail(err)
@@ -205,6 +209,80 @@ func (c *Client) tryServer(ctx context.Context, f *flight, server, bid string, k
 	}
 }
 
+// breaker stops asking a server that could not be reached several times
+// in a row, for a while, so an offline laptop or a dead server does not
+// cost every build ID its retries. Any HTTP answer closes it again.
+type breaker struct {
+	mu    sync.Mutex
+	state map[string]*breakerState
+}
+
+type breakerState struct {
+	failures  int
+	openUntil time.Time
+}
+
+const (
+	breakerThreshold = 3
+	breakerCooldown  = 30 * time.Second
+)
+
+// UnreachableError is returned for a server skipped after repeated network
+// failures.
+type UnreachableError struct {
+	Failures int
+	Until    time.Time
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("skipped: unreachable %d times in a row; asked again after %s", e.Failures, e.Until.Format(time.TimeOnly))
+}
+
+func (b *breaker) check(server string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st := b.state[server]; st != nil && time.Now().Before(st.openUntil) {
+		return &UnreachableError{Failures: st.failures, Until: st.openUntil}
+	}
+	return nil
+}
+
+// record counts network failures (no HTTP answer at all) and resets on
+// anything else.
+func (b *breaker) record(server string, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == nil {
+		b.state = map[string]*breakerState{}
+	}
+	st := b.state[server]
+	if st == nil {
+		st = &breakerState{}
+		b.state[server] = st
+	}
+	if !isNetworkError(err) {
+		st.failures, st.openUntil = 0, time.Time{}
+		return
+	}
+	st.failures++
+	if st.failures >= breakerThreshold {
+		st.openUntil = time.Now().Add(breakerCooldown)
+	}
+}
+
+// isNetworkError reports an error that came before any HTTP answer.
+func isNetworkError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *StatusError
+	var ve *VerifyError
+	var tl *TooLargeError
+	var st *StalledError
+	var fe *fileError
+	return !errors.As(err, &se) && !errors.As(err, &ve) && !errors.As(err, &tl) && !errors.As(err, &st) && !errors.As(err, &fe)
+}
+
 // retryable reports whether err is worth asking the same server again:
 // network errors, stalls, 5xx and 429, but not 404, 406, other 4xx or a
 // file that failed verification.
@@ -219,7 +297,8 @@ func retryable(err error) bool {
 		return false
 	}
 	var fe *fileError
-	return !errors.As(err, &fe)
+	var ue *UnreachableError
+	return !errors.As(err, &fe) && !errors.As(err, &ue)
 }
 
 // fileError is a local failure (writing the cache), not worth a retry.
