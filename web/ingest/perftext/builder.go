@@ -23,6 +23,8 @@ type Frame struct {
 	Func string
 	DSO  string // empty when unknown
 	Addr uint64 // 0 when the format has none
+	// Inlined are the functions inlined at Addr into Func, innermost first.
+	Inlined []string
 }
 
 // builder accumulates stacks into a profile, merging equal stacks with equal labels.
@@ -45,8 +47,8 @@ type builder struct {
 }
 
 type locKey struct {
-	fn, dso string
-	addr    uint64
+	fn, dso, inlined string
+	addr             uint64
 }
 
 func newBuilder(maxSamples int) *builder {
@@ -101,7 +103,7 @@ func (b *builder) badLine(n int, line, why string) {
 }
 
 func (b *builder) location(f Frame) *profile.Location {
-	k := locKey{f.Func, f.DSO, f.Addr}
+	k := locKey{f.Func, f.DSO, strings.Join(f.Inlined, "\x00"), f.Addr}
 	if l := b.locs[k]; l != nil {
 		return l
 	}
@@ -115,14 +117,17 @@ func (b *builder) location(f Frame) *profile.Location {
 		}
 		l.Mapping = m
 	}
-	if f.Func != "" {
-		fn := b.funcs[f.Func]
+	for _, name := range append(f.Inlined, f.Func) {
+		if name == "" {
+			continue
+		}
+		fn := b.funcs[name]
 		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: f.Func, SystemName: f.Func}
-			b.funcs[f.Func] = fn
+			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
+			b.funcs[name] = fn
 			b.p.Function = append(b.p.Function, fn)
 		}
-		l.Line = []profile.Line{{Function: fn}}
+		l.Line = append(l.Line, profile.Line{Function: fn})
 	}
 	b.p.Location = append(b.p.Location, l)
 	b.locs[k] = l

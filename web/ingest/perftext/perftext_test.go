@@ -318,3 +318,32 @@ func TestJSONReportsBadSamples(t *testing.T) {
 		t.Error("truncated JSON parsed")
 	}
 }
+
+// TestScriptInlined reads perf script's output for the DWARF-mode recording,
+// where perf prints "(inlined)" frames, and checks they become the inline
+// lines of the location they were inlined into.
+func TestScriptInlined(t *testing.T) {
+	text := perfScriptText(t, "-i", filepath.Join(dir, "dwarf.data"))
+	if !strings.Contains(string(text), "(inlined)") {
+		t.Fatal("perf script printed no inlined frames for dwarf.data")
+	}
+	p, err := ParseScript(text, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := Warnings(p); len(w) > 0 {
+		t.Errorf("warnings: %v", w)
+	}
+	found := false
+	for _, l := range p.Location {
+		if l.Mapping != nil && l.Mapping.File == "inlined" {
+			t.Errorf("an (inlined) frame became a mapping")
+		}
+		if len(l.Line) == 2 && l.Line[0].Function.Name == "libc_feholdsetround_sse_ctx" && l.Line[1].Function.Name == "__cos_fma" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no location holds libc_feholdsetround_sse_ctx inlined into __cos_fma")
+	}
+}

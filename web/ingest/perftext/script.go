@@ -92,6 +92,7 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 		event, comm            string
 		pid, tid, period, time int64
 		frames                 []Frame
+		inlined                []string // inlined functions awaiting their frame
 	}
 	var cur pending
 	var first, last int64
@@ -100,6 +101,10 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 			return nil
 		}
 		cur.ok = false
+		for _, name := range cur.inlined { // inlined frames with no frame after them
+			cur.frames = append(cur.frames, Frame{Func: name})
+		}
+		cur.inlined = nil
 		if cur.time > 0 {
 			if first == 0 || cur.time < first {
 				first = cur.time
@@ -134,6 +139,15 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 				b.badLine(lineNo, s, "not a frame (address symbol (dso))")
 				continue
 			}
+			if f.DSO == "inlined" {
+				// perf prints each function inlined at an address before the
+				// frame it was inlined into; they become that location's lines.
+				cur.inlined = append(cur.inlined, f.Func)
+				continue
+			}
+			if len(cur.inlined) > 0 {
+				f.Inlined, cur.inlined = cur.inlined, nil
+			}
 			cur.frames = append(cur.frames, f)
 		default:
 			if err := flush(); err != nil {
@@ -158,7 +172,7 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 				cur.time = secs*1e9 + ns
 			}
 			cur.period, _ = strconv.ParseInt(m[6], 10, 64)
-			cur.frames = cur.frames[:0]
+			cur.frames, cur.inlined = cur.frames[:0], nil
 			if m[8] != "" {
 				f, ok := parseFrame(m[8])
 				if !ok {
