@@ -174,7 +174,8 @@ func TestScriptCheckedIn(t *testing.T) {
 func TestScriptWithoutCallchain(t *testing.T) {
 	text := "            deep 27816   668.334305:    2000000  cpu-clock:      7f9e2e6b6aef __cos_fma+0x1f (/usr/lib/x86_64-linux-gnu/libm.so.6)\n" +
 		"            deep 27816   668.334307:    2000000 task-clock:      7f9e2e6b6aef __cos_fma+0x1f (/usr/lib/x86_64-linux-gnu/libm.so.6)\n" +
-		"kworker/0:1 H  12 [000]   668.334309:    2000000 cpu-clock:ppp:      ffffffff81000c82 asm_exc_page_fault+0x22 ([kernel.kallsyms])\n"
+		"kworker/0:1 H  12 [000]   668.334309:    2000000 cpu-clock:ppp:      ffffffff81000c82 asm_exc_page_fault+0x22 ([kernel.kallsyms])\n" +
+		"            deep 27816 [001]   668.334310:          1 sched:sched_switch: prev_comm=deep prev_pid=27816 prev_prio=120 prev_state=R ==> next_comm=swapper/1\n"
 	if !SniffScript([]byte(text)) {
 		t.Fatal("not sniffed")
 	}
@@ -182,12 +183,15 @@ func TestScriptWithoutCallchain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sampleTypes(p); !slices.Equal(got, []string{"cpu-clock_count/count", "cpu-clock/nanoseconds", "task-clock_count/count", "task-clock/nanoseconds", "cpu-clock:ppp_count/count", "cpu-clock:ppp/nanoseconds"}) {
+	if got := sampleTypes(p); !slices.Equal(got, []string{"cpu-clock_count/count", "cpu-clock/nanoseconds", "task-clock_count/count", "task-clock/nanoseconds", "cpu-clock:ppp_count/count", "cpu-clock:ppp/nanoseconds", "sched:sched_switch_count/count", "sched:sched_switch/count"}) {
 		t.Errorf("sample types %v", got)
 	}
 	// deep's cpu-clock and task-clock samples share a stack: one pprof sample, two value columns.
-	if len(p.Sample) != 2 || p.Sample[0].Value[0] != 1 || p.Sample[0].Value[3] != 2000000 {
-		t.Fatalf("samples %v, want deep's two events in one sample", p.Sample)
+	if len(p.Sample) != 3 || p.Sample[0].Value[0] != 1 || p.Sample[0].Value[3] != 2000000 {
+		t.Fatalf("samples %v, want deep's two events in one sample, the kworker's and the tracepoint's", p.Sample)
+	}
+	if tp := p.Sample[2]; tp.Value[6] != 1 || len(tp.Location) != 0 || len(Warnings(p)) != 0 {
+		t.Errorf("tracepoint sample %v with %d frames; warnings %v", tp.Value, len(tp.Location), Warnings(p))
 	}
 	last := p.Sample[1]
 	if last.Label["comm"][0] != "kworker/0:1 H" || last.NumLabel["tid"][0] != 12 {
@@ -196,8 +200,8 @@ func TestScriptWithoutCallchain(t *testing.T) {
 	if f := last.Location[0].Line[0].Function.Name; f != "asm_exc_page_fault" || last.Location[0].Mapping.File != "[kernel.kallsyms]" {
 		t.Errorf("frame %s in %s", f, last.Location[0].Mapping.File)
 	}
-	if p.DurationNanos != 4000 {
-		t.Errorf("duration %d ns, want 4000", p.DurationNanos)
+	if p.DurationNanos != 5000 {
+		t.Errorf("duration %d ns, want 5000", p.DurationNanos)
 	}
 }
 

@@ -174,10 +174,9 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 			cur.period, _ = strconv.ParseInt(m[6], 10, 64)
 			cur.frames, cur.inlined = cur.frames[:0], nil
 			if m[8] != "" {
-				f, ok := parseFrame(m[8])
-				if !ok {
-					b.badLine(lineNo, s, "unreadable frame after the event")
-				} else {
+				// Without call chains the sample's frame follows the event;
+				// tracepoints print their fields there instead.
+				if f, ok := parseFrame(m[8]); ok {
 					cur.frames = append(cur.frames, f)
 				}
 			}
