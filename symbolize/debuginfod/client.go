@@ -82,9 +82,12 @@ func New(cfg Config) (*Client, error) {
 	c.http = cfg.HTTPClient
 	if c.http == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// debuginfod never compresses; not asking for gzip also means a
+		// hostile server cannot make us inflate a gzip bomb.
+		tr.DisableCompression = true
 		// file:///DIR serves DIR/buildid/ID/KIND, as elfutils allows.
 		tr.RegisterProtocol("file", http.NewFileTransport(http.Dir("/")))
-		c.http = &http.Client{Transport: tr}
+		c.http = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 	}
 	n := cfg.MaxParallel
 	if n <= 0 {
@@ -96,6 +99,18 @@ func New(cfg Config) (*Client, error) {
 		c.logf = func(string, ...any) {}
 	}
 	return c, nil
+}
+
+// checkRedirect follows redirects, as elfutils does, but only to http and
+// https: a server must not make us read a local file:// path.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 8 {
+		return fmt.Errorf("stopped after %d redirects", len(via))
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refused a redirect to %s (only http and https)", req.URL.Redacted())
+	}
+	return nil
 }
 
 func orDefault(s, def string) string {

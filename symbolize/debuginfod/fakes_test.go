@@ -3,6 +3,8 @@ package debuginfod_test
 // Servers that misbehave in ways the real debuginfod cannot be made to.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -631,6 +633,72 @@ func TestUnreachableServerIsSkippedForAWhile(t *testing.T) {
 	var ue *debuginfod.UnreachableError
 	if !errors.As(err, &ue) || ue.Failures != 3 || !strings.Contains(err.Error(), url) {
 		t.Fatalf("fourth fetch: %v; want the server skipped as unreachable", err)
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+// A server cannot redirect us to a local file; a redirect to another http
+// server is followed (as elfutils does) and its file verified all the same.
+func TestRedirects(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.c")
+	os.WriteFile(secret, []byte("int password = 1234;\n"), 0o600)
+	toFile := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		http.Redirect(w, r, "file://"+secret, http.StatusFound)
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{toFile.URL}})
+	if _, err := c.Fetch(context.Background(), helloID, debuginfod.SourceKind("/src/a.c"), nil); err == nil || !strings.Contains(err.Error(), "refused a redirect") {
+		t.Fatalf("redirect to file://: %v, want it refused", err)
+	}
+	assertNothingCached(t, c, helloID)
+
+	wrong := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(testFile(t, "other.debug")) })
+	away := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		http.Redirect(w, r, wrong.URL+r.URL.Path, http.StatusFound)
+	})
+	c = newClient(t, debuginfod.Config{URLs: []string{away.URL}})
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
+	var ve *debuginfod.VerifyError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), away.URL) {
+		t.Fatalf("redirect to a server with the wrong file: %v, want a VerifyError naming %s", err, away.URL)
+	}
+	if wrong.n.Load() != 1 {
+		t.Errorf("redirect not followed: %d requests to its target", wrong.n.Load())
+	}
+	assertNothingCached(t, c, helloID)
+}
+
+// A gzip bomb is not inflated: we never ask for compression, so a gzip body
+// is taken as it is and fails verification.
+func TestGzipBodyIsNotInflated(t *testing.T) {
+	t.Parallel()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zeros := make([]byte, 1<<20)
+	for range 64 {
+		zw.Write(zeros) // 64 MiB of zeros, about 64 KiB compressed
+	}
+	zw.Close()
+	var sawAccept atomic.Value
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		sawAccept.Store(r.Header.Get("Accept-Encoding"))
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz.Bytes())
+	})
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}})
+	var rec recorder
+	_, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, rec.add)
+	var ve *debuginfod.VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("gzip body: %v, want a VerifyError", err)
+	}
+	if a, _ := sawAccept.Load().(string); a != "" {
+		t.Errorf("sent Accept-Encoding %q, want none", a)
+	}
+	for _, p := range rec.ps {
+		if p.Bytes > int64(gz.Len()) {
+			t.Fatalf("received %d bytes from a %d-byte gzip body: it was inflated", p.Bytes, gz.Len())
+		}
 	}
 	assertNothingCached(t, c, helloID)
 }

@@ -22,6 +22,11 @@ import (
 // period, as elfutils' CURLOPT_LOW_SPEED_LIMIT.
 const minProgress = 100 << 10
 
+// LocalSizeLimit caps what is written for one file when DEBUGINFOD_MAXSIZE
+// is not set, so an endless body cannot fill the disk. The largest debug
+// files seen in distributions are a few GiB.
+const LocalSizeLimit = 16 << 30
+
 // progressEvery is how many bytes pass between two downloading reports.
 const progressEvery = 64 << 10
 
@@ -363,8 +368,12 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 			total = n
 		}
 	}
-	if c.cfg.MaxSize > 0 && total > c.cfg.MaxSize {
-		return "", &TooLargeError{Limit: c.cfg.MaxSize, Size: total}, 0
+	limit := c.cfg.MaxSize
+	if limit <= 0 {
+		limit = LocalSizeLimit
+	}
+	if total > limit {
+		return "", &TooLargeError{Limit: limit, Size: total}, 0
 	}
 	if !*claimed {
 		if !claim() {
@@ -394,10 +403,7 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 		f.emit(Progress{BuildID: bid, Kind: kind, Server: server, Phase: PhaseDownloading, Bytes: n, Total: total})
 	}
 	emit(0)
-	var body io.Reader = resp.Body
-	if c.cfg.MaxSize > 0 {
-		body = io.LimitReader(body, c.cfg.MaxSize+1)
-	}
+	body := io.LimitReader(resp.Body, limit+1)
 	n, err := copyWithProgress(tmp, body, &received, emit)
 	if err != nil {
 		var we *writeError
@@ -407,8 +413,8 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 		return "", stalled(fmt.Errorf("reading the body after %d bytes: %w", n, err)), 0
 	}
 	emit(n)
-	if c.cfg.MaxSize > 0 && n > c.cfg.MaxSize {
-		return "", &TooLargeError{Limit: c.cfg.MaxSize, Size: n}, 0
+	if n > limit {
+		return "", &TooLargeError{Limit: limit, Size: n}, 0
 	}
 
 	if kind == KindDebuginfo || kind == KindExecutable {
