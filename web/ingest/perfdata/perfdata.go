@@ -444,8 +444,10 @@ func (f *File) readFileHeader(data []byte) ([]byte, uint64, error) {
 		f.addAttr(a)
 	}
 	if dataSec.size == 0 && dataSec.off <= uint64(len(data)) {
-		// perf record killed before it rewrote the header: read to the end as perf does.
+		// perf record killed before it rewrote the header: read to the end as
+		// perf does; the feature sections were never written.
 		dataSec.size = uint64(len(data)) - dataSec.off
+		featBits = [4]uint64{}
 		f.Warnings = append(f.Warnings, "the header's data size is 0 (perf record was not stopped cleanly?); read records to the end of the file")
 	}
 	stream, err := sub(data, dataSec, "data section")

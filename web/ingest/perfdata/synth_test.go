@@ -1,9 +1,12 @@
 package perfdata
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // pipeWriter builds little-endian pipe-mode perf.data for cases the
@@ -123,4 +126,36 @@ func TestKernelModulesAndKsymbols(t *testing.T) {
 	if cm := strings.Join(p.Comments, "\n"); !strings.Contains(cm, "type 200×1") {
 		t.Errorf("comments do not report the unknown record: %s", cm)
 	}
+}
+
+// TestUnfinishedRecording converts a perf.data whose header still says the
+// data section is empty, as when perf record is killed: the records up to
+// the end of the file are read and a warning says why.
+func TestUnfinishedRecording(t *testing.T) {
+	data := bytes.Clone(readFile(t, "fp.data"))
+	// data section size lives at offset 48 (magic, size, attr_size, attrs{off,size}, data{off,size}).
+	end := binary.LittleEndian.Uint64(data[40:]) + binary.LittleEndian.Uint64(data[48:])
+	binary.LittleEndian.PutUint64(data[48:], 0)
+	p, err := Parse(data[:end], 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := Parse(readFile(t, "fp.data"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total(p) != total(full) {
+		t.Errorf("%d samples, the finished file has %d", total(p), total(full))
+	}
+	if cm := strings.Join(p.Comments, "\n"); !strings.Contains(cm, "data size is 0") {
+		t.Errorf("no warning about the unfinished header: %s", cm)
+	}
+}
+
+func total(p *profile.Profile) int64 {
+	var n int64
+	for _, s := range p.Sample {
+		n += s.Value[0]
+	}
+	return n
 }
