@@ -32,6 +32,12 @@ func NewGate(inner Fetcher) *Gate { return &Gate{inner: inner} }
 // Enabled reports whether there is a debuginfod client behind the gate.
 func (g *Gate) Enabled() bool { return g != nil && g.inner != nil }
 
+// cacher is implemented by clients that can answer from their cache alone
+// (*debuginfod.Client does).
+type cacher interface {
+	Cached(buildID string, kind debuginfod.Kind) (string, bool)
+}
+
 type jobKey struct{}
 
 func withJob(ctx context.Context, j *Job) context.Context {
@@ -54,6 +60,12 @@ func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, 
 	}
 	fctx, done, err := j.startFetch(ctx, buildID)
 	if err != nil {
+		// Not asking a server still allows what is already on disk.
+		if c, ok := g.inner.(cacher); ok {
+			if path, hit := c.Cached(buildID, kind); hit {
+				return path, nil
+			}
+		}
 		return "", err
 	}
 	path, err := g.inner.Fetch(fctx, buildID, kind, func(p debuginfod.Progress) {

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,11 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
-	"viewer/web/store"
 )
 
 // Event types and keys on a profile's topic.
@@ -23,6 +19,7 @@ const (
 	EventJob        = "job"        // Status, while queued and running
 	EventBinary     = "binary"     // Binary, on each state change
 	EventProgress   = "progress"   // Progress, at most ten a second per fetch
+	EventNames      = "names"      // Names, after a copy with more names was stored
 	EventSymbolized = "symbolized" // Status with Binaries, once at the end
 )
 
@@ -46,14 +43,17 @@ type Job struct {
 	skipped   map[string]bool
 	disabled  bool
 	asked     []string
+	runs      map[string]context.CancelFunc // key → cancel of its engine call
 	cancelRun context.CancelCauseFunc
-	stamp     time.Time // ModTime of symbolized.pb.gz when the run started; zero if absent
+	stamp     time.Time // ModTime of the record when the run started; zero if absent
 	errMsg    string
+	retry     bool
 }
 
-func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job) *Job {
+func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, retry bool) *Job {
 	j := &Job{
-		m: m, id: id, opts: opt, topic: topic,
+		m: m, id: id, opts: opt, topic: topic, retry: retry,
+		runs:    map[string]context.CancelFunc{},
 		done:    make(chan struct{}),
 		state:   "queued",
 		bins:    map[string]*Binary{},
@@ -157,6 +157,9 @@ func (j *Job) Skip(key string) error {
 	}
 	j.skipped[key] = true
 	cancels := j.cancelsLocked(key)
+	if c := j.runs[key]; c != nil {
+		cancels = append(cancels, c)
+	}
 	if !b.State.Final() && j.state != "done" {
 		b.State, b.Reason = StateSkipped, "skipped by the user"
 		b.Phase, b.Bytes, b.Total = "", 0, 0
@@ -339,21 +342,6 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 	return b
 }
 
-// afterFetch checks, once a download ended, whether the profile was
-// symbolized meanwhile by another upload or replica; if so the run stops and
-// uses that instead of loading more debug info.
-func (j *Job) afterFetch() {
-	j.mu.Lock()
-	stamp, cancel := j.stamp, j.cancelRun
-	j.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	if info, err := j.m.cfg.Store.Stat(context.Background(), SymbolizedKey(j.id)); err == nil && info.ModTime != stamp {
-		cancel(errSymbolizedElsewhere)
-	}
-}
-
 func (j *Job) publishBinaryLocked(b *Binary) {
 	data, _ := json.Marshal(b)
 	j.topic.Publish("binary:"+b.Key, EventBinary, data)
@@ -380,196 +368,6 @@ func (j *Job) abandon() {
 	j.state, j.errMsg = "done", "the server shut down before symbolization started; reload the page to queue it again"
 	j.mu.Unlock()
 	close(j.done)
-}
-
-// run symbolizes the profile and stores the result.
-func (j *Job) run(parent context.Context) {
-	defer close(j.done)
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	st := j.m.cfg.Store
-
-	var stamp time.Time
-	info, err := st.Stat(ctx, SymbolizedKey(j.id))
-	if err == nil {
-		stamp = info.ModTime
-	} else if !errors.Is(err, store.ErrNotFound) {
-		j.finish(nil, fmt.Errorf("checking for a symbolized copy: %w", err))
-		return
-	}
-	j.mu.Lock()
-	j.state, j.stamp, j.cancelRun = "running", stamp, cancel
-	j.publishStatusLocked()
-	j.mu.Unlock()
-
-	// A retry starts from the symbolized copy, whose resolved mappings the
-	// engine leaves alone.
-	var p *profile.Profile
-	if !stamp.IsZero() {
-		p, err = j.loadSymbolized(ctx)
-	} else {
-		p, err = j.m.cfg.Load(ctx, j.id)
-	}
-	if err != nil {
-		j.finish(nil, fmt.Errorf("loading the profile: %w", err))
-		return
-	}
-	j.initBinaries(p)
-	if !NeedsSymbolization(p) {
-		j.finish(nil, nil)
-		return
-	}
-	j.mu.Lock()
-	noDebuginfod := !j.debuginfodLocked()
-	j.mu.Unlock()
-	err = j.m.cfg.Symbolizer.Symbolize(withJob(ctx, j), p, Request{NoDebuginfod: noDebuginfod, Update: j.update})
-	if errors.Is(context.Cause(ctx), errSymbolizedElsewhere) {
-		j.adoptStored()
-		return
-	}
-	if ctx.Err() != nil {
-		// Shutting down: store nothing half done; the page queues it again.
-		j.finish(nil, fmt.Errorf("stopped: %w", context.Cause(ctx)))
-		return
-	}
-	if err != nil {
-		// The engine reports per-binary failures itself; an error here is
-		// about the whole run, but what resolved is still worth keeping.
-		j.m.cfg.Logf("symbolize %s: %v", j.id, err)
-	}
-	j.settle(p)
-	// Someone else may have stored a copy while the last binary loaded.
-	if info, serr := st.Stat(ctx, SymbolizedKey(j.id)); serr == nil && info.ModTime != stamp {
-		j.adoptStored()
-		return
-	}
-	var buf bytes.Buffer
-	if werr := p.Write(&buf); werr != nil {
-		j.finish(nil, fmt.Errorf("encoding the symbolized profile: %w", werr))
-		return
-	}
-	if perr := st.Put(ctx, SymbolizedKey(j.id), &buf); perr != nil {
-		j.finish(nil, fmt.Errorf("storing the symbolized profile: %w", perr))
-		return
-	}
-	j.finish(nil, err)
-}
-
-func (j *Job) loadSymbolized(ctx context.Context) (*profile.Profile, error) {
-	rc, err := j.m.cfg.Store.Get(ctx, SymbolizedKey(j.id))
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return profile.Parse(rc)
-}
-
-// adoptStored ends the run with the copy another worker stored.
-func (j *Job) adoptStored() {
-	p, err := j.loadSymbolized(context.Background())
-	if err != nil {
-		j.finish(nil, fmt.Errorf("loading the copy symbolized elsewhere: %w", err))
-		return
-	}
-	resolved := resolvedKeys(p)
-	j.mu.Lock()
-	for _, m := range p.Mapping {
-		if b := j.bins[BinaryKey(m)]; b != nil && b.State != StateSymbolized {
-			if !b.State.Final() {
-				b.State = StateNotFound
-			}
-			if resolved[b.Key] {
-				b.State, b.Source, b.Reason = StateSymbolized, "symbolized by another upload of this profile", ""
-			}
-			b.Phase, b.Bytes, b.Total = "", 0, 0
-			j.topic.Forget("progress:" + b.Key)
-			j.publishBinaryLocked(b)
-		}
-	}
-	j.mu.Unlock()
-	j.finish(p, nil)
-}
-
-// initBinaries lists the binaries still to symbolize as queued, keeping
-// resolved rows of a previous run.
-func (j *Job) initBinaries(p *profile.Profile) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, m := range unsymbolized(p) {
-		b := j.binaryLocked(BinaryKey(m), m.File, m.BuildID)
-		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: StateQueued}
-		j.publishBinaryLocked(b)
-	}
-}
-
-// settle gives every binary the engine left without a final state one,
-// from what the profile now holds.
-func (j *Job) settle(p *profile.Profile) {
-	resolved := resolvedKeys(p)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, m := range p.Mapping {
-		b := j.bins[BinaryKey(m)]
-		if b == nil || b.State.Final() {
-			continue
-		}
-		if resolved[b.Key] {
-			b.State, b.Reason = StateSymbolized, ""
-		} else {
-			b.State = StateNotFound
-			if b.Reason == "" {
-				b.Reason = "no debug info found for this build ID"
-			}
-		}
-		b.Phase, b.Bytes, b.Total = "", 0, 0
-		j.topic.Forget("progress:" + b.Key)
-		j.publishBinaryLocked(b)
-	}
-}
-
-// finish ends the job with the final "symbolized" event.
-func (j *Job) finish(_ *profile.Profile, err error) {
-	j.mu.Lock()
-	j.state = "done"
-	j.cancelRun = nil
-	if err != nil {
-		j.errMsg = err.Error()
-		j.m.cfg.Logf("symbolize %s: %v", j.id, err)
-	}
-	s := j.statusLocked()
-	for _, k := range j.order {
-		s.Binaries = append(s.Binaries, *j.bins[k])
-	}
-	j.mu.Unlock()
-	data, _ := json.Marshal(s)
-	j.topic.Finish("symbolized", EventSymbolized, data)
-}
-
-// resolvedKeys reports, per binary key, whether all of its sampled
-// locations have names (and there is at least one, or the mapping says so).
-func resolvedKeys(p *profile.Profile) map[string]bool {
-	res := map[string]bool{}
-	for _, m := range p.Mapping {
-		if m.HasFunctions {
-			res[BinaryKey(m)] = true
-		}
-	}
-	missing := map[string]bool{}
-	for _, l := range p.Location {
-		if l.Mapping == nil || l.Address == 0 || l.Mapping.HasFunctions {
-			continue
-		}
-		k := BinaryKey(l.Mapping)
-		if len(l.Line) == 0 {
-			missing[k] = true
-		} else {
-			res[k] = true
-		}
-	}
-	for k := range missing {
-		delete(res, k)
-	}
-	return res
 }
 
 // normBuildID is the form build IDs take as keys and in events.

@@ -609,7 +609,7 @@ func TestRetryRerunsOnlyMissedBinaries(t *testing.T) {
 		t.Fatalf("first run: %+v", s)
 	}
 	h.fetch.have["bb02"] = true // the server has it now
-	j2, err := h.m.Retry("p1")
+	j2, err := h.m.Retry("p1", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,8 +628,21 @@ func TestRetryRerunsOnlyMissedBinaries(t *testing.T) {
 	if !names["libaa01.so:fn10010"] || !names["libbb02.so:fn20010"] {
 		t.Errorf("stored after retry: %v", names)
 	}
-	if _, err := h.m.Retry("nope"); !errors.Is(err, ErrNoJob) {
-		t.Errorf("retry of unknown profile: %v", err)
+	// After a restart (a new manager on the same store) the record still
+	// lists the binaries, and Retry works without an in-memory job.
+	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	if err != nil || !rec.Done || len(rec.Binaries) != 2 || fmt.Sprint(rec.Asked) != "["+server+"]" {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	m2 := New(h.m.cfg)
+	defer m2.Close()
+	j3, err := m2.Retry("p1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j3.Wait(context.Background())
+	if s := j3.Status(); s.Resolved != 2 || h.sym.calls["aa01"] != 1 || h.sym.calls["bb02"] != 2 {
+		t.Errorf("retry after restart: %+v, engine calls %v", s, h.sym.calls)
 	}
 }
 
@@ -638,7 +651,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	h.sym.gate = make(chan struct{})
 	h.upload("p1", addrProfile("aa01"))
 	h.m.Submit("p1", Options{})
-	if _, err := h.m.Retry("p1"); !errors.Is(err, ErrRunning) {
+	if _, err := h.m.Retry("p1", Options{}); !errors.Is(err, ErrRunning) {
 		t.Errorf("retry while running: %v", err)
 	}
 	close(h.sym.gate)
@@ -664,11 +677,18 @@ func TestSymbolizedElsewhereMeanwhileIsAdopted(t *testing.T) {
 	var b bytes.Buffer
 	other.Write(&b)
 	h.st.Put(context.Background(), SymbolizedKey("p1"), bytes.NewReader(b.Bytes()))
+	rec := Record{Done: true, Asked: []string{"http://other.test"}, Binaries: []Binary{
+		{Key: "aa01", BuildID: "aa01", File: "/usr/lib/libaa01.so", State: StateSymbolized, Source: "http://other.test"},
+		{Key: "bb02", BuildID: "bb02", File: "/usr/lib/libbb02.so", State: StateSymbolized, Source: "http://other.test"},
+	}}
+	if _, err := writeRecord(context.Background(), h.st, "p1", rec); err != nil {
+		t.Fatal(err)
+	}
 	close(release) // aa01's fetch ends: the job checks the store
 
 	s := final(t, h.events("p1"))
 	fb := byKey(s.Binaries)
-	if fb["bb02"].State != StateSymbolized || !strings.Contains(fb["bb02"].Source, "another upload") {
+	if fb["bb02"].State != StateSymbolized || !strings.Contains(fb["bb02"].Source, "elsewhere") {
 		t.Errorf("bb02 %+v, want taken from the copy stored meanwhile", fb["bb02"])
 	}
 	rc, _ := h.st.Get(context.Background(), SymbolizedKey("p1"))
@@ -730,7 +750,7 @@ func TestCloseStopsRunningJobsWithoutLeaks(t *testing.T) {
 	gate := NewGate(f)
 	sym := &fakeSymbolizer{fetcher: gate, local: map[string]bool{}, calls: map[string]int{}}
 	var loads atomic.Int32
-	m := New(Config{Symbolizer: sym, Store: st, Gate: gate, Broker: sse.NewBroker(sse.Config{}), Workers: 1,
+	m := New(Config{Symbolizer: sym, Store: st, Gate: gate, Broker: sse.NewBroker(sse.Config{}), Workers: 1, Servers: []string{server},
 		Load: func(ctx context.Context, id string) (*profile.Profile, error) {
 			loads.Add(1)
 			return addrProfile("aa01"), nil
@@ -777,4 +797,78 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestNamesAreServedAsEachBinaryResolves(t *testing.T) {
+	h := newHarness(t, Config{SnapshotEvery: time.Millisecond})
+	h.fetch.have["aa01"], h.fetch.have["bb02"] = true, true
+	release := make(chan struct{})
+	h.fetch.block["bb02"] = release
+	var stored atomic.Int32
+	h.m.OnStored(func(id string) { stored.Add(1) })
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	h.m.Submit("p1", Options{})
+	ch := h.stream("p1")
+	sawNames := false
+	// aa01 resolves while bb02 still downloads: a "names" event announces a
+	// stored copy with aa01's names and bb02 still as addresses.
+	for e := range ch {
+		if e.Type == EventNames {
+			sawNames = true
+			break
+		}
+		if e.Type == EventSymbolized {
+			t.Fatal("finished before any names event")
+		}
+	}
+	if !sawNames {
+		t.Fatal("stream ended without a names event")
+	}
+	if stored.Load() == 0 {
+		t.Error("names event before the server was told to drop its cache")
+	}
+	p := h.stored("p1")
+	names := functionNames(p)
+	if !names["libaa01.so:fn10010"] || names["libbb02.so:fn20010"] {
+		t.Errorf("copy stored mid-run has %v, want aa01's names only", names)
+	}
+	if len(p.Sample) != 4 || p.Sample[0].Value[0] != 10 {
+		t.Errorf("the stored copy lost samples: %d", len(p.Sample))
+	}
+	rec, _, _ := ReadRecord(context.Background(), h.st, "p1")
+	if rec.Done {
+		t.Error("record says done mid-run")
+	}
+	close(release)
+	h.collect(ch)
+	names = functionNames(h.stored("p1"))
+	if !names["libaa01.so:fn10010"] || !names["libbb02.so:fn20020"] {
+		t.Errorf("final copy has %v", names)
+	}
+}
+
+func TestNoDebuginfodRecordedAndStrictestWins(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fetch.have["aa01"] = true
+	h.upload("p1", addrProfile("aa01"))
+	ctx := context.Background()
+	if err := h.m.SetNoDebuginfod(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	// Submitted without the choice (say, a page view after a restart): the
+	// record still says no.
+	j, _ := h.m.Submit("p1", Options{})
+	j.Wait(ctx)
+	if h.fetch.count("aa01") != 0 {
+		t.Error("debuginfod asked despite the upload's choice")
+	}
+	rec, _ := h.m.Record(ctx, "p1")
+	if !rec.NoDebuginfod || !rec.Done {
+		t.Errorf("record %+v", rec)
+	}
+	j2, _ := h.m.Retry("p1", Options{})
+	j2.Wait(ctx)
+	if h.fetch.count("aa01") != 0 || j2.Status().Debuginfod {
+		t.Error("Retry turned debuginfod back on against the upload's choice")
+	}
 }

@@ -67,6 +67,12 @@ type Config struct {
 	Servers []string
 	// Workers run jobs (default 2); Queue is how many may wait (default 64).
 	Workers, Queue int
+	// Parallel bounds how many binaries of one job are symbolized at once
+	// (default 8).
+	Parallel int
+	// SnapshotEvery is the shortest interval between two stored copies of
+	// a profile while its binaries resolve (default 500ms).
+	SnapshotEvery time.Duration
 	// ProgressEvery is the shortest interval between two progress events of
 	// one fetch (default 100ms: ten a second).
 	ProgressEvery time.Duration
@@ -120,6 +126,27 @@ type Manager struct {
 	finished []string        // profile IDs with a finished job, oldest first
 	closed   bool
 	avg      time.Duration // moving average of job durations, for Retry-After
+	onStored []func(id string)
+	recMu    sync.Mutex // serializes read-modify-write of records
+}
+
+// OnStored registers f to be called each time a symbolized copy of a
+// profile was stored (while it runs and at the end), before the event
+// announcing it, so a server can drop what it cached of the profile.
+// Register before submitting jobs.
+func (m *Manager) OnStored(f func(id string)) {
+	m.mu.Lock()
+	m.onStored = append(m.onStored, f)
+	m.mu.Unlock()
+}
+
+func (m *Manager) stored(id string) {
+	m.mu.Lock()
+	fs := slices.Clone(m.onStored)
+	m.mu.Unlock()
+	for _, f := range fs {
+		f(id)
+	}
 }
 
 // maxFinished bounds how many finished jobs are kept for their state.
@@ -132,6 +159,12 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 64
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 8
+	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = 500 * time.Millisecond
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 100 * time.Millisecond
@@ -169,7 +202,7 @@ func (m *Manager) Close() {
 }
 
 // DebuginfodEnabled reports whether the server may ask debuginfod at all.
-func (m *Manager) DebuginfodEnabled() bool { return m.cfg.Gate.Enabled() }
+func (m *Manager) DebuginfodEnabled() bool { return m.cfg.Gate.Enabled() && len(m.cfg.Servers) > 0 }
 
 // Servers are the debuginfod servers configured for this server.
 func (m *Manager) Servers() []string {
@@ -209,20 +242,22 @@ func (m *Manager) Submit(id string, opt Options) (*Job, error) {
 }
 
 // Retry runs the profile's binaries that missed again, with debuginfod back
-// on unless the upload or the server said no. Misses are remembered by the
-// debuginfod client for the cache's cache_miss_s, as elfutils does, so an
-// immediate retry asks servers only about what was not a plain miss.
-func (m *Manager) Retry(id string) (*Job, error) {
+// on unless the upload (opt, or the stored record) or the server said no.
+// Misses are remembered by the debuginfod client for the cache's
+// cache_miss_s, as elfutils does, so an immediate retry asks servers only
+// about what was not a plain miss. It works for a profile whose job this
+// process never ran (symbolized before a restart, or by another replica).
+func (m *Manager) Retry(id string, opt Options) (*Job, error) {
 	m.mu.Lock()
 	j := m.jobs[id]
 	m.mu.Unlock()
-	if j == nil {
-		return nil, ErrNoJob
-	}
-	if !j.Done() {
+	if j != nil && !j.Done() {
 		return nil, ErrRunning
 	}
-	return m.submit(id, j.opts, true)
+	if j != nil {
+		opt.NoDebuginfod = opt.NoDebuginfod || j.opts.NoDebuginfod
+	}
+	return m.submit(id, opt, true)
 }
 
 func (m *Manager) submit(id string, opt Options, retry bool) (*Job, error) {
@@ -236,14 +271,14 @@ func (m *Manager) submit(id string, opt Options, retry bool) (*Job, error) {
 		return prev, nil
 	}
 	topic := m.cfg.Broker.Topic(id)
-	j := newJob(m, id, opt, topic, prev)
+	j := newJob(m, id, opt, topic, prev, retry)
 	select {
 	case m.queue <- j:
 	default:
 		d := m.avg * time.Duration(len(m.queue)) / time.Duration(m.cfg.Workers)
 		return nil, &QueueFullError{RetryAfter: max(d, time.Second)}
 	}
-	if prev != nil {
+	if topic.Finished() {
 		topic.Reopen()
 	}
 	m.jobs[id] = j
@@ -298,4 +333,36 @@ func (m *Manager) Events(w http.ResponseWriter, r *http.Request, id string) erro
 		return nil
 	}
 	return err
+}
+
+// Record reads the profile's stored symbolization record (zero when none).
+func (m *Manager) Record(ctx context.Context, id string) (Record, error) {
+	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+	return r, err
+}
+
+// SetNoDebuginfod records that an upload of the profile asked not to send
+// its build IDs anywhere. The strictest choice wins: a later upload of the
+// same bytes cannot turn debuginfod back on. A job already running stops
+// asking.
+func (m *Manager) SetNoDebuginfod(ctx context.Context, id string) error {
+	m.recMu.Lock()
+	defer m.recMu.Unlock()
+	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+	if err != nil {
+		return err
+	}
+	if !r.NoDebuginfod {
+		r.NoDebuginfod = true
+		if _, err := writeRecord(ctx, m.cfg.Store, id, r); err != nil {
+			return err
+		}
+	}
+	if j := m.Job(id); j != nil && !j.Done() {
+		j.mu.Lock()
+		j.opts.NoDebuginfod = true
+		j.mu.Unlock()
+		j.Disable()
+	}
+	return nil
 }

@@ -1,0 +1,452 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/store"
+)
+
+// RecordKey is the store key of a profile's symbolization record.
+func RecordKey(id string) string { return id + "/symbolize.json" }
+
+// Record is what is kept of symbolization next to the profile: the upload's
+// privacy choice and, once a run finished, its outcome, so the panel
+// survives restarts and other replicas can tell the work is done.
+type Record struct {
+	NoDebuginfod bool      `json:"noDebuginfod,omitempty"`
+	Done         bool      `json:"done"`
+	Finished     time.Time `json:"finished,omitzero"`
+	Asked        []string  `json:"asked,omitempty"`
+	Binaries     []Binary  `json:"binaries,omitempty"`
+}
+
+// ReadRecord returns the profile's record and its modification time; a
+// profile without one gets the zero Record and time.
+func ReadRecord(ctx context.Context, st Store, id string) (Record, time.Time, error) {
+	var r Record
+	info, err := st.Stat(ctx, RecordKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return r, time.Time{}, nil
+	}
+	if err != nil {
+		return r, time.Time{}, err
+	}
+	rc, err := st.Get(ctx, RecordKey(id))
+	if err != nil {
+		return r, time.Time{}, err
+	}
+	defer rc.Close()
+	if err := json.NewDecoder(rc).Decode(&r); err != nil {
+		return Record{}, time.Time{}, fmt.Errorf("%s: %w", RecordKey(id), err)
+	}
+	return r, info.ModTime, nil
+}
+
+func writeRecord(ctx context.Context, st Store, id string, r Record) (time.Time, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := st.Put(ctx, RecordKey(id), bytes.NewReader(b)); err != nil {
+		return time.Time{}, err
+	}
+	info, err := st.Stat(ctx, RecordKey(id))
+	return info.ModTime, err
+}
+
+// run symbolizes the profile, one engine call per binary so names are
+// merged and served as each binary resolves, and stores the result.
+func (j *Job) run(parent context.Context) {
+	defer close(j.done)
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	st := j.m.cfg.Store
+
+	rec, stamp, err := ReadRecord(ctx, st, j.id)
+	if err != nil {
+		j.finish(fmt.Errorf("reading the symbolization record: %w", err))
+		return
+	}
+	j.mu.Lock()
+	j.opts.NoDebuginfod = j.opts.NoDebuginfod || rec.NoDebuginfod
+	if len(j.order) == 0 {
+		// First run in this process: show the stored outcome's rows.
+		for _, rb := range rec.Binaries {
+			b := j.binaryLocked(rb.Key, rb.File, rb.BuildID)
+			*b = rb
+			j.publishBinaryLocked(b)
+		}
+	}
+	j.state, j.stamp, j.cancelRun = "running", stamp, cancel
+	j.publishStatusLocked()
+	j.mu.Unlock()
+	if rec.Done && !j.retry {
+		// Done by another replica since this one last looked.
+		j.adoptStored(rec)
+		return
+	}
+
+	// A retry, or a run interrupted by a restart, continues from the
+	// stored copy, whose resolved mappings are left alone.
+	var p *profile.Profile
+	if _, serr := st.Stat(ctx, SymbolizedKey(j.id)); serr == nil {
+		p, err = j.loadSymbolized(ctx)
+	} else {
+		p, err = j.m.cfg.Load(ctx, j.id)
+	}
+	if err != nil {
+		j.finish(fmt.Errorf("loading the profile: %w", err))
+		return
+	}
+	groups := j.initBinaries(p)
+	if len(groups) == 0 {
+		j.complete(ctx, p, false)
+		return
+	}
+	mg := newMerger(p)
+	minis := make([]*profile.Profile, len(groups))
+	for i, g := range groups {
+		minis[i] = extract(p, g)
+	}
+	j.mu.Lock()
+	noDebuginfod := !j.debuginfodLocked()
+	j.mu.Unlock()
+	w := j.startWriter(mg)
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, j.m.cfg.Parallel)
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			bctx, done, ok := j.startBinary(ctx, g.key)
+			if !ok {
+				return // skipped before it started
+			}
+			err := j.m.cfg.Symbolizer.Symbolize(withJob(bctx, j), minis[i], Request{NoDebuginfod: noDebuginfod, Update: j.update})
+			done()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				j.m.cfg.Logf("symbolize %s, %s: %v", j.id, g.key, err)
+			}
+			if mg.merge(minis[i]) {
+				w.poke()
+			}
+			j.settle(g.key, minis[i], err)
+		}()
+	}
+	wg.Wait()
+	w.stop()
+	if errors.Is(context.Cause(ctx), errSymbolizedElsewhere) {
+		rec, _, err := ReadRecord(context.WithoutCancel(ctx), st, j.id)
+		if err != nil {
+			j.finish(fmt.Errorf("reading the record written elsewhere: %w", err))
+			return
+		}
+		j.adoptStored(rec)
+		return
+	}
+	if ctx.Err() != nil {
+		// Shutting down: what resolved may already be stored; the record
+		// is not marked done, so opening the page continues the work.
+		j.finish(fmt.Errorf("stopped: %w", context.Cause(ctx)))
+		return
+	}
+	j.complete(ctx, p, mg.changed())
+}
+
+// complete stores the final copy (when anything changed since the last
+// snapshot) and the record, then ends the job.
+func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
+	st := j.m.cfg.Store
+	// Someone else may have finished while the last binary loaded.
+	if rec, stamp, err := ReadRecord(ctx, st, j.id); err == nil && rec.Done && stamp != j.stampNow() && !j.retry {
+		j.adoptStored(rec)
+		return
+	}
+	if dirty {
+		if err := j.storeProfile(ctx, p); err != nil {
+			j.finish(err)
+			return
+		}
+	}
+	j.mu.Lock()
+	rec := Record{NoDebuginfod: j.opts.NoDebuginfod, Done: true, Finished: time.Now().UTC().Truncate(time.Second), Asked: append([]string(nil), j.asked...)}
+	for _, k := range j.order {
+		rec.Binaries = append(rec.Binaries, *j.bins[k])
+	}
+	j.mu.Unlock()
+	j.m.recMu.Lock()
+	if cur, _, err := ReadRecord(ctx, st, j.id); err == nil && cur.NoDebuginfod {
+		rec.NoDebuginfod = true // set by an upload while this ran
+	}
+	stamp, err := writeRecord(ctx, st, j.id, rec)
+	j.m.recMu.Unlock()
+	if err != nil {
+		j.finish(fmt.Errorf("storing the symbolization record: %w", err))
+		return
+	}
+	j.mu.Lock()
+	j.stamp = stamp
+	j.mu.Unlock()
+	j.finish(nil)
+}
+
+func (j *Job) stampNow() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stamp
+}
+
+// storeProfile writes p as the symbolized copy and tells the server to
+// drop what it cached of the profile.
+func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return fmt.Errorf("encoding the symbolized profile: %w", err)
+	}
+	if err := j.m.cfg.Store.Put(ctx, SymbolizedKey(j.id), &buf); err != nil {
+		return fmt.Errorf("storing the symbolized profile: %w", err)
+	}
+	j.m.stored(j.id)
+	return nil
+}
+
+// startBinary gives one binary's engine call a context Skip can cancel.
+func (j *Job) startBinary(ctx context.Context, key string) (context.Context, func(), bool) {
+	bctx, cancel := context.WithCancel(ctx)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.skipped[key] {
+		cancel()
+		return nil, nil, false
+	}
+	j.runs[key] = cancel
+	return bctx, func() {
+		j.mu.Lock()
+		delete(j.runs, key)
+		j.mu.Unlock()
+		cancel()
+	}, true
+}
+
+// afterFetch checks, once a download ended, whether the profile was
+// symbolized meanwhile by another replica; if so the run stops and uses
+// that instead of loading more debug info.
+func (j *Job) afterFetch() {
+	j.mu.Lock()
+	stamp, cancel := j.stamp, j.cancelRun
+	j.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	ctx := context.Background()
+	info, err := j.m.cfg.Store.Stat(ctx, RecordKey(j.id))
+	if err != nil || info.ModTime.Equal(stamp) {
+		return
+	}
+	if rec, _, err := ReadRecord(ctx, j.m.cfg.Store, j.id); err == nil && rec.Done {
+		cancel(errSymbolizedElsewhere)
+	}
+}
+
+func (j *Job) loadSymbolized(ctx context.Context) (*profile.Profile, error) {
+	rc, err := j.m.cfg.Store.Get(ctx, SymbolizedKey(j.id))
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return profile.Parse(rc)
+}
+
+// adoptStored ends the run with the outcome another replica stored.
+func (j *Job) adoptStored(rec Record) {
+	j.m.stored(j.id)
+	j.mu.Lock()
+	for _, rb := range rec.Binaries {
+		b := j.binaryLocked(rb.Key, rb.File, rb.BuildID)
+		if b.State == StateSymbolized {
+			continue
+		}
+		*b = rb
+		if rb.State == StateSymbolized {
+			b.Source = "symbolized elsewhere: " + rb.Source
+		}
+		j.topic.Forget("progress:" + b.Key)
+		j.publishBinaryLocked(b)
+	}
+	for _, s := range rec.Asked {
+		if !contains(j.asked, s) {
+			j.asked = append(j.asked, s)
+		}
+	}
+	j.mu.Unlock()
+	j.finish(nil)
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// group is one binary: its key and its mappings in the profile.
+type group struct {
+	key      string
+	mappings map[*profile.Mapping]bool
+}
+
+// initBinaries lists the binaries still to symbolize as queued, keeping
+// resolved rows of a previous run, and returns them in profile order.
+func (j *Job) initBinaries(p *profile.Profile) []group {
+	need := map[string]bool{}
+	for _, m := range unsymbolized(p) {
+		need[BinaryKey(m)] = true
+	}
+	var gs []group
+	idx := map[string]int{}
+	for _, m := range p.Mapping {
+		k := BinaryKey(m)
+		if !need[k] {
+			continue
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(gs)
+			idx[k] = i
+			gs = append(gs, group{key: k, mappings: map[*profile.Mapping]bool{}})
+		}
+		gs[i].mappings[m] = true
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, g := range gs {
+		var m *profile.Mapping
+		for _, mm := range p.Mapping {
+			if g.mappings[mm] {
+				m = mm
+				break
+			}
+		}
+		b := j.binaryLocked(g.key, m.File, m.BuildID)
+		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: StateQueued}
+		if j.skipped[g.key] {
+			b.State, b.Reason = StateSkipped, "skipped by the user"
+		}
+		j.publishBinaryLocked(b)
+	}
+	return gs
+}
+
+// extract copies one binary's mappings and unnamed locations into a small
+// profile of its own, so the engine can work on it while the names of other
+// binaries are merged into the main copy and served.
+func extract(p *profile.Profile, g group) *profile.Profile {
+	mini := &profile.Profile{PeriodType: p.PeriodType, Period: p.Period}
+	for _, st := range p.SampleType {
+		c := *st
+		mini.SampleType = append(mini.SampleType, &c)
+	}
+	copies := map[*profile.Mapping]*profile.Mapping{}
+	for _, m := range p.Mapping {
+		if g.mappings[m] {
+			c := *m
+			copies[m] = &c
+			mini.Mapping = append(mini.Mapping, &c)
+		}
+	}
+	for _, l := range p.Location {
+		c := copies[l.Mapping]
+		if c == nil || len(l.Line) > 0 {
+			continue
+		}
+		ml := &profile.Location{ID: l.ID, Mapping: c, Address: l.Address}
+		mini.Location = append(mini.Location, ml)
+		mini.Sample = append(mini.Sample, &profile.Sample{Location: []*profile.Location{ml}, Value: make([]int64, len(mini.SampleType))})
+	}
+	return mini
+}
+
+// settle gives the binary a final state once its engine call returned,
+// from what its copy now holds, unless the engine already gave one.
+func (j *Job) settle(key string, mini *profile.Profile, err error) {
+	resolved := resolvedKeys(mini)[key]
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	b := j.bins[key]
+	if b == nil {
+		return
+	}
+	switch {
+	case resolved && b.State != StateSymbolized:
+		b.State, b.Reason = StateSymbolized, ""
+	case !resolved && b.State == StateSymbolized:
+		b.State, b.Reason = StateNotFound, "the debug info names none of the sampled addresses"
+	case !resolved && !b.State.Final():
+		b.State = StateNotFound
+		if err != nil {
+			b.State, b.Reason = StateError, err.Error()
+		} else if b.Reason == "" {
+			b.Reason = "no debug info found for this build ID"
+		}
+	default:
+		return
+	}
+	b.Phase, b.Bytes, b.Total = "", 0, 0
+	j.topic.Forget("progress:" + key)
+	j.publishBinaryLocked(b)
+}
+
+// finish ends the job with the final "symbolized" event.
+func (j *Job) finish(err error) {
+	j.mu.Lock()
+	j.state = "done"
+	j.cancelRun = nil
+	if err != nil {
+		j.errMsg = err.Error()
+		j.m.cfg.Logf("symbolize %s: %v", j.id, err)
+	}
+	s := j.statusLocked()
+	for _, k := range j.order {
+		s.Binaries = append(s.Binaries, *j.bins[k])
+	}
+	j.mu.Unlock()
+	data, _ := json.Marshal(s)
+	j.topic.Finish("symbolized", EventSymbolized, data)
+}
+
+// resolvedKeys reports, per binary key, whether the engine named any of its
+// sampled locations (or marked its mapping symbolized).
+func resolvedKeys(p *profile.Profile) map[string]bool {
+	res := map[string]bool{}
+	for _, m := range p.Mapping {
+		if m.HasFunctions {
+			res[BinaryKey(m)] = true
+		}
+	}
+	for _, l := range p.Location {
+		if l.Mapping != nil && len(l.Line) > 0 {
+			res[BinaryKey(l.Mapping)] = true
+		}
+	}
+	return res
+}
