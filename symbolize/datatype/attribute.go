@@ -47,9 +47,50 @@ func unknown(why string, args ...any) Access {
 // Attribute returns the data type and member the instruction at pc (an
 // object address, as in the ELF file) accesses. It never fails: anything it
 // cannot attribute is Kind "unknown" with the Reason.
-func (b *Binary) Attribute(pc uint64) (a Access) {
+func (b *Binary) Attribute(pc uint64) Access {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.trimMemo()
+	return b.distinct[b.attributeID(pc)]
+}
+
+// attributeID attributes pc and returns the index of the result in
+// b.distinct, where equal results are stored once: aggregation then groups
+// samples by a small integer instead of hashing strings. Callers hold b.mu.
+func (b *Binary) attributeID(pc uint64) int32 {
+	if id, ok := b.memo[pc]; ok {
+		return id
+	}
+	a := b.attributeSafe(pc)
+	k := accessKey{a.Kind, a.Type, a.Member, a.Func, a.Reason, a.Var, a.Insn, a.TypeSize, a.Offset, a.MemberOffset, a.MemberSize}
+	id, ok := b.distinctIdx[k]
+	if !ok {
+		id = int32(len(b.distinct))
+		b.distinct = append(b.distinct, a)
+		b.distinctIdx[k] = id
+	}
+	b.memo[pc] = id
+	return id
+}
+
+// trimMemo forgets all results once there are maxMemo of them, bounding
+// memory over a long-running server. It runs only between uses of ids
+// (Attribute's caller holds no id; Aggregator.Add calls it first).
+func (b *Binary) trimMemo() {
+	if len(b.memo) >= maxMemo || len(b.distinct) >= maxMemo {
+		clear(b.memo)
+		clear(b.distinctIdx)
+		b.distinct = nil
+	}
+}
+
+// accessKey identifies equal Access values.
+type accessKey struct {
+	kind, typ, member, fn, reason, v, insn string
+	size, off, moff, msize                 int64
+}
+
+func (b *Binary) attributeSafe(pc uint64) (a Access) {
 	defer func() {
 		if r := recover(); r != nil {
 			a = unknown("malformed debug info: %v", r)
@@ -57,6 +98,11 @@ func (b *Binary) Attribute(pc uint64) (a Access) {
 	}()
 	return b.attribute(pc)
 }
+
+// maxMemo bounds how many attributed addresses a Binary remembers:
+// profiles of the same binary are attributed again for other sample types
+// and once symbolized copies arrive.
+const maxMemo = 1 << 18
 
 func (b *Binary) attribute(pc uint64) Access {
 	code := b.insnBytes(pc)

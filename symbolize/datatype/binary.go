@@ -36,6 +36,11 @@ type Binary struct {
 	types   map[dwarf.Offset]dwarf.Type
 	code    map[uint64]*funcCode
 	layouts map[dwarf.Type][]LayoutRow
+	// Results of attribution: memo maps a pc to its index in distinct,
+	// which holds each different Access once.
+	memo        map[uint64]int32
+	distinct    []Access
+	distinctIdx map[accessKey]int32
 }
 
 type codeSection struct {
@@ -91,12 +96,14 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		defer df.Close()
 	}
 	b = &Binary{
-		funcByEnt: map[uint64]dwarf.Offset{},
-		scopes:    map[dwarf.Offset]*funcScope{},
-		entries:   map[dwarf.Offset]*dwarf.Entry{},
-		types:     map[dwarf.Offset]dwarf.Type{},
-		code:      map[uint64]*funcCode{},
-		layouts:   map[dwarf.Type][]LayoutRow{},
+		funcByEnt:   map[uint64]dwarf.Offset{},
+		memo:        map[uint64]int32{},
+		distinctIdx: map[accessKey]int32{},
+		scopes:      map[dwarf.Offset]*funcScope{},
+		entries:     map[dwarf.Offset]*dwarf.Entry{},
+		types:       map[dwarf.Offset]dwarf.Type{},
+		code:        map[uint64]*funcCode{},
+		layouts:     map[dwarf.Type][]LayoutRow{},
 	}
 	for _, s := range ef.Sections {
 		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {

@@ -1,7 +1,9 @@
 package datatype
 
 import (
+	"cmp"
 	"debug/dwarf"
+	"slices"
 	"sort"
 )
 
@@ -119,34 +121,81 @@ func (a *Aggregator) Add(dso string, b *Binary, samples []Sample) {
 		a.AddDSO(DSO{Name: dso})
 	}
 	d := &a.dsos[a.dsoIdx[dso]]
-	byPC := map[uint64]int64{}
-	var pcs []uint64
+	ss := make([]Sample, 0, len(samples))
 	for _, s := range samples {
-		if s.Weight <= 0 {
-			continue
+		if s.Weight > 0 {
+			ss = append(ss, s)
+			d.Samples += s.Weight
+			a.total += s.Weight
 		}
-		if _, ok := byPC[s.PC]; !ok {
-			pcs = append(pcs, s.PC)
-		}
-		byPC[s.PC] += s.Weight
-		d.Samples += s.Weight
-		a.total += s.Weight
 	}
-	sort.Slice(pcs, func(i, j int) bool { return pcs[i] < pcs[j] })
-	for _, pc := range pcs {
-		w := byPC[pc]
-		var acc Access
-		if b == nil {
-			why := d.Error
-			if why == "" {
-				why = "no debug info for this binary"
+	slices.SortFunc(ss, func(x, y Sample) int { return cmp.Compare(x.PC, y.PC) })
+	// Attribute each distinct pc once, then fold equal accesses (same
+	// index in the binary's table) before touching the per-type maps.
+	type group struct {
+		pc uint64 // the lowest pc with this access: the example for reasons
+		w  int64
+	}
+	if b == nil {
+		why := d.Error
+		if why == "" {
+			why = "no debug info for this binary"
+		}
+		acc := unknown("%s", why)
+		var w int64
+		for _, s := range ss {
+			w += s.Weight
+			if a.KeepAccesses {
+				a.keep(dso, s.PC, acc)
 			}
-			acc = unknown("%s", why)
-		} else {
-			acc = b.Attribute(pc)
 		}
-		a.addAccess(dso, b, pc, acc, w)
+		if len(ss) > 0 {
+			a.addAccess(dso, nil, ss[0].PC, acc, w)
+		}
+		return
 	}
+	groups := map[int32]*group{}
+	var order []int32
+	b.mu.Lock()
+	b.trimMemo()
+	for i := 0; i < len(ss); {
+		pc, w := ss[i].PC, int64(0)
+		for ; i < len(ss) && ss[i].PC == pc; i++ {
+			w += ss[i].Weight
+		}
+		id := b.attributeID(pc)
+		if a.KeepAccesses {
+			a.keep(dso, pc, b.distinct[id])
+		}
+		g := groups[id]
+		if g == nil {
+			g = &group{pc: pc}
+			groups[id] = g
+			order = append(order, id)
+		}
+		g.w += w
+	}
+	accs := make([]Access, len(order))
+	for i, id := range order {
+		accs[i] = b.distinct[id]
+	}
+	b.mu.Unlock()
+	for i, id := range order {
+		g := groups[id]
+		a.addAccess(dso, b, g.pc, accs[i], g.w)
+	}
+}
+
+func (a *Aggregator) keep(dso string, pc uint64, acc Access) {
+	if a.accesses == nil {
+		a.accesses = map[string]map[uint64]Access{}
+	}
+	m := a.accesses[dso]
+	if m == nil {
+		m = map[uint64]Access{}
+		a.accesses[dso] = m
+	}
+	m[pc] = acc
 }
 
 // Access returns what the instruction at pc of dso accesses, when
@@ -157,17 +206,6 @@ func (a *Aggregator) Access(dso string, pc uint64) (Access, bool) {
 }
 
 func (a *Aggregator) addAccess(dso string, b *Binary, pc uint64, acc Access, w int64) {
-	if a.KeepAccesses {
-		if a.accesses == nil {
-			a.accesses = map[string]map[uint64]Access{}
-		}
-		m := a.accesses[dso]
-		if m == nil {
-			m = map[uint64]Access{}
-			a.accesses[dso] = m
-		}
-		m[pc] = acc
-	}
 	k := typeKey{dso, acc.Type}
 	t := a.types[k]
 	if t == nil {
