@@ -63,7 +63,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 	}
 	kernel := strings.HasPrefix(m.File, "[kernel")
 	exec := ""
-	if m.File != "" && filepath.IsAbs(m.File) {
+	if m.File != "" && filepath.IsAbs(m.File) && isRegular(m.File) {
 		if ef, err := elfsym.Open(m.File); err == nil {
 			if id == "" || strings.EqualFold(ef.BuildID(), id) {
 				exec = m.File
@@ -82,6 +82,9 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 			}
 		}
 		for _, p := range candidates {
+			if !isRegular(p) {
+				continue
+			}
 			ef, err := elfsym.Open(p)
 			if err != nil {
 				continue
@@ -116,6 +119,13 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 		return TypesDebug{}, fmt.Errorf("no debug info: %s has no DWARF and %s/.build-id has none for build ID %q; install its -dbg/-dbgsym package or enable debuginfod", exec, dir, id)
 	}
 	return TypesDebug{Exec: exec, Debug: debug, Source: source}, nil
+}
+
+// isRegular reports whether path is a regular file: a profile names paths,
+// and opening a FIFO or device it names could block or misbehave.
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // hasCode reports whether the ELF file at path holds its code (a separate
