@@ -53,7 +53,8 @@ type Config struct {
 	Headers http.Header
 	// UserAgent is sent with every request; default names viewer.
 	UserAgent string
-	// HTTPClient does the requests; default: a client with its own transport.
+	// HTTPClient does the requests; default: its own transport that asks for
+	// no compression, reads file:/// URLs and follows redirects to http(s) only.
 	HTTPClient *http.Client
 	// MaxParallel bounds concurrent downloads of distinct files (default 8),
 	// so a profile with hundreds of binaries does not flood a server.
