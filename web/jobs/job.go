@@ -61,8 +61,9 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		skipped: map[string]bool{},
 	}
 	if opt.Profile != nil {
-		for _, m := range unsymbolized(opt.Profile) {
-			b := j.binaryLocked(BinaryKey(m), m.File, m.BuildID)
+		gs, _ := m.groups(opt.Profile)
+		for _, g := range gs {
+			b := j.binaryLocked(g.key, g.first.File, g.first.BuildID)
 			b.State = StateQueued
 		}
 		j.opts.Profile = nil // not kept: only the rows were wanted

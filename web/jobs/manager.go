@@ -76,6 +76,10 @@ type Config struct {
 	// ProgressEvery is the shortest interval between two progress events of
 	// one fetch (default 100ms: ten a second).
 	ProgressEvery time.Duration
+	// Needs reports whether a profile has addresses the Symbolizer would
+	// name (default NeedsSymbolization); binaries for which it says no on
+	// their own, such as anonymous memory, are not listed.
+	Needs func(*profile.Profile) bool
 	// Logf reports failures nobody else sees (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -168,6 +172,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 100 * time.Millisecond
+	}
+	if cfg.Needs == nil {
+		cfg.Needs = NeedsSymbolization
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}

@@ -106,16 +106,12 @@ func (j *Job) run(parent context.Context) {
 		j.finish(fmt.Errorf("loading the profile: %w", err))
 		return
 	}
-	groups := j.initBinaries(p)
+	groups, minis := j.initBinaries(p)
 	if len(groups) == 0 {
 		j.complete(ctx, p, false)
 		return
 	}
 	mg := newMerger(p)
-	minis := make([]*profile.Profile, len(groups))
-	for i, g := range groups {
-		minis[i] = extract(p, g)
-	}
 	j.mu.Lock()
 	noDebuginfod := !j.debuginfodLocked()
 	j.mu.Unlock()
@@ -313,40 +309,18 @@ func contains(ss []string, s string) bool {
 type group struct {
 	key      string
 	mappings map[*profile.Mapping]bool
+	first    *profile.Mapping
 }
 
 // initBinaries lists the binaries still to symbolize as queued, keeping
-// resolved rows of a previous run, and returns them in profile order.
-func (j *Job) initBinaries(p *profile.Profile) []group {
-	need := map[string]bool{}
-	for _, m := range unsymbolized(p) {
-		need[BinaryKey(m)] = true
-	}
-	var gs []group
-	idx := map[string]int{}
-	for _, m := range p.Mapping {
-		k := BinaryKey(m)
-		if !need[k] {
-			continue
-		}
-		i, ok := idx[k]
-		if !ok {
-			i = len(gs)
-			idx[k] = i
-			gs = append(gs, group{key: k, mappings: map[*profile.Mapping]bool{}})
-		}
-		gs[i].mappings[m] = true
-	}
+// resolved rows of a previous run, and returns them in profile order with
+// the copy of each the engine will work on.
+func (j *Job) initBinaries(p *profile.Profile) ([]group, []*profile.Profile) {
+	gs, minis := j.m.groups(p)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, g := range gs {
-		var m *profile.Mapping
-		for _, mm := range p.Mapping {
-			if g.mappings[mm] {
-				m = mm
-				break
-			}
-		}
+		m := g.first
 		b := j.binaryLocked(g.key, m.File, m.BuildID)
 		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: StateQueued}
 		if j.skipped[g.key] {
@@ -354,36 +328,79 @@ func (j *Job) initBinaries(p *profile.Profile) []group {
 		}
 		j.publishBinaryLocked(b)
 	}
-	return gs
+	return gs, minis
 }
 
-// extract copies one binary's mappings and unnamed locations into a small
-// profile of its own, so the engine can work on it while the names of other
-// binaries are merged into the main copy and served.
-func extract(p *profile.Profile, g group) *profile.Profile {
-	mini := &profile.Profile{PeriodType: p.PeriodType, Period: p.Period}
-	for _, st := range p.SampleType {
-		c := *st
-		mini.SampleType = append(mini.SampleType, &c)
-	}
+// extract copies each binary's mappings and unnamed locations into a small
+// profile of its own (one pass over the locations), so the engine can work
+// on it while the names of other binaries are merged into the main copy and
+// served.
+func extract(p *profile.Profile, gs []group) []*profile.Profile {
+	minis := make([]*profile.Profile, len(gs))
 	copies := map[*profile.Mapping]*profile.Mapping{}
-	for _, m := range p.Mapping {
-		if g.mappings[m] {
-			c := *m
-			copies[m] = &c
-			mini.Mapping = append(mini.Mapping, &c)
+	owner := map[*profile.Mapping]int{}
+	for i, g := range gs {
+		mini := &profile.Profile{PeriodType: p.PeriodType, Period: p.Period}
+		for _, st := range p.SampleType {
+			c := *st
+			mini.SampleType = append(mini.SampleType, &c)
 		}
+		for _, m := range p.Mapping {
+			if g.mappings[m] {
+				c := *m
+				copies[m] = &c
+				owner[m] = i
+				mini.Mapping = append(mini.Mapping, &c)
+			}
+		}
+		minis[i] = mini
 	}
 	for _, l := range p.Location {
 		c := copies[l.Mapping]
 		if c == nil || len(l.Line) > 0 {
 			continue
 		}
+		mini := minis[owner[l.Mapping]]
 		ml := &profile.Location{ID: l.ID, Mapping: c, Address: l.Address}
 		mini.Location = append(mini.Location, ml)
 		mini.Sample = append(mini.Sample, &profile.Sample{Location: []*profile.Location{ml}, Value: make([]int64, len(mini.SampleType))})
 	}
-	return mini
+	return minis
+}
+
+// groups returns the profile's binaries that hold unnamed addresses, in
+// profile order, with the copy of each the engine would work on; binaries
+// the engine would not touch (Config.Needs) are left out.
+func (m *Manager) groups(p *profile.Profile) ([]group, []*profile.Profile) {
+	need := map[string]bool{}
+	for _, mp := range unsymbolized(p) {
+		need[BinaryKey(mp)] = true
+	}
+	var gs []group
+	idx := map[string]int{}
+	for _, mp := range p.Mapping {
+		k := BinaryKey(mp)
+		if !need[k] {
+			continue
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(gs)
+			idx[k] = i
+			gs = append(gs, group{key: k, mappings: map[*profile.Mapping]bool{}, first: mp})
+		}
+		gs[i].mappings[mp] = true
+	}
+	all := extract(p, gs)
+	var kept []group
+	var minis []*profile.Profile
+	for i, g := range gs {
+		if m.cfg.Needs(all[i]) {
+			kept = append(kept, g)
+			minis = append(minis, all[i])
+		}
+	}
+	return kept, minis
 }
 
 // settle gives the binary a final state once its engine call returned,
