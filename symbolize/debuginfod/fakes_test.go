@@ -284,13 +284,20 @@ func TestFakeServersAskedInParallel(t *testing.T) {
 	body := testFile(t, "hello.debug")
 	hang := make(chan struct{})
 	t.Cleanup(func() { close(hang) })
+	loserCancelled := make(chan struct{})
+	slowAsked := make(chan struct{})
 	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		close(slowAsked)
 		select {
 		case <-hang:
 		case <-r.Context().Done():
+			close(loserCancelled)
 		}
 	})
-	fast := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(body) })
+	fast := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		<-slowAsked // both are asked at once: the slow one is waiting now
+		w.Write(body)
+	})
 	c := newClient(t, debuginfod.Config{URLs: []string{slow.URL, fast.URL}})
 	done := make(chan error, 1)
 	go func() {
@@ -304,6 +311,11 @@ func TestFakeServersAskedInParallel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a hanging first server held up the second")
+	}
+	select {
+	case <-loserCancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request to the slower server was not cancelled when the other won")
 	}
 }
 
