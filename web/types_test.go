@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -342,5 +344,48 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 	r = getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "has no DWARF") {
 		t.Errorf("without debug info: DSOs = %+v", r.DSOs)
+	}
+}
+
+// TestLocalTypesDebugFinder: the mapping's own file is used only when its
+// build ID matches; a FIFO named by a profile is never opened.
+func TestLocalTypesDebugFinder(t *testing.T) {
+	full, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw4-nopie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fileBuildID(t, full)
+	f := LocalTypesDebugFinder{DebugDir: t.TempDir()}
+	ctx := context.Background()
+
+	d, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: strings.ToUpper(id)})
+	if err != nil || d.Exec != full || d.Debug != full || !strings.Contains(d.Source, "own DWARF") {
+		t.Errorf("unstripped binary: %+v, %v", d, err)
+	}
+	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: "00112233"}); err == nil || !strings.Contains(err.Error(), "no executable with build ID 00112233") {
+		t.Errorf("build ID mismatch: %v", err)
+	}
+	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: "../../etc"}); err == nil || !strings.Contains(err.Error(), "invalid build ID") {
+		t.Errorf("hostile build ID: %v", err)
+	}
+	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: "[kernel.kallsyms]", BuildID: "aabbccdd"}); err == nil || !strings.Contains(err.Error(), "no vmlinux with build ID aabbccdd") {
+		t.Errorf("kernel: %v", err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.FindTypesDebug(ctx, &profile.Mapping{File: fifo})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("a FIFO was accepted as a binary")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("FindTypesDebug blocked on a FIFO named by the profile")
 	}
 }
