@@ -187,3 +187,50 @@ func TestAttribute(t *testing.T) {
 		})
 	}
 }
+
+// TestAttributeO0 covers unoptimized code with a frame pointer: variables
+// live in the frame (DW_OP_fbreg with an rbp-based CFA) and pointers are
+// reloaded from it before each use, so member accesses need the second
+// phase (register tracking) to follow the reload.
+func TestAttributeO0(t *testing.T) {
+	path := filepath.Join(testdataDir, "datatype-dw5-O0")
+	b, err := Open(path, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs := disasm(t, path)
+	for _, c := range []struct {
+		name    string
+		fn      string
+		pattern []string
+		want    want
+	}{
+		{"the pointer parameter in the frame", "get_key", []string{"mov -0x8(%rbp),%rax"},
+			want{typ: "struct node *", size: 8, member: "", kind: KindMember, varName: "n"}},
+		{"n->key after reloading n", "get_key", []string{"mov 0x8(%rax),%rax"},
+			want{typ: "struct node", size: 24, member: "key", kind: KindMember, reason: "register tracking: n"}},
+		{"o->in.y after reloading o", "get_y", []string{"0xc(%rax)"},
+			want{typ: "struct outer", size: 32, member: "in.y", kind: KindMember, reason: "register tracking: o"}},
+		{"global via RIP", "count_miss", []string{"mov", "(%rip),%rax"},
+			want{typ: "struct counters", size: 48, member: "misses", kind: KindGlobal, varName: "stats"}},
+		{"stack-local struct member", "use_local", []string{"mov -0x14(%rbp),%eax"},
+			want{typ: "struct outer", size: 32, member: "in.y", kind: KindMember, varName: "o"}},
+		{"stack-local struct first member", "use_local", []string{"mov -0x20(%rbp),%rax"},
+			want{typ: "struct outer", size: 32, member: "a", kind: KindMember, varName: "o"}},
+		{"call's return value", "new_val", []string{"0x10(%rax)"},
+			want{typ: "struct node", size: 24, member: "val", kind: KindMember, reason: "make_node()"}},
+		{"leave", "use_local", []string{"leave"},
+			want{typ: "(stack operation)", kind: KindStackOp}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pc := findInsn(t, funcs, c.fn, c.pattern...)
+			got := b.Attribute(pc)
+			w := c.want
+			if got.Type != w.typ || got.Kind != w.kind || got.Member != w.member ||
+				(w.size != 0 && got.TypeSize != w.size) || (w.varName != "" && got.Var != w.varName) ||
+				!strings.Contains(got.Reason, w.reason) {
+				t.Errorf("Attribute(%#x) in %s = %+v\nwant %+v", pc, c.fn, got, w)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@
 # (they locate instructions by disassembly, so no expected address is stored).
 #   dw5 = DWARF 5 (.debug_loclists), dw4 = DWARF 4 (.debug_loc)
 #   pie / nopie = position-independent or fixed-address executable
+#   O0 = unoptimized, frame pointer (PIE, DWARF 5)
 #   datatype-dw5-pie.stripped + datatype-dw5-pie.debug = code and debug info
 #   in separate files (the .debug file's .text is NOBITS), as from debuginfod.
 set -eu
@@ -14,6 +15,9 @@ for dw in 5 4; do
 	$CC -O2 -g -gdwarf-$dw -fPIE -pie -o datatype-dw$dw-pie datatype.c
 	$CC -O2 -g -gdwarf-$dw -fno-pie -no-pie -o datatype-dw$dw-nopie datatype.c
 done
+# Unoptimized with a frame pointer: variables live in the frame (fbreg with
+# an rbp-based CFA) and pointers are reloaded, so register tracking matters.
+$CC -O0 -g -o datatype-dw5-O0 datatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
 objcopy --strip-debug --add-gnu-debuglink=datatype-dw5-pie.debug datatype-dw5-pie datatype-dw5-pie.stripped
 # perf.data for the end-to-end test (web/types_test.go): rerecord whenever the
