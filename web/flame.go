@@ -190,6 +190,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		}
 		page.Binaries = append(page.Binaries, views.Binary{File: mp.File, BuildID: mp.BuildID, State: state})
 	}
+	s.fillSymbolization(c.Request().Context(), id, m, &page) // symbolization.go
 	return Render(c, http.StatusOK, views.Flame(page))
 }
 

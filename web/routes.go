@@ -29,6 +29,12 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
+	// On-demand symbolization (web/symbolization.go).
+	e.GET("/p/:id/events", s.handleSymbolizationEvents)
+	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)
+	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip)
+	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable)
+	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry)
 
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)

@@ -43,6 +43,9 @@ type Config struct {
 	// a repeated upload of the same bytes). It must not block: start
 	// long work (such as symbolization) in a goroutine.
 	AfterUpload func(id string)
+	// Symbolization, when set, turns on on-demand symbolization of
+	// uploads (symbolization.go).
+	Symbolization *SymbolizationConfig
 	// Log receives server errors; nil discards them.
 	Log *slog.Logger
 }
@@ -60,6 +63,7 @@ type Server struct {
 	trees    *lru.Cache[treeKey, *encoded]
 	tops     *lru.Cache[treeKey, *topResult]
 	flight   singleflight.Group
+	sym      *symbolization // nil when symbolization is off
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -124,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if s.tops, err = lru.New[treeKey, *topResult](cfg.TreeCache); err != nil {
 		return nil, err
 	}
+	s.initSymbolization()
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError

@@ -66,6 +66,8 @@ func (s *Server) handleIndex(c echo.Context) error {
 	return Render(c, http.StatusOK, views.Index(views.IndexPage{
 		Page:      views.Page{Title: "Upload a profile"},
 		MaxUpload: humanBytes(s.cfg.MaxUpload),
+
+		DebuginfodServers: s.debuginfodServers(),
 	}))
 }
 

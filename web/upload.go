@@ -47,7 +47,11 @@ func (s *Server) receive(c echo.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s.Ingest(c.Request().Context(), data, name)
+	id, err := s.Ingest(c.Request().Context(), data, name)
+	if err != nil {
+		return "", err
+	}
+	return id, s.queueUpload(c, id) // symbolization.go
 }
 
 // readUpload returns the uploaded bytes and file name, never reading more

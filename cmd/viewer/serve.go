@@ -27,8 +27,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	data := fs.String("data", "", "`directory` to store profiles in (default $XDG_DATA_HOME/viewer, else ~/.local/share/viewer)")
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
+	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR] [--max-upload SIZE] [FILE...]")
+		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -41,23 +42,32 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			return err
 		}
 	}
+	logger := slog.New(slog.NewTextHandler(s.err, nil))
+	symCfg, symDesc, err := symFlags.config(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) })
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(web.Config{
-		DataDir:   dir,
-		MaxUpload: int64(maxUpload),
-		Log:       slog.New(slog.NewTextHandler(s.err, nil)),
+		DataDir:       dir,
+		MaxUpload:     int64(maxUpload),
+		Log:           logger,
+		Symbolization: symCfg,
 	})
 	if err != nil {
 		return err
 	}
+	defer srv.CloseSymbolization()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	base := "http://" + displayAddr(ln.Addr())
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs.RegisterOnShutdown(srv.CloseSymbolization) // end event streams so Shutdown need not wait for them
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(s.out, "viewer: serving %s/ (profiles in %s)\n", base, dir)
+	fmt.Fprintf(s.out, "viewer: %s\n", symDesc)
 
 	for _, f := range files {
 		id, err := loadFile(ctx, srv, f, int64(maxUpload))
@@ -102,6 +112,9 @@ func loadFile(ctx context.Context, srv *web.Server, name string, max int64) (str
 	id, err := srv.Ingest(ctx, data, filepath.Base(name))
 	if err != nil {
 		return "", errors.New(web.ErrorMessage(err))
+	}
+	if err := srv.QueueSymbolization(ctx, id, false); err != nil {
+		fmt.Fprintf(os.Stderr, "viewer: %s: symbolization not queued: %v\n", name, err)
 	}
 	return id, nil
 }

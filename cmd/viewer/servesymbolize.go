@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
+	"viewer/web"
+	"viewer/web/jobs"
+)
+
+// symbolizeFlags are serve's switches for on-demand symbolization.
+type symbolizeFlags struct {
+	debugDirs     stringsFlag
+	cacheSize     sizeFlag
+	ignoreVmlinux bool
+	workers       int
+	queue         int
+	debuginfod    *debuginfod.Flags
+}
+
+func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
+	f := &symbolizeFlags{cacheSize: 1 << 30}
+	fs.Var(&f.debugDirs, "debug-dir", "a `DIR` with binaries or debug files (build-ID tree or plain files) to symbolize uploads from; may be repeated")
+	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for loaded debug info shared by all profiles (e.g. 1GiB)")
+	fs.BoolVar(&f.ignoreVmlinux, "ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
+	fs.IntVar(&f.workers, "workers", 2, "profiles symbolized at once")
+	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")
+	f.debuginfod = debuginfod.RegisterFlags(fs)
+	return f
+}
+
+// config builds the server's symbolization from the flags and the
+// environment, and says where build IDs will go.
+func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationConfig, string, error) {
+	if f.workers < 1 || f.queue < 1 {
+		return nil, "", usageError{"serve: --workers and --queue must be at least 1"}
+	}
+	dcfg, err := f.debuginfod.Config(os.Getenv)
+	if err != nil {
+		return nil, "", usageError{"serve: " + err.Error()}
+	}
+	dcfg.Logf = logf
+	client, err := debuginfod.New(dcfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("serve: %w", err)
+	}
+	// The client answers from its cache even with no server; the gate
+	// lets each upload refuse servers and the user skip or disable.
+	gate := jobs.NewGate(client)
+	scfg := symbolize.Config{
+		DebugDirs:     f.debugDirs,
+		CacheBytes:    int64(f.cacheSize),
+		IgnoreVmlinux: f.ignoreVmlinux,
+		Fetcher:       gate,
+	}
+	if dcfg.CacheDir != "" {
+		scfg.DebuginfodCacheDir = dcfg.CacheDir
+	}
+	return &web.SymbolizationConfig{
+		Engine:  symbolize.New(scfg),
+		Gate:    gate,
+		Servers: client.Servers(),
+		Workers: f.workers,
+		Queue:   f.queue,
+	}, client.Describe(), nil
+}

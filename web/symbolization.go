@@ -1,0 +1,394 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/labstack/echo/v4"
+
+	"viewer/symbolize"
+	"viewer/views"
+	"viewer/web/ingest"
+	"viewer/web/jobs"
+	"viewer/web/sse"
+	"viewer/web/store"
+)
+
+// SymbolizationConfig turns on on-demand symbolization: uploads whose
+// addresses have no names are queued, symbolized by Engine (local debug info,
+// then debuginfod through Gate), their progress streamed to the page, and
+// the result stored next to the original.
+type SymbolizationConfig struct {
+	// Engine was built with Gate as its Fetcher (or none).
+	Engine *symbolize.Symbolizer
+	// Gate wraps the debuginfod client (nil client: debuginfod off).
+	Gate *jobs.Gate
+	// Servers are the debuginfod servers build IDs may be sent to.
+	Servers []string
+	// Workers and Queue bound the work (defaults 2 and 64).
+	Workers, Queue int
+	// Events bounds the event streams.
+	Events sse.Config
+}
+
+// symbolization is the server's on-demand symbolization state.
+type symbolization struct {
+	jobs   *jobs.Manager
+	broker *sse.Broker
+}
+
+// engine adapts the symbolization engine to what the job manager needs.
+type engine struct{ s *symbolize.Symbolizer }
+
+func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) error {
+	_, err := e.s.Symbolize(ctx, p, symbolize.Options{
+		NoDebuginfod: req.NoDebuginfod,
+		Progress: func(ev symbolize.Event) {
+			req.Update(jobs.Update{BuildID: ev.BuildID, File: ev.File, State: jobs.State(ev.State), Source: ev.Source, Err: ev.Err})
+		},
+	})
+	return err
+}
+
+// initSymbolization starts the job manager when the config asks for it.
+func (s *Server) initSymbolization() {
+	c := s.cfg.Symbolization
+	if c == nil || c.Engine == nil {
+		return
+	}
+	b := sse.NewBroker(c.Events)
+	m := jobs.New(jobs.Config{
+		Symbolizer: engine{c.Engine},
+		Store:      s.store,
+		Load:       s.loadOriginal,
+		Broker:     b,
+		Gate:       c.Gate,
+		Servers:    c.Servers,
+		Workers:    c.Workers,
+		Queue:      c.Queue,
+		Needs:      symbolize.NeedsSymbolization,
+		Logf: func(format string, args ...any) {
+			s.log.Warn(fmt.Sprintf(format, args...))
+		},
+	})
+	m.OnStored(s.Invalidate)
+	s.sym = &symbolization{jobs: m, broker: b}
+}
+
+// CloseSymbolization ends the event streams (so a graceful shutdown does not
+// wait for them; call it from http.Server.RegisterOnShutdown) and stops the
+// jobs. Uploads stay stored; opening their page queues them again.
+func (s *Server) CloseSymbolization() {
+	if s.sym == nil {
+		return
+	}
+	s.sym.broker.Shutdown()
+	s.sym.jobs.Close()
+}
+
+// Jobs is the symbolization job manager, nil when symbolization is off.
+func (s *Server) Jobs() *jobs.Manager {
+	if s.sym == nil {
+		return nil
+	}
+	return s.sym.jobs
+}
+
+// debuginfodServers lists where build IDs may be sent, for the pages.
+func (s *Server) debuginfodServers() []string {
+	if s.sym == nil {
+		return nil
+	}
+	return s.sym.jobs.Servers()
+}
+
+// loadOriginal parses the uploaded bytes afresh: the job symbolizes its own
+// copy, never one that requests are reading.
+func (s *Server) loadOriginal(ctx context.Context, id string) (*profile.Profile, error) {
+	data, err := store.ReadAll(ctx, s.store, Key(id, KeyOriginal), 0)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	return p, err
+}
+
+// QueueSymbolization queues symbolization of a stored profile when it has
+// addresses without names. noDebuginfod records the uploader's choice not to
+// send its build IDs anywhere (the strictest choice for the same bytes
+// wins). A full queue is a *jobs.QueueFullError: the profile stays stored
+// and opening its page queues it again.
+func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod bool) error {
+	if s.sym == nil {
+		return nil
+	}
+	if noDebuginfod {
+		if err := s.sym.jobs.SetNoDebuginfod(ctx, id); err != nil {
+			return err
+		}
+	}
+	if j := s.sym.jobs.Job(id); j != nil {
+		return nil // queued, running or done in this process
+	}
+	rec, err := s.sym.jobs.Record(ctx, id)
+	if err != nil || rec.Done {
+		return err
+	}
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !symbolize.NeedsSymbolization(l.Profile) {
+		return nil
+	}
+	_, err = s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
+	return err
+}
+
+// queueUpload is called for every upload once it is stored: it queues
+// symbolization, honouring ?debuginfod=0. A full queue makes the API answer
+// 503 with Retry-After (the profile is stored: its link works and opening it
+// queues it); the browser form goes on to the page, which says so.
+func (s *Server) queueUpload(c echo.Context, id string) error {
+	err := s.QueueSymbolization(c.Request().Context(), id, noDebuginfodParam(c.QueryParam("debuginfod")))
+	var full *jobs.QueueFullError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &full):
+		if c.Path() != "/api/profiles" {
+			return nil
+		}
+		secs := int(full.RetryAfter.Round(time.Second) / time.Second)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return httpError(http.StatusServiceUnavailable,
+			"the profile is stored as /p/%s, but the symbolization queue is full; open the link or upload again in %d s to have its addresses named", id, secs)
+	default:
+		s.log.Error("queueing symbolization", "id", id, "err", err)
+		return nil // the upload itself succeeded
+	}
+}
+
+// noDebuginfodParam reads ?debuginfod=0 (also false, off, no).
+func noDebuginfodParam(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "0", "false", "off", "no":
+		return true
+	}
+	return false
+}
+
+// fillSymbolization sets the flame page's symbolization panel and its event
+// stream, queueing the profile if it needs work nobody started (after a
+// restart, or when the queue was full at upload).
+func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page *views.FlamePage) {
+	if s.sym == nil {
+		return
+	}
+	j := s.sym.jobs.Job(id)
+	if j == nil {
+		rec, err := s.sym.jobs.Record(ctx, id)
+		if err != nil {
+			s.log.Error("reading the symbolization record", "id", id, "err", err)
+			return
+		}
+		if rec.Done {
+			page.Binaries = binaryRows(rec.Binaries)
+			return
+		}
+		if allSymbolized(m) {
+			return
+		}
+		if err := s.QueueSymbolization(ctx, id, false); err != nil {
+			var full *jobs.QueueFullError
+			if errors.As(err, &full) {
+				for i := range page.Binaries {
+					if page.Binaries[i].State != "symbolized" {
+						page.Binaries[i].State = "queued"
+						page.Binaries[i].Detail = fmt.Sprintf("the symbolization queue is full; reload in %v", full.RetryAfter.Round(time.Second))
+					}
+				}
+			}
+			return
+		}
+		if j = s.sym.jobs.Job(id); j == nil {
+			return // nothing to do
+		}
+	}
+	page.Binaries = binaryRows(j.Binaries())
+	if !j.Done() {
+		page.EventsURL = "/p/" + id + "/events"
+	}
+}
+
+// allSymbolized reports whether meta.json says every mapping has names.
+func allSymbolized(m *Meta) bool {
+	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= maxMetaMappings {
+		return false
+	}
+	for _, mp := range m.Mappings {
+		if !mp.HasFunctions {
+			return false
+		}
+	}
+	return true
+}
+
+func binaryRows(bs []jobs.Binary) []views.Binary {
+	rows := make([]views.Binary, 0, len(bs))
+	for _, b := range bs {
+		detail := b.Reason
+		if b.State == jobs.StateFetching && b.Bytes > 0 {
+			detail = humanBytes(b.Bytes)
+			if b.Total > 0 {
+				detail += " of " + humanBytes(b.Total)
+			}
+		}
+		rows = append(rows, views.Binary{File: b.File, BuildID: b.BuildID, State: string(b.State), Source: b.Source, Detail: detail})
+	}
+	return rows
+}
+
+// symbolizationProfile checks the ID and that symbolization is on.
+func (s *Server) symbolizationProfile(c echo.Context) (string, error) {
+	id := c.Param("id")
+	if _, err := s.Meta(c.Request().Context(), id); err != nil {
+		return "", err
+	}
+	if s.sym == nil {
+		return "", httpError(http.StatusNotFound, "symbolization is off on this server")
+	}
+	return id, nil
+}
+
+// sameOrigin refuses state-changing requests another site's page makes.
+func sameOrigin(c echo.Context) error {
+	o := c.Request().Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host != c.Request().Host {
+		return httpError(http.StatusForbidden, "cross-origin request refused")
+	}
+	return nil
+}
+
+// handleSymbolizationEvents streams the profile's symbolization over
+// server-sent events (GET /p/ID/events). The server's write timeout is
+// lifted for this response only.
+func (s *Server) handleSymbolizationEvents(c echo.Context) error {
+	id, err := s.symbolizationProfile(c)
+	if err != nil {
+		return err
+	}
+	err = s.sym.jobs.Events(c.Response(), c.Request(), id)
+	if errors.Is(err, sse.ErrTooManySubscribers) {
+		return nil // answered 503 with Retry-After
+	}
+	return err
+}
+
+// handleSymbolizationStatus is the job's status and rows as JSON
+// (GET /p/ID/symbolization), from memory or the stored record.
+func (s *Server) handleSymbolizationStatus(c echo.Context) error {
+	id, err := s.symbolizationProfile(c)
+	if err != nil {
+		return err
+	}
+	if j := s.sym.jobs.Job(id); j != nil {
+		st := j.Status()
+		st.Binaries = j.Binaries()
+		return c.JSON(http.StatusOK, st)
+	}
+	rec, err := s.sym.jobs.Record(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	st := jobs.Status{State: "none", Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
+		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
+	if rec.Done {
+		st.State = "done"
+	}
+	if st.Servers == nil {
+		st.Servers = []string{}
+	}
+	if st.Asked == nil {
+		st.Asked = []string{}
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// handleSymbolizationSkip stops looking for one binary
+// (POST /p/ID/symbolize/skip?build_id=…, or key=file:PATH).
+func (s *Server) handleSymbolizationSkip(c echo.Context) error {
+	id, err := s.symbolizationProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := sameOrigin(c); err != nil {
+		return err
+	}
+	key := c.QueryParam("key")
+	if key == "" {
+		key = strings.ToLower(strings.TrimSpace(c.QueryParam("build_id")))
+	}
+	if key == "" {
+		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
+	}
+	if err := s.sym.jobs.Skip(id, key); err != nil {
+		if errors.Is(err, jobs.ErrNoJob) {
+			return httpError(http.StatusConflict, "no symbolization is running for this profile")
+		}
+		return httpError(http.StatusNotFound, "%v", err)
+	}
+	return c.JSON(http.StatusOK, map[string]string{"skipped": key})
+}
+
+// handleSymbolizationDisable stops asking debuginfod for the rest of the
+// profile's job (POST /p/ID/symbolize/disable).
+func (s *Server) handleSymbolizationDisable(c echo.Context) error {
+	id, err := s.symbolizationProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := sameOrigin(c); err != nil {
+		return err
+	}
+	if err := s.sym.jobs.Disable(id); err != nil {
+		return httpError(http.StatusConflict, "no symbolization is running for this profile")
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false})
+}
+
+// handleSymbolizationRetry runs the binaries that missed again
+// (POST /p/ID/symbolize/retry).
+func (s *Server) handleSymbolizationRetry(c echo.Context) error {
+	id, err := s.symbolizationProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := sameOrigin(c); err != nil {
+		return err
+	}
+	_, err = s.sym.jobs.Retry(id, jobs.Options{})
+	var full *jobs.QueueFullError
+	switch {
+	case errors.As(err, &full):
+		secs := int(full.RetryAfter.Round(time.Second) / time.Second)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return httpError(http.StatusServiceUnavailable, "the symbolization queue is full; retry in %d s", secs)
+	case errors.Is(err, jobs.ErrRunning):
+		return httpError(http.StatusConflict, "symbolization is still running for this profile")
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"events": "/p/" + id + "/events"})
+}
