@@ -336,6 +336,20 @@ func TestRealServerSource(t *testing.T) {
 	if filepath.Base(path) != escaped {
 		t.Errorf("cache name %s, want %s", filepath.Base(path), escaped)
 	}
+
+	// elfutils' debuginfod-find names the file the same way: it finds ours
+	// without asking the server.
+	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
+	before := srv.Requests(id)
+	cmd := exec.Command(find, "source", id, src)
+	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS="+srv.URL, "DEBUGINFOD_CACHE_PATH="+c.CacheDir())
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != path {
+		t.Errorf("debuginfod-find source: %q, %v; want our cached %s", out, err, path)
+	}
+	if n := srv.Requests(id); n != before {
+		t.Errorf("debuginfod-find asked the server again for a source we cached")
+	}
 }
 
 // With DEBUGINFOD_URLS unset, servers come from /etc/debuginfod/*.urls; set
