@@ -170,6 +170,13 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	base := dwarfReg(m.Base)
 	if base == dwRIP {
 		addr := pc + uint64(inst.Len) + uint64(m.Disp)
+		if slot, ok := b.got[addr]; ok {
+			name := slot.name
+			if name == "" {
+				name = fmt.Sprintf("%#x", slot.target)
+			}
+			return unknown("reads a GOT slot (the address of %s), not data", name)
+		}
 		return b.global(addr, h, m.Index != 0)
 	}
 	if m.Base == 0 {

@@ -29,6 +29,7 @@ type Binary struct {
 	funcs     []funcRange
 	globals   []global
 	funcByEnt map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
+	got       map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
 
 	mu      sync.Mutex // guards the lazily built caches below and dw's type cache
 	scopes  map[dwarf.Offset]*funcScope
@@ -114,6 +115,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			b.text = append(b.text, codeSection{addr: s.Addr, data: data})
 		}
 	}
+	b.got = readGOT(ef)
 	if len(b.text) == 0 {
 		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 	}
@@ -170,6 +172,50 @@ func loadDWARF(f *elf.File) (*dwarf.Data, []byte, error) {
 		}
 	}
 	return d, info, nil
+}
+
+// gotSlot is a GOT entry: the address the dynamic linker stores in it, when
+// it is inside this object, and the symbol's name.
+type gotSlot struct {
+	target uint64
+	name   string
+}
+
+// readGOT maps GOT slots to the addresses they will hold, from the dynamic
+// relocations: position-independent code reaches exported globals through
+// them (mov sym@GOTPCREL(%rip), %rax).
+func readGOT(f *elf.File) map[uint64]gotSlot {
+	got := map[uint64]gotSlot{}
+	syms, _ := f.DynamicSymbols() // index i+1 in the relocations
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for i := 0; i+24 <= len(d); i += 24 {
+			r := reader{b: d, pos: i}
+			off, info, addend := r.u64(), r.u64(), int64(r.u64())
+			switch elf.R_X86_64(info & 0xffffffff) {
+			case elf.R_X86_64_RELATIVE:
+				got[off] = gotSlot{target: uint64(addend)}
+			case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_64:
+				si := int(info >> 32)
+				if si < 1 || si > len(syms) {
+					continue
+				}
+				sym := syms[si-1]
+				if sym.Section == elf.SHN_UNDEF || sym.Value == 0 {
+					got[off] = gotSlot{name: sym.Name} // defined in another object
+					continue
+				}
+				got[off] = gotSlot{target: sym.Value + uint64(addend), name: sym.Name}
+			}
+		}
+	}
+	return got
 }
 
 func sectionData(f *elf.File, name string) []byte {

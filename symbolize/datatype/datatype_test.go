@@ -234,3 +234,38 @@ func TestAttributeO0(t *testing.T) {
 		})
 	}
 }
+
+// TestAttributeSharedLibrary: position-independent code reaches an exported
+// global through its GOT slot; the load of the slot is not data, the access
+// through the loaded address is the global's member.
+func TestAttributeSharedLibrary(t *testing.T) {
+	path := filepath.Join(testdataDir, "libdatatype.so")
+	b, err := Open(path, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs := disasm(t, path)
+	for _, c := range []struct {
+		name    string
+		fn      string
+		pattern []string
+		want    want
+	}{
+		{"the GOT load", "lib_limit2", []string{"(%rip),%rax"},
+			want{typ: "(unknown)", kind: KindUnknown, reason: "GOT slot (the address of lib_config)"}},
+		{"array member through the GOT", "lib_limit2", []string{"0x14(%rax)"},
+			want{typ: "struct config", size: 32, member: "limits[2]", kind: KindMember, reason: "&lib_config (GOT)"}},
+		{"first member through the GOT", "lib_version", []string{"mov (%rax),%rax"},
+			want{typ: "struct config", size: 32, member: "version", kind: KindMember, reason: "&lib_config (GOT)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pc := findInsn(t, funcs, c.fn, c.pattern...)
+			got := b.Attribute(pc)
+			w := c.want
+			if got.Type != w.typ || got.Kind != w.kind || got.Member != w.member ||
+				(w.size != 0 && got.TypeSize != w.size) || !strings.Contains(got.Reason, w.reason) {
+				t.Errorf("Attribute(%#x) in %s = %+v\nwant %+v", pc, c.fn, got, w)
+			}
+		})
+	}
+}

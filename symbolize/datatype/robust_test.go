@@ -33,7 +33,7 @@ func TestOpenErrors(t *testing.T) {
 // panic, a known kind, a reason for every unknown, and an in-bounds member
 // for every attributed access.
 func TestEveryInstruction(t *testing.T) {
-	for _, v := range append(variants, variant{"O0", "datatype-dw5-O0", "datatype-dw5-O0"}) {
+	for _, v := range append(variants, variant{"O0", "datatype-dw5-O0", "datatype-dw5-O0"}, variant{"shared library", "libdatatype.so", "libdatatype.so"}) {
 		b, err := Open(filepath.Join(testdataDir, v.exec), filepath.Join(testdataDir, v.debug))
 		if err != nil {
 			t.Fatal(err)

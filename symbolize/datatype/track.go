@@ -151,6 +151,16 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			return
 		}
 		if m, ok := inst.Args[1].(x86asm.Mem); ok {
+			if dwarfReg(m.Base) == dwRIP && m.Index == 0 && inst.MemBytes == 8 {
+				// A GOT load puts the address of a global in dst.
+				if slot, ok := b.got[pc+uint64(inst.Len)+uint64(m.Disp)]; ok && slot.target != 0 {
+					a := b.global(slot.target, accessHint{bitStart: -1}, false)
+					if a.Kind != KindUnknown && a.typ != nil {
+						st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var + " (GOT)"}
+						return
+					}
+				}
+			}
 			st[dst] = b.loadedPointer(fs, pc, inst, m, st)
 			return
 		}

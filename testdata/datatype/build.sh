@@ -5,6 +5,7 @@
 # (they locate instructions by disassembly, so no expected address is stored).
 #   dw5 = DWARF 5 (.debug_loclists), dw4 = DWARF 4 (.debug_loc)
 #   pie / nopie = position-independent or fixed-address executable
+#   libdatatype.so = shared library, globals through the GOT
 #   O0 = unoptimized, frame pointer (PIE, DWARF 5)
 #   datatype-dw5-pie.stripped + datatype-dw5-pie.debug = code and debug info
 #   in separate files (the .debug file's .text is NOBITS), as from debuginfod.
@@ -18,6 +19,8 @@ done
 # Unoptimized with a frame pointer: variables live in the frame (fbreg with
 # an rbp-based CFA) and pointers are reloaded, so register tracking matters.
 $CC -O0 -g -o datatype-dw5-O0 datatype.c
+# A shared library whose exported global is reached through the GOT.
+$CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
 objcopy --strip-debug --add-gnu-debuglink=datatype-dw5-pie.debug datatype-dw5-pie datatype-dw5-pie.stripped
 # perf.data for the end-to-end test (web/types_test.go): rerecord whenever the
