@@ -59,7 +59,7 @@ func TestEveryInstruction(t *testing.T) {
 				}
 			}
 		}
-		if n < 100 {
+		if n < 50 {
 			t.Errorf("%s: only %d instructions disassembled", v.name, n)
 		}
 	}
