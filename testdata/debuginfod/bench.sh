@@ -9,7 +9,7 @@
 # Usage: testdata/debuginfod/bench.sh   (ROUNDS=N for more download rounds)
 set -eu
 cd "$(dirname "$0")/../.."
-rounds=${ROUNDS:-10}
+rounds=${ROUNDS:-15}
 out=$(go test -count=1 -run '^$' -bench 'CachedHit' ./symbolize/debuginfod/ &&
 	go test -count=1 -run '^$' -bench 'Download|ConcurrentFetches' -benchtime "${rounds}x" ./symbolize/debuginfod/)
 echo "$out" | grep '^Benchmark'
@@ -17,12 +17,12 @@ echo "$out" | awk '
 	function metric(name,   i) { for (i = 1; i <= NF; i++) if ($i == name) return $(i-1); return "?" }
 	/^BenchmarkCachedHit\/memo/ { memo = $3 }
 	/^BenchmarkCachedHit\/disk/ { disk = $3 }
-	/^BenchmarkDownload/ { v = metric("viewer-ms/op"); cn = metric("curl-devnull-ms/op"); cf = metric("curl-file-ms/op"); rn = metric("viewer/curl-devnull"); rf = metric("viewer/curl-file") }
+	/^BenchmarkDownload/ { v = metric("viewer-ms"); cn = metric("curl-devnull-ms"); cf = metric("curl-file-ms"); rn = metric("viewer/curl-devnull"); rf = metric("viewer/curl-file") }
 	/^BenchmarkConcurrentFetches/ { up = metric("upstream-requests/op") }
 	END {
 		printf "cached hit (memo) / 1 ms budget:       %.4f\n", memo / 1e6
 		printf "cached hit (disk) / 1 ms budget:       %.4f\n", disk / 1e6
-		printf "64 MiB download, ms: viewer %s, curl -o /dev/null %s, curl -o FILE %s\n", v, cn, cf
+		printf "64 MiB download, median ms: viewer %s, curl -o /dev/null %s, curl -o FILE %s\n", v, cn, cf
 		printf "64 MiB download: viewer / curl -o /dev/null: %s  (goal <= 1.10)\n", rn
 		printf "64 MiB download: viewer / curl -o FILE:      %s\n", rf
 		printf "50 concurrent fetches of 4 MiB: %s upstream request(s) per round (goal 1)\n", up
