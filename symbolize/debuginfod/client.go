@@ -45,7 +45,8 @@ type memoEntry struct {
 // memoSize bounds the in-memory memo of hits and misses.
 const memoSize = 16384
 
-// New checks cfg and returns a client. Server URLs must be http or https.
+// New checks cfg and returns a client. Server URLs must be http://,
+// https:// or file:/// URLs; duplicates are asked once.
 func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, cache: cache{dir: cfg.CacheDir}, flights: map[string]*flight{}, logf: cfg.Logf}
 	seen := map[string]bool{}
