@@ -333,10 +333,12 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 		samples := make([]datatype.Sample, 0, len(g.samples))
 		objAddr := map[*profile.Location]uint64{}
 		var bad []datatype.Sample
+		var badErr error
 		for i, s := range g.samples {
 			a, err := tb.file.ObjAddr(s.PC, m.Start, m.Limit, m.Offset)
 			if err != nil {
 				bad = append(bad, s)
+				badErr = err
 				res.leaves[g.locs[i]] = unknownLeaf
 				continue
 			}
@@ -345,7 +347,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 		}
 		agg.Add(d.Name, tb.bin, samples)
 		if len(bad) > 0 {
-			agg.Add(d.Name, nil, bad)
+			agg.AddUnknown(d.Name, "address not in the binary's loadable segments ("+badErr.Error()+")", bad)
 		}
 		for loc, a := range objAddr {
 			if acc, ok := agg.Access(d.Name, a); ok {

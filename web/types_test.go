@@ -302,18 +302,20 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 	getY := objdumpAddr(t, full, "get_y", "0xc(%rdi)")
 
 	const base = 0x555555554000 // where the PIE was loaded
-	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x5000, File: stripped, BuildID: id}
+	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: stripped, BuildID: id}
 	fn := &profile.Function{ID: 1, Name: "main"}
 	l1 := &profile.Location{ID: 1, Mapping: m, Address: base + getKey}
 	l2 := &profile.Location{ID: 2, Mapping: m, Address: base + getY}
 	l3 := &profile.Location{ID: 3, Mapping: m, Address: base + 0x1000, Line: []profile.Line{{Function: fn}}}
+	l4 := &profile.Location{ID: 4, Mapping: m, Address: base + 0xf0000} // past the file's segments
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
 		Sample: []*profile.Sample{
 			{Location: []*profile.Location{l1, l3}, Value: []int64{5}},
 			{Location: []*profile.Location{l2, l3}, Value: []int64{2}},
+			{Location: []*profile.Location{l4, l3}, Value: []int64{1}},
 		},
-		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2, l3}, Function: []*profile.Function{fn},
+		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2, l3, l4}, Function: []*profile.Function{fn},
 	}
 	s, ts := newTestServer(t, Config{})
 	s.SetTypesDebugFinder(LocalTypesDebugFinder{DebugDir: debugDir})
@@ -331,12 +333,18 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 				member = m.Name
 			}
 		}
+		if ty.Name == "(unknown)" {
+			continue
+		}
 		if want[ty.Name] != member || wantW[ty.Name] != ty.Weight {
 			t.Errorf("type %s weight %d member %q; want %v %v", ty.Name, ty.Weight, member, wantW, want)
 		}
 	}
-	if len(r.Types) != 2 {
-		t.Errorf("types = %+v", r.Types)
+	if len(r.Types) != 3 || r.Types[2].Name != "(unknown)" || r.Types[2].Weight != 1 {
+		t.Errorf("types = %+v, want struct node, struct outer and one unknown sample", r.Types)
+	}
+	if len(r.Unknown) != 1 || !strings.Contains(r.Unknown[0].Reason, "not in the binary's loadable segments") {
+		t.Errorf("unknown = %+v, want the address outside the segments", r.Unknown)
 	}
 
 	// Without the debug file, the stripped binary is listed with the reason.

@@ -117,6 +117,25 @@ func (a *Aggregator) AddDSO(d DSO) {
 // code or debug info is unavailable: the samples count as unknown with the
 // DSO's Error as reason.
 func (a *Aggregator) Add(dso string, b *Binary, samples []Sample) {
+	why := ""
+	if b == nil {
+		if i, ok := a.dsoIdx[dso]; ok {
+			why = a.dsos[i].Error
+		}
+		if why == "" {
+			why = "no debug info for this binary"
+		}
+	}
+	a.add(dso, b, why, samples)
+}
+
+// AddUnknown counts samples of dso that cannot be attributed, for the given
+// reason (e.g. an address outside the binary's mapping).
+func (a *Aggregator) AddUnknown(dso, reason string, samples []Sample) {
+	a.add(dso, nil, reason, samples)
+}
+
+func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 	if _, ok := a.dsoIdx[dso]; !ok {
 		a.AddDSO(DSO{Name: dso})
 	}
@@ -137,10 +156,6 @@ func (a *Aggregator) Add(dso string, b *Binary, samples []Sample) {
 		w  int64
 	}
 	if b == nil {
-		why := d.Error
-		if why == "" {
-			why = "no debug info for this binary"
-		}
 		acc := unknown("%s", why)
 		var w int64
 		for _, s := range ss {
