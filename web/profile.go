@@ -259,26 +259,9 @@ func (s *Server) Profile(ctx context.Context, id string) (*Loaded, error) {
 }
 
 func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
-	key, symbolized := Key(id, KeySymbolized), true
-	ok, err := store.Exists(ctx, s.store, key)
+	p, format, size, symbolized, err := s.parseStored(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		key, symbolized = Key(id, KeyOriginal), false
-	}
-	data, err := store.ReadAll(ctx, s.store, key, 0)
-	if isNotFound(err) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Stored bytes passed the limits when uploaded; don't apply a limit
-	// lowered since.
-	p, format, err := ingest.Parse(data, ingest.Limits{})
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
 	}
 	var meta *Meta
 	if b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20); err == nil {
@@ -288,7 +271,7 @@ func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
 		}
 	}
 	if meta == nil {
-		meta = newMeta(p, "", format, int64(len(data)))
+		meta = newMeta(p, "", format, size)
 		if b, err := json.Marshal(meta); err == nil && !symbolized {
 			if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
 				s.log.Error("rewriting meta.json", "id", id, "err", err)
@@ -299,4 +282,32 @@ func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
 	s.profiles.Add(id, l)
 	s.metas.Add(id, meta)
 	return l, nil
+}
+
+// parseStored parses the symbolized copy of a profile when there is one and
+// it parses, else the original. A damaged symbolized copy is logged and
+// skipped rather than making the profile unviewable.
+func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile, format string, size int64, symbolized bool, err error) {
+	for _, key := range []string{KeySymbolized, KeyOriginal} {
+		data, err := store.ReadAll(ctx, s.store, Key(id, key), 0)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, "", 0, false, err
+		}
+		// Stored bytes passed the limits when uploaded; don't apply a
+		// limit lowered since.
+		p, format, err := ingest.Parse(data, ingest.Limits{})
+		if err != nil {
+			err = fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
+			if key == KeySymbolized {
+				s.log.Error("ignoring symbolized copy", "id", id, "err", err)
+				continue
+			}
+			return nil, "", 0, false, err
+		}
+		return p, format, int64(len(data)), key == KeySymbolized, nil
+	}
+	return nil, "", 0, false, notFound(id)
 }

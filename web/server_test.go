@@ -537,3 +537,17 @@ func TestStoreInterface(t *testing.T) {
 		t.Fatalf("status %d", r.status)
 	}
 }
+
+// TestDamagedSymbolizedCopy: a symbolized copy that doesn't parse is
+// skipped; the original still shows.
+func TestDamagedSymbolizedCopy(t *testing.T) {
+	s, ts := newTestServer(t, Config{})
+	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
+	if err := s.Store().Put(context.Background(), Key(id, KeySymbolized), strings.NewReader("\x1f\x8bjunk")); err != nil {
+		t.Fatal(err)
+	}
+	s.Invalidate(id)
+	if r := get(t, ts.URL+"/p/"+id+"/flame.json"); r.status != 200 || !bytes.Contains(r.body, []byte("main.compute")) {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+}

@@ -73,6 +73,9 @@ func upload(ctx context.Context, server, name string) (string, error) {
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w (is viewer serve running there? pass --server URL or set VIEWER_SERVER)", err)
+		}
 		return "", err
 	}
 	defer resp.Body.Close()
