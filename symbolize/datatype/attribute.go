@@ -29,7 +29,7 @@ type Access struct {
 	Reason       string `json:"reason,omitempty"` // for unknown: why; otherwise how it was found
 	Var          string `json:"var,omitempty"`    // the variable, parameter or expression that located the object
 	Func         string `json:"func,omitempty"`   // function (or inlined function) at pc
-	Insn         string `json:"insn,omitempty"`   // the decoded instruction, GNU syntax
+	Insn         string `json:"insn,omitempty"`   // for unknowns: the decoded instruction, GNU syntax
 
 	typ  dwarf.Type // Type's DWARF type
 	mtyp dwarf.Type // the member's DWARF type
@@ -51,7 +51,11 @@ func (b *Binary) Attribute(pc uint64) Access {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trimMemo()
-	return b.distinct[b.attributeID(pc)]
+	a := b.distinct[b.attributeID(pc)]
+	if a.Kind == KindUnknown {
+		a.Insn = b.insnText(pc)
+	}
+	return a
 }
 
 // attributeID attributes pc and returns the index of the result in
@@ -62,7 +66,7 @@ func (b *Binary) attributeID(pc uint64) int32 {
 		return id
 	}
 	a := b.attributeSafe(pc)
-	k := accessKey{a.Kind, a.Type, a.Member, a.Func, a.Reason, a.Var, a.Insn, a.TypeSize, a.Offset, a.MemberOffset, a.MemberSize}
+	k := accessKey{a.Kind, a.Type, a.Member, a.Func, a.Reason, a.Var, a.TypeSize, a.Offset, a.MemberOffset, a.MemberSize}
 	id, ok := b.distinctIdx[k]
 	if !ok {
 		id = int32(len(b.distinct))
@@ -86,8 +90,8 @@ func (b *Binary) trimMemo() {
 
 // accessKey identifies equal Access values.
 type accessKey struct {
-	kind, typ, member, fn, reason, v, insn string
-	size, off, moff, msize                 int64
+	kind, typ, member, fn, reason, v string
+	size, off, moff, msize           int64
 }
 
 func (b *Binary) attributeSafe(pc uint64) (a Access) {
@@ -114,9 +118,6 @@ func (b *Binary) attribute(pc uint64) Access {
 		return unknown("cannot decode the instruction: %v", err)
 	}
 	a := b.attributeInst(pc, inst)
-	if a.Kind == KindUnknown {
-		a.Insn = x86asm.GNUSyntax(inst, pc, nil) // for the debug view only: formatting costs
-	}
 	if a.Func == "" {
 		if f, ok := b.funcAt(pc); ok {
 			if e, err := b.entry(f.die); err == nil {
@@ -125,6 +126,21 @@ func (b *Binary) attribute(pc uint64) Access {
 		}
 	}
 	return a
+}
+
+// insnText is the instruction at pc in GNU syntax, for the debug view (it
+// is formatted on demand: formatting every unattributed instruction costs
+// more than attributing it).
+func (b *Binary) insnText(pc uint64) string {
+	code := b.insnBytes(pc)
+	if code == nil {
+		return ""
+	}
+	inst, err := x86asm.Decode(code, 64)
+	if err != nil {
+		return ""
+	}
+	return x86asm.GNUSyntax(inst, pc, nil)
 }
 
 // mnemonic is the instruction's name as objdump prints it ("add", "test").

@@ -249,6 +249,9 @@ func (a *Aggregator) addAccess(dso string, b *Binary, pc uint64, acc Access, w i
 		r := a.reasons[acc.Reason]
 		if r == nil {
 			r = &ReasonStat{Reason: acc.Reason, Func: acc.Func, Insn: acc.Insn, PC: pc, DSO: dso}
+			if b != nil && r.Insn == "" {
+				r.Insn = b.insnText(pc)
+			}
 			a.reasons[acc.Reason] = r
 		}
 		r.Weight += w
