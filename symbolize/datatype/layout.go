@@ -185,12 +185,13 @@ func pickField(s *dwarf.StructType, off int64, h accessHint) (f *dwarf.StructFie
 		case bs > 0:
 			// Bitfield: prefer the one whose bits the instruction uses.
 			start := bitStart(c) - off*8
-			if h.bitStart >= 0 && start == h.bitStart {
+			hs, hw := h.bitRange()
+			if hs >= 0 && start == hs {
 				rank = 3
-				if h.bitWidth == bs {
+				if hw == bs {
 					rank = 4
 				}
-			} else if h.bitStart >= 0 && start < h.bitStart+max(h.bitWidth, 1) && h.bitStart < start+bs {
+			} else if hs >= 0 && start < hs+max(hw, 1) && hs < start+bs {
 				rank = 2
 			}
 		case s.Kind == "union" && off == o:

@@ -154,7 +154,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			if dwarfReg(m.Base) == dwRIP && m.Index == 0 && inst.MemBytes == 8 {
 				// A GOT load puts the address of a global in dst.
 				if slot, ok := b.got[pc+uint64(inst.Len)+uint64(m.Disp)]; ok && slot.target != 0 {
-					a := b.global(slot.target, accessHint{bitStart: -1}, false)
+					a := b.global(slot.target, noHint, false)
 					if a.Kind != KindUnknown && a.typ != nil {
 						st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var + " (GOT)"}
 						return
@@ -176,7 +176,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 					st[dst] = s
 					return
 				}
-				a := b.fromVariables(fs, pc, base, m, accessHint{bitStart: -1})
+				a := b.fromVariables(fs, pc, base, m, noHint)
 				if a.Kind != KindUnknown && a.typ != nil {
 					st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var}
 					return
@@ -275,7 +275,7 @@ func (b *Binary) loadedPointer(fs *funcScope, pc uint64, inst x86asm.Inst, m x86
 		return regState{}
 	}
 	var a Access
-	h := accessHint{size: 8, bitStart: -1}
+	h := accessHint{size: 8}
 	base := dwarfReg(m.Base)
 	switch {
 	case base == dwRIP:
