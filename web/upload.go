@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -65,7 +66,7 @@ func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, max+multipartSlack)
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 	if mediaType != "multipart/form-data" {
-		data, err := readLimited(req.Body, max)
+		data, err := readLimited(req.Body, max, req.ContentLength)
 		return data, cleanName(req.URL.Query().Get("name")), err
 	}
 	mr, err := req.MultipartReader()
@@ -84,7 +85,7 @@ func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
 			part.Close()
 			continue
 		}
-		data, err := readLimited(part, max)
+		data, err := readLimited(part, max, req.ContentLength)
 		part.Close()
 		if err != nil {
 			return nil, "", err
@@ -93,11 +94,17 @@ func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
 	}
 }
 
-func readLimited(r io.Reader, max int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
+// readLimited reads r up to max bytes (413 beyond), presizing its buffer
+// from hint (the request's Content-Length) to avoid regrowing it.
+func readLimited(r io.Reader, max, hint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if hint > 0 {
+		buf.Grow(int(min(hint, max) + bytes.MinRead))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {
 		return nil, readError(err, max)
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > max {
 		return nil, tooLarge(max)
 	}
