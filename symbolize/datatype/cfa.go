@@ -43,7 +43,6 @@ func newCFATable(sec []byte, secAddr uint64, ehFrame bool) *cfaTable {
 	t := &cfaTable{sec: sec, secAddr: secAddr, ehFrame: ehFrame, cieCache: map[uint64]*cie{}}
 	r := reader{b: sec}
 	for !r.done() && !r.err {
-		start := r.pos
 		length := uint64(r.u32())
 		if length == 0 {
 			if t.ehFrame {
@@ -80,7 +79,6 @@ func newCFATable(sec []byte, secAddr uint64, ehFrame bool) *cfaTable {
 				}
 			}
 		}
-		_ = start
 		r = reader{b: sec, pos: end}
 	}
 	sort.Slice(t.fdes, func(i, j int) bool { return t.fdes[i].lo < t.fdes[j].lo })

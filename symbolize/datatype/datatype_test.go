@@ -51,12 +51,7 @@ func disasm(t testing.TB, path string) map[string][]insn {
 	if _, err := exec.LookPath("objdump"); err != nil {
 		t.Fatalf("objdump (binutils) is required: run make deps")
 	}
-	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", "-M", "suffix", path).Output()
-	if err != nil {
-		t.Fatalf("objdump -d %s: %v", path, err)
-	}
-	_ = out
-	out, err = exec.Command("objdump", "-d", "--no-show-raw-insn", path).Output()
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", path).Output()
 	if err != nil {
 		t.Fatalf("objdump -d %s: %v", path, err)
 	}
