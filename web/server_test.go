@@ -551,3 +551,22 @@ func TestDamagedSymbolizedCopy(t *testing.T) {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 }
+
+// TestStaticCaching: assets carry an ETag and Cache-Control, revalidate to
+// 304, and every response says nosniff.
+func TestStaticCaching(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	r := get(t, ts.URL+"/static/style.css")
+	etag := r.header.Get("ETag")
+	if r.status != 200 || etag == "" || !strings.Contains(r.header.Get("Cache-Control"), "max-age") {
+		t.Fatalf("status %d, ETag %q, Cache-Control %q", r.status, etag, r.header.Get("Cache-Control"))
+	}
+	if r2 := get(t, ts.URL+"/static/style.css", "If-None-Match", etag); r2.status != http.StatusNotModified {
+		t.Fatalf("revalidation: status %d, want 304", r2.status)
+	}
+	for _, u := range []string{"/", "/static/style.css", "/p/aaaaaaaaaaaaaaaaaaaa"} {
+		if h := get(t, ts.URL+u).header.Get("X-Content-Type-Options"); h != "nosniff" {
+			t.Errorf("%s: X-Content-Type-Options %q", u, h)
+		}
+	}
+}
