@@ -114,8 +114,8 @@ func newMeta(p *profile.Profile, name, format string, size int64) *Meta {
 	return m
 }
 
-// sampleIndex resolves si (name, index or empty) against the meta's types
-// as flame.SampleIndex would.
+// profileStub is a profile holding only the meta's sample types, so that
+// flame.SampleIndex can resolve si without parsing the stored profile.
 func (m *Meta) profileStub() *profile.Profile {
 	p := &profile.Profile{DefaultSampleType: m.DefaultSampleType}
 	for _, st := range m.SampleTypes {
