@@ -154,10 +154,10 @@ func (sr *search) check(c candidate) bool {
 	if sr.seen[c.path] {
 		return false
 	}
-	sr.seen[c.path] = true
 	if _, err := os.Stat(c.path); err != nil {
-		return false
+		return false // not seen: it may appear (a debuginfod download into its cache)
 	}
+	sr.seen[c.path] = true
 	sr.tried++
 	f, err := elfsym.Open(c.path)
 	if err != nil {

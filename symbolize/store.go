@@ -80,6 +80,7 @@ func (s *store) acquire(ctx context.Context, key string, load func(ctx context.C
 			e := &entry{key: key, l: l, size: l.obj.Size()}
 			s.entries[key] = e
 			s.used += e.size
+			s.evictLocked() // others, idle; e is not idle yet
 			s.mu.Unlock()
 			return e, nil
 		})

@@ -143,7 +143,12 @@ func (p *a2lPrinter) print(w *bufio.Writer, word string, a uint64) {
 			}
 			if p.funcs {
 				w.WriteString(p.name(fr))
-				w.WriteString(" at ")
+				// addr2line -p writes "?? ??:0" for an unknown address.
+				if fr.Name != "" || fr.File != "" {
+					w.WriteString(" at ")
+				} else {
+					w.WriteByte(' ')
+				}
 			}
 			p.location(w, fr)
 			w.WriteByte('\n')

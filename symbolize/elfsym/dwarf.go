@@ -83,13 +83,26 @@ func newDWARFLiner(f *File) (*dwarfLiner, error) {
 	}
 	l := &dwarfLiner{f: f, d: d, raw: raw, names: map[dwarf.Offset]fnName{}}
 	r := d.Reader()
-	for {
+	prev := dwarf.Offset(0)
+	nulls := 0
+	for first := true; ; first = false {
 		e, err := r.Next()
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading compile units: %w", f.path, err)
 		}
 		if e == nil {
 			break
+		}
+		// Corrupt DWARF can make the reader go round in circles.
+		if !first && e.Tag != 0 && e.Offset <= prev {
+			return nil, fmt.Errorf("%s: corrupt .debug_info: entries do not advance at offset %#x", f.path, e.Offset)
+		}
+		if e.Tag != 0 {
+			prev, nulls = e.Offset, 0
+		} else if nulls++; nulls > 1024 {
+			// debug/dwarf reads an unterminated LEB128 as a null entry
+			// without moving on: give up rather than loop forever.
+			return nil, fmt.Errorf("%s: corrupt .debug_info after offset %#x", f.path, prev)
 		}
 		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
 			u := &unit{entry: e}
@@ -300,6 +313,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 		return nil, err
 	}
 	stack := []int32{-1} // the node inlined calls attach to; -1 outside functions
+	prev := u.entry.Offset
 	for len(stack) > 0 {
 		e, err := r.Next()
 		if err != nil {
@@ -307,6 +321,12 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 		}
 		if e == nil {
 			break
+		}
+		if e.Tag != 0 {
+			if e.Offset <= prev {
+				return nil, fmt.Errorf("%s: corrupt .debug_info: entries do not advance at offset %#x", l.f.path, e.Offset)
+			}
+			prev = e.Offset
 		}
 		if e.Tag == 0 {
 			stack = stack[:len(stack)-1]

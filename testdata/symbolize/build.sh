@@ -18,10 +18,10 @@ CFLAGS="-O2 -g -fno-omit-frame-pointer -ffile-prefix-map=$PWD=/src -Wl,--build-i
 
 gcc $CFLAGS -gdwarf-5 -fPIE -pie -o c-pie-dwarf5 prog.c
 gcc $CFLAGS -gdwarf-4 -no-pie -o c-nopie-dwarf4 prog.c
-gcc $CFLAGS -gdwarf-5 -gz=zlib -fPIE -pie -o c-zlib prog.c -DZLIB
+gcc $CFLAGS -gdwarf-5 -gz=zlib -fPIE -pie -o c-zlib prog.c -DVARIANT='"zlib"'
 (cd ../.. && go run ./testdata/symbolize/zstdify testdata/symbolize/c-pie-dwarf5 testdata/symbolize/c-zstd)
 
-gcc $CFLAGS -gdwarf-5 -fPIE -pie -o c-stripped prog.c -DSTRIPPED
+gcc $CFLAGS -gdwarf-5 -fPIE -pie -o c-stripped prog.c -DVARIANT='"stripped"'
 objcopy --only-keep-debug c-stripped c-stripped.debug
 objcopy --strip-all --add-gnu-debuglink=c-stripped.debug c-stripped
 

@@ -5,6 +5,11 @@
 
 int lib_work(int n); /* lib.c */
 
+#ifdef VARIANT
+/* Gives each variant its own build ID. */
+__attribute__((used)) const char variant[] = VARIANT;
+#endif
+
 static inline __attribute__((always_inline)) int square(int x)
 {
 	return x * x;

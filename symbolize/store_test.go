@@ -1,0 +1,170 @@
+package symbolize
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"viewer/symbolize/elfsym"
+)
+
+// fakeObj is an object of a given size that records being closed.
+type fakeObj struct {
+	size   int64
+	closed atomic.Bool
+}
+
+func (f *fakeObj) ObjAddr(a, _, _, _ uint64) (uint64, error) { return a, nil }
+func (f *fakeObj) Lookup(a uint64, fr []elfsym.Frame) ([]elfsym.Frame, error) {
+	if f.closed.Load() {
+		panic("lookup in a closed object")
+	}
+	return append(fr[:0], elfsym.Frame{Name: "f"}), nil
+}
+func (f *fakeObj) Size() int64  { return f.size }
+func (f *fakeObj) Close() error { f.closed.Store(true); return nil }
+
+func loadFake(o *fakeObj) func(context.Context) (*loaded, error) {
+	return func(context.Context) (*loaded, error) { return &loaded{obj: o}, nil }
+}
+
+func TestStoreEvictsIdleLeastRecentlyUsedWithinBudget(t *testing.T) {
+	s := newStore(100)
+	ctx := context.Background()
+	a, b, c := &fakeObj{size: 40}, &fakeObj{size: 40}, &fakeObj{size: 40}
+	ea, _ := s.acquire(ctx, "a", loadFake(a))
+	eb, _ := s.acquire(ctx, "b", loadFake(b))
+	s.release(ea)
+	s.release(eb)
+	// Use a again, so b is the least recently used.
+	ea, _ = s.acquire(ctx, "a", loadFake(&fakeObj{size: 40}))
+	if ea.l.obj != a {
+		t.Fatal("a was loaded again instead of reused")
+	}
+	s.release(ea)
+	ec, _ := s.acquire(ctx, "c", loadFake(c))
+	defer s.release(ec)
+	if !b.closed.Load() || a.closed.Load() || c.closed.Load() {
+		t.Errorf("over budget: closed a=%v b=%v c=%v, want only b (least recently used)", a.closed.Load(), b.closed.Load(), c.closed.Load())
+	}
+	if n, bytes := s.stats(); n != 2 || bytes != 80 {
+		t.Errorf("store holds %d entries, %d bytes; want 2, 80", n, bytes)
+	}
+}
+
+func TestStoreNeverFreesAnEntryInUse(t *testing.T) {
+	s := newStore(50)
+	ctx := context.Background()
+	big := &fakeObj{size: 80} // alone over budget
+	e, _ := s.acquire(ctx, "big", loadFake(big))
+	other := &fakeObj{size: 30}
+	eo, _ := s.acquire(ctx, "other", loadFake(other))
+	s.release(eo) // over budget: other is idle and goes, big stays in use
+	if big.closed.Load() {
+		t.Fatal("an entry in use was freed")
+	}
+	if !other.closed.Load() {
+		t.Error("the idle entry was kept although the store is over budget")
+	}
+	if _, err := e.l.obj.Lookup(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Grows while in use (lazy decoding): measured again on release.
+	big.size = 90
+	s.release(e)
+	if !big.closed.Load() {
+		t.Error("an idle entry over budget was kept")
+	}
+	if n, bytes := s.stats(); n != 0 || bytes != 0 {
+		t.Errorf("store holds %d entries, %d bytes after eviction; want 0, 0", n, bytes)
+	}
+}
+
+func TestStoreLoadsOnceForConcurrentCallers(t *testing.T) {
+	s := newStore(1 << 20)
+	var loads atomic.Int32
+	release := make(chan struct{})
+	load := func(context.Context) (*loaded, error) {
+		loads.Add(1)
+		<-release
+		return &loaded{obj: &fakeObj{size: 10}}, nil
+	}
+	var wg sync.WaitGroup
+	entries := make([]*entry, 8)
+	for i := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := s.acquire(context.Background(), "k", load)
+			if err != nil {
+				t.Error(err)
+			}
+			entries[i] = e
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if n := loads.Load(); n != 1 {
+		t.Errorf("loaded %d times for 8 concurrent callers, want 1", n)
+	}
+	if entries[0].refs != 8 {
+		t.Errorf("refs = %d, want 8", entries[0].refs)
+	}
+	for _, e := range entries {
+		s.release(e)
+	}
+	if entries[0].refs != 0 || s.idle.Len() != 1 {
+		t.Errorf("after all releases: refs %d, idle %d; want 0, 1", entries[0].refs, s.idle.Len())
+	}
+}
+
+// A caller that gives up (its context ends) does not fail the others waiting
+// for the same load, and the entry does not leak.
+func TestStoreCallerLeavingDoesNotFailOthers(t *testing.T) {
+	s := newStore(1 << 20)
+	release := make(chan struct{})
+	load := func(context.Context) (*loaded, error) {
+		<-release
+		return &loaded{obj: &fakeObj{size: 10}}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := s.acquire(ctx, "k", load)
+		errc <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	okc := make(chan *entry)
+	go func() {
+		e, err := s.acquire(context.Background(), "k", load)
+		if err != nil {
+			t.Error(err)
+		}
+		okc <- e
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("leaving caller: %v, want context.Canceled", err)
+	}
+	close(release)
+	e := <-okc
+	s.release(e)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s.mu.Lock()
+		refs, idle := e.refs, s.idle.Len()
+		s.mu.Unlock()
+		if refs == 0 && idle == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("entry refs %d, idle %d; want 0, 1 (the leaving caller's claim must be released)", refs, idle)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
