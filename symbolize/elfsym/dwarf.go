@@ -134,6 +134,12 @@ func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
 	if err != nil {
 		return frames, err
 	}
+	return ud.frames(pc, frames), nil
+}
+
+// frames appends the frames at pc, innermost first. A frame with an empty
+// Name means the line table knows the address but no function DIE does.
+func (ud *unitData) frames(pc uint64, frames []Frame) []Frame {
 	file, line, disc := ud.line(pc)
 	// Walk down the function tree to the innermost inlined call.
 	var path [32]int32
@@ -152,16 +158,16 @@ func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
 	}
 	if depth == 0 {
 		if file == "" && line == 0 {
-			return frames, nil
+			return frames
 		}
-		return append(frames, Frame{File: file, Line: line, Discriminator: disc}), nil
+		return append(frames, Frame{File: file, Line: line, Discriminator: disc})
 	}
 	for i := depth - 1; i >= 0; i-- {
 		nd := &ud.nodes[path[i]]
 		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), Discriminator: disc})
 		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), int(nd.callDisc)
 	}
-	return frames, nil
+	return frames
 }
 
 // findKid returns the node of the range holding pc, or -1.

@@ -45,7 +45,7 @@ type File struct {
 	hasText bool             // .text holds code (not NOBITS as in separate debug files)
 
 	dwarfOnce sync.Once
-	dw        *dwarfLiner
+	dw        liner
 	dwErr     error
 
 	symOnce sync.Once
@@ -310,18 +310,41 @@ func (f *File) symtabFrames(addr uint64, frames []Frame) []Frame {
 
 var errNoDWARF = errors.New("no DWARF")
 
-func (f *File) dwarf() (*dwarfLiner, error) {
+// liner answers lookups from DWARF: fastLiner, or dwarfLiner (debug/dwarf)
+// for files fastLiner does not handle.
+type liner interface {
+	lookup(pc uint64, frames []Frame) ([]Frame, error)
+	prefetch(addrs []uint64)
+}
+
+// useDebugDWARF forces the debug/dwarf liner (tests compare the two).
+var useDebugDWARF = false
+
+func (f *File) dwarf() (liner, error) {
 	f.dwarfOnce.Do(func() {
 		if !f.HasDWARF() {
 			f.dwErr = errNoDWARF
 			return
 		}
+		if !useDebugDWARF {
+			var fl *fastLiner
+			var err error
+			func() {
+				defer recoverInto(&err, f.path)
+				fl, err = newFastLiner(f)
+			}()
+			if err == nil {
+				f.dw = fl
+				return
+			}
+		}
+		var dl *dwarfLiner
 		func() {
 			defer recoverInto(&f.dwErr, f.path)
-			f.dw, f.dwErr = newDWARFLiner(f)
+			dl, f.dwErr = newDWARFLiner(f)
 		}()
-		if f.dwErr != nil {
-			f.dw = nil
+		if f.dwErr == nil {
+			f.dw = dl
 		}
 	})
 	return f.dw, f.dwErr

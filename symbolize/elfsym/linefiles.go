@@ -13,6 +13,27 @@ import (
 // cleans the joined path, which loses that spelling. Indexes match
 // dwarf.LineReader.Files: from 1 before DWARF 5, from 0 since.
 func lineFiles(line, lineStr, str []byte, off int64, compDir string, bo binary.ByteOrder) ([]string, error) {
+	h, err := parseLineHeader(line, lineStr, str, off, compDir, bo)
+	if err != nil {
+		return nil, err
+	}
+	return h.files, nil
+}
+
+// lineHeader is a line program's header and its opcodes.
+type lineHeader struct {
+	version       uint16
+	minInst       uint8
+	defaultIsStmt bool
+	lineBase      int8
+	lineRange     uint8
+	opcodeBase    uint8
+	stdLens       []uint8
+	files         []string
+	program       []byte
+}
+
+func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo binary.ByteOrder) (*lineHeader, error) {
 	if off < 0 || off >= int64(len(line)) {
 		return nil, errors.New("line program offset out of range")
 	}
@@ -35,21 +56,31 @@ func lineFiles(line, lineStr, str []byte, off int64, compDir string, bo binary.B
 		b.u8() // address_size
 		b.u8() // segment_selector_size
 	}
+	var hl uint64
 	if dwarf64 {
-		b.u64() // header_length
+		hl = b.u64() // header_length
 	} else {
-		b.u32()
+		hl = uint64(b.u32())
 	}
-	b.u8() // minimum_instruction_length
+	if b.err != nil || hl > uint64(len(b.d)) {
+		return nil, errors.New("line program header truncated")
+	}
+	h := &lineHeader{version: version, program: b.d[hl:]}
+	b.d = b.d[:hl]
+	h.minInst = b.u8()
 	if version >= 4 {
 		b.u8() // maximum_operations_per_instruction
 	}
-	b.u8() // default_is_stmt
-	b.u8() // line_base
-	b.u8() // line_range
+	h.defaultIsStmt = b.u8() != 0
+	h.lineBase = int8(b.u8())
+	h.lineRange = b.u8()
 	opBase := b.u8()
+	h.opcodeBase = opBase
 	for i := 1; i < int(opBase); i++ {
-		b.u8()
+		h.stdLens = append(h.stdLens, b.u8())
+	}
+	if h.lineRange == 0 {
+		return nil, errors.New("line program has line_range 0")
 	}
 	join := func(dir, name string) string {
 		if path.IsAbs(name) || dir == "" {
@@ -87,7 +118,8 @@ func lineFiles(line, lineStr, str []byte, off int64, compDir string, bo binary.B
 			}
 			files = append(files, withCompDir(join(dir, name)))
 		}
-		return files, b.err
+		h.files = files
+		return h, b.err
 	}
 	// DWARF 5: entry formats, then entries, for directories then files.
 	readEntries := func() ([][2]any, error) {
@@ -142,7 +174,8 @@ func lineFiles(line, lineStr, str []byte, off int64, compDir string, bo binary.B
 		// under the unit's DW_AT_comp_dir, even when directory 0 already is it.
 		files[i] = withCompDir(join(dir, name))
 	}
-	return files, nil
+	h.files = files
+	return h, nil
 }
 
 // reader decodes DWARF primitives; errors stick.
@@ -217,6 +250,37 @@ func (r *reader) uleb() uint64 {
 			return v
 		}
 		shift += 7
+	}
+}
+
+func (r *reader) bo8(b []byte) uint64 { return r.order().Uint64(b) }
+func (r *reader) bo4(b []byte) uint32 { return r.order().Uint32(b) }
+
+func (r *reader) order() binary.ByteOrder {
+	if r.bo == nil {
+		return binary.LittleEndian
+	}
+	return r.bo
+}
+
+func (r *reader) sleb() int64 {
+	var v int64
+	var shift uint
+	for {
+		c := r.u8()
+		if r.err != nil {
+			return 0
+		}
+		if shift < 64 {
+			v |= int64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
 	}
 }
 

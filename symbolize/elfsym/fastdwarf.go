@@ -1,0 +1,1332 @@
+package elfsym
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// fastLiner answers lookups from DWARF with its own decoder, built for this
+// one job: it finds a unit from .debug_aranges without reading .debug_info,
+// decodes only the DIEs that shape functions and inlined calls (skipping type
+// subtrees by their sibling links), and runs the unit's line program itself.
+// debug/dwarf decodes every attribute of every entry and parses every
+// unit's abbreviations up front, which is most of the time addr2line-style
+// batches spend. dwarfLiner (debug/dwarf) remains the fallback for files
+// this decoder does not understand.
+type fastLiner struct {
+	f  *File
+	bo binary.ByteOrder
+
+	info, abbrev, line, str, lineStr, addr, strOff, ranges, rnglists *lazySection
+
+	mu       sync.Mutex
+	units    map[uint64]*funit // by header offset
+	abbrevs  map[uint64]*abbrevTable
+	index    atomic.Pointer[[]urange] // sorted by lo
+	scanned  bool                     // every unit header read (index complete)
+	allUnits []*funit                 // sorted by offset, once scanned
+
+	namesMu sync.Mutex
+	names   map[uint64]fnName // DIEs outside the unit being decoded
+}
+
+type urange struct {
+	lo, hi uint64
+	u      *funit
+}
+
+// funit is one unit of .debug_info.
+type funit struct {
+	off, end, dieOff uint64
+	version          uint16
+	unitType         uint8
+	addrSize         uint8
+	dwarf64          bool
+	abbrevOff        uint64
+
+	cuOnce  sync.Once
+	cuErr   error
+	lowPC   uint64
+	strBase uint64
+	addrB   uint64
+	rngBase uint64
+	stmt    int64
+	compDir string
+	tab     *abbrevTable
+	cuDIE   die
+
+	mu   sync.Mutex
+	data atomic.Pointer[unitData]
+	err  error
+}
+
+type attrSpec struct {
+	attr, form uint32
+	implicit   int64
+}
+
+type abbrevEntry struct {
+	tag      uint32
+	children bool
+	attrs    []attrSpec
+}
+
+type abbrevTable struct {
+	dense  []abbrevEntry // code i at i-1
+	sparse map[uint64]*abbrevEntry
+}
+
+func (t *abbrevTable) get(code uint64) *abbrevEntry {
+	if code >= 1 && code <= uint64(len(t.dense)) {
+		return &t.dense[code-1]
+	}
+	return t.sparse[code]
+}
+
+// DWARF constants used here.
+const (
+	tagCompileUnit  = 0x11
+	tagPartialUnit  = 0x3c
+	tagSubprogram   = 0x2e
+	tagInlined      = 0x1d
+	tagLexicalBlock = 0x0b
+	tagNamespace    = 0x39
+	tagModule       = 0x1e
+
+	atSibling        = 0x01
+	atName           = 0x03
+	atStmtList       = 0x10
+	atLowPC          = 0x11
+	atHighPC         = 0x12
+	atCompDir        = 0x1b
+	atAbstractOrigin = 0x31
+	atDeclLine       = 0x3b
+	atSpecification  = 0x47
+	atRanges         = 0x55
+	atCallFile       = 0x58
+	atCallLine       = 0x59
+	atLinkageName    = 0x6e
+	atStrOffsetsBase = 0x72
+	atAddrBase       = 0x73
+	atRnglistsBase   = 0x74
+	atMIPSLinkage    = 0x2007
+	atGNUDiscrim     = 0x2136
+	atGNUAddrBase    = 0x2133
+	atGNURangesBase  = 0x2132
+)
+
+var errUnsupported = errors.New("unsupported DWARF")
+
+func newFastLiner(f *File) (*fastLiner, error) {
+	l := &fastLiner{f: f, bo: f.elf.ByteOrder, units: map[uint64]*funit{}, abbrevs: map[uint64]*abbrevTable{}, names: map[uint64]fnName{}}
+	open := func(name string) (*lazySection, error) {
+		s := f.elf.Section(".debug_" + name)
+		old := false
+		if s == nil {
+			s = f.elf.Section(".zdebug_" + name)
+			old = s != nil
+		}
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			return nil, nil
+		}
+		return openSection(f, s, old)
+	}
+	var err error
+	for _, p := range []struct {
+		dst  **lazySection
+		name string
+	}{{&l.info, "info"}, {&l.abbrev, "abbrev"}, {&l.line, "line"}, {&l.str, "str"}, {&l.lineStr, "line_str"},
+		{&l.addr, "addr"}, {&l.strOff, "str_offsets"}, {&l.ranges, "ranges"}, {&l.rnglists, "rnglists"}} {
+		if *p.dst, err = open(p.name); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if l.info == nil {
+		return nil, errNoDWARF
+	}
+	if f.elf.Section(".debug_types") != nil || f.elf.Section(".gnu_debugaltlink") != nil {
+		return nil, errUnsupported // type units or dwz: leave to debug/dwarf
+	}
+	var total int64
+	for _, s := range []*lazySection{l.info, l.abbrev, l.line, l.str, l.lineStr, l.addr, l.strOff, l.ranges, l.rnglists} {
+		if s != nil {
+			total += int64(len(s.data))
+		}
+	}
+	f.size.Add(total)
+	// The small sections every unit needs are inflated in the background now.
+	for _, s := range []*lazySection{l.abbrev, l.str, l.lineStr, l.addr, l.strOff, l.rnglists, l.ranges} {
+		if s != nil && s.filled.Load() < int64(len(s.data)) {
+			s.start.Do(func() { go s.inflate() })
+		}
+	}
+	idx, err := l.readAranges()
+	if err != nil {
+		return nil, err
+	}
+	if len(idx) == 0 {
+		if err := l.scanUnits(); err != nil {
+			return nil, err
+		}
+	} else {
+		l.index.Store(&idx)
+	}
+	return l, nil
+}
+
+// readAranges builds the address index from .debug_aranges.
+func (l *fastLiner) readAranges() ([]urange, error) {
+	s := l.f.elf.Section(".debug_aranges")
+	old := false
+	if s == nil {
+		s = l.f.elf.Section(".zdebug_aranges")
+		old = s != nil
+	}
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	ls, err := openSection(l.f, s, old)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ls.all()
+	if err != nil {
+		return nil, err
+	}
+	var idx []urange
+	for len(d) > 0 {
+		r := &reader{d: d, bo: l.bo}
+		length := uint64(r.u32())
+		hdr := 4
+		dwarf64 := false
+		if length == 0xffffffff {
+			length, hdr, dwarf64 = r.u64(), 12, true
+		}
+		if r.err != nil || length > uint64(len(d)-hdr) {
+			return nil, errors.New(".debug_aranges: truncated")
+		}
+		set := d[:hdr+int(length)]
+		d = d[hdr+int(length):]
+		r = &reader{d: set[hdr:], bo: l.bo}
+		r.u16() // version
+		var cuOff uint64
+		if dwarf64 {
+			cuOff = r.u64()
+		} else {
+			cuOff = uint64(r.u32())
+		}
+		asz := int(r.u8())
+		r.u8() // segment selector size
+		if r.err != nil || (asz != 4 && asz != 8) {
+			return nil, errUnsupported
+		}
+		// Tuples start at a multiple of twice the address size.
+		pos := hdr + 2 + (len(set[hdr+2:]) - len(r.d))
+		if rem := pos % (2 * asz); rem != 0 {
+			pos += 2*asz - rem
+		}
+		u, err := l.unitAt(cuOff)
+		if err != nil {
+			return nil, err
+		}
+		for pos+2*asz <= len(set) {
+			var lo, n uint64
+			if asz == 8 {
+				lo, n = l.bo.Uint64(set[pos:]), l.bo.Uint64(set[pos+8:])
+			} else {
+				lo, n = uint64(l.bo.Uint32(set[pos:])), uint64(l.bo.Uint32(set[pos+4:]))
+			}
+			pos += 2 * asz
+			if lo == 0 && n == 0 {
+				break
+			}
+			if n > 0 && (lo != 0 || l.f.kind == elf.ET_REL) {
+				idx = append(idx, urange{lo, lo + n, u})
+			}
+		}
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i].lo < idx[j].lo })
+	return idx, nil
+}
+
+// unitAt returns the unit whose header is at off, reading the header.
+func (l *fastLiner) unitAt(off uint64) (*funit, error) {
+	l.mu.Lock()
+	u := l.units[off]
+	l.mu.Unlock()
+	if u != nil {
+		return u, nil
+	}
+	hdr, err := l.info.ready(int64(min(off+24, uint64(len(l.info.data)))))
+	if err != nil {
+		return nil, err
+	}
+	if off >= uint64(len(hdr)) {
+		return nil, fmt.Errorf(".debug_info: unit offset %#x out of range", off)
+	}
+	r := &reader{d: hdr[off:], bo: l.bo}
+	u = &funit{off: off, stmt: -1}
+	length := uint64(r.u32())
+	start := off + 4
+	if length == 0xffffffff {
+		u.dwarf64 = true
+		length = r.u64()
+		start = off + 12
+	}
+	u.end = start + length
+	if u.end > uint64(len(l.info.data)) || u.end < start {
+		return nil, fmt.Errorf(".debug_info: unit at %#x runs past the section", off)
+	}
+	u.version = r.u16()
+	readOff := func() uint64 {
+		if u.dwarf64 {
+			return r.u64()
+		}
+		return uint64(r.u32())
+	}
+	switch {
+	case u.version >= 2 && u.version <= 4:
+		u.abbrevOff = readOff()
+		u.addrSize = r.u8()
+		u.unitType = 1
+	case u.version == 5:
+		u.unitType = r.u8()
+		u.addrSize = r.u8()
+		u.abbrevOff = readOff()
+		switch u.unitType {
+		case 1, 3: // compile, partial
+		case 4, 5: // skeleton, split_compile
+			r.u64()
+		case 2, 6: // type units
+			r.u64()
+			readOff()
+		default:
+			return nil, errUnsupported
+		}
+	default:
+		return nil, fmt.Errorf(".debug_info: unit at %#x has version %d", off, u.version)
+	}
+	if r.err != nil || (u.addrSize != 4 && u.addrSize != 8) {
+		return nil, fmt.Errorf(".debug_info: bad unit header at %#x", off)
+	}
+	u.dieOff = off + uint64(len(hdr[off:])-len(r.d))
+	l.mu.Lock()
+	if v := l.units[off]; v != nil {
+		u = v
+	} else {
+		l.units[off] = u
+	}
+	l.mu.Unlock()
+	return u, nil
+}
+
+// scanUnits reads every unit header and the ranges of units .debug_aranges
+// does not cover, completing the index.
+func (l *fastLiner) scanUnits() error {
+	l.mu.Lock()
+	done := l.scanned
+	l.mu.Unlock()
+	if done {
+		return nil
+	}
+	info, err := l.info.all()
+	if err != nil {
+		return err
+	}
+	covered := map[*funit]bool{}
+	var idx []urange
+	if p := l.index.Load(); p != nil {
+		idx = append(idx, *p...)
+		for _, r := range idx {
+			covered[r.u] = true
+		}
+	}
+	var all []*funit
+	for off := uint64(0); off < uint64(len(info)); {
+		u, err := l.unitAt(off)
+		if err != nil {
+			return err
+		}
+		all = append(all, u)
+		off = u.end
+		if covered[u] || (u.unitType != 1 && u.unitType != 3) {
+			continue
+		}
+		if err := l.cu(u); err != nil {
+			continue
+		}
+		rs, err := l.unitRanges(u)
+		if err != nil {
+			continue
+		}
+		for _, rg := range rs {
+			if rg[1] > rg[0] && (rg[0] != 0 || l.f.kind == elf.ET_REL) {
+				idx = append(idx, urange{rg[0], rg[1], u})
+			}
+		}
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i].lo < idx[j].lo })
+	l.mu.Lock()
+	l.allUnits = all
+	l.scanned = true
+	l.mu.Unlock()
+	l.index.Store(&idx)
+	return nil
+}
+
+func (l *fastLiner) unitFor(pc uint64) *funit {
+	if u := findUnit(l.index.Load(), pc); u != nil {
+		return u
+	}
+	// Not in .debug_aranges: some units may be missing from it.
+	l.mu.Lock()
+	done := l.scanned
+	l.mu.Unlock()
+	if done || l.scanUnits() != nil {
+		return nil
+	}
+	return findUnit(l.index.Load(), pc)
+}
+
+func findUnit(p *[]urange, pc uint64) *funit {
+	if p == nil {
+		return nil
+	}
+	rs := *p
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rs[m].lo <= pc {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for j := lo - 1; j >= 0 && j > lo-5; j-- {
+		if pc < rs[j].hi {
+			return rs[j].u
+		}
+	}
+	return nil
+}
+
+// abbrevTable parses (once) the abbreviations at off.
+func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
+	l.mu.Lock()
+	t := l.abbrevs[off]
+	l.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	d, err := l.abbrev.all()
+	if err != nil {
+		return nil, err
+	}
+	if off >= uint64(len(d)) {
+		return nil, fmt.Errorf(".debug_abbrev: offset %#x out of range", off)
+	}
+	r := &reader{d: d[off:], bo: l.bo}
+	t = &abbrevTable{}
+	for {
+		code := r.uleb()
+		if code == 0 || r.err != nil {
+			break
+		}
+		e := abbrevEntry{tag: uint32(r.uleb()), children: r.u8() != 0}
+		for {
+			at, form := r.uleb(), r.uleb()
+			if at == 0 && form == 0 || r.err != nil {
+				break
+			}
+			spec := attrSpec{attr: uint32(at), form: uint32(form)}
+			if form == 0x21 { // implicit_const
+				spec.implicit = r.sleb()
+			}
+			e.attrs = append(e.attrs, spec)
+		}
+		if code == uint64(len(t.dense))+1 && t.sparse == nil {
+			t.dense = append(t.dense, e)
+		} else {
+			if t.sparse == nil {
+				t.sparse = map[uint64]*abbrevEntry{}
+			}
+			t.sparse[code] = &e
+		}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf(".debug_abbrev at %#x: %w", off, r.err)
+	}
+	l.mu.Lock()
+	if v := l.abbrevs[off]; v != nil {
+		t = v
+	} else {
+		l.abbrevs[off] = t
+	}
+	l.mu.Unlock()
+	return t, nil
+}
+
+// die holds the attributes of one DIE this decoder cares about.
+type die struct {
+	off                   uint64
+	tag                   uint32
+	children              bool
+	sibling               uint64
+	name, linkage         string
+	hasName, hasLinkage   bool
+	lowPC, highPC         uint64
+	hasLow, hasHigh       bool
+	highIsOffset          bool
+	rangesForm            uint32
+	rangesVal             uint64
+	hasRanges             bool
+	origin                uint64
+	declLine, callLine    int64
+	callFile, discrim     int64
+	hasCallFile           bool
+	stmt                  int64
+	compDir               string
+	strBase, addrB, rngB  uint64
+	hasStrB, hasAddrB     bool
+	hasRngB               bool
+	lowForm               uint32
+	lowIdx                uint64
+	wantStrings           bool
+}
+
+// dieReader decodes DIEs of one unit.
+type dieReader struct {
+	l   *fastLiner
+	u   *funit
+	r   reader
+	buf []byte // the unit's bytes: info[u.off:u.end]
+}
+
+func (l *fastLiner) newDIEReader(u *funit) (*dieReader, error) {
+	info, err := l.info.ready(int64(u.end))
+	if err != nil {
+		return nil, err
+	}
+	return &dieReader{l: l, u: u, r: reader{d: info[u.dieOff:u.end], bo: l.bo}, buf: info[u.off:u.end]}, nil
+}
+
+// offset is the .debug_info offset of the reader's position.
+func (d *dieReader) offset() uint64 { return d.u.end - uint64(len(d.r.d)) }
+
+func (d *dieReader) seek(off uint64) bool {
+	if off < d.u.dieOff || off >= d.u.end {
+		return false
+	}
+	d.r.d = d.buf[off-d.u.off:]
+	return true
+}
+
+// next decodes the next DIE; tag 0 is a null entry. With full false only
+// the tag, children flag and sibling are filled.
+func (d *dieReader) next(e *die, full bool) error {
+	e.off = d.offset()
+	code := d.r.uleb()
+	if d.r.err != nil {
+		return d.r.err
+	}
+	if code == 0 {
+		e.tag = 0
+		return nil
+	}
+	ab := d.u.tab.get(code)
+	if ab == nil {
+		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
+	}
+	*e = die{off: e.off, tag: ab.tag, children: ab.children, stmt: -1, callFile: -1, wantStrings: e.wantStrings}
+	for i := range ab.attrs {
+		a := &ab.attrs[i]
+		if !full && a.attr != atSibling {
+			if err := d.skip(a.form); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.attr(e, a); err != nil {
+			return err
+		}
+	}
+	return d.r.err
+}
+
+func (d *dieReader) offsetSize() int {
+	if d.u.dwarf64 {
+		return 8
+	}
+	return 4
+}
+
+// skip moves past one attribute value of the given form.
+func (d *dieReader) skip(form uint32) error {
+	r := &d.r
+	n := 0
+	switch form {
+	case 0x01: // addr
+		n = int(d.u.addrSize)
+	case 0x0b, 0x11, 0x25, 0x29, 0x0c: // data1 ref1 strx1 addrx1 flag
+		n = 1
+	case 0x05, 0x12, 0x26, 0x2a: // data2 ref2 strx2 addrx2
+		n = 2
+	case 0x27, 0x2b: // strx3 addrx3
+		n = 3
+	case 0x06, 0x13, 0x28, 0x2c, 0x1c: // data4 ref4 strx4 addrx4 ref_sup4
+		n = 4
+	case 0x07, 0x14, 0x20, 0x24: // data8 ref8 ref_sig8 ref_sup8
+		n = 8
+	case 0x1e: // data16
+		n = 16
+	case 0x0e, 0x17, 0x1f, 0x1d, 0x1f20, 0x1f21: // strp sec_offset line_strp strp_sup GNU_ref_alt GNU_strp_alt
+		n = d.offsetSize()
+	case 0x10: // ref_addr
+		if d.u.version <= 2 {
+			n = int(d.u.addrSize)
+		} else {
+			n = d.offsetSize()
+		}
+	case 0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02: // sdata udata ref_udata strx addrx loclistx rnglistx GNU indexes
+		r.uleb()
+		return r.err
+	case 0x08: // string
+		for i, c := range r.d {
+			if c == 0 {
+				r.d = r.d[i+1:]
+				return nil
+			}
+		}
+		r.err = errShort
+		return r.err
+	case 0x09, 0x18: // block exprloc
+		n = int(r.uleb())
+	case 0x0a: // block1
+		n = int(r.u8())
+	case 0x03: // block2
+		n = int(r.u16())
+	case 0x04: // block4
+		n = int(r.u32())
+	case 0x19, 0x21: // flag_present implicit_const
+		return nil
+	case 0x16: // indirect
+		return d.skip(uint32(r.uleb()))
+	default:
+		return fmt.Errorf("%w: form %#x", errUnsupported, form)
+	}
+	if n < 0 || n > len(r.d) {
+		r.err = errShort
+		return r.err
+	}
+	r.d = r.d[n:]
+	return r.err
+}
+
+// value reads a constant, reference, offset or index.
+func (d *dieReader) value(a *attrSpec) (uint64, error) {
+	r := &d.r
+	switch a.form {
+	case 0x0b, 0x11, 0x25, 0x29, 0x0c:
+		return uint64(r.u8()), r.err
+	case 0x05, 0x12, 0x26, 0x2a:
+		return uint64(r.u16()), r.err
+	case 0x27, 0x2b:
+		b0, b1, b2 := r.u8(), r.u8(), r.u8()
+		if d.l.bo == binary.ByteOrder(binary.LittleEndian) {
+			return uint64(b0) | uint64(b1)<<8 | uint64(b2)<<16, r.err
+		}
+		return uint64(b2) | uint64(b1)<<8 | uint64(b0)<<16, r.err
+	case 0x06, 0x13, 0x28, 0x2c:
+		return uint64(r.u32()), r.err
+	case 0x07, 0x14:
+		return r.u64(), r.err
+	case 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02:
+		return r.uleb(), r.err
+	case 0x0d:
+		return uint64(r.sleb()), r.err
+	case 0x21:
+		return uint64(a.implicit), nil
+	case 0x01:
+		if d.u.addrSize == 8 {
+			return r.u64(), r.err
+		}
+		return uint64(r.u32()), r.err
+	case 0x0e, 0x17, 0x1f:
+		if d.u.dwarf64 {
+			return r.u64(), r.err
+		}
+		return uint64(r.u32()), r.err
+	case 0x10:
+		if d.u.version <= 2 {
+			if d.u.addrSize == 8 {
+				return r.u64(), r.err
+			}
+			return uint64(r.u32()), r.err
+		}
+		if d.u.dwarf64 {
+			return r.u64(), r.err
+		}
+		return uint64(r.u32()), r.err
+	case 0x19:
+		return 1, nil
+	}
+	return 0, d.skip(a.form)
+}
+
+// isRef reports whether a form is a unit-relative reference.
+func isRef(form uint32) bool {
+	return form == 0x11 || form == 0x12 || form == 0x13 || form == 0x14 || form == 0x15
+}
+
+// str reads a string attribute.
+func (d *dieReader) str(a *attrSpec) (string, bool, error) {
+	switch a.form {
+	case 0x08:
+		return d.r.cstr(), true, d.r.err
+	case 0x0e:
+		off, err := d.value(a)
+		if err != nil {
+			return "", false, err
+		}
+		s, err := d.l.str.all()
+		return strAt(s, off), err == nil, err
+	case 0x1f:
+		off, err := d.value(a)
+		if err != nil {
+			return "", false, err
+		}
+		s, err := d.l.lineStr.all()
+		return strAt(s, off), err == nil, err
+	case 0x1a, 0x25, 0x26, 0x27, 0x28, 0x1f02:
+		idx, err := d.value(a)
+		if err != nil {
+			return "", false, err
+		}
+		so, err := d.l.strOff.all()
+		if err != nil {
+			return "", false, err
+		}
+		sz := uint64(d.offsetSize())
+		base := d.u.strBase
+		if base == 0 && d.u.version >= 5 {
+			base = 2 * sz // past the header of the only contribution
+		}
+		p := base + idx*sz
+		if p+sz > uint64(len(so)) {
+			return "", false, errors.New(".debug_str_offsets: index out of range")
+		}
+		var off uint64
+		if sz == 8 {
+			off = d.l.bo.Uint64(so[p:])
+		} else {
+			off = uint64(d.l.bo.Uint32(so[p:]))
+		}
+		s, err := d.l.str.all()
+		return strAt(s, off), err == nil, err
+	}
+	return "", false, d.skip(a.form) // dwz's strp_alt and the like: no name
+}
+
+// attr decodes one attribute into e.
+func (d *dieReader) attr(e *die, a *attrSpec) error {
+	switch a.attr {
+	case atName, atLinkageName, atMIPSLinkage, atCompDir:
+		if !e.wantStrings {
+			return d.skip(a.form)
+		}
+		s, ok, err := d.str(a)
+		if err != nil {
+			return err
+		}
+		switch a.attr {
+		case atName:
+			e.name, e.hasName = s, ok
+		case atCompDir:
+			e.compDir = s
+		default:
+			e.linkage, e.hasLinkage = s, ok
+		}
+		return nil
+	case atSibling, atAbstractOrigin, atSpecification:
+		if a.form == 0x1f20 { // GNU_ref_alt: in another file
+			return d.skip(a.form)
+		}
+		v, err := d.value(a)
+		if err != nil {
+			return err
+		}
+		if isRef(a.form) {
+			v += d.u.off
+		}
+		if a.attr == atSibling {
+			e.sibling = v
+		} else if e.origin == 0 {
+			e.origin = v
+		}
+		return nil
+	case atLowPC:
+		v, err := d.value(a)
+		e.lowPC, e.hasLow, e.lowForm, e.lowIdx = v, true, a.form, v
+		return err
+	case atHighPC:
+		v, err := d.value(a)
+		e.highPC, e.hasHigh = v, true
+		e.highIsOffset = a.form != 0x01 && a.form != 0x1b && a.form != 0x29 && a.form != 0x2a && a.form != 0x2b && a.form != 0x2c && a.form != 0x1f01
+		if !e.highIsOffset && a.form != 0x01 {
+			e.highPC, err = d.addrx(v)
+		}
+		return err
+	case atRanges:
+		v, err := d.value(a)
+		e.rangesForm, e.rangesVal, e.hasRanges = a.form, v, true
+		return err
+	case atDeclLine, atCallLine, atCallFile, atGNUDiscrim, atStmtList, atStrOffsetsBase, atAddrBase, atRnglistsBase, atGNUAddrBase, atGNURangesBase:
+		v, err := d.value(a)
+		switch a.attr {
+		case atDeclLine:
+			e.declLine = int64(v)
+		case atCallLine:
+			e.callLine = int64(v)
+		case atCallFile:
+			e.callFile, e.hasCallFile = int64(v), true
+		case atGNUDiscrim:
+			e.discrim = int64(v)
+		case atStmtList:
+			e.stmt = int64(v)
+		case atStrOffsetsBase:
+			e.strBase, e.hasStrB = v, true
+		case atAddrBase, atGNUAddrBase:
+			e.addrB, e.hasAddrB = v, true
+		case atRnglistsBase, atGNURangesBase:
+			e.rngB, e.hasRngB = v, true
+		}
+		return err
+	}
+	return d.skip(a.form)
+}
+
+// addrx reads entry i of the unit's .debug_addr table.
+func (d *dieReader) addrx(i uint64) (uint64, error) {
+	return d.l.addrIndex(d.u, i)
+}
+
+func (l *fastLiner) addrIndex(u *funit, i uint64) (uint64, error) {
+	a, err := l.addr.all()
+	if err != nil || a == nil {
+		return 0, errors.New(".debug_addr missing")
+	}
+	p := u.addrB + i*uint64(u.addrSize)
+	if p+uint64(u.addrSize) > uint64(len(a)) {
+		return 0, errors.New(".debug_addr: index out of range")
+	}
+	if u.addrSize == 8 {
+		return l.bo.Uint64(a[p:]), nil
+	}
+	return uint64(l.bo.Uint32(a[p:])), nil
+}
+
+// cu reads the unit's abbreviations and its unit DIE (once).
+func (l *fastLiner) cu(u *funit) error {
+	u.cuOnce.Do(func() {
+		defer recoverInto(&u.cuErr, l.f.path)
+		u.tab, u.cuErr = l.abbrevTable(u.abbrevOff)
+		if u.cuErr != nil {
+			return
+		}
+		d, err := l.newDIEReader(u)
+		if err != nil {
+			u.cuErr = err
+			return
+		}
+		var e die
+		e.wantStrings = true
+		// Bases first: strx and addrx values of this DIE depend on them.
+		save := d.r
+		if err := d.next(&e, true); err != nil {
+			u.cuErr = err
+			return
+		}
+		u.strBase, u.addrB, u.rngBase = e.strBase, e.addrB, e.rngB
+		if e.hasStrB || e.hasAddrB {
+			d.r = save
+			e = die{wantStrings: true}
+			if err := d.next(&e, true); err != nil {
+				u.cuErr = err
+				return
+			}
+		}
+		u.stmt, u.compDir = e.stmt, e.compDir
+		if e.hasLow {
+			if e.lowForm != 0x01 {
+				e.lowPC, _ = l.addrIndex(u, e.lowIdx)
+			}
+			u.lowPC = e.lowPC
+		}
+		u.cuDIE = e
+	})
+	return u.cuErr
+}
+
+// unitRanges returns the unit DIE's address ranges.
+func (l *fastLiner) unitRanges(u *funit) ([][2]uint64, error) {
+	return l.dieRanges(u, &u.cuDIE, nil)
+}
+
+// dieRanges returns a DIE's address ranges (low/high or DW_AT_ranges).
+func (l *fastLiner) dieRanges(u *funit, e *die, out [][2]uint64) ([][2]uint64, error) {
+	out = out[:0]
+	if e.hasRanges {
+		return l.rangeList(u, e.rangesForm, e.rangesVal, out)
+	}
+	if !e.hasLow || !e.hasHigh {
+		return out, nil
+	}
+	lo := e.lowPC
+	if e.lowForm != 0x01 && e.lowForm != 0 {
+		var err error
+		if lo, err = l.addrIndex(u, e.lowIdx); err != nil {
+			return out, err
+		}
+	}
+	hi := e.highPC
+	if e.highIsOffset {
+		hi = lo + e.highPC
+	}
+	return append(out, [2]uint64{lo, hi}), nil
+}
+
+// rangeList decodes DW_AT_ranges: .debug_ranges (DWARF 2-4) or
+// .debug_rnglists (5), with rnglistx indexes.
+func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) ([][2]uint64, error) {
+	readAddr := func(r *reader) uint64 {
+		if u.addrSize == 8 {
+			return r.u64()
+		}
+		return uint64(r.u32())
+	}
+	if u.version < 5 {
+		d, err := l.ranges.all()
+		if err != nil || d == nil || v >= uint64(len(d)) {
+			return out, errors.New(".debug_ranges: offset out of range")
+		}
+		r := &reader{d: d[v:], bo: l.bo}
+		base := u.lowPC
+		maxAddr := ^uint64(0)
+		if u.addrSize == 4 {
+			maxAddr = 0xffffffff
+		}
+		for r.err == nil {
+			lo, hi := readAddr(r), readAddr(r)
+			if lo == 0 && hi == 0 {
+				break
+			}
+			if lo == maxAddr {
+				base = hi
+				continue
+			}
+			out = append(out, [2]uint64{base + lo, base + hi})
+		}
+		return out, r.err
+	}
+	d, err := l.rnglists.all()
+	if err != nil || d == nil {
+		return out, errors.New(".debug_rnglists missing")
+	}
+	off := v
+	if form == 0x23 { // rnglistx: an index into the unit's offset table
+		sz := uint64(4)
+		if u.dwarf64 {
+			sz = 8
+		}
+		p := u.rngBase + v*sz
+		if p+sz > uint64(len(d)) {
+			return out, errors.New(".debug_rnglists: index out of range")
+		}
+		if sz == 8 {
+			off = u.rngBase + l.bo.Uint64(d[p:])
+		} else {
+			off = u.rngBase + uint64(l.bo.Uint32(d[p:]))
+		}
+	}
+	if off >= uint64(len(d)) {
+		return out, errors.New(".debug_rnglists: offset out of range")
+	}
+	r := &reader{d: d[off:], bo: l.bo}
+	base := u.lowPC
+	for r.err == nil {
+		switch kind := r.u8(); kind {
+		case 0: // end_of_list
+			return out, nil
+		case 1: // base_addressx
+			base, err = l.addrIndex(u, r.uleb())
+		case 2: // startx_endx
+			var lo, hi uint64
+			if lo, err = l.addrIndex(u, r.uleb()); err == nil {
+				hi, err = l.addrIndex(u, r.uleb())
+			}
+			out = append(out, [2]uint64{lo, hi})
+		case 3: // startx_length
+			var lo uint64
+			lo, err = l.addrIndex(u, r.uleb())
+			out = append(out, [2]uint64{lo, lo + r.uleb()})
+		case 4: // offset_pair
+			lo, hi := r.uleb(), r.uleb()
+			out = append(out, [2]uint64{base + lo, base + hi})
+		case 5: // base_address
+			base = readAddr(r)
+		case 6: // start_end
+			lo, hi := readAddr(r), readAddr(r)
+			out = append(out, [2]uint64{lo, hi})
+		case 7: // start_length
+			lo := readAddr(r)
+			out = append(out, [2]uint64{lo, lo + r.uleb()})
+		default:
+			return out, fmt.Errorf(".debug_rnglists: unknown entry kind %d", kind)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, r.err
+}
+
+// lookup appends the frames at pc, innermost first.
+func (l *fastLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
+	u := l.unitFor(pc)
+	if u == nil {
+		return frames, nil
+	}
+	ud, err := l.load(u)
+	if err != nil {
+		return frames, err
+	}
+	return ud.frames(pc, frames), nil
+}
+
+func (l *fastLiner) load(u *funit) (*unitData, error) {
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	if u.err != nil {
+		return nil, u.err
+	}
+	var ud *unitData
+	func() {
+		defer recoverInto(&u.err, l.f.path)
+		ud, u.err = l.decode(u)
+	}()
+	if u.err != nil {
+		u.err = fmt.Errorf("%s: unit at %#x: %w", l.f.path, u.off, u.err)
+		return nil, u.err
+	}
+	u.data.Store(ud)
+	return ud, nil
+}
+
+// decode builds a unit's line table and function tree.
+func (l *fastLiner) decode(u *funit) (*unitData, error) {
+	if err := l.cu(u); err != nil {
+		return nil, err
+	}
+	ud := &unitData{}
+	var size int64
+	if u.stmt >= 0 && l.line != nil {
+		rows, files, err := l.lineTable(u)
+		if err != nil {
+			return nil, err
+		}
+		ud.rows, ud.files = rows, files
+		size += int64(cap(rows))*16 + int64(len(files))*48
+	}
+	d, err := l.newDIEReader(u)
+	if err != nil {
+		return nil, err
+	}
+	var e die
+	if err := d.next(&e, false); err != nil { // the unit DIE
+		return nil, err
+	}
+	ud.nodes = append(ud.nodes, node{})
+	type pend struct {
+		n   int32
+		off uint64
+	}
+	var pending []pend
+	local := map[uint64]fnName{}
+	stack := make([]int32, 1, 32)
+	stack[0] = -1
+	if !e.children {
+		stack = stack[:0]
+	}
+	skipDepth := 0 // > 0 while inside a subtree that cannot hold functions
+	var rbuf [][2]uint64
+	for len(stack) > 0 || skipDepth > 0 {
+		if len(d.r.d) == 0 {
+			break
+		}
+		if skipDepth > 0 {
+			if err := d.next(&e, false); err != nil {
+				return nil, err
+			}
+			if e.tag == 0 {
+				skipDepth--
+			} else if e.children {
+				if e.sibling > e.off && d.seek(e.sibling) {
+					continue
+				}
+				skipDepth++
+			}
+			continue
+		}
+		parent := stack[len(stack)-1]
+		// Peek the tag to decide how much to decode.
+		save := d.r
+		code := d.r.uleb()
+		if d.r.err != nil {
+			return nil, d.r.err
+		}
+		if code == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		ab := u.tab.get(code)
+		if ab == nil {
+			return nil, fmt.Errorf(".debug_info: unknown abbreviation %d", code)
+		}
+		d.r = save
+		switch ab.tag {
+		case tagSubprogram, tagInlined, tagLexicalBlock:
+			e = die{wantStrings: ab.tag == tagSubprogram}
+			if err := d.next(&e, true); err != nil {
+				return nil, err
+			}
+		default:
+			if err := d.next(&e, false); err != nil {
+				return nil, err
+			}
+		}
+		switch e.tag {
+		case tagSubprogram:
+			nm := fnName{startLine: int32(e.declLine)}
+			if e.hasLinkage {
+				nm.name, nm.linkage = e.linkage, true
+			} else if e.hasName {
+				nm.name = e.name
+			}
+			nm.origin = dwarfOffset(e.origin)
+			local[e.off] = nm
+			n := int32(-1)
+			if e.hasLow || e.hasRanges {
+				rbuf, err = l.dieRanges(u, &e, rbuf)
+				if err != nil {
+					return nil, err
+				}
+				if len(rbuf) > 0 {
+					n = int32(len(ud.nodes))
+					ud.nodes = append(ud.nodes, node{})
+					pending = append(pending, pend{n, e.off})
+					for _, rg := range rbuf {
+						if rg[1] > rg[0] {
+							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{rg[0], rg[1], n})
+						}
+					}
+				}
+			}
+			if e.children {
+				if n >= 0 {
+					stack = append(stack, n)
+				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
+					skipDepth = 1
+				}
+			}
+		case tagInlined:
+			n := int32(-1)
+			if parent >= 0 {
+				rbuf, err = l.dieRanges(u, &e, rbuf)
+				if err != nil {
+					return nil, err
+				}
+				if len(rbuf) > 0 {
+					n = int32(len(ud.nodes))
+					nd := node{callFile: int32(e.callFile), callLine: int32(e.callLine), callDisc: int32(e.discrim)}
+					ud.nodes = append(ud.nodes, nd)
+					if e.origin != 0 {
+						pending = append(pending, pend{n, e.origin})
+					}
+					for _, rg := range rbuf {
+						if rg[1] > rg[0] {
+							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{rg[0], rg[1], n})
+						}
+					}
+				}
+			}
+			if e.children {
+				if n >= 0 {
+					stack = append(stack, n)
+				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
+					skipDepth = 1
+				}
+			}
+		case tagLexicalBlock:
+			if e.children {
+				if parent >= 0 {
+					stack = append(stack, parent)
+				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
+					skipDepth = 1
+				}
+			}
+		case tagNamespace, tagModule:
+			if e.children {
+				stack = append(stack, -1)
+			}
+		default:
+			if e.children && !(e.sibling > e.off && d.seek(e.sibling)) {
+				skipDepth = 1
+			}
+		}
+	}
+	for i := range ud.nodes {
+		k := ud.nodes[i].kids
+		slices.SortFunc(k, func(a, b kidRange) int {
+			switch {
+			case a.lo < b.lo:
+				return -1
+			case a.lo > b.lo:
+				return 1
+			}
+			return 0
+		})
+		size += int64(cap(k))*24 + 64
+	}
+	for _, p := range pending {
+		nm := l.resolve(u, p.off, local, 0)
+		ud.nodes[p.n].name = nm.name
+		ud.nodes[p.n].startLine = nm.startLine
+	}
+	l.f.size.Add(size)
+	return ud, nil
+}
+
+// resolve follows abstract_origin and specification links from the DIE at
+// off to the first name (a linkage name if any on the way) and declaration line.
+func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth int) fnName {
+	if depth > 8 {
+		return fnName{}
+	}
+	nm, ok := local[uint64(off)]
+	if !ok {
+		l.namesMu.Lock()
+		nm, ok = l.names[off]
+		l.namesMu.Unlock()
+		if !ok {
+			nm = l.readName(u, off)
+			l.namesMu.Lock()
+			l.names[off] = nm
+			l.namesMu.Unlock()
+		}
+	}
+	if nm.origin != 0 && (nm.name == "" || nm.startLine == 0) {
+		up := l.resolve(u, uint64(nm.origin), local, depth+1)
+		if nm.name == "" {
+			nm.name, nm.linkage = up.name, up.linkage
+		}
+		if nm.startLine == 0 {
+			nm.startLine = up.startLine
+		}
+	}
+	return nm
+}
+
+// readName decodes the one DIE at off, in whichever unit holds it.
+func (l *fastLiner) readName(u *funit, off uint64) fnName {
+	if off < u.dieOff || off >= u.end {
+		u = l.unitHolding(off)
+		if u == nil || l.cu(u) != nil {
+			return fnName{}
+		}
+	}
+	d, err := l.newDIEReader(u)
+	if err != nil || !d.seek(off) {
+		return fnName{}
+	}
+	e := die{wantStrings: true}
+	if d.next(&e, true) != nil {
+		return fnName{}
+	}
+	nm := fnName{startLine: int32(e.declLine), origin: dwarfOffset(e.origin)}
+	if e.hasLinkage {
+		nm.name, nm.linkage = e.linkage, true
+	} else if e.hasName {
+		nm.name = e.name
+	}
+	return nm
+}
+
+// unitHolding finds the unit holding .debug_info offset off.
+func (l *fastLiner) unitHolding(off uint64) *funit {
+	if l.scanUnits() != nil {
+		return nil
+	}
+	l.mu.Lock()
+	all := l.allUnits
+	l.mu.Unlock()
+	i := sort.Search(len(all), func(i int) bool { return all[i].end > off })
+	if i < len(all) && all[i].off <= off {
+		return all[i]
+	}
+	return nil
+}
+
+// prefetch decodes, with every CPU, the units that hold addrs, in the order
+// of their offsets so decoding follows the inflating of .debug_info.
+func (l *fastLiner) prefetch(addrs []uint64) {
+	seen := map[*funit]bool{}
+	var todo []*funit
+	for _, a := range addrs {
+		if u := findUnit(l.index.Load(), a); u != nil && !seen[u] && u.data.Load() == nil {
+			seen[u] = true
+			todo = append(todo, u)
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].off < todo[j].off })
+	// Start inflating now; workers wait for their unit's bytes.
+	l.info.start.Do(func() { go l.info.inflate() })
+	if l.line != nil {
+		l.line.start.Do(func() { go l.line.inflate() })
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				l.load(todo[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func dwarfOffset(o uint64) dwarf.Offset { return dwarf.Offset(o) }

@@ -1,0 +1,158 @@
+package elfsym
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// lazySection is a DWARF section whose bytes become available progressively:
+// a compressed section is inflated by a background goroutine the first time
+// something asks for bytes beyond what is ready, so a lookup near the start
+// of a large .debug_info need not wait for the whole of it, and decoding of
+// early units overlaps with inflating later ones. The buffer is allocated at
+// its final size up front, so slices of ready bytes stay valid.
+type lazySection struct {
+	name   string
+	data   []byte
+	filled atomic.Int64
+
+	mu    sync.Mutex
+	cond  *sync.Cond
+	err   error
+	start sync.Once
+	src   io.Reader
+	done  func()
+}
+
+// ready returns the section's first n bytes, waiting for them to be inflated.
+func (s *lazySection) ready(n int64) ([]byte, error) {
+	if s == nil {
+		return nil, errors.New("missing section")
+	}
+	if n > int64(len(s.data)) {
+		return nil, fmt.Errorf("%s: offset %#x beyond the section's %#x bytes", s.name, n, len(s.data))
+	}
+	if s.filled.Load() >= n {
+		return s.data[:n], nil
+	}
+	s.start.Do(func() { go s.inflate() })
+	s.mu.Lock()
+	for s.filled.Load() < n && s.err == nil {
+		s.cond.Wait()
+	}
+	err := s.err
+	s.mu.Unlock()
+	if s.filled.Load() >= n {
+		return s.data[:n], nil
+	}
+	return nil, err
+}
+
+// all returns the whole section.
+func (s *lazySection) all() ([]byte, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return s.ready(int64(len(s.data)))
+}
+
+func (s *lazySection) inflate() {
+	const chunk = 128 << 10
+	var err error
+	for n := s.filled.Load(); n < int64(len(s.data)); {
+		var k int
+		k, err = s.src.Read(s.data[n:min(n+chunk, int64(len(s.data)))])
+		n += int64(k)
+		s.mu.Lock()
+		s.filled.Store(n)
+		if err != nil && n < int64(len(s.data)) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			s.err = fmt.Errorf("%s: decompressing: %w", s.name, err)
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if s.err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.src = nil
+	if s.done != nil {
+		s.done()
+		s.done = nil
+	}
+	s.mu.Unlock()
+}
+
+// openSection prepares a section for lazy reading. Uncompressed sections are
+// read at once; compressed ones (SHF_COMPRESSED zlib or zstd, or .zdebug)
+// are inflated on demand.
+func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
+	if s.FileSize > 4<<30 {
+		return nil, fmt.Errorf("%s: section of %d bytes is too large", s.Name, s.FileSize)
+	}
+	raw := make([]byte, s.FileSize)
+	if _, err := f.f.ReadAt(raw, int64(s.Offset)); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	ls := &lazySection{name: s.Name}
+	ls.cond = sync.NewCond(&ls.mu)
+	var typ elf.CompressionType
+	var size uint64
+	var body []byte
+	switch {
+	case old:
+		if len(raw) < 12 || string(raw[:4]) != "ZLIB" {
+			ls.data = raw
+			ls.filled.Store(int64(len(raw)))
+			return ls, nil
+		}
+		typ, size, body = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(raw[4:12]), raw[12:]
+	case s.Flags&elf.SHF_COMPRESSED == 0:
+		ls.data = raw
+		ls.filled.Store(int64(len(raw)))
+		return ls, nil
+	case f.elf.Class == elf.ELFCLASS64:
+		if len(raw) < 24 {
+			return nil, fmt.Errorf("%s: truncated compression header", s.Name)
+		}
+		typ, size, body = elf.CompressionType(f.elf.ByteOrder.Uint32(raw)), f.elf.ByteOrder.Uint64(raw[8:]), raw[24:]
+	default:
+		if len(raw) < 12 {
+			return nil, fmt.Errorf("%s: truncated compression header", s.Name)
+		}
+		typ, size, body = elf.CompressionType(f.elf.ByteOrder.Uint32(raw)), uint64(f.elf.ByteOrder.Uint32(raw[4:])), raw[12:]
+	}
+	if size > 4<<30 {
+		return nil, fmt.Errorf("%s: claims %d bytes uncompressed", s.Name, size)
+	}
+	switch typ {
+	case elf.COMPRESS_ZLIB:
+		zr, err := zlib.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		ls.src, ls.done = zr, func() { zr.Close() }
+	case elf.COMPRESS_ZSTD:
+		dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		ls.src, ls.done = dec, dec.Close
+	default:
+		return nil, fmt.Errorf("%s: unknown compression type %d", s.Name, typ)
+	}
+	ls.data = make([]byte, size)
+	return ls, nil
+}
