@@ -476,30 +476,30 @@ func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
 
 // die holds the attributes of one DIE this decoder cares about.
 type die struct {
-	off                   uint64
-	tag                   uint32
-	children              bool
-	sibling               uint64
-	name, linkage         string
-	hasName, hasLinkage   bool
-	lowPC, highPC         uint64
-	hasLow, hasHigh       bool
-	highIsOffset          bool
-	rangesForm            uint32
-	rangesVal             uint64
-	hasRanges             bool
-	origin                uint64
-	declLine, callLine    int64
-	callFile, discrim     int64
-	hasCallFile           bool
-	stmt                  int64
-	compDir               string
-	strBase, addrB, rngB  uint64
-	hasStrB, hasAddrB     bool
-	hasRngB               bool
-	lowForm               uint32
-	lowIdx                uint64
-	wantStrings           bool
+	off                  uint64
+	tag                  uint32
+	children             bool
+	sibling              uint64
+	name, linkage        string
+	hasName, hasLinkage  bool
+	lowPC, highPC        uint64
+	hasLow, hasHigh      bool
+	highIsOffset         bool
+	rangesForm           uint32
+	rangesVal            uint64
+	hasRanges            bool
+	origin               uint64
+	declLine, callLine   int64
+	callFile, discrim    int64
+	hasCallFile          bool
+	stmt                 int64
+	compDir              string
+	strBase, addrB, rngB uint64
+	hasStrB, hasAddrB    bool
+	hasRngB              bool
+	lowForm              uint32
+	lowIdx               uint64
+	wantStrings          bool
 }
 
 // dieReader decodes DIEs of one unit.
