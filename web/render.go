@@ -55,10 +55,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 			msg = fmt.Sprint(he.Message)
 		}
 		if he.Internal != nil {
-			s.log.Error("request failed", "path", c.Request().URL.Path, "status", status, "err", he.Internal)
+			s.log.Error("request failed", "request_id", reqID(c), "path", c.Request().URL.Path, "status", status, "err", he.Internal)
 		}
 	} else {
-		s.log.Error("request failed", "path", c.Request().URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", reqID(c), "path", c.Request().URL.Path, "err", err)
 	}
 	if status == http.StatusNotFound && msg == "Not Found" {
 		msg = "There is nothing at " + c.Request().URL.Path + "."

@@ -11,7 +11,7 @@ import (
 // events, the data-type page).
 func (s *Server) routes() {
 	e := s.e
-	e.Use(middleware.Recover())
+	s.useHardening(e) // request ID, recover, CSP, upload guard (security.go)
 	e.Use(securityHeaders)
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
 		MinLength: 1024,

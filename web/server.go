@@ -48,6 +48,12 @@ type Config struct {
 	Symbolization *SymbolizationConfig
 	// Log receives server errors; nil discards them.
 	Log *slog.Logger
+	// Limits bounds what uploads may hold and how many are handled at
+	// once, and who may upload (limits.go, security.go).
+	Limits Limits
+	// AuthToken, when set, is required to upload (Authorization: Bearer,
+	// or the cookie /login sets); viewing stays open (security.go).
+	AuthToken string
 }
 
 // Server serves profiles over HTTP.
@@ -113,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:    cfg,
 		store:  st,
 		log:    log,
-		limits: ingest.Limits{MaxBytes: cfg.MaxUpload},
+		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
 	}
 	var err error
 	if s.profiles, err = lru.New[string, *Loaded](cfg.ProfileCache); err != nil {

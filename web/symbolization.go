@@ -36,6 +36,9 @@ type SymbolizationConfig struct {
 	Workers, Queue int
 	// Events bounds the event streams.
 	Events sse.Config
+	// Timeout bounds the symbolization of one profile (0: none); what
+	// resolved by then is kept.
+	Timeout time.Duration
 }
 
 // symbolization is the server's on-demand symbolization state.
@@ -45,9 +48,17 @@ type symbolization struct {
 }
 
 // engine adapts the symbolization engine to what the job manager needs.
-type engine struct{ s *symbolize.Symbolizer }
+type engine struct {
+	s       *symbolize.Symbolizer
+	timeout time.Duration
+}
 
 func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) error {
+	if e.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
+	}
 	_, err := e.s.Symbolize(ctx, p, symbolize.Options{
 		NoDebuginfod: req.NoDebuginfod,
 		Progress: func(ev symbolize.Event) {
@@ -65,7 +76,7 @@ func (s *Server) initSymbolization() {
 	}
 	b := sse.NewBroker(c.Events)
 	m := jobs.New(jobs.Config{
-		Symbolizer: engine{c.Engine},
+		Symbolizer: engine{c.Engine, c.Timeout},
 		Store:      s.store,
 		Load:       s.loadOriginal,
 		Broker:     b,

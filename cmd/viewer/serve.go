@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
 	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
+	limFlags := registerLimitFlags(fs)     // servelimits.go
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
 		fs.PrintDefaults()
@@ -42,6 +43,10 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			return err
 		}
 	}
+	limits, token, err := limFlags.config()
+	if err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(s.err, nil))
 	symCfg, symDesc, err := symFlags.config(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) })
 	if err != nil {
@@ -52,6 +57,8 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		MaxUpload:     int64(maxUpload),
 		Log:           logger,
 		Symbolization: symCfg,
+		Limits:        limits,
+		AuthToken:     token,
 	})
 	if err != nil {
 		return err
@@ -68,6 +75,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(s.out, "viewer: serving %s/ (profiles in %s)\n", base, dir)
 	fmt.Fprintf(s.out, "viewer: %s\n", symDesc)
+	if token != "" {
+		fmt.Fprintln(s.out, "viewer: uploads need the token (--auth-token); links stay open to anyone who has them")
+	}
 
 	for _, f := range files {
 		id, err := loadFile(ctx, srv, f, int64(maxUpload))

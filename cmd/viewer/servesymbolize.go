@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
@@ -19,6 +20,8 @@ type symbolizeFlags struct {
 	workers       int
 	queue         int
 	debuginfod    *debuginfod.Flags
+	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
+	timeout       time.Duration // bounds one profile's symbolization
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -29,6 +32,8 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	fs.IntVar(&f.workers, "workers", 2, "profiles symbolized at once")
 	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")
 	f.debuginfod = debuginfod.RegisterFlags(fs)
+	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
+	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest one profile's symbolization may take; names found by then are kept")
 	return f
 }
 
@@ -43,6 +48,11 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		return nil, "", usageError{"serve: " + err.Error()}
 	}
 	dcfg.Logf = logf
+	if f.maxDebugFile > 0 {
+		dcfg.MaxSize = int64(f.maxDebugFile)
+	} else if dcfg.MaxSize <= 0 {
+		dcfg.MaxSize = 4 << 30
+	}
 	client, err := debuginfod.New(dcfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("serve: %w", err)
@@ -65,5 +75,6 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		Servers: client.Servers(),
 		Workers: f.workers,
 		Queue:   f.queue,
+		Timeout: f.timeout,
 	}, client.Describe(), nil
 }

@@ -26,8 +26,9 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 		server = env
 	}
 	fs.StringVar(&server, "server", server, "viewer server `URL` (default $VIEWER_SERVER, else "+defaultServer+")")
+	token := fs.String("token", os.Getenv("VIEWER_TOKEN"), "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL]")
+		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -37,7 +38,7 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if len(files) != 1 {
 		return usageError{"upload: give exactly one FILE"}
 	}
-	link, err := upload(ctx, strings.TrimRight(server, "/"), files[0])
+	link, err := upload(ctx, strings.TrimRight(server, "/"), files[0], strings.TrimSpace(*token))
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -47,7 +48,7 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 
 // upload streams name to server's /api/profiles as multipart field "file"
 // and returns the profile's full link.
-func upload(ctx context.Context, server, name string) (string, error) {
+func upload(ctx context.Context, server, name, token string) (string, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return "", err
@@ -71,6 +72,9 @@ func upload(ctx context.Context, server, name string) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -28,6 +28,9 @@ type Format struct {
 type Limits struct {
 	MaxBytes   int64 // decompressed size
 	MaxSamples int
+	// MaxLocations, MaxFunctions and MaxMappings bound the parsed
+	// profile; MaxRecords bounds a perf.data's records (limits.go).
+	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
 }
 
 // formats are tried in order. pprofFormat is in pprof.go; the perf formats
@@ -84,10 +87,10 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			tried = append(tried, f.Name)
 			continue
 		}
-		p, err := f.Parse(data, lim)
+		p, err := safeParse(f, data, lim) // a parser panic is an error (limits.go)
 		if err == nil {
-			if lim.MaxSamples > 0 && len(p.Sample) > lim.MaxSamples {
-				return nil, "", fmt.Errorf("%w: %d samples is over the limit of %d", ErrTooLarge, len(p.Sample), lim.MaxSamples)
+			if err := lim.checkCounts(p); err != nil {
+				return nil, "", err
 			}
 			return p, f.Name, nil
 		}

@@ -20,7 +20,14 @@ var (
 )
 
 func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
-	p, err := perfdata.Parse(data, lim.MaxBytes, lim.MaxSamples)
+	f, err := perfdata.Read(data, perfdata.Options{MaxDecompressed: lim.MaxBytes})
+	if err == nil && lim.MaxRecords > 0 && len(f.Records) > lim.MaxRecords {
+		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, len(f.Records), lim.MaxRecords)
+	}
+	var p *profile.Profile
+	if err == nil {
+		p, err = perfdata.Convert(f, perfdata.ConvertOptions{MaxSamples: lim.MaxSamples})
+	}
 	if errors.Is(err, perfdata.ErrLimit) {
 		return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
 	}

@@ -1,0 +1,188 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/labstack/echo/v4"
+)
+
+// contentSecurityPolicy is sent with every response (flame.svg narrows it
+// further): scripts, styles and connections only from this server, no
+// inline script or style element, no plugins, no framing. JSON handed to
+// scripts sits in <script type="application/json">, which is data, not
+// script.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"font-src 'self'; connect-src 'self'; manifest-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// tokenCookie holds the SHA-256 of the upload token after /login, so a
+// browser can upload through the form without the token being stored in
+// the clear.
+const tokenCookie = "viewer_upload"
+
+// useHardening installs the middleware every request passes through, outermost
+// first: a request ID, panic recovery, security headers, and the upload
+// guard (token, concurrency, full disk).
+func (s *Server) useHardening(e *echo.Echo) {
+	slots := newUploadSlots(s.cfg.Limits)
+	e.Use(requestID, s.recoverPanics, hardenHeaders, s.guardUploads(slots))
+	e.GET("/login", s.handleLoginPage)
+	e.POST("/login", s.handleLogin)
+}
+
+// requestID gives each request a fresh random ID, sent back as X-Request-Id
+// and logged with any failure. A client's own X-Request-Id is not trusted.
+func requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var b [8]byte
+		rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		c.Request().Header.Set(echo.HeaderXRequestID, id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
+}
+
+// reqID is the request's ID set by requestID.
+func reqID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+
+// recoverPanics turns a panic in a handler into a 500 for that request only,
+// logged with the request ID and stack.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			r := recover()
+			if r == nil {
+				return
+			}
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			id := reqID(c)
+			s.log.Error("panic serving request", "request_id", id, "method", c.Request().Method,
+				"path", c.Request().URL.Path, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = httpError(http.StatusInternalServerError,
+				"internal server error: the server failed on this request and logged it as request %s", id)
+		}()
+		return next(c)
+	}
+}
+
+// hardenHeaders sets the headers that keep pages from being framed, leaking
+// their URL or running anything but this server's own scripts. No CORS
+// header is ever set, so other origins cannot read responses.
+func hardenHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), interest-cohort=()")
+		return next(c)
+	}
+}
+
+// isUpload reports whether the request stores a profile.
+func isUpload(c echo.Context) bool {
+	if c.Request().Method != http.MethodPost {
+		return false
+	}
+	p := c.Path()
+	return p == "/api/profiles" || p == "/upload"
+}
+
+// guardUploads checks the upload token, bounds concurrent uploads, and
+// answers 507 when the store's disk is full.
+func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		limited := slots.limit(next)
+		return func(c echo.Context) error {
+			if !isUpload(c) {
+				return next(c)
+			}
+			if !s.authorized(c) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer uploads"`)
+				return httpError(http.StatusUnauthorized,
+					"uploads to this server need its token: send Authorization: Bearer TOKEN (viewer upload --token, or $VIEWER_TOKEN), or sign in at /login to upload from the browser")
+			}
+			err := limited(c)
+			if err != nil && diskFull(err) {
+				s.log.Error("upload not stored: disk full", "request_id", reqID(c), "err", err)
+				return httpError(http.StatusInsufficientStorage,
+					"the server's disk is full, so the profile was not stored; try again after its operator frees space")
+			}
+			return err
+		}
+	}
+}
+
+// diskFull reports whether err comes from a full disk or exhausted quota.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// authorized reports whether the request may upload: always when no token
+// is configured, else with the bearer token or the /login cookie.
+func (s *Server) authorized(c echo.Context) bool {
+	want := s.cfg.AuthToken
+	if want == "" {
+		return true
+	}
+	if a := c.Request().Header.Get(echo.HeaderAuthorization); a != "" {
+		scheme, tok, ok := strings.Cut(a, " ")
+		return ok && strings.EqualFold(scheme, "Bearer") &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(want)) == 1
+	}
+	if ck, err := c.Cookie(tokenCookie); err == nil {
+		return subtle.ConstantTimeCompare([]byte(ck.Value), []byte(tokenDigest(want))) == 1
+	}
+	return false
+}
+
+func tokenDigest(tok string) string {
+	sum := sha256.Sum256([]byte("viewer upload token\x00" + tok))
+	return hex.EncodeToString(sum[:])
+}
+
+// loginPage is the form that lets a browser upload to a server with a
+// token. It is static: nothing from the request is written into it.
+const loginPage = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in to upload · viewer</title><link rel="stylesheet" href="/static/style.css"></head>
+<body><main><h1>Sign in to upload</h1>
+<p>This server needs its upload token to accept profiles. Links to profiles work without it.</p>
+<form method="post" action="/login"><label>Upload token <input type="password" name="token" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button></form></main></body></html>
+`
+
+func (s *Server) handleLoginPage(c echo.Context) error {
+	return c.HTML(http.StatusOK, loginPage)
+}
+
+// handleLogin checks the posted token and sets a cookie holding its digest
+// (HttpOnly, SameSite=Strict, so other sites cannot upload in the user's
+// name), then goes to the upload page.
+func (s *Server) handleLogin(c echo.Context) error {
+	if s.cfg.AuthToken == "" {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	tok := strings.TrimSpace(c.FormValue("token"))
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AuthToken)) != 1 {
+		return httpError(http.StatusUnauthorized, "wrong upload token; ask the server's operator for it")
+	}
+	c.SetCookie(&http.Cookie{
+		Name: tokenCookie, Value: tokenDigest(s.cfg.AuthToken), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https",
+		MaxAge: 30 * 24 * 3600,
+	})
+	return c.Redirect(http.StatusSeeOther, "/")
+}
