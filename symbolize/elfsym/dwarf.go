@@ -172,7 +172,16 @@ func (ud *unitData) frames(pc uint64, frames []Frame) []Frame {
 
 // findKid returns the node of the range holding pc, or -1.
 func findKid(kids []kidRange, pc uint64) int32 {
-	i := sort.Search(len(kids), func(i int) bool { return kids[i].lo > pc }) - 1
+	lo, hi := 0, len(kids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if kids[m].lo <= pc {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
 	// Ranges at one level rarely overlap; look back a little in case they do.
 	for j := i; j >= 0 && j > i-4; j-- {
 		if pc < kids[j].hi {
@@ -204,7 +213,16 @@ func (ud *unitData) fileName(i int32) string {
 // that row ends its sequence.
 func (ud *unitData) line(pc uint64) (string, int, int) {
 	rows := ud.rows
-	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > pc }) - 1
+	lo, hi := 0, len(rows)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rows[m].addr <= pc {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
 	if i < 0 || rows[i].file == endRow {
 		return "", 0, 0
 	}

@@ -31,6 +31,7 @@ type fastLiner struct {
 	units    map[uint64]*funit // by header offset
 	abbrevs  map[uint64]*abbrevTable
 	index    atomic.Pointer[[]urange] // sorted by lo
+	slotsPtr atomic.Pointer[[]unitSlot] // units the index names
 	scanned  bool                     // every unit header read (index complete)
 	allUnits []*funit                 // sorted by offset, once scanned
 
@@ -38,9 +39,30 @@ type fastLiner struct {
 	names   map[uint64]fnName // DIEs outside the unit being decoded
 }
 
+// urange maps addresses to a unit, named by its slot: the unit header is
+// read the first time an address falls in it.
 type urange struct {
 	lo, hi uint64
-	u      *funit
+	slot   int32
+}
+
+type unitSlot struct {
+	off uint64
+	u   atomic.Pointer[funit]
+}
+
+// unitOf returns the unit of a slot, reading its header the first time.
+func (l *fastLiner) unitOf(r *urange) *funit {
+	sl := &(*l.slotsPtr.Load())[r.slot]
+	if u := sl.u.Load(); u != nil {
+		return u
+	}
+	u, err := l.unitAt(sl.off)
+	if err != nil {
+		return nil
+	}
+	sl.u.Store(u)
+	return u
 }
 
 // funit is one unit of .debug_info.
@@ -202,6 +224,7 @@ func (l *fastLiner) readAranges() ([]urange, error) {
 		return nil, err
 	}
 	var idx []urange
+	var slots []unitSlot
 	for len(d) > 0 {
 		r := &reader{d: d, bo: l.bo}
 		length := uint64(r.u32())
@@ -233,10 +256,8 @@ func (l *fastLiner) readAranges() ([]urange, error) {
 		if rem := pos % (2 * asz); rem != 0 {
 			pos += 2*asz - rem
 		}
-		u, err := l.unitAt(cuOff)
-		if err != nil {
-			return nil, err
-		}
+		slot := int32(len(slots))
+		slots = append(slots, unitSlot{off: cuOff})
 		for pos+2*asz <= len(set) {
 			var lo, n uint64
 			if asz == 8 {
@@ -249,11 +270,12 @@ func (l *fastLiner) readAranges() ([]urange, error) {
 				break
 			}
 			if n > 0 && (lo != 0 || l.f.kind == elf.ET_REL) {
-				idx = append(idx, urange{lo, lo + n, u})
+				idx = append(idx, urange{lo, lo + n, slot})
 			}
 		}
 	}
 	sort.Slice(idx, func(i, j int) bool { return idx[i].lo < idx[j].lo })
+	l.slotsPtr.Store(&slots)
 	return idx, nil
 }
 
@@ -341,13 +363,19 @@ func (l *fastLiner) scanUnits() error {
 	if err != nil {
 		return err
 	}
-	covered := map[*funit]bool{}
+	covered := map[uint64]bool{}
 	var idx []urange
+	var slots []unitSlot
+	if p := l.slotsPtr.Load(); p != nil {
+		slots = make([]unitSlot, len(*p))
+		for i := range *p {
+			slots[i].off = (*p)[i].off
+			slots[i].u.Store((*p)[i].u.Load())
+			covered[slots[i].off] = true
+		}
+	}
 	if p := l.index.Load(); p != nil {
 		idx = append(idx, *p...)
-		for _, r := range idx {
-			covered[r.u] = true
-		}
 	}
 	var all []*funit
 	for off := uint64(0); off < uint64(len(info)); {
@@ -357,7 +385,7 @@ func (l *fastLiner) scanUnits() error {
 		}
 		all = append(all, u)
 		off = u.end
-		if covered[u] || (u.unitType != 1 && u.unitType != 3) {
+		if covered[u.off] || (u.unitType != 1 && u.unitType != 3) {
 			continue
 		}
 		if err := l.cu(u); err != nil {
@@ -367,9 +395,12 @@ func (l *fastLiner) scanUnits() error {
 		if err != nil {
 			continue
 		}
+		slot := int32(len(slots))
+		slots = append(slots, unitSlot{off: u.off})
+		slots[slot].u.Store(u)
 		for _, rg := range rs {
 			if rg[1] > rg[0] && (rg[0] != 0 || l.f.kind == elf.ET_REL) {
-				idx = append(idx, urange{rg[0], rg[1], u})
+				idx = append(idx, urange{rg[0], rg[1], slot})
 			}
 		}
 	}
@@ -378,13 +409,15 @@ func (l *fastLiner) scanUnits() error {
 	l.allUnits = all
 	l.scanned = true
 	l.mu.Unlock()
+	// Slots before the index: a reader of the new index finds its slots.
+	l.slotsPtr.Store(&slots)
 	l.index.Store(&idx)
 	return nil
 }
 
 func (l *fastLiner) unitFor(pc uint64) *funit {
-	if u := findUnit(l.index.Load(), pc); u != nil {
-		return u
+	if r := findUnit(l.index.Load(), pc); r != nil {
+		return l.unitOf(r)
 	}
 	// Not in .debug_aranges: some units may be missing from it.
 	l.mu.Lock()
@@ -393,10 +426,13 @@ func (l *fastLiner) unitFor(pc uint64) *funit {
 	if done || l.scanUnits() != nil {
 		return nil
 	}
-	return findUnit(l.index.Load(), pc)
+	if r := findUnit(l.index.Load(), pc); r != nil {
+		return l.unitOf(r)
+	}
+	return nil
 }
 
-func findUnit(p *[]urange, pc uint64) *funit {
+func findUnit(p *[]urange, pc uint64) *urange {
 	if p == nil {
 		return nil
 	}
@@ -412,7 +448,7 @@ func findUnit(p *[]urange, pc uint64) *funit {
 	}
 	for j := lo - 1; j >= 0 && j > lo-5; j-- {
 		if pc < rs[j].hi {
-			return rs[j].u
+			return &rs[j]
 		}
 	}
 	return nil
@@ -1293,18 +1329,25 @@ func (l *fastLiner) unitHolding(off uint64) *funit {
 // prefetch decodes, with every CPU, the units that hold addrs, in the order
 // of their offsets so decoding follows the inflating of .debug_info.
 func (l *fastLiner) prefetch(addrs []uint64) {
-	seen := map[*funit]bool{}
-	var todo []*funit
+	idx := l.index.Load()
+	slots := l.slotsPtr.Load()
+	if idx == nil || slots == nil {
+		return
+	}
+	seen := map[int32]bool{}
+	var todo []*urange
 	for _, a := range addrs {
-		if u := findUnit(l.index.Load(), a); u != nil && !seen[u] && u.data.Load() == nil {
-			seen[u] = true
-			todo = append(todo, u)
+		if r := findUnit(idx, a); r != nil && !seen[r.slot] {
+			seen[r.slot] = true
+			if u := (*slots)[r.slot].u.Load(); u == nil || u.data.Load() == nil {
+				todo = append(todo, r)
+			}
 		}
 	}
 	if len(todo) < 2 {
 		return
 	}
-	sort.Slice(todo, func(i, j int) bool { return todo[i].off < todo[j].off })
+	sort.Slice(todo, func(i, j int) bool { return (*slots)[todo[i].slot].off < (*slots)[todo[j].slot].off })
 	// Start inflating now; workers wait for their unit's bytes.
 	l.info.start.Do(func() { go l.info.inflate() })
 	if l.line != nil {
@@ -1322,7 +1365,9 @@ func (l *fastLiner) prefetch(addrs []uint64) {
 				if i >= len(todo) {
 					return
 				}
-				l.load(todo[i])
+				if u := l.unitOf(todo[i]); u != nil {
+					l.load(u)
+				}
 			}
 		}()
 	}
