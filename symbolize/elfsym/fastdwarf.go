@@ -30,10 +30,10 @@ type fastLiner struct {
 	mu       sync.Mutex
 	units    map[uint64]*funit // by header offset
 	abbrevs  map[uint64]*abbrevTable
-	index    atomic.Pointer[[]urange] // sorted by lo
+	index    atomic.Pointer[[]urange]   // sorted by lo
 	slotsPtr atomic.Pointer[[]unitSlot] // units the index names
-	scanned  bool                     // every unit header read (index complete)
-	allUnits []*funit                 // sorted by offset, once scanned
+	scanned  bool                       // every unit header read (index complete)
+	allUnits []*funit                   // sorted by offset, once scanned
 
 	namesMu sync.Mutex
 	names   map[uint64]fnName // DIEs outside the unit being decoded
@@ -1065,7 +1065,7 @@ func (l *fastLiner) load(u *funit) (*unitData, error) {
 		ud, u.err = l.decode(u)
 	}()
 	if u.err != nil {
-		u.err = fmt.Errorf("%s: unit at %#x: %w", l.f.path, u.off, u.err)
+		u.err = fmt.Errorf("%s: corrupt DWARF in the unit at .debug_info+%#x: %w", l.f.path, u.off, u.err)
 		return nil, u.err
 	}
 	u.data.Store(ud)
