@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -172,5 +174,74 @@ func TestZstdSections(t *testing.T) {
 	}
 	if n < len(addrs)/2 {
 		t.Errorf("only %d of %d addresses have lines", n, len(addrs))
+	}
+}
+
+// TestGoBinary builds a Go program and checks lookups in it (Go's DWARF: no
+// .debug_aranges, its own inlining records) against llvm-symbolizer.
+func TestGoBinary(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bin := filepath.Join(t.TempDir(), "goprog")
+	cmd := exec.Command(goBin, "build", "-o", bin, "./testdata/symbolize/goprog")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.UseSymbolTableNames(true)
+	if dw, err := f.dwarf(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := dw.(*fastLiner); !ok {
+		t.Error("Go binary fell back to debug/dwarf")
+	}
+	var addrs []uint64
+	inlined := false
+	for _, s := range f.Symbols() {
+		// go:textfipsstart and the like are linker markers, not code:
+		// llvm-symbolizer gives them a file "go.go" we do not.
+		if s.Size == 0 || strings.HasPrefix(s.Name, "go:") {
+			continue
+		}
+		step := uint64(1)
+		if !strings.HasPrefix(s.Name, "main.") {
+			step = 97 // a sample of the runtime
+		}
+		for a := s.Addr; a < s.Addr+s.Size; a += step {
+			addrs = append(addrs, a)
+		}
+	}
+	want := llvmSymbolize(t, bin, addrs)
+	bad := 0
+	for i, a := range addrs {
+		frames, err := f.Lookup(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, exp []string
+		for _, fr := range frames {
+			got = append(got, frameKey(fr.Name, fr.File, fr.Line))
+		}
+		if len(frames) == 2 && frames[0].Name == "main.add" && frames[1].Name == "main.work" {
+			inlined = true
+		}
+		for _, fr := range want[i] {
+			exp = append(exp, frameKey(fr.fn, fr.file, fr.line))
+		}
+		if g, e := strings.Join(got, " | "), strings.Join(exp, " | "); g != e {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%#x:\n  got  %s\n  want %s", a, g, e)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ from llvm-symbolizer", bad, len(addrs))
+	}
+	if !inlined {
+		t.Error("main.add never shows inlined into main.work")
 	}
 }
