@@ -312,6 +312,11 @@ func (j *Job) update(u Update) {
 	b.State = u.State
 	if u.Source != "" {
 		b.Source = u.Source
+		if b.Server != "" && strings.Contains(u.Source, "(debuginfod") {
+			// Fetched: name the server; the cache path means nothing to
+			// the reader of the page.
+			b.Source = "debuginfod " + b.Server
+		}
 	}
 	switch {
 	case u.Err != nil && errors.Is(u.Err, ErrSkipped):

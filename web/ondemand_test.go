@@ -1,0 +1,474 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web"
+	"viewer/web/browsertest"
+	"viewer/web/jobs"
+)
+
+// The on-demand tests use testdata/ondemand: a stripped PIE (bin/ondemand,
+// no symbols at all) whose debug file (debuginfo/ondemand.debug) only the
+// real debuginfod server has.
+const ondemandDir = "../testdata/ondemand"
+
+// pieBase is where the profiled process had the executable mapped.
+const pieBase = 0x555555554000
+
+// ondemandProfile is a CPU profile of bin/ondemand holding only addresses
+// and the build ID, as perf or an eBPF profiler records it. Stacks (root
+// first) and sample counts, each 10 ms:
+//
+//	main > ondemand_run_workload > ondemand_hash_block     6
+//	main > ondemand_run_workload > ondemand_render_frame   3
+//	main > ondemand_parse_input                            1
+//
+// so ondemand_hash_block is 60% once named. seed changes the bytes (and so
+// the profile's ID) without changing its shape.
+func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte {
+	t.Helper()
+	bid, err := debuginfodtest.BuildID(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	var text *elf.Prog
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			text = p
+		}
+	}
+	// Function addresses come from the debug file, which the server being
+	// tested never sees except through debuginfod.
+	df, err := elf.Open(debugFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	syms, err := df.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			addr[s.Name] = pieBase + s.Value + 4 // inside the function
+		}
+	}
+	for _, fn := range []string{"main", "ondemand_run_workload", "ondemand_hash_block", "ondemand_render_frame", "ondemand_parse_input"} {
+		if addr[fn] == 0 {
+			t.Fatalf("%s has no symbol %s", debugFile, fn)
+		}
+	}
+	m := &profile.Mapping{
+		ID: 1, Start: pieBase + text.Vaddr&^0xfff, Limit: pieBase + (text.Vaddr+text.Memsz+0xfff)&^0xfff,
+		Offset: text.Off &^ 0xfff, File: file, BuildID: bid,
+	}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:     10_000_000,
+		Mapping:    []*profile.Mapping{m},
+		Comments:   []string{fmt.Sprintf("seed %d", seed)},
+	}
+	locs := map[string]*profile.Location{}
+	loc := func(fn string) *profile.Location {
+		if l := locs[fn]; l != nil {
+			return l
+		}
+		l := &profile.Location{ID: uint64(len(locs) + 1), Mapping: m, Address: addr[fn]}
+		locs[fn] = l
+		p.Location = append(p.Location, l)
+		return l
+	}
+	add := func(n int64, rootFirst ...string) {
+		s := &profile.Sample{Value: []int64{n, n * 10_000_000}}
+		for i := len(rootFirst) - 1; i >= 0; i-- {
+			s.Location = append(s.Location, loc(rootFirst[i]))
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	add(6, "main", "ondemand_run_workload", "ondemand_hash_block")
+	add(3, "main", "ondemand_run_workload", "ondemand_render_frame")
+	add(1, "main", "ondemand_parse_input")
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// symbolizingServer is a viewer with on-demand symbolization asking the
+// given debuginfod servers, with a fresh client cache and no system debug
+// directories, so only debuginfod can name the test program.
+func symbolizingServer(t testing.TB, urls []string, workers int) (*web.Server, string) {
+	t.Helper()
+	cache := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := jobs.NewGate(client)
+	engine := symbolize.New(symbolize.Config{
+		Fetcher: gate, DebuginfodCacheDir: cache,
+		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-",
+	})
+	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
+		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: workers, Queue: 64,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
+	ts.Start()
+	t.Cleanup(func() {
+		s.CloseSymbolization()
+		ts.Close()
+	})
+	return s, ts.URL
+}
+
+// uploadAPI posts a profile to /api/profiles (with an optional query) and
+// returns its ID.
+func uploadAPI(t testing.TB, base, query string, data []byte) string {
+	t.Helper()
+	resp, err := http.Post(base+"/api/profiles"+query, "application/octet-stream", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct{ ID string }
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&r) != nil {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("upload: %s %s", resp.Status, body)
+	}
+	return r.ID
+}
+
+// finalEvent follows /p/ID/events until the "symbolized" event and returns
+// it with the types of the events seen before.
+func finalEvent(t testing.TB, base, id string) (jobs.Status, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/p/"+id+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("events: %s, Content-Type %q", resp.Status, ct)
+	}
+	var types []string
+	typ := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			typ = line[7:]
+			types = append(types, typ)
+		case strings.HasPrefix(line, "data: ") && typ == "symbolized":
+			var s jobs.Status
+			if err := json.Unmarshal([]byte(line[6:]), &s); err != nil {
+				t.Fatal(err)
+			}
+			return s, types
+		}
+	}
+	t.Fatalf("events of %s ended without a symbolized event (saw %v): %v", id, types, sc.Err())
+	return jobs.Status{}, nil
+}
+
+// functionNames fetches /p/ID/profile.pb.gz and lists its function names.
+func functionNames(t testing.TB, base, id string) map[string]bool {
+	t.Helper()
+	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p, err := profile.Parse(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range p.Function {
+		names[f.Name] = true
+	}
+	return names
+}
+
+func ondemandFiles(t testing.TB) (exe, debug string) {
+	exe = filepath.Join(ondemandDir, "bin", "ondemand")
+	debug = filepath.Join(ondemandDir, "debuginfo", "ondemand.debug")
+	for _, f := range []string{exe, debug} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%v: rebuild with testdata/ondemand/build.sh", err)
+		}
+	}
+	return exe, debug
+}
+
+// paddedDebugDir copies the debug file into a new directory with an extra
+// non-allocated section of size bytes (its build ID unchanged).
+func paddedDebugDir(t testing.TB, debugFile string, size int) string {
+	t.Helper()
+	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
+	dir := t.TempDir()
+	pad := filepath.Join(t.TempDir(), "pad")
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9) // not all zeros, so nothing compresses it away
+	}
+	if err := os.WriteFile(pad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(debugFile))
+	if b, err := exec.Command(objcopy, "--add-section", ".viewer_pad="+pad, debugFile, out).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v: %s", err, b)
+	}
+	return dir
+}
+
+// odWait polls a JS expression until it is true.
+func odWait(t *testing.T, b *browsertest.Browser, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("waiting for %s (%s): timed out (last error: %v); page problems: %q", what, expr, last, b.Problems())
+}
+
+func odEval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func odDo(t *testing.T, b *browsertest.Browser, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// odSearch types q into the search box and returns the match summary once
+// it is shown.
+func odSearch(t *testing.T, b *browsertest.Browser, q string) {
+	t.Helper()
+	odDo(t, b, "search "+q,
+		chromedp.Focus(chromedp.CSS("#search")),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('search').select()`),
+		chromedp.SendKeys(chromedp.CSS("#search"), q),
+		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
+	)
+}
+
+func TestBrowserOnDemandSymbolization(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	// The server gets a copy of the debug file padded to 640 KiB and sends
+	// it at 160 KiB/s, so the page can show the download in progress (the
+	// client reports every 64 KiB).
+	served := paddedDebugDir(t, debugFile, 640<<10)
+	dsrv := debuginfodtest.Start(t, served)
+	bid, _ := debuginfodtest.BuildID(exe)
+	dsrv.SetRate(160 << 10)
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	pb := filepath.Join(t.TempDir(), "ondemand.pb.gz")
+	if err := os.WriteFile(pb, ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	b := browsertest.Start(t, browsertest.Options{})
+	odDo(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	if got := odEval[string](t, b, `document.getElementById('debuginfod').textContent`); !strings.Contains(got, dsrv.URL) {
+		t.Errorf("upload page says %q, want the debuginfod server %s named", got, dsrv.URL)
+	}
+	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
+	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatalf("flame graph never drew: %v; problems %q", err, b.Problems())
+	}
+	id := strings.TrimPrefix(odEval[string](t, b, "location.pathname"), "/p/")
+	odEval[bool](t, b, `window.__samePage = true`)
+
+	// The panel lists the binary and follows its fetch from the server.
+	odWait(t, b, "the symbolization panel", `!document.getElementById('symbolization').hidden && document.querySelector('#binaries tr')`)
+	row := `document.querySelector('#binaries tr')`
+	if got := odEval[string](t, b, row+`.dataset.buildId`); got != bid {
+		t.Errorf("panel row build ID %q, want %s", got, bid)
+	}
+	// Search before the names exist: nothing matches yet.
+	odSearch(t, b, "ondemand_hash_block")
+	odWait(t, b, "fetching with progress", row+`.dataset.state === 'fetching' && `+row+`.querySelector('progress') && `+row+`.querySelector('progress').value > 0`)
+	if src := odEval[string](t, b, row+`.cells[3].textContent`); src != dsrv.URL {
+		t.Errorf("while fetching, the source column says %q, want %s", src, dsrv.URL)
+	}
+	if m := odEval[string](t, b, `document.getElementById('match').textContent`); !strings.Contains(m, "no match") {
+		t.Errorf("before names arrived the search says %q, want no match", m)
+	}
+	first := odEval[float64](t, b, row+`.querySelector('progress').value`)
+	odWait(t, b, "progress to advance", fmt.Sprintf(`%s.dataset.state !== 'fetching' || %s.querySelector('progress').value > %v`, row, row, first))
+	b.Screenshot(t, "ondemand-fetching")
+
+	// Names arrive: the same page (no navigation) redraws, keeping the
+	// search, which now matches the hot function's share.
+	odWait(t, b, "symbolized", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	odWait(t, b, "the search to match after the redraw", `document.getElementById('match').textContent.includes('60.00%')`)
+	if !odEval[bool](t, b, `window.__samePage === true`) {
+		t.Error("the page was reloaded; want a redraw in place")
+	}
+	if r := odEval[any](t, b, `window.viewer.frameRect(["main","ondemand_run_workload","ondemand_hash_block"])`); r == nil {
+		t.Error("frame main > ondemand_run_workload > ondemand_hash_block is not drawn")
+	}
+	if note := odEval[string](t, b, `document.getElementById('symbolize-note').textContent`); !strings.Contains(note, "Asked: "+dsrv.URL) {
+		t.Errorf("panel note %q does not say which server was asked", note)
+	}
+	if src := odEval[string](t, b, row+`.cells[3].textContent`); !strings.Contains(src, "debuginfod") {
+		t.Errorf("source column %q does not say the debug info came from debuginfod", src)
+	}
+	b.Screenshot(t, "ondemand-symbolized")
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+	if n := dsrv.Requests(bid); n != 1 {
+		t.Errorf("the server got %d requests for %s, want 1", n, bid)
+	}
+	if names := functionNames(t, base, id); !names["ondemand_hash_block"] || !names["ondemand_render_frame"] {
+		t.Errorf("profile.pb.gz has %v, want the program's functions", names)
+	}
+
+	// Later, a second browser opens the link: names at once, and nothing
+	// new reaches the debuginfod server.
+	before := len(dsrv.AllRequests())
+	b2 := browsertest.Start(t, browsertest.Options{})
+	odDo(t, b2, "open the shared link", chromedp.Navigate(base+"/p/"+id+"?q=ondemand_hash_block"))
+	if err := b2.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	odWait(t, b2, "the names in the second browser", `document.getElementById('match').textContent.includes('60.00%')`)
+	odWait(t, b2, "the panel's outcome", `document.querySelector('#binaries tr')?.dataset.state === 'symbolized'`)
+	if n := len(dsrv.AllRequests()); n != before {
+		t.Errorf("opening the link again made %d new requests to debuginfod", n-before)
+	}
+	for _, p := range b2.Problems() {
+		t.Errorf("second page problem: %s", p)
+	}
+}
+
+func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	bid, _ := debuginfodtest.BuildID(exe)
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	id := uploadAPI(t, base, "?debuginfod=0", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	s, _ := finalEvent(t, base, id)
+	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != jobs.StateNotFound {
+		t.Errorf("final status %+v, want debuginfod off and the binary not found", s)
+	}
+	if n := dsrv.Requests(bid); n != 0 {
+		t.Errorf("a ?debuginfod=0 upload sent %d requests to the server", n)
+	}
+	// Uploading the same bytes again with debuginfod allowed does not
+	// override the first uploader's choice.
+	uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	resp, err := http.Post(base+"/p/"+id+"/symbolize/retry", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("retry: %s", resp.Status)
+	}
+	finalEvent(t, base, id)
+	if n := dsrv.Requests(bid); n != 0 {
+		t.Errorf("after a retry the server got %d requests despite the upload's choice", n)
+	}
+}
+
+func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	bid, _ := debuginfodtest.BuildID(exe)
+	dsrv.SetRate(8 << 10) // about a second: the uploads overlap
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 4)
+	var ids []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 100+i))
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		s, _ := finalEvent(t, base, id)
+		if s.Resolved != 1 {
+			t.Errorf("%s: %+v", id, s)
+		}
+		if !functionNames(t, base, id)["ondemand_hash_block"] {
+			t.Errorf("%s was not symbolized", id)
+		}
+	}
+	if n := dsrv.Requests(bid); n != 1 {
+		t.Errorf("6 uploads sharing one binary made %d requests to debuginfod, want 1", n)
+	}
+}
