@@ -421,12 +421,18 @@ func (f *functions) get(fr elfsym.Frame) *profile.Function {
 	if sys == "" {
 		sys = "??"
 	}
-	k := funcKey{sys, fr.File, fr.StartLine}
+	// The function's own file, so that one function whose code comes from
+	// several files (inlined headers, #include'd code) stays one function.
+	file := fr.FuncFile
+	if file == "" {
+		file = fr.File
+	}
+	k := funcKey{sys, file, fr.StartLine}
 	if fn := f.byID[k]; fn != nil {
 		return fn
 	}
 	f.next++
-	fn := &profile.Function{ID: f.next, Name: elfsym.Demangle(sys, false), SystemName: sys, Filename: fr.File, StartLine: int64(fr.StartLine)}
+	fn := &profile.Function{ID: f.next, Name: elfsym.Demangle(sys, false), SystemName: sys, Filename: file, StartLine: int64(fr.StartLine)}
 	f.byID[k] = fn
 	f.p.Function = append(f.p.Function, fn)
 	return fn

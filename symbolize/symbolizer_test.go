@@ -141,7 +141,11 @@ func checkLocations(t *testing.T, name string, locs map[*profile.Location]uint64
 		}
 		exp := make([]string, len(want))
 		for i, fr := range want {
-			exp[i] = fmt.Sprintf("%s|%s|%s:%d", elfsym.Demangle(fr.Name, false), fr.Name, fr.File, fr.Line)
+			file := fr.FuncFile
+			if file == "" {
+				file = fr.File
+			}
+			exp[i] = fmt.Sprintf("%s|%s|%s:%d", elfsym.Demangle(fr.Name, false), fr.Name, file, fr.Line)
 		}
 		if strings.Join(got, " / ") != strings.Join(exp, " / ") {
 			bad++

@@ -33,6 +33,7 @@ type unitRange struct {
 
 type unit struct {
 	entry *dwarf.Entry
+	end   dwarf.Offset // where the next unit starts
 	mu    sync.Mutex
 	data  atomic.Pointer[unitData]
 	err   error
@@ -58,6 +59,7 @@ const endRow = ^uint32(0)
 type node struct {
 	name      string
 	startLine int32
+	declFile  int32 // index into the unit's files, -1 if unknown
 	callFile  int32 // for inlined calls: where the call is, in the caller
 	callLine  int32
 	callDisc  int32      // DW_AT_GNU_discriminator of the call
@@ -73,6 +75,7 @@ type fnName struct {
 	name      string // linkage name, else plain name
 	linkage   bool
 	startLine int32
+	declFile  int32 // in the unit being decoded; -1 unknown or another unit's
 	origin    dwarf.Offset // abstract_origin or specification, 0 if none
 }
 
@@ -117,6 +120,12 @@ func newDWARFLiner(f *File) (*dwarfLiner, error) {
 			}
 		}
 		r.SkipChildren()
+	}
+	for i, u := range l.units {
+		u.end = ^dwarf.Offset(0)
+		if i+1 < len(l.units) {
+			u.end = l.units[i+1].entry.Offset
+		}
 	}
 	sort.Slice(l.ranges, func(i, j int) bool { return l.ranges[i].lo < l.ranges[j].lo })
 	f.size.Add(int64(len(l.units))*300 + int64(len(l.ranges))*24)
@@ -164,7 +173,7 @@ func (ud *unitData) frames(pc uint64, frames []Frame) []Frame {
 	}
 	for i := depth - 1; i >= 0; i-- {
 		nd := &ud.nodes[path[i]]
-		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), Discriminator: disc})
+		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), FuncFile: ud.fileName(nd.declFile), Discriminator: disc})
 		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), int(nd.callDisc)
 	}
 	return frames
@@ -328,7 +337,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 	}
 
 	// The function tree.
-	ud.nodes = append(ud.nodes, node{})
+	ud.nodes = append(ud.nodes, node{declFile: -1})
 	pending := map[int32]dwarf.Offset{} // node -> DIE naming it
 	local := map[dwarf.Offset]fnName{}
 	r := l.d.Reader()
@@ -364,7 +373,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 			if hasPC(e) {
 				if rs, err := l.d.Ranges(e); err == nil && len(rs) > 0 {
 					n = int32(len(ud.nodes))
-					ud.nodes = append(ud.nodes, node{})
+					ud.nodes = append(ud.nodes, node{declFile: -1})
 					pending[n] = e.Offset
 					for _, rg := range rs {
 						if rg[1] > rg[0] {
@@ -385,7 +394,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 			if parent >= 0 {
 				if rs, err := l.d.Ranges(e); err == nil && len(rs) > 0 {
 					n = int32(len(ud.nodes))
-					nd := node{callFile: -1}
+					nd := node{callFile: -1, declFile: -1}
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
 						nd.callFile = int32(v)
 					}
@@ -445,9 +454,10 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 		size += int64(cap(k))*24 + 64
 	}
 	for n, off := range pending {
-		nm := l.resolve(off, local, 0)
+		nm := l.resolve(u, off, local, 0)
 		ud.nodes[n].name = nm.name
 		ud.nodes[n].startLine = nm.startLine
+		ud.nodes[n].declFile = nm.declFile
 	}
 	l.f.size.Add(size)
 	return ud, nil
@@ -466,7 +476,7 @@ func hasPC(e *dwarf.Entry) bool {
 }
 
 func nameOf(e *dwarf.Entry) fnName {
-	var nm fnName
+	nm := fnName{declFile: -1}
 	for _, f := range e.Field {
 		switch f.Attr {
 		case dwarf.AttrLinkageName:
@@ -480,6 +490,10 @@ func nameOf(e *dwarf.Entry) fnName {
 		case dwarf.AttrDeclLine:
 			if v, ok := f.Val.(int64); ok {
 				nm.startLine = int32(v)
+			}
+		case dwarf.AttrDeclFile:
+			if v, ok := f.Val.(int64); ok {
+				nm.declFile = int32(v)
 			}
 		case dwarf.AttrAbstractOrigin, dwarf.AttrSpecification:
 			if o, ok := f.Val.(dwarf.Offset); ok && nm.origin == 0 {
@@ -496,7 +510,7 @@ func nameOf(e *dwarf.Entry) fnName {
 
 // resolve follows abstract_origin and specification links from the DIE at off
 // to the first name, and the first declaration line.
-func (l *dwarfLiner) resolve(off dwarf.Offset, local map[dwarf.Offset]fnName, depth int) fnName {
+func (l *dwarfLiner) resolve(u *unit, off dwarf.Offset, local map[dwarf.Offset]fnName, depth int) fnName {
 	if depth > 8 {
 		return fnName{}
 	}
@@ -515,14 +529,17 @@ func (l *dwarfLiner) resolve(off dwarf.Offset, local map[dwarf.Offset]fnName, de
 			l.names[off] = nm
 			l.namesMu.Unlock()
 		}
+		if off < u.entry.Offset || off >= u.end {
+			nm.declFile = -1 // an index into another unit's files
+		}
 	}
 	if nm.origin != 0 && (nm.name == "" || nm.startLine == 0) {
-		up := l.resolve(nm.origin, local, depth+1)
+		up := l.resolve(u, nm.origin, local, depth+1)
 		if nm.name == "" {
 			nm.name, nm.linkage = up.name, up.linkage
 		}
 		if nm.startLine == 0 {
-			nm.startLine = up.startLine
+			nm.startLine, nm.declFile = up.startLine, up.declFile
 		}
 	}
 	return nm

@@ -28,6 +28,9 @@ type Frame struct {
 	File      string // source file, "" when unknown
 	Line      int    // 0 when unknown
 	StartLine int    // the function's declaration line, 0 when unknown
+	// FuncFile is the file that declares the function (DW_AT_decl_file),
+	// "" when unknown; File is where the code at the address comes from.
+	FuncFile string
 	// Discriminator tells apart blocks on one line (addr2line prints it).
 	Discriminator int
 }

@@ -131,6 +131,7 @@ const (
 	atCompDir        = 0x1b
 	atAbstractOrigin = 0x31
 	atDeclLine       = 0x3b
+	atDeclFile       = 0x3a
 	atSpecification  = 0x47
 	atRanges         = 0x55
 	atCallFile       = 0x58
@@ -526,6 +527,7 @@ type die struct {
 	hasRanges            bool
 	origin               uint64
 	declLine, callLine   int64
+	declFile             int64
 	callFile, discrim    int64
 	hasCallFile          bool
 	stmt                 int64
@@ -581,7 +583,7 @@ func (d *dieReader) next(e *die, full bool) error {
 	if ab == nil {
 		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
 	}
-	*e = die{off: e.off, tag: ab.tag, children: ab.children, stmt: -1, callFile: -1, wantStrings: e.wantStrings}
+	*e = die{off: e.off, tag: ab.tag, children: ab.children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
 	for i := range ab.attrs {
 		a := &ab.attrs[i]
 		if !full && a.attr != atSibling {
@@ -824,11 +826,13 @@ func (d *dieReader) attr(e *die, a *attrSpec) error {
 		v, err := d.value(a)
 		e.rangesForm, e.rangesVal, e.hasRanges = a.form, v, true
 		return err
-	case atDeclLine, atCallLine, atCallFile, atGNUDiscrim, atStmtList, atStrOffsetsBase, atAddrBase, atRnglistsBase, atGNUAddrBase, atGNURangesBase:
+	case atDeclLine, atDeclFile, atCallLine, atCallFile, atGNUDiscrim, atStmtList, atStrOffsetsBase, atAddrBase, atRnglistsBase, atGNUAddrBase, atGNURangesBase:
 		v, err := d.value(a)
 		switch a.attr {
 		case atDeclLine:
 			e.declLine = int64(v)
+		case atDeclFile:
+			e.declFile = int64(v)
 		case atCallLine:
 			e.callLine = int64(v)
 		case atCallFile:
@@ -1095,7 +1099,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	if err := d.next(&e, false); err != nil { // the unit DIE
 		return nil, err
 	}
-	ud.nodes = append(ud.nodes, node{})
+	ud.nodes = append(ud.nodes, node{declFile: -1})
 	type pend struct {
 		n   int32
 		off uint64
@@ -1156,7 +1160,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		}
 		switch e.tag {
 		case tagSubprogram:
-			nm := fnName{startLine: int32(e.declLine)}
+			nm := fnName{startLine: int32(e.declLine), declFile: int32(e.declFile)}
 			if e.hasLinkage {
 				nm.name, nm.linkage = e.linkage, true
 			} else if e.hasName {
@@ -1172,7 +1176,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 				}
 				if len(rbuf) > 0 {
 					n = int32(len(ud.nodes))
-					ud.nodes = append(ud.nodes, node{})
+					ud.nodes = append(ud.nodes, node{declFile: -1})
 					pending = append(pending, pend{n, e.off})
 					for _, rg := range rbuf {
 						if rg[1] > rg[0] {
@@ -1197,7 +1201,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 				}
 				if len(rbuf) > 0 {
 					n = int32(len(ud.nodes))
-					nd := node{callFile: int32(e.callFile), callLine: int32(e.callLine), callDisc: int32(e.discrim)}
+					nd := node{declFile: -1, callFile: int32(e.callFile), callLine: int32(e.callLine), callDisc: int32(e.discrim)}
 					ud.nodes = append(ud.nodes, nd)
 					if e.origin != 0 {
 						pending = append(pending, pend{n, e.origin})
@@ -1251,6 +1255,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		nm := l.resolve(u, p.off, local, 0)
 		ud.nodes[p.n].name = nm.name
 		ud.nodes[p.n].startLine = nm.startLine
+		ud.nodes[p.n].declFile = nm.declFile
 	}
 	l.f.size.Add(size)
 	return ud, nil
@@ -1280,7 +1285,7 @@ func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth
 			nm.name, nm.linkage = up.name, up.linkage
 		}
 		if nm.startLine == 0 {
-			nm.startLine = up.startLine
+			nm.startLine, nm.declFile = up.startLine, up.declFile
 		}
 	}
 	return nm
@@ -1288,7 +1293,8 @@ func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth
 
 // readName decodes the one DIE at off, in whichever unit holds it.
 func (l *fastLiner) readName(u *funit, off uint64) fnName {
-	if off < u.dieOff || off >= u.end {
+	foreign := off < u.dieOff || off >= u.end
+	if foreign {
 		u = l.unitHolding(off)
 		if u == nil || l.cu(u) != nil {
 			return fnName{}
@@ -1302,7 +1308,10 @@ func (l *fastLiner) readName(u *funit, off uint64) fnName {
 	if d.next(&e, true) != nil {
 		return fnName{}
 	}
-	nm := fnName{startLine: int32(e.declLine), origin: dwarfOffset(e.origin)}
+	nm := fnName{startLine: int32(e.declLine), origin: dwarfOffset(e.origin), declFile: -1}
+	if !foreign {
+		nm.declFile = int32(e.declFile)
+	}
 	if e.hasLinkage {
 		nm.name, nm.linkage = e.linkage, true
 	} else if e.hasName {

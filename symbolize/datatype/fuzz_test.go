@@ -1,0 +1,36 @@
+package datatype
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzOpenAttribute opens mutated binaries (code and DWARF in one file, as
+// debuginfod may serve them) and attributes instructions in them:
+// go test -fuzz FuzzOpenAttribute ./symbolize/datatype. Open may fail but
+// must not crash or hang; Attribute must not either.
+func FuzzOpenAttribute(f *testing.F) {
+	for name, pc := range map[string]uint64{"datatype-dw5-pie": 0x1380, "datatype-dw4-nopie": 0x401380, "datatype-dw5-O0": 0x1380, "libdatatype.so": 0x1100} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "datatype", name))
+		if err != nil {
+			f.Fatalf("seed: %v", err)
+		}
+		f.Add(b, pc)
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"), uint64(0))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, pc uint64) {
+		path := filepath.Join(dir, "fuzz.elf")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(path, path)
+		if err != nil {
+			return
+		}
+		for i := uint64(0); i < 16; i++ {
+			_ = b.Attribute(pc + 4*i)
+		}
+	})
+}
