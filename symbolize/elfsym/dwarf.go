@@ -75,7 +75,7 @@ type fnName struct {
 	name      string // linkage name, else plain name
 	linkage   bool
 	startLine int32
-	declFile  int32 // in the unit being decoded; -1 unknown or another unit's
+	declFile  int32        // in the unit being decoded; -1 unknown or another unit's
 	origin    dwarf.Offset // abstract_origin or specification, 0 if none
 }
 
