@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -250,20 +249,8 @@ func ondemandFiles(t testing.TB) (exe, debug string) {
 // non-allocated section of size bytes (its build ID unchanged).
 func paddedDebugDir(t testing.TB, debugFile string, size int) string {
 	t.Helper()
-	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
 	dir := t.TempDir()
-	pad := filepath.Join(t.TempDir(), "pad")
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i*7 + i>>9) // not all zeros, so nothing compresses it away
-	}
-	if err := os.WriteFile(pad, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, filepath.Base(debugFile))
-	if b, err := exec.Command(objcopy, "--add-section", ".viewer_pad="+pad, debugFile, out).CombinedOutput(); err != nil {
-		t.Fatalf("objcopy: %v: %s", err, b)
-	}
+	padDebugFile(t, debugFile, filepath.Join(dir, filepath.Base(debugFile)), size)
 	return dir
 }
 
