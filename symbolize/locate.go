@@ -29,6 +29,7 @@ type candidate struct {
 type found struct {
 	debug, exe candidate
 	dwarf      bool // debug has DWARF; else only symbols
+	unverified bool // the profile had no build ID to check the file against
 }
 
 // acquire returns the store entry for mapping m, searching and loading it
@@ -72,11 +73,16 @@ func openFound(f found, src string) (*loaded, error) {
 		}
 	}
 	l := &loaded{obj: df, source: src}
-	if !f.dwarf {
-		l.note = "no DWARF found: function names from the symbol table, no lines"
-	} else if err := df.DWARFError(); err != nil {
-		l.note = fmt.Sprintf("DWARF unreadable (%v): function names from the symbol table", err)
+	var notes []string
+	if f.unverified {
+		notes = append(notes, "the profile has no build ID for this binary: the file at its path on this machine was used, unverified")
 	}
+	if !f.dwarf {
+		notes = append(notes, "no DWARF found: function names from the symbol table, no lines")
+	} else if err := df.DWARFError(); err != nil {
+		notes = append(notes, fmt.Sprintf("DWARF unreadable (%v): function names from the symbol table", err))
+	}
+	l.note = strings.Join(notes, "; ")
 	return l, nil
 }
 
@@ -198,13 +204,26 @@ func hasCode(f *elfsym.File) bool {
 // find searches for m's debug info: local candidates, .gnu_debuglink, then
 // debuginfod (debuginfo, then the executable).
 func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, opt Options, ev func(State, string, *debuginfod.Progress)) (found, error) {
-	sr := &search{bid: bid, seen: map[string]bool{}, anonymous: bid == ""}
 	if bid == "" && !filepath.IsAbs(m.File) {
 		return found{}, fmt.Errorf("%w: the mapping has neither a build ID nor a file path", errNotFound)
 	}
+	adopted := false
+	if bid == "" {
+		// The profile recorded no build ID: take the one of the file at the
+		// mapping's path on this machine, so its separate debug info can be
+		// found. Nothing verifies the file is the one profiled.
+		if f, err := elfsym.Open(m.File); err == nil {
+			bid, adopted = f.BuildID(), f.BuildID() != ""
+			f.Close()
+		}
+	}
+	sr := &search{bid: bid, seen: map[string]bool{}, anonymous: bid == ""}
 	done := func() (found, error) {
 		if sr.res.debug.path == "" {
 			sr.res.debug = sr.syms
+		}
+		if adopted {
+			sr.res.unverified = true
 		}
 		return sr.res, nil
 	}

@@ -606,3 +606,21 @@ func TestLookupAndHandle(t *testing.T) {
 		t.Errorf("missing binary: %v", err)
 	}
 }
+
+// A mapping without a build ID (perf sometimes records none) is resolved from
+// the file at its path, whose own build ID then finds its debug file; the
+// report says nothing verified the file.
+func TestMappingWithoutBuildID(t *testing.T) {
+	m := mapBinary(t, td("c-stripped"), "", 0x561000000000)
+	p := newProfile(m)
+	locs := addLocations(t, p, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(hermetic()).Symbolize(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Mappings[0]
+	if r.State != StateSymbolized || !strings.Contains(r.Source, ".gnu_debuglink") || !strings.Contains(r.Reason, "unverified") {
+		t.Fatalf("state %q source %q reason %q", r.State, r.Source, r.Reason)
+	}
+	checkLocations(t, "no build ID", locs, td("c-stripped.debug"))
+}
