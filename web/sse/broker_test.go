@@ -478,3 +478,25 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+func TestServeLiftsTheServersWriteTimeout(t *testing.T) {
+	b := NewBroker(Config{KeepAlive: time.Hour})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.Serve(w, r, "p1")
+	}))
+	srv.Config.WriteTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	tp := b.Topic("p1")
+	tp.Publish("k", "binary", []byte("first"))
+	c := dial(t, srv.URL+"/p1", "")
+	if r := c.next(); r.Data != "first" {
+		t.Fatalf("got %+v", r)
+	}
+	// Well past the server's write timeout, the stream still delivers.
+	time.Sleep(400 * time.Millisecond)
+	tp.Publish("k", "binary", []byte("later"))
+	if r := c.next(); r.Data != "later" {
+		t.Fatalf("after the write timeout: got %+v", r)
+	}
+}
