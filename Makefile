@@ -4,10 +4,38 @@
 GO ?= go
 TEST_TIMEOUT ?= 12m
 
-.PHONY: test deps vet templ templ-check build bench
+.PHONY: test deps vet templ templ-check build bench fuzz fuzz-short
 
 test: deps vet templ-check
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) fuzz-short
+
+# Every fuzz target of a parser of untrusted bytes, as "package target".
+FUZZ_TARGETS = \
+	./web/ingest:FuzzParse \
+	./web/ingest/perfdata:FuzzPerfData \
+	./web/ingest/perftext:FuzzScript \
+	./web/ingest/perftext:FuzzFolded \
+	./web/ingest/perftext:FuzzJSON \
+	./symbolize/elfsym:FuzzOpenLookup \
+	./symbolize/datatype:FuzzOpenAttribute \
+	./symbolize/debuginfod:FuzzFileBuildID \
+	./web/sse:FuzzWrite
+FUZZTIME ?= 10s
+
+# fuzz runs each target for FUZZTIME, one after the other (make fuzz
+# FUZZTIME=10m for a long run); new failing inputs land in the package's
+# testdata/fuzz/ and then run with every go test. fuzz-short is the short
+# run make test does.
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 deps:
 	./.ci/deps

@@ -94,7 +94,8 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			}
 			return p, f.Name, nil
 		}
-		if errors.Is(err, ErrTooLarge) {
+		var pe *PanicError
+		if errors.Is(err, ErrTooLarge) || errors.As(err, &pe) {
 			return nil, "", err
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))

@@ -1,0 +1,441 @@
+package main
+
+// Tests that run the real viewer binary as a separate process: a kill -9
+// during uploads, a full disk, and a load test measuring the server's memory.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web"
+)
+
+// buildViewer builds the viewer binary into a test temp directory.
+func buildViewer(t *testing.T) string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	bin := filepath.Join(t.TempDir(), "viewer")
+	cmd := exec.Command(goBin, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// viewerProc is a running `viewer serve`.
+type viewerProc struct {
+	cmd  *exec.Cmd
+	base string
+	out  *syncBuffer
+	done chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
+
+// startViewer runs prefix... bin serve --addr 127.0.0.1:0 args... and waits
+// for its URL. The process is killed when the test ends.
+func startViewer(t *testing.T, env []string, prefix []string, bin string, args ...string) *viewerProc {
+	t.Helper()
+	argv := append(append(append([]string{}, prefix...), bin, "serve", "--addr", "127.0.0.1:0", "--no-debuginfod"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), "DEBUGINFOD_URLS=", "DEBUGINFOD_CACHE_PATH="+t.TempDir()), env...)
+	p := &viewerProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %v: %v", argv, err)
+	}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := servingRE.FindStringSubmatch(p.out.String()); m != nil {
+			p.base = m[1]
+			return p
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%v exited: %s", argv, p.out.String())
+		default:
+		}
+	}
+	t.Fatalf("%v printed no URL: %s", argv, p.out.String())
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *viewerProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// peakRSS is the process's peak resident memory (VmHWM) in bytes.
+func (p *viewerProc) peakRSS(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/PID/status")
+	return 0
+}
+
+// randomProfile is a gzipped pprof profile with n functions of random names,
+// so its bytes (and ID) are unique and compress poorly: about 20 bytes per
+// function.
+func randomProfile(rng *rand.Rand, n int) []byte {
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x900000, File: "/bin/app", HasFunctions: true}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+		Mapping:    []*profile.Mapping{m},
+	}
+	for i := range n {
+		f := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("pkg.f%016x%08x", rng.Uint64(), rng.Uint32())}
+		p.Function = append(p.Function, f)
+		p.Location = append(p.Location, &profile.Location{ID: uint64(i + 1), Mapping: m, Address: 0x400000 + uint64(i)*16, Line: []profile.Line{{Function: f}}})
+	}
+	for i := 0; i+4 <= n; i += 4 {
+		p.Sample = append(p.Sample, &profile.Sample{Location: p.Location[i : i+4], Value: []int64{int64(rng.IntN(1e7) + 1)}})
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// postProfile uploads data as a raw body and returns the status, the ID on
+// 201, and the error message otherwise.
+func postProfile(ctx context.Context, base string, data []byte) (int, string, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/profiles", bytes.NewReader(data))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	var r struct{ ID, Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return resp.StatusCode, "", resp.Header, fmt.Errorf("status %d, body not JSON: %v", resp.StatusCode, err)
+	}
+	if resp.StatusCode == http.StatusCreated {
+		return resp.StatusCode, r.ID, resp.Header, nil
+	}
+	return resp.StatusCode, r.Error, resp.Header, nil
+}
+
+// checkReadable fails unless the profile's page answers 200 and its
+// download is exactly the uploaded bytes.
+func checkReadable(t *testing.T, base, id string, want []byte) {
+	t.Helper()
+	if st, _ := fetch(t, base+"/p/"+id); st != 200 {
+		t.Errorf("acknowledged profile %s: page status %d", id, st)
+		return
+	}
+	st, body := fetch(t, base+"/p/"+id+"/profile.pb.gz")
+	if st != 200 || body != string(want) {
+		t.Errorf("acknowledged profile %s: download status %d, %d bytes, want the %d uploaded bytes", id, st, len(body), len(want))
+	}
+}
+
+// TestKillDuringUploads kills the server with SIGKILL while uploads stream
+// in, restarts it on the same data directory, and checks every acknowledged
+// upload is there and whole, and that nothing half-written is served.
+func TestKillDuringUploads(t *testing.T) {
+	bin := buildViewer(t)
+	data := t.TempDir()
+	p := startViewer(t, nil, nil, bin, "--data", data)
+
+	var mu sync.Mutex
+	acked := map[string][]byte{}
+	var inflight, started atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for ctx.Err() == nil {
+				b := randomProfile(rng, 500+rng.IntN(20000)) // 10 KB to 400 KB
+				inflight.Add(1)
+				started.Add(1)
+				st, id, _, err := postProfile(ctx, p.base, b)
+				inflight.Add(-1)
+				if err == nil && st == http.StatusCreated {
+					mu.Lock()
+					acked[id] = b
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	// One upload sends half its body and stalls: it is mid-stream when the
+	// server dies, and must not be visible after the restart.
+	half := randomProfile(rand.New(rand.NewPCG(99, 99)), 20000)
+	pr, pw := io.Pipe()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/api/profiles", pr)
+		req.ContentLength = int64(len(half))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	pw.Write(half[:len(half)/2])
+	defer pw.Close()
+	// Let uploads pile up, then kill the server while some are in flight.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 20 && inflight.Load() >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	inFlightAtKill := inflight.Load()
+	p.kill()
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) < 20 {
+		t.Fatalf("only %d uploads acknowledged before the kill", len(acked))
+	}
+
+	q := startViewer(t, nil, nil, bin, "--data", data)
+	for id, b := range acked {
+		checkReadable(t, q.base, id, b)
+	}
+	if st, _ := fetch(t, q.base+"/p/"+web.NewID(half)); st != 404 {
+		t.Errorf("the upload cut off mid-body answers %d after the restart, want 404", st)
+	}
+	// Whatever is on disk is either whole or not served.
+	dirs, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole, partial, temps int
+	for _, d := range dirs {
+		if !d.IsDir() || !web.ValidID(d.Name()) {
+			continue
+		}
+		id := d.Name()
+		ents, _ := os.ReadDir(filepath.Join(data, id))
+		have := map[string]bool{}
+		for _, e := range ents {
+			have[e.Name()] = true
+			if strings.HasPrefix(e.Name(), ".tmp-") {
+				temps++
+			}
+		}
+		st, _ := fetch(t, q.base+"/p/"+id)
+		if have[web.KeyOriginal] {
+			b, err := os.ReadFile(filepath.Join(data, id, web.KeyOriginal))
+			if err != nil || web.NewID(b) != id {
+				t.Errorf("%s/original is not the uploaded bytes (%d bytes, ID %s)", id, len(b), web.NewID(b))
+			}
+			if st != 200 {
+				t.Errorf("stored profile %s: status %d", id, st)
+			}
+			whole++
+			continue
+		}
+		partial++
+		if have[web.KeyMeta] {
+			t.Errorf("%s has meta.json without its original", id)
+		}
+		if st != 404 {
+			t.Errorf("half-written profile %s is served with status %d, want 404", id, st)
+		}
+	}
+	t.Logf("kill -9 with %d uploads in flight (and one stalled mid-body) (%d started): %d acknowledged, all readable after restart; %d profiles whole on disk, %d directories without an original, %d temp files left (never served)",
+		inFlightAtKill, started.Load(), len(acked), whole, partial, temps)
+}
+
+// TestFullDisk runs the server on a 3 MiB tmpfs (in its own mount
+// namespace) and uploads until the disk is full: the upload that does not
+// fit gets 507 and leaves no profile; earlier ones stay whole.
+func TestFullDisk(t *testing.T) {
+	for _, tool := range []string{"unshare", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("TestFullDisk needs %s (%v): run make deps", tool, err)
+		}
+	}
+	bin := buildViewer(t)
+	data := t.TempDir()
+	script := `mount -t tmpfs -o size=3m viewer-test "$1" && shift && exec "$@"`
+	p := startViewer(t, nil, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", data}, bin, "--data", data)
+	rng := rand.New(rand.NewPCG(7, 7))
+	stored := map[string][]byte{}
+	var full bool
+	for i := 0; i < 20 && !full; i++ {
+		b := randomProfile(rng, 30000) // about 600 KB
+		st, msg, _, err := postProfile(context.Background(), p.base, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch st {
+		case http.StatusCreated:
+			stored[msg] = b
+		case http.StatusInsufficientStorage:
+			full = true
+			if !strings.Contains(msg, "disk is full") {
+				t.Errorf("507 message %q does not say the disk is full", msg)
+			}
+			id := web.NewID(b)
+			// The original either did not land, or landed whole (only its
+			// meta.json did not fit).
+			if st, body := fetch(t, p.base+"/p/"+id+"/profile.pb.gz"); st != 404 && (st != 200 || body != string(b)) {
+				t.Errorf("after 507, the refused profile answers %d with %d bytes", st, len(body))
+			}
+		default:
+			t.Fatalf("upload %d: status %d %q", i, st, msg)
+		}
+	}
+	if !full || len(stored) == 0 {
+		t.Fatalf("full=%v after %d stored uploads: want some stored, then a 507", full, len(stored))
+	}
+	for id, b := range stored {
+		checkReadable(t, p.base, id, b)
+	}
+	t.Logf("3 MiB disk: %d uploads stored, then 507; stored ones intact", len(stored))
+}
+
+// TestLoad drives the server over loopback with 2,000 requests at
+// concurrency 32, a quarter of them uploads of fresh profiles and the rest
+// page views, with at most 4 uploads parsed at once and GOMEMLIMIT 192MiB.
+// Only 503 (busy) may fail a request; every acknowledged upload must be
+// readable; the server's peak RSS must stay under 320 MiB.
+func TestLoad(t *testing.T) {
+	const (
+		requests    = 2000
+		concurrency = 32
+		budget      = 320 << 20
+	)
+	bin := buildViewer(t)
+	p := startViewer(t, []string{"GOMEMLIMIT=192MiB"}, nil, bin, "--data", t.TempDir(),
+		"--max-upload", "4MiB", "--max-concurrent-uploads", "4", "--upload-wait", "2s")
+	var mu sync.Mutex
+	acked := map[string][]byte{}
+	var ids []string
+	seed := rand.New(rand.NewPCG(1, 2))
+	for range 8 {
+		b := randomProfile(seed, 2000)
+		st, id, _, err := postProfile(context.Background(), p.base, b)
+		if err != nil || st != 201 {
+			t.Fatalf("seed upload: %d %v", st, err)
+		}
+		acked[id] = b
+		ids = append(ids, id)
+	}
+	var next atomic.Int64
+	var busy, uploads, views atomic.Int64
+	var failures []string
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 99))
+			for {
+				i := next.Add(1)
+				if i > requests || time.Since(start) > 90*time.Second {
+					return
+				}
+				if i%4 == 0 {
+					b := randomProfile(rng, 200+rng.IntN(8000))
+					st, id, h, err := postProfile(context.Background(), p.base, b)
+					uploads.Add(1)
+					mu.Lock()
+					switch {
+					case err != nil:
+						failures = append(failures, fmt.Sprintf("upload: %v", err))
+					case st == 201:
+						acked[id] = b
+						ids = append(ids, id)
+					case st == 503 && h.Get("Retry-After") != "":
+						busy.Add(1)
+					default:
+						failures = append(failures, fmt.Sprintf("upload: status %d %q", st, id))
+					}
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				id := ids[rng.IntN(len(ids))]
+				mu.Unlock()
+				path := "/p/" + id + []string{"", "/flame.json", "/top", "/flame.svg", "/types", "/profile.pb.gz"}[rng.IntN(6)]
+				resp, err := http.Get(p.base + path)
+				views.Add(1)
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("GET %s: %v", path, err))
+					mu.Unlock()
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("GET %s: %d", path, resp.StatusCode))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if n := next.Load(); n <= requests {
+		t.Errorf("only %d of %d requests done in %v", n-1, requests, elapsed)
+	}
+	for i, f := range failures {
+		if i == 20 {
+			t.Errorf("… and %d more", len(failures)-20)
+			break
+		}
+		t.Errorf("request failed: %s", f)
+	}
+	for id, b := range acked {
+		checkReadable(t, p.base, id, b)
+	}
+	rss := p.peakRSS(t)
+	if rss > budget {
+		t.Errorf("server peak RSS %d MiB, over the %d MiB budget", rss>>20, budget>>20)
+	}
+	t.Logf("load: %d requests (%d uploads, %d views) at concurrency %d in %v: %d failed, %d busy (503), %d uploads acknowledged and readable; server peak RSS %d MiB",
+		uploads.Load()+views.Load(), uploads.Load(), views.Load(), concurrency, elapsed.Round(time.Millisecond), len(failures), busy.Load(), len(acked), rss>>20)
+}

@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
+)
+
+// fuzzLimits keep one fuzz input from expanding past what a test may spend.
+var fuzzLimits = Limits{MaxBytes: 64 << 20, MaxSamples: 100000, MaxLocations: 100000, MaxFunctions: 100000, MaxMappings: 10000, MaxRecords: 1000000}
+
+// FuzzParse feeds format detection and every parser behind it arbitrary
+// bytes: go test -fuzz FuzzParse ./web/ingest. Whatever the input, Parse
+// returns an error or a valid profile that survives a pprof round trip, and
+// no parser panics (a recovered panic is reported as a failure here).
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{
+		"../flame/testdata/small.pb.gz",
+		"../../testdata/perf/fp.folded", "../../testdata/perf/pipe.pid.script", "../../testdata/perf/pipez.data",
+		"../../testdata/perf/flat.data", "../../testdata/perf/z.data", "../../testdata/perf/read.data",
+	} {
+		b, err := os.ReadFile(filepath.FromSlash(name))
+		if err != nil {
+			f.Fatalf("seed %s: %v", name, err)
+		}
+		f.Add(b)
+		if !isGzip(b) && len(b) > 4096 {
+			f.Add(b[:4096])
+		}
+	}
+	for _, name := range []string{"../../testdata/perf/fp.json", "../../testdata/perf/fp.script", "../../testdata/perf/fp.data"} {
+		b, err := os.ReadFile(filepath.FromSlash(name))
+		if err != nil {
+			f.Fatalf("seed %s: %v", name, err)
+		}
+		f.Add(b[:min(len(b), 8192)])
+	}
+	if b, err := os.ReadFile("../flame/testdata/small.pb.gz"); err == nil {
+		if p, err := profile.Parse(bytes.NewReader(b)); err == nil {
+			var raw bytes.Buffer
+			p.WriteUncompressed(&raw)
+			f.Add(raw.Bytes())
+		}
+	}
+	f.Add([]byte("main;work;compute 10\nmain;idle 3\n"))
+	f.Add(gzipped([]byte("a;b 1\n")))
+	f.Add(gzipped(gzipped([]byte("a;b 1\n"))))
+	f.Add([]byte(`{"linux-perf-json-version":1,"samples":[{"timestamp":1,"pid":1,"tid":1,"comm":"x","callchain":[{"ip":"0x1","symbol":"f","dso":"a"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, format, err := Parse(data, fuzzLimits)
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			t.Fatalf("%s parser panicked: %v\n%s", pe.Format, pe.Value, pe.Stack)
+		}
+		if err != nil {
+			if p != nil {
+				t.Fatalf("Parse returned a profile and an error %v", err)
+			}
+			return
+		}
+		if format == "" {
+			t.Fatal("Parse succeeded without naming the format")
+		}
+		if err := p.CheckValid(); err != nil {
+			t.Fatalf("%s gave an invalid profile: %v", format, err)
+		}
+		var b bytes.Buffer
+		if err := p.Write(&b); err != nil {
+			t.Fatalf("%s profile does not encode: %v", format, err)
+		}
+		q, err := profile.Parse(&b)
+		if err != nil {
+			t.Fatalf("%s profile does not re-parse: %v", format, err)
+		}
+		if len(q.Sample) != len(p.Sample) {
+			t.Fatalf("round trip changed the samples: %d → %d", len(p.Sample), len(q.Sample))
+		}
+	})
+}
+
+func gzipped(b []byte) []byte {
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	zw.Write(b)
+	zw.Close()
+	return out.Bytes()
+}
+
+// TestParserPanicIsAnError checks a format whose parser panics yields an
+// error for that input, not a crash.
+func TestParserPanicIsAnError(t *testing.T) {
+	saved := formats
+	t.Cleanup(func() { formats = saved })
+	formats = append([]Format{{
+		Name:  "boom",
+		Sniff: func(head []byte) bool { return bytes.HasPrefix(head, []byte("BOOM")) },
+		Parse: func([]byte, Limits) (*profile.Profile, error) { var p *profile.Profile; _ = p.Sample[0]; return nil, nil },
+	}}, saved...)
+	_, _, err := Parse([]byte("BOOM and more"), Limits{})
+	var pe *PanicError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrCorrupt) || pe.Format != "boom" {
+		t.Fatalf("Parse with a panicking parser: %v; want a *PanicError matching ErrCorrupt", err)
+	}
+	if p, _, err := Parse([]byte("a;b 1\n"), Limits{}); err != nil || len(p.Sample) != 1 {
+		t.Fatalf("after a panic, folded input: %v", err)
+	}
+}
