@@ -99,7 +99,11 @@ func TestParserPanicIsAnError(t *testing.T) {
 	formats = append([]Format{{
 		Name:  "boom",
 		Sniff: func(head []byte) bool { return bytes.HasPrefix(head, []byte("BOOM")) },
-		Parse: func([]byte, Limits) (*profile.Profile, error) { var p *profile.Profile; _ = p.Sample[0]; return nil, nil },
+		Parse: func([]byte, Limits) (*profile.Profile, error) {
+			var p *profile.Profile
+			_ = p.Sample[0]
+			return nil, nil
+		},
 	}}, saved...)
 	_, _, err := Parse([]byte("BOOM and more"), Limits{})
 	var pe *PanicError
