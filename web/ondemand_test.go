@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -457,5 +458,210 @@ func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
 	}
 	if n := dsrv.Requests(bid); n != 1 {
 		t.Errorf("6 uploads sharing one binary made %d requests to debuginfod, want 1", n)
+	}
+}
+
+func post(t testing.TB, url string, header http.Header) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+// waitState polls /p/ID/symbolization until the binary reaches state.
+func waitState(t testing.TB, base, id string, state jobs.State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/p/" + id + "/symbolization")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s jobs.Status
+		json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if len(s.Binaries) > 0 && s.Binaries[0].State == state {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never reached %s", id, state)
+}
+
+func TestOnDemandSkipThenRetry(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	bid, _ := debuginfodtest.BuildID(exe)
+	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
+	waitState(t, base, id, jobs.StateFetching)
+
+	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip", nil); code != http.StatusBadRequest || !strings.Contains(body, "build_id") {
+		t.Errorf("skip without a build ID: %d %q", code, body)
+	}
+	if code, _, _ := post(t, base+"/p/"+id+"/symbolize/skip?build_id="+bid, http.Header{"Origin": {"http://evil.example"}}); code != http.StatusForbidden {
+		t.Errorf("cross-origin skip: %d, want 403", code)
+	}
+	if code, _, _ := post(t, base+"/p/"+id+"/symbolize/retry", nil); code != http.StatusConflict {
+		t.Errorf("retry while running: %d, want 409", code)
+	}
+	start := time.Now()
+	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip?build_id="+strings.ToUpper(bid), nil); code != http.StatusOK {
+		t.Fatalf("skip: %d %s", code, body)
+	}
+	s, _ := finalEvent(t, base, id)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the job ended %v after Skip: the fetch was not cancelled", took)
+	}
+	if len(s.Binaries) != 1 || s.Binaries[0].State != jobs.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
+		t.Fatalf("after Skip: %+v", s.Binaries)
+	}
+	if functionNames(t, base, id)["ondemand_hash_block"] {
+		t.Error("names appeared for a skipped binary")
+	}
+
+	// Retry: the binary that missed is fetched now.
+	dsrv.SetRate(0)
+	code, body, _ := post(t, base+"/p/"+id+"/symbolize/retry", nil)
+	if code != http.StatusAccepted || !strings.Contains(body, "/p/"+id+"/events") {
+		t.Fatalf("retry: %d %s", code, body)
+	}
+	s, _ = finalEvent(t, base, id)
+	if s.Resolved != 1 || !functionNames(t, base, id)["ondemand_hash_block"] {
+		t.Errorf("after Retry: %+v", s)
+	}
+}
+
+func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv.SetRate(32 << 10)
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
+	waitState(t, base, id, jobs.StateFetching)
+	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/disable", nil); code != http.StatusOK {
+		t.Fatalf("disable: %d %s", code, body)
+	}
+	s, _ := finalEvent(t, base, id)
+	if s.Debuginfod || !s.Disabled || s.Binaries[0].State != jobs.StateSkipped || !strings.Contains(s.Binaries[0].Reason, "disabled") {
+		t.Errorf("after Disable: %+v", s)
+	}
+}
+
+func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	gate := jobs.NewGate(client)
+	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
+		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
+		Gate:   gate, Servers: client.Servers(), Workers: 1, Queue: 1,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { s.CloseSymbolization(); ts.Close() })
+	var ids []string
+	var last *http.Response
+	for i := range 5 {
+		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 10+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			last = resp
+			if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "/p/") || !strings.Contains(string(body), "queue is full") {
+				t.Errorf("503 without Retry-After or the link: %q", body)
+			}
+			m := regexp.MustCompile(`/p/([a-z2-7]{20})`).FindStringSubmatch(string(body))
+			if m == nil {
+				t.Fatalf("503 body names no link: %q", body)
+			}
+			ids = append(ids, m[1])
+			continue
+		}
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("upload %d: %s %s", i, resp.Status, body)
+		}
+		if i == 0 {
+			var r struct{ ID string }
+			json.Unmarshal(body, &r)
+			waitState(t, ts.URL, r.ID, jobs.StateFetching) // the worker holds it
+		}
+	}
+	// One running, one queued: the other three are refused.
+	if len(ids) != 3 || last == nil {
+		t.Fatalf("%d uploads refused with 503, want 3 (workers 1, queue 1)", len(ids))
+	}
+	// The refused upload was stored: its link works and names it once the
+	// queue has room (opening the page queues it).
+	for _, id := range ids {
+		resp, err := http.Get(ts.URL + "/p/" + id + "/profile.pb.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("refused upload %s: profile.pb.gz %s", id, resp.Status)
+		}
+	}
+}
+
+func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	dir := t.TempDir()
+	// Uploaded while symbolization was off (or before a restart).
+	plain, err := web.New(web.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := plain.Ingest(context.Background(), ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 4), "x.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	gate := jobs.NewGate(client)
+	s, err := web.New(web.Config{DataDir: dir, Symbolization: &web.SymbolizationConfig{
+		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
+		Gate:   gate, Servers: client.Servers(),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { s.CloseSymbolization(); ts.Close() })
+	resp, err := http.Get(ts.URL + "/p/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "/p/"+id+"/events") || !strings.Contains(string(page), "symbolize.js") {
+		t.Fatalf("the page of an unsymbolized profile has no event stream")
+	}
+	st, _ := finalEvent(t, ts.URL, id)
+	if st.Resolved != 1 || !functionNames(t, ts.URL, id)["ondemand_hash_block"] {
+		t.Errorf("after the page view: %+v", st)
+	}
+	// A later view has the outcome and no stream.
+	resp, _ = http.Get(ts.URL + "/p/" + id)
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(page), "/p/"+id+"/events") || !strings.Contains(string(page), `data-state="symbolized"`) {
+		t.Errorf("the page after symbolization still streams or lacks the outcome")
 	}
 }
