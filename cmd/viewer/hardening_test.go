@@ -439,3 +439,59 @@ func TestLoad(t *testing.T) {
 	t.Logf("load: %d requests (%d uploads, %d views) at concurrency %d in %v: %d failed, %d busy (503), %d uploads acknowledged and readable; server peak RSS %d MiB",
 		uploads.Load()+views.Load(), uploads.Load(), views.Load(), concurrency, elapsed.Round(time.Millisecond), len(failures), busy.Load(), len(acked), rss>>20)
 }
+
+// TestServeUploadToken starts serve with --auth-token-file and checks
+// `viewer upload` needs --token or $VIEWER_TOKEN while links stay open.
+func TestServeUploadToken(t *testing.T) {
+	tmp := t.TempDir()
+	file := writeTestProfile(t, tmp)
+	tokFile := filepath.Join(tmp, "token")
+	os.WriteFile(tokFile, []byte("  tea-and-biscuits\n# ignored\n"), 0o600)
+	base, out, _ := startServe(t, "--data", filepath.Join(tmp, "data"), "--auth-token-file", tokFile)
+	if !strings.Contains(out.String(), "uploads need the token") {
+		t.Errorf("serve does not say uploads need a token: %q", out.String())
+	}
+	t.Setenv("VIEWER_TOKEN", "")
+	quiet := stdio{out: io.Discard, err: io.Discard}
+	err := runUpload(context.Background(), []string{file, "--server", base}, quiet)
+	if err == nil || !strings.Contains(err.Error(), "need its token") {
+		t.Fatalf("upload without a token: %v; want the server's explanation", err)
+	}
+	if err := runUpload(context.Background(), []string{file, "--server", base, "--token", "wrong"}, quiet); err == nil {
+		t.Fatal("upload with a wrong token succeeded")
+	}
+	var link bytes.Buffer
+	if err := runUpload(context.Background(), []string{file, "--server", base, "--token", "tea-and-biscuits"}, stdio{out: &link, err: io.Discard}); err != nil {
+		t.Fatalf("upload with --token: %v", err)
+	}
+	if code, _ := fetch(t, strings.TrimSpace(link.String())); code != 200 {
+		t.Errorf("link without a token: %d", code)
+	}
+	t.Setenv("VIEWER_TOKEN", "tea-and-biscuits")
+	if err := runUpload(context.Background(), []string{file, "--server", base}, quiet); err != nil {
+		t.Fatalf("upload with $VIEWER_TOKEN: %v", err)
+	}
+}
+
+// TestServeLimitFlags checks bad limit and token flags are usage errors
+// that say what to fix.
+func TestServeLimitFlags(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-concurrent-uploads", "0"}, "--max-concurrent-uploads must be at least 1"},
+		{[]string{"--max-samples", "-1"}, "must be 0 (no limit) or more"},
+		{[]string{"--auth-token", "a", "--auth-token-file", empty}, "not both"},
+		{[]string{"--auth-token-file", empty}, "is empty"},
+		{[]string{"--auth-token-file", empty + ".missing"}, "reading --auth-token-file"},
+		{[]string{"--upload-wait", "0s"}, "--upload-wait must be positive"},
+	} {
+		err := runServe(context.Background(), append([]string{"--addr", "127.0.0.1:0", "--data", t.TempDir()}, tc.args...), stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v; want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
