@@ -665,3 +665,41 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 		t.Errorf("the page after symbolization still streams or lacks the outcome")
 	}
 }
+
+func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
+
+	b := browsertest.Start(t, browsertest.Options{})
+	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	row := `document.querySelector('#binaries tr')`
+	odWait(t, b, "fetching", row+`?.dataset.state === 'fetching'`)
+	odWait(t, b, "the Skip button", row+`.querySelector('button.skip') && !`+row+`.querySelector('button.skip').hidden`)
+	if odEval[bool](t, b, `document.getElementById('symbolize-disable').hidden`) {
+		t.Error("no Disable button while fetching")
+	}
+	odDo(t, b, "click Skip", chromedp.Click(chromedp.CSS(`#binaries tr button.skip`)))
+	odWait(t, b, "skipped", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	if got := odEval[string](t, b, row+`.cells[4].textContent`); got != "skipped by the user" {
+		t.Errorf("detail after Skip: %q", got)
+	}
+	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
+
+	dsrv.SetRate(0)
+	odSearch(t, b, "ondemand_hash_block")
+	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
+	odWait(t, b, "symbolized after Retry", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	odWait(t, b, "names after Retry", `document.getElementById('match').textContent.includes('60.00%')`)
+	if !odEval[bool](t, b, `document.getElementById('symbolize-retry').hidden`) {
+		t.Error("Retry still offered with nothing missing")
+	}
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+}
