@@ -1,7 +1,7 @@
 package elfsym
 
 import (
-	"bytes"
+	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -95,44 +95,43 @@ func (s *lazySection) inflate() {
 	s.mu.Unlock()
 }
 
-// openSection prepares a section for lazy reading. Uncompressed sections are
-// read at once; compressed ones (SHF_COMPRESSED zlib or zstd, or .zdebug)
-// are inflated on demand.
+// openSection prepares a section for lazy reading: its bytes are read from
+// the file (and inflated, for SHF_COMPRESSED zlib or zstd and .zdebug
+// sections) in the background as far as lookups need them, so a lookup near
+// the start of a large section reads only that much.
 func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	if s.FileSize > 4<<30 {
 		return nil, fmt.Errorf("%s: section of %d bytes is too large", s.Name, s.FileSize)
 	}
-	raw := make([]byte, s.FileSize)
-	if _, err := f.f.ReadAt(raw, int64(s.Offset)); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", s.Name, err)
-	}
 	ls := &lazySection{name: s.Name}
 	ls.cond = sync.NewCond(&ls.mu)
+	head := make([]byte, min(s.FileSize, 24))
+	if _, err := f.f.ReadAt(head, int64(s.Offset)); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	body := func(skip int) io.Reader {
+		return bufio.NewReaderSize(io.NewSectionReader(f.f, int64(s.Offset)+int64(skip), int64(s.FileSize)-int64(skip)), 128<<10)
+	}
 	var typ elf.CompressionType
 	var size uint64
-	var body []byte
+	var hdr int
 	switch {
-	case old:
-		if len(raw) < 12 || string(raw[:4]) != "ZLIB" {
-			ls.data = raw
-			ls.filled.Store(int64(len(raw)))
-			return ls, nil
-		}
-		typ, size, body = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(raw[4:12]), raw[12:]
-	case s.Flags&elf.SHF_COMPRESSED == 0:
-		ls.data = raw
-		ls.filled.Store(int64(len(raw)))
+	case old && len(head) >= 12 && string(head[:4]) == "ZLIB":
+		typ, size, hdr = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(head[4:12]), 12
+	case old || s.Flags&elf.SHF_COMPRESSED == 0:
+		ls.src = io.NewSectionReader(f.f, int64(s.Offset), int64(s.FileSize))
+		ls.data = make([]byte, s.FileSize)
 		return ls, nil
 	case f.elf.Class == elf.ELFCLASS64:
-		if len(raw) < 24 {
+		if len(head) < 24 {
 			return nil, fmt.Errorf("%s: truncated compression header", s.Name)
 		}
-		typ, size, body = elf.CompressionType(f.elf.ByteOrder.Uint32(raw)), f.elf.ByteOrder.Uint64(raw[8:]), raw[24:]
+		typ, size, hdr = elf.CompressionType(f.elf.ByteOrder.Uint32(head)), f.elf.ByteOrder.Uint64(head[8:]), 24
 	default:
-		if len(raw) < 12 {
+		if len(head) < 12 {
 			return nil, fmt.Errorf("%s: truncated compression header", s.Name)
 		}
-		typ, size, body = elf.CompressionType(f.elf.ByteOrder.Uint32(raw)), uint64(f.elf.ByteOrder.Uint32(raw[4:])), raw[12:]
+		typ, size, hdr = elf.CompressionType(f.elf.ByteOrder.Uint32(head)), uint64(f.elf.ByteOrder.Uint32(head[4:])), 12
 	}
 	if size > 4<<30 {
 		return nil, fmt.Errorf("%s: claims %d bytes uncompressed", s.Name, size)
@@ -141,13 +140,17 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	case elf.COMPRESS_ZLIB:
 		// The raw deflate stream after the 2-byte zlib header: the Adler-32
 		// check costs a tenth of the time and the decoder checks bounds anyway.
-		if len(body) < 2 || body[0]&0x0f != 8 || (uint16(body[0])<<8|uint16(body[1]))%31 != 0 || body[1]&0x20 != 0 {
+		zh := make([]byte, 2)
+		if _, err := f.f.ReadAt(zh, int64(s.Offset)+int64(hdr)); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if zh[0]&0x0f != 8 || (uint16(zh[0])<<8|uint16(zh[1]))%31 != 0 || zh[1]&0x20 != 0 {
 			return nil, fmt.Errorf("%s: not a zlib stream", s.Name)
 		}
-		fr := flate.NewReader(bytes.NewReader(body[2:]))
+		fr := flate.NewReader(body(hdr + 2))
 		ls.src, ls.done = fr, func() { fr.Close() }
 	case elf.COMPRESS_ZSTD:
-		dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
+		dec, err := zstd.NewReader(body(hdr), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
 		}

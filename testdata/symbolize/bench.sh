@@ -1,8 +1,9 @@
 #!/bin/bash
 # Compares viewer addr2line with GNU addr2line and llvm-symbolizer, side by
 # side in one run, on addresses inside the functions of this machine's libc
-# (debug info from libc6-dbg): wall time and peak RSS of the whole process,
-# best of RUNS runs each, and the ratios to addr2line.
+# (debug info from libc6-dbg): wall time, peak RSS and CPU time of the whole
+# process, best of RUNS runs each, and the ratios to addr2line. viewer
+# decodes on every CPU, so on a busy machine its wall time suffers most.
 #
 #   testdata/symbolize/bench.sh [N_ADDRESSES] [RUNS]      (from the repository root)
 set -euo pipefail
@@ -24,41 +25,43 @@ go run ./testdata/symbolize/addrs -n "$N" -0x "$dbg" >"$tmp/addrs0x"
 head -1 "$tmp/addrs" >"$tmp/one"
 head -1 "$tmp/addrs0x" >"$tmp/one0x"
 
-# best NAME INPUT CMD...: runs CMD RUNS times on INPUT, prints "seconds KiB" of
-# the fastest run and the largest peak RSS seen.
+# best INPUT CMD...: runs CMD RUNS times on INPUT, prints "seconds KiB cpu" of
+# the fastest run (wall), the largest peak RSS seen, and the least CPU time
+# (user+sys) of a run.
 best() {
 	local in=$1; shift
-	local bt="" bm=0
+	local bt="" bm=0 bc=""
 	for _ in $(seq "$RUNS"); do
-		/usr/bin/time -f "%e %M" -o "$tmp/t" "$@" <"$in" >"$tmp/out" 2>/dev/null
-		read -r t m <"$tmp/t"
+		/usr/bin/time -f "%e %M %U %S" -o "$tmp/t" "$@" <"$in" >"$tmp/out" 2>/dev/null
+		read -r t m u s <"$tmp/t"
+		c=$(awk "BEGIN{print $u+$s}")
 		if [ -z "$bt" ] || awk "BEGIN{exit !($t < $bt)}"; then bt=$t; fi
+		if [ -z "$bc" ] || awk "BEGIN{exit !($c < $bc)}"; then bc=$c; fi
 		[ "$m" -gt "$bm" ] && bm=$m
 	done
-	echo "$bt $bm"
+	echo "$bt $bm $bc"
 }
 
 printf '%s addresses in libc (%s)\n\n' "$N" "$dbg"
-printf '%-34s %9s %10s %10s %10s\n' "tool" "wall s" "peak MiB" "time/a2l" "mem/a2l"
+printf '%-30s %8s %9s %8s %9s %9s %9s\n' "tool" "wall s" "peak MiB" "cpu s" "wall/a2l" "mem/a2l" "cpu/a2l"
 report() {
-	local name=$1 t=$2 m=$3 bt=$4 bm=$5
-	awk -v n="$name" -v t="$t" -v m="$m" -v bt="$bt" -v bm="$bm" 'BEGIN{printf "%-34s %9.3f %10.1f %10.2f %10.2f\n", n, t, m/1024, t/bt, m/bm}'
+	local name=$1 t=$2 m=$3 c=$4 bt=$5 bm=$6 bc=$7
+	awk -v n="$name" -v t="$t" -v m="$m" -v c="$c" -v bt="$bt" -v bm="$bm" -v bc="$bc" \
+		'BEGIN{printf "%-30s %8.3f %9.1f %8.3f %9.2f %9.2f %9.2f\n", n, t, m/1024, c, t/bt, m/bm, (bc>0?c/bc:0)}'
 }
-read -r gt gm < <(best "$tmp/addrs" addr2line -f -i -e "$dbg")
-read -r vt vm < <(best "$tmp/addrs" "$tmp/viewer" addr2line -f -i -e "$dbg")
-read -r lt lm < <(best "$tmp/addrs0x" llvm-symbolizer --inlining --obj="$dbg")
-report "addr2line -f -i" "$gt" "$gm" "$gt" "$gm"
-report "viewer addr2line -f -i" "$vt" "$vm" "$gt" "$gm"
-report "llvm-symbolizer --inlining" "$lt" "$lm" "$gt" "$gm"
-
+compare() {
+	local in=$1 in0x=$2
+	read -r gt gm gc < <(best "$in" addr2line -f -i -e "$dbg")
+	read -r vt vm vc < <(best "$in" "$tmp/viewer" addr2line -f -i -e "$dbg")
+	read -r lt lm lc < <(best "$in0x" llvm-symbolizer --inlining --obj="$dbg")
+	report "addr2line -f -i" "$gt" "$gm" "$gc" "$gt" "$gm" "$gc"
+	report "viewer addr2line -f -i" "$vt" "$vm" "$vc" "$gt" "$gm" "$gc"
+	report "llvm-symbolizer --inlining" "$lt" "$lm" "$lc" "$gt" "$gm" "$gc"
+}
+compare "$tmp/addrs" "$tmp/addrs0x"
 echo
 echo "one address, fresh process:"
-read -r g1 g1m < <(best "$tmp/one" addr2line -f -i -e "$dbg")
-read -r v1 v1m < <(best "$tmp/one" "$tmp/viewer" addr2line -f -i -e "$dbg")
-read -r l1 l1m < <(best "$tmp/one0x" llvm-symbolizer --inlining --obj="$dbg")
-report "addr2line -f -i" "$g1" "$g1m" "$g1" "$g1m"
-report "viewer addr2line -f -i" "$v1" "$v1m" "$g1" "$g1m"
-report "llvm-symbolizer --inlining" "$l1" "$l1m" "$g1" "$g1m"
+compare "$tmp/one" "$tmp/one0x"
 
 # The outputs must agree with addr2line's (file names aside: binutils 2.40
 # misnumbers some DWARF 5 files; llvm-symbolizer agrees with viewer there).
