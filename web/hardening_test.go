@@ -521,3 +521,39 @@ func TestDiskFullIs507(t *testing.T) {
 		t.Errorf("original stored after a full-disk failure: %v", err)
 	}
 }
+
+// TestStalledUploadIsDropped checks an upload whose body stops arriving
+// gives its slot back after UploadIdle, so the next upload gets in.
+func TestStalledUploadIsDropped(t *testing.T) {
+	_, ts := newTestServer(t, Config{Limits: Limits{MaxConcurrentUploads: 1, UploadWait: 10 * time.Second, UploadIdle: 300 * time.Millisecond}})
+	data := encodeProfile(t, testProfile(), true)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	stalled := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/profiles", pr)
+		req.ContentLength = int64(len(data))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			stalled <- -1
+			return
+		}
+		resp.Body.Close()
+		stalled <- resp.StatusCode
+	}()
+	pw.Write(data[:10]) // and nothing more
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	upload(t, ts.URL, encodeProfile(t, hostileProfile(), true))
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the next upload waited %v for the stalled one's slot", d)
+	}
+	select {
+	case st := <-stalled:
+		if st == http.StatusCreated {
+			t.Errorf("the stalled upload was stored")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the stalled upload was never answered")
+	}
+}

@@ -2,7 +2,11 @@ package web
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -26,6 +30,9 @@ type Limits struct {
 	// UploadWait is how long an upload waits for a free slot before it
 	// is answered 503 with Retry-After (default 2s).
 	UploadWait time.Duration
+	// UploadIdle drops an upload whose body stops arriving for this long
+	// (default 30s), so a stalled client cannot hold a slot forever.
+	UploadIdle time.Duration
 }
 
 // DefaultMaxConcurrentUploads is the default number of uploads parsed at
@@ -56,8 +63,8 @@ func (l Limits) ingest(maxUpload int64) ingest.Limits {
 // uploadSlots bounds concurrent uploads: a request takes a slot before its
 // body is read and gives it back when answered.
 type uploadSlots struct {
-	ch   chan struct{}
-	wait time.Duration
+	ch         chan struct{}
+	wait, idle time.Duration
 }
 
 func newUploadSlots(l Limits) *uploadSlots {
@@ -69,7 +76,11 @@ func newUploadSlots(l Limits) *uploadSlots {
 	if w <= 0 {
 		w = 2 * time.Second
 	}
-	return &uploadSlots{ch: make(chan struct{}, n), wait: w}
+	idle := l.UploadIdle
+	if idle <= 0 {
+		idle = 30 * time.Second
+	}
+	return &uploadSlots{ch: make(chan struct{}, n), wait: w, idle: idle}
 }
 
 // acquire takes a slot, waiting up to s.wait; false means the server is
@@ -104,6 +115,32 @@ func (s *uploadSlots) limit(next echo.HandlerFunc) echo.HandlerFunc {
 				"the server is busy with %d other uploads; retry in %d s (or restart it with a larger --max-concurrent-uploads)", cap(s.ch), secs)
 		}
 		defer s.release()
+		idle := s.idle
+		req := c.Request()
+		rc := http.NewResponseController(c.Response())
+		if err := rc.SetReadDeadline(time.Now().Add(idle)); err == nil {
+			req.Body = &idleReader{ReadCloser: req.Body, rc: rc, idle: idle}
+		}
+		// The deadline stays: after the handler the server may drain
+		// what is left of the body, which must not wait forever either.
+		// It sets its own deadline before reading the next request.
 		return next(c)
 	}
+}
+
+// idleReader pushes the connection's read deadline forward before each
+// read: a body may take long in total, but not stall.
+type idleReader struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.rc.SetReadDeadline(time.Now().Add(r.idle))
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("no upload bytes arrived for %v; the upload was dropped: %w", r.idle, err)
+	}
+	return n, err
 }

@@ -487,7 +487,8 @@ func TestServeLimitFlags(t *testing.T) {
 		{[]string{"--auth-token", "a", "--auth-token-file", empty}, "not both"},
 		{[]string{"--auth-token-file", empty}, "is empty"},
 		{[]string{"--auth-token-file", empty + ".missing"}, "reading --auth-token-file"},
-		{[]string{"--upload-wait", "0s"}, "--upload-wait must be positive"},
+		{[]string{"--upload-wait", "0s"}, "--upload-wait and --upload-idle must be positive"},
+		{[]string{"--upload-idle", "-1s"}, "--upload-idle must be positive"},
 	} {
 		err := runServe(context.Background(), append([]string{"--addr", "127.0.0.1:0", "--data", t.TempDir()}, tc.args...), stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

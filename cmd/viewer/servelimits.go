@@ -16,7 +16,7 @@ import (
 type limitFlags struct {
 	samples, locations, functions, mappings, records int
 	uploads                                          int
-	uploadWait                                       time.Duration
+	uploadWait, uploadIdle                           time.Duration
 	token, tokenFile                                 string
 }
 
@@ -29,6 +29,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.records, "max-records", ingest.DefaultMaxRecords, "most records one perf.data may hold; 0: no limit")
 	fs.IntVar(&f.uploads, "max-concurrent-uploads", web.DefaultMaxConcurrentUploads, "uploads read and parsed at once; more wait up to --upload-wait, then get 503 with Retry-After")
 	fs.DurationVar(&f.uploadWait, "upload-wait", 2*time.Second, "how long an upload waits for a free slot before it is refused as busy")
+	fs.DurationVar(&f.uploadIdle, "upload-idle", 30*time.Second, "drop an upload whose body stops arriving for this long")
 	fs.StringVar(&f.token, "auth-token", "", "`TOKEN` required to upload (Authorization: Bearer TOKEN, or /login in a browser); viewing links needs none. Prefer --auth-token-file: flags show in ps")
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "`FILE` holding the upload token (first line)")
 	return f
@@ -50,13 +51,13 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 	if f.uploads < 1 {
 		return web.Limits{}, "", usageError{"serve: --max-concurrent-uploads must be at least 1"}
 	}
-	if f.uploadWait <= 0 {
-		return web.Limits{}, "", usageError{"serve: --upload-wait must be positive"}
+	if f.uploadWait <= 0 || f.uploadIdle <= 0 {
+		return web.Limits{}, "", usageError{"serve: --upload-wait and --upload-idle must be positive"}
 	}
 	lim := web.Limits{
 		MaxSamples: count(f.samples), MaxLocations: count(f.locations), MaxFunctions: count(f.functions),
 		MaxMappings: count(f.mappings), MaxRecords: count(f.records),
-		MaxConcurrentUploads: f.uploads, UploadWait: f.uploadWait,
+		MaxConcurrentUploads: f.uploads, UploadWait: f.uploadWait, UploadIdle: f.uploadIdle,
 	}
 	tok := strings.TrimSpace(f.token)
 	if f.tokenFile != "" {
