@@ -378,6 +378,9 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 	}
 	for _, mm := range g.mappings {
+		if len(results) == 0 {
+			break // nothing resolved: leave the mapping for another try
+		}
 		mm.HasFunctions = true
 		mm.HasFilenames = mm.HasFilenames || hasLines
 		mm.HasLineNumbers = mm.HasLineNumbers || hasLines
