@@ -389,6 +389,13 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 	fn.mu.Unlock()
 	r.Resolved = len(results)
 	r.Unresolved = len(g.locs) - len(results)
+	if len(results) == 0 {
+		err := fmt.Errorf("none of its %d addresses is in the debug info of %s", len(g.locs), e.l.source)
+		if firstErr != nil {
+			err = fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr)
+		}
+		return fail(StateError, err)
+	}
 	r.State = StateSymbolized
 	if firstErr != nil && r.Reason == "" {
 		r.Reason = fmt.Sprintf("some addresses only partly resolved: %v", firstErr)
