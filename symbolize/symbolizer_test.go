@@ -624,3 +624,18 @@ func TestMappingWithoutBuildID(t *testing.T) {
 	}
 	checkLocations(t, "no build ID", locs, td("c-stripped.debug"))
 }
+
+// Addresses that fall outside their mapping resolve to nothing: the binary
+// is reported as an error, not as symbolized, and left for another try.
+func TestNothingResolvedIsAnError(t *testing.T) {
+	m := mapBinary(t, td("c-nopie-dwarf4"), buildID(t, td("c-nopie-dwarf4")), 0)
+	p := newProfile(m)
+	p.Location = append(p.Location, &profile.Location{ID: 1, Mapping: m, Address: m.Limit + 0x100})
+	rep, err := New(hermetic()).Symbolize(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateError || !strings.Contains(r.Reason, "outside mapping") || m.HasFunctions {
+		t.Errorf("state %q reason %q HasFunctions %v", r.State, r.Reason, m.HasFunctions)
+	}
+}
