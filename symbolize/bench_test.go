@@ -12,10 +12,9 @@ import (
 	"viewer/symbolize/elfsym"
 )
 
-// BenchmarkWarmLookup measures lookups of addresses in libc once its debug
-// info is loaded and decoded, as the server does for every profile after the
-// first that touches libc. Reported as addresses per second.
-func BenchmarkWarmLookup(b *testing.B) {
+// warmLibc opens libc's debug info through a Symbolizer, as the server does,
+// and decodes what 100,000 addresses inside libc's functions need.
+func warmLibc(b *testing.B) (*Handle, []uint64) {
 	lib, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")
 	if err != nil {
 		b.Fatalf("libc.so.6: %v", err)
@@ -44,7 +43,6 @@ func BenchmarkWarmLookup(b *testing.B) {
 	if err != nil {
 		b.Fatalf("libc debug info (libc6-dbg) not found: %v; run make deps", err)
 	}
-	defer h.Close()
 	// Addresses inside libc's functions, from its debug file's symbols.
 	df, err := elfsym.Open(filepath.Join("/usr/lib/debug/.build-id", bid[:2], bid[2:]+".debug"))
 	if err != nil {
@@ -67,6 +65,17 @@ func BenchmarkWarmLookup(b *testing.B) {
 	for _, a := range addrs { // warm: decode every unit they touch
 		frames, _ = h.Lookup(a, frames)
 	}
+	return h, addrs
+}
+
+// BenchmarkWarmLookup measures lookups of addresses in libc once its debug
+// info is loaded and decoded, as the server does for every profile after the
+// first that touches libc. Reported as addresses per second.
+func BenchmarkWarmLookup(b *testing.B) {
+	h, addrs := warmLibc(b)
+	defer h.Close()
+	var frames []elfsym.Frame
+	var err error
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		frames, err = h.Lookup(addrs[i%len(addrs)], frames)
@@ -74,5 +83,22 @@ func BenchmarkWarmLookup(b *testing.B) {
 			b.Fatalf("%#x: %v %v", addrs[i%len(addrs)], frames, err)
 		}
 	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "addrs/s")
+}
+
+// BenchmarkWarmLookupParallel is BenchmarkWarmLookup from every CPU at once,
+// as concurrent requests do.
+func BenchmarkWarmLookupParallel(b *testing.B) {
+	h, addrs := warmLibc(b)
+	defer h.Close()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var frames []elfsym.Frame
+		i := 0
+		for pb.Next() {
+			frames, _ = h.Lookup(addrs[i%len(addrs)], frames)
+			i += 7
+		}
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "addrs/s")
 }

@@ -78,7 +78,16 @@ func newSymtabLiner(f *File) *symtabLiner {
 // lookup returns the function symbol holding addr. A symbol without a size
 // holds the addresses up to the next symbol.
 func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
-	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].addr > addr }) - 1
+	lo, hi := 0, len(l.syms)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l.syms[m].addr <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
 	if i < 0 {
 		return "", 0, false
 	}
