@@ -309,6 +309,7 @@ func (j *Job) update(u Update) {
 	if b.State == StateSkipped && (j.skipped[key] || j.disabled) && u.State != StateSymbolized {
 		return // the user's choice stands over the cancelled fetch's error
 	}
+	before := *b
 	b.State = u.State
 	if u.Source != "" {
 		b.Source = u.Source
@@ -330,7 +331,9 @@ func (j *Job) update(u Update) {
 		b.Phase, b.Bytes, b.Total = "", 0, 0
 		j.topic.Forget("progress:" + key)
 	}
-	j.publishBinaryLocked(b)
+	if *b != before {
+		j.publishBinaryLocked(b) // one event per change, not per download step
+	}
 }
 
 // binaryLocked returns key's row, adding one (e.g. for a vmlinux the engine
