@@ -71,7 +71,8 @@ export async function reload() {
   const t0 = performance.now();
   let json;
   try {
-    const resp = await fetch(dataURL, { headers: { Accept: 'application/json' } });
+    // After the first load, revalidate: names may have changed on the server.
+    const resp = await fetch(dataURL, { headers: { Accept: 'application/json' }, cache: loads > 0 ? 'no-cache' : 'default' });
     if (!resp.ok) {
       const body = (await resp.text()).trim();
       throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
@@ -83,7 +84,12 @@ export async function reload() {
   }
   if (gen !== generation) return; // a newer reload won
   const t1 = performance.now();
-  tree = new Tree(json);
+  try {
+    tree = new Tree(json);
+  } catch (err) {
+    showStatus(`Could not draw the flame graph: ${err.message}`, true);
+    throw err;
+  }
   const t2 = performance.now();
   graph.setTree(tree);
   const t3 = performance.now();
@@ -160,6 +166,7 @@ search.addEventListener('keydown', (e) => {
 graph.onzoom = () => {
   tipFor = -1; // the tooltip's "In zoom" share changes
   showCrumbs();
+  renderTop();
   writeURL();
 };
 
@@ -309,9 +316,14 @@ const topTable = $('top-table');
 const topBody = topTable.querySelector('tbody');
 const topMore = $('top-more');
 
+// The table covers the zoomed frame's subtree, with shares of its total, so
+// zooming works like pprof's focus.
 function renderTop() {
   if (!tree) return;
-  const rows = tree.topFunctions(0);
+  const z = graph.zoom;
+  const rows = tree.topFunctions(z);
+  $('top-scope').textContent = z === 0 ? 'whole profile'
+    : `within ${tree.label(z)} (${formatPct(tree.total[z] / tree.rootTotal)} of the profile); shares of the zoomed frame`;
   const { key, desc } = topSort;
   rows.sort((a, b) => {
     const c = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
@@ -319,7 +331,7 @@ function renderTop() {
   });
   const shown = topAll ? rows : rows.slice(0, TOP_ROWS);
   const frag = document.createDocumentFragment();
-  const total = tree.rootTotal;
+  const total = tree.total[z];
   for (const r of shown) {
     const tr = document.createElement('tr');
     tr.dataset.name = r.name;

@@ -281,6 +281,12 @@ func TestBrowserFlamePage(t *testing.T) {
 	if w := eval[float64](t, b, `document.getElementById('flame').getBoundingClientRect().width`); parse.Width+render.Width < w*0.98 {
 		t.Errorf("zoomed children are %.0f px wide in a %.0f px canvas", parse.Width+render.Width, w)
 	}
+	// The top table follows the zoom: functions under main.work, with
+	// shares of main.work's 50 ms.
+	rows = eval[[]string](t, b, `Array.from(document.querySelectorAll('#top-table tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|'))`)
+	if len(rows) != 3 || !contains(rows, "30 ms|60.00%|30 ms|60.00%|main.parse") || !contains(rows, "0 ns|0.00%|50 ms|100.00%|main.work") {
+		t.Errorf("top table zoomed into main.work: %q", rows)
+	}
 	// A link with the view state reproduces it.
 	shared := currentURL(t, b).String()
 	run(t, b, "open the shared link", chromedp.Navigate(shared))
