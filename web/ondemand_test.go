@@ -703,3 +703,27 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 		t.Errorf("page problem: %s", p)
 	}
 }
+
+func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	bid, _ := debuginfodtest.BuildID(exe)
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	pb := filepath.Join(t.TempDir(), "private.pb.gz")
+	if err := os.WriteFile(pb, ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 6), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.Start(t, browsertest.Options{})
+	odDo(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	odDo(t, b, "tick don't ask debuginfod", chromedp.Click(chromedp.CSS("#no-debuginfod")))
+	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
+	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	odWait(t, b, "the outcome", `document.querySelector('#binaries tr')?.dataset.state === 'not found'`)
+	odWait(t, b, "the note", `document.getElementById('symbolize-note').textContent.includes('not asked')`)
+	if n := dsrv.Requests(bid); n != 0 {
+		t.Errorf("the server got %d requests for a profile uploaded with debuginfod unticked", n)
+	}
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+}
