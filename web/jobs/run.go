@@ -172,7 +172,7 @@ func (j *Job) run(parent context.Context) {
 func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 	st := j.m.cfg.Store
 	// Someone else may have finished while the last binary loaded.
-	if rec, stamp, err := ReadRecord(ctx, st, j.id); err == nil && rec.Done && stamp != j.stampNow() && !j.retry {
+	if rec, stamp, err := ReadRecord(ctx, st, j.id); err == nil && rec.Done && !stamp.Equal(j.stampNow()) && !j.retry {
 		j.adoptStored(rec)
 		return
 	}
@@ -448,6 +448,7 @@ func (j *Job) finish(err error) {
 	}
 	j.mu.Unlock()
 	data, _ := json.Marshal(s)
+	j.topic.Forget("names") // the final event makes pages redraw anyway
 	j.topic.Finish("symbolized", EventSymbolized, data)
 }
 
