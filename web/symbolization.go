@@ -36,8 +36,9 @@ type SymbolizationConfig struct {
 	Workers, Queue int
 	// Events bounds the event streams.
 	Events sse.Config
-	// Timeout bounds the symbolization of one profile (0: none); what
-	// resolved by then is kept.
+	// Timeout bounds the symbolization of each binary of a profile (its
+	// debug info search, download and lookups; 0: none). Binaries run
+	// in parallel; what resolved by then is kept.
 	Timeout time.Duration
 }
 
@@ -53,13 +54,20 @@ type engine struct {
 	timeout time.Duration
 }
 
-func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) error {
+func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) (err error) {
+	// A panic on one binary's debug info fails that binary, not the server
+	// (the job runs outside any request).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", r)
+		}
+	}()
 	if e.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, e.timeout)
 		defer cancel()
 	}
-	_, err := e.s.Symbolize(ctx, p, symbolize.Options{
+	_, err = e.s.Symbolize(ctx, p, symbolize.Options{
 		NoDebuginfod: req.NoDebuginfod,
 		Progress: func(ev symbolize.Event) {
 			req.Update(jobs.Update{BuildID: ev.BuildID, File: ev.File, State: jobs.State(ev.State), Source: ev.Source, Err: ev.Err})

@@ -21,7 +21,7 @@ type symbolizeFlags struct {
 	queue         int
 	debuginfod    *debuginfod.Flags
 	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
-	timeout       time.Duration // bounds one profile's symbolization
+	timeout       time.Duration // bounds the symbolization of each binary of a profile
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -33,7 +33,7 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")
 	f.debuginfod = debuginfod.RegisterFlags(fs)
 	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
-	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest one profile's symbolization may take; names found by then are kept")
+	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest the symbolization of one binary of a profile may take (search, download, lookups); names found by then are kept")
 	return f
 }
 
