@@ -27,11 +27,19 @@ func runAddr2line(ctx context.Context, args []string, s stdio) error {
 	demangle := fs.Bool("C", false, "demangle C++ and Rust function names")
 	pretty := fs.Bool("p", false, "print each frame on one line: FUNC at FILE:LINE")
 	base := fs.Bool("s", false, "print file base names only")
+	// GNU's long names.
+	fs.StringVar(exe, "exe", "a.out", "same as -e")
+	fs.BoolVar(showAddr, "addresses", false, "same as -a")
+	fs.BoolVar(funcs, "functions", false, "same as -f")
+	fs.BoolVar(inlines, "inlines", false, "same as -i")
+	fs.BoolVar(demangle, "demangle", false, "same as -C")
+	fs.BoolVar(pretty, "pretty-print", false, "same as -p")
+	fs.BoolVar(base, "basenames", false, "same as -s")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer addr2line [-e FILE] [-a] [-f] [-i] [-C] [-p] [-s] [ADDR...]\n\nAddresses are hexadecimal object addresses; without arguments they are read from stdin.")
+		fmt.Fprintln(s.err, "usage: viewer addr2line [-e FILE] [-a] [-f] [-i] [-C] [-p] [-s] [ADDR...]\n\nAddresses are hexadecimal object addresses; without arguments they are read from stdin.\nShort flags combine as in addr2line: -fie FILE, -Cfe FILE.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(splitShortFlags(args)); err != nil {
 		if err == flag.ErrHelp {
 			return err
 		}
@@ -99,6 +107,44 @@ func runAddr2line(ctx context.Context, args []string, s stdio) error {
 			return fmt.Errorf("addr2line: reading addresses: %w", err)
 		}
 	}
+}
+
+// splitShortFlags expands combined short flags as getopt reads them, so that
+// "-fiCe FILE" and "-afeFILE" mean what they mean to addr2line.
+func splitShortFlags(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' || !strings.ContainsRune("afiCpse", rune(a[1])) {
+			out = append(out, a)
+			continue
+		}
+		ok := true
+		var exp []string
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			if c == 'e' {
+				exp = append(exp, "-e")
+				if j+1 < len(a) {
+					exp = append(exp, a[j+1:])
+				}
+				break
+			}
+			if !strings.ContainsRune("afiCps", rune(c)) {
+				ok = false
+				break
+			}
+			exp = append(exp, "-"+string(c))
+		}
+		if ok {
+			out = append(out, exp...)
+		} else {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // parseHexAddr parses an address as addr2line does: hex with an optional 0x;

@@ -55,6 +55,8 @@ func TestAddr2lineMatchesGNU(t *testing.T) {
 		{"cxx-dwarf5", "cxx-dwarf5", []string{"-f"}},
 		{"c-lib", "c-lib", []string{"-a", "-p", "-f", "-i"}},
 		{"c-zlib", "c-zlib", []string{"-s", "-i"}},
+		{"c-pie-dwarf5", "c-pie-dwarf5", []string{"-afiC"}},
+		{"c-pie-dwarf5", "c-pie-dwarf5", []string{"--functions", "--inlines", "--pretty-print"}},
 		// Stripped: both follow .gnu_debuglink to c-stripped.debug.
 		{"c-stripped", "c-stripped.debug", []string{"-a", "-f", "-i"}},
 	}
