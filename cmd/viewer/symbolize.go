@@ -18,6 +18,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/web/ingest"
 )
 
 // stringsFlag collects a flag given several times.
@@ -39,7 +40,7 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 	cacheSize := fs.Int64("symbol-cache-size", 1<<30, "`BYTES` of loaded debug info to keep")
 	dflags := debuginfod.RegisterFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer symbolize [--debug-dir DIR]... [--no-debuginfod] IN -o OUT.pb.gz")
+		fmt.Fprintln(s.err, "usage: viewer symbolize [--debug-dir DIR]... [--no-debuginfod] IN -o OUT.pb.gz\n\nIN is a pprof profile, perf.data or any format viewer reads; OUT is pprof.")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after IN.
@@ -63,14 +64,14 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 	if *out == "" {
 		return usageError{"symbolize: give the output file with -o OUT.pb.gz"}
 	}
-	in, err := os.Open(pos[0])
+	data, err := os.ReadFile(pos[0])
 	if err != nil {
 		return fmt.Errorf("symbolize: %w", err)
 	}
-	p, err := profile.Parse(in)
-	in.Close()
+	// Every format the server takes: pprof, perf.data, perf script, ...
+	p, _, err := ingest.Parse(data, ingest.Limits{})
 	if err != nil {
-		return fmt.Errorf("symbolize: %s is not a profile viewer can read (pprof protobuf, gzipped or not): %w", pos[0], err)
+		return fmt.Errorf("symbolize: %s is not a profile viewer can read: %w", pos[0], err)
 	}
 
 	cfg := symbolize.Config{DebugDirs: debugDirs, CacheBytes: *cacheSize, IgnoreVmlinux: *ignoreVmlinux}

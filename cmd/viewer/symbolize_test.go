@@ -127,3 +127,36 @@ func TestSymbolizeCommandUsage(t *testing.T) {
 		t.Errorf("text input: %v, want an error saying it is not a profile", err)
 	}
 }
+
+// TestSymbolizePerfData symbolizes a recorded perf.data directly: the
+// program's own functions come from its binary, found by build ID in a
+// --debug-dir of plain files.
+func TestSymbolizePerfData(t *testing.T) {
+	t.Setenv("DEBUGINFOD_URLS", "")
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
+	out := filepath.Join(t.TempDir(), "out.pb.gz")
+	var stderr bytes.Buffer
+	err := runWith(context.Background(), []string{"symbolize", "--debug-dir", "../../testdata/perf", "../../testdata/perf/fp.data", "-o", out}, stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &stderr})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	fh, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	p, err := profile.Parse(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, fn := range p.Function {
+		names[fn.Name] = true
+	}
+	if !names["leaf"] || !names["main"] {
+		t.Errorf("functions of the recorded program missing; have %v\n%s", names, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "deep") {
+		t.Errorf("summary does not name the program:\n%s", stderr.String())
+	}
+}
