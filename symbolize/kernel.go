@@ -79,18 +79,25 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 				return l, nil
 			}
 		}
-		if s.cfg.Fetcher != nil && !opt.NoDebuginfod {
-			ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
-			p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
-			if err == nil {
-				if l := s.openVmlinux(candidate{p, "debuginfod debuginfo"}, bid, running); l != nil {
-					return l, nil
-				}
-			} else if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
 		why = append(why, "no vmlinux with this build ID")
+	}
+	// The last resort, once nothing local names the kernel: a vmlinux is
+	// hundreds of MiB, so it is fetched only when kallsyms cannot do.
+	fetchVmlinux := func() (*loaded, error) {
+		if s.cfg.IgnoreVmlinux || bid == "" || s.cfg.Fetcher == nil || opt.NoDebuginfod {
+			return nil, nil
+		}
+		ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
+		p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
+		if err == nil {
+			if l := s.openVmlinux(candidate{p, "debuginfod debuginfo"}, bid, running); l != nil {
+				return l, nil
+			}
+			why = append(why, "the vmlinux from debuginfod does not fit")
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, nil
 	}
 	if bid != "" && s.cfg.BuildIDCacheDir != "" {
 		for _, p := range []string{
@@ -114,6 +121,9 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 			return &loaded{obj: k, source: s.cfg.KallsymsPath + " (running kernel, build ID matches)", note: "kernel symbols only, no lines"}, nil
 		}
 		why = append(why, err.Error())
+	}
+	if l, err := fetchVmlinux(); l != nil || err != nil {
+		return l, err
 	}
 	return nil, fmt.Errorf("%w for the kernel (%s); add its vmlinux with --debug-dir", errNotFound, strings.Join(why, "; "))
 }

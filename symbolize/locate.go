@@ -43,6 +43,9 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	}
 	ev(StateSearching, "", nil)
 	bid := strings.ToLower(m.BuildID)
+	if bid != "" && !validBuildID(bid) {
+		return nil, fmt.Errorf("%w: the mapping's build ID %q is not hexadecimal", errNotFound, m.BuildID)
+	}
 	if isKernel(m.File) {
 		return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
 			return s.loadKernel(ctx, bid, opt, ev)
@@ -91,7 +94,7 @@ func openFound(f found, src string) (*loaded, error) {
 func (s *Symbolizer) candidates(file, bid string) []candidate {
 	var c []candidate
 	add := func(p, how string) { c = append(c, candidate{p, how}) }
-	if filepath.IsAbs(file) {
+	if filepath.IsAbs(file) && !s.cfg.IgnoreMappingPaths {
 		add(file, "the mapped file")
 	}
 	base := filepath.Base(file)
@@ -124,9 +127,24 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 	return c
 }
 
+// validBuildID accepts lowercase hex of a plausible length, so that a build
+// ID from an uploaded profile cannot name a path ("../..").
+func validBuildID(id string) bool {
+	if len(id) < 4 || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // debuglinkCandidates are where .gnu_debuglink says a binary's debug file is.
 func (s *Symbolizer) debuglinkCandidates(exe, link string) []candidate {
 	dir := filepath.Dir(exe)
+	link = filepath.Base(link) // a file name, never a path elsewhere
 	c := []candidate{
 		{filepath.Join(dir, link), ".gnu_debuglink"},
 		{filepath.Join(dir, ".debug", link), ".gnu_debuglink"},
@@ -204,8 +222,8 @@ func hasCode(f *elfsym.File) bool {
 // find searches for m's debug info: local candidates, .gnu_debuglink, then
 // debuginfod (debuginfo, then the executable).
 func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, opt Options, ev func(State, string, *debuginfod.Progress)) (found, error) {
-	if bid == "" && !filepath.IsAbs(m.File) {
-		return found{}, fmt.Errorf("%w: the mapping has neither a build ID nor a file path", errNotFound)
+	if bid == "" && (!filepath.IsAbs(m.File) || s.cfg.IgnoreMappingPaths) {
+		return found{}, fmt.Errorf("%w: the mapping has no build ID to find its debug info by", errNotFound)
 	}
 	adopted := false
 	if bid == "" {

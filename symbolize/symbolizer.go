@@ -57,6 +57,10 @@ type Config struct {
 	KallsymsPath, KernelNotesPath string
 	// KernelRelease names the running kernel for vmlinux paths; "" means uname -r.
 	KernelRelease string
+	// IgnoreMappingPaths: never open the files mappings name, only files
+	// found by build ID. A server symbolizing profiles uploaded from other
+	// machines sets it, so an upload cannot make it read arbitrary paths.
+	IgnoreMappingPaths bool
 }
 
 // Symbolizer symbolizes profiles. Make one per process with New: it owns the

@@ -639,3 +639,26 @@ func TestNothingResolvedIsAnError(t *testing.T) {
 		t.Errorf("state %q reason %q HasFunctions %v", r.State, r.Reason, m.HasFunctions)
 	}
 }
+
+// Build IDs and paths from an uploaded profile must not steer the search
+// outside the places it knows.
+func TestUntrustedMappings(t *testing.T) {
+	m := &profile.Mapping{Start: 0x1000, Limit: 0x2000, File: "/etc/passwd", BuildID: "../../../../etc/passwd"}
+	p := newProfile(m)
+	p.Location = append(p.Location, &profile.Location{ID: 1, Mapping: m, Address: 0x1010})
+	rep, _ := New(hermetic()).Symbolize(context.Background(), p, Options{})
+	if r := rep.Mappings[0]; r.State != StateNotFound || !strings.Contains(r.Reason, "not hexadecimal") {
+		t.Errorf("path as build ID: state %q reason %q", r.State, r.Reason)
+	}
+	// With IgnoreMappingPaths the mapped file itself is not read, even when
+	// it is the right one.
+	cfg := hermetic()
+	cfg.IgnoreMappingPaths = true
+	good := mapBinary(t, td("c-nopie-dwarf4"), buildID(t, td("c-nopie-dwarf4")), 0)
+	p = newProfile(good)
+	addLocations(t, p, good, 0, td("c-nopie-dwarf4"))
+	rep, _ = New(cfg).Symbolize(context.Background(), p, Options{})
+	if r := rep.Mappings[0]; r.State != StateNotFound {
+		t.Errorf("IgnoreMappingPaths: state %q source %q; want the mapped file left unread", r.State, r.Source)
+	}
+}
