@@ -285,7 +285,8 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			}
 		}
 		if sr.syms.path == "" && ferr != nil {
-			return found{}, fmt.Errorf("debuginfod: %w", ferr)
+			// Not a plain "not found": say what failed, and where else we looked.
+			return found{}, fmt.Errorf("no debug info on this machine (%d candidate files checked), and debuginfod failed: %w", sr.tried, ferr)
 		}
 	}
 	if sr.syms.path != "" {
