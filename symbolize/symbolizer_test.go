@@ -662,3 +662,31 @@ func TestUntrustedMappings(t *testing.T) {
 		t.Errorf("IgnoreMappingPaths: state %q source %q; want the mapped file left unread", r.State, r.Source)
 	}
 }
+
+type failingFetcher struct{}
+
+func (failingFetcher) Fetch(context.Context, string, debuginfod.Kind, func(debuginfod.Progress)) (string, error) {
+	return "", errors.New("connection refused")
+}
+
+// A debuginfod failure (not a plain miss) is an error naming it, and the
+// rest of the profile still resolves.
+func TestFetchFailure(t *testing.T) {
+	cfg := hermetic()
+	cfg.Fetcher = failingFetcher{}
+	gone := &profile.Mapping{Start: 0x7f0000000000, Limit: 0x7f0000100000, File: "/nonexistent/libgone.so", BuildID: "0123456789abcdef0123456789abcdef01234567"}
+	good := mapBinary(t, td("c-nopie-dwarf4"), buildID(t, td("c-nopie-dwarf4")), 0)
+	p := newProfile(gone, good)
+	p.Location = append(p.Location, &profile.Location{ID: 1, Mapping: gone, Address: 0x7f0000000010})
+	addLocations(t, p, good, 0, td("c-nopie-dwarf4"))
+	rep, err := New(cfg).Symbolize(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateError || !strings.Contains(r.Reason, "connection refused") || !strings.Contains(r.Reason, "candidate files checked") {
+		t.Errorf("state %q reason %q", r.State, r.Reason)
+	}
+	if rep.Mappings[1].State != StateSymbolized {
+		t.Errorf("the other binary: %q", rep.Mappings[1].State)
+	}
+}
