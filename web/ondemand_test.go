@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -128,7 +131,7 @@ func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte
 // symbolizingServer is a viewer with on-demand symbolization asking the
 // given debuginfod servers, with a fresh client cache and no system debug
 // directories, so only debuginfod can name the test program.
-func symbolizingServer(t testing.TB, urls []string, workers int) (*web.Server, string) {
+func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
 	cache := t.TempDir()
 	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
@@ -136,10 +139,14 @@ func symbolizingServer(t testing.TB, urls []string, workers int) (*web.Server, s
 		t.Fatal(err)
 	}
 	gate := jobs.NewGate(client)
-	engine := symbolize.New(symbolize.Config{
+	scfg := symbolize.Config{
 		Fetcher: gate, DebuginfodCacheDir: cache,
-		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-",
-	})
+		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",
+	}
+	for _, f := range adjust {
+		f(&scfg)
+	}
+	engine := symbolize.New(scfg)
 	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
 		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: workers, Queue: 64,
 	}})
@@ -725,5 +732,89 @@ func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
 	}
 	for _, p := range b.Problems() {
 		t.Errorf("page problem: %s", p)
+	}
+}
+
+// TestOnDemandKernelFetchesVmlinuxLast: a kernel mapping is named from this
+// machine's kallsyms when its build ID is the running kernel's, with no
+// request to debuginfod; the vmlinux is fetched by build ID only when
+// nothing local fits.
+func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
+	dir := t.TempDir()
+	gcc := debuginfodtest.NeedTool(t, "gcc", "gcc")
+	vmlinux := filepath.Join(dir, "vmlinux") // stands in for one: ET_EXEC, absolute addresses
+	if out, err := exec.Command(gcc, "-g", "-O1", "-fno-inline", "-no-pie", "-fno-pie", "-Wl,--build-id=sha1", "-o", vmlinux, filepath.Join(ondemandDir, "ondemand.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v: %s", err, out)
+	}
+	bid, _ := debuginfodtest.BuildID(vmlinux)
+	ef, err := elf.Open(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := ef.Symbols()
+	ef.Close()
+	addr := map[string]uint64{}
+	var kallsyms strings.Builder
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			addr[s.Name] = s.Value
+			fmt.Fprintf(&kallsyms, "%016x T %s\n", s.Value, s.Name)
+		}
+	}
+	fmt.Fprintf(&kallsyms, "%016x T _text\n", addr["main"]&^0xfff)
+	ksPath := filepath.Join(t.TempDir(), "kallsyms")
+	os.WriteFile(ksPath, []byte(kallsyms.String()), 0o644)
+	notes := func(id string) string {
+		desc, _ := hex.DecodeString(id)
+		b := make([]byte, 12, 16+len(desc))
+		binary.LittleEndian.PutUint32(b, 4)
+		binary.LittleEndian.PutUint32(b[4:], uint32(len(desc)))
+		binary.LittleEndian.PutUint32(b[8:], 3)
+		b = append(append(b, "GNU\x00"...), desc...)
+		p := filepath.Join(t.TempDir(), "notes")
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	kernelProfile := func(seed int64) []byte {
+		m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "[kernel.kallsyms]", BuildID: bid}
+		l := &profile.Location{ID: 1, Mapping: m, Address: addr["ondemand_hash_block"] + 4}
+		p := &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+			Sample:     []*profile.Sample{{Location: []*profile.Location{l}, Value: []int64{seed}}},
+			Mapping:    []*profile.Mapping{m}, Location: []*profile.Location{l},
+		}
+		var b bytes.Buffer
+		p.Write(&b)
+		return b.Bytes()
+	}
+	dsrv := debuginfodtest.Start(t, dir)
+
+	// The running kernel: kallsyms names it, nothing is fetched.
+	_, base := symbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+		c.KallsymsPath, c.KernelNotesPath = ksPath, notes(bid)
+	})
+	id := uploadAPI(t, base, "", kernelProfile(1))
+	s, _ := finalEvent(t, base, id)
+	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "kallsyms") {
+		t.Errorf("running kernel: %+v", s.Binaries)
+	}
+	if n := dsrv.Requests(bid); n != 0 {
+		t.Errorf("kallsyms could name the running kernel, yet debuginfod got %d requests", n)
+	}
+
+	// Another machine's kernel: the vmlinux comes from debuginfod.
+	_, base = symbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+		c.KallsymsPath, c.KernelNotesPath = ksPath, notes("ffeeddccbbaa99887766554433221100ffeeddcc")
+	})
+	id = uploadAPI(t, base, "", kernelProfile(2))
+	s, _ = finalEvent(t, base, id)
+	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "debuginfod") {
+		t.Errorf("other kernel: %+v", s.Binaries)
+	}
+	if n := dsrv.Requests(bid); n != 1 {
+		t.Errorf("other kernel: debuginfod got %d requests, want 1", n)
+	}
+	if !functionNames(t, base, id)["ondemand_hash_block"] {
+		t.Error("the kernel frame has no name after the vmlinux was fetched")
 	}
 }
