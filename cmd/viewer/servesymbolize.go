@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -20,12 +21,13 @@ type symbolizeFlags struct {
 	workers       int
 	queue         int
 	debuginfod    *debuginfod.Flags
+	fs            *flag.FlagSet // to read --addr
 	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
 	timeout       time.Duration // bounds the symbolization of each binary of a profile
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
-	f := &symbolizeFlags{cacheSize: 1 << 30}
+	f := &symbolizeFlags{cacheSize: 1 << 30, fs: fs}
 	fs.Var(&f.debugDirs, "debug-dir", "a `DIR` with binaries or debug files (build-ID tree or plain files) to symbolize uploads from; may be repeated")
 	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for loaded debug info shared by all profiles (e.g. 1GiB)")
 	fs.BoolVar(&f.ignoreVmlinux, "ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
@@ -65,6 +67,11 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		CacheBytes:    int64(f.cacheSize),
 		IgnoreVmlinux: f.ignoreVmlinux,
 		Fetcher:       gate,
+		// Reachable from other machines, uploads are not this machine's:
+		// never open the paths their mappings name (only files found by
+		// build ID). On loopback they are, and the binaries at those paths
+		// (checked by build ID) are the best source.
+		IgnoreMappingPaths: !f.loopback(),
 	}
 	if dcfg.CacheDir != "" {
 		scfg.DebuginfodCacheDir = dcfg.CacheDir
@@ -77,4 +84,21 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		Queue:   f.queue,
 		Timeout: f.timeout,
 	}, client.Describe(), nil
+}
+
+// loopback reports whether serve listens on a loopback address only.
+func (f *symbolizeFlags) loopback() bool {
+	a := f.fs.Lookup("addr")
+	if a == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.Value.String())
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"errors"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -112,6 +113,21 @@ func TestServeSymbolizeFlagErrors(t *testing.T) {
 		var u usageError
 		if !errors.As(err, &u) {
 			t.Errorf("serve %v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestServeReadsMappingPathsOnlyOnLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "localhost:0": true, "[::1]:80": true,
+		"0.0.0.0:8080": false, ":8080": false, "192.0.2.7:80": false,
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.String("addr", "", "")
+		f := registerSymbolizeFlags(fs)
+		fs.Parse([]string{"--addr", addr})
+		if got := f.loopback(); got != want {
+			t.Errorf("--addr %s: loopback %v, want %v", addr, got, want)
 		}
 	}
 }
