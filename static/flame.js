@@ -127,7 +127,7 @@ export class Tree {
       if (cum[nm] === 0 && flat[nm] === 0) continue;
       const label = this.names[nm];
       if (label === MERGED || nm === this.name[0]) continue; // the root is not a function
-      rows.push({ name: label, flat: flat[nm], cum: cum[nm] });
+      rows.push({ name: label, index: nm, flat: flat[nm], cum: cum[nm] });
     }
     return rows;
   }

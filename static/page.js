@@ -149,6 +149,7 @@ function applySearch(q) {
   if (search.value !== q) search.value = q;
   setSearchRE(q);
   showMatch();
+  renderTop();
   writeURL();
 }
 
@@ -332,9 +333,11 @@ function renderTop() {
   const shown = topAll ? rows : rows.slice(0, TOP_ROWS);
   const frag = document.createDocumentFragment();
   const total = tree.total[z];
+  const hit = graph.matched ? graph.matched.hit : null;
   for (const r of shown) {
     const tr = document.createElement('tr');
     tr.dataset.name = r.name;
+    if (hit && hit[r.index]) tr.className = 'match';
     for (const [text, cls] of [
       [formatValue(r.flat, tree.unit), 'num'], [formatPct(r.flat / total), 'num pct'],
       [formatValue(r.cum, tree.unit), 'num'], [formatPct(r.cum / total), 'num pct'],

@@ -235,6 +235,9 @@ func TestBrowserFlamePage(t *testing.T) {
 	}
 	search(t, b, "PARSE|render", "85.00%")
 	search(t, b, "mallocgc", "40.00%")
+	if got := eval[[]string](t, b, `Array.from(document.querySelectorAll('#top-table tr.match td.fn')).map(td => td.textContent)`); len(got) != 1 || got[0] != "runtime.mallocgc" {
+		t.Errorf("top rows marked as matching %q, want [runtime.mallocgc]", got)
+	}
 
 	// Top functions table, computed in the page: main.parse and
 	// runtime.mallocgc both have 40 ms flat; mallocgc is 40% cumulative.
