@@ -80,7 +80,17 @@ type fnName struct {
 }
 
 func newDWARFLiner(f *File) (*dwarfLiner, error) {
-	d, raw, err := loadDWARF(f)
+	var d *dwarf.Data
+	var raw map[string][]byte
+	var err error
+	if f.kind == elf.ET_REL {
+		// Relocatable objects (kernel modules, .o files): debug/elf applies
+		// the relocations their DWARF needs. The raw file tables would be
+		// unrelocated, so file names come from debug/dwarf.
+		d, err = f.elf.DWARF()
+	} else {
+		d, raw, err = loadDWARF(f)
+	}
 	if err != nil {
 		return nil, err
 	}

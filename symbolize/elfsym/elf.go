@@ -329,7 +329,9 @@ func (f *File) dwarf() (liner, error) {
 			f.dwErr = errNoDWARF
 			return
 		}
-		if !useDebugDWARF {
+		// fastLiner does not apply relocations: relocatable objects go to
+		// debug/dwarf.
+		if !useDebugDWARF && f.kind != elf.ET_REL {
 			var fl *fastLiner
 			var err error
 			func() {

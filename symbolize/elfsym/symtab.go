@@ -39,7 +39,7 @@ func newSymtabLiner(f *File) *symtabLiner {
 		if elf.ST_BIND(s.Info) == elf.STB_LOCAL {
 			symFile = file
 		}
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || s.Value == 0 {
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || (s.Value == 0 && f.kind != elf.ET_REL) {
 			continue
 		}
 		var secEnd uint64

@@ -245,3 +245,76 @@ func TestGoBinary(t *testing.T) {
 		t.Error("main.add never shows inlined into main.work")
 	}
 }
+
+// TestRelocatableObject looks up addresses in a .o file (as kernel modules
+// are), whose DWARF needs relocating, and compares with GNU addr2line.
+func TestRelocatableObject(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("gcc not installed: run make deps")
+	}
+	a2l, err := exec.LookPath("addr2line")
+	if err != nil {
+		t.Fatal("addr2line not installed (binutils): run make deps")
+	}
+	obj := filepath.Join(t.TempDir(), "lib.o")
+	if out, err := exec.Command(gcc, "-O2", "-g", "-c", filepath.Join(testdataDir, "lib.c"), "-o", obj).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f, err := Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in strings.Builder
+	var addrs []uint64
+	for a := uint64(0); a < 0x40; a += 2 {
+		addrs = append(addrs, a)
+		fmt.Fprintf(&in, "%#x\n", a)
+	}
+	cmd := exec.Command(a2l, "-f", "-i", "-a", "-e", obj)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Parse addr2line -a -f -i: an address line, then name and file:line pairs.
+	want := map[uint64][]string{}
+	var cur uint64
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "0x") {
+			fmt.Sscanf(lines[i], "0x%x", &cur)
+			continue
+		}
+		if i+1 < len(lines) {
+			want[cur] = append(want[cur], lines[i]+" "+filepath.Base(lines[i+1]))
+			i++
+		}
+	}
+	for _, a := range addrs {
+		frames, err := f.Lookup(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, fr := range frames {
+			loc := "??:0"
+			if fr.File != "" {
+				loc = fmt.Sprintf("%s:%d", filepath.Base(fr.File), fr.Line)
+				// addr2line repeats the row's discriminator on every frame.
+				if d := frames[0].Discriminator; d > 0 {
+					loc += fmt.Sprintf(" (discriminator %d)", d)
+				}
+			}
+			name := fr.Name
+			if name == "" {
+				name = "??"
+			}
+			got = append(got, name+" "+loc)
+		}
+		if strings.Join(got, " | ") != strings.Join(want[a], " | ") {
+			t.Errorf("%#x: got %v, addr2line %v", a, got, want[a])
+		}
+	}
+}
