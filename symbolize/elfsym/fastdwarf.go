@@ -187,9 +187,7 @@ func newFastLiner(f *File) (*fastLiner, error) {
 	f.size.Add(total)
 	// The small sections every unit needs are inflated in the background now.
 	for _, s := range []*lazySection{l.abbrev, l.str, l.lineStr, l.addr, l.strOff, l.rnglists, l.ranges} {
-		if s != nil && s.filled.Load() < int64(len(s.data)) {
-			s.start.Do(func() { go s.inflate() })
-		}
+		s.readAhead()
 	}
 	idx, err := l.readAranges()
 	if err != nil {
@@ -1358,10 +1356,8 @@ func (l *fastLiner) prefetch(addrs []uint64) {
 	}
 	sort.Slice(todo, func(i, j int) bool { return (*slots)[todo[i].slot].off < (*slots)[todo[j].slot].off })
 	// Start inflating now; workers wait for their unit's bytes.
-	l.info.start.Do(func() { go l.info.inflate() })
-	if l.line != nil {
-		l.line.start.Do(func() { go l.line.inflate() })
-	}
+	l.info.readAhead()
+	l.line.readAhead()
 	workers := min(runtime.GOMAXPROCS(0), len(todo))
 	var next atomic.Int64
 	var wg sync.WaitGroup

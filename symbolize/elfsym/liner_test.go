@@ -56,3 +56,49 @@ func TestFastLinerMatchesDebugDWARF(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyPerUnit: one lookup in libc decodes one compile unit of its
+// thousands, and inflates .debug_info only as far as that unit.
+func TestLazyPerUnit(t *testing.T) {
+	f, err := Open(libcDebug(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dw, err := f.dwarf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := dw.(*fastLiner)
+	if !ok {
+		t.Fatal("libc fell back to debug/dwarf")
+	}
+	// The function whose unit comes first in .debug_info.
+	idx := *l.index.Load()
+	slots := *l.slotsPtr.Load()
+	first := idx[0]
+	for _, r := range idx {
+		if slots[r.slot].off < slots[first.slot].off {
+			first = r
+		}
+	}
+	frames, err := f.Lookup(first.lo, nil)
+	if err != nil || len(frames) == 0 {
+		t.Fatalf("lookup %#x: %v %v", first.lo, frames, err)
+	}
+	decoded := 0
+	l.mu.Lock()
+	for _, u := range l.units {
+		if u.data.Load() != nil {
+			decoded++
+		}
+	}
+	units := len(slots)
+	l.mu.Unlock()
+	if decoded != 1 {
+		t.Errorf("%d units decoded for one address, want 1 (of %d)", decoded, units)
+	}
+	if n, total := l.info.filled.Load(), len(l.info.data); n > int64(total)/2 {
+		t.Errorf(".debug_info inflated to %d of %d bytes for a unit at its start", n, total)
+	}
+}

@@ -15,25 +15,27 @@ import (
 )
 
 // lazySection is a DWARF section whose bytes become available progressively:
-// a compressed section is inflated by a background goroutine the first time
-// something asks for bytes beyond what is ready, so a lookup near the start
-// of a large .debug_info need not wait for the whole of it, and decoding of
-// early units overlaps with inflating later ones. The buffer is allocated at
-// its final size up front, so slices of ready bytes stay valid.
+// a goroutine reads (and for a compressed section inflates) it up to the
+// furthest offset anyone has asked for, then stops until asked for more. So
+// a lookup near the start of a large .debug_info reads only that much, and
+// in a batch, decoding early units overlaps with inflating later ones. The
+// buffer is allocated at its final size up front, so slices of ready bytes
+// stay valid.
 type lazySection struct {
 	name   string
 	data   []byte
 	filled atomic.Int64
 
-	mu    sync.Mutex
-	cond  *sync.Cond
-	err   error
-	start sync.Once
-	src   io.Reader
-	done  func()
+	mu      sync.Mutex
+	cond    *sync.Cond
+	want    int64 // furthest byte asked for
+	running bool  // a goroutine is reading
+	err     error
+	src     io.Reader
+	done    func()
 }
 
-// ready returns the section's first n bytes, waiting for them to be inflated.
+// ready returns the section's first n bytes, waiting for them to be read.
 func (s *lazySection) ready(n int64) ([]byte, error) {
 	if s == nil {
 		return nil, errors.New("missing section")
@@ -44,8 +46,8 @@ func (s *lazySection) ready(n int64) ([]byte, error) {
 	if s.filled.Load() >= n {
 		return s.data[:n], nil
 	}
-	s.start.Do(func() { go s.inflate() })
 	s.mu.Lock()
+	s.askLocked(n)
 	for s.filled.Load() < n && s.err == nil {
 		s.cond.Wait()
 	}
@@ -65,12 +67,42 @@ func (s *lazySection) all() ([]byte, error) {
 	return s.ready(int64(len(s.data)))
 }
 
-func (s *lazySection) inflate() {
+// readAhead starts reading the whole section in the background, for a batch
+// that will need most of it.
+func (s *lazySection) readAhead() {
+	if s == nil || s.filled.Load() >= int64(len(s.data)) {
+		return
+	}
+	s.mu.Lock()
+	s.askLocked(int64(len(s.data)))
+	s.mu.Unlock()
+}
+
+func (s *lazySection) askLocked(n int64) {
+	if n > s.want {
+		s.want = n
+	}
+	if !s.running && s.src != nil && s.err == nil {
+		s.running = true
+		go s.read()
+	}
+}
+
+func (s *lazySection) read() {
 	const chunk = 128 << 10
-	var err error
-	for n := s.filled.Load(); n < int64(len(s.data)); {
-		var k int
-		k, err = s.src.Read(s.data[n:min(n+chunk, int64(len(s.data)))])
+	for {
+		s.mu.Lock()
+		n := s.filled.Load()
+		if n >= s.want || s.err != nil {
+			s.running = false
+			if n >= int64(len(s.data)) {
+				s.finishLocked()
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		k, err := s.src.Read(s.data[n:min(n+chunk, int64(len(s.data)))])
 		n += int64(k)
 		s.mu.Lock()
 		s.filled.Store(n)
@@ -78,21 +110,20 @@ func (s *lazySection) inflate() {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			s.err = fmt.Errorf("%s: decompressing: %w", s.name, err)
+			s.err = fmt.Errorf("%s: reading: %w", s.name, err)
+			s.finishLocked()
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
-		if s.err != nil {
-			break
-		}
 	}
-	s.mu.Lock()
+}
+
+func (s *lazySection) finishLocked() {
 	s.src = nil
 	if s.done != nil {
 		s.done()
 		s.done = nil
 	}
-	s.mu.Unlock()
 }
 
 // openSection prepares a section for lazy reading: its bytes are read from
