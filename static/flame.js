@@ -16,6 +16,7 @@ export const ROW = 18;
 const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
 const MIN_WIDTH = 0.35; // frames narrower than this many CSS px are not drawn
 const MERGED = '…';
+const MAX_CANVAS_PX = 32000;
 const UNSYMBOLIZED = /\+0x[0-9a-f]+$/i;
 
 /** Tree is the parsed flame.json. */
@@ -318,9 +319,12 @@ export class FlameGraph {
     const t = this.tree;
     if (!t) return;
     const t0 = performance.now();
-    const dpr = window.devicePixelRatio || 1;
     const w = Math.max(this.container.clientWidth, 100);
     const h = this.rows() * ROW;
+    // Canvases stop drawing past 32767 device px a side: very deep stacks
+    // get a lower resolution rather than a blank graph.
+    const dpr = Math.min(window.devicePixelRatio || 1, MAX_CANVAS_PX / h);
+    this.dpr = dpr;
     this.width = w;
     for (const c of [this.canvas, this.overlay]) {
       const pw = Math.round(w * dpr);
@@ -429,7 +433,7 @@ export class FlameGraph {
 
   drawHover() {
     const c = this.octx;
-    const dpr = window.devicePixelRatio || 1;
+    const dpr = this.dpr || 1;
     c.setTransform(1, 0, 0, 1, 0, 0);
     c.clearRect(0, 0, this.overlay.width, this.overlay.height);
     const r = this.rectOf(this.hover);

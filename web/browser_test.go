@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -452,4 +454,54 @@ func TestBrowserDropUpload(t *testing.T) {
 	if got := text(t, b, ".status-code"); got != "404" {
 		t.Errorf("unknown profile: status %q, want 404", got)
 	}
+}
+
+// TestBrowserDeepStack draws a stack deeper than a canvas can be tall at full
+// resolution (2,500 frames × 18 px): the graph is drawn at a lower
+// resolution instead of staying blank.
+func TestBrowserDeepStack(t *testing.T) {
+	const depth = 2500
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
+	s := &profile.Sample{Value: []int64{1e6}}
+	for i := 0; i < depth; i++ {
+		f := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("pkg.f%04d", i)}
+		l := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + 16*i), Line: []profile.Line{{Function: f}}}
+		p.Function = append(p.Function, f)
+		p.Location = append(p.Location, l)
+		s.Location = append([]*profile.Location{l}, s.Location...) // leaf first
+	}
+	p.Sample = []*profile.Sample{s}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	base := startServer(t)
+	resp, err := http.Post(base+"/api/profiles", "application/octet-stream", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ URL string }
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: HTTP %d, %v", resp.StatusCode, err)
+	}
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the deep profile", chromedp.Navigate(base+created.URL))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("never drew: %v; %q", err, b.Problems())
+	}
+	// The deepest frame has colour where it is drawn.
+	drawn := eval[bool](t, b, `(() => {
+		const g = window.viewer.graph, t = window.viewer.tree, i = t.length - 1;
+		if (t.label(i) !== 'pkg.f2499') return false;
+		const r = g.rectOf(i), d = g.dpr;
+		if (!r || g.canvas.height > 32767) return false;
+		const px = g.ctx.getImageData(Math.floor((r.x + r.w / 2) * d), Math.floor((r.y + r.h / 2) * d), 1, 1).data;
+		return px[0] + px[1] + px[2] < 3 * 250;
+	})()`)
+	if !drawn {
+		t.Errorf("the deepest frame of a %d-frame stack is not drawn", depth)
+	}
+	noProblems(t, b)
 }
