@@ -164,8 +164,10 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 		}
 		typ, size, hdr = elf.CompressionType(f.elf.ByteOrder.Uint32(head)), uint64(f.elf.ByteOrder.Uint32(head[4:])), 12
 	}
-	if size > 4<<30 {
-		return nil, fmt.Errorf("%s: claims %d bytes uncompressed", s.Name, size)
+	// DWARF compresses 3 to 10 times; a claim far beyond that is corrupt or
+	// hostile, and the buffer is allocated up front.
+	if size > 4<<30 || size > 200*s.FileSize+1<<20 {
+		return nil, fmt.Errorf("%s: claims %d bytes uncompressed from %d", s.Name, size, s.FileSize)
 	}
 	switch typ {
 	case elf.COMPRESS_ZLIB:
