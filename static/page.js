@@ -376,6 +376,30 @@ topBody.addEventListener('click', (e) => {
 });
 $('top-all').addEventListener('click', () => { topAll = true; renderTop(); });
 
+// ---- sharing ----
+
+const copyBtn = $('copy-link');
+let copyTimer = 0;
+copyBtn.addEventListener('click', async () => {
+  writeURL();
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(location.href);
+    ok = true;
+  } catch {
+    // No clipboard (plain http on another host): select the URL instead.
+    const input = document.createElement('input');
+    input.value = location.href;
+    document.body.append(input);
+    input.select();
+    ok = document.execCommand('copy');
+    input.remove();
+  }
+  copyBtn.textContent = ok ? 'Copied' : 'Copy failed';
+  clearTimeout(copyTimer);
+  copyTimer = setTimeout(() => { copyBtn.textContent = 'Copy link'; }, 1500);
+});
+
 // ---- for tests and the console ----
 
 /** Where the frame at path (names below the root) is drawn, in viewport px. */

@@ -293,6 +293,8 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("top table zoomed into main.work: %q", rows)
 	}
 	// A link with the view state reproduces it.
+	run(t, b, "copy the link", chromedp.Click(chromedp.CSS("#copy-link")))
+	waitFor(t, b, "copied", `document.getElementById('copy-link').textContent === 'Copied'`)
 	shared := currentURL(t, b).String()
 	run(t, b, "open the shared link", chromedp.Navigate(shared))
 	if err := b.WaitReady(20 * time.Second); err != nil {
