@@ -156,6 +156,9 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if j := s.sym.jobs.Job(id); j != nil {
 		return nil // queued, running or done in this process
 	}
+	if m, err := s.Meta(ctx, id); err == nil && allSymbolized(m) {
+		return nil // the common case costs no parse and no store read
+	}
 	rec, err := s.sym.jobs.Record(ctx, id)
 	if err != nil || rec.Done {
 		return err
@@ -212,6 +215,9 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 		return
 	}
 	j := s.sym.jobs.Job(id)
+	if j == nil && allSymbolized(m) {
+		return
+	}
 	if j == nil {
 		rec, err := s.sym.jobs.Record(ctx, id)
 		if err != nil {
@@ -220,9 +226,6 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 		}
 		if rec.Done {
 			page.Binaries = binaryRows(rec.Binaries)
-			return
-		}
-		if allSymbolized(m) {
 			return
 		}
 		if err := s.QueueSymbolization(ctx, id, false); err != nil {
