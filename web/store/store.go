@@ -20,6 +20,9 @@ var ErrNotFound = errors.New("not found")
 type Info struct {
 	Size    int64
 	ModTime time.Time
+	// ETag identifies the object's version where the store has one (the
+	// object stores; empty for Dir).
+	ETag string
 }
 
 // Store saves and returns objects by key. Keys are slash-separated paths of
