@@ -262,6 +262,51 @@ export class FlameGraph {
       const i = this.frameAt(e.offsetX, e.offsetY);
       if (i >= 0) this.zoomTo(i);
     });
+    overlay.tabIndex = 0;
+    overlay.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  /**
+   * Keyboard: arrows move between frames (towards the leaves picks the
+   * widest child), Enter or Space zooms into the selected frame.
+   */
+  key(e) {
+    const t = this.tree;
+    if (!t || e.ctrlKey || e.metaKey || e.altKey) return;
+    let i = this.hover >= 0 ? this.hover : this.zoom;
+    const leafward = this.mode === 'flame' ? 'ArrowUp' : 'ArrowDown';
+    const rootward = this.mode === 'flame' ? 'ArrowDown' : 'ArrowUp';
+    let next = -1;
+    if (e.key === leafward) {
+      let best = -1;
+      for (let j = i + 1; j < t.end[i]; j = t.end[j]) if (best < 0 || t.total[j] > t.total[best]) best = j;
+      next = best;
+    } else if (e.key === rootward) {
+      next = t.parent[i];
+    } else if (e.key === 'ArrowRight') {
+      const p = t.parent[i];
+      if (p >= 0 && t.end[i] < t.end[p]) next = t.end[i];
+    } else if (e.key === 'ArrowLeft') {
+      const p = t.parent[i];
+      if (p >= 0) for (let j = p + 1; j < i; j = t.end[j]) next = j;
+    } else if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      this.zoomTo(i);
+      this.keyHover(i);
+      return;
+    } else {
+      return;
+    }
+    e.preventDefault();
+    if (next >= 0 && this.rectOf(next)) this.keyHover(next);
+  }
+
+  keyHover(i) {
+    const r = this.rectOf(i);
+    if (!r) return;
+    const c = this.overlay.getBoundingClientRect();
+    const x = Math.max(0, r.x) + Math.min(r.w, this.width) / 2;
+    this.setHover(i, { clientX: c.left + Math.min(x, this.width - 1), clientY: c.top + r.y + r.h });
   }
 
   /** Replaces the tree, keeping zoom (by names) and search. */

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/google/pprof/profile"
 
 	"viewer/web"
@@ -364,6 +365,20 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("URL si = %q, want samples", si)
 	}
 	run(t, b, "switch back to icicle", chromedp.Click(chromedp.CSS("#mode-icicle")))
+
+	// Keyboard: arrows walk from the root to the widest child, Enter zooms.
+	run(t, b, "walk with arrows",
+		chromedp.Focus(chromedp.CSS("#flame-hover")),
+		chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.KeyEvent(kb.ArrowDown),
+	)
+	if tip := eval[string](t, b, `document.getElementById('tooltip').innerText`); !strings.HasPrefix(tip, "main.work") {
+		t.Errorf("after two ArrowDowns the tooltip is %q, want main.work", tip)
+	}
+	run(t, b, "zoom with Enter", chromedp.KeyEvent(kb.Enter))
+	waitFor(t, b, "keyboard zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
+	run(t, b, "zoom out with Escape", chromedp.KeyEvent(kb.Escape))
+	waitFor(t, b, "zoom reset", `document.getElementById('crumbs').hidden`)
 	noProblems(t, b)
 	b.Screenshot(t, "flame-page")
 
