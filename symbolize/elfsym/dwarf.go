@@ -69,6 +69,10 @@ type node struct {
 type kidRange struct {
 	lo, hi uint64
 	node   int32
+	// For a function's own ranges (the root's kids), set by index: the rows
+	// of the line table that can hold its addresses, and the symbol that
+	// covers the whole range (-1 if none), so that a lookup touches little.
+	rowLo, rowHi, sym int32
 }
 
 type fnName struct {
@@ -144,26 +148,46 @@ func newDWARFLiner(f *File) (*dwarfLiner, error) {
 
 // lookup appends the frames at pc, innermost first. A frame with an empty
 // Name means the line table knows the address but no function DIE does.
-func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
+func (l *dwarfLiner) lookup(pc uint64, frames []Frame) ([]Frame, bool, error) {
 	u := l.unitFor(pc)
 	if u == nil {
-		return frames, nil
+		return frames, false, nil
 	}
 	ud, err := l.load(u)
 	if err != nil {
-		return frames, err
+		return frames, false, err
 	}
-	return ud.frames(pc, frames), nil
+	f, named := ud.frames(pc, frames, l.f.symNameTable())
+	return f, named, nil
 }
 
 // frames appends the frames at pc, innermost first. A frame with an empty
 // Name means the line table knows the address but no function DIE does.
-func (ud *unitData) frames(pc uint64, frames []Frame) []Frame {
-	file, line, disc := ud.line(pc)
+// With syms (the symbol table, in llvm-symbolizer's naming), the outermost
+// frame is named by the symbol covering the function's range, and named
+// reports that it was.
+func (ud *unitData) frames(pc uint64, frames []Frame, syms []sym) (_ []Frame, named bool) {
+	rows := ud.rows
+	ki := findKidIndex(ud.nodes[0].kids, pc)
+	var top *kidRange
+	if ki >= 0 {
+		top = &ud.nodes[0].kids[ki]
+		if top.rowHi > top.rowLo {
+			rows = rows[top.rowLo:top.rowHi]
+		}
+	}
+	file, line, disc := ud.lineIn(rows, pc)
+	if top == nil {
+		if file == "" && line == 0 {
+			return frames, false
+		}
+		return append(frames, Frame{File: file, Line: line, Discriminator: disc}), false
+	}
 	// Walk down the function tree to the innermost inlined call.
 	var path [32]int32
-	depth := 0
-	n := int32(0)
+	path[0] = top.node
+	depth := 1
+	n := top.node
 	for {
 		k := findKid(ud.nodes[n].kids, pc)
 		if k < 0 {
@@ -175,22 +199,56 @@ func (ud *unitData) frames(pc uint64, frames []Frame) []Frame {
 			depth++
 		}
 	}
-	if depth == 0 {
-		if file == "" && line == 0 {
-			return frames
-		}
-		return append(frames, Frame{File: file, Line: line, Discriminator: disc})
-	}
 	for i := depth - 1; i >= 0; i-- {
 		nd := &ud.nodes[path[i]]
 		frames = append(frames, Frame{Name: nd.name, File: file, Line: line, StartLine: int(nd.startLine), FuncFile: ud.fileName(nd.declFile), Discriminator: disc})
 		file, line, disc = ud.fileName(nd.callFile), int(nd.callLine), int(nd.callDisc)
 	}
-	return frames
+	if syms != nil && top.sym >= 0 && int(top.sym) < len(syms) {
+		frames[len(frames)-1].Name = syms[top.sym].name
+		named = true
+	}
+	return frames, named
+}
+
+// index fills in the row span and covering symbol of every function range.
+// syms is the symbol table (sorted, one per address) or nil.
+func (ud *unitData) index(syms []sym) {
+	ub := func(x uint64) int {
+		lo, hi := 0, len(ud.rows)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if ud.rows[m].addr <= x {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
+	}
+	for i := range ud.nodes[0].kids {
+		k := &ud.nodes[0].kids[i]
+		k.rowLo, k.rowHi, k.sym = int32(max(ub(k.lo)-1, 0)), int32(ub(k.hi-1)), -1
+		if syms == nil {
+			continue
+		}
+		j := sort.Search(len(syms), func(j int) bool { return syms[j].addr > k.lo }) - 1
+		if j >= 0 && (syms[j].size > 0 && k.hi <= syms[j].addr+syms[j].size || syms[j].size == 0 && j+1 < len(syms) && k.hi <= syms[j+1].addr) {
+			k.sym = int32(j)
+		}
+	}
 }
 
 // findKid returns the node of the range holding pc, or -1.
 func findKid(kids []kidRange, pc uint64) int32 {
+	if i := findKidIndex(kids, pc); i >= 0 {
+		return kids[i].node
+	}
+	return -1
+}
+
+// findKidIndex returns the index of the range holding pc, or -1.
+func findKidIndex(kids []kidRange, pc uint64) int {
 	lo, hi := 0, len(kids)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -204,7 +262,7 @@ func findKid(kids []kidRange, pc uint64) int32 {
 	// Ranges at one level rarely overlap; look back a little in case they do.
 	for j := i; j >= 0 && j > i-4; j-- {
 		if pc < kids[j].hi {
-			return kids[j].node
+			return j
 		}
 	}
 	return -1
@@ -230,8 +288,10 @@ func (ud *unitData) fileName(i int32) string {
 
 // line finds the line-table row for pc: the last row at or below it, unless
 // that row ends its sequence.
-func (ud *unitData) line(pc uint64) (string, int, int) {
-	rows := ud.rows
+func (ud *unitData) line(pc uint64) (string, int, int) { return ud.lineIn(ud.rows, pc) }
+
+// lineIn is line over a span of the rows that holds pc's row.
+func (ud *unitData) lineIn(rows []lineRow, pc uint64) (string, int, int) {
 	lo, hi := 0, len(rows)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -387,7 +447,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 					pending[n] = e.Offset
 					for _, rg := range rs {
 						if rg[1] > rg[0] {
-							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{rg[0], rg[1], n})
+							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{lo: rg[0], hi: rg[1], node: n, sym: -1})
 						}
 					}
 				}
@@ -420,7 +480,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 					}
 					for _, rg := range rs {
 						if rg[1] > rg[0] {
-							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{rg[0], rg[1], n})
+							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{lo: rg[0], hi: rg[1], node: n, sym: -1})
 						}
 					}
 				}
@@ -469,6 +529,7 @@ func (l *dwarfLiner) decode(u *unit) (*unitData, error) {
 		ud.nodes[n].startLine = nm.startLine
 		ud.nodes[n].declFile = nm.declFile
 	}
+	ud.index(l.f.symNameTable())
 	l.f.size.Add(size)
 	return ud, nil
 }

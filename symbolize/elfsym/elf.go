@@ -269,9 +269,12 @@ func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
 	if dw == nil {
 		return f.symtabFrames(addr, frames), nil
 	}
-	frames, err = dw.lookup(addr, frames)
+	frames, named, err := dw.lookup(addr, frames)
 	if err != nil {
 		return f.symtabFrames(addr, frames[:0]), err
+	}
+	if named {
+		return frames, nil
 	}
 	if len(frames) > 0 && frames[len(frames)-1].Name != "" && !f.symNames {
 		return frames, nil
@@ -279,6 +282,18 @@ func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
 	// Line info without a function DIE (assembly), or llvm-symbolizer's
 	// naming: the symbol table names the outermost frame.
 	return f.symtabFrames(addr, frames), nil
+}
+
+// symNameTable is the symbol table when the outermost frame is named from
+// it (UseSymbolTableNames), else nil.
+func (f *File) symNameTable() []sym {
+	if !f.symNames {
+		return nil
+	}
+	if st := f.symtab(); st != nil {
+		return st.syms
+	}
+	return nil
 }
 
 // symtabFrames names the outermost frame (adding one if there is none) from
@@ -316,7 +331,9 @@ var errNoDWARF = errors.New("no DWARF")
 // liner answers lookups from DWARF: fastLiner, or dwarfLiner (debug/dwarf)
 // for files fastLiner does not handle.
 type liner interface {
-	lookup(pc uint64, frames []Frame) ([]Frame, error)
+	// lookup appends the frames at pc; named reports that the outermost
+	// frame already has its symbol-table name (UseSymbolTableNames).
+	lookup(pc uint64, frames []Frame) (_ []Frame, named bool, err error)
 	prefetch(addrs []uint64)
 }
 

@@ -1037,16 +1037,17 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 }
 
 // lookup appends the frames at pc, innermost first.
-func (l *fastLiner) lookup(pc uint64, frames []Frame) ([]Frame, error) {
+func (l *fastLiner) lookup(pc uint64, frames []Frame) ([]Frame, bool, error) {
 	u := l.unitFor(pc)
 	if u == nil {
-		return frames, nil
+		return frames, false, nil
 	}
 	ud, err := l.load(u)
 	if err != nil {
-		return frames, err
+		return frames, false, err
 	}
-	return ud.frames(pc, frames), nil
+	f, named := ud.frames(pc, frames, l.f.symNameTable())
+	return f, named, nil
 }
 
 func (l *fastLiner) load(u *funit) (*unitData, error) {
@@ -1178,7 +1179,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 					pending = append(pending, pend{n, e.off})
 					for _, rg := range rbuf {
 						if rg[1] > rg[0] {
-							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{rg[0], rg[1], n})
+							ud.nodes[0].kids = append(ud.nodes[0].kids, kidRange{lo: rg[0], hi: rg[1], node: n, sym: -1})
 						}
 					}
 				}
@@ -1206,7 +1207,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 					}
 					for _, rg := range rbuf {
 						if rg[1] > rg[0] {
-							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{rg[0], rg[1], n})
+							ud.nodes[parent].kids = append(ud.nodes[parent].kids, kidRange{lo: rg[0], hi: rg[1], node: n, sym: -1})
 						}
 					}
 				}
@@ -1255,6 +1256,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		ud.nodes[p.n].startLine = nm.startLine
 		ud.nodes[p.n].declFile = nm.declFile
 	}
+	ud.index(l.f.symNameTable())
 	l.f.size.Add(size)
 	return ud, nil
 }
