@@ -48,6 +48,12 @@ func Top(p *profile.Profile, si int) (rows []TopRow, total int64) {
 			rows = append(rows, TopRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i]})
 		}
 	}
+	sortTop(rows)
+	return rows, total
+}
+
+// sortTop orders rows by flat, then cum, then name (descending values).
+func sortTop(rows []TopRow) {
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if abs(a.Flat) != abs(b.Flat) {
@@ -58,5 +64,4 @@ func Top(p *profile.Profile, si int) (rows []TopRow, total int64) {
 		}
 		return a.Name < b.Name
 	})
-	return rows, total
 }

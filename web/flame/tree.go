@@ -17,6 +17,9 @@ type Options struct {
 	// are merged, per parent, into one MergedName node. Zero keeps every
 	// frame; negative means DefaultMinFraction.
 	MinFraction float64
+	// Filter drops, keeps and hides frames as pprof's f, i, h and s do
+	// (filter.go); the zero Filter keeps everything.
+	Filter Filter
 }
 
 // Node is one frame of the tree. Nodes are in pre-order (parent before
@@ -36,6 +39,9 @@ type Tree struct {
 	Mapping    []int32  // per name: index into Mappings, -1 none
 	Mappings   []string
 	Nodes      []Node // pre-order; Nodes[0] is the root
+	// Base is, in a differential tree (diff.go), each node's total in the
+	// base profile; nil otherwise.
+	Base []int64
 }
 
 // Total is the root's value.
@@ -52,13 +58,19 @@ type full struct {
 	parent []int32
 	total  []int64
 	self   []int64
+	base   []int64 // per node: total in the base profile (diff.go); nil otherwise
 }
 
 // Build aggregates the samples of p for sample index si into a call tree
 // and compacts it per opt.
 func Build(p *profile.Profile, si int, opt Options) *Tree {
 	fr := newFrames(p)
-	ft := buildFull(p, si, fr)
+	var ft *full
+	if opt.Filter.Active() {
+		ft = buildTrie(opt.Filter.stacks(p, si, fr), false) // filter.go
+	} else {
+		ft = buildFull(p, si, fr)
+	}
 	minFrac := opt.MinFraction
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
@@ -243,6 +255,7 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 		depth  int32
 		merged bool
 		value  int64
+		base   int64
 	}
 	stack := []item{{node: 0}}
 	var order []int32 // scratch: the kept children of one node
@@ -256,19 +269,28 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 				t.Mapping = append(t.Mapping, -1)
 			}
 			t.Nodes = append(t.Nodes, Node{Name: mergedLabel, Depth: it.depth, Total: it.value, Self: it.value})
+			if ft.base != nil {
+				t.Base = append(t.Base, it.base)
+			}
 			continue
 		}
 		t.Nodes = append(t.Nodes, Node{Name: label(ft.name[it.node]), Depth: it.depth, Total: ft.total[it.node], Self: ft.self[it.node]})
+		if ft.base != nil {
+			t.Base = append(t.Base, ft.base[it.node])
+		}
 		cs := kids[start[it.node]:start[it.node+1]]
 		if len(cs) == 0 {
 			continue
 		}
 		order = order[:0]
-		var merged int64
+		var merged, mergedBase int64
 		nmerged := 0
 		for _, c := range cs {
 			if abs(ft.total[c]) < thresh {
 				merged += ft.total[c]
+				if ft.base != nil {
+					mergedBase += ft.base[c]
+				}
 				nmerged++
 				continue
 			}
@@ -287,7 +309,7 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 				stack = append(stack, item{node: order[i], depth: d})
 			}
 			if i == mergedAt {
-				stack = append(stack, item{depth: d, merged: true, value: merged})
+				stack = append(stack, item{depth: d, merged: true, value: merged, base: mergedBase})
 			}
 		}
 	}

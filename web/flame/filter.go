@@ -1,0 +1,177 @@
+package flame
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/google/pprof/profile"
+)
+
+// Filter selects samples and frames by regular expressions on frame names,
+// with pprof's meaning and query parameter names:
+//
+//   - f (focus): keep only samples with a frame matching Focus;
+//   - i (ignore): drop samples with a frame matching Ignore;
+//   - h (hide): remove frames matching Hide from every stack;
+//   - s (show): keep only frames matching Show (the root stays).
+//
+// A frame matches when its name (function, or binary+0xOFFSET when
+// unsymbolized) or its binary's path matches, as pprof matches a
+// location's function or mapping. Focus and Ignore look at the stack
+// before Hide and Show remove frames, as in pprof. Regexps are
+// case-sensitive, as pprof's are.
+type Filter struct {
+	Focus, Ignore, Hide, Show *regexp.Regexp
+}
+
+// FilterParams are the query parameter names of Filter's fields, in order.
+var FilterParams = [4]string{"f", "i", "h", "s"}
+
+// ParseFilter compiles pprof's f, i, h and s parameters; empty ones are
+// off. The error names the parameter with the bad regexp.
+func ParseFilter(focus, ignore, hide, show string) (Filter, error) {
+	var f Filter
+	for i, p := range []struct {
+		v   string
+		dst **regexp.Regexp
+	}{{focus, &f.Focus}, {ignore, &f.Ignore}, {hide, &f.Hide}, {show, &f.Show}} {
+		if p.v == "" {
+			continue
+		}
+		re, err := regexp.Compile(p.v)
+		if err != nil {
+			return Filter{}, fmt.Errorf("%s=%q is not a valid regular expression: %v", FilterParams[i], p.v, err)
+		}
+		*p.dst = re
+	}
+	return f, nil
+}
+
+// Active reports whether f filters anything.
+func (f Filter) Active() bool {
+	return f.Focus != nil || f.Ignore != nil || f.Hide != nil || f.Show != nil
+}
+
+// Key is a string that differs between filters that select differently,
+// for cache keys.
+func (f Filter) Key() string {
+	if !f.Active() {
+		return ""
+	}
+	s := func(re *regexp.Regexp) string {
+		if re == nil {
+			return ""
+		}
+		return re.String()
+	}
+	return fmt.Sprintf("%q%q%q%q", s(f.Focus), s(f.Ignore), s(f.Hide), s(f.Show))
+}
+
+// matcher caches, per frame name ID, whether each of a filter's regexps
+// matches it.
+type matcher struct {
+	f    Filter
+	fr   *frames
+	bits []uint8 // per name ID: 1<<4 when computed, then 1<<k for regexp k
+}
+
+func newMatcher(f Filter, fr *frames) *matcher {
+	return &matcher{f: f, fr: fr, bits: make([]uint8, len(fr.names))}
+}
+
+const (
+	bitFocus = 1 << iota
+	bitIgnore
+	bitHide
+	bitShow
+	bitDone
+)
+
+func (m *matcher) get(nm int32) uint8 {
+	b := m.bits[nm]
+	if b&bitDone != 0 {
+		return b
+	}
+	b = bitDone
+	name := m.fr.names[nm]
+	mapping := ""
+	if mi := m.fr.nameMapping[nm]; mi >= 0 {
+		mapping = m.fr.mappings[mi]
+	}
+	match := func(re *regexp.Regexp) bool {
+		return re != nil && (re.MatchString(name) || mapping != "" && re.MatchString(mapping))
+	}
+	if match(m.f.Focus) {
+		b |= bitFocus
+	}
+	if match(m.f.Ignore) {
+		b |= bitIgnore
+	}
+	if match(m.f.Hide) {
+		b |= bitHide
+	}
+	if m.f.Show != nil && !match(m.f.Show) {
+		b |= bitShow // not shown
+	}
+	m.bits[nm] = b
+	return b
+}
+
+// apply filters one stack (root first): ok is false when the sample is
+// dropped; out holds the frames that remain.
+func (m *matcher) apply(seq, out []int32) (_ []int32, ok bool) {
+	focused := m.f.Focus == nil
+	for _, nm := range seq {
+		b := m.get(nm)
+		if b&bitIgnore != 0 {
+			return out, false
+		}
+		if b&bitFocus != 0 {
+			focused = true
+		}
+	}
+	if !focused {
+		return out, false
+	}
+	for _, nm := range seq {
+		if m.get(nm)&(bitHide|bitShow) == 0 {
+			out = append(out, nm)
+		}
+	}
+	return out, true
+}
+
+// stacks returns the samples of p for si that pass f, as frames.
+func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
+	m := newMatcher(f, fr)
+	var ws []weighted
+	var buf []int32
+	for _, s := range groupStacks(p, si) {
+		buf = fr.expand(s, buf[:0])
+		start := len(buf)
+		var ok bool
+		buf, ok = m.apply(buf[:start], buf)
+		if !ok {
+			buf = buf[:start]
+			continue
+		}
+		ws = append(ws, weighted{seq: append([]int32(nil), buf[start:]...), v: s.v})
+	}
+	return ws
+}
+
+// TopFiltered is Top over the samples and frames f keeps.
+func TopFiltered(p *profile.Profile, si int, f Filter) (rows []TopRow, total int64) {
+	if !f.Active() {
+		return Top(p, si)
+	}
+	fr := newFrames(p)
+	flat, cum, total := flatCum(f.stacks(p, si, fr), len(fr.names), false)
+	for i := 1; i < len(fr.names); i++ {
+		if flat[i] != 0 || cum[i] != 0 {
+			rows = append(rows, TopRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i]})
+		}
+	}
+	sortTop(rows)
+	return rows, total
+}

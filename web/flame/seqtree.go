@@ -1,0 +1,77 @@
+package flame
+
+import "slices"
+
+// weighted is one stack as frame name IDs, root first, with its value in
+// the profile (v) and, for a differential tree, in the base profile.
+type weighted struct {
+	seq     []int32
+	v, base int64
+}
+
+// buildTrie aggregates weighted stacks into a full call tree, like
+// buildFull but from stacks already expanded to frames (filtered, inverted
+// for a sandwich, or from two profiles for a diff). withBase keeps each
+// node's base total.
+func buildTrie(ws []weighted, withBase bool) *full {
+	slices.SortFunc(ws, func(a, b weighted) int { return slices.Compare(a.seq, b.seq) })
+	ft := &full{name: []int32{0}, parent: []int32{-1}, total: []int64{0}, self: []int64{0}}
+	var baseSelf []int64
+	if withBase {
+		ft.base = []int64{0}
+		baseSelf = []int64{0}
+	}
+	path := []int32{0}
+	var prev []int32
+	first := true
+	for _, w := range ws {
+		cur := w.seq
+		lcp := 0
+		if !first {
+			for lcp < len(cur) && lcp < len(prev) && cur[lcp] == prev[lcp] {
+				lcp++
+			}
+		}
+		first = false
+		path = path[:lcp+1]
+		for _, nm := range cur[lcp:] {
+			c := int32(len(ft.name))
+			ft.name = append(ft.name, nm)
+			ft.parent = append(ft.parent, path[len(path)-1])
+			ft.total = append(ft.total, 0)
+			ft.self = append(ft.self, 0)
+			if withBase {
+				ft.base = append(ft.base, 0)
+				baseSelf = append(baseSelf, 0)
+			}
+			path = append(path, c)
+		}
+		leaf := path[len(path)-1]
+		ft.self[leaf] += w.v
+		if withBase {
+			baseSelf[leaf] += w.base
+		}
+		prev = cur
+	}
+	for i := len(ft.name) - 1; i >= 0; i-- {
+		ft.total[i] += ft.self[i]
+		if withBase {
+			ft.base[i] += baseSelf[i]
+		}
+		if i > 0 {
+			ft.total[ft.parent[i]] += ft.total[i]
+			if withBase {
+				ft.base[ft.parent[i]] += ft.base[i]
+			}
+		}
+	}
+	return ft
+}
+
+// expand returns the frames of a stack (leaf first locations), root first.
+func (f *frames) expand(s stack, dst []int32) []int32 {
+	for j := len(s.locs) - 1; j >= 0; j-- {
+		dst = append(dst, f.loc(s.locs[j])...)
+	}
+	return dst
+}
