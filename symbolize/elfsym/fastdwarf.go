@@ -28,8 +28,7 @@ type fastLiner struct {
 	info, abbrev, line, str, lineStr, addr, strOff, ranges, rnglists *lazySection
 
 	mu       sync.Mutex
-	units    map[uint64]*funit // by header offset
-	abbrevs  map[uint64]*abbrevTable
+	units    map[uint64]*funit          // by header offset
 	index    atomic.Pointer[[]urange]   // sorted by lo
 	slotsPtr atomic.Pointer[[]unitSlot] // units the index names
 	scanned  bool                       // every unit header read (index complete)
@@ -82,7 +81,6 @@ type funit struct {
 	rngBase uint64
 	stmt    int64
 	compDir string
-	tab     *abbrevTable
 	cuDIE   die
 
 	mu   sync.Mutex
@@ -149,7 +147,7 @@ const (
 var errUnsupported = errors.New("unsupported DWARF")
 
 func newFastLiner(f *File) (*fastLiner, error) {
-	l := &fastLiner{f: f, bo: f.elf.ByteOrder, units: map[uint64]*funit{}, abbrevs: map[uint64]*abbrevTable{}, names: map[uint64]fnName{}}
+	l := &fastLiner{f: f, bo: f.elf.ByteOrder, units: map[uint64]*funit{}, names: map[uint64]fnName{}}
 	open := func(name string) (*lazySection, error) {
 		s := f.elf.Section(".debug_" + name)
 		old := false
@@ -454,13 +452,9 @@ func findUnit(p *[]urange, pc uint64) *urange {
 }
 
 // abbrevTable parses (once) the abbreviations at off.
+// Tables are not kept: GCC gives every unit its own, and all of libc's
+// parsed would hold 9 MB for the rare name read after a unit is decoded.
 func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
-	l.mu.Lock()
-	t := l.abbrevs[off]
-	l.mu.Unlock()
-	if t != nil {
-		return t, nil
-	}
 	d, err := l.abbrev.all()
 	if err != nil {
 		return nil, err
@@ -469,7 +463,7 @@ func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
 		return nil, fmt.Errorf(".debug_abbrev: offset %#x out of range", off)
 	}
 	r := &reader{d: d[off:], bo: l.bo}
-	t = &abbrevTable{}
+	t := &abbrevTable{}
 	for {
 		code := r.uleb()
 		if code == 0 || r.err != nil {
@@ -499,13 +493,6 @@ func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
 	if r.err != nil {
 		return nil, fmt.Errorf(".debug_abbrev at %#x: %w", off, r.err)
 	}
-	l.mu.Lock()
-	if v := l.abbrevs[off]; v != nil {
-		t = v
-	} else {
-		l.abbrevs[off] = t
-	}
-	l.mu.Unlock()
 	return t, nil
 }
 
@@ -542,16 +529,17 @@ type die struct {
 type dieReader struct {
 	l   *fastLiner
 	u   *funit
+	tab *abbrevTable
 	r   reader
 	buf []byte // the unit's bytes: info[u.off:u.end]
 }
 
-func (l *fastLiner) newDIEReader(u *funit) (*dieReader, error) {
+func (l *fastLiner) newDIEReader(u *funit, tab *abbrevTable) (*dieReader, error) {
 	info, err := l.info.ready(int64(u.end))
 	if err != nil {
 		return nil, err
 	}
-	return &dieReader{l: l, u: u, r: reader{d: info[u.dieOff:u.end], bo: l.bo}, buf: info[u.off:u.end]}, nil
+	return &dieReader{l: l, u: u, tab: tab, r: reader{d: info[u.dieOff:u.end], bo: l.bo}, buf: info[u.off:u.end]}, nil
 }
 
 // offset is the .debug_info offset of the reader's position.
@@ -577,7 +565,7 @@ func (d *dieReader) next(e *die, full bool) error {
 		e.tag = 0
 		return nil
 	}
-	ab := d.u.tab.get(code)
+	ab := d.tab.get(code)
 	if ab == nil {
 		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
 	}
@@ -875,11 +863,12 @@ func (l *fastLiner) addrIndex(u *funit, i uint64) (uint64, error) {
 func (l *fastLiner) cu(u *funit) error {
 	u.cuOnce.Do(func() {
 		defer recoverInto(&u.cuErr, l.f.path)
-		u.tab, u.cuErr = l.abbrevTable(u.abbrevOff)
-		if u.cuErr != nil {
+		tab, err := l.abbrevTable(u.abbrevOff)
+		if err != nil {
+			u.cuErr = err
 			return
 		}
-		d, err := l.newDIEReader(u)
+		d, err := l.newDIEReader(u, tab)
 		if err != nil {
 			u.cuErr = err
 			return
@@ -1090,7 +1079,11 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		ud.rows, ud.files = rows, files
 		size += int64(cap(rows))*16 + int64(len(files))*48
 	}
-	d, err := l.newDIEReader(u)
+	tab, err := l.abbrevTable(u.abbrevOff)
+	if err != nil {
+		return nil, err
+	}
+	d, err := l.newDIEReader(u, tab)
 	if err != nil {
 		return nil, err
 	}
@@ -1141,7 +1134,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		ab := u.tab.get(code)
+		ab := tab.get(code)
 		if ab == nil {
 			return nil, fmt.Errorf(".debug_info: unknown abbreviation %d", code)
 		}
@@ -1251,7 +1244,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		size += int64(cap(k))*24 + 64
 	}
 	for _, p := range pending {
-		nm := l.resolve(u, p.off, local, 0)
+		nm := l.resolve(u, tab, p.off, local, 0)
 		ud.nodes[p.n].name = nm.name
 		ud.nodes[p.n].startLine = nm.startLine
 		ud.nodes[p.n].declFile = nm.declFile
@@ -1263,7 +1256,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 
 // resolve follows abstract_origin and specification links from the DIE at
 // off to the first name (a linkage name if any on the way) and declaration line.
-func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth int) fnName {
+func (l *fastLiner) resolve(u *funit, tab *abbrevTable, off uint64, local map[uint64]fnName, depth int) fnName {
 	if depth > 8 {
 		return fnName{}
 	}
@@ -1273,14 +1266,14 @@ func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth
 		nm, ok = l.names[off]
 		l.namesMu.Unlock()
 		if !ok {
-			nm = l.readName(u, off)
+			nm = l.readName(u, tab, off)
 			l.namesMu.Lock()
 			l.names[off] = nm
 			l.namesMu.Unlock()
 		}
 	}
 	if nm.origin != 0 && (nm.name == "" || nm.startLine == 0) {
-		up := l.resolve(u, uint64(nm.origin), local, depth+1)
+		up := l.resolve(u, tab, uint64(nm.origin), local, depth+1)
 		if nm.name == "" {
 			nm.name, nm.linkage = up.name, up.linkage
 		}
@@ -1292,15 +1285,19 @@ func (l *fastLiner) resolve(u *funit, off uint64, local map[uint64]fnName, depth
 }
 
 // readName decodes the one DIE at off, in whichever unit holds it.
-func (l *fastLiner) readName(u *funit, off uint64) fnName {
+func (l *fastLiner) readName(u *funit, tab *abbrevTable, off uint64) fnName {
 	foreign := off < u.dieOff || off >= u.end
 	if foreign {
 		u = l.unitHolding(off)
 		if u == nil || l.cu(u) != nil {
 			return fnName{}
 		}
+		var err error
+		if tab, err = l.abbrevTable(u.abbrevOff); err != nil {
+			return fnName{}
+		}
 	}
-	d, err := l.newDIEReader(u)
+	d, err := l.newDIEReader(u, tab)
 	if err != nil || !d.seek(off) {
 		return fnName{}
 	}
