@@ -320,7 +320,7 @@ export class FlameGraph {
     this.zoom = tree.resolve(this.zoomPath);
     this.zoomPath = tree.path(this.zoom);
     this.matched = this.re ? tree.match(this.re) : null;
-    this.hover = -1;
+    this.setHover(-1); // the old index means nothing in the new tree
     this.draw();
   }
 
