@@ -42,10 +42,10 @@ type FlamePage struct {
 	SI          string // selected sample type name
 	// DataURL is flame.json for the selected sample type; the page's script
 	// fetches it and draws on a canvas.
-	DataURL string
-	SVGURL  string
+	DataURL  string
+	SVGURL   string
 	PprofURL string
-	TopURL  string
+	TopURL   string
 	// EventsURL is the SSE stream of symbolization progress, empty when the
 	// profile needs no symbolization.
 	EventsURL string
@@ -79,10 +79,10 @@ type TopPage struct {
 
 // TopRow is one function's flat and cumulative value, already formatted.
 type TopRow struct {
-	Name               string
-	Flat, FlatPct      string
-	Cum, CumPct        string
-	FlatFrac, CumFrac  float64 // 0..1, for the bars
+	Name              string
+	Flat, FlatPct     string
+	Cum, CumPct       string
+	FlatFrac, CumFrac float64 // 0..1, for the bars
 }
 
 // ErrorPage is shown for 404s and other failures.
