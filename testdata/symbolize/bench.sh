@@ -4,6 +4,8 @@
 # (debug info from libc6-dbg): wall time, peak RSS and CPU time of the whole
 # process, best of RUNS runs each, and the ratios to addr2line. viewer
 # decodes on every CPU, so on a busy machine its wall time suffers most.
+# "same engine alone" is testdata/symbolize/a2l: the same code without the
+# start-up cost of everything else linked into the viewer binary.
 #
 #   testdata/symbolize/bench.sh [N_ADDRESSES] [RUNS]      (from the repository root)
 set -euo pipefail
@@ -20,6 +22,7 @@ id=$(readelf -n "$libc" | awk '/Build ID/ {print $3}')
 dbg=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
 [ -f "$dbg" ] || { echo "bench.sh: $dbg missing (package libc6-dbg): run make deps" >&2; exit 1; }
 go build -o "$tmp/viewer" ./cmd/viewer
+go build -o "$tmp/a2l" ./testdata/symbolize/a2l
 go run ./testdata/symbolize/addrs -n "$N" "$dbg" >"$tmp/addrs"
 go run ./testdata/symbolize/addrs -n "$N" -0x "$dbg" >"$tmp/addrs0x"
 head -1 "$tmp/addrs" >"$tmp/one"
@@ -53,9 +56,11 @@ compare() {
 	local in=$1 in0x=$2
 	read -r gt gm gc < <(best "$in" addr2line -f -i -e "$dbg")
 	read -r vt vm vc < <(best "$in" "$tmp/viewer" addr2line -f -i -e "$dbg")
+	read -r at am ac < <(best "$in" "$tmp/a2l" -f -i -e "$dbg")
 	read -r lt lm lc < <(best "$in0x" llvm-symbolizer --inlining --obj="$dbg")
 	report "addr2line -f -i" "$gt" "$gm" "$gc" "$gt" "$gm" "$gc"
 	report "viewer addr2line -f -i" "$vt" "$vm" "$vc" "$gt" "$gm" "$gc"
+	report "  same engine alone (a2l)" "$at" "$am" "$ac" "$gt" "$gm" "$gc"
 	report "llvm-symbolizer --inlining" "$lt" "$lm" "$lc" "$gt" "$gm" "$gc"
 }
 compare "$tmp/addrs" "$tmp/addrs0x"
