@@ -211,6 +211,7 @@ func (s *Server) Meta(ctx context.Context, id string) (*Meta, error) {
 	if !ValidID(id) {
 		return nil, notFound(id)
 	}
+	s.revalidate(ctx, id) // another replica may have stored a copy (replica.go)
 	if m, ok := s.metas.Get(id); ok {
 		return m, nil
 	}
@@ -246,6 +247,7 @@ func (s *Server) Profile(ctx context.Context, id string) (*Loaded, error) {
 	if !ValidID(id) {
 		return nil, notFound(id)
 	}
+	s.revalidate(ctx, id)
 	if l, ok := s.profiles.Get(id); ok {
 		return l, nil
 	}

@@ -46,6 +46,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := http.StatusInternalServerError, "internal server error"
+	err = storeUnavailable(c, err) // 503 for an object store outage (replica.go)
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		status = he.Code

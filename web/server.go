@@ -54,6 +54,9 @@ type Config struct {
 	// AuthToken, when set, is required to upload (Authorization: Bearer,
 	// or the cookie /login sets); viewing stays open (security.go).
 	AuthToken string
+	// Replica, when set, makes this server one of several sharing Store
+	// (replica.go).
+	Replica *ReplicaConfig
 }
 
 // Server serves profiles over HTTP.
@@ -70,6 +73,7 @@ type Server struct {
 	tops     *lru.Cache[treeKey, *topResult]
 	flight   singleflight.Group
 	sym      *symbolization // nil when symbolization is off
+	rep      *replica       // nil unless Config.Replica is set
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -135,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.initSymbolization()
+	s.initReplica() // replica.go
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError

@@ -170,7 +170,11 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if !symbolize.NeedsSymbolization(l.Profile) {
 		return nil
 	}
-	_, err = s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
+	if s.followRemote(ctx, id) {
+		return nil // another replica runs it (replicajobs.go)
+	}
+	j, err := s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
+	s.replicate(j)
 	return err
 }
 
@@ -241,6 +245,10 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 			return
 		}
 		if j = s.sym.jobs.Job(id); j == nil {
+			if bs, ok := s.followedBinaries(id); ok { // run by another replica
+				page.Binaries = binaryRows(bs)
+				page.EventsURL = "/p/" + id + "/events"
+			}
 			return // nothing to do
 		}
 	}
@@ -400,7 +408,8 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 	if err := sameOrigin(c); err != nil {
 		return err
 	}
-	_, err = s.sym.jobs.Retry(id, jobs.Options{})
+	j, err := s.sym.jobs.Retry(id, jobs.Options{})
+	s.replicate(j)
 	var full *jobs.QueueFullError
 	switch {
 	case errors.As(err, &full):

@@ -29,8 +29,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
 	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
 	limFlags := registerLimitFlags(fs)     // servelimits.go
+	stFlags := registerStoreFlags(fs)      // servestore.go
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
+		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR | --store URL] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -52,7 +53,17 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	st, replica, stDesc, closeStore, err := stFlags.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if st != nil {
+		dir = stDesc
+	}
 	srv, err := web.New(web.Config{
+		Store:         st,
+		Replica:       replica,
 		DataDir:       dir,
 		MaxUpload:     int64(maxUpload),
 		Log:           logger,
@@ -63,6 +74,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	defer srv.CloseReplica() // after CloseSymbolization: its jobs' last records get written
 	defer srv.CloseSymbolization()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -11,11 +11,10 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	// The drivers behind the URL schemes --store accepts.
-	_ "gocloud.dev/blob/azureblob" // azblob://container
-	_ "gocloud.dev/blob/fileblob"  // file:///dir
-	_ "gocloud.dev/blob/gcsblob"   // gs://bucket
-	_ "gocloud.dev/blob/s3blob"    // s3://bucket?region=…&endpoint=…
+	// The drivers behind the URL schemes --store accepts; gs:// and
+	// azblob:// are in driver_gcs.go and driver_azure.go.
+	_ "gocloud.dev/blob/fileblob" // file:///dir
+	_ "gocloud.dev/blob/s3blob"   // s3://bucket?region=…&endpoint=…
 )
 
 // ErrUnavailable is matched (errors.Is) by errors from an object store that
