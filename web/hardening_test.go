@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
@@ -555,5 +557,33 @@ func TestStalledUploadIsDropped(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the stalled upload was never answered")
+	}
+}
+
+// TestGzipBombRefusedEarly uploads 1 MiB that inflates to 1 GiB of zeros
+// (1024 gzip members of 1 MiB each) to a server taking 8 MiB: it answers 413
+// having inflated little more than the limit.
+func TestGzipBombRefusedEarly(t *testing.T) {
+	_, ts := newTestServer(t, Config{MaxUpload: 8 << 20})
+	var member bytes.Buffer
+	zw := gzip.NewWriter(&member)
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	bomb := bytes.Repeat(member.Bytes(), 1024)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(bomb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	if resp.StatusCode != 413 || !strings.Contains(e.Error, "decompresses to more than") {
+		t.Fatalf("gzip bomb of %d bytes: %d %q; want 413 saying it decompresses past the limit", len(bomb), resp.StatusCode, e.Error)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 128<<20 {
+		t.Errorf("refusing the bomb allocated %d MiB; it should stop near the 8 MiB limit", alloc>>20)
 	}
 }

@@ -132,6 +132,45 @@ func randomProfile(rng *rand.Rand, n int) []byte {
 	return b.Bytes()
 }
 
+// profileSet makes unique profiles cheaply (the race detector makes
+// encoding thousands of profiles in the test slow): each size is encoded
+// once, uncompressed, with a placeholder name that each copy overwrites
+// with a fresh counter.
+type profileSet struct {
+	bases [][]byte
+	marks []int
+	n     atomic.Uint64
+}
+
+const profileMark = "pkg.uniqXXXXXXXXXXXXXXXX"
+
+// newProfileSet encodes one profile per function count.
+func newProfileSet(seed uint64, funcs ...int) *profileSet {
+	s := &profileSet{}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for _, n := range funcs {
+		p, err := profile.Parse(bytes.NewReader(randomProfile(rng, n)))
+		if err != nil {
+			panic(err)
+		}
+		p.Function[0].Name = profileMark
+		var b bytes.Buffer
+		if err := p.WriteUncompressed(&b); err != nil {
+			panic(err)
+		}
+		s.bases = append(s.bases, b.Bytes())
+		s.marks = append(s.marks, bytes.Index(b.Bytes(), []byte(profileMark))+len("pkg.uniq"))
+	}
+	return s
+}
+
+// next is a new profile of the i-th size, different from every other.
+func (s *profileSet) next(i int) []byte {
+	b := bytes.Clone(s.bases[i])
+	copy(b[s.marks[i]:], fmt.Sprintf("%016x", s.n.Add(1)))
+	return b
+}
+
 // postProfile uploads data as a raw body and returns the status, the ID on
 // 201, and the error message otherwise.
 func postProfile(ctx context.Context, base string, data []byte) (int, string, http.Header, error) {
@@ -181,14 +220,14 @@ func TestKillDuringUploads(t *testing.T) {
 	var inflight, started atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	profiles := newProfileSet(1, 500, 5000, 20000) // about 20 KB, 200 KB, 800 KB
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for ctx.Err() == nil {
-				b := randomProfile(rng, 500+rng.IntN(20000)) // 10 KB to 400 KB
+			for i := w; ctx.Err() == nil; i++ {
+				b := profiles.next(i % 3)
 				inflight.Add(1)
 				started.Add(1)
 				st, id, _, err := postProfile(ctx, p.base, b)
@@ -298,11 +337,11 @@ func TestFullDisk(t *testing.T) {
 	data := t.TempDir()
 	script := `mount -t tmpfs -o size=3m viewer-test "$1" && shift && exec "$@"`
 	p := startViewer(t, nil, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", data}, bin, "--data", data)
-	rng := rand.New(rand.NewPCG(7, 7))
+	profiles := newProfileSet(7, 15000) // about 600 KB
 	stored := map[string][]byte{}
 	var full bool
 	for i := 0; i < 20 && !full; i++ {
-		b := randomProfile(rng, 30000) // about 600 KB
+		b := profiles.next(0)
 		st, msg, _, err := postProfile(context.Background(), p.base, b)
 		if err != nil {
 			t.Fatal(err)
@@ -351,9 +390,9 @@ func TestLoad(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string][]byte{}
 	var ids []string
-	seed := rand.New(rand.NewPCG(1, 2))
+	profiles := newProfileSet(2, 200, 1000, 4000, 8000) // about 8 KB to 320 KB
 	for range 8 {
-		b := randomProfile(seed, 2000)
+		b := profiles.next(1)
 		st, id, _, err := postProfile(context.Background(), p.base, b)
 		if err != nil || st != 201 {
 			t.Fatalf("seed upload: %d %v", st, err)
@@ -377,7 +416,7 @@ func TestLoad(t *testing.T) {
 					return
 				}
 				if i%4 == 0 {
-					b := randomProfile(rng, 200+rng.IntN(8000))
+					b := profiles.next(rng.IntN(4))
 					st, id, h, err := postProfile(context.Background(), p.base, b)
 					uploads.Add(1)
 					mu.Lock()
