@@ -1,0 +1,389 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
+	"viewer/web"
+	"viewer/web/jobs"
+	"viewer/web/store"
+	"viewer/web/store/storetest"
+)
+
+// replicaServer starts a viewer on st (one replica), listening on
+// 127.0.0.1 and closed when the test ends.
+func replicaServer(t *testing.T, st store.Store, sym *web.SymbolizationConfig, id string) (*web.Server, string) {
+	t.Helper()
+	s, err := web.New(web.Config{Store: st, Symbolization: sym, Replica: &web.ReplicaConfig{
+		ID: id, Recheck: 10 * time.Millisecond, Poll: 50 * time.Millisecond,
+		Heartbeat: 100 * time.Millisecond, TakeoverAfter: time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
+	ts.Start()
+	t.Cleanup(func() {
+		s.CloseSymbolization()
+		s.CloseReplica()
+		ts.Close()
+	})
+	return s, ts.URL
+}
+
+func fetch(t *testing.T, url string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// namedProfile is a small symbolized CPU profile whose leaf is leaf.
+func namedProfile(t *testing.T, leaf string) []byte {
+	t.Helper()
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/bin/app", HasFunctions: true}
+	fMain := &profile.Function{ID: 1, Name: "main.main"}
+	fLeaf := &profile.Function{ID: 2, Name: leaf}
+	l1 := &profile.Location{ID: 1, Mapping: m, Address: 0x401000, Line: []profile.Line{{Function: fMain}}}
+	l2 := &profile.Location{ID: 2, Mapping: m, Address: 0x402000, Line: []profile.Line{{Function: fLeaf}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample:     []*profile.Sample{{Location: []*profile.Location{l2, l1}, Value: []int64{7}}},
+		Mapping:    []*profile.Mapping{m}, Location: []*profile.Location{l1, l2}, Function: []*profile.Function{fMain, fLeaf},
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestReplicasShareProfilesThroughS3 runs two viewers on one bucket of a
+// real S3 server: a profile uploaded to A is served by B (page, flame.json,
+// download), and a symbolized copy stored later through A replaces what B
+// cached.
+func TestReplicasShareProfilesThroughS3(t *testing.T) {
+	s3 := storetest.NewS3(t)
+	_, a := replicaServer(t, s3.Open(t), nil, "a")
+	_, b := replicaServer(t, s3.Open(t), nil, "b")
+
+	data := namedProfile(t, "main.firstName")
+	id := uploadAPI(t, a, "", data)
+
+	if code, _, body := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(body), "flame") {
+		t.Fatalf("B's page for A's upload: %d %.200s", code, body)
+	}
+	code, _, body := fetch(t, b+"/p/"+id+"/flame.json")
+	if code != 200 || !strings.Contains(string(body), "main.firstName") {
+		t.Fatalf("B's flame.json: %d %.300s", code, body)
+	}
+	code, _, body = fetch(t, b+"/p/"+id+"/profile.pb.gz")
+	if code != 200 {
+		t.Fatalf("B's download: %d", code)
+	}
+	p, err := profile.ParseData(body)
+	if err != nil || len(p.Sample) != 1 || p.Sample[0].Value[0] != 7 {
+		t.Fatalf("B's download does not hold A's upload: %v", err)
+	}
+	if code, _, _ := fetch(t, b+"/p/aaaaaaaaaaaaaaaaaaaa/flame.json"); code != 404 {
+		t.Fatalf("unknown ID on B: %d, want 404", code)
+	}
+
+	// A symbolized copy stored through A (as A's symbolization does) is
+	// what B serves next, though B cached the original.
+	sym := namedProfile(t, "main.betterName")
+	if err := s3.Open(t).Put(context.Background(), id+"/symbolized.pb.gz", bytes.NewReader(sym)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, body = fetch(t, b+"/p/"+id+"/flame.json")
+		if strings.Contains(string(body), "main.betterName") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still serves its cached copy after the symbolized one was stored: %.300s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, body := fetch(t, a+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "main.betterName") {
+		t.Fatalf("A does not serve the stored symbolized copy: %.300s", body)
+	}
+}
+
+// switchStore is a replica's view of the store that can be cut off, as
+// when that replica's machine dies or loses the network.
+type switchStore struct {
+	store.Store
+	dead atomic.Bool
+}
+
+var errCutOff = errors.New("this replica is cut off from the store")
+
+func (s *switchStore) Put(ctx context.Context, key string, r io.Reader) error {
+	if s.dead.Load() {
+		return errCutOff
+	}
+	return s.Store.Put(ctx, key, r)
+}
+
+func (s *switchStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if s.dead.Load() {
+		return nil, errCutOff
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *switchStore) Stat(ctx context.Context, key string) (store.Info, error) {
+	if s.dead.Load() {
+		return store.Info{}, errCutOff
+	}
+	return s.Store.Stat(ctx, key)
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct{ typ, data string }
+
+// streamEvents reads /p/ID/events into a channel until the stream ends.
+func streamEvents(t *testing.T, ctx context.Context, url string) <-chan sseEvent {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		resp.Body.Close()
+		t.Fatalf("events: %s %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	ch := make(chan sseEvent, 256)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		typ := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				typ = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ch <- sseEvent{typ, line[6:]}
+			}
+		}
+	}()
+	return ch
+}
+
+// TestReplicaFollowsThenTakesOverSymbolization: A starts symbolizing an
+// upload, stuck fetching from its debuginfod; B's page streams A's job from
+// the bucket; A dies (cut off from the store, its jobs stopped) and B, which
+// has the debug info locally, takes the job over and finishes it on the
+// same event stream.
+func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	s3 := storetest.NewS3(t)
+
+	// A's only source is a debuginfod server that never answers.
+	var stalled sync.WaitGroup
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stalled.Add(1)
+		defer stalled.Done()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(slow.Close)
+	cacheA := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := jobs.NewGate(client)
+	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+	cfgA := none
+	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
+	storeA := &switchStore{Store: s3.Open(t)}
+	srvA, a := replicaServer(t, storeA, &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
+
+	// B finds the debug file in a local directory.
+	cfgB := none
+	cfgB.DebugDirs = []string{filepath.Dir(debugFile)}
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgB)}, "replica-b")
+
+	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 91))
+	waitState(t, a, id, jobs.StateFetching)
+
+	// B's page shows A's job and links its event stream.
+	code, _, page := fetch(t, b+"/p/"+id)
+	if code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
+		t.Fatalf("B's page does not follow A's job: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	events := streamEvents(t, ctx, b+"/p/"+id+"/events")
+	next := func(what string, ok func(sseEvent) bool) sseEvent {
+		t.Helper()
+		for {
+			select {
+			case ev, open := <-events:
+				if !open {
+					t.Fatalf("B's stream ended before %s", what)
+				}
+				if ok(ev) {
+					return ev
+				}
+			case <-ctx.Done():
+				t.Fatalf("B's stream: no %s", what)
+			}
+		}
+	}
+	next("A's fetch from its debuginfod", func(ev sseEvent) bool {
+		var bin jobs.Binary
+		return ev.typ == jobs.EventBinary && json.Unmarshal([]byte(ev.data), &bin) == nil &&
+			bin.State == jobs.StateFetching && bin.Server == slow.URL
+	})
+	var jr struct {
+		Owner string `json:"owner"`
+	}
+	if raw, err := store.ReadAll(ctx, s3.Open(t), id+"/job.json", 0); err != nil || json.Unmarshal(raw, &jr) != nil || jr.Owner != "replica-a" {
+		t.Fatalf("job.json in the bucket: %s, %v; want owner replica-a", raw, err)
+	}
+
+	// A dies mid-fetch: nothing it does reaches the store any more.
+	storeA.dead.Store(true)
+	srvA.CloseSymbolization()
+	stalled.Wait()
+
+	final := next("the final event", func(ev sseEvent) bool { return ev.typ == jobs.EventSymbolized })
+	var st jobs.Status
+	if err := json.Unmarshal([]byte(final.data), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
+		t.Fatalf("final status on B: %+v", st)
+	}
+	if raw, err := store.ReadAll(ctx, s3.Open(t), id+"/job.json", 0); err != nil || json.Unmarshal(raw, &jr) != nil || jr.Owner != "replica-b" {
+		t.Fatalf("job.json after the takeover: %s, %v; want owner replica-b", raw, err)
+	}
+	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "ondemand_hash_block") {
+		t.Fatalf("B's flame.json has no names after finishing the job: %.300s", body)
+	}
+	// A third replica, started afterwards, serves the names at once.
+	_, c := replicaServer(t, s3.Open(t), nil, "replica-c")
+	if _, _, body := fetch(t, c+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "ondemand_hash_block") {
+		t.Fatalf("a new replica does not serve the symbolized copy: %.300s", body)
+	}
+}
+
+// TestReplicaFollowsJobToTheEnd: B streams a job A runs, from A's fetch
+// (held until the test releases it) to A's final event, and then serves
+// the names A stored.
+func TestReplicaFollowsJobToTheEnd(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	s3 := storetest.NewS3(t)
+	release := make(chan struct{})
+	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/debuginfo") {
+			http.NotFound(w, r)
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		http.ServeFile(w, r, debugFile)
+	}))
+	t.Cleanup(held.Close)
+	cacheA := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := jobs.NewGate(client)
+	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+	cfgA := none
+	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
+	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
+
+	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
+	waitState(t, a, id, jobs.StateFetching)
+	if code, _, page := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
+		t.Fatalf("B's page does not follow A's job: %d", code)
+	}
+	close(release)
+	st, types := finalEvent(t, b, id)
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
+		t.Fatalf("B's final event for A's job: %+v (events %v)", st, types)
+	}
+	if !strings.Contains(strings.Join(types, " "), jobs.EventBinary) {
+		t.Fatalf("B's stream carried no binary rows: %v", types)
+	}
+	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "ondemand_hash_block") {
+		t.Fatalf("B's flame.json after A's job: %.300s", body)
+	}
+}
+
+// TestReplicaStoreOutage: while the bucket refuses writes an upload gets
+// 503 saying it was not stored (nothing acknowledged is lost); once the
+// bucket is back the same upload is stored and served by another replica;
+// a view during an outage is a 503, not a 404 or 500.
+func TestReplicaStoreOutage(t *testing.T) {
+	s3 := storetest.NewS3(t)
+	_, a := replicaServer(t, s3.Open(t), nil, "a")
+	_, b := replicaServer(t, s3.Open(t), nil, "b")
+	data := namedProfile(t, "main.outage")
+
+	s3.SetFailPuts(true)
+	resp, err := http.Post(a+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), "object store unavailable") || !strings.Contains(string(body), "NOT stored") {
+		t.Fatalf("upload during a write outage: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	s3.SetFailPuts(false)
+	id := uploadAPI(t, a, "", data) // the client's retry
+	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "main.outage") {
+		t.Fatalf("B after the retried upload: %.200s", body)
+	}
+
+	s3.SetDown(true)
+	_, c := replicaServer(t, s3.Open(t), nil, "c") // nothing cached
+	code, hdr, page := fetch(t, c+"/p/"+id)
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !strings.Contains(string(page), "object store unavailable") {
+		t.Fatalf("view during an outage: %d %.300s", code, page)
+	}
+	s3.SetDown(false)
+	if code, _, _ := fetch(t, c+"/p/"+id); code != 200 {
+		t.Fatalf("view after the outage: %d", code)
+	}
+}
