@@ -51,6 +51,9 @@ type FlamePage struct {
 	EventsURL string
 	Binaries  []Binary
 	Stats     []Stat // short facts: samples, total, duration, mappings
+	// Filter is the focus/ignore/hide/show form and compare picker
+	// (compare.templ).
+	Filter FilterBar
 }
 
 // Binary is one mapping's row in the symbolization panel.

@@ -22,6 +22,7 @@ type treeKey struct {
 	id, variant string
 	si          int
 	kind        string // "json" or "svg"
+	filter      string // flame.Filter.Key(); "" when unfiltered (filter.go)
 }
 
 // encoded is a cached response body, kept both plain and gzipped.
@@ -42,7 +43,7 @@ func resolveSI(m *Meta, si string) (int, error) {
 
 // tree returns the cached encoding of kind for (id, si), building it once
 // however many requests ask at the same time.
-func (s *Server) tree(ctx context.Context, id, si, kind string) (*encoded, error) {
+func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) (*encoded, error) {
 	l, err := s.Profile(ctx, id)
 	if err != nil {
 		return nil, err
@@ -51,18 +52,18 @@ func (s *Server) tree(ctx context.Context, id, si, kind string) (*encoded, error
 	if err != nil {
 		return nil, err
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: kind}
+	key := treeKey{id: id, variant: l.variant(), si: i, kind: kind, filter: f.Key()}
 	if e, ok := s.trees.Get(key); ok {
 		return e, nil
 	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s", id, key.variant, i, kind), func() (any, error) {
+	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s/%s", id, key.variant, i, kind, key.filter), func() (any, error) {
 		var body []byte
 		switch kind {
 		case "json":
-			body = flame.Build(l.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
+			body = flame.Build(l.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction, Filter: f}).JSON()
 		case "svg":
 			var b bytes.Buffer
-			t := flame.Build(l.Profile, i, flame.Options{MinFraction: flame.SVGMinFraction})
+			t := flame.Build(l.Profile, i, flame.Options{MinFraction: flame.SVGMinFraction, Filter: f})
 			title := l.Meta.Name
 			if title == "" {
 				title = id
@@ -72,7 +73,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string) (*encoded, error
 			}
 			body = b.Bytes()
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion)}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d%s"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion, filterETag(f))}
 		s.trees.Add(key, e)
 		return e, nil
 	})
@@ -111,7 +112,11 @@ func serveEncoded(c echo.Context, e *encoded, contentType string) error {
 }
 
 func (s *Server) handleFlameJSON(c echo.Context) error {
-	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json")
+	f, err := queryFilter(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json", f)
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,11 @@ func (s *Server) handleFlameJSON(c echo.Context) error {
 }
 
 func (s *Server) handleFlameSVG(c echo.Context) error {
-	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "svg")
+	f, err := queryFilter(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "svg", f)
 	if err != nil {
 		return err
 	}
@@ -177,11 +186,12 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),
 		SI:          si,
-		DataURL:     profileURL(id, "/flame.json", si),
-		SVGURL:      profileURL(id, "/flame.svg", si),
+		DataURL:     withQuery(profileURL(id, "/flame.json", si), filterQuery(c)),
+		SVGURL:      withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
 		PprofURL:    "/p/" + id + "/profile.pb.gz",
-		TopURL:      profileURL(id, "/top", si),
+		TopURL:      withQuery(profileURL(id, "/top", si), filterQuery(c)),
 		Stats:       stats(m, i),
+		Filter:      flameFilterBar(c, id), // filter.go
 	}
 	for _, mp := range m.Mappings {
 		state := "unsymbolized"

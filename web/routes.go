@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
+	s.registerCompare() // filters' compare picker, diff, sandwich, source (web/diff.go)
 	// On-demand symbolization (web/symbolization.go).
 	e.GET("/p/:id/events", s.handleSymbolizationEvents)
 	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)

@@ -54,6 +54,9 @@ type Config struct {
 	// AuthToken, when set, is required to upload (Authorization: Bearer,
 	// or the cookie /login sets); viewing stays open (security.go).
 	AuthToken string
+	// Source says where the source view finds source files (source.go);
+	// nil: debuginfod as symbolization has it, no local paths.
+	Source *SourceConfig
 	// Replica, when set, makes this server one of several sharing Store
 	// (replica.go).
 	Replica *ReplicaConfig

@@ -37,11 +37,15 @@ func (s *Server) handleTop(c echo.Context) error {
 			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
 		}
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: "top"}
+	f, err := queryFilter(c) // filter.go
+	if err != nil {
+		return err
+	}
+	key := treeKey{id: id, variant: l.variant(), si: i, kind: "top", filter: f.Key()}
 	top, ok := s.tops.Get(key)
 	if !ok {
-		v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d", id, key.variant, i), func() (any, error) {
-			rows, total := flame.Top(l.Profile, i)
+		v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s", id, key.variant, i, key.filter), func() (any, error) {
+			rows, total := flame.TopFiltered(l.Profile, i, f)
 			r := &topResult{rows, total}
 			s.tops.Add(key, r)
 			return r, nil

@@ -1,0 +1,208 @@
+// diff.js: the differential flame graph page (/p/A/diff/B). diff.json is
+// flame.json of the new profile B plus, per node, the base profile A's value
+// for the same call path ("base") and A's total ("baseTotal"). Widths are B's;
+// a frame's colour is the change of its share of the profile: red grew, blue
+// shrank, the most changed frame at full strength. Zoom is kept in the URL (z)
+// like the flame graph page, so the page's link reproduces the view.
+
+import { Tree, FlameGraph, ROW, formatValue, formatPct, fitLabel } from './flame.js';
+
+const $ = (id) => document.getElementById(id);
+const config = JSON.parse($('diff-config').textContent);
+const chart = $('chart');
+const tooltip = $('tooltip');
+const status = $('chart-status');
+const resetBtn = $('reset');
+
+/** Change of node i's share: new share minus base share. */
+function delta(t, i) {
+  const now = t.rootTotal > 0 ? t.total[i] / t.rootTotal : 0;
+  const was = t.baseTotal > 0 ? t.base[i] / t.baseTotal : 0;
+  return now - was;
+}
+
+/** The fill of a change r in [-1, 1] relative to the largest change. */
+export function diffColor(r) {
+  const a = Math.min(1, Math.abs(r));
+  if (a < 0.01) return 'hsl(30 8% 86%)';
+  const light = Math.round(90 - 38 * Math.sqrt(a));
+  return r > 0 ? `hsl(0 78% ${light}%)` : `hsl(220 78% ${light}%)`;
+}
+
+class DiffGraph extends FlameGraph {
+  setTree(t) {
+    let max = 0;
+    for (let i = 1; i < t.length; i++) max = Math.max(max, Math.abs(delta(t, i)));
+    this.maxDelta = max;
+    this.nodeColor = new Array(t.length);
+    for (let i = 0; i < t.length; i++) this.nodeColor[i] = diffColor(max > 0 ? delta(t, i) / max : 0);
+    super.setTree(t);
+  }
+
+  frame(ctx, i, x, w, hit, faded) {
+    const t = this.tree;
+    const y = this.rowTop(t.depth[i]);
+    ctx.globalAlpha = faded ? 0.55 : 1;
+    ctx.fillStyle = this.nodeColor[i];
+    const gap = w >= 3 ? 1 : 0;
+    ctx.fillRect(x, y, w - gap, ROW - 1);
+    ctx.globalAlpha = 1;
+    if (w < this.charWidth * 3 + 6) return;
+    const text = fitLabel(t.label(i), Math.floor((w - 6) / this.charWidth));
+    if (!text) return;
+    ctx.fillStyle = '#1d1410';
+    ctx.fillText(text, x + 3, y + ROW / 2);
+  }
+}
+
+const graph = new DiffGraph(chart, $('flame'), $('flame-hover'));
+let tree = null;
+
+function readURL() {
+  graph.zoomPath = new URLSearchParams(location.search).getAll('z');
+}
+
+function writeURL() {
+  const p = new URLSearchParams(location.search);
+  p.delete('z');
+  for (const n of graph.zoomPath) p.append('z', n);
+  const qs = p.toString();
+  history.replaceState(history.state, '', location.pathname + (qs ? `?${qs}` : ''));
+}
+
+graph.onzoom = () => { resetBtn.disabled = graph.zoom === 0; writeURL(); };
+resetBtn.addEventListener('click', () => graph.zoomTo(0));
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && tree && graph.zoom !== 0) graph.zoomTo(0);
+});
+
+function row(label, value) {
+  const r = document.createElement('div');
+  r.className = 'tt-row';
+  const l = document.createElement('span');
+  l.className = 'tt-label';
+  l.textContent = label;
+  const v = document.createElement('span');
+  v.className = 'tt-value';
+  v.textContent = value;
+  r.append(l, v);
+  return r;
+}
+
+function pp(d) {
+  const s = (d * 100).toFixed(2);
+  return `${d > 0 ? '+' : ''}${s} pp`;
+}
+
+/** The tooltip's text lines for node i (also for tests). */
+function describe(i) {
+  const t = tree;
+  const d = delta(t, i);
+  return {
+    name: t.label(i),
+    base: `${formatValue(t.base[i], t.unit)} (${formatPct(t.baseTotal ? t.base[i] / t.baseTotal : 0)})`,
+    now: `${formatValue(t.total[i], t.unit)} (${formatPct(t.rootTotal ? t.total[i] / t.rootTotal : 0)})`,
+    change: `${pp(d)} · ${t.total[i] - t.base[i] >= 0 ? '+' : '−'}${formatValue(Math.abs(t.total[i] - t.base[i]), t.unit)}`,
+    delta: d,
+    color: graph.nodeColor[i],
+  };
+}
+
+graph.onhover = (g, i, e) => {
+  if (i < 0 || !tree || !e) { tooltip.hidden = true; return; }
+  const d = describe(i);
+  const name = document.createElement('div');
+  name.className = 'tt-name';
+  name.textContent = d.name;
+  tooltip.replaceChildren(name, row('Base', d.base), row('New', d.now), row('Change', d.change));
+  tooltip.hidden = false;
+  const box = chart.getBoundingClientRect();
+  let x = e.clientX - box.left + 14;
+  const y = e.clientY - box.top + 16;
+  if (x + tooltip.offsetWidth > box.width) x = Math.max(0, e.clientX - box.left - tooltip.offsetWidth - 14);
+  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+};
+
+function renderTop(json) {
+  const body = $('diff-top').querySelector('tbody');
+  const frag = document.createDocumentFragment();
+  const tot = json.total || 0;
+  const btot = json.baseTotal || 0;
+  const share = (v, t) => (t ? v / t : 0);
+  for (const [name, flat, cum, bflat, bcum] of json.top || []) {
+    const d = share(cum, tot) - share(bcum, btot);
+    const tr = document.createElement('tr');
+    tr.dataset.name = name;
+    for (const [text, cls] of [
+      [formatPct(share(bcum, btot)), 'num'], [formatPct(share(cum, tot)), 'num'],
+      [pp(d), `num ${d > 0 ? 'grew' : d < 0 ? 'shrank' : ''}`],
+      [formatPct(share(bflat, btot)), 'num'], [formatPct(share(flat, tot)), 'num'], [name, 'fn']]) {
+      const td = document.createElement('td');
+      td.className = cls;
+      td.textContent = text;
+      tr.append(td);
+    }
+    frag.append(tr);
+  }
+  body.replaceChildren(frag);
+}
+
+async function load() {
+  let json;
+  try {
+    const resp = await fetch(config.dataURL, { headers: { Accept: 'application/json' } });
+    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}: ${(await resp.text()).slice(0, 300)}`);
+    json = await resp.json();
+    tree = new Tree(json);
+    tree.base = Float64Array.from(json.base || []);
+    tree.baseTotal = json.baseTotal || 0;
+    if (tree.base.length !== tree.length) throw new Error('diff.json: base has a value per node');
+  } catch (err) {
+    status.textContent = `Could not load the diff: ${err.message}`;
+    status.classList.add('error');
+    return;
+  }
+  graph.setTree(tree);
+  resetBtn.disabled = graph.zoom === 0;
+  status.hidden = tree.rootTotal > 0 || tree.baseTotal > 0;
+  status.textContent = status.hidden ? '' : 'Neither profile has samples for this sample type.';
+  renderTop(json);
+  writeURL();
+  document.body.dataset.ready = '1';
+}
+
+const copyBtn = $('copy-link');
+copyBtn.addEventListener('click', async () => {
+  writeURL();
+  try { await navigator.clipboard.writeText(location.href); copyBtn.textContent = 'Copied'; } catch { copyBtn.textContent = location.href; }
+});
+
+const si = $('si');
+if (si) {
+  si.addEventListener('change', () => {
+    const p = new URLSearchParams(location.search);
+    p.set('si', si.value);
+    location.search = p.toString();
+  });
+}
+
+/** Where the frame at path (names below the root) is drawn, in viewport px. */
+function frameRect(path) {
+  if (!tree) return null;
+  const i = tree.resolve(path);
+  if (tree.path(i).length !== path.length) return null;
+  const r = graph.rectOf(i);
+  if (!r) return null;
+  const c = graph.overlay.getBoundingClientRect();
+  return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
+}
+
+window.viewer = {
+  graph, frameRect,
+  get tree() { return tree; },
+  /** describe(path) → the tooltip's values and colour of that frame. */
+  describe(path) { const i = tree.resolve(path); return tree.path(i).length === path.length ? describe(i) : null; },
+};
+
+readURL();
+load();

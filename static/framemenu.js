@@ -1,0 +1,88 @@
+// framemenu.js: the flame graph page's frame menu (right-click, or the
+// context-menu key on a hovered frame). It links a frame to its sandwich
+// view (callers and callees), its source, and pprof-style filters on it. It
+// reads the drawn graph from window.viewer (page.js) and keeps si and the
+// filters of the current URL.
+
+const overlay = document.getElementById('flame-hover');
+const chart = document.getElementById('chart');
+const menu = document.createElement('div');
+menu.className = 'frame-menu';
+menu.id = 'frame-menu';
+menu.setAttribute('role', 'menu');
+menu.hidden = true;
+chart.append(menu);
+
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function pageURL(suffix, extra) {
+  const cur = new URLSearchParams(location.search);
+  const p = new URLSearchParams();
+  for (const k of ['si', 'f', 'i', 'h', 's']) if (cur.get(k)) p.set(k, cur.get(k));
+  for (const [k, v] of Object.entries(extra)) p.set(k, v);
+  return `${location.pathname.replace(/\/+$/, '')}${suffix}?${p}`;
+}
+
+function item(label, href, title) {
+  const a = document.createElement('a');
+  a.setAttribute('role', 'menuitem');
+  a.href = href;
+  a.textContent = label;
+  if (title) a.title = title;
+  return a;
+}
+
+function open(i, x, y) {
+  const v = window.viewer;
+  if (!v || !v.tree || i <= 0) return false;
+  const name = v.tree.label(i);
+  if (name === '…') return false;
+  const head = document.createElement('div');
+  head.className = 'frame-menu-name';
+  head.textContent = name;
+  const exact = `^${esc(name)}$`;
+  menu.replaceChildren(head,
+    item('Callers and callees (sandwich)', pageURL('/sandwich', { fn: name })),
+    item('Source', pageURL('/source', { fn: name }), 'Source with per-line samples, from this machine or debuginfod'),
+    item('Focus on it', pageURL('', { f: exact }), 'Keep only stacks through this function (pprof -focus)'),
+    item('Ignore it', pageURL('', { i: exact }), 'Drop stacks through this function (pprof -ignore)'),
+    item('Hide it', pageURL('', { h: exact }), 'Remove this frame from stacks (pprof -hide)'));
+  menu.hidden = false;
+  const box = chart.getBoundingClientRect();
+  const mx = Math.min(x - box.left, box.width - menu.offsetWidth - 4);
+  menu.style.transform = `translate(${Math.max(0, Math.round(mx))}px, ${Math.round(y - box.top)}px)`;
+  menu.dataset.fn = name;
+  const tip = document.getElementById('tooltip');
+  if (tip) tip.hidden = true;
+  return true;
+}
+
+function close() { menu.hidden = true; }
+
+overlay.addEventListener('contextmenu', (e) => {
+  const v = window.viewer;
+  if (!v || !v.graph) return;
+  const i = v.graph.frameAt(e.offsetX, e.offsetY);
+  if (open(i, e.clientX, e.clientY)) e.preventDefault();
+});
+overlay.addEventListener('keydown', (e) => {
+  if (e.key !== 'ContextMenu' && !(e.shiftKey && e.key === 'F10')) return;
+  const v = window.viewer;
+  const i = v && v.graph ? v.graph.hover : -1;
+  const r = i > 0 ? v.graph.rectOf(i) : null;
+  if (!r) return;
+  const c = overlay.getBoundingClientRect();
+  if (open(i, c.left + Math.max(0, r.x) + 8, c.top + r.y + r.h)) {
+    e.preventDefault();
+    menu.querySelector('a').focus();
+  }
+});
+document.addEventListener('click', (e) => { if (!menu.contains(e.target)) close(); });
+document.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
+
+window.viewerFrameMenu = { open: (path) => {
+  const v = window.viewer;
+  const i = v.tree.resolve(path);
+  const r = v.frameRect(path);
+  return r ? open(i, r.x + 4, r.y + r.height) : false;
+} };

@@ -1,0 +1,169 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"viewer/views"
+	"viewer/web/flame"
+)
+
+// registerCompare adds the diff, sandwich and source routes.
+func (s *Server) registerCompare() {
+	e := s.e
+	e.GET("/p/:id/compare", s.handleCompare)
+	e.GET("/p/:base/diff/:id", s.handleDiffPage)
+	e.GET("/p/:base/diff/:id/diff.json", s.handleDiffJSON)
+	e.GET("/p/:id/sandwich", s.handleSandwichPage)
+	e.GET("/p/:id/sandwich.json", s.handleSandwichJSON)
+	e.GET("/p/:id/source", s.handleSource)
+}
+
+// maxDiffTop bounds the rows of diff.json's top table.
+const maxDiffTop = 500
+
+// linkedID finds a profile ID in what a user pasted: a bare ID or any
+// link to one of its pages (/p/ID, /p/ID/top, ...).
+var linkedID = regexp.MustCompile(`(?:^|/p/)([a-z2-7]{20})(?:$|[/?#])`)
+
+func parseLinkedID(s string) (string, bool) {
+	m := linkedID.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
+	if m == nil || !ValidID(m[1]) {
+		return "", false
+	}
+	return m[1], true
+}
+
+// handleCompare turns the compare picker of /p/ID (base=LINK or ID) into a
+// redirect to /p/BASE/diff/ID, keeping si and the filters.
+func (s *Server) handleCompare(c echo.Context) error {
+	id := c.Param("id")
+	base, ok := parseLinkedID(c.QueryParam("base"))
+	if !ok {
+		return httpError(http.StatusBadRequest, "base=%q: paste the link or the 20-character ID of the profile to compare with", c.QueryParam("base"))
+	}
+	if _, err := s.Meta(c.Request().Context(), base); err != nil {
+		return err
+	}
+	q := filterQuery(c)
+	if si := c.QueryParam("si"); si != "" {
+		q.Set("si", si)
+	}
+	return c.Redirect(http.StatusSeeOther, withQuery(diffURL(base, id, ""), q))
+}
+
+func diffURL(base, id, suffix string) string { return "/p/" + base + "/diff/" + id + suffix }
+
+// diffSI resolves si for both profiles: by name in each, so a diff of two
+// profiles with their sample types in different orders compares like
+// with like.
+func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i int, err error) {
+	if i, err = resolveSI(id.Meta, si); err != nil {
+		return 0, 0, err
+	}
+	name := id.Meta.SampleTypes[i].Type
+	bi, err = resolveSI(base.Meta, name)
+	if err != nil {
+		return 0, 0, httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", name, sampleTypeNames(base.Meta))
+	}
+	return bi, i, nil
+}
+
+func sampleTypeNames(m *Meta) []string {
+	var out []string
+	for _, st := range m.SampleTypes {
+		out = append(out, st.Type)
+	}
+	return out
+}
+
+
+func (s *Server) handleDiffJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	f, err := queryFilter(c)
+	if err != nil {
+		return err
+	}
+	base, err := s.Profile(ctx, c.Param("base"))
+	if err != nil {
+		return err
+	}
+	cur, err := s.Profile(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	bi, i, err := s.diffSI(ctx, base, cur, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	// Diffs share the tree cache, keyed by both profiles.
+	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.variant() + "/" + cur.variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
+	if e, ok := s.trees.Get(k); ok {
+		return serveEncoded(c, e, echo.MIMEApplicationJSON)
+	}
+	v, err, _ := s.flight.Do(fmt.Sprintf("diff:%#v", k), func() (any, error) {
+		body := flame.Diff(base.Profile, bi, cur.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction, Filter: f}).DiffJSON(maxDiffTop)
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
+			strings.TrimSuffix(base.variant(), ".pb.gz"), strings.TrimSuffix(cur.variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
+		s.trees.Add(k, e)
+		return e, nil
+	})
+	if err != nil {
+		return err
+	}
+	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
+}
+
+func (s *Server) handleDiffPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	baseID, id := c.Param("base"), c.Param("id")
+	if _, err := queryFilter(c); err != nil {
+		return err
+	}
+	bm, err := s.Meta(ctx, baseID)
+	if err != nil {
+		return err
+	}
+	m, err := s.Meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(m, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	si := m.SampleTypes[i].Type
+	if _, err := resolveSI(bm, si); err != nil {
+		return httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", si, sampleTypeNames(bm))
+	}
+	q := filterQuery(c)
+	keep := url.Values{}
+	for k, v := range q {
+		keep[k] = v
+	}
+	keep.Set("si", si)
+	page := views.DiffPage{
+		Page:        views.Page{Title: "Diff " + displayName(bm, baseID) + " → " + displayName(m, id), Nav: nav(id, c.QueryParam("si"), "")},
+		BaseID:      baseID,
+		ID:          id,
+		BaseName:    bm.Name,
+		Name:        m.Name,
+		BaseURL:     withQuery(profileURL(baseID, "", si), q),
+		URL:         withQuery(profileURL(id, "", si), q),
+		SwapURL:     withQuery(diffURL(id, baseID, ""), keep),
+		DataURL:     withQuery(diffURL(baseID, id, "/diff.json"), keep),
+		SampleTypes: sampleTypes(m, i),
+		SI:          si,
+		Filter: views.FilterBar{
+			Action: diffURL(baseID, id, ""), SI: c.QueryParam("si"),
+			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
+		},
+	}
+	return Render(c, http.StatusOK, views.Diff(page))
+}

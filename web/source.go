@@ -1,0 +1,337 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/labstack/echo/v4"
+
+	"viewer/symbolize/debuginfod"
+	"viewer/views"
+	"viewer/web/flame"
+)
+
+// SourceConfig says where the source view may look for a function's
+// source file.
+type SourceConfig struct {
+	// Fetcher asks debuginfod servers for /buildid/ID/source/PATH; nil
+	// means debuginfod is off.
+	Fetcher SourceFetcher
+	// Servers name the debuginfod servers, for messages.
+	Servers []string
+	// LocalPaths lets the server read the absolute paths a profile names,
+	// on this machine. Only for a server that listens on loopback: its
+	// user is the machine's user (serve decides it as for mappings).
+	LocalPaths bool
+	// Dirs are searched for the file: DIR/ABSOLUTE/PATH (a sysroot or a
+	// copy of the source tree) and DIR/BASENAME (--debug-dir).
+	Dirs []string
+	// Timeout bounds a debuginfod fetch (default 30s).
+	Timeout time.Duration
+}
+
+// SourceFetcher is the part of the debuginfod client the source view uses.
+type SourceFetcher interface {
+	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
+}
+
+// maxSourceBytes bounds a source file shown.
+const maxSourceBytes = 8 << 20
+
+// sourceConfig is cfg.Source, else what symbolization implies: debuginfod
+// through its gate, no local paths.
+func (s *Server) sourceConfig() SourceConfig {
+	if s.cfg.Source != nil {
+		return *s.cfg.Source
+	}
+	var sc SourceConfig
+	if sym := s.cfg.Symbolization; sym != nil && sym.Gate.Enabled() {
+		sc.Fetcher = sym.Gate
+		sc.Servers = sym.Servers
+	}
+	return sc
+}
+
+// lineValues is a function's per-line values in one source file.
+type lineValues struct {
+	file    string
+	buildID string
+	mapping string
+	flat    map[int64]int64
+	cum     map[int64]int64
+	total   int64 // the function's cum in this file
+}
+
+// functionLines gathers, for the function named fn, the flat and cum
+// value of each line of each file it has samples in (cum counts a line
+// once per sample, flat is the sample's innermost line), most sampled
+// file first.
+func functionLines(p *profile.Profile, si int, fn string) []*lineValues {
+	byFile := map[string]*lineValues{}
+	get := func(file string, m *profile.Mapping) *lineValues {
+		lv := byFile[file]
+		if lv == nil {
+			lv = &lineValues{file: file, flat: map[int64]int64{}, cum: map[int64]int64{}}
+			byFile[file] = lv
+		}
+		if lv.buildID == "" && m != nil {
+			lv.buildID, lv.mapping = m.BuildID, m.File
+		}
+		return lv
+	}
+	type fl struct {
+		file string
+		line int64
+	}
+	seen := map[fl]bool{}
+	seenFile := map[string]bool{}
+	for _, s := range p.Sample {
+		if si >= len(s.Value) || s.Value[si] == 0 {
+			continue
+		}
+		v := s.Value[si]
+		clear(seen)
+		clear(seenFile)
+		for li, l := range s.Location {
+			for k, ln := range l.Line {
+				f := ln.Function
+				if f == nil || (f.Name != fn && !(f.Name == "" && f.SystemName == fn)) {
+					continue
+				}
+				lv := get(f.Filename, l.Mapping)
+				key := fl{f.Filename, ln.Line}
+				if !seen[key] {
+					seen[key] = true
+					lv.cum[ln.Line] += v
+				}
+				if !seenFile[f.Filename] {
+					seenFile[f.Filename] = true
+					lv.total += v
+				}
+				if li == 0 && k == 0 {
+					lv.flat[ln.Line] += v
+				}
+			}
+		}
+	}
+	var out []*lineValues
+	for _, lv := range byFile {
+		out = append(out, lv)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].total != out[j].total {
+			return out[i].total > out[j].total
+		}
+		return out[i].file < out[j].file
+	})
+	return out
+}
+
+// findSource reads file for buildID from the first place that has it and
+// says where; on failure the error explains every place it looked.
+func findSource(ctx context.Context, sc SourceConfig, buildID, file string) (text []byte, origin string, err error) {
+	var why []string
+	clean := filepath.Clean(file)
+	if filepath.IsAbs(clean) {
+		if sc.LocalPaths {
+			if b, err := readCapped(clean); err == nil {
+				return b, "this machine: " + clean, nil
+			} else {
+				why = append(why, fmt.Sprintf("%s is not readable on this machine (%v)", clean, shortErr(err)))
+			}
+		} else {
+			why = append(why, "the server does not read paths named by profiles (it does only when it listens on loopback)")
+		}
+	}
+	for _, d := range sc.Dirs {
+		for _, cand := range []string{filepath.Join(d, clean), filepath.Join(d, filepath.Base(clean))} {
+			if !strings.HasPrefix(cand, filepath.Clean(d)+string(filepath.Separator)) {
+				continue
+			}
+			if b, err := readCapped(cand); err == nil {
+				return b, "source directory: " + cand, nil
+			}
+		}
+	}
+	if len(sc.Dirs) > 0 {
+		why = append(why, fmt.Sprintf("not under %s", strings.Join(sc.Dirs, ", ")))
+	}
+	switch {
+	case buildID == "":
+		why = append(why, "the binary has no build ID, so debuginfod cannot be asked")
+	case sc.Fetcher == nil:
+		why = append(why, "debuginfod is off on this server")
+	case !filepath.IsAbs(clean):
+		why = append(why, "debuginfod serves sources by absolute path and this path is relative")
+	default:
+		timeout := sc.Timeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		fctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		path, err := sc.Fetcher.Fetch(fctx, buildID, debuginfod.SourceKind(clean), nil)
+		if err == nil {
+			b, rerr := readCapped(path)
+			if rerr == nil {
+				return b, "debuginfod (" + strings.Join(sc.Servers, ", ") + ")", nil
+			}
+			err = rerr
+		}
+		servers := strings.Join(sc.Servers, ", ")
+		if servers == "" {
+			servers = "the configured servers"
+		}
+		if errors.Is(err, debuginfod.ErrNotFound) {
+			why = append(why, fmt.Sprintf("not found on debuginfod servers %s", servers))
+		} else {
+			why = append(why, fmt.Sprintf("debuginfod (%s) failed: %v", servers, shortErr(err)))
+		}
+	}
+	return nil, "", errors.New(strings.Join(why, "; "))
+}
+
+func shortErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSourceBytes {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxSourceBytes>>20)
+	}
+	return b, nil
+}
+
+// handleSource renders /p/ID/source?fn=NAME[&file=PATH]: the function's
+// source with each line's flat and cum values, or why it can't.
+func (s *Server) handleSource(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	fn := c.QueryParam("fn")
+	if fn == "" {
+		return httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph shows it")
+	}
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	st := l.Meta.SampleTypes[i]
+	page := views.SourcePage{
+		Page:     views.Page{Title: displayName(l.Meta, id) + " · source of " + fn, Nav: nav(id, c.QueryParam("si"), "")},
+		ID:       id,
+		Fn:       fn,
+		Unit:     st.Unit,
+		FlameURL: profileURL(id, "", c.QueryParam("si")),
+	}
+	files := functionLines(l.Profile, i, fn)
+	var lv *lineValues
+	want := c.QueryParam("file")
+	for _, f := range files {
+		if want == "" && lv == nil || f.file == want {
+			lv = f
+		}
+	}
+	for _, f := range files {
+		if f != lv && f.file != "" {
+			page.Others = append(page.Others, views.NavLink{Label: f.file,
+				Href: "/p/" + id + "/source?" + url.Values{"fn": {fn}, "file": {f.file}, "si": {st.Type}}.Encode()})
+		}
+	}
+	switch {
+	case len(files) == 0:
+		page.Problem = fmt.Sprintf("No samples of %s have a function of that name for %s: pick a frame from the flame graph (unsymbolized frames have no source).", fn, st.Type)
+		return Render(c, http.StatusNotFound, views.Source(page))
+	case lv == nil:
+		page.Problem = fmt.Sprintf("%s has no samples in %s.", fn, want)
+		return Render(c, http.StatusNotFound, views.Source(page))
+	}
+	page.File, page.BuildID = lv.file, lv.buildID
+	page.Total = flame.FormatValue(lv.total, st.Unit)
+	if lv.file == "" {
+		page.Problem = "The profile names no source file for " + fn + ": it was symbolized without line tables (symbol table only), so there is no file or line to show."
+		return Render(c, http.StatusOK, views.Source(page))
+	}
+	text, origin, err := findSource(ctx, s.sourceConfig(), lv.buildID, lv.file)
+	if err != nil {
+		page.Problem = "Source not available: " + err.Error() + "."
+		// The per-line values are still worth showing.
+		page.Lines = sourceLines(nil, lv, st.Unit)
+		return Render(c, http.StatusOK, views.Source(page))
+	}
+	page.Origin = origin
+	page.Lines = sourceLines(text, lv, st.Unit)
+	return Render(c, http.StatusOK, views.Source(page))
+}
+
+// sourceLines pairs the text's lines with their values; without text, only
+// the lines that have values are listed.
+func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
+	val := func(m map[int64]int64, n int) string {
+		if v := m[int64(n)]; v != 0 {
+			return flame.FormatValue(v, unit)
+		}
+		return ""
+	}
+	mk := func(n int, t string) views.SourceLine {
+		cum := lv.cum[int64(n)]
+		frac := 0.0
+		if lv.total > 0 {
+			frac = float64(cum) / float64(lv.total)
+		}
+		return views.SourceLine{N: n, Text: t, Flat: val(lv.flat, n), Cum: val(lv.cum, n), CumFrac: frac, Hot: cum != 0}
+	}
+	var out []views.SourceLine
+	if text == nil {
+		var ns []int
+		for n := range lv.cum {
+			if n > 0 {
+				ns = append(ns, int(n))
+			}
+		}
+		sort.Ints(ns)
+		for _, n := range ns {
+			out = append(out, mk(n, ""))
+		}
+		return out
+	}
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), maxSourceBytes)
+	for n := 1; sc.Scan(); n++ {
+		out = append(out, mk(n, strings.ToValidUTF8(strings.TrimRight(sc.Text(), "\r"), "\uFFFD")))
+	}
+	return out
+}
