@@ -82,11 +82,11 @@ type SourcePage struct {
 
 // SourceLine is one line of source with its values (empty when none).
 type SourceLine struct {
-	N          int
-	Text       string
-	Flat, Cum  string
-	CumFrac    float64 // 0..1 of the function's cum, for the bar
-	Hot        bool
+	N         int
+	Text      string
+	Flat, Cum string
+	CumFrac   float64 // 0..1 of the function's cum, for the bar
+	Hot       bool
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

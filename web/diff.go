@@ -83,7 +83,6 @@ func sampleTypeNames(m *Meta) []string {
 	return out
 }
 
-
 func (s *Server) handleDiffJSON(c echo.Context) error {
 	ctx := c.Request().Context()
 	f, err := queryFilter(c)

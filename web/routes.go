@@ -29,7 +29,8 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
-	s.registerCompare() // filters' compare picker, diff, sandwich, source (web/diff.go)
+	// Filters' compare picker, diff, sandwich, source (web/diff.go).
+	s.registerCompare()
 	// On-demand symbolization (web/symbolization.go).
 	e.GET("/p/:id/events", s.handleSymbolizationEvents)
 	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)

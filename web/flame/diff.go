@@ -19,7 +19,7 @@ type DiffTree struct {
 
 // DiffRow is one function's flat and cumulative value in both profiles.
 type DiffRow struct {
-	Name                        string
+	Name                         string
 	Flat, Cum, BaseFlat, BaseCum int64
 }
 
