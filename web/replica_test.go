@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,10 +209,10 @@ func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
 	s3 := storetest.NewS3(t)
 
 	// A's only source is a debuginfod server that never answers.
-	var stalled sync.WaitGroup
+	var stalled atomic.Int32
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stalled.Add(1)
-		defer stalled.Done()
+		defer stalled.Add(-1)
 		<-r.Context().Done()
 	}))
 	t.Cleanup(slow.Close)
@@ -276,7 +275,9 @@ func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
 	// A dies mid-fetch: nothing it does reaches the store any more.
 	storeA.dead.Store(true)
 	srvA.CloseSymbolization()
-	stalled.Wait()
+	for stalled.Load() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond) // A's fetch was cancelled
+	}
 
 	final := next("the final event", func(ev sseEvent) bool { return ev.typ == jobs.EventSymbolized })
 	var st jobs.Status
