@@ -1,0 +1,284 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web"
+)
+
+// stacksPB is a gzipped pprof profile of "main;a;b" stacks (root first)
+// with cpu values in nanoseconds. Every function gets the file and line
+// given in lines (name → "file:line"), if any, and lives in /bin/app with
+// build ID buildID.
+func stacksPB(t testing.TB, buildID string, lines map[string]string, stacks ...any) []byte {
+	t.Helper()
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/bin/app", BuildID: buildID, HasFunctions: true}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 1,
+		Mapping: []*profile.Mapping{m},
+	}
+	locs := map[string]*profile.Location{}
+	fns := map[string]*profile.Function{}
+	loc := func(frame string) *profile.Location {
+		if l, ok := locs[frame]; ok {
+			return l
+		}
+		name, lineNo := frame, int64(0)
+		if i := strings.IndexByte(frame, '@'); i > 0 { // "fn@12": fn at line 12
+			name = frame[:i]
+			n, _ := json.Number(frame[i+1:]).Int64()
+			lineNo = n
+		}
+		f := fns[name]
+		if f == nil {
+			f = &profile.Function{ID: uint64(len(fns) + 1), Name: name, SystemName: name}
+			if fl, ok := lines[name]; ok {
+				f.Filename = fl
+			}
+			fns[name] = f
+			p.Function = append(p.Function, f)
+		}
+		id := uint64(len(locs) + 1)
+		l := &profile.Location{ID: id, Mapping: m, Address: 0x400000 + id*16, Line: []profile.Line{{Function: f, Line: lineNo}}}
+		p.Location = append(p.Location, l)
+		locs[frame] = l
+		return l
+	}
+	for i := 0; i < len(stacks); i += 2 {
+		names := strings.Split(stacks[i].(string), ";")
+		s := &profile.Sample{Value: []int64{int64(stacks[i+1].(int))}}
+		for j := len(names) - 1; j >= 0; j-- {
+			s.Location = append(s.Location, loc(names[j]))
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// compareServer starts a server on 127.0.0.1 with cfg (a fresh data dir).
+func compareServer(t *testing.T, cfg web.Config) string {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	s, err := web.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func postProfile(t testing.TB, base, name string, data []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	fw, _ := w.CreateFormFile("file", name)
+	fw.Write(data)
+	w.Close()
+	resp, err := http.Post(base+"/api/profiles", w.FormDataContentType(), &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.ID == "" {
+		t.Fatalf("upload %s: status %d, %v", name, resp.StatusCode, err)
+	}
+	return r.ID
+}
+
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func fetchURL(t testing.TB, u string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := noFollow.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// flameJSON is the part of flame.json/diff.json the tests read.
+type flameJSON struct {
+	Total     int64           `json:"total"`
+	Names     []string        `json:"names"`
+	Nodes     []int64         `json:"nodes"`
+	Base      []int64         `json:"base"`
+	BaseTotal int64           `json:"baseTotal"`
+	Top       [][]any         `json:"top"`
+	Callers   *flameJSON      `json:"callers"`
+	Callees   *flameJSON      `json:"callees"`
+	Cum       int64           `json:"cum"`
+	Flat      int64           `json:"flat"`
+	Extra     json.RawMessage `json:"-"`
+}
+
+// paths maps "a;b" paths (below the root) to "total" or "total base B".
+func (f *flameJSON) paths() map[string]string {
+	out := map[string]string{}
+	var stack []string
+	for i := 0; i*4 < len(f.Nodes); i++ {
+		name, depth, total := f.Names[f.Nodes[i*4]], f.Nodes[i*4+1], f.Nodes[i*4+2]
+		stack = append(stack[:depth], name)
+		v := itoa(total)
+		if f.Base != nil {
+			v += " base " + itoa(f.Base[i])
+		}
+		out[strings.Join(stack, ";")] = v
+	}
+	return out
+}
+
+func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+func getJSON(t testing.TB, u string) *flameJSON {
+	t.Helper()
+	status, _, body := fetchURL(t, u)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, status, body)
+	}
+	f := new(flameJSON)
+	if err := json.Unmarshal([]byte(body), f); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	return f
+}
+
+func samePaths(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+		return
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s = %q, want %q (all: %v)", what, k, got[k], v, got)
+		}
+	}
+}
+
+func TestFilterParameters(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	id := postProfile(t, base, "cpu.pb.gz", stacksPB(t, "", nil,
+		"main;a;b", 10, "main;a;c", 20, "main;d", 30, "main;d;b", 5))
+
+	f := getJSON(t, base+"/p/"+id+"/flame.json?f=%5Eb%24")
+	samePaths(t, "f=^b$", f.paths(), map[string]string{"root": "15", "root;main": "15", "root;main;a": "10", "root;main;a;b": "10", "root;main;d": "5", "root;main;d;b": "5"})
+	f = getJSON(t, base+"/p/"+id+"/flame.json?i=%5Ed%24&h=%5Ea%24")
+	samePaths(t, "i=^d$ h=^a$", f.paths(), map[string]string{"root": "30", "root;main": "30", "root;main;b": "10", "root;main;c": "20"})
+	f = getJSON(t, base+"/p/"+id+"/flame.json?s=main")
+	samePaths(t, "s=main", f.paths(), map[string]string{"root": "65", "root;main": "65"})
+
+	// The filtered and unfiltered trees have different ETags.
+	_, h1, _ := fetchURL(t, base+"/p/"+id+"/flame.json")
+	_, h2, _ := fetchURL(t, base+"/p/"+id+"/flame.json?f=b")
+	if h1.Get("ETag") == h2.Get("ETag") {
+		t.Errorf("filtered flame.json has the unfiltered ETag %s", h1.Get("ETag"))
+	}
+	// flame.svg and top apply them too.
+	if _, _, svg := fetchURL(t, base+"/p/"+id+"/flame.svg?i=%5Ed%24"); strings.Contains(svg, ">d<") || !strings.Contains(svg, "main") {
+		t.Errorf("flame.svg?i=^d$ still draws d")
+	}
+	if _, _, top := fetchURL(t, base+"/p/"+id+"/top?f=%5Ec%24"); strings.Contains(top, ">d<") || !strings.Contains(top, ">c<") {
+		t.Errorf("top?f=^c$ lists d or misses c")
+	}
+	// The flame page carries them to its data and links, and fills the form.
+	_, _, page := fetchURL(t, base+"/p/"+id+"?f=b&h=a")
+	for _, want := range []string{`flame.json?si=cpu\u0026f=b\u0026h=a`, `id="filter-f" value="b"`, `id="filter-h" value="a"`, `id="filter-clear"`} {
+		if !strings.Contains(page, want) && !strings.Contains(page, strings.ReplaceAll(want, `\u0026`, "&amp;")) {
+			t.Errorf("flame page with f=b&h=a lacks %s", want)
+		}
+	}
+	// A bad regexp names the parameter.
+	if status, _, body := fetchURL(t, base+"/p/"+id+"/flame.json?h=%28"); status != http.StatusBadRequest || !strings.Contains(body, "h=") {
+		t.Errorf("h=( answered %d %s, want 400 naming h", status, body)
+	}
+}
+
+func TestDiffJSON(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	// Base: a 60, b 40, e 10 (110); new: a 30, b 150, c 20 (200).
+	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, "main;a", 60, "main;b", 40, "main;e", 10))
+	b := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, "main;a", 30, "main;b", 150, "main;c", 20))
+	d := getJSON(t, base+"/p/"+a+"/diff/"+b+"/diff.json")
+	samePaths(t, "diff", d.paths(), map[string]string{
+		"root": "200 base 110", "root;main": "200 base 110", "root;main;a": "30 base 60",
+		"root;main;b": "150 base 40", "root;main;c": "20 base 0", "root;main;e": "0 base 10",
+	})
+	if d.BaseTotal != 110 || d.Total != 200 {
+		t.Errorf("totals %d base %d, want 200 base 110", d.Total, d.BaseTotal)
+	}
+	// a lost the most share (0.545 → 0.15), then b gained (0.364 → 0.75).
+	if len(d.Top) < 2 || d.Top[0][0] != "a" || d.Top[1][0] != "b" {
+		t.Errorf("diff top starts %v, want a then b", d.Top[:min(2, len(d.Top))])
+	}
+	// Filters apply to both.
+	d = getJSON(t, base+"/p/"+a+"/diff/"+b+"/diff.json?i=%5Eb%24")
+	if d.Total != 50 || d.BaseTotal != 70 {
+		t.Errorf("diff with i=^b$: totals %d base %d, want 50 base 70", d.Total, d.BaseTotal)
+	}
+
+	// The page, and the picker's redirect from a pasted link.
+	if status, _, page := fetchURL(t, base+"/p/"+a+"/diff/"+b); status != 200 || !strings.Contains(page, "diff-config") || !strings.Contains(page, "before.pb.gz") {
+		t.Errorf("diff page: %d", status)
+	}
+	status, h, _ := fetchURL(t, base+"/p/"+b+"/compare?base="+url.QueryEscape(base+"/p/"+a+"/top?si=cpu")+"&f=x")
+	if status != http.StatusSeeOther || h.Get("Location") != "/p/"+a+"/diff/"+b+"?f=x" {
+		t.Errorf("compare redirect: %d to %q, want 303 to /p/%s/diff/%s?f=x", status, h.Get("Location"), a, b)
+	}
+	if status, _, body := fetchURL(t, base+"/p/"+b+"/compare?base=nonsense"); status != http.StatusBadRequest || !strings.Contains(body, "paste the link") {
+		t.Errorf("compare with nonsense: %d %s", status, body)
+	}
+	if status, _, _ := fetchURL(t, base+"/p/"+b+"/compare?base=aaaaaaaaaaaaaaaaaaaa"); status != http.StatusNotFound {
+		t.Errorf("compare with an unknown ID: %d, want 404", status)
+	}
+}
+
+func TestSandwichJSON(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	id := postProfile(t, base, "cpu.pb.gz", stacksPB(t, "", nil,
+		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
+	s := getJSON(t, base+"/p/"+id+"/sandwich.json?fn=f")
+	if s.Flat != 20 || s.Cum != 35 {
+		t.Errorf("f: flat %d cum %d, want 20 and 35", s.Flat, s.Cum)
+	}
+	samePaths(t, "callers", s.Callers.paths(), map[string]string{"f": "35", "f;a": "10", "f;a;main": "10", "f;b": "20", "f;b;main": "20", "f;f": "5", "f;f;main": "5"})
+	samePaths(t, "callees", s.Callees.paths(), map[string]string{"f": "35", "f;g": "10", "f;f": "5", "f;f;h": "5"})
+	s = getJSON(t, base+"/p/"+id+"/sandwich.json?fn=f&i=%5Eb%24")
+	if s.Cum != 15 {
+		t.Errorf("f with i=^b$: cum %d, want 15", s.Cum)
+	}
+	if status, _, page := fetchURL(t, base+"/p/"+id+"/sandwich?fn=f"); status != 200 || !strings.Contains(page, "sandwich-config") {
+		t.Errorf("sandwich page: %d", status)
+	}
+	if status, _, _ := fetchURL(t, base+"/p/"+id+"/sandwich.json"); status != http.StatusBadRequest {
+		t.Errorf("sandwich.json without fn: %d, want 400", status)
+	}
+}
