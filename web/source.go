@@ -57,7 +57,7 @@ func (s *Server) sourceConfig() SourceConfig {
 		return *s.cfg.Source
 	}
 	var sc SourceConfig
-	if sym := s.cfg.Symbolization; sym != nil && sym.Gate.Enabled() {
+	if sym := s.cfg.Symbolization; sym != nil && sym.Gate.Enabled() && len(sym.Servers) > 0 {
 		sc.Fetcher = sym.Gate
 		sc.Servers = sym.Servers
 	}

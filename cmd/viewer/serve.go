@@ -68,6 +68,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		MaxUpload:     int64(maxUpload),
 		Log:           logger,
 		Symbolization: symCfg,
+		Source:        symFlags.sourceConfig(symCfg), // servesource.go
 		Limits:        limits,
 		AuthToken:     token,
 	})
