@@ -1,0 +1,107 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"viewer/web"
+	"viewer/web/browsertest"
+)
+
+// pixel reads the colour drawn on the graph canvas near the top right of
+// the frame at path (away from its label).
+func pixel(t *testing.T, b *browsertest.Browser, path ...string) [3]int {
+	t.Helper()
+	r := frame(t, b, path...)
+	js := fmt.Sprintf(`(() => {
+		const c = document.getElementById('flame');
+		const box = c.getBoundingClientRect();
+		const dpr = c.width / box.width;
+		const d = c.getContext('2d').getImageData(Math.floor((%f - box.left) * dpr), Math.floor((%f - box.top) * dpr), 1, 1).data;
+		return [d[0], d[1], d[2]];
+	})()`, r.X+r.Width-4, r.Y+3)
+	v := eval[[]int](t, b, js)
+	return [3]int{v[0], v[1], v[2]}
+}
+
+// TestBrowserDiffLink opens a diff link: a function that grew is red, one
+// that shrank is blue, the tooltip gives both values and the change, and
+// the page's link (with zoom) reproduces the view. The flame page's
+// compare picker leads to the same diff.
+func TestBrowserDiffLink(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	// Base: parse 60, render 40 (100). New: parse 30, render 150 (180):
+	// render grew from 40% to 83%, parse shrank from 60% to 17%.
+	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, "main;parse", 60, "main;render", 40, "main;render;draw", 0))
+	bID := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, "main;parse", 30, "main;render", 120, "main;render;draw", 30))
+	b := browsertest.Start(t, browsertest.Options{})
+
+	ready := func(what string) {
+		t.Helper()
+		if err := b.WaitReady(20 * time.Second); err != nil {
+			t.Fatalf("%s never drew: %v; page problems: %q", what, err, b.Problems())
+		}
+	}
+	run(t, b, "open the flame page of the new profile", chromedp.Navigate(base+"/p/"+bID))
+	ready("the flame page")
+	run(t, b, "paste the base profile's link into the compare picker",
+		chromedp.SendKeys(chromedp.CSS("#compare-base"), base+"/p/"+a),
+		chromedp.Submit(chromedp.CSS("#compare-base")))
+	waitFor(t, b, "the diff page", fmt.Sprintf("location.pathname === %q", "/p/"+a+"/diff/"+bID))
+	ready("the diff page")
+	pageProblems(t, b)
+
+	grew, shrank := pixel(t, b, "main", "render"), pixel(t, b, "main", "parse")
+	if !(grew[0] > grew[2]+60) {
+		t.Errorf("render grew but is drawn rgb%v, not red", grew)
+	}
+	if !(shrank[2] > shrank[0]+60) {
+		t.Errorf("parse shrank but is drawn rgb%v, not blue", shrank)
+	}
+
+	r := frame(t, b, "main", "render")
+	run(t, b, "hover render", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "the tooltip", `!document.getElementById('tooltip').hidden`)
+	tip := text(t, b, "#tooltip")
+	for _, want := range []string{"render", "Base", "40 ns (40.00%)", "New", "150 ns (83.33%)", "+43.33 pp", "+110 ns"} {
+		if !strings.Contains(tip, want) {
+			t.Errorf("tooltip %q lacks %q", tip, want)
+		}
+	}
+	if got := eval[string](t, b, `document.querySelector('#diff-top tbody tr').dataset.name`); got != "parse" && got != "render" {
+		t.Errorf("the diff table starts with %q, want one of the changed functions", got)
+	}
+
+	// Zoom into render: the link keeps it, and a fresh load reproduces the view.
+	run(t, b, "zoom into render", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "zoom in the URL", `new URLSearchParams(location.search).getAll('z').join('>') === 'main>render'`)
+	link := eval[string](t, b, "location.href")
+	run(t, b, "leave", chromedp.Navigate(base+"/p/"+a))
+	ready("the base's flame page")
+	run(t, b, "open the copied link", chromedp.Navigate(link))
+	ready("the diff page from its link")
+	if got := eval[string](t, b, `window.viewer.tree.path(window.viewer.graph.zoom).join('>')`); got != "main>render" {
+		t.Errorf("the link reopened zoomed on %q, want main>render", got)
+	}
+	if got := pixel(t, b, "main", "render", "draw"); !(got[0] > got[2]+60) {
+		t.Errorf("after reload, draw (0 → 30) is rgb%v, not red", got)
+	}
+	pageProblems(t, b)
+}
+
+// pageProblems fails on console errors and failed loads, except the
+// symbolization panel's status request, which answers 404 on a server
+// without on-demand symbolization (the panel's concern, not the diff's).
+func pageProblems(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	for _, p := range b.Problems() {
+		if !strings.HasSuffix(p, "/symbolization") {
+			t.Errorf("page problem: %s", p)
+		}
+	}
+}
