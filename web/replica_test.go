@@ -27,12 +27,16 @@ import (
 
 // replicaServer starts a viewer on st (one replica), listening on
 // 127.0.0.1 and closed when the test ends.
-func replicaServer(t *testing.T, st store.Store, sym *web.SymbolizationConfig, id string) (*web.Server, string) {
+func replicaServer(t *testing.T, st store.Store, sym *web.SymbolizationConfig, id string, adjust ...func(*web.ReplicaConfig)) (*web.Server, string) {
 	t.Helper()
-	s, err := web.New(web.Config{Store: st, Symbolization: sym, Replica: &web.ReplicaConfig{
+	rc := &web.ReplicaConfig{
 		ID: id, Recheck: 10 * time.Millisecond, Poll: 50 * time.Millisecond,
 		Heartbeat: 100 * time.Millisecond, TakeoverAfter: time.Second,
-	}})
+	}
+	for _, f := range adjust {
+		f(rc)
+	}
+	s, err := web.New(web.Config{Store: st, Symbolization: sym, Replica: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +209,17 @@ func streamEvents(t *testing.T, ctx context.Context, url string) <-chan sseEvent
 // has the debug info locally, takes the job over and finishes it on the
 // same event stream.
 func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
+	testTakeover(t, true)
+}
+
+// TestReplicaTakesOverAtOnceAfterCleanShutdown: when A shuts down cleanly
+// (SIGTERM) mid-job, it marks the job abandoned and B continues it at once,
+// long before B's TakeoverAfter (one minute here).
+func TestReplicaTakesOverAtOnceAfterCleanShutdown(t *testing.T) {
+	testTakeover(t, false)
+}
+
+func testTakeover(t *testing.T, crash bool) {
 	exe, debugFile := ondemandFiles(t)
 	s3 := storetest.NewS3(t)
 
@@ -231,9 +246,18 @@ func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
 	// B finds the debug file in a local directory.
 	cfgB := none
 	cfgB.DebugDirs = []string{filepath.Dir(debugFile)}
-	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgB)}, "replica-b")
+	takeover := time.Second
+	if !crash {
+		takeover = time.Minute
+	}
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgB)}, "replica-b",
+		func(c *web.ReplicaConfig) { c.TakeoverAfter = takeover })
 
-	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 91))
+	seed := 91
+	if !crash {
+		seed = 93
+	}
+	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", seed))
 	waitState(t, a, id, jobs.StateFetching)
 
 	// B's page shows A's job and links its event stream.
@@ -272,9 +296,16 @@ func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
 		t.Fatalf("job.json in the bucket: %s, %v; want owner replica-a", raw, err)
 	}
 
-	// A dies mid-fetch: nothing it does reaches the store any more.
-	storeA.dead.Store(true)
-	srvA.CloseSymbolization()
+	stopped := time.Now()
+	if crash {
+		// A dies mid-fetch: nothing it does reaches the store any more.
+		storeA.dead.Store(true)
+		srvA.CloseSymbolization()
+	} else {
+		// serve's shutdown order: jobs, then the replica's records.
+		srvA.CloseSymbolization()
+		srvA.CloseReplica()
+	}
 	for stalled.Load() > 0 && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond) // A's fetch was cancelled
 	}
@@ -286,6 +317,9 @@ func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
 	}
 	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
 		t.Fatalf("final status on B: %+v", st)
+	}
+	if took := time.Since(stopped); !crash && took > 20*time.Second {
+		t.Fatalf("B took %v to continue a job A abandoned on shutdown", took)
 	}
 	if raw, err := store.ReadAll(ctx, s3.Open(t), id+"/job.json", 0); err != nil || json.Unmarshal(raw, &jr) != nil || jr.Owner != "replica-b" {
 		t.Fatalf("job.json after the takeover: %s, %v; want owner replica-b", raw, err)
