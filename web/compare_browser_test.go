@@ -105,3 +105,57 @@ func pageProblems(t *testing.T, b *browsertest.Browser) {
 		}
 	}
 }
+
+// TestBrowserFrameMenuSandwich right-clicks a frame on the flame page, takes
+// the menu's sandwich link, and checks the callers and callees drawn; a
+// click on a caller re-centres the sandwich on it.
+func TestBrowserFrameMenuSandwich(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	id := postProfile(t, base, "cpu.pb.gz", stacksPB(t, "", nil,
+		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id+"?si=cpu"))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("flame page never drew: %v", err)
+	}
+	r := frame(t, b, "main", "b", "f")
+	run(t, b, "right-click main > b > f", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
+	waitFor(t, b, "the frame menu", `!document.getElementById('frame-menu').hidden`)
+	if got := eval[string](t, b, `document.getElementById('frame-menu').dataset.fn`); got != "f" {
+		t.Fatalf("menu for %q, want f", got)
+	}
+	src := eval[string](t, b, `[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent === 'Source').getAttribute('href')`)
+	if !strings.Contains(src, "/p/"+id+"/source?") || !strings.Contains(src, "fn=f") || !strings.Contains(src, "si=cpu") {
+		t.Errorf("source link %q", src)
+	}
+	run(t, b, "open the sandwich", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent.startsWith('Callers')).click()`))
+	waitFor(t, b, "the sandwich page", `location.pathname.endsWith('/sandwich')`)
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("sandwich never drew: %v; problems %q", err, b.Problems())
+	}
+	paths := func(g string) string {
+		return eval[string](t, b, fmt.Sprintf(`(() => { const t = window.viewer.%s.tree; const out = [];
+			for (let i = 0; i < t.length; i++) out.push([t.label(0), ...t.path(i)].join('>') + '=' + t.total[i]);
+			return out.sort().join(' '); })()`, g))
+	}
+	if got, want := paths("callers"), "f=35 f>a=10 f>a>main=10 f>b=20 f>b>main=20 f>f=5 f>f>main=5"; got != want {
+		t.Errorf("callers drawn %q, want %q", got, want)
+	}
+	if got, want := paths("callees"), "f=35 f>f=5 f>f>h=5 f>g=10"; got != want {
+		t.Errorf("callees drawn %q, want %q", got, want)
+	}
+	if got := text(t, b, "#sandwich-stats"); !strings.Contains(got, "35 ns") || !strings.Contains(got, "20 ns") {
+		t.Errorf("stats %q lack cum 35 ns and flat 20 ns", got)
+	}
+	// Click caller b (callers are drawn root at the bottom).
+	rb := eval[*rect](t, b, `(() => { const g = window.viewer.callers; const t = g.tree; let i = 0;
+		for (let j = 1; j < t.length; j++) if (t.label(j) === 'b') i = j;
+		const r = g.rectOf(i); const c = g.overlay.getBoundingClientRect();
+		return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h }; })()`)
+	run(t, b, "click caller b", chromedp.MouseClickXY(rb.X+rb.Width/2, rb.Y+rb.Height/2))
+	waitFor(t, b, "the sandwich of b", `new URLSearchParams(location.search).get('fn') === 'b' && document.body.dataset.ready === '1'`)
+	if got, want := paths("callees"), "b=20 b>f=20"; got != want {
+		t.Errorf("callees of b %q, want %q", got, want)
+	}
+	pageProblems(t, b)
+}
