@@ -1,17 +1,16 @@
-// framemenu.js: the flame graph page's frame menu (right-click, or the
-// context-menu key on a hovered frame). It links a frame to its sandwich
+// framemenu.js: the flame graph page's frame menu (right-click a frame or a
+// top-table row, or the context-menu key on a hovered frame). It links a frame to its sandwich
 // view (callers and callees), its source, and pprof-style filters on it. It
 // reads the drawn graph from window.viewer (page.js) and keeps si and the
 // filters of the current URL.
 
 const overlay = document.getElementById('flame-hover');
-const chart = document.getElementById('chart');
 const menu = document.createElement('div');
 menu.className = 'frame-menu';
 menu.id = 'frame-menu';
 menu.setAttribute('role', 'menu');
 menu.hidden = true;
-chart.append(menu);
+document.body.append(menu);
 
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -35,8 +34,11 @@ function item(label, href, title) {
 function open(i, x, y) {
   const v = window.viewer;
   if (!v || !v.tree || i <= 0) return false;
-  const name = v.tree.label(i);
-  if (name === '…') return false;
+  return openFor(v.tree.label(i), x, y);
+}
+
+function openFor(name, x, y) {
+  if (!name || name === '…') return false;
   const head = document.createElement('div');
   head.className = 'frame-menu-name';
   head.textContent = name;
@@ -48,9 +50,10 @@ function open(i, x, y) {
     item('Ignore it', pageURL('', { i: exact }), 'Drop stacks through this function (pprof -ignore)'),
     item('Hide it', pageURL('', { h: exact }), 'Remove this frame from stacks (pprof -hide)'));
   menu.hidden = false;
-  const box = chart.getBoundingClientRect();
-  const mx = Math.min(x - box.left, box.width - menu.offsetWidth - 4);
-  menu.style.transform = `translate(${Math.max(0, Math.round(mx))}px, ${Math.round(y - box.top)}px)`;
+  // Fixed to the viewport, beside the pointer, kept inside the window.
+  const mx = Math.min(x, window.innerWidth - menu.offsetWidth - 4);
+  const my = Math.min(y, window.innerHeight - menu.offsetHeight - 4);
+  menu.style.transform = `translate(${Math.max(0, Math.round(mx))}px, ${Math.max(0, Math.round(my))}px)`;
   menu.dataset.fn = name;
   const tip = document.getElementById('tooltip');
   if (tip) tip.hidden = true;
@@ -77,6 +80,14 @@ overlay.addEventListener('keydown', (e) => {
     menu.querySelector('a').focus();
   }
 });
+// The top table's rows get the same menu.
+const topBody = document.querySelector('#top-table tbody');
+if (topBody) {
+  topBody.addEventListener('contextmenu', (e) => {
+    const tr = e.target.closest('tr');
+    if (tr && openFor(tr.dataset.name, e.clientX, e.clientY)) e.preventDefault();
+  });
+}
 document.addEventListener('click', (e) => { if (!menu.contains(e.target)) close(); });
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
 

@@ -128,6 +128,15 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	if !strings.Contains(src, "/p/"+id+"/source?") || !strings.Contains(src, "fn=f") || !strings.Contains(src, "si=cpu") {
 		t.Errorf("source link %q", src)
 	}
+	// The top table's rows have the same menu.
+	run(t, b, "scroll to the table", chromedp.ScrollIntoView(chromedp.CSS(`#top-table tbody tr[data-name="g"]`)))
+	row := eval[*rect](t, b, `(() => { const r = document.querySelector('#top-table tbody tr[data-name="g"]').getBoundingClientRect(); return { x: r.left, y: r.top, width: r.width, height: r.height }; })()`)
+	run(t, b, "right-click the row of g", chromedp.MouseClickXY(row.X+row.Width-20, row.Y+row.Height/2, chromedp.Button("right")))
+	waitFor(t, b, "the menu for g", `document.getElementById('frame-menu').dataset.fn === 'g' && !document.getElementById('frame-menu').hidden`)
+	run(t, b, "back to the graph", chromedp.ScrollIntoView(chromedp.CSS("#chart")))
+	r = frame(t, b, "main", "b", "f")
+	run(t, b, "right-click main > b > f again", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
+	waitFor(t, b, "the menu for f", `document.getElementById('frame-menu').dataset.fn === 'f'`)
 	run(t, b, "open the sandwich", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent.startsWith('Callers')).click()`))
 	waitFor(t, b, "the sandwich page", `location.pathname.endsWith('/sandwich')`)
 	if err := b.WaitReady(20 * time.Second); err != nil {
