@@ -61,7 +61,7 @@ func (s *Server) handleTop(c echo.Context) error {
 		SI:          st.Type,
 		Unit:        st.Unit,
 		Total:       flame.FormatValue(total, st.Unit),
-		FlameURL:    profileURL(id, "", st.Type),
+		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
 	}
 	frac := func(v int64) float64 {
 		if total == 0 {
