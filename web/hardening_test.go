@@ -10,6 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -585,5 +588,59 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 128<<20 {
 		t.Errorf("refusing the bomb allocated %d MiB; it should stop near the 8 MiB limit", alloc>>20)
+	}
+}
+
+// TestSourceReadsLocalPathsOnlyForLocalRequests checks the source view reads
+// a file a profile names only for a request made on this machine, not one
+// through a reverse proxy or under a DNS-rebound host name.
+func TestSourceReadsLocalPathsOnlyForLocalRequests(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret.c")
+	os.WriteFile(secret, []byte("int main() {\n  return 42; // SECRET-LINE\n}\n"), 0o600)
+	p := testProfile()
+	p.Function[2].Filename = secret
+	for _, l := range p.Location {
+		for i := range l.Line {
+			if l.Line[i].Function == p.Function[2] {
+				l.Line[i].Line = 2
+			}
+		}
+	}
+	_, ts := newTestServer(t, Config{Source: &SourceConfig{LocalPaths: true}})
+	id := upload(t, ts.URL, encodeProfile(t, p, true))
+	src := ts.URL + "/p/" + id + "/source?fn=" + url.QueryEscape(p.Function[2].Name)
+	fetch := func(host string, hdr ...string) string {
+		req, _ := http.NewRequest(http.MethodGet, src, nil)
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if b := fetch(""); !strings.Contains(b, "SECRET-LINE") {
+		t.Fatalf("a local request does not see the local source file (the feature this guards):\n%.2000s", b)
+	}
+	for _, tc := range []struct {
+		host string
+		hdr  []string
+	}{
+		{"viewer.example.com", nil},
+		{"attacker.example:" + strings.Split(ts.URL, ":")[2], nil},
+		{"", []string{"X-Forwarded-For", "203.0.113.9"}},
+		{"", []string{"Forwarded", "for=203.0.113.9"}},
+		{"", []string{"X-Real-IP", "203.0.113.9"}},
+		{"", []string{"Via", "1.1 nginx"}},
+	} {
+		if b := fetch(tc.host, tc.hdr...); strings.Contains(b, "SECRET-LINE") {
+			t.Errorf("Host %q, headers %q: the source view read a local file for a request that did not come from this machine", tc.host, tc.hdr)
+		}
 	}
 }

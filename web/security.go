@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -185,4 +186,31 @@ func (s *Server) handleLogin(c echo.Context) error {
 		MaxAge: 30 * 24 * 3600,
 	})
 	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// localRequest reports whether the request came straight from this machine:
+// a loopback peer, a loopback Host (not a name rebound to 127.0.0.1 by a
+// web page's DNS) and no header a reverse proxy adds. Reading files a
+// profile names (the source view) is allowed only then, since behind a
+// proxy the uploader is someone else.
+func localRequest(c echo.Context) bool {
+	r := c.Request()
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host", "Via"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	loopback := func(hostport string) bool {
+		host, _, err := net.SplitHostPort(hostport)
+		if err != nil {
+			host = hostport
+		}
+		host = strings.Trim(host, "[]")
+		if strings.EqualFold(host, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return loopback(r.Host) && loopback(r.RemoteAddr)
 }

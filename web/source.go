@@ -285,7 +285,9 @@ func (s *Server) handleSource(c echo.Context) error {
 		page.Problem = "The profile names no source file for " + fn + ": it was symbolized without line tables (symbol table only), so there is no file or line to show."
 		return Render(c, http.StatusOK, views.Source(page))
 	}
-	text, origin, err := findSource(ctx, s.sourceConfig(), lv.buildID, lv.file)
+	sc := s.sourceConfig()
+	sc.LocalPaths = sc.LocalPaths && localRequest(c) // security.go: not through a proxy or a rebound name
+	text, origin, err := findSource(ctx, sc, lv.buildID, lv.file)
 	if err != nil {
 		page.Problem = "Source not available: " + err.Error() + "."
 		// The per-line values are still worth showing.

@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -548,6 +549,27 @@ func TestServeLimitFlags(t *testing.T) {
 		err := runServe(context.Background(), append([]string{"--addr", "127.0.0.1:0", "--data", t.TempDir()}, tc.args...), stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("serve %v: %v; want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestBehindProxyReadsNoLocalPaths checks --behind-proxy turns off reading
+// paths a profile names even on a loopback --addr.
+func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
+	for _, args := range [][]string{{"--addr", "127.0.0.1:8080"}, {"--addr", "127.0.0.1:8080", "--behind-proxy"}} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.String("addr", "", "")
+		f := registerSymbolizeFlags(fs)
+		registerLimitFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		want := len(args) == 2
+		if got := f.loopback(); got != want {
+			t.Errorf("%v: reads local paths %v, want %v", args, got, want)
+		}
+		if sc := f.sourceConfig(nil); sc.LocalPaths != want {
+			t.Errorf("%v: source view reads local paths %v, want %v", args, sc.LocalPaths, want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ type limitFlags struct {
 	uploads                                          int
 	uploadWait, uploadIdle                           time.Duration
 	token, tokenFile                                 string
+	behindProxy                                      bool
 }
 
 func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
@@ -32,6 +33,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.DurationVar(&f.uploadIdle, "upload-idle", 30*time.Second, "drop an upload whose body stops arriving for this long")
 	fs.StringVar(&f.token, "auth-token", "", "`TOKEN` required to upload (Authorization: Bearer TOKEN, or /login in a browser); viewing links needs none. Prefer --auth-token-file: flags show in ps")
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "`FILE` holding the upload token (first line)")
+	fs.BoolVar(&f.behindProxy, "behind-proxy", false, "others reach this server through a reverse proxy on the loopback --addr: never read files or binaries at paths a profile names")
 	return f
 }
 

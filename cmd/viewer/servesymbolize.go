@@ -88,6 +88,9 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 
 // loopback reports whether serve listens on a loopback address only.
 func (f *symbolizeFlags) loopback() bool {
+	if p := f.fs.Lookup("behind-proxy"); p != nil && p.Value.String() == "true" {
+		return false // servelimits.go: others reach this loopback address
+	}
 	a := f.fs.Lookup("addr")
 	if a == nil {
 		return false
