@@ -144,18 +144,26 @@ func (m *matcher) apply(seq, out []int32) (_ []int32, ok bool) {
 // stacks returns the samples of p for si that pass f, as frames.
 func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 	m := newMatcher(f, fr)
-	var ws []weighted
+	uniq := groupStacks(p, si)
+	ws := make([]weighted, 0, len(uniq))
+	// The kept frames of every stack go in one buffer, sliced at the end.
+	var all []int32
+	var ends []int
 	var buf []int32
-	for _, s := range groupStacks(p, si) {
+	for _, s := range uniq {
 		buf = fr.expand(s, buf[:0])
-		start := len(buf)
 		var ok bool
-		buf, ok = m.apply(buf[:start], buf)
-		if !ok {
-			buf = buf[:start]
+		if all, ok = m.apply(buf, all); !ok {
+			all = all[:lastEnd(ends)]
 			continue
 		}
-		ws = append(ws, weighted{seq: append([]int32(nil), buf[start:]...), v: s.v})
+		ends = append(ends, len(all))
+		ws = append(ws, weighted{v: s.v})
+	}
+	start := 0
+	for i, e := range ends {
+		ws[i].seq = all[start:e:e]
+		start = e
 	}
 	return ws
 }
@@ -174,4 +182,11 @@ func TopFiltered(p *profile.Profile, si int, f Filter) (rows []TopRow, total int
 	}
 	sortTop(rows)
 	return rows, total
+}
+
+func lastEnd(ends []int) int {
+	if len(ends) == 0 {
+		return 0
+	}
+	return ends[len(ends)-1]
 }

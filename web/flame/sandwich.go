@@ -26,14 +26,7 @@ type Sandwich struct {
 // function's cumulative value are merged.
 func BuildSandwich(p *profile.Profile, si int, fn string, opt Options) *Sandwich {
 	fr := newFrames(p)
-	var ws []weighted
-	if opt.Filter.Active() {
-		ws = opt.Filter.stacks(p, si, fr)
-	} else {
-		for _, s := range groupStacks(p, si) {
-			ws = append(ws, weighted{seq: fr.expand(s, nil), v: s.v})
-		}
-	}
+	ws := opt.Filter.stacks(p, si, fr) // the zero Filter keeps all
 	sw := &Sandwich{Fn: fn}
 	id, ok := fr.byName[fn]
 	var callers, callees []weighted
@@ -46,7 +39,7 @@ func BuildSandwich(p *profile.Profile, si int, fn string, opt Options) *Sandwich
 		if first < 0 {
 			continue
 		}
-		last := len(w.seq) - 1 - slices.Index(reversed(w.seq), id)
+		last := lastIndex(w.seq, id)
 		sw.Cum += w.v
 		if w.seq[len(w.seq)-1] == id {
 			sw.Flat += w.v
@@ -108,4 +101,13 @@ func (s *Sandwich) JSON() []byte {
 	b = s.Callees.AppendJSON(b)
 	b = b[:len(b)-1]
 	return append(b, "}\n"...)
+}
+
+func lastIndex(s []int32, v int32) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == v {
+			return i
+		}
+	}
+	return -1
 }

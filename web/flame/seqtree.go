@@ -15,11 +15,18 @@ type weighted struct {
 // node's base total.
 func buildTrie(ws []weighted, withBase bool) *full {
 	slices.SortFunc(ws, func(a, b weighted) int { return slices.Compare(a.seq, b.seq) })
-	ft := &full{name: []int32{0}, parent: []int32{-1}, total: []int64{0}, self: []int64{0}}
+	// Shared prefixes make the node count well under the frame count.
+	frames := 0
+	for _, w := range ws {
+		frames += len(w.seq)
+	}
+	n := frames*2/3 + 1
+	ft := &full{name: make([]int32, 1, n), parent: make([]int32, 1, n), total: make([]int64, 1, n), self: make([]int64, 1, n)}
+	ft.parent[0] = -1
 	var baseSelf []int64
 	if withBase {
-		ft.base = []int64{0}
-		baseSelf = []int64{0}
+		ft.base = make([]int64, 1, n)
+		baseSelf = make([]int64, 1, n)
 	}
 	path := []int32{0}
 	var prev []int32
