@@ -70,7 +70,10 @@ func TestNamesEscapedEverywhere(t *testing.T) {
 	id := r.ID
 	for _, path := range []string{"/p/" + id, "/p/" + id + "/top", "/p/" + id + "/types", "/p/" + id + "/types/flame",
 		"/p/" + id + "/flame.svg", "/p/" + id + "/flame.json", "/p/" + id + "/types.json",
-		"/p/" + id + "/top?si=samples", "/nowhere/" + "%3Cscript%3Ealert(9)%3C%2Fscript%3E", "/p/" + id + "?si=%3Cscript%3Ealert(10)%3C%2Fscript%3E"} {
+		"/p/" + id + "/top?si=samples", "/nowhere/" + "%3Cscript%3Ealert(9)%3C%2Fscript%3E",
+		"/p/" + id + "/sandwich?fn=" + url.QueryEscape(xssName), "/p/" + id + "/sandwich.json?fn=" + url.QueryEscape(xssName),
+		"/p/" + id + "/source?fn=" + url.QueryEscape(xssName), "/p/" + id + "/diff/" + id, "/p/" + id + "/diff/" + id + "/diff.json", "/p/" + id + "/compare",
+		"/p/" + id + "/flame.json?f=" + url.QueryEscape(xssName), "/p/" + id + "?f=" + url.QueryEscape(xssName), "/p/" + id + "?si=%3Cscript%3Ealert(10)%3C%2Fscript%3E"} {
 		f := get(t, ts.URL+path)
 		if f.status >= 500 {
 			t.Errorf("%s: status %d", path, f.status)
@@ -256,8 +259,14 @@ func TestNoTraversal(t *testing.T) {
 	_ = s
 	bad := []string{"..", "%2e%2e", "..%2f..%2f..%2fetc%2fpasswd", "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "..%5c..%5cetc", "%252e%252e%252f",
 		"....//....//etc", "..;", id + "%2f..%2f" + id, id + "%00", "%c0%ae%c0%ae", "." + id[1:], strings.ToUpper(id), id + "x", ".", "~root"}
-	suffixes := []string{"", "/top", "/flame.json", "/flame.svg", "/profile.pb.gz", "/types", "/types.json", "/types/flame", "/types/flame.json", "/events", "/symbolization"}
+	suffixes := []string{"", "/top", "/flame.json", "/flame.svg", "/profile.pb.gz", "/types", "/types.json", "/types/flame", "/types/flame.json", "/events", "/symbolization",
+		"/sandwich?fn=main.work", "/sandwich.json?fn=main.work", "/source?fn=main.work", "/compare", "/diff/" + id, "/diff/" + id + "/diff.json"}
 	for _, b := range bad {
+		for _, path := range []string{"/p/" + id + "/diff/" + b, "/p/" + id + "/diff/" + b + "/diff.json"} {
+			if f := get(t, ts.URL+path); f.status != 404 && f.status != 400 {
+				t.Errorf("%s: status %d, want 404", path, f.status)
+			}
+		}
 		for _, suf := range suffixes {
 			path := "/p/" + b + suf
 			f := get(t, ts.URL+path)
