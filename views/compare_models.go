@@ -29,6 +29,8 @@ type DiffPage struct {
 	SampleTypes    []SampleType
 	SI             string
 	Filter         FilterBar
+	// Notes warn about a side without names (Label), linking its page.
+	Notes []NavLink
 }
 
 // diffConfig is what static/diff.js reads from the "diff-config" element.

@@ -282,3 +282,68 @@ func TestSandwichJSON(t *testing.T) {
 		t.Errorf("sandwich.json without fn: %d, want 400", status)
 	}
 }
+
+// stripNames returns the profile without function names: raw addresses in
+// /bin/app, as an eBPF profiler would send it.
+func stripNames(t *testing.T, data []byte) []byte {
+	t.Helper()
+	p, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range p.Location {
+		l.Line = nil
+	}
+	p.Function = nil
+	for _, m := range p.Mapping {
+		m.HasFunctions = false
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestDiffAcrossSymbolization compares an unsymbolized base with a
+// symbolized profile: the page says the base has no names and its frames
+// meet nothing; once the base's symbolized copy is stored, the same diff
+// link matches the functions by name.
+func TestDiffAcrossSymbolization(t *testing.T) {
+	dir := t.TempDir()
+	named := stacksPB(t, "", nil, "main;a", 60, "main;b", 40)
+	s, err := web.New(web.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	a := postProfile(t, ts.URL, "raw.pb.gz", stripNames(t, named))
+	b := postProfile(t, ts.URL, "new.pb.gz", stacksPB(t, "", nil, "main;a", 30, "main;b", 150))
+
+	d := getJSON(t, ts.URL+"/p/"+a+"/diff/"+b+"/diff.json")
+	if got := d.paths()["root;main;a"]; got != "30 base 0" {
+		t.Errorf("unsymbolized base: main;a = %q, want 30 base 0 (nothing to match by name)", got)
+	}
+	if _, _, page := fetchURL(t, ts.URL+"/p/"+a+"/diff/"+b); !strings.Contains(page, "1 of the base profile&#39;s 1 binaries have no names") {
+		t.Errorf("diff page does not warn that the base has no names:\n%s", excerpt(page, "diff-note"))
+	}
+
+	// Symbolization stores the named copy next to the original.
+	if err := s.Store().Put(t.Context(), web.Key(a, web.KeySymbolized), bytes.NewReader(named)); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := web.New(web.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2 := httptest.NewServer(s2.Handler())
+	defer ts2.Close()
+	d = getJSON(t, ts2.URL+"/p/"+a+"/diff/"+b+"/diff.json")
+	samePaths(t, "after symbolization", d.paths(), map[string]string{
+		"root": "180 base 100", "root;main": "180 base 100", "root;main;a": "30 base 60", "root;main;b": "150 base 40",
+	})
+	if _, _, page := fetchURL(t, ts2.URL+"/p/"+a+"/diff/"+b); strings.Contains(page, "diff-note") {
+		t.Errorf("diff page still warns after symbolization")
+	}
+}

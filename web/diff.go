@@ -164,5 +164,35 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
 		},
 	}
+	for _, p := range []struct{ id, role string }{{baseID, "base"}, {id, "new"}} {
+		if n := s.diffNote(ctx, p.id, p.role); n != "" {
+			page.Notes = append(page.Notes, views.NavLink{Label: n, Href: profileURL(p.id, "", si)})
+		}
+	}
 	return Render(c, http.StatusOK, views.Diff(page))
+}
+
+// diffNote says when one side of a diff still lacks names: frames match by
+// name, so its raw addresses would not meet the other side's functions.
+// Viewing the diff queues the symbolization, as viewing the profile does.
+func (s *Server) diffNote(ctx context.Context, id, role string) string {
+	m, err := s.Meta(ctx, id)
+	if err != nil || len(m.Mappings) == 0 || allSymbolized(m) {
+		return ""
+	}
+	if l, err := s.Profile(ctx, id); err == nil && l.Symbolized {
+		return ""
+	}
+	var fp views.FlamePage
+	s.fillSymbolization(ctx, id, m, &fp) // symbolization.go: queues it when it can
+	if fp.EventsURL != "" {
+		return fmt.Sprintf("The %s profile is being symbolized. Frames are matched by name, so its raw addresses do not meet the other profile's functions yet: reload this diff when it is done.", role)
+	}
+	n := 0
+	for _, mp := range m.Mappings {
+		if !mp.HasFunctions {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, len(m.Mappings))
 }
