@@ -56,6 +56,7 @@ func TestBrowserDiffLink(t *testing.T) {
 	ready("the diff page")
 	pageProblems(t, b)
 
+	b.Screenshot(t, "diff")
 	grew, shrank := pixel(t, b, "main", "render"), pixel(t, b, "main", "parse")
 	if !(grew[0] > grew[2]+60) {
 		t.Errorf("render grew but is drawn rgb%v, not red", grew)
@@ -121,6 +122,7 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	r := frame(t, b, "main", "b", "f")
 	run(t, b, "right-click main > b > f", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
 	waitFor(t, b, "the frame menu", `!document.getElementById('frame-menu').hidden`)
+	b.Screenshot(t, "frame-menu")
 	if got := eval[string](t, b, `document.getElementById('frame-menu').dataset.fn`); got != "f" {
 		t.Fatalf("menu for %q, want f", got)
 	}
@@ -147,6 +149,7 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 			for (let i = 0; i < t.length; i++) out.push([t.label(0), ...t.path(i)].join('>') + '=' + t.total[i]);
 			return out.sort().join(' '); })()`, g))
 	}
+	b.Screenshot(t, "sandwich")
 	if got, want := paths("callers"), "f=35 f>a=10 f>a>main=10 f>b=20 f>b>main=20 f>f=5 f>f>main=5"; got != want {
 		t.Errorf("callers drawn %q, want %q", got, want)
 	}
