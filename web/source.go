@@ -74,11 +74,11 @@ type lineValues struct {
 	total   int64 // the function's cum in this file
 }
 
-// functionLines gathers, for the function named fn, the flat and cum
-// value of each line of each file it has samples in (cum counts a line
-// once per sample, flat is the sample's innermost line), most sampled
-// file first.
-func functionLines(p *profile.Profile, si int, fn string) []*lineValues {
+// functionLines gathers, for the function named fn (or, when fn is empty,
+// every function of the file named file), the flat and cum value of each
+// line of each file it has samples in (cum counts a line once per sample,
+// flat is the sample's innermost line), most sampled file first.
+func functionLines(p *profile.Profile, si int, fn, file string) []*lineValues {
 	byFile := map[string]*lineValues{}
 	get := func(file string, m *profile.Mapping) *lineValues {
 		lv := byFile[file]
@@ -107,7 +107,14 @@ func functionLines(p *profile.Profile, si int, fn string) []*lineValues {
 		for li, l := range s.Location {
 			for k, ln := range l.Line {
 				f := ln.Function
-				if f == nil || (f.Name != fn && !(f.Name == "" && f.SystemName == fn)) {
+				if f == nil {
+					continue
+				}
+				if fn == "" {
+					if f.Filename != file {
+						continue
+					}
+				} else if f.Name != fn && !(f.Name == "" && f.SystemName == fn) {
 					continue
 				}
 				lv := get(f.Filename, l.Mapping)
@@ -237,9 +244,13 @@ func readCapped(path string) ([]byte, error) {
 func (s *Server) handleSource(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	fn := c.QueryParam("fn")
+	fn, want := c.QueryParam("fn"), c.QueryParam("file")
+	if fn == "" && want == "" {
+		return httpError(http.StatusBadRequest, "fn or file is missing: give the function name, as the flame graph shows it, or a source file path")
+	}
+	what := fn
 	if fn == "" {
-		return httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph shows it")
+		what = want
 	}
 	l, err := s.Profile(ctx, id)
 	if err != nil {
@@ -251,15 +262,14 @@ func (s *Server) handleSource(c echo.Context) error {
 	}
 	st := l.Meta.SampleTypes[i]
 	page := views.SourcePage{
-		Page:     views.Page{Title: displayName(l.Meta, id) + " · source of " + fn, Nav: nav(id, c.QueryParam("si"), "")},
+		Page:     views.Page{Title: displayName(l.Meta, id) + " · source of " + what, Nav: nav(id, c.QueryParam("si"), "")},
 		ID:       id,
-		Fn:       fn,
+		Fn:       what,
 		Unit:     st.Unit,
 		FlameURL: profileURL(id, "", c.QueryParam("si")),
 	}
-	files := functionLines(l.Profile, i, fn)
+	files := functionLines(l.Profile, i, fn, want)
 	var lv *lineValues
-	want := c.QueryParam("file")
 	for _, f := range files {
 		if want == "" && lv == nil || f.file == want {
 			lv = f
@@ -273,7 +283,7 @@ func (s *Server) handleSource(c echo.Context) error {
 	}
 	switch {
 	case len(files) == 0:
-		page.Problem = fmt.Sprintf("No samples of %s have a function of that name for %s: pick a frame from the flame graph (unsymbolized frames have no source).", fn, st.Type)
+		page.Problem = fmt.Sprintf("No samples of %s for %s: pick a frame from the flame graph (unsymbolized frames have no source).", what, st.Type)
 		return Render(c, http.StatusNotFound, views.Source(page))
 	case lv == nil:
 		page.Problem = fmt.Sprintf("%s has no samples in %s.", fn, want)

@@ -149,10 +149,20 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	problem(nil, "helper", "names no source file for helper")
 	problem(nil, "nosuch", "No samples of nosuch")
 
+	// A whole file: every function's lines (main calls at line 7).
+	base := compareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
+	id := postProfile(t, base, "p.pb.gz", data)
+	_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"file": {src}}.Encode())
+	for _, want := range []string{`data-line="7" data-cum="45ns" data-flat=""`, `data-line="4" data-cum="35ns" data-flat="30ns"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("file=%s: page lacks %s", src, want)
+		}
+	}
+
 	// debuginfod off, with a build ID.
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{}})
-	id := postProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
-	_, _, page := fetchURL(t, base+"/p/"+id+"/source?fn=compute")
+	base = compareServer(t, web.Config{Source: &web.SourceConfig{}})
+	id = postProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
+	_, _, page = fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if !strings.Contains(page, "debuginfod is off on this server") {
 		t.Errorf("debuginfod off: page does not say so:\n%s", excerpt(page, "source-problem"))
 	}
