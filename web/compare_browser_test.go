@@ -130,6 +130,27 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	if !strings.Contains(src, "/p/"+id+"/source?") || !strings.Contains(src, "fn=f") || !strings.Contains(src, "si=cpu") {
 		t.Errorf("source link %q", src)
 	}
+	// "Focus on it" reloads the graph with pprof's f, kept in the URL.
+	focus := eval[string](t, b, `[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent === 'Focus on it').getAttribute('href')`)
+	run(t, b, "focus on f", chromedp.Navigate(base+focus))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("focused page never drew: %v", err)
+	}
+	if got := eval[float64](t, b, `window.viewer.tree.rootTotal`); got != 35 {
+		t.Errorf("focused on f: the graph's total is %v, want 35 (c's 7 dropped)", got)
+	}
+	if got := eval[string](t, b, `document.getElementById('filter-f').value`); got != "^f$" {
+		t.Errorf("focus box shows %q, want ^f$", got)
+	}
+	c := frame(t, b, "main", "b")
+	run(t, b, "zoom into b", chromedp.MouseClickXY(c.X+c.Width/2, c.Y+c.Height/2))
+	waitFor(t, b, "zoom and focus in the URL", `(p => p.get('f') === '^f$' && p.getAll('z').join('>') === 'main>b')(new URLSearchParams(location.search))`)
+	run(t, b, "clear the filters", chromedp.Click(chromedp.CSS("#filter-clear")))
+	waitFor(t, b, "the unfiltered graph", `document.body.dataset.ready === '1' && window.viewer.tree && window.viewer.tree.rootTotal === 42`)
+	r = frame(t, b, "main", "b", "f")
+	run(t, b, "right-click main > b > f", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
+	waitFor(t, b, "the frame menu again", `!document.getElementById('frame-menu').hidden`)
+
 	// The top table's rows have the same menu.
 	run(t, b, "scroll to the table", chromedp.ScrollIntoView(chromedp.CSS(`#top-table tbody tr[data-name="g"]`)))
 	row := eval[*rect](t, b, `(() => { const r = document.querySelector('#top-table tbody tr[data-name="g"]').getBoundingClientRect(); return { x: r.left, y: r.top, width: r.width, height: r.height }; })()`)

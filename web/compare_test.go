@@ -245,6 +245,19 @@ func TestDiffJSON(t *testing.T) {
 		t.Errorf("diff with i=^b$: totals %d base %d, want 50 base 70", d.Total, d.BaseTotal)
 	}
 
+	// A base without the sample type: a 400 that lists what it has.
+	mem, err := profile.ParseData(stacksPB(t, "", nil, "main;a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.SampleType[0].Type, mem.SampleType[0].Unit = "alloc_space", "bytes"
+	var buf bytes.Buffer
+	mem.Write(&buf)
+	m := postProfile(t, base, "heap.pb.gz", buf.Bytes())
+	if status, _, body := fetchURL(t, base+"/p/"+m+"/diff/"+b+"/diff.json"); status != http.StatusBadRequest || !strings.Contains(body, "alloc_space") || !strings.Contains(body, `\"cpu\"`) && !strings.Contains(body, "cpu") {
+		t.Errorf("diff of heap against cpu: %d %s, want 400 naming both", status, body)
+	}
+
 	// The page, and the picker's redirect from a pasted link.
 	if status, _, page := fetchURL(t, base+"/p/"+a+"/diff/"+b); status != 200 || !strings.Contains(page, "diff-config") || !strings.Contains(page, "before.pb.gz") {
 		t.Errorf("diff page: %d", status)
