@@ -265,3 +265,27 @@ func TestSandwichUnknownFunction(t *testing.T) {
 		t.Errorf("unknown function: cum %d total %d, %d caller nodes", s.Cum, s.Total, len(s.Callers.Nodes))
 	}
 }
+
+// TestSandwichExactWhereFlameMerges: a function spread thinly under many
+// callers disappears into "…" nodes in the compacted flame graph, but its
+// sandwich, built from every sample, counts all of it.
+func TestSandwichExactWhereFlameMerges(t *testing.T) {
+	stacks := []any{"main;big", 100000}
+	for i := range 30 {
+		stacks = append(stacks, "main;caller"+string(rune('A'+i%26))+formatInt(int64(i))+";tiny", 1)
+	}
+	p := stacksProfile(t, stacks...)
+	tr := Build(p, 0, Options{MinFraction: DefaultMinFraction})
+	for _, n := range tr.Nodes {
+		if tr.Names[n.Name] == "tiny" {
+			t.Fatalf("tiny is drawn in the compacted tree; the test needs it merged")
+		}
+	}
+	s := BuildSandwich(p, 0, "tiny", Options{MinFraction: DefaultMinFraction})
+	if s.Cum != 30 || s.Flat != 30 || s.Callers.Total() != 30 {
+		t.Errorf("tiny: flat %d cum %d callers total %d, want 30 each", s.Flat, s.Cum, s.Callers.Total())
+	}
+	if got := len(s.Callers.Nodes); got != 1+30+30 {
+		t.Errorf("callers tree has %d nodes, want tiny, its 30 callers and main above each", got)
+	}
+}
