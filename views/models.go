@@ -78,6 +78,7 @@ type TopPage struct {
 	Total       string
 	Rows        []TopRow
 	FlameURL    string
+	Filter      FilterBar // compare.templ
 }
 
 // TopRow is one function's flat and cumulative value, already formatted.

@@ -208,6 +208,8 @@ func TestFilterParameters(t *testing.T) {
 	}
 	if _, _, top := fetchURL(t, base+"/p/"+id+"/top?f=%5Ec%24"); strings.Contains(top, ">d<") || !strings.Contains(top, ">c<") {
 		t.Errorf("top?f=^c$ lists d or misses c")
+	} else if !strings.Contains(top, `id="filter-f" value="^c$"`) || !strings.Contains(top, `<input type="hidden" name="f" value="^c$">`) {
+		t.Errorf("top?f=^c$ does not keep f in its filter form and sample type form")
 	}
 	// The flame page carries them to its data and links, and fills the form.
 	_, _, page := fetchURL(t, base+"/p/"+id+"?f=b&h=a")

@@ -62,6 +62,8 @@ func (s *Server) handleTop(c echo.Context) error {
 		Unit:        st.Unit,
 		Total:       flame.FormatValue(total, st.Unit),
 		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
+		Filter: views.FilterBar{Action: "/p/" + id + "/top", SI: c.QueryParam("si"),
+			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s")},
 	}
 	frac := func(v int64) float64 {
 		if total == 0 {
