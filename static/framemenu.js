@@ -97,3 +97,21 @@ window.viewerFrameMenu = { open: (path) => {
   const r = v.frameRect(path);
   return r ? open(i, r.x + 4, r.y + r.height) : false;
 } };
+
+// The filter and compare forms reload the page: keep the sample type the
+// selector switched to without a reload (page.js).
+const siSelect = document.getElementById('si');
+if (siSelect) {
+  siSelect.addEventListener('change', () => {
+    for (const form of document.querySelectorAll('#filters, #compare')) {
+      let input = form.querySelector('input[name="si"]');
+      if (!input) {
+        input = document.createElement('input');
+        input.type = 'hidden';
+        input.name = 'si';
+        form.prepend(input);
+      }
+      input.value = siSelect.value;
+    }
+  });
+}
