@@ -192,3 +192,51 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	}
 	pageProblems(t, b)
 }
+
+// TestBrowserCompareHostileNames: a function named like markup shows as
+// text on the diff, sandwich and source pages and in the frame menu.
+func TestBrowserCompareHostileNames(t *testing.T) {
+	const evil = `<img src=x onerror="window.pwned=1">`
+	base := compareServer(t, web.Config{})
+	a := postProfile(t, base, "a.pb.gz", stacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 10, "main;x", 10))
+	bID := postProfile(t, base, "b.pb.gz", stacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 30, "main;x", 10))
+	b := browsertest.Start(t, browsertest.Options{})
+	check := func(what string) {
+		t.Helper()
+		if n := eval[int](t, b, `document.querySelectorAll('main img, main b').length + (window.pwned ? 100 : 0)`); n != 0 {
+			t.Errorf("%s: the hostile name became markup (%d)", what, n)
+		}
+	}
+	run(t, b, "diff", chromedp.Navigate(base+"/p/"+a+"/diff/"+bID))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, b, `document.querySelector('#diff-top tbody tr').dataset.name`); got != evil {
+		t.Errorf("diff table row %q, want the name as text", got)
+	}
+	r := frame(t, b, "main", evil)
+	run(t, b, "hover", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "tooltip", `document.getElementById('tooltip').textContent.includes('<img')`)
+	check("diff")
+	run(t, b, "flame page", chromedp.Navigate(base+"/p/"+bID))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r = frame(t, b, "main", evil)
+	run(t, b, "right-click", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
+	waitFor(t, b, "menu", `document.getElementById('frame-menu').dataset.fn === `+jsStrings([]string{evil})[1:len(jsStrings([]string{evil}))-1])
+	check("frame menu")
+	run(t, b, "sandwich", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent.startsWith('Callers')).click()`))
+	waitFor(t, b, "sandwich drawn", `location.pathname.endsWith('/sandwich') && document.body.dataset.ready === '1'`)
+	if got := text(t, b, "#sandwich-fn"); got != evil {
+		t.Errorf("sandwich heading %q", got)
+	}
+	check("sandwich")
+	run(t, b, "source", chromedp.Click(chromedp.CSS("#source-link")))
+	waitFor(t, b, "source page", `location.pathname.endsWith('/source') && !!document.getElementById('source-problem')`)
+	if got := text(t, b, "#source-file"); got != "/src/<b>.c" {
+		t.Errorf("source file shown as %q", got)
+	}
+	check("source")
+	pageProblems(t, b)
+}
