@@ -42,7 +42,7 @@ class DiffGraph extends FlameGraph {
   frame(ctx, i, x, w, hit, faded) {
     const t = this.tree;
     const y = this.rowTop(t.depth[i]);
-    ctx.globalAlpha = faded ? 0.55 : 1;
+    ctx.globalAlpha = faded || (hit && !hit[t.name[i]]) ? 0.3 : 1;
     ctx.fillStyle = this.nodeColor[i];
     const gap = w >= 3 ? 1 : 0;
     ctx.fillRect(x, y, w - gap, ROW - 1);
@@ -58,13 +58,48 @@ class DiffGraph extends FlameGraph {
 const graph = new DiffGraph(chart, $('flame'), $('flame-hover'));
 let tree = null;
 
+const search = $('search');
+const matchOut = $('match');
+
+function compile(q) {
+  if (!q) return null;
+  try { return new RegExp(q, 'i'); } catch { return new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i'); }
+}
+
+/** Shows the matched share in both profiles (nested matches counted once). */
+function showMatch() {
+  const m = graph.matched;
+  if (!m || !tree) { matchOut.hidden = true; matchOut.textContent = ''; return; }
+  let base = 0;
+  for (let i = 0; i < tree.length;) {
+    if (m.hit[tree.name[i]]) { base += tree.base[i]; i = tree.end[i]; } else i++;
+  }
+  const now = tree.rootTotal ? m.value / tree.rootTotal : 0;
+  const was = tree.baseTotal ? base / tree.baseTotal : 0;
+  matchOut.hidden = false;
+  matchOut.textContent = m.frames === 0 ? 'no match' : `${formatPct(was)} → ${formatPct(now)} (${pp(now - was)})`;
+}
+
+function applySearch() {
+  graph.setSearch(compile(search.value));
+  showMatch();
+  writeURL();
+}
+let searchTimer = 0;
+search.addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(applySearch, 120); });
+
 function readURL() {
-  graph.zoomPath = new URLSearchParams(location.search).getAll('z');
+  const p = new URLSearchParams(location.search);
+  graph.zoomPath = p.getAll('z');
+  search.value = p.get('q') || '';
+  graph.re = compile(search.value);
 }
 
 function writeURL() {
   const p = new URLSearchParams(location.search);
   p.delete('z');
+  p.delete('q');
+  if (search.value) p.set('q', search.value);
   for (const n of graph.zoomPath) p.append('z', n);
   const qs = p.toString();
   history.replaceState(history.state, '', location.pathname + (qs ? `?${qs}` : ''));
@@ -167,6 +202,7 @@ async function load() {
   status.hidden = tree.rootTotal > 0 || tree.baseTotal > 0;
   status.textContent = status.hidden ? '' : 'Neither profile has samples for this sample type.';
   renderTop(json);
+  showMatch();
   writeURL();
   document.body.dataset.ready = '1';
 }

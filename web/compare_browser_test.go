@@ -78,6 +78,10 @@ func TestBrowserDiffLink(t *testing.T) {
 		t.Errorf("the diff table starts with %q, want one of the changed functions", got)
 	}
 
+	// Search: the matched share in both profiles.
+	run(t, b, "search render", chromedp.SendKeys(chromedp.CSS("#search"), "rend"))
+	waitFor(t, b, "the match summary", `document.getElementById('match').textContent === '40.00% → 83.33% (+43.33 pp)'`)
+
 	// Zoom into render: the link keeps it, and a fresh load reproduces the view.
 	run(t, b, "zoom into render", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
 	waitFor(t, b, "zoom in the URL", `new URLSearchParams(location.search).getAll('z').join('>') === 'main>render'`)
@@ -89,7 +93,11 @@ func TestBrowserDiffLink(t *testing.T) {
 	if got := eval[string](t, b, `window.viewer.tree.path(window.viewer.graph.zoom).join('>')`); got != "main>render" {
 		t.Errorf("the link reopened zoomed on %q, want main>render", got)
 	}
-	if got := pixel(t, b, "main", "render", "draw"); !(got[0] > got[2]+60) {
+	if got := text(t, b, "#match"); got != "40.00% → 83.33% (+43.33 pp)" {
+		t.Errorf("the link reopened with match %q, want the search kept", got)
+	}
+	// draw does not match the search, so it is faded, but still red.
+	if got := pixel(t, b, "main", "render", "draw"); !(got[0] > got[2]+30 && got[0] > got[1]+30) {
 		t.Errorf("after reload, draw (0 → 30) is rgb%v, not red", got)
 	}
 	pageProblems(t, b)
