@@ -82,15 +82,20 @@ func (s *Blob) String() string { return s.desc }
 // Close releases the bucket's resources.
 func (s *Blob) Close() error { return s.b.Close() }
 
-// Check reports whether the bucket can be reached and read, by asking for
-// an object that does not exist: a clear error at startup beats one on the
-// first upload.
+// Check reports whether the bucket can be written and read, by writing and
+// reading back a small object (.viewer-check): a clear error at startup
+// beats one on the first upload. (Reading a missing key cannot tell a
+// missing bucket from a missing object, and listing needs a permission
+// viewer otherwise does without.)
 func (s *Blob) Check(ctx context.Context) error {
-	_, err := s.b.Attributes(ctx, ".viewer-check")
-	if err == nil || gcerrors.Code(err) == gcerrors.NotFound {
-		return nil
+	const key = ".viewer-check"
+	if err := s.Put(ctx, key, strings.NewReader("viewer can write here\n")); err != nil {
+		return err
 	}
-	return s.wrap("checking the bucket", ".viewer-check", err)
+	if _, err := s.b.Attributes(ctx, key); err != nil {
+		return &UnavailableError{Op: "reading back", Key: key, Bucket: s.desc, Err: err}
+	}
+	return nil
 }
 
 // Put writes r to key. The object appears only once the whole body was
@@ -115,6 +120,10 @@ func (s *Blob) Put(ctx context.Context, key string, r io.Reader) error {
 		return s.wrap("writing", key, err)
 	}
 	if err := w.Close(); err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			// A write finds no object missing: the bucket is.
+			return &UnavailableError{Op: "writing", Key: key, Bucket: s.desc, Err: fmt.Errorf("the bucket does not exist (%w)", err)}
+		}
 		return s.wrap("writing", key, err)
 	}
 	return nil
