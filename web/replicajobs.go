@@ -394,7 +394,9 @@ func (s *Server) follow(f *follower) bool {
 			topic.Finish("symbolized", jobs.EventSymbolized, data)
 			return false
 		case jr != nil && jr.State == jobAbandoned, time.Since(changedAt) >= r.cfg.TakeoverAfter:
-			g := f.minGen
+			// The next run after the newest one seen or lost (a claim's
+			// winner may have died before writing job.json).
+			g := f.minGen + 1
 			if jr != nil {
 				g = max(g, jr.Gen+1)
 			}
