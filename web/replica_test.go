@@ -371,6 +371,11 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	if code, _, page := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
 		t.Fatalf("B's page does not follow A's job: %d", code)
 	}
+	// C only gets the event stream (the page came from another replica).
+	_, c := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-c")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cEvents := streamEvents(t, ctx, c+"/p/"+id+"/events")
 	close(release)
 	st, types := finalEvent(t, b, id)
 	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
@@ -381,6 +386,22 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	}
 	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "ondemand_hash_block") {
 		t.Fatalf("B's flame.json after A's job: %.300s", body)
+	}
+	var cTypes []string
+	for ev := range cEvents {
+		cTypes = append(cTypes, ev.typ)
+		if ev.typ == jobs.EventSymbolized {
+			break
+		}
+	}
+	if len(cTypes) == 0 || cTypes[len(cTypes)-1] != jobs.EventSymbolized {
+		t.Fatalf("C's stream, opened without its page, ended without the final event: %v", cTypes)
+	}
+	// D starts after the job finished: its stream gives the final event
+	// at once, so a page from another replica redraws.
+	_, d := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-d")
+	if st, _ := finalEvent(t, d, id); st.Resolved != 1 || st.State != "done" {
+		t.Fatalf("D's final event: %+v", st)
 	}
 }
 

@@ -420,3 +420,54 @@ func ownerOf(jr *jobRecord) string {
 	}
 	return jr.Owner
 }
+
+// replicaEvents prepares this replica to answer /p/ID/events when its page
+// was served by another replica (a load balancer without affinity, or an
+// EventSource reconnecting elsewhere): it follows, or queues, the job as a
+// page view would, and for a job finished elsewhere it answers with the
+// final event so the page redraws once.
+func (s *Server) replicaEvents(ctx context.Context, id string) {
+	r := s.rep
+	if r == nil || s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.followedBinaries(id); ok {
+		return
+	}
+	if s.sym.broker.Lookup(id) != nil {
+		return
+	}
+	if err := s.QueueSymbolization(ctx, id, false); err != nil {
+		s.log.Warn("queueing symbolization for an event stream", "id", id, "err", err)
+	}
+	if s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.followedBinaries(id); ok {
+		return
+	}
+	rec, err := s.sym.jobs.Record(ctx, id)
+	if err != nil || !rec.Done {
+		return
+	}
+	st := jobs.Status{State: "done", Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
+	if st.Servers == nil {
+		st.Servers = []string{}
+	}
+	if st.Asked == nil {
+		st.Asked = []string{}
+	}
+	for _, b := range rec.Binaries {
+		switch b.State {
+		case jobs.StateSymbolized:
+			st.Resolved++
+		case jobs.StateNotFound, jobs.StateSkipped, jobs.StateError:
+			st.Missed++
+		}
+	}
+	data, _ := json.Marshal(st)
+	topic := s.sym.broker.Topic(id)
+	if !topic.Finished() {
+		topic.Finish("symbolized", jobs.EventSymbolized, data)
+	}
+}

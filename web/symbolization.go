@@ -319,6 +319,7 @@ func (s *Server) handleSymbolizationEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica (replicajobs.go)
 	err = s.sym.jobs.Events(c.Response(), c.Request(), id)
 	if errors.Is(err, sse.ErrTooManySubscribers) {
 		return nil // answered 503 with Retry-After
