@@ -443,3 +443,65 @@ func TestReplicaStoreOutage(t *testing.T) {
 		t.Fatalf("view after the outage: %d", code)
 	}
 }
+
+// TestReplicaClaimRaceHasOneWinner: two replicas asked at the same moment
+// to symbolize a stored profile (its page opened on both) run it once: one
+// claims the run with S3's conditional write, the other follows it, and
+// both pages' streams end with the names.
+func TestReplicaClaimRaceHasOneWinner(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	s3 := storetest.NewS3(t)
+	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+	local := none
+	local.DebugDirs = []string{filepath.Dir(debugFile)}
+	// Stored by a replica without symbolization, so nobody claimed it yet.
+	_, up := replicaServer(t, s3.Open(t), nil, "uploader")
+	id := uploadAPI(t, up, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 94))
+
+	var bases []string
+	for _, name := range []string{"replica-a", "replica-b"} {
+		_, base := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(local)}, name)
+		bases = append(bases, base)
+	}
+	codes := make(chan int, len(bases))
+	for _, base := range bases {
+		go func() {
+			resp, err := http.Get(base + "/p/" + id)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range bases {
+		if code := <-codes; code != 200 {
+			t.Fatalf("page: %d", code)
+		}
+	}
+	for _, base := range bases {
+		if st, _ := finalEvent(t, base, id); st.Resolved != 1 {
+			t.Fatalf("%s final event: %+v", base, st)
+		}
+	}
+	ctx := context.Background()
+	bucket := s3.Open(t)
+	raw, err := store.ReadAll(ctx, bucket, id+"/claim-1.json", 0)
+	if err != nil {
+		t.Fatalf("no claim of the first run: %v", err)
+	}
+	var claim, job struct {
+		Owner string `json:"owner"`
+		Gen   int    `json:"gen"`
+	}
+	json.Unmarshal(raw, &claim)
+	if _, err := bucket.Stat(ctx, id+"/claim-2.json"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a second run was claimed (%v): the job ran twice", err)
+	}
+	raw, _ = store.ReadAll(ctx, bucket, id+"/job.json", 0)
+	json.Unmarshal(raw, &job)
+	if job.Owner != claim.Owner || job.Gen != 1 {
+		t.Fatalf("job.json owner %q gen %d; the claim went to %q", job.Owner, job.Gen, claim.Owner)
+	}
+}

@@ -471,3 +471,27 @@ func (s *Server) replicaEvents(ctx context.Context, id string) {
 		topic.Finish("symbolized", jobs.EventSymbolized, data)
 	}
 }
+
+// replicateSubmit mirrors a job just submitted; when the submit failed
+// (a full queue) it gives up the claim at once, marking the run abandoned so
+// another replica with room can take it instead of waiting TakeoverAfter.
+func (s *Server) replicateSubmit(id string, j *jobs.Job, err error) {
+	r := s.rep
+	if r == nil {
+		return
+	}
+	if err == nil {
+		s.replicate(j)
+		return
+	}
+	r.mu.Lock()
+	c, ok := r.claims[id]
+	delete(r.claims, id)
+	r.mu.Unlock()
+	if ok {
+		jr := &jobRecord{Owner: r.cfg.ID, Gen: c.gen, Token: c.token, State: jobAbandoned, Seq: 1, Heartbeat: time.Now().UTC()}
+		if werr := s.writeJobRecord(r.ctx, id, jr); werr != nil {
+			s.log.Warn("giving up the symbolization claim", "id", id, "err", werr)
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 		return nil // another replica runs it (replicajobs.go)
 	}
 	j, err := s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
-	s.replicate(j)
+	s.replicateSubmit(id, j, err)
 	return err
 }
 
