@@ -40,6 +40,9 @@ type SymbolizationConfig struct {
 	// debug info search, download and lookups; 0: none). Binaries run
 	// in parallel; what resolved by then is kept.
 	Timeout time.Duration
+	// ProfileTimeout bounds one run over a whole profile, all its binaries
+	// together (0: none); see jobs.Config.ProfileTimeout.
+	ProfileTimeout time.Duration
 }
 
 // symbolization is the server's on-demand symbolization state.
@@ -93,6 +96,9 @@ func (s *Server) initSymbolization() {
 		Workers:    c.Workers,
 		Queue:      c.Queue,
 		Needs:      symbolize.NeedsSymbolization,
+		// Named by the flag: the reason a timed-out binary shows says what to change.
+		ProfileTimeout:     c.ProfileTimeout,
+		ProfileTimeoutName: "--symbolize-profile-timeout",
 		Logf: func(format string, args ...any) {
 			s.log.Warn(fmt.Sprintf(format, args...))
 		},

@@ -24,6 +24,7 @@ type symbolizeFlags struct {
 	fs            *flag.FlagSet // to read --addr
 	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
 	timeout       time.Duration // bounds the symbolization of each binary of a profile
+	profTimeout   time.Duration // bounds a whole profile's run
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -36,6 +37,7 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	f.debuginfod = debuginfod.RegisterFlags(fs)
 	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
 	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest the symbolization of one binary of a profile may take (search, download, lookups); names found by then are kept")
+	fs.DurationVar(&f.profTimeout, "symbolize-profile-timeout", 30*time.Minute, "longest one symbolization run over a whole profile may take, all its binaries together; binaries still looking then are reported timed out (Retry looks again) and names found are kept")
 	return f
 }
 
@@ -77,12 +79,13 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		scfg.DebuginfodCacheDir = dcfg.CacheDir
 	}
 	return &web.SymbolizationConfig{
-		Engine:  symbolize.New(scfg),
-		Gate:    gate,
-		Servers: client.Servers(),
-		Workers: f.workers,
-		Queue:   f.queue,
-		Timeout: f.timeout,
+		Engine:         symbolize.New(scfg),
+		Gate:           gate,
+		Servers:        client.Servers(),
+		Workers:        f.workers,
+		Queue:          f.queue,
+		Timeout:        f.timeout,
+		ProfileTimeout: f.profTimeout,
 	}, client.Describe(), nil
 }
 

@@ -872,3 +872,87 @@ func TestNoDebuginfodRecordedAndStrictestWins(t *testing.T) {
 		t.Error("Retry turned debuginfod back on against the upload's choice")
 	}
 }
+
+// TestProfileTimeoutEndsTheRunOnce: a binary still fetching when the
+// profile's time limit passes is reported timed out, the other binary's
+// names are stored, the run ends with its final event and a done record (so
+// the page does not queue it again), and Retry looks again.
+func TestProfileTimeoutEndsTheRunOnce(t *testing.T) {
+	h := newHarness(t, Config{ProfileTimeout: 300 * time.Millisecond, ProfileTimeoutName: "--symbolize-profile-timeout"})
+	h.sym.local["aa01"] = true
+	h.fetch.have["bb02"] = true
+	release := make(chan struct{})
+	h.fetch.block["bb02"] = release // stalls past the limit
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	j, err := h.m.Submit("p1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := final(t, h.events("p1"))
+	if s.Error != "" {
+		t.Errorf("the run ended with error %q; a time limit is not a failure of the run", s.Error)
+	}
+	b := byKey(s.Binaries)
+	if b["aa01"].State != StateSymbolized {
+		t.Errorf("aa01 ended %+v", b["aa01"])
+	}
+	want := "timed out after 300ms (--symbolize-profile-timeout)"
+	if b["bb02"].State != StateError || !strings.Contains(b["bb02"].Reason, want) {
+		t.Errorf("bb02 ended %+v, want state error with reason %q", b["bb02"], want)
+	}
+	if names := functionNames(h.stored("p1")); !names["libaa01.so:fn10010"] {
+		t.Errorf("the resolved binary's names were not stored: %v", names)
+	}
+	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	if err != nil || !rec.Done {
+		t.Fatalf("record after the time limit: %+v, %v; not done means every page view queues the profile again", rec, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if j.Wait(ctx) != nil || h.m.Job("p1") != j {
+		t.Error("the timed-out job was replaced or is not done")
+	}
+	// It is not run again by itself.
+	time.Sleep(100 * time.Millisecond)
+	if n := h.fetch.count("bb02"); n != 1 {
+		t.Errorf("bb02 fetched %d times after one run, want 1", n)
+	}
+	// Retry runs the timed-out binary again.
+	close(release)
+	if _, err := h.m.Retry("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s = final(t, h.events("p1"))
+	if b := byKey(s.Binaries); b["bb02"].State != StateSymbolized || s.Resolved != 2 {
+		t.Errorf("after retry: %+v", s)
+	}
+	if names := functionNames(h.stored("p1")); !names["libbb02.so:fn20010"] {
+		t.Errorf("retry did not store bb02's names: %v", names)
+	}
+}
+
+// TestProfileTimeoutCoversWaitingBinaries: the limit is the whole profile's,
+// not each binary's: a binary that waited for a slot behind a stalled one
+// times out too, without ever starting.
+func TestProfileTimeoutCoversWaitingBinaries(t *testing.T) {
+	h := newHarness(t, Config{Parallel: 1, ProfileTimeout: 300 * time.Millisecond})
+	h.fetch.block["aa01"] = make(chan struct{})
+	h.fetch.block["bb02"] = make(chan struct{})
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	start := time.Now()
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := final(t, h.events("p1"))
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the run took %v with a 300ms limit", d)
+	}
+	for _, k := range []string{"aa01", "bb02"} {
+		if b := byKey(s.Binaries)[k]; b.State != StateError || !strings.Contains(b.Reason, "timed out after 300ms (the profile's symbolization time limit)") {
+			t.Errorf("%s ended %+v", k, b)
+		}
+	}
+	if n := h.fetch.count("aa01") + h.fetch.count("bb02"); n != 1 {
+		t.Errorf("%d fetches started with one slot, want 1", n)
+	}
+}

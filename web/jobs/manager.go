@@ -76,6 +76,16 @@ type Config struct {
 	// ProgressEvery is the shortest interval between two progress events of
 	// one fetch (default 100ms: ten a second).
 	ProgressEvery time.Duration
+	// ProfileTimeout bounds one run over a profile, all its binaries
+	// together, from the moment the run starts (0: none). When it passes,
+	// binaries still looking or waiting stop and are reported "timed out";
+	// what resolved is stored and the run ends like any other (its record
+	// is done, so opening the page does not queue it again). Retry runs the
+	// timed-out binaries again.
+	ProfileTimeout time.Duration
+	// ProfileTimeoutName is how a timed-out binary's reason names the
+	// limit, e.g. "--symbolize-profile-timeout".
+	ProfileTimeoutName string
 	// Needs reports whether a profile has addresses the Symbolizer would
 	// name (default NeedsSymbolization); binaries for which it says no on
 	// their own, such as anonymous memory, are not listed.
@@ -172,6 +182,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 100 * time.Millisecond
+	}
+	if cfg.ProfileTimeoutName == "" {
+		cfg.ProfileTimeoutName = "the profile's symbolization time limit"
 	}
 	if cfg.Needs == nil {
 		cfg.Needs = NeedsSymbolization

@@ -68,6 +68,13 @@ func (j *Job) run(parent context.Context) {
 	defer close(j.done)
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	// tctx bounds the binaries' work by --symbolize-profile-timeout; its end
+	// is not a shutdown: the run still completes with what resolved.
+	tctx, tcancel := ctx, context.CancelFunc(func() {})
+	if d := j.m.cfg.ProfileTimeout; d > 0 {
+		tctx, tcancel = context.WithTimeoutCause(ctx, d, errProfileTimeout)
+	}
+	defer tcancel()
 	st := j.m.cfg.Store
 
 	rec, stamp, err := ReadRecord(ctx, st, j.id)
@@ -125,11 +132,14 @@ func (j *Job) run(parent context.Context) {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			case <-tctx.Done():
+				return // never started: timed out below, or shutting down
 			}
 			defer func() { <-sem }()
-			bctx, done, ok := j.startBinary(ctx, g.key)
+			if tctx.Err() != nil {
+				return
+			}
+			bctx, done, ok := j.startBinary(tctx, g.key)
 			if !ok {
 				return // skipped before it started
 			}
@@ -145,9 +155,17 @@ func (j *Job) run(parent context.Context) {
 				w.poke()
 			}
 			j.settle(g.key, minis[i], err)
+			if tctx.Err() != nil {
+				j.timedOut(g.key)
+			}
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() == nil && tctx.Err() != nil {
+		for _, g := range groups {
+			j.timedOut(g.key) // those that never started
+		}
+	}
 	w.stop()
 	if errors.Is(context.Cause(ctx), errSymbolizedElsewhere) {
 		rec, _, err := ReadRecord(context.WithoutCancel(ctx), st, j.id)
@@ -428,6 +446,28 @@ func (j *Job) settle(key string, mini *profile.Profile, err error) {
 	default:
 		return
 	}
+	b.Phase, b.Bytes, b.Total = "", 0, 0
+	j.topic.Forget("progress:" + key)
+	j.publishBinaryLocked(b)
+}
+
+// errProfileTimeout ends the binaries' work of a run that took longer than
+// Config.ProfileTimeout.
+var errProfileTimeout = errors.New("profile symbolization time limit reached")
+
+// timedOut reports a binary the profile's time limit stopped: one still
+// looking, waiting, or whose engine call ended in an error (the cancelled
+// work's). A binary that resolved, was not found or was skipped keeps that
+// outcome.
+func (j *Job) timedOut(key string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	b := j.bins[key]
+	if b == nil || b.State == StateSymbolized || b.State == StateNotFound || b.State == StateSkipped {
+		return
+	}
+	b.State = StateError
+	b.Reason = fmt.Sprintf("timed out after %v (%s); retry to look again", j.m.cfg.ProfileTimeout, j.m.cfg.ProfileTimeoutName)
 	b.Phase, b.Bytes, b.Total = "", 0, 0
 	j.topic.Forget("progress:" + key)
 	j.publishBinaryLocked(b)
