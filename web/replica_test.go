@@ -19,6 +19,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/jobs"
 	"viewer/web/store"
@@ -503,5 +504,47 @@ func TestReplicaClaimRaceHasOneWinner(t *testing.T) {
 	json.Unmarshal(raw, &job)
 	if job.Owner != claim.Owner || job.Gen != 1 {
 		t.Fatalf("job.json owner %q gen %d; the claim went to %q", job.Owner, job.Gen, claim.Owner)
+	}
+}
+
+// TestReplicaForwardsSkipToTheOwner: the Skip button on a page served by B
+// reaches the job A runs (through ID/control.json): A stops waiting for its
+// debuginfod and B's stream ends with the binary skipped.
+func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	s3 := storetest.NewS3(t)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(slow.Close)
+	cacheA := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := jobs.NewGate(client)
+	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+	cfgA := none
+	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
+	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b",
+		func(c *web.ReplicaConfig) { c.TakeoverAfter = time.Minute })
+
+	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
+	waitState(t, a, id, jobs.StateFetching)
+	if code, _, _ := fetch(t, b+"/p/"+id); code != 200 {
+		t.Fatalf("B's page: %d", code)
+	}
+	bid, err := debuginfodtest.BuildID(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body, _ := post(t, b+"/p/"+id+"/symbolize/skip?build_id="+bid, nil); code != 200 {
+		t.Fatalf("skip on B: %d %s", code, body)
+	}
+	st, _ := finalEvent(t, b, id)
+	if len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSkipped {
+		t.Fatalf("B's final event after a skip forwarded to A: %+v", st)
+	}
+	if code, _, _ := post(t, b+"/p/"+id+"/symbolize/skip?build_id="+bid, nil); code != http.StatusConflict {
+		t.Fatalf("skip on B after the job ended: %d, want 409", code)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -217,9 +218,14 @@ func (s *Server) mirror(j *jobs.Job, c claim) {
 	jr := &jobRecord{Owner: r.cfg.ID, Gen: c.gen, Token: c.token}
 	var last jobRecord
 	var lastWrite time.Time
+	var controlSeen string
+	applied := map[string]bool{}
 	tick := time.NewTicker(min(r.cfg.Poll, r.cfg.Heartbeat))
 	defer tick.Stop()
 	for {
+		if !j.Done() {
+			s.applyControl(j, c.gen, &controlSeen, applied)
+		}
 		done := j.Done()
 		st := j.Status()
 		jr.State, jr.Status, jr.Binaries = st.State, st, j.Binaries()
@@ -493,5 +499,88 @@ func (s *Server) replicateSubmit(id string, j *jobs.Job, err error) {
 		if werr := s.writeJobRecord(r.ctx, id, jr); werr != nil {
 			s.log.Warn("giving up the symbolization claim", "id", id, "err", werr)
 		}
+	}
+}
+
+// KeyControl is the store key, under a profile's ID, of the Skip and
+// Disable requests a replica received for a job another replica runs; the
+// running replica polls it and applies them.
+const KeyControl = "control.json"
+
+// controlRecord is ID/control.json, for run Gen of the job.
+type controlRecord struct {
+	Gen     int      `json:"gen"`
+	Skip    []string `json:"skip,omitempty"`
+	Disable bool     `json:"disable,omitempty"`
+}
+
+// forwardControl passes a Skip (key) or Disable to the replica running the
+// profile's job, when this replica follows it, and reports whether it did.
+// Two replicas forwarding at the same moment can overwrite each other's
+// request (the object is rewritten whole); the page then still shows the
+// binary running and the user presses again.
+func (s *Server) forwardControl(ctx context.Context, id, key string, disable bool) bool {
+	if s.rep == nil {
+		return false
+	}
+	if _, ok := s.followedBinaries(id); !ok {
+		return false
+	}
+	jr, err := s.readJobRecord(ctx, id)
+	if err != nil || !(jr.State == "queued" || jr.State == "running") {
+		return false
+	}
+	cr := controlRecord{Gen: jr.Gen}
+	if b, err := store.ReadAll(ctx, s.store, Key(id, KeyControl), 1<<20); err == nil {
+		var cur controlRecord
+		if json.Unmarshal(b, &cur) == nil && cur.Gen == jr.Gen {
+			cr = cur
+		}
+	}
+	if key != "" && !slices.Contains(cr.Skip, key) {
+		cr.Skip = append(cr.Skip, key)
+	}
+	cr.Disable = cr.Disable || disable
+	b, _ := json.Marshal(cr)
+	if err := s.store.Put(ctx, Key(id, KeyControl), bytes.NewReader(b)); err != nil {
+		s.log.Warn("forwarding a symbolization request", "id", id, "err", err)
+		return false
+	}
+	return true
+}
+
+// applyControl applies the Skip and Disable requests other replicas stored
+// for this run of a local job; seen tracks the control object's version.
+func (s *Server) applyControl(j *jobs.Job, gen int, seen *string, applied map[string]bool) {
+	ctx := s.rep.ctx
+	id := j.ID()
+	info, err := s.store.Stat(ctx, Key(id, KeyControl))
+	if err != nil {
+		return
+	}
+	v := info.ETag + "/" + info.ModTime.String() + "/" + strconv.FormatInt(info.Size, 10)
+	if v == *seen {
+		return
+	}
+	b, err := store.ReadAll(ctx, s.store, Key(id, KeyControl), 1<<20)
+	if err != nil {
+		return
+	}
+	*seen = v
+	var cr controlRecord
+	if json.Unmarshal(b, &cr) != nil || cr.Gen != gen {
+		return
+	}
+	for _, k := range cr.Skip {
+		if !applied[k] {
+			applied[k] = true
+			if err := j.Skip(k); err != nil {
+				s.log.Warn("skip from another replica", "id", id, "key", k, "err", err)
+			}
+		}
+	}
+	if cr.Disable && !applied[" disable"] {
+		applied[" disable"] = true
+		j.Disable()
 	}
 }

@@ -381,6 +381,9 @@ func (s *Server) handleSymbolizationSkip(c echo.Context) error {
 		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
 	}
 	if err := s.sym.jobs.Skip(id, key); err != nil {
+		if errors.Is(err, jobs.ErrNoJob) && s.forwardControl(c.Request().Context(), id, key, false) {
+			return c.JSON(http.StatusOK, map[string]string{"skipped": key}) // to the replica running it (replicajobs.go)
+		}
 		if errors.Is(err, jobs.ErrNoJob) {
 			return httpError(http.StatusConflict, "no symbolization is running for this profile")
 		}
@@ -400,6 +403,9 @@ func (s *Server) handleSymbolizationDisable(c echo.Context) error {
 		return err
 	}
 	if err := s.sym.jobs.Disable(id); err != nil {
+		if s.forwardControl(c.Request().Context(), id, "", true) {
+			return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false}) // to the replica running it
+		}
 		return httpError(http.StatusConflict, "no symbolization is running for this profile")
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false})
