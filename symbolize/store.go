@@ -3,6 +3,7 @@ package symbolize
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -68,7 +69,14 @@ func (s *store) acquire(ctx context.Context, key string, load func(ctx context.C
 			return e, nil
 		}
 		s.mu.Unlock()
-		ch := s.group.DoChan(key, func() (any, error) {
+		ch := s.group.DoChan(key, func() (v any, err error) {
+			// singleflight runs this in its own goroutine and re-panics
+			// there: a panic while loading a debug file is this load's error.
+			defer func() {
+				if p := recover(); p != nil {
+					v, err = nil, fmt.Errorf("loading the debug info panicked: %v", p)
+				}
+			}()
 			l, err := load(ctx)
 			if err != nil {
 				return nil, err

@@ -317,6 +317,13 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		ev(st, "", err)
 		return r
 	}
+	// This runs in a worker goroutine: a panic on one binary's debug info
+	// (untrusted bytes) would end the process, so it fails that binary only.
+	defer func() {
+		if p := recover(); p != nil {
+			r = fail(StateError, fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", p))
+		}
+	}()
 	e, err := s.acquire(mctx, g.key, m, opt, emit)
 	if err != nil {
 		switch {

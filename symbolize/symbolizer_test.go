@@ -690,3 +690,62 @@ func TestFetchFailure(t *testing.T) {
 		t.Errorf("the other binary: %q", rep.Mappings[1].State)
 	}
 }
+
+// panickingFetcher panics, as a client choking on a hostile server's answer
+// might, for one build ID.
+type panickingFetcher struct{ bad string }
+
+func (f panickingFetcher) Fetch(_ context.Context, bid string, _ debuginfod.Kind, _ func(debuginfod.Progress)) (string, error) {
+	if bid == f.bad {
+		panic("hostile debug info for " + bid)
+	}
+	return "", fmt.Errorf("%s: %w", bid, debuginfod.ErrNotFound)
+}
+
+// A panic while one binary is looked for or read (in the engine's worker
+// goroutines, where no caller's recover reaches) fails that binary only:
+// the process survives and the rest of the profile resolves.
+func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
+	bad := "0123456789abcdef0123456789abcdef01234567"
+	cfg := hermetic()
+	cfg.Fetcher = panickingFetcher{bad: bad}
+	gone := &profile.Mapping{Start: 0x7f0000000000, Limit: 0x7f0000100000, File: "/nonexistent/libhostile.so", BuildID: bad}
+	good := mapBinary(t, td("c-nopie-dwarf4"), buildID(t, td("c-nopie-dwarf4")), 0)
+	p := newProfile(gone, good)
+	p.Location = append(p.Location, &profile.Location{ID: 1, Mapping: gone, Address: 0x7f0000000010})
+	addLocations(t, p, good, 0, td("c-nopie-dwarf4"))
+	var mu sync.Mutex
+	var errEvent error
+	rep, err := New(cfg).Symbolize(context.Background(), p, Options{Progress: func(ev Event) {
+		if ev.BuildID == bad && ev.State == StateError {
+			mu.Lock()
+			errEvent = ev.Err
+			mu.Unlock()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateError || !strings.Contains(r.Reason, "hostile debug info for "+bad) {
+		t.Errorf("the panicking binary: state %q reason %q", r.State, r.Reason)
+	}
+	if errEvent == nil || !strings.Contains(errEvent.Error(), "stays unsymbolized") {
+		t.Errorf("error event for the panicking binary: %v", errEvent)
+	}
+	if rep.Mappings[1].State != StateSymbolized {
+		t.Errorf("the other binary: %q", rep.Mappings[1].State)
+	}
+}
+
+// A panic inside a debug file's load (run by singleflight in a goroutine of
+// its own) is that load's error.
+func TestPanicWhileLoadingIsAnError(t *testing.T) {
+	st := newStore(1 << 20)
+	_, err := st.acquire(context.Background(), "k", func(context.Context) (*loaded, error) {
+		var l *loaded
+		return l, errors.New(l.source) // nil dereference
+	})
+	if err == nil || !strings.Contains(err.Error(), "loading the debug info panicked") {
+		t.Errorf("err = %v", err)
+	}
+}

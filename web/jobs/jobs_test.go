@@ -956,3 +956,52 @@ func TestProfileTimeoutCoversWaitingBinaries(t *testing.T) {
 		t.Errorf("%d fetches started with one slot, want 1", n)
 	}
 }
+
+// panicky panics on the binary with build ID bad, as an engine reading
+// hostile debug info might, and hands the others to the fake engine.
+type panicky struct {
+	Symbolizer
+	bad string
+}
+
+func (s panicky) Symbolize(ctx context.Context, p *profile.Profile, req Request) error {
+	for _, m := range p.Mapping {
+		if m.BuildID == s.bad {
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateLoading, Source: "/debug/" + m.BuildID})
+			var idx []int
+			_ = idx[len(p.Mapping)+3] // index out of range
+		}
+	}
+	return s.Symbolizer.Symbolize(ctx, p, req)
+}
+
+// TestPanicOnOneBinaryFailsOnlyThatBinary: the engine panics on one
+// binary; the process survives, the other binaries resolve and are stored,
+// the job completes, and the panic is that binary's error.
+func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.m.cfg.Symbolizer = panicky{Symbolizer: h.sym, bad: "bb02"}
+	h.sym.local["aa01"], h.sym.local["bb02"], h.sym.local["cc03"] = true, true, true
+	h.upload("p1", addrProfile("aa01", "bb02", "cc03"))
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := final(t, h.events("p1"))
+	b := byKey(s.Binaries)
+	if b["aa01"].State != StateSymbolized || b["cc03"].State != StateSymbolized {
+		t.Errorf("the other binaries ended %+v and %+v", b["aa01"], b["cc03"])
+	}
+	if b["bb02"].State != StateError || !strings.Contains(b["bb02"].Reason, "index out of range") || !strings.Contains(b["bb02"].Reason, "stays unsymbolized") {
+		t.Errorf("the panicking binary ended %+v, want an error naming the panic", b["bb02"])
+	}
+	if s.Error != "" || s.Resolved != 2 || s.Missed != 1 {
+		t.Errorf("job ended %+v", s)
+	}
+	names := functionNames(h.stored("p1"))
+	if !names["libaa01.so:fn10010"] || !names["libcc03.so:fn30010"] || names["libbb02.so:fn20010"] {
+		t.Errorf("stored names: %v", names)
+	}
+	if rec, _, err := ReadRecord(context.Background(), h.st, "p1"); err != nil || !rec.Done {
+		t.Errorf("record: %+v, %v", rec, err)
+	}
+}

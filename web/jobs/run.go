@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -143,7 +144,7 @@ func (j *Job) run(parent context.Context) {
 			if !ok {
 				return // skipped before it started
 			}
-			err := j.m.cfg.Symbolizer.Symbolize(withJob(bctx, j), minis[i], Request{NoDebuginfod: noDebuginfod, Update: j.update})
+			err := j.symbolizeOne(withJob(bctx, j), minis[i], Request{NoDebuginfod: noDebuginfod, Update: j.update})
 			done()
 			if ctx.Err() != nil {
 				return
@@ -449,6 +450,19 @@ func (j *Job) settle(key string, mini *profile.Profile, err error) {
 	b.Phase, b.Bytes, b.Total = "", 0, 0
 	j.topic.Forget("progress:" + key)
 	j.publishBinaryLocked(b)
+}
+
+// symbolizeOne is one binary's engine call. A panic in it (the engine reads
+// untrusted debug info) fails that binary only: the job runs outside any
+// request, so nothing else would catch it before it ended the process.
+func (j *Job) symbolizeOne(ctx context.Context, p *profile.Profile, req Request) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.m.cfg.Logf("symbolize %s: panic: %v\n%s", j.id, r, debug.Stack())
+			err = fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", r)
+		}
+	}()
+	return j.m.cfg.Symbolizer.Symbolize(ctx, p, req)
 }
 
 // errProfileTimeout ends the binaries' work of a run that took longer than
