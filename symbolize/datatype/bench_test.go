@@ -54,12 +54,27 @@ func reportCPU(b *testing.B, start time.Duration) {
 
 var (
 	libcSamplesOnce sync.Once
-	libcSamples     []Sample
+	libcSamples     []Sample // uniform over all instructions
+	libcZipf        []Sample // Zipf over the hot instructions of a few functions
 )
 
 // libcProfile returns n samples at instruction boundaries spread uniformly
 // over libc's functions (the worst case for caches: few repeats).
 func libcProfile(tb testing.TB, exe, debug string, n int) []Sample {
+	libcProfiles(tb, exe, debug, n)
+	return libcSamples
+}
+
+// libcZipfProfile returns n samples shaped like a real profile: 300
+// functions picked at random are hot, and samples fall on their
+// instructions with Zipf-distributed frequency (s=1.1), so a few thousand
+// distinct addresses take many samples each.
+func libcZipfProfile(tb testing.TB, exe, debug string, n int) []Sample {
+	libcProfiles(tb, exe, debug, n)
+	return libcZipf
+}
+
+func libcProfiles(tb testing.TB, exe, debug string, n int) {
 	libcSamplesOnce.Do(func() {
 		ef, err := elf.Open(exe)
 		if err != nil {
@@ -81,10 +96,12 @@ func libcProfile(tb testing.TB, exe, debug string, n int) []Sample {
 			tb.Fatal(err)
 		}
 		var pcs []uint64
+		var funcs [][]uint64 // each function's instructions
 		for _, s := range syms {
 			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
 				continue
 			}
+			start := len(pcs)
 			for pc := s.Value; pc < s.Value+s.Size; {
 				inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
 				if err != nil {
@@ -93,20 +110,38 @@ func libcProfile(tb testing.TB, exe, debug string, n int) []Sample {
 				pcs = append(pcs, pc)
 				pc += uint64(inst.Len)
 			}
+			if len(pcs) > start {
+				funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
+			}
 		}
 		r := rand.New(rand.NewPCG(7, 7))
 		for range n {
 			libcSamples = append(libcSamples, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
 		}
+		var hot []uint64
+		for range 300 {
+			hot = append(hot, funcs[r.IntN(len(funcs))]...)
+		}
+		r.Shuffle(len(hot), func(i, j int) { hot[i], hot[j] = hot[j], hot[i] })
+		z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
+		for range n {
+			libcZipf = append(libcZipf, Sample{PC: hot[z.Uint64()], Weight: 1})
+		}
 	})
-	return libcSamples
 }
 
 // BenchmarkAttribute attributes 100,000 samples over libc, including
 // opening the binary and loading its DWARF.
-func BenchmarkAttribute(b *testing.B) {
+func BenchmarkAttribute(b *testing.B) { benchAttribute(b, libcProfile) }
+
+// BenchmarkAttributeZipf is BenchmarkAttribute with a realistic profile.
+func BenchmarkAttributeZipf(b *testing.B) { benchAttribute(b, libcZipfProfile) }
+
+type profileFunc func(tb testing.TB, exe, debug string, n int) []Sample
+
+func benchAttribute(b *testing.B, profile profileFunc) {
 	exe, debug := libcPaths(b)
-	samples := libcProfile(b, exe, debug, 100_000)
+	samples := profile(b, exe, debug, 100_000)
 	b.ResetTimer()
 	start := cpuTime()
 	defer reportCPU(b, start)
@@ -125,9 +160,14 @@ func BenchmarkAttribute(b *testing.B) {
 // DWARF loaded and its per-function caches built, but every address
 // decoded and resolved again (the per-address memo cleared): attribution's
 // own cost, comparable to BenchmarkSymbolizeWarm.
-func BenchmarkAttributeLoaded(b *testing.B) {
+func BenchmarkAttributeLoaded(b *testing.B) { benchAttributeLoaded(b, libcProfile) }
+
+// BenchmarkAttributeLoadedZipf is BenchmarkAttributeLoaded with a realistic profile.
+func BenchmarkAttributeLoadedZipf(b *testing.B) { benchAttributeLoaded(b, libcZipfProfile) }
+
+func benchAttributeLoaded(b *testing.B, profile profileFunc) {
 	exe, debug := libcPaths(b)
-	samples := libcProfile(b, exe, debug, 100_000)
+	samples := profile(b, exe, debug, 100_000)
 	bin, err := Open(exe, debug)
 	if err != nil {
 		b.Fatal(err)
@@ -151,9 +191,14 @@ func BenchmarkAttributeLoaded(b *testing.B) {
 // BenchmarkAttributeWarm attributes the same samples again: every address
 // is remembered, as when a profile is re-attributed for another sample
 // type or once its symbolized copy arrives.
-func BenchmarkAttributeWarm(b *testing.B) {
+func BenchmarkAttributeWarm(b *testing.B) { benchAttributeWarm(b, libcProfile) }
+
+// BenchmarkAttributeWarmZipf is BenchmarkAttributeWarm with a realistic profile.
+func BenchmarkAttributeWarmZipf(b *testing.B) { benchAttributeWarm(b, libcZipfProfile) }
+
+func benchAttributeWarm(b *testing.B, profile profileFunc) {
 	exe, debug := libcPaths(b)
-	samples := libcProfile(b, exe, debug, 100_000)
+	samples := profile(b, exe, debug, 100_000)
 	bin, err := Open(exe, debug)
 	if err != nil {
 		b.Fatal(err)
@@ -172,9 +217,14 @@ func BenchmarkAttributeWarm(b *testing.B) {
 // BenchmarkSymbolizeWarm symbolizes the same samples' distinct addresses
 // (function, file, line, inlined frames) with symbolize/elfsym once its
 // DWARF is loaded: the yardstick for attribution's cost.
-func BenchmarkSymbolizeWarm(b *testing.B) {
+func BenchmarkSymbolizeWarm(b *testing.B) { benchSymbolizeWarm(b, libcProfile) }
+
+// BenchmarkSymbolizeWarmZipf is BenchmarkSymbolizeWarm with a realistic profile.
+func BenchmarkSymbolizeWarmZipf(b *testing.B) { benchSymbolizeWarm(b, libcZipfProfile) }
+
+func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 	exe, debug := libcPaths(b)
-	samples := libcProfile(b, exe, debug, 100_000)
+	samples := profile(b, exe, debug, 100_000)
 	f, err := elfsym.Open(debug)
 	if err != nil {
 		b.Fatal(err)
@@ -195,6 +245,7 @@ func BenchmarkSymbolizeWarm(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
+	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {

@@ -140,64 +140,99 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 		a.AddDSO(DSO{Name: dso})
 	}
 	d := &a.dsos[a.dsoIdx[dso]]
-	ss := make([]Sample, 0, len(samples))
-	for _, s := range samples {
-		if s.Weight > 0 {
-			ss = append(ss, s)
-			d.Samples += s.Weight
-			a.total += s.Weight
-		}
-	}
-	slices.SortFunc(ss, func(x, y Sample) int { return cmp.Compare(x.PC, y.PC) })
-	// Attribute each distinct pc once, then fold equal accesses (same
-	// index in the binary's table) before touching the per-type maps.
-	type group struct {
-		pc uint64 // the lowest pc with this access: the example for reasons
-		w  int64
-	}
 	if b == nil {
 		acc := unknown("%s", why)
 		var w int64
-		for _, s := range ss {
+		minPC, seen := uint64(0), false
+		for _, s := range samples {
+			if s.Weight <= 0 {
+				continue
+			}
 			w += s.Weight
+			if !seen || s.PC < minPC {
+				minPC, seen = s.PC, true
+			}
 			if a.KeepAccesses {
 				a.keep(dso, s.PC, acc)
 			}
 		}
-		if len(ss) > 0 {
-			a.addAccess(dso, nil, ss[0].PC, acc, w)
+		d.Samples += w
+		a.total += w
+		if seen {
+			a.addAccess(dso, nil, minPC, acc, w)
 		}
 		return
 	}
-	groups := map[int32]*group{}
+	// Attribute each distinct pc once (the binary's memo answers repeats)
+	// and fold equal accesses (same index in the binary's table) in a
+	// dense slice before touching the per-type maps. No sort of the
+	// samples: only the distinct accesses are ordered, by their lowest pc
+	// (the example shown for reasons), as before.
+	type group struct {
+		pc uint64 // the lowest pc with this access: the example for reasons
+		w  int64
+	}
+	var groups []group // by access id; w == 0: not seen
 	var order []int32
+	var total int64
 	b.mu.Lock()
 	b.trimMemo()
-	for i := 0; i < len(ss); {
-		pc, w := ss[i].PC, int64(0)
-		for ; i < len(ss) && ss[i].PC == pc; i++ {
-			w += ss[i].Weight
+	fold := func(pc uint64, id int32, w int64) {
+		if int(id) >= len(groups) {
+			groups = append(groups, make([]group, int(id)+1-len(groups)+len(groups)/2)...)
 		}
-		id := b.attributeID(pc)
-		if a.KeepAccesses {
-			a.keep(dso, pc, b.distinct[id])
-		}
-		g := groups[id]
-		if g == nil {
-			g = &group{pc: pc}
-			groups[id] = g
+		g := &groups[id]
+		if g.w == 0 {
+			g.pc = pc
 			order = append(order, id)
+		} else if pc < g.pc {
+			g.pc = pc
 		}
 		g.w += w
 	}
+	// Remembered addresses fold at once; the others are attributed
+	// afterwards in address order, so that the samples of one function use
+	// its caches while they are hot.
+	var pending []Sample
+	lastPC, lastID := uint64(0), int32(-1)
+	for _, s := range samples {
+		if s.Weight <= 0 {
+			continue
+		}
+		total += s.Weight
+		if s.PC != lastPC || lastID < 0 {
+			id, ok := b.memo[s.PC]
+			if !ok {
+				pending = append(pending, s)
+				continue
+			}
+			lastPC, lastID = s.PC, id
+			if a.KeepAccesses {
+				a.keep(dso, s.PC, b.distinct[id])
+			}
+		}
+		fold(s.PC, lastID, s.Weight)
+	}
+	slices.SortFunc(pending, func(x, y Sample) int { return cmp.Compare(x.PC, y.PC) })
+	for i, s := range pending {
+		if i == 0 || s.PC != pending[i-1].PC {
+			lastID = b.attributeID(s.PC)
+			if a.KeepAccesses {
+				a.keep(dso, s.PC, b.distinct[lastID])
+			}
+		}
+		fold(s.PC, lastID, s.Weight)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(groups[x].pc, groups[y].pc) })
 	accs := make([]Access, len(order))
 	for i, id := range order {
 		accs[i] = b.distinct[id]
 	}
 	b.mu.Unlock()
+	d.Samples += total
+	a.total += total
 	for i, id := range order {
-		g := groups[id]
-		a.addAccess(dso, b, g.pc, accs[i], g.w)
+		a.addAccess(dso, b, groups[id].pc, accs[i], groups[id].w)
 	}
 }
 
