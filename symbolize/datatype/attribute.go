@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -146,6 +147,50 @@ func (b *Binary) insnText(pc uint64) string {
 // mnemonic is the instruction's name as objdump prints it ("add", "test").
 func mnemonic(inst x86asm.Inst) string { return strings.ToLower(inst.Op.String()) }
 
+// opReason holds, per opcode, the reasons that depend only on it: most
+// sampled instructions get one of them, and formatting them for every
+// address cost more than the rest of their attribution.
+type opReason struct{ stack, noMem, noData string }
+
+var opReasons = sync.OnceValue(func() []opReason {
+	var rs []opReason
+	for op := x86asm.Op(0); ; op++ {
+		name := op.String()
+		if op > 0 && strings.HasPrefix(name, "Op(") {
+			break
+		}
+		m := strings.ToLower(name)
+		rs = append(rs, opReason{m + " accesses the stack", m + " has no memory operand", m + " does not access data"})
+	}
+	return rs
+})
+
+// noVarReasons is, per DWARF register number, why an access through it
+// found no variable (the commonest reason for a memory access).
+var noVarReasons = sync.OnceValue(func() []string {
+	rs := make([]string, dwRIP+1)
+	for i := range rs {
+		rs[i] = "no pointer variable or parameter is in " + dwarfRegName(i) + " here, and tracking the basic block found none"
+	}
+	return rs
+})
+
+func noVarReason(reg int) string {
+	if rs := noVarReasons(); reg >= 0 && reg < len(rs) {
+		return rs[reg]
+	}
+	return "no pointer variable or parameter is in " + dwarfRegName(reg) + " here, and tracking the basic block found none"
+}
+
+// reasonsOf returns the opcode-only reasons of inst.
+func reasonsOf(inst x86asm.Inst) opReason {
+	if rs := opReasons(); int(inst.Op) < len(rs) {
+		return rs[inst.Op]
+	}
+	m := mnemonic(inst)
+	return opReason{m + " accesses the stack", m + " has no memory operand", m + " does not access data"}
+}
+
 // memArg returns the instruction's explicit memory operand.
 func memArg(inst x86asm.Inst) (x86asm.Mem, bool) {
 	for _, arg := range inst.Args {
@@ -167,17 +212,17 @@ func isStackOp(op x86asm.Op) bool {
 
 func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	if isStackOp(inst.Op) {
-		return Access{Type: typeStackOp, Kind: KindStackOp, Reason: mnemonic(inst) + " accesses the stack"}
+		return Access{Type: typeStackOp, Kind: KindStackOp, Reason: reasonsOf(inst).stack}
 	}
 	m, ok := memArg(inst)
 	if !ok {
-		return unknown("%s has no memory operand", mnemonic(inst))
+		return Access{Type: typeUnknown, Kind: KindUnknown, Reason: reasonsOf(inst).noMem}
 	}
 	if inst.Op == x86asm.LEA {
 		return unknown("lea computes an address without accessing memory")
 	}
 	if inst.Op == x86asm.NOP || inst.Op >= x86asm.PREFETCHNTA && inst.Op <= x86asm.PREFETCHW {
-		return unknown("%s does not access data", mnemonic(inst))
+		return Access{Type: typeUnknown, Kind: KindUnknown, Reason: reasonsOf(inst).noData}
 	}
 	if m.Segment == x86asm.FS || m.Segment == x86asm.GS {
 		return unknown("%s-relative access (thread-local storage) is not attributed", m.Segment)
@@ -346,7 +391,7 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 		fail.Func = fname
 		return fail
 	}
-	a := unknown("no pointer variable or parameter is in %s here, and tracking the basic block found none", dwarfRegName(base))
+	a := Access{Type: typeUnknown, Kind: KindUnknown, Reason: noVarReason(base)}
 	a.Func = fname
 	return a
 }
