@@ -280,9 +280,11 @@ document.addEventListener('keydown', (e) => {
 
 if (config.eventsURL) {
   follow(config.eventsURL);
+} else if (!config.statusURL) {
+  updateSummary(); // the server does not symbolize: nothing to ask
 } else {
   // Finished before this page was drawn: show the outcome and Retry.
-  fetch(`${base}/symbolization`, { headers: { Accept: 'application/json' } })
+  fetch(config.statusURL, { headers: { Accept: 'application/json' } })
     .then((r) => (r.ok ? r.json() : null))
     .then((s) => {
       if (!s || s.state === 'none') { updateSummary(); return; }

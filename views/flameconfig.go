@@ -14,6 +14,7 @@ type flameConfig struct {
 	PprofURL    string       `json:"pprofURL,omitempty"`
 	TopURL      string       `json:"topURL,omitempty"`
 	EventsURL   string       `json:"eventsURL,omitempty"`
+	StatusURL   string       `json:"statusURL,omitempty"`
 	SI          string       `json:"si"`
 	SampleTypes []SampleType `json:"sampleTypes"`
 }
@@ -25,7 +26,7 @@ func newFlameConfig(m FlamePage) flameConfig {
 	}
 	return flameConfig{
 		ID: m.ID, DataURL: m.DataURL, SVGURL: m.SVGURL, PprofURL: m.PprofURL,
-		TopURL: m.TopURL, EventsURL: m.EventsURL, SI: m.SI, SampleTypes: st,
+		TopURL: m.TopURL, EventsURL: m.EventsURL, StatusURL: m.StatusURL, SI: m.SI, SampleTypes: st,
 	}
 }
 

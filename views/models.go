@@ -49,6 +49,9 @@ type FlamePage struct {
 	// EventsURL is the SSE stream of symbolization progress, empty when the
 	// profile needs no symbolization.
 	EventsURL string
+	// StatusURL is the job's status as JSON (outcome, Retry), empty when
+	// the server does not symbolize: the page then asks for nothing.
+	StatusURL string
 	Binaries  []Binary
 	Stats     []Stat // short facts: samples, total, duration, mappings
 	// Filter is the focus/ignore/hide/show form and compare picker

@@ -224,6 +224,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 	if s.sym == nil {
 		return
 	}
+	page.StatusURL = "/p/" + id + "/symbolization"
 	j := s.sym.jobs.Job(id)
 	if j == nil && allSymbolized(m) {
 		return
