@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Dir stores each key as a file under a root directory. Writes go to a
@@ -18,7 +19,16 @@ type Dir struct {
 	root string
 }
 
+// tempPrefix names Put's temporary files; Dir refuses keys with a path
+// element starting with it, so sweeping them never removes a stored key.
+const tempPrefix = ".tmp-"
+
 // NewDir returns a store rooted at root, creating the directory if needed.
+// It removes the temporary files of writes a crash interrupted (a kill -9
+// during an upload leaves one beside its destination; none was ever
+// acknowledged). A directory is one process's: every temporary file found
+// at start-up is an orphan. Two processes sharing a directory are not
+// supported (replicas share an object store instead, see blob.go).
 func NewDir(root string) (*Dir, error) {
 	if root == "" {
 		return nil, errors.New("store: empty directory name")
@@ -26,7 +36,25 @@ func NewDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	sweepTemps(root)
 	return &Dir{root: root}, nil
+}
+
+// sweepTemps removes the regular files named like Put's temporary files
+// under root (best effort: an unreadable directory is left as it is).
+func sweepTemps(root string) {
+	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if e != nil && e.IsDir() && p != root {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), tempPrefix) {
+			os.Remove(p)
+		}
+		return nil
+	})
 }
 
 // Root is the directory the store writes to.
@@ -35,6 +63,9 @@ func (d *Dir) Root() string { return d.root }
 func (d *Dir) path(key string) (string, error) {
 	if err := ValidKey(key); err != nil {
 		return "", err
+	}
+	if strings.HasPrefix(key, tempPrefix) || strings.Contains(key, "/"+tempPrefix) {
+		return "", fmt.Errorf("store: invalid key %q (%s… names temporary files)", key, tempPrefix)
 	}
 	return filepath.Join(d.root, filepath.FromSlash(key)), nil
 }
@@ -49,7 +80,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}

@@ -93,3 +93,44 @@ func TestValidKey(t *testing.T) {
 		t.Fatal("Put(../escape) succeeded")
 	}
 }
+
+// TestNewDirSweepsTempFiles: temporary files a crash left (beside a
+// profile's files, or at the root) are removed when the store opens; stored
+// keys and other dot files stay.
+func TestNewDirSweepsTempFiles(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "abc/original", strings.NewReader("whole")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, ".viewer-check", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	orphans := []string{filepath.Join(root, "abc", ".tmp-123"), filepath.Join(root, "def", ".tmp-456"), filepath.Join(root, ".tmp-789")}
+	for _, p := range orphans {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := NewDir(root); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range orphans {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s survived the restart (%v)", p, err)
+		}
+	}
+	for _, k := range []string{"abc/original", ".viewer-check"} {
+		if _, err := d.Stat(ctx, k); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	if err := d.Put(ctx, "abc/.tmp-x", strings.NewReader("x")); err == nil {
+		t.Error("a key named like a temporary file was accepted")
+	}
+}
