@@ -1,0 +1,6 @@
+//go:build !linux
+
+package addr2line
+
+// ReleaseStartupPages does nothing outside Linux.
+func ReleaseStartupPages() {}
