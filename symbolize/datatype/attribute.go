@@ -375,6 +375,9 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 			default:
 				continue
 			}
+			if fail.Kind != "" && !fits(typ, off) {
+				continue
+			}
 			a := b.place(typ, off, h, m.Index != 0, v.name, KindMember)
 			if a.Kind == KindUnknown {
 				if fail.Kind == "" {
@@ -396,6 +399,29 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 	return a
 }
 
+// typeName is typeName(t), remembered per type: the name of a type is
+// built anew on every call, and the same few types take most accesses.
+// Callers hold b.mu.
+func (b *Binary) typeName(t dwarf.Type) string {
+	if n, ok := b.names[t]; ok {
+		return n
+	}
+	if b.names == nil {
+		b.names = map[dwarf.Type]string{}
+	}
+	n := typeName(t)
+	b.names[t] = n
+	return n
+}
+
+// fits says whether place(typ, off, ...) would name a member rather than
+// explain why it cannot: fromVariables keeps only its first failure, so
+// it formats a failure's reason only while it has none.
+func fits(typ dwarf.Type, off int64) bool {
+	sz := typeSize(typ)
+	return sz > 0 && off >= 0 && off < sz
+}
+
 // place names the member at off inside typ, or explains why off is not
 // inside it. indexed accesses (base + index*scale) address an element of an
 // array that starts at off.
@@ -409,7 +435,7 @@ func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, indexed bool, va
 	}
 	path, moff, msize, mt := member(typ, off, h)
 	return Access{
-		Type: typeName(typ), TypeSize: sz, Offset: off,
+		Type: b.typeName(typ), TypeSize: sz, Offset: off,
 		Member: path, MemberOffset: moff, MemberSize: msize,
 		Kind: kind, Var: varName, typ: typ, mtyp: mt,
 	}

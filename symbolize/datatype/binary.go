@@ -37,6 +37,7 @@ type Binary struct {
 	types   map[dwarf.Offset]dwarf.Type
 	code    map[uint64]*funcCode
 	layouts map[dwarf.Type][]LayoutRow
+	names   map[dwarf.Type]string // typeName cache
 	// Results of attribution: memo maps a pc to its index in distinct,
 	// which holds each different Access once.
 	memo        map[uint64]int32
