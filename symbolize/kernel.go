@@ -138,7 +138,7 @@ func orNone(s string) string {
 // openVmlinux opens a vmlinux candidate if its build ID is bid. When it is
 // the running kernel, the KASLR shift is taken from /proc/kallsyms.
 func (s *Symbolizer) openVmlinux(c candidate, bid, running string) *loaded {
-	if _, err := os.Stat(c.path); err != nil {
+	if fi, err := os.Stat(c.path); err != nil || overLimit(c.path, fi.Size(), s.cfg.MaxDebugFile) != nil {
 		return nil
 	}
 	f, err := elfsym.Open(c.path)

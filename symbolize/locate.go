@@ -168,6 +168,8 @@ type search struct {
 	tried     int
 	mismatch  []string // files whose build ID differed
 	unusable  []string
+	oversize  []string // files over Config.MaxDebugFile
+	max       int64    // Config.MaxDebugFile
 	seen      map[string]bool
 	anonymous bool // the mapping has no build ID: a file is taken by path
 }
@@ -178,11 +180,16 @@ func (sr *search) check(c candidate) bool {
 	if sr.seen[c.path] {
 		return false
 	}
-	if _, err := os.Stat(c.path); err != nil {
+	fi, err := os.Stat(c.path)
+	if err != nil {
 		return false // not seen: it may appear (a debuginfod download into its cache)
 	}
 	sr.seen[c.path] = true
 	sr.tried++
+	if err := overLimit(c.path, fi.Size(), sr.max); err != nil {
+		sr.oversize = append(sr.oversize, err.Error())
+		return false
+	}
 	f, err := elfsym.Open(c.path)
 	if err != nil {
 		sr.unusable = append(sr.unusable, fmt.Sprintf("%s: %v", c.path, err))
@@ -235,7 +242,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			f.Close()
 		}
 	}
-	sr := &search{bid: bid, seen: map[string]bool{}, anonymous: bid == ""}
+	sr := &search{bid: bid, seen: map[string]bool{}, anonymous: bid == "", max: s.cfg.MaxDebugFile}
 	done := func() (found, error) {
 		if sr.res.debug.path == "" {
 			sr.res.debug = sr.syms
@@ -286,7 +293,11 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		}
 		if sr.syms.path == "" && ferr != nil {
 			// Not a plain "not found": say what failed, and where else we looked.
-			return found{}, fmt.Errorf("no debug info on this machine (%d candidate files checked), and debuginfod failed: %w", sr.tried, ferr)
+			skipped := ""
+			if len(sr.oversize) > 0 {
+				skipped = "; skipped: " + strings.Join(sr.oversize, ", ")
+			}
+			return found{}, fmt.Errorf("no debug info on this machine (%d candidate files checked%s), and debuginfod failed: %w", sr.tried, skipped, ferr)
 		}
 	}
 	if sr.syms.path != "" {
@@ -308,6 +319,9 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	if len(sr.unusable) > 0 {
 		why = append(why, "unreadable: "+strings.Join(sr.unusable, ", "))
 	}
+	if len(sr.oversize) > 0 {
+		why = append(why, "skipped: "+strings.Join(sr.oversize, ", "))
+	}
 	switch {
 	case sr.bid == "":
 	case s.cfg.Fetcher == nil:
@@ -319,6 +333,14 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	}
 	hint := "add the binary or its .debug file with --debug-dir"
 	return fmt.Errorf("%w (%s); %s", errNotFound, strings.Join(why, "; "), hint)
+}
+
+// overLimit says a file of size bytes is over max (0: no limit).
+func overLimit(path string, size, max int64) error {
+	if max > 0 && size > max {
+		return fmt.Errorf("debug file %s is %d bytes, over --max-debug-file %d", path, size, max)
+	}
+	return nil
 }
 
 // DebugFile returns the file with the best debug info for the ELF object at

@@ -61,6 +61,11 @@ type Config struct {
 	// found by build ID. A server symbolizing profiles uploaded from other
 	// machines sets it, so an upload cannot make it read arbitrary paths.
 	IgnoreMappingPaths bool
+	// MaxDebugFile bounds the size of a file opened for its debug info or
+	// symbols, found locally or downloaded (--max-debug-file; 0: no limit).
+	// A larger file is skipped and named in the binary's reason, so a huge
+	// file cannot take the server's memory.
+	MaxDebugFile int64
 }
 
 // Symbolizer symbolizes profiles. Make one per process with New: it owns the

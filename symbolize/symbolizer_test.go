@@ -749,3 +749,48 @@ func TestPanicWhileLoadingIsAnError(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A debug file found on this machine over MaxDebugFile is not opened: the
+// binary's reason names it, its size and the limit, and the rest of the
+// profile still resolves.
+func TestLocalDebugFileOverLimitIsSkipped(t *testing.T) {
+	big, small := td("cxx-dwarf5"), td("c-nopie-dwarf4")
+	bigSize, smallSize := fileSize(t, big), fileSize(t, small)
+	if bigSize <= smallSize {
+		t.Fatalf("%s (%d bytes) should be larger than %s (%d)", big, bigSize, small, smallSize)
+	}
+	cfg := hermetic()
+	cfg.MaxDebugFile = smallSize
+	mb := mapBinary(t, big, buildID(t, big), 0x555500000000)
+	ms := mapBinary(t, small, buildID(t, small), 0)
+	p := newProfile(mb, ms)
+	addLocations(t, p, mb, 0x555500000000, big)
+	addLocations(t, p, ms, 0, small)
+	rep, err := New(cfg).Symbolize(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("debug file %s is %d bytes, over --max-debug-file %d", big, bigSize, smallSize)
+	if r := rep.Mappings[0]; r.State != StateNotFound || !strings.Contains(r.Reason, want) {
+		t.Errorf("the binary over the limit: state %q reason %q; want not found naming %q", r.State, r.Reason, want)
+	}
+	if r := rep.Mappings[1]; r.State != StateSymbolized {
+		t.Errorf("the binary within the limit: state %q reason %q", r.State, r.Reason)
+	}
+	// Without a limit the same file is used.
+	cfg.MaxDebugFile = 0
+	p = newProfile(mapBinary(t, big, buildID(t, big), 0x555500000000))
+	addLocations(t, p, p.Mapping[0], 0x555500000000, big)
+	if rep, _ := New(cfg).Symbolize(context.Background(), p, Options{}); rep.Mappings[0].State != StateSymbolized {
+		t.Errorf("no limit: state %q reason %q", rep.Mappings[0].State, rep.Mappings[0].Reason)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -33,6 +33,11 @@ type Limits struct {
 	// UploadIdle drops an upload whose body stops arriving for this long
 	// (default 30s), so a stalled client cannot hold a slot forever.
 	UploadIdle time.Duration
+	// MaxDebugFile bounds the size of the executable and debug file the
+	// data-type page opens for a binary (--max-debug-file; 0: no limit);
+	// a binary whose file is larger is listed with the reason, the rest of
+	// the profile is attributed.
+	MaxDebugFile int64
 }
 
 // DefaultMaxConcurrentUploads is the default number of uploads parsed at

@@ -376,6 +376,10 @@ func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *
 	}
 	v, _, _ := ts.flight.Do("bin:"+key, func() (any, error) {
 		tb := &typesBinary{}
+		if tb.err = debugFileLimit(ts.s.cfg.Limits.MaxDebugFile, dbg.Exec, dbg.Debug); tb.err != nil {
+			ts.binaries.Add(key, tb)
+			return tb, nil
+		}
 		tb.file, tb.err = elfsym.Open(dbg.Exec)
 		if tb.err == nil {
 			tb.bin, tb.err = datatype.Open(dbg.Exec, dbg.Debug)
@@ -386,6 +390,20 @@ func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *
 	})
 	tb := v.(*typesBinary)
 	return tb, dbg, tb.err
+}
+
+// debugFileLimit refuses files over max bytes (0: no limit), before
+// anything reads them.
+func debugFileLimit(max int64, paths ...string) error {
+	if max <= 0 {
+		return nil
+	}
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > max {
+			return fmt.Errorf("debug file %s is %d bytes, over --max-debug-file %d", p, fi.Size(), max)
+		}
+	}
+	return nil
 }
 
 // dsoNames names each mapping by its file's base name, as perf does, or by

@@ -53,6 +53,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	limits.MaxDebugFile = symFlags.debugFileCap // servesymbolize.go: the data-type page's files too
 	st, replica, stDesc, closeStore, err := stFlags.open(ctx)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ type symbolizeFlags struct {
 	debuginfod    *debuginfod.Flags
 	fs            *flag.FlagSet // to read --addr
 	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
+	debugFileCap  int64         // the resolved --max-debug-file: also bounds files opened locally (set by config)
 	timeout       time.Duration // bounds the symbolization of each binary of a profile
 	profTimeout   time.Duration // bounds a whole profile's run
 }
@@ -35,7 +36,7 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	fs.IntVar(&f.workers, "workers", 2, "profiles symbolized at once")
 	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")
 	f.debuginfod = debuginfod.RegisterFlags(fs)
-	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
+	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod or opened on this machine, for symbolization and the data-type page; a binary whose file is larger stays unsymbolized with the reason (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
 	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest the symbolization of one binary of a profile may take (search, download, lookups); names found by then are kept")
 	fs.DurationVar(&f.profTimeout, "symbolize-profile-timeout", 30*time.Minute, "longest one symbolization run over a whole profile may take, all its binaries together; binaries still looking then are reported timed out (Retry looks again) and names found are kept")
 	return f
@@ -57,6 +58,7 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 	} else if dcfg.MaxSize <= 0 {
 		dcfg.MaxSize = 4 << 30
 	}
+	f.debugFileCap = dcfg.MaxSize
 	client, err := debuginfod.New(dcfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("serve: %w", err)
@@ -74,6 +76,7 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		// build ID). On loopback they are, and the binaries at those paths
 		// (checked by build ID) are the best source.
 		IgnoreMappingPaths: !f.loopback(),
+		MaxDebugFile:       f.debugFileCap, // local files too, not only downloads
 	}
 	if dcfg.CacheDir != "" {
 		scfg.DebuginfodCacheDir = dcfg.CacheDir
