@@ -224,15 +224,14 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 		fold(s.PC, lastID, s.Weight)
 	}
 	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(groups[x].pc, groups[y].pc) })
-	accs := make([]Access, len(order))
-	for i, id := range order {
-		accs[i] = b.distinct[id]
-	}
+	// Entries of b.distinct are never written after they are appended
+	// (trimMemo starts a new slice), so this view stays valid unlocked.
+	dist := b.distinct
 	b.mu.Unlock()
 	d.Samples += total
 	a.total += total
-	for i, id := range order {
-		a.addAccess(dso, b, groups[id].pc, accs[i], groups[id].w)
+	for _, id := range order {
+		a.addAccess(dso, b, groups[id].pc, dist[id], groups[id].w)
 	}
 }
 
