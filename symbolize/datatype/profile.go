@@ -195,7 +195,7 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 	// its caches while they are hot.
 	var pending []Sample
 	lastPC, lastID := uint64(0), int32(-1)
-	for _, s := range samples {
+	for i, s := range samples {
 		if s.Weight <= 0 {
 			continue
 		}
@@ -203,6 +203,9 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 		if s.PC != lastPC || lastID < 0 {
 			id, ok := b.memo[s.PC]
 			if !ok {
+				if pending == nil {
+					pending = make([]Sample, 0, len(samples)-i)
+				}
 				pending = append(pending, s)
 				continue
 			}
