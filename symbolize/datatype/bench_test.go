@@ -245,7 +245,6 @@ func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 		}
 	}
 	b.ResetTimer()
-	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {
@@ -253,4 +252,5 @@ func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 			frames, _ = f.Lookup(pc, frames)
 		}
 	}
+	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
 }
