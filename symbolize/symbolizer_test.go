@@ -458,20 +458,21 @@ func TestSkipOneMapping(t *testing.T) {
 	cfg := hermetic()
 	cfg.Fetcher = &fetcher{block: true}
 	s := New(cfg)
-	var cancels []context.CancelFunc
+	// Mappings are handed out concurrently, so keep each one's cancel by file.
+	cancels := map[string]context.CancelFunc{}
 	var mu sync.Mutex
 	rep, err := s.Symbolize(context.Background(), p, Options{
 		MappingContext: func(ctx context.Context, m *profile.Mapping) context.Context {
 			ctx, cancel := context.WithCancel(ctx)
 			mu.Lock()
-			cancels = append(cancels, cancel)
+			cancels[m.File] = cancel
 			mu.Unlock()
 			return ctx
 		},
 		Progress: func(ev Event) {
 			if ev.State == StateFetching && ev.File == hang.File {
 				mu.Lock()
-				cancels[0]() // the hanging mapping was handed out first
+				cancels[hang.File]()
 				mu.Unlock()
 			}
 		},
