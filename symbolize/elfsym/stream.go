@@ -151,7 +151,7 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 		typ, size, hdr = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(head[4:12]), 12
 	case old || s.Flags&elf.SHF_COMPRESSED == 0:
 		ls.src = io.NewSectionReader(f.f, int64(s.Offset), int64(s.FileSize))
-		ls.data = sectionBuf(ls, s.FileSize)
+		ls.data = make([]byte, s.FileSize)
 		return ls, nil
 	case f.elf.Class == elf.ELFCLASS64:
 		if len(head) < 24 {
@@ -191,6 +191,6 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	default:
 		return nil, fmt.Errorf("%s: unknown compression type %d", s.Name, typ)
 	}
-	ls.data = sectionBuf(ls, size)
+	ls.data = make([]byte, size)
 	return ls, nil
 }
