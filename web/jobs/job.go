@@ -48,6 +48,7 @@ type Job struct {
 	stamp     time.Time // ModTime of the record when the run started; zero if absent
 	errMsg    string
 	retry     bool
+	published bool // the final event is out (finish)
 }
 
 func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, retry bool) *Job {
@@ -81,13 +82,18 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 func (j *Job) ID() string { return j.id }
 
 // Done reports whether the job finished.
+// It is true from the moment the final event is published, so a client
+// reacting to that event (Retry, reloading the page) finds the job done
+// even while its worker is still returning.
 func (j *Job) Done() bool {
 	select {
 	case <-j.done:
 		return true
 	default:
-		return false
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.published
 }
 
 // Wait blocks until the job finishes or ctx ends.

@@ -1005,3 +1005,25 @@ func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 		t.Errorf("record: %+v, %v", rec, err)
 	}
 }
+
+// TestDoneOnceTheFinalEventIsOut: a client that sees the final event and at
+// once presses Retry (or reloads the page) finds the job done, not "still
+// running" while its worker returns.
+func TestDoneOnceTheFinalEventIsOut(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.local["aa01"] = true
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		final(t, h.events("p1"))
+		if j := h.m.Job("p1"); !j.Done() {
+			t.Fatalf("run %d: the final event was sent but the job is not done", i)
+		}
+		if _, err := h.m.Retry("p1", Options{}); err != nil {
+			t.Fatalf("run %d: Retry right after the final event: %v", i, err)
+		}
+	}
+	final(t, h.events("p1"))
+}

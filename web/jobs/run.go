@@ -503,7 +503,15 @@ func (j *Job) finish(err error) {
 	j.mu.Unlock()
 	data, _ := json.Marshal(s)
 	j.topic.Forget("names") // the final event makes pages redraw anyway
+	// Under the manager's lock: a Retry or page view prompted by the final
+	// event waits for it and finds the job done, and a Submit never sees the
+	// job done before its topic is finished (it would not reopen it).
+	j.m.mu.Lock()
 	j.topic.Finish("symbolized", EventSymbolized, data)
+	j.mu.Lock()
+	j.published = true
+	j.mu.Unlock()
+	j.m.mu.Unlock()
 }
 
 // resolvedKeys reports, per binary key, whether the engine named any of its
