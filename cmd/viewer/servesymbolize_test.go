@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -129,5 +130,36 @@ func TestServeReadsMappingPathsOnlyOnLoopback(t *testing.T) {
 		if got := f.loopback(); got != want {
 			t.Errorf("--addr %s: loopback %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestServeSymbolizeLimitFlags: --symbolize-profile-timeout reaches the
+// job manager's config, and --max-debug-file bounds local files (the
+// engine's and the data-type page's cap) as well as downloads.
+func TestServeSymbolizeLimitFlags(t *testing.T) {
+	t.Setenv("DEBUGINFOD_MAXSIZE", "")
+	t.Setenv("DEBUGINFOD_URLS", "")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.String("addr", "127.0.0.1:0", "")
+	f := registerSymbolizeFlags(fs)
+	if err := fs.Parse([]string{"--symbolize-profile-timeout", "90s", "--max-debug-file", "1MiB", "--debug-dir", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := f.config(func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ProfileTimeout != 90*time.Second {
+		t.Errorf("ProfileTimeout = %v, want 90s", cfg.ProfileTimeout)
+	}
+	if f.debugFileCap != 1<<20 {
+		t.Errorf("local debug-file cap = %d, want %d", f.debugFileCap, 1<<20)
+	}
+	// The default: 30 minutes per profile, 4GiB per file.
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	f = registerSymbolizeFlags(fs)
+	fs.Parse(nil)
+	if cfg, _, err = f.config(func(string, ...any) {}); err != nil || cfg.ProfileTimeout != 30*time.Minute || f.debugFileCap != 4<<30 {
+		t.Errorf("defaults: profile timeout %v, debug-file cap %d, %v", cfg.ProfileTimeout, f.debugFileCap, err)
 	}
 }
