@@ -25,8 +25,9 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if env := os.Getenv("VIEWER_SERVER"); env != "" {
 		server = env
 	}
-	fs.StringVar(&server, "server", server, "viewer server `URL` (default $VIEWER_SERVER, else "+defaultServer+")")
-	token := fs.String("token", os.Getenv("VIEWER_TOKEN"), "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
+	fs.StringVar(&server, "server", server, "viewer server `URL`: $VIEWER_SERVER when set")
+	// The token's default is read after parsing so -h never prints it.
+	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN]")
 		fs.PrintDefaults()
@@ -37,6 +38,9 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	}
 	if len(files) != 1 {
 		return usageError{"upload: give exactly one FILE"}
+	}
+	if *token == "" {
+		*token = os.Getenv("VIEWER_TOKEN")
 	}
 	link, err := upload(ctx, strings.TrimRight(server, "/"), files[0], strings.TrimSpace(*token))
 	if err != nil {
