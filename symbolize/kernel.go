@@ -51,30 +51,7 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 	running := s.runningKernelBuildID()
 	var why []string
 	if !s.cfg.IgnoreVmlinux && bid != "" {
-		var cands []candidate
-		for _, d := range s.cfg.DebugDirs {
-			cands = append(cands,
-				candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
-				candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
-				candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout"},
-				candidate{filepath.Join(d, "vmlinux"), "--debug-dir"})
-		}
-		if s.cfg.SystemDebugDir != "" {
-			cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree"})
-		}
-		if s.cfg.BuildIDCacheDir != "" {
-			d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-			cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache"}, candidate{filepath.Join(d, "elf"), "perf build-ID cache"})
-		}
-		if r := s.cfg.KernelRelease; r != "" {
-			for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {
-				cands = append(cands, candidate{p, "standard vmlinux path"})
-			}
-		}
-		if s.cfg.DebuginfodCacheDir != "" {
-			cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache"})
-		}
-		for _, c := range cands {
+		for _, c := range s.vmlinuxCandidates(bid) {
 			if l := s.openVmlinux(c, bid, running); l != nil {
 				return l, nil
 			}
@@ -126,6 +103,35 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 		return l, err
 	}
 	return nil, fmt.Errorf("%w for the kernel (%s); add its vmlinux with --debug-dir", errNotFound, strings.Join(why, "; "))
+}
+
+// vmlinuxCandidates lists, in order, the local files that may be the
+// vmlinux of build ID bid (lowercase hex).
+func (s *Symbolizer) vmlinuxCandidates(bid string) []candidate {
+	var cands []candidate
+	for _, d := range s.cfg.DebugDirs {
+		cands = append(cands,
+			candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
+			candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
+			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout"},
+			candidate{filepath.Join(d, "vmlinux"), "--debug-dir"})
+	}
+	if s.cfg.SystemDebugDir != "" {
+		cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree"})
+	}
+	if s.cfg.BuildIDCacheDir != "" {
+		d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
+		cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache"}, candidate{filepath.Join(d, "elf"), "perf build-ID cache"})
+	}
+	if r := s.cfg.KernelRelease; r != "" {
+		for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {
+			cands = append(cands, candidate{p, "standard vmlinux path"})
+		}
+	}
+	if s.cfg.DebuginfodCacheDir != "" {
+		cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache"})
+	}
+	return cands
 }
 
 func orNone(s string) string {

@@ -261,7 +261,9 @@ func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*typesR
 		return r, nil
 	}
 	v, err, _ := ts.flight.Do(fmt.Sprintf("%s/%s/%d", key.id, key.variant, si), func() (any, error) {
-		r := ts.compute(background(ctx), l.Profile, si)
+		// The upload's own "don't ask debuginfod" choice (typesfinder.go).
+		cctx := withTypesNoDebuginfod(background(ctx), ts.s.uploadNoDebuginfod(ctx, l.ID))
+		r := ts.compute(cctx, l.Profile, si)
 		ts.results.Add(key, r)
 		return r, nil
 	})

@@ -1,0 +1,168 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web/jobs"
+)
+
+// typesSymbolizingServer is a viewer with symbolization configured as
+// `viewer serve` configures it for uploads from other machines: the given
+// debuginfod servers, a fresh client cache, no system debug directories and
+// IgnoreMappingPaths, so only debuginfod can provide the test binary.
+func typesSymbolizingServer(t *testing.T, urls []string) string {
+	t.Helper()
+	cache := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := jobs.NewGate(client)
+	engine := symbolize.New(symbolize.Config{
+		Fetcher: gate, DebuginfodCacheDir: cache, IgnoreMappingPaths: true,
+		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",
+	})
+	s, err := New(Config{DataDir: t.TempDir(), Symbolization: &SymbolizationConfig{
+		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.CloseSymbolization()
+		ts.Close()
+	})
+	return ts.URL
+}
+
+// postProfileQuery uploads raw profile bytes to /api/profiles?query.
+func postProfileQuery(t *testing.T, base, query string, data []byte) string {
+	t.Helper()
+	resp, err := http.Post(base+"/api/profiles"+query, "application/octet-stream", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct{ ID string }
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &r) != nil {
+		t.Fatalf("upload: %s %s", resp.Status, body)
+	}
+	return r.ID
+}
+
+// TestTypesFromDebuginfod: a profile of a binary this server has never seen
+// (its mapping names a path that is not here) gets its data types from the
+// same debuginfod the symbolizer uses: the separate debug file (DWARF, no
+// code) and then the stripped executable, both by build ID. An upload that
+// opted out of debuginfod sends nothing and the DSO list says why.
+func TestTypesFromDebuginfod(t *testing.T) {
+	full, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw5-pie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fileBuildID(t, full+".stripped")
+	if id != fileBuildID(t, full+".debug") {
+		t.Fatalf("%s.stripped and .debug have different build IDs: rerun build.sh", full)
+	}
+	// debuginfod indexes the split build: the stripped executable and its
+	// debug file, as a distribution's archive holds them.
+	served := t.TempDir()
+	for _, f := range []string{".stripped", ".debug"} {
+		data, err := os.ReadFile(full + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(served, "datatype"+f), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsrv := debuginfodtest.Start(t, served)
+
+	getKey := objdumpAddr(t, full, "get_key", "mov 0x8(%rdi),%rax")
+	getY := objdumpAddr(t, full, "get_y", "0xc(%rdi)")
+	const base = 0x555555554000
+	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: "/opt/elsewhere/bin/datatype", BuildID: id}
+	// Named locations: no symbolization job runs, so every request that
+	// reaches debuginfod is the data-type page's own, and the debug info is
+	// fetched by it rather than found in the cache after a job's download.
+	fn := &profile.Function{ID: 1, Name: "get_key"}
+	fn2 := &profile.Function{ID: 2, Name: "get_y"}
+	l1 := &profile.Location{ID: 1, Mapping: m, Address: base + getKey, Line: []profile.Line{{Function: fn}}}
+	l2 := &profile.Location{ID: 2, Mapping: m, Address: base + getY, Line: []profile.Line{{Function: fn2}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1}, Value: []int64{5}},
+			{Location: []*profile.Location{l2}, Value: []int64{2}},
+		},
+		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2}, Function: []*profile.Function{fn, fn2},
+	}
+	data := encodeProfile(t, p, true)
+
+	// First the upload that opted out: not one request may reach the server.
+	optOut := typesSymbolizingServer(t, []string{dsrv.URL})
+	pid := postProfileQuery(t, optOut, "?debuginfod=0", data)
+	r := getTypesJSON(t, optOut+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "debuginfod not asked: the upload opted out") || r.DSOs[0].DebugSource != "" {
+		t.Errorf("opted-out upload: DSOs = %+v, want the binary not found because debuginfod was not asked", r.DSOs)
+	}
+	for _, ty := range r.Types {
+		if ty.Name != "(unknown)" {
+			t.Errorf("opted-out upload: type %s attributed without debug info", ty.Name)
+		}
+	}
+	if n := dsrv.Requests(id); n != 0 {
+		t.Fatalf("an upload with ?debuginfod=0 sent %d requests for its build ID to debuginfod", n)
+	}
+
+	// Then an ordinary upload on a fresh server: debuginfo and executable
+	// come from debuginfod and the samples land on their members.
+	base2 := typesSymbolizingServer(t, []string{dsrv.URL})
+	pid = postProfileQuery(t, base2, "", data)
+	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || r.DSOs[0].Error != "" || !strings.Contains(r.DSOs[0].DebugSource, "debuginfod "+strings.TrimSuffix(dsrv.URL, "/")) {
+		t.Fatalf("DSOs = %+v, want the debug info from debuginfod %s", r.DSOs, dsrv.URL)
+	}
+	t.Logf("source: %s", r.DSOs[0].DebugSource)
+	if !strings.Contains(r.DSOs[0].DebugSource, "code: debuginfod ") {
+		t.Errorf("DSO source %q does not say the code came from debuginfod too", r.DSOs[0].DebugSource)
+	}
+	want := map[string]string{"struct node": "key", "struct outer": "in.y"}
+	wantW := map[string]int64{"struct node": 5, "struct outer": 2}
+	got := 0
+	for _, ty := range r.Types {
+		member := ""
+		for _, mb := range ty.Members {
+			if mb.Weight > 0 {
+				member = mb.Name
+			}
+		}
+		if want[ty.Name] != member || wantW[ty.Name] != ty.Weight {
+			t.Errorf("type %s weight %d member %q; want %v %v", ty.Name, ty.Weight, member, wantW, want)
+			continue
+		}
+		got++
+	}
+	if got != 2 {
+		t.Errorf("types = %+v, want struct node.key (5) and struct outer.in.y (2)", r.Types)
+	}
+	if dsrv.Requests(id) == 0 {
+		t.Errorf("debuginfod got no request for %s", id)
+	}
+}

@@ -1,0 +1,96 @@
+package web
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+	"viewer/web/jobs"
+)
+
+// SymbolizerTypesFinder finds the data-type page's files with the
+// symbolization engine: the same debug info, search order, build-ID checks,
+// --debug-dir, IgnoreMappingPaths and --max-debug-file as symbolization,
+// and the same debuginfod client (through Gate) for the executable when the
+// debug file has no code, and for the kernel's vmlinux. It never asks
+// debuginfod for a profile whose uploader opted out (see TypesNoDebuginfod).
+type SymbolizerTypesFinder struct {
+	Engine *symbolize.Symbolizer
+	// Gate is the engine's Fetcher; a disabled gate means debuginfod is off.
+	Gate *jobs.Gate
+}
+
+// FindTypesDebug implements TypesDebugFinder. The download, if any, runs on
+// the caller's context with no lock held.
+func (f SymbolizerTypesFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
+	optOut := TypesNoDebuginfod(ctx)
+	off := f.Gate != nil && !f.Gate.Enabled()
+	cf, err := f.Engine.FindCode(ctx, m, symbolize.Options{NoDebuginfod: optOut || off})
+	if err != nil {
+		switch {
+		case optOut:
+			return TypesDebug{}, notFoundError{"%v (debuginfod not asked: the upload opted out of sending its build IDs)", err}
+		case off:
+			return TypesDebug{}, notFoundError{"%v (debuginfod is off on this server)", err}
+		}
+		return TypesDebug{}, notFoundError{"%v", err}
+	}
+	return TypesDebug{Exec: cf.Exec, Debug: cf.Debug, Source: cf.Source}, nil
+}
+
+// notFoundError prefixes the reason with "not found: " for the DSO list.
+type notFoundError struct {
+	format string
+	err    error
+}
+
+func (e notFoundError) Error() string {
+	return "not found: " + fmt.Sprintf(e.format, e.err)
+}
+
+func (e notFoundError) Unwrap() error { return e.err }
+
+type typesOptKey struct{}
+
+// withTypesNoDebuginfod marks ctx as computing the data types of a profile
+// whose uploader asked not to send its build IDs to debuginfod.
+func withTypesNoDebuginfod(ctx context.Context, no bool) context.Context {
+	return context.WithValue(ctx, typesOptKey{}, no)
+}
+
+// TypesNoDebuginfod reports whether the profile a FindTypesDebug call works
+// for was uploaded with ?debuginfod=0: a finder must then not send its build
+// IDs anywhere.
+func TypesNoDebuginfod(ctx context.Context) bool {
+	no, _ := ctx.Value(typesOptKey{}).(bool)
+	return no
+}
+
+// useSymbolizerForTypes makes the data-type page find its files through the
+// symbolization engine when the server has one.
+func (s *Server) useSymbolizerForTypes(c *SymbolizationConfig) {
+	if c == nil || c.Engine == nil {
+		return
+	}
+	ts := s.types()
+	ts.mu.Lock()
+	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate}
+	ts.mu.Unlock()
+}
+
+// uploadNoDebuginfod reads the upload's stored "don't ask debuginfod" choice.
+// When the record cannot be read it answers true: never send build IDs the
+// uploader may have withheld.
+func (s *Server) uploadNoDebuginfod(ctx context.Context, id string) bool {
+	if s.sym == nil {
+		return false
+	}
+	rec, err := s.sym.jobs.Record(ctx, id)
+	if err != nil {
+		s.log.Warn("reading the symbolization record for the data-type page", "id", id, "err", err)
+		return true
+	}
+	return rec.NoDebuginfod
+}
