@@ -66,8 +66,8 @@ func postProfileQuery(t *testing.T, base, query string, data []byte) string {
 	return r.ID
 }
 
-// TestTypesFromDebuginfod: a profile of a binary this server has never seen
-// (its mapping names a path that is not here) gets its data types from the
+// TestTypesFromDebuginfod: a profile of a binary this server must not read
+// from its mapping's path (IgnoreMappingPaths) gets its data types from the
 // same debuginfod the symbolizer uses: the separate debug file (DWARF, no
 // code) and then the stripped executable, both by build ID. An upload that
 // opted out of debuginfod sends nothing and the DSO list says why.
@@ -92,28 +92,27 @@ func TestTypesFromDebuginfod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An unstripped binary stands in for a vmlinux: debuginfod serves it
+	// as debuginfo, with its code.
+	vmlinux, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw4-pie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := fileBuildID(t, vmlinux)
+	vdata, err := os.ReadFile(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(served, "vmlinux"), vdata, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dsrv := debuginfodtest.Start(t, served)
 
-	getKey := objdumpAddr(t, full, "get_key", "mov 0x8(%rdi),%rax")
-	getY := objdumpAddr(t, full, "get_y", "0xc(%rdi)")
-	const base = 0x555555554000
-	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: "/opt/elsewhere/bin/datatype", BuildID: id}
-	// Named locations: no symbolization job runs, so every request that
-	// reaches debuginfod is the data-type page's own, and the debug info is
-	// fetched by it rather than found in the cache after a job's download.
-	fn := &profile.Function{ID: 1, Name: "get_key"}
-	fn2 := &profile.Function{ID: 2, Name: "get_y"}
-	l1 := &profile.Location{ID: 1, Mapping: m, Address: base + getKey, Line: []profile.Line{{Function: fn}}}
-	l2 := &profile.Location{ID: 2, Mapping: m, Address: base + getY, Line: []profile.Line{{Function: fn2}}}
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
-		Sample: []*profile.Sample{
-			{Location: []*profile.Location{l1}, Value: []int64{5}},
-			{Location: []*profile.Location{l2}, Value: []int64{2}},
-		},
-		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2}, Function: []*profile.Function{fn, fn2},
-	}
-	data := encodeProfile(t, p, true)
+	// The mapping names the unstripped binary's real path on this machine:
+	// a server for uploads from elsewhere (IgnoreMappingPaths, as `viewer
+	// serve` sets it off loopback) must not read it, only files found by
+	// build ID.
+	data := typesAddrProfile(t, full, full, id)
 
 	// First the upload that opted out: not one request may reach the server.
 	optOut := typesSymbolizingServer(t, []string{dsrv.URL})
@@ -127,6 +126,7 @@ func TestTypesFromDebuginfod(t *testing.T) {
 			t.Errorf("opted-out upload: type %s attributed without debug info", ty.Name)
 		}
 	}
+	t.Logf("opted out: %s", r.DSOs[0].Error)
 	if n := dsrv.Requests(id); n != 0 {
 		t.Fatalf("an upload with ?debuginfod=0 sent %d requests for its build ID to debuginfod", n)
 	}
@@ -143,6 +143,23 @@ func TestTypesFromDebuginfod(t *testing.T) {
 	if !strings.Contains(r.DSOs[0].DebugSource, "code: debuginfod ") {
 		t.Errorf("DSO source %q does not say the code came from debuginfod too", r.DSOs[0].DebugSource)
 	}
+	checkTypes(t, r)
+	if dsrv.Requests(id) == 0 {
+		t.Errorf("debuginfod got no request for %s", id)
+	}
+
+	// Kernel samples: the vmlinux by build ID, code and DWARF in one file.
+	pid = postProfileQuery(t, base2, "", typesAddrProfile(t, vmlinux, "[kernel.kallsyms]", kid))
+	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || r.DSOs[0].Error != "" || !strings.HasPrefix(r.DSOs[0].DebugSource, "debuginfod "+strings.TrimSuffix(dsrv.URL, "/")) || strings.Contains(r.DSOs[0].DebugSource, "code:") {
+		t.Fatalf("kernel DSOs = %+v, want the vmlinux (debuginfo) from debuginfod %s", r.DSOs, dsrv.URL)
+	}
+	checkTypes(t, r)
+}
+
+// checkTypes checks the attribution of typesAddrProfile's samples.
+func checkTypes(t *testing.T, r typesResponse) {
+	t.Helper()
 	want := map[string]string{"struct node": "key", "struct outer": "in.y"}
 	wantW := map[string]int64{"struct node": 5, "struct outer": 2}
 	got := 0
@@ -162,7 +179,47 @@ func TestTypesFromDebuginfod(t *testing.T) {
 	if got != 2 {
 		t.Errorf("types = %+v, want struct node.key (5) and struct outer.in.y (2)", r.Types)
 	}
-	if dsrv.Requests(id) == 0 {
-		t.Errorf("debuginfod got no request for %s", id)
+}
+
+// typesAddrProfile is a profile of binary (whose code is read with objdump
+// here) mapped from file with build ID id: 5 samples in get_key loading
+// struct node's key and 2 in get_y loading struct outer's in.y.
+func typesAddrProfile(t *testing.T, binary, file, id string) []byte {
+	t.Helper()
+	getKey := objdumpAddr(t, binary, "get_key", "mov 0x8(%rdi),%rax")
+	getY := objdumpAddr(t, binary, "get_y", "0xc(%rdi)")
+	const base = 0x555555554000
+	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: file, BuildID: id}
+	// Named locations: no symbolization job runs, so every request that
+	// reaches debuginfod is the data-type page's own, and the debug info is
+	// fetched by it rather than found in the cache after a job's download.
+	fn := &profile.Function{ID: 1, Name: "get_key"}
+	fn2 := &profile.Function{ID: 2, Name: "get_y"}
+	l1 := &profile.Location{ID: 1, Mapping: m, Address: base + getKey, Line: []profile.Line{{Function: fn}}}
+	l2 := &profile.Location{ID: 2, Mapping: m, Address: base + getY, Line: []profile.Line{{Function: fn2}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1}, Value: []int64{5}},
+			{Location: []*profile.Location{l2}, Value: []int64{2}},
+		},
+		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2}, Function: []*profile.Function{fn, fn2},
 	}
+	return encodeProfile(t, p, true)
+}
+
+// TestTypesDebuginfodOff: with debuginfod off on the server (--no-debuginfod)
+// and the binary not on this machine, the DSO list says both.
+func TestTypesDebuginfodOff(t *testing.T) {
+	full, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw5-pie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := typesSymbolizingServer(t, nil)
+	pid := postProfileQuery(t, base, "", typesAddrProfile(t, full, full, fileBuildID(t, full)))
+	r := getTypesJSON(t, base+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || !strings.HasPrefix(r.DSOs[0].Error, "not found: ") || !strings.Contains(r.DSOs[0].Error, "debuginfod is off on this server") {
+		t.Errorf("DSOs = %+v, want not found with debuginfod off", r.DSOs)
+	}
+	t.Logf("reason: %s", r.DSOs[0].Error)
 }

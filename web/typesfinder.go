@@ -18,15 +18,17 @@ import (
 // debuginfod for a profile whose uploader opted out (see TypesNoDebuginfod).
 type SymbolizerTypesFinder struct {
 	Engine *symbolize.Symbolizer
-	// Gate is the engine's Fetcher; a disabled gate means debuginfod is off.
-	Gate *jobs.Gate
+	// Gate is the engine's Fetcher; a disabled gate, or no Servers, means
+	// debuginfod is off (--no-debuginfod): nothing is asked.
+	Gate    *jobs.Gate
+	Servers []string
 }
 
 // FindTypesDebug implements TypesDebugFinder. The download, if any, runs on
 // the caller's context with no lock held.
 func (f SymbolizerTypesFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
 	optOut := TypesNoDebuginfod(ctx)
-	off := f.Gate != nil && !f.Gate.Enabled()
+	off := !f.Gate.Enabled() || len(f.Servers) == 0
 	cf, err := f.Engine.FindCode(ctx, m, symbolize.Options{NoDebuginfod: optOut || off})
 	if err != nil {
 		switch {
@@ -76,7 +78,7 @@ func (s *Server) useSymbolizerForTypes(c *SymbolizationConfig) {
 	}
 	ts := s.types()
 	ts.mu.Lock()
-	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate}
+	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate, Servers: c.Servers}
 	ts.mu.Unlock()
 }
 
