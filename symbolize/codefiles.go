@@ -89,7 +89,7 @@ func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Optio
 		}
 		p, err := fetch(debuginfod.KindDebuginfo, func(p string) bool { return s.codeFile(p, bid, true) })
 		if err != nil {
-			return CodeFiles{}, fmt.Errorf("%w for the kernel: no vmlinux with build ID %s on this machine, and %v; add it with --debug-dir or install the kernel's -dbg package", errNotFound, bid, err)
+			return CodeFiles{}, fmt.Errorf("%w for the kernel: no vmlinux with build ID %s on this machine, and %w; add it with --debug-dir or install the kernel's -dbg package", errNotFound, bid, err)
 		}
 		src := describe(candidate{p, "debuginfod debuginfo"}, debuginfod.KindDebuginfo)
 		return CodeFiles{Exec: p, Debug: p, Source: src}, nil
@@ -114,7 +114,7 @@ func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Optio
 		}
 		p, err := fetch(debuginfod.KindExecutable, func(p string) bool { return s.codeFile(p, bid, false) })
 		if err != nil {
-			return CodeFiles{}, fmt.Errorf("%w: the code is not on this machine (%s is a separate debug file), and %v; add the executable with --debug-dir", errNotFound, res.debug.path, err)
+			return CodeFiles{}, fmt.Errorf("%w: the code is not on this machine (%s is a separate debug file), and %w; add the executable with --debug-dir", errNotFound, res.debug.path, err)
 		}
 		cf.Exec = p
 		res.exe = candidate{p, "debuginfod executable"}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -163,6 +164,10 @@ type typesResult struct {
 
 	flameOnce sync.Once
 	flame     *encoded // types flame graph JSON, built on first request
+
+	// transient: a binary's search timed out, so the result is not cached
+	// and the next request looks again (typesfinder.go).
+	transient bool
 }
 
 // leafTag names the data a leaf instruction accesses: its type and member.
@@ -264,7 +269,9 @@ func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*typesR
 		// The upload's own "don't ask debuginfod" choice (typesfinder.go).
 		cctx := withTypesNoDebuginfod(background(ctx), ts.s.uploadNoDebuginfod(ctx, l.ID))
 		r := ts.compute(cctx, l.Profile, si)
-		ts.results.Add(key, r)
+		if !r.transient {
+			ts.results.Add(key, r)
+		}
 		return r, nil
 	})
 	if err != nil {
@@ -321,6 +328,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 		tb, dbg, err := ts.binary(ctx, finder, m)
 		if err != nil {
 			d.Error = err.Error()
+			res.transient = res.transient || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 			agg.AddDSO(d)
 			agg.Add(d.Name, nil, g.samples)
 			for _, loc := range g.locs {

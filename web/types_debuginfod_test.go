@@ -24,7 +24,7 @@ import (
 // `viewer serve` configures it for uploads from other machines: the given
 // debuginfod servers, a fresh client cache, no system debug directories and
 // IgnoreMappingPaths, so only debuginfod can provide the test binary.
-func typesSymbolizingServer(t *testing.T, urls []string) string {
+func typesSymbolizingServer(t *testing.T, urls []string, timeout time.Duration) string {
 	t.Helper()
 	cache := t.TempDir()
 	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
@@ -37,7 +37,7 @@ func typesSymbolizingServer(t *testing.T, urls []string) string {
 		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",
 	})
 	s, err := New(Config{DataDir: t.TempDir(), Symbolization: &SymbolizationConfig{
-		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8,
+		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8, Timeout: timeout,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestTypesFromDebuginfod(t *testing.T) {
 	data := typesAddrProfile(t, full, full, id)
 
 	// First the upload that opted out: not one request may reach the server.
-	optOut := typesSymbolizingServer(t, []string{dsrv.URL})
+	optOut := typesSymbolizingServer(t, []string{dsrv.URL}, 0)
 	pid := postProfileQuery(t, optOut, "?debuginfod=0", data)
 	r := getTypesJSON(t, optOut+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "debuginfod not asked: the upload opted out") || r.DSOs[0].DebugSource != "" {
@@ -133,8 +133,16 @@ func TestTypesFromDebuginfod(t *testing.T) {
 
 	// Then an ordinary upload on a fresh server: debuginfo and executable
 	// come from debuginfod and the samples land on their members.
-	base2 := typesSymbolizingServer(t, []string{dsrv.URL})
+	// A download that outlives --symbolize-timeout is reported, and not
+	// remembered: the next request fetches again.
+	base2 := typesSymbolizingServer(t, []string{dsrv.URL}, time.Second)
 	pid = postProfileQuery(t, base2, "", data)
+	dsrv.SetRate(2000)
+	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
+	dsrv.SetRate(0)
+	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "timed out after 1s") {
+		t.Errorf("slow debuginfod: DSOs = %+v, want the binary's search timed out", r.DSOs)
+	}
 	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || r.DSOs[0].Error != "" || !strings.Contains(r.DSOs[0].DebugSource, "debuginfod "+strings.TrimSuffix(dsrv.URL, "/")) {
 		t.Fatalf("DSOs = %+v, want the debug info from debuginfod %s", r.DSOs, dsrv.URL)
@@ -215,7 +223,7 @@ func TestTypesDebuginfodOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := typesSymbolizingServer(t, nil)
+	base := typesSymbolizingServer(t, nil, 0)
 	pid := postProfileQuery(t, base, "", typesAddrProfile(t, full, full, fileBuildID(t, full)))
 	r := getTypesJSON(t, base+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || !strings.HasPrefix(r.DSOs[0].Error, "not found: ") || !strings.Contains(r.DSOs[0].Error, "debuginfod is off on this server") {

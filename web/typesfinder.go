@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -22,16 +24,27 @@ type SymbolizerTypesFinder struct {
 	// debuginfod is off (--no-debuginfod): nothing is asked.
 	Gate    *jobs.Gate
 	Servers []string
+	// Timeout bounds the search and downloads for one binary
+	// (--symbolize-timeout; 0: none): the page's computation outlives the
+	// request that started it, so it needs its own bound.
+	Timeout time.Duration
 }
 
 // FindTypesDebug implements TypesDebugFinder. The download, if any, runs on
 // the caller's context with no lock held.
 func (f SymbolizerTypesFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
+	if f.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.Timeout)
+		defer cancel()
+	}
 	optOut := TypesNoDebuginfod(ctx)
 	off := !f.Gate.Enabled() || len(f.Servers) == 0
 	cf, err := f.Engine.FindCode(ctx, m, symbolize.Options{NoDebuginfod: optOut || off})
 	if err != nil {
 		switch {
+		case errors.Is(err, context.DeadlineExceeded) && f.Timeout > 0:
+			return TypesDebug{}, fmt.Errorf("timed out after %v looking for its debug info (--symbolize-timeout); reload the page to look again: %w", f.Timeout, err)
 		case optOut:
 			return TypesDebug{}, notFoundError{"%v (debuginfod not asked: the upload opted out of sending its build IDs)", err}
 		case off:
@@ -78,7 +91,7 @@ func (s *Server) useSymbolizerForTypes(c *SymbolizationConfig) {
 	}
 	ts := s.types()
 	ts.mu.Lock()
-	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate, Servers: c.Servers}
+	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate, Servers: c.Servers, Timeout: c.Timeout}
 	ts.mu.Unlock()
 }
 
