@@ -49,7 +49,7 @@ templ:
 # Fails when `templ generate` would change the *_templ.go files.
 templ-check:
 	@before=$$(cat views/*_templ.go | sha256sum); \
-	$(GO) tool templ generate -path views >/dev/null 2>&1; \
+	$(GO) tool templ generate >/dev/null 2>&1; \
 	after=$$(cat views/*_templ.go | sha256sum); \
 	[ "$$before" = "$$after" ] || { echo "views/*_templ.go were stale: 'make templ' regenerated them; commit them" >&2; exit 1; }
 
