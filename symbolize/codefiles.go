@@ -33,9 +33,9 @@ type CodeFiles struct {
 // mapping's build ID, local or fetched from debuginfod (debuginfo). Nothing
 // is loaded into the symbol store.
 func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Options) (CodeFiles, error) {
-	bid := strings.ToLower(m.BuildID)
-	if bid != "" && !validBuildID(bid) {
-		return CodeFiles{}, fmt.Errorf("%w: the mapping's build ID %q is not hexadecimal", errNotFound, m.BuildID)
+	bid, err := mappingBuildID(m)
+	if err != nil {
+		return CodeFiles{}, err
 	}
 	var mu sync.Mutex
 	servers := map[debuginfod.Kind]string{} // who delivered each kind

@@ -42,9 +42,9 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: st, Source: src, Fetch: p})
 	}
 	ev(StateSearching, "", nil)
-	bid := strings.ToLower(m.BuildID)
-	if bid != "" && !validBuildID(bid) {
-		return nil, fmt.Errorf("%w: the mapping's build ID %q is not hexadecimal", errNotFound, m.BuildID)
+	bid, err := mappingBuildID(m)
+	if err != nil {
+		return nil, err
 	}
 	if isKernel(m.File) {
 		return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
@@ -127,18 +127,23 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 	return c
 }
 
-// validBuildID accepts lowercase hex of a plausible length, so that a build
-// ID from an uploaded profile cannot name a path ("../..").
-func validBuildID(id string) bool {
-	if len(id) < 4 || len(id) > 128 {
-		return false
+// mappingBuildID is m's build ID as paths and URLs take it (lowercase hex,
+// checked by the debuginfod client's rules, so that a build ID from an
+// uploaded profile cannot name a path such as "../.."), or "" when m has none.
+func mappingBuildID(m *profile.Mapping) (string, error) {
+	if m.BuildID == "" {
+		return "", nil
 	}
-	for _, c := range id {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+	bid, err := debuginfod.NormalizeBuildID(m.BuildID)
+	if err != nil {
+		reason := err.Error()
+		var ie *debuginfod.InvalidBuildIDError
+		if errors.As(err, &ie) {
+			reason = ie.Reason
 		}
+		return "", fmt.Errorf("%w: the mapping's build ID %q is not hexadecimal of even length: %s", errNotFound, m.BuildID, reason)
 	}
-	return true
+	return bid, nil
 }
 
 // debuglinkCandidates are where .gnu_debuglink says a binary's debug file is.

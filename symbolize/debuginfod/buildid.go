@@ -1,15 +1,13 @@
 package debuginfod
 
 import (
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"viewer/symbolize/elfsym"
 )
 
 // MaxBuildIDLen is the longest build ID accepted, in hex characters
@@ -50,15 +48,11 @@ func NormalizeBuildID(id string) (string, error) {
 	return strings.ToLower(id), nil
 }
 
-// noteGNUBuildID is NT_GNU_BUILD_ID, the note type holding the build ID.
-const noteGNUBuildID = 3
-
 // errNoBuildID means an ELF file carries no GNU build-ID note.
 var errNoBuildID = errors.New("no GNU build-ID note")
 
 // elfBuildID returns the lowercase hex GNU build ID of the ELF file r, or an
-// error saying it is not ELF or has no build ID. Both SHT_NOTE sections and
-// PT_NOTE segments are searched, so stripped-section files work too.
+// error saying it is not ELF or has no build ID.
 func elfBuildID(r io.ReaderAt) (id string, err error) {
 	defer func() {
 		// debug/elf has panicked on hostile input before; a bad file must
@@ -71,52 +65,10 @@ func elfBuildID(r io.ReaderAt) (id string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("not an ELF file: %w", err)
 	}
-	order := f.ByteOrder
-	var readers []io.Reader
-	for _, s := range f.Sections {
-		if s.Type == elf.SHT_NOTE {
-			readers = append(readers, s.Open())
-		}
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_NOTE {
-			readers = append(readers, p.Open())
-		}
-	}
-	for _, nr := range readers {
-		data, err := io.ReadAll(io.LimitReader(nr, 1<<20))
-		if err != nil {
-			continue
-		}
-		if id, ok := findBuildIDNote(data, order); ok {
-			return id, nil
-		}
+	if id := elfsym.BuildIDNote(f); id != "" {
+		return id, nil
 	}
 	return "", errNoBuildID
-}
-
-// findBuildIDNote walks the notes in data looking for the GNU build ID.
-func findBuildIDNote(data []byte, order binary.ByteOrder) (string, bool) {
-	align4 := func(n uint32) uint32 { return (n + 3) &^ 3 }
-	for len(data) >= 12 {
-		namesz, descsz, typ := order.Uint32(data[0:]), order.Uint32(data[4:]), order.Uint32(data[8:])
-		data = data[12:]
-		nameEnd, descEnd := uint64(align4(namesz)), uint64(align4(namesz))+uint64(descsz)
-		if descEnd > uint64(len(data)) {
-			return "", false
-		}
-		name := data[:namesz]
-		desc := data[nameEnd:descEnd]
-		if typ == noteGNUBuildID && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && len(desc) > 0 {
-			return hex.EncodeToString(desc), true
-		}
-		next := uint64(align4(uint32(descEnd)))
-		if next > uint64(len(data)) {
-			return "", false
-		}
-		data = data[next:]
-	}
-	return "", false
 }
 
 // FileBuildID returns the GNU build ID of the ELF file at path, lowercase.

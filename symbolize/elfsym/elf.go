@@ -89,7 +89,7 @@ func Open(path string) (_ *File, err error) {
 		}
 	}
 	ff.progs = estimateOffsets(ff.progs)
-	ff.buildID = readBuildID(ef)
+	ff.buildID = BuildIDNote(ef)
 	if s := ef.Section(".gnu_debuglink"); s != nil {
 		if d, err := s.Data(); err == nil {
 			if i := bytes.IndexByte(d, 0); i > 0 {
@@ -131,8 +131,10 @@ func (f *File) UseLoadSegmentsOf(exe *File) {
 	}
 }
 
-// readBuildID returns the hex GNU build ID from the object's notes, or "".
-func readBuildID(ef *elf.File) string {
+// BuildIDNote returns the lowercase hex GNU build ID from the object's note
+// sections or, for files without section headers, its PT_NOTE segments; ""
+// when it has none. It is the one build-ID reader the project uses.
+func BuildIDNote(ef *elf.File) string {
 	try := func(r io.ReaderAt, size uint64) string {
 		d := make([]byte, size)
 		if _, err := r.ReadAt(d, 0); err != nil && err != io.EOF {

@@ -19,8 +19,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"debug/elf"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +36,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"viewer/symbolize/debuginfod"
 )
 
 // Server is a running debuginfod reachable at URL.
@@ -372,25 +371,4 @@ int main(int argc, char **argv)
 }
 
 // BuildID reads the GNU build ID of the ELF file at path, in lowercase hex.
-func BuildID(path string) (string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sec := f.Section(".note.gnu.build-id")
-	if sec == nil {
-		return "", fmt.Errorf("%s has no .note.gnu.build-id section", path)
-	}
-	data, err := sec.Data()
-	if err != nil || len(data) < 16 {
-		return "", fmt.Errorf("%s: unreadable build-ID note", path)
-	}
-	namesz := f.ByteOrder.Uint32(data[0:])
-	descsz := f.ByteOrder.Uint32(data[4:])
-	off := 12 + (namesz+3)&^3
-	if uint32(len(data)) < off+descsz {
-		return "", fmt.Errorf("%s: truncated build-ID note", path)
-	}
-	return hex.EncodeToString(data[off : off+descsz]), nil
-}
+func BuildID(path string) (string, error) { return debuginfod.FileBuildID(path) }
