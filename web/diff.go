@@ -129,11 +129,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.Meta(ctx, id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(m, c.QueryParam("si"))
+	m, i, err := s.pageMeta(c, id)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,20 @@ func resolveSI(m *Meta, si string) (int, error) {
 	return i, nil
 }
 
+// pageMeta reads profile id's meta.json and resolves the request's si
+// against its sample types: what every page handler starts with.
+func (s *Server) pageMeta(c echo.Context, id string) (*Meta, int, error) {
+	m, err := s.Meta(c.Request().Context(), id)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := resolveSI(m, c.QueryParam("si"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return m, i, nil
+}
+
 // tree returns the cached encoding of kind for (id, si), building it once
 // however many requests ask at the same time.
 func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) (*encoded, error) {
@@ -171,11 +185,7 @@ func displayName(m *Meta, id string) string {
 // flame.json itself.
 func (s *Server) handleFlamePage(c echo.Context) error {
 	id := c.Param("id")
-	m, err := s.Meta(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(m, c.QueryParam("si"))
+	m, i, err := s.pageMeta(c, id)
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,7 @@ func (s *Server) handleSandwichPage(c echo.Context) error {
 	if _, err := queryFilter(c); err != nil {
 		return err
 	}
-	m, err := s.Meta(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(m, c.QueryParam("si"))
+	m, i, err := s.pageMeta(c, id)
 	if err != nil {
 		return err
 	}

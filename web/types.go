@@ -663,11 +663,7 @@ func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 // handleTypesFlamePage is the flame graph page drawing the types flame graph.
 func (s *Server) handleTypesFlamePage(c echo.Context) error {
 	id := c.Param("id")
-	m, err := s.Meta(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(m, c.QueryParam("si"))
+	m, i, err := s.pageMeta(c, id)
 	if err != nil {
 		return err
 	}
