@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,13 +61,7 @@ func BenchmarkPageDraw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Listener.Close()
-	ts.Listener = ln
+	ts := loopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))

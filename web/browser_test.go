@@ -78,6 +78,20 @@ func browserProfile(t *testing.T) []byte {
 	return b.Bytes()
 }
 
+// loopbackServer is an unstarted test server for h that listens on
+// 127.0.0.1 only (never on [::1] or another address).
+func loopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener.Close()
+	ts.Listener = ln
+	return ts
+}
+
 // startServer serves a fresh viewer on 127.0.0.1.
 func startServer(t *testing.T) string {
 	t.Helper()
@@ -85,13 +99,7 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Listener.Close()
-	ts.Listener = ln
+	ts := loopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.URL

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -81,13 +80,7 @@ func compareServer(t *testing.T, cfg web.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Listener.Close()
-	ts.Listener = ln
+	ts := loopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.URL

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -153,13 +152,7 @@ func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Listener.Close()
-	ts.Listener = ln
+	ts := loopbackServer(t, s.Handler())
 	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
 	ts.Start()
 	t.Cleanup(func() {

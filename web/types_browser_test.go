@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,13 +55,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Listener.Close()
-	ts.Listener = ln
+	ts := loopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
