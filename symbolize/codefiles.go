@@ -78,7 +78,7 @@ func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Optio
 		return p, nil
 	}
 
-	if isKernel(m.File) {
+	if IsKernel(m.File) {
 		if bid == "" {
 			return CodeFiles{}, fmt.Errorf("%w: the kernel mapping has no build ID to find its vmlinux by", errNotFound)
 		}

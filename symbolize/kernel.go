@@ -156,27 +156,38 @@ func (s *Symbolizer) openVmlinux(c candidate, bid, running string) *loaded {
 	}
 	f.UseSymbolTableNames(true)
 	k := &kernelELF{File: f}
-	if bid == running && s.cfg.KallsymsPath != "" {
+	k.text, k.hasText = f.KernelText()
+	if k.hasText && bid == running && s.cfg.KallsymsPath != "" {
 		if ks, err := loadKallsyms(s.cfg.KallsymsPath); err == nil {
 			if rt, ok := ks.addr("_text"); ok {
-				for _, sym := range f.Symbols() {
-					if sym.Name == "_text" {
-						k.shift = rt - sym.Addr
-					}
-				}
+				k.shift, _ = elfsym.KASLRShift(k.text, rt)
 			}
 		}
 	}
 	return &loaded{obj: k, source: c.path + " (" + c.how + ")"}
 }
 
-// kernelELF is a vmlinux: kernel addresses are absolute, less the KASLR shift.
+// kernelELF is a vmlinux: kernel addresses are absolute, less the KASLR
+// shift. The shift comes from the mapping when it records where _text was
+// (perf does), so a profile of another machine's kernel is placed right;
+// otherwise from this machine's kallsyms when it runs the same kernel.
 type kernelELF struct {
 	*elfsym.File
-	shift uint64
+	text    uint64 // _text in the vmlinux
+	hasText bool
+	shift   uint64 // the running kernel's, when it is this one
 }
 
-func (k *kernelELF) ObjAddr(addr, _, _, _ uint64) (uint64, error) { return addr - k.shift, nil }
+// ObjAddr implements the symbolizer's address translation; offset is the
+// mapping's, which perf sets to _text's runtime address.
+func (k *kernelELF) ObjAddr(addr, _, _, offset uint64) (uint64, error) {
+	if k.hasText {
+		if shift, ok := elfsym.KASLRShift(k.text, offset); ok {
+			return addr - shift, nil
+		}
+	}
+	return addr - k.shift, nil
+}
 
 // kallsyms is a kernel symbol list (/proc/kallsyms format): names, no lines.
 type kallsyms struct {

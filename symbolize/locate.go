@@ -46,7 +46,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	if err != nil {
 		return nil, err
 	}
-	if isKernel(m.File) {
+	if IsKernel(m.File) {
 		return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
 			return s.loadKernel(ctx, bid, opt, ev)
 		})

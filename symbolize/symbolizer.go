@@ -210,7 +210,7 @@ func needs(l *profile.Location) bool {
 // pseudoFile reports whether a mapping names no file with debug info:
 // anonymous memory, the heap and stack, JIT regions.
 func pseudoFile(name string) bool {
-	if isKernel(name) {
+	if IsKernel(name) {
 		return false
 	}
 	switch {
@@ -222,13 +222,15 @@ func pseudoFile(name string) bool {
 	return false
 }
 
-func isKernel(name string) bool {
+// IsKernel reports whether a mapping's file names the kernel itself (perf's
+// "[kernel.kallsyms]_text", "[kernel]", /proc/kcore), not a module.
+func IsKernel(name string) bool {
 	return strings.HasPrefix(name, "[kernel.kallsyms]") || name == "[kernel]" || strings.HasPrefix(name, "/proc/kcore")
 }
 
 // binaryKey groups mappings of one binary.
 func binaryKey(m *profile.Mapping) string {
-	if isKernel(m.File) {
+	if IsKernel(m.File) {
 		return "kernel:" + strings.ToLower(m.BuildID)
 	}
 	if m.BuildID != "" {

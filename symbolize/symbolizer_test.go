@@ -588,6 +588,63 @@ func TestKernel(t *testing.T) {
 	}
 }
 
+// TestKernelKASLR: a kernel moved by KASLR is symbolized at the right
+// addresses, whether the profile records where _text was (perf's kernel
+// mapping offset, so a profile from another machine needs nothing from it)
+// or this machine runs that kernel (the shift from /proc/kallsyms).
+// datatype-vmlinux stands in for a vmlinux: ET_EXEC with a _text symbol.
+func TestKernelKASLR(t *testing.T) {
+	vm := filepath.Join("..", "testdata", "datatype", "datatype-vmlinux")
+	vbid := buildID(t, vm)
+	vdir := t.TempDir()
+	os.MkdirAll(filepath.Join(vdir, ".build-id", vbid[:2]), 0o755)
+	data, err := os.ReadFile(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(vdir, ".build-id", vbid[:2], vbid[2:]+".debug"), data, 0o644)
+	f, err := elfsym.Open(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := f.KernelText()
+	f.Close()
+	if !ok {
+		t.Fatalf("%s has no _text symbol", vm)
+	}
+
+	const shift = 0x3a200000 // a 2 MiB-aligned KASLR slide
+	// The profile records _text's runtime address; this machine runs
+	// another kernel.
+	cfg := hermetic()
+	cfg.DebugDirs = []string{vdir}
+	m := &profile.Mapping{Start: text + shift, Limit: text + shift + 0x100000, Offset: text + shift, File: "[kernel.kallsyms]_text", BuildID: vbid}
+	p := newProfile(m)
+	locs := addLocations(t, p, m, shift, vm)
+	rep, _ := New(cfg).Symbolize(context.Background(), p, Options{})
+	if r := rep.Mappings[0]; r.State != StateSymbolized {
+		t.Fatalf("KASLR from the mapping: state %q reason %q", r.State, r.Reason)
+	}
+	checkLocations(t, "KASLR from the mapping", locs, vm)
+
+	// No offset recorded, but this machine runs the kernel: its kallsyms
+	// says where _text is.
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes")
+	os.WriteFile(notes, kernelNotes(vbid), 0o644)
+	kallsyms := filepath.Join(dir, "kallsyms")
+	os.WriteFile(kallsyms, []byte(fmt.Sprintf("%x T _text\n", text+shift)), 0o644)
+	cfg.KallsymsPath, cfg.KernelNotesPath = kallsyms, notes
+	m2 := &profile.Mapping{Start: text + shift, Limit: text + shift + 0x100000, File: "[kernel.kallsyms]_text", BuildID: vbid}
+	p2 := newProfile(m2)
+	locs2 := addLocations(t, p2, m2, shift, vm)
+	rep, _ = New(cfg).Symbolize(context.Background(), p2, Options{})
+	if r := rep.Mappings[0]; r.State != StateSymbolized {
+		t.Fatalf("KASLR from kallsyms: state %q reason %q", r.State, r.Reason)
+	}
+	checkLocations(t, "KASLR from the running kernel's kallsyms", locs2, vm)
+}
+
 func TestLookupAndHandle(t *testing.T) {
 	m := mapBinary(t, td("c-pie-dwarf5"), buildID(t, td("c-pie-dwarf5")), 0x555555554000)
 	s := New(hermetic())

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
+	"viewer/symbolize"
 	"viewer/symbolize/datatype"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
@@ -62,7 +63,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 			return TypesDebug{}, fmt.Errorf("invalid build ID: %v", err)
 		}
 	}
-	kernel := strings.HasPrefix(m.File, "[kernel")
+	kernel := symbolize.IsKernel(m.File)
 	exec := ""
 	if m.File != "" && filepath.IsAbs(m.File) && isRegular(m.File) {
 		if ef, err := elfsym.Open(m.File); err == nil {
@@ -176,7 +177,26 @@ type leafTag struct{ typ, member string }
 type typesBinary struct {
 	bin  *datatype.Binary
 	file *elfsym.File // for runtime → object address translation
-	err  error
+	// text is _text's address when the file is a vmlinux: kernel samples
+	// are moved back by the KASLR shift the mapping records.
+	text    uint64
+	hasText bool
+	err     error
+}
+
+// objAddr turns a sample's runtime address in mapping m into an address in
+// the file. The kernel's is absolute, less the KASLR shift when the mapping
+// records where _text was (perf's does), exactly as symbolization places it.
+func (tb *typesBinary) objAddr(m *profile.Mapping, pc uint64) (uint64, error) {
+	if symbolize.IsKernel(m.File) && tb.file.Type() == elf.ET_EXEC {
+		if tb.hasText {
+			if shift, ok := elfsym.KASLRShift(tb.text, m.Offset); ok {
+				return pc - shift, nil
+			}
+		}
+		return pc, nil
+	}
+	return tb.file.ObjAddr(pc, m.Start, m.Limit, m.Offset)
 }
 
 // typesServices maps each Server to its data-type state, so the feature
@@ -345,7 +365,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 		var bad []datatype.Sample
 		var badErr error
 		for i, s := range g.samples {
-			a, err := tb.file.ObjAddr(s.PC, m.Start, m.Limit, m.Offset)
+			a, err := tb.objAddr(m, s.PC)
 			if err != nil {
 				bad = append(bad, s)
 				badErr = err
@@ -393,6 +413,9 @@ func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *
 		tb.file, tb.err = elfsym.Open(dbg.Exec)
 		if tb.err == nil {
 			tb.bin, tb.err = datatype.Open(dbg.Exec, dbg.Debug)
+			if tb.file.Type() == elf.ET_EXEC { // a vmlinux is one
+				tb.text, tb.hasText = tb.file.KernelText()
+			}
 			tb.file.Close() // ObjAddr needs only the program headers read by Open
 		}
 		ts.binaries.Add(key, tb)

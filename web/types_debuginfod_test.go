@@ -17,6 +17,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/symbolize/elfsym"
 	"viewer/web/jobs"
 )
 
@@ -92,9 +93,9 @@ func TestTypesFromDebuginfod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// An unstripped binary stands in for a vmlinux: debuginfod serves it
-	// as debuginfo, with its code.
-	vmlinux, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw4-pie"))
+	// An unstripped fixed-address binary with a _text symbol stands in for
+	// a vmlinux: debuginfod serves it as debuginfo, with its code.
+	vmlinux, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-vmlinux"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +157,9 @@ func TestTypesFromDebuginfod(t *testing.T) {
 		t.Errorf("debuginfod got no request for %s", id)
 	}
 
-	// Kernel samples: the vmlinux by build ID, code and DWARF in one file.
-	pid = postProfileQuery(t, base2, "", typesAddrProfile(t, vmlinux, "[kernel.kallsyms]", kid))
+	// Kernel samples of a kernel moved by KASLR: the vmlinux by build ID,
+	// code and DWARF in one file, the samples moved back by the shift.
+	pid = postProfileQuery(t, base2, "", typesKernelProfile(t, vmlinux, kid, 0x3a200000))
 	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || r.DSOs[0].Error != "" || !strings.HasPrefix(r.DSOs[0].DebugSource, "debuginfod "+strings.TrimSuffix(dsrv.URL, "/")) || strings.Contains(r.DSOs[0].DebugSource, "code:") {
 		t.Fatalf("kernel DSOs = %+v, want the vmlinux (debuginfo) from debuginfod %s", r.DSOs, dsrv.URL)
@@ -194,10 +196,34 @@ func checkTypes(t *testing.T, r typesResponse) {
 // struct node's key and 2 in get_y loading struct outer's in.y.
 func typesAddrProfile(t *testing.T, binary, file, id string) []byte {
 	t.Helper()
+	const base = 0x555555554000
+	return typesProfileAt(t, binary, &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: file, BuildID: id}, base)
+}
+
+// typesKernelProfile is typesAddrProfile's samples in vmlinux, a kernel
+// moved by KASLR: its mapping records where _text was, as perf's does.
+func typesKernelProfile(t *testing.T, vmlinux, id string, shift uint64) []byte {
+	t.Helper()
+	f, err := elfsym.Open(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := f.KernelText()
+	f.Close()
+	if !ok {
+		t.Fatalf("%s has no _text", vmlinux)
+	}
+	m := &profile.Mapping{ID: 1, Start: text + shift, Limit: text + shift + 0x100000, Offset: text + shift, File: "[kernel.kallsyms]_text", BuildID: id}
+	return typesProfileAt(t, vmlinux, m, shift)
+}
+
+// typesProfileAt builds typesAddrProfile's samples in mapping m, whose
+// addresses are binary's plus bias.
+func typesProfileAt(t *testing.T, binary string, m *profile.Mapping, bias uint64) []byte {
+	t.Helper()
 	getKey := objdumpAddr(t, binary, "get_key", "mov 0x8(%rdi),%rax")
 	getY := objdumpAddr(t, binary, "get_y", "0xc(%rdi)")
-	const base = 0x555555554000
-	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x100000, File: file, BuildID: id}
+	base := bias
 	// Named locations: no symbolization job runs, so every request that
 	// reaches debuginfod is the data-type page's own, and the debug info is
 	// fetched by it rather than found in the cache after a job's download.

@@ -54,6 +54,10 @@ type File struct {
 	symOnce sync.Once
 	sym     *symtabLiner
 
+	textOnce   sync.Once
+	text       uint64 // link-time address of _text (KernelText)
+	hasTextSym bool
+
 	size atomic.Int64 // bytes held by decoded tables
 
 	symNames bool // name the outermost frame from the symbol table

@@ -6,6 +6,7 @@
 #   dw5 = DWARF 5 (.debug_loclists), dw4 = DWARF 4 (.debug_loc)
 #   pie / nopie = position-independent or fixed-address executable
 #   libdatatype.so = shared library, globals through the GOT
+#   datatype-vmlinux = stands in for a vmlinux (_text defined)
 #   O0 = unoptimized, frame pointer (PIE, DWARF 5)
 #   datatype-dw5-pie.stripped + datatype-dw5-pie.debug = code and debug info
 #   in separate files (the .debug file's .text is NOBITS), as from debuginfod.
@@ -19,6 +20,9 @@ done
 # Unoptimized with a frame pointer: variables live in the frame (fbreg with
 # an rbp-based CFA) and pointers are reloaded, so register tracking matters.
 $CC -O0 -g -o datatype-dw5-O0 datatype.c
+# A vmlinux stand-in: fixed addresses and a _text symbol, the reference
+# point KASLR shifts are measured from (tests move it by a slide).
+$CC -O2 -g -gdwarf-4 -fno-pie -no-pie -Wl,--defsym=_text=0x401000 -o datatype-vmlinux datatype.c
 # A shared library whose exported global is reached through the GOT.
 $CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
