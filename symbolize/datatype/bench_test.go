@@ -214,6 +214,49 @@ func benchAttributeWarm(b *testing.B, profile profileFunc) {
 	}
 }
 
+// BenchmarkDecodeOnly decodes, with x86asm (the decoder the issue names),
+// the one instruction at each of the same samples' distinct addresses and
+// does nothing else: the least any attribution of those addresses costs,
+// to compare with BenchmarkSymbolizeWarm.
+func BenchmarkDecodeOnly(b *testing.B) { benchDecodeOnly(b, libcProfile) }
+
+// BenchmarkDecodeOnlyZipf is BenchmarkDecodeOnly with a realistic profile.
+func BenchmarkDecodeOnlyZipf(b *testing.B) { benchDecodeOnly(b, libcZipfProfile) }
+
+func benchDecodeOnly(b *testing.B, profile profileFunc) {
+	exe, debug := libcPaths(b)
+	samples := profile(b, exe, debug, 100_000)
+	bin, err := Open(exe, debug)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pcs := distinctPCs(samples)
+	b.ResetTimer()
+	start := cpuTime()
+	defer reportCPU(b, start)
+	for b.Loop() {
+		for _, pc := range pcs {
+			if _, err := x86asm.Decode(bin.insnBytes(pc), 64); err != nil {
+				b.Fatalf("decoding %#x: %v", pc, err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
+}
+
+// distinctPCs lists the samples' addresses once each, in first-seen order.
+func distinctPCs(samples []Sample) []uint64 {
+	seen := map[uint64]bool{}
+	var pcs []uint64
+	for _, s := range samples {
+		if !seen[s.PC] {
+			seen[s.PC] = true
+			pcs = append(pcs, s.PC)
+		}
+	}
+	return pcs
+}
+
 // BenchmarkSymbolizeWarm symbolizes the same samples' distinct addresses
 // (function, file, line, inlined frames) with symbolize/elfsym once its
 // DWARF is loaded: the yardstick for attribution's cost.
@@ -230,14 +273,7 @@ func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	seen := map[uint64]bool{}
-	var pcs []uint64
-	for _, s := range samples {
-		if !seen[s.PC] {
-			seen[s.PC] = true
-			pcs = append(pcs, s.PC)
-		}
-	}
+	pcs := distinctPCs(samples)
 	var frames []elfsym.Frame
 	for _, pc := range pcs {
 		if frames, err = f.Lookup(pc, frames); err != nil {
