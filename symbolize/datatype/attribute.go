@@ -66,6 +66,11 @@ func (b *Binary) attributeID(pc uint64) int32 {
 	if id, ok := b.memo[pc]; ok {
 		return id
 	}
+	return b.attributeNew(pc)
+}
+
+// attributeNew is attributeID for a pc known not to be in b.memo.
+func (b *Binary) attributeNew(pc uint64) int32 {
 	a := b.attributeSafe(pc)
 	k := accessKey{a.Kind, a.Type, a.Member, a.Func, a.Reason, a.Var, a.TypeSize, a.Offset, a.MemberOffset, a.MemberSize}
 	id, ok := b.distinctIdx[k]

@@ -14,34 +14,43 @@ import (
 type accessHint struct {
 	size  int64
 	float bool
-	bits  *bitHint // nil: nothing known about the bits
+	bits  bitHint
 }
 
-// bitHint is the bit range an instruction uses, found only when a bitfield
-// is actually at the accessed offset: looking ahead costs instruction
-// decoding that most accesses do not need.
+// bitHint is the bit range an instruction uses. For loads it is found only
+// when a bitfield is actually at the accessed offset, by looking ahead in
+// the basic block: most accesses never need that decoding.
 type bitHint struct {
-	done         bool
-	start, width int64 // start -1 if unknown; width 0 if unknown
+	kind         bitHintKind
+	start, width int64 // bitsKnown: start -1 if unknown; width 0 if unknown
 	b            *Binary
 	pc           uint64
-	inst         x86asm.Inst
+	inst         x86asm.Inst // bitsLoad: the load to look ahead from
 }
+
+type bitHintKind uint8
+
+const (
+	bitsNone  bitHintKind = iota // nothing known about the bits
+	bitsKnown                    // start and width hold them
+	bitsLoad                     // look ahead from inst at pc when asked
+)
 
 // noHint is a hint that says nothing.
 var noHint = accessHint{}
 
 // bitRange returns the first bit used (relative to the accessed address,
-// -1 if unknown) and the number of bits (0 if unknown).
-func (h accessHint) bitRange() (start, width int64) {
-	if h.bits == nil {
-		return -1, 0
+// -1 if unknown) and the number of bits (0 if unknown); done is true. For a
+// load it decodes ahead, so callers ask once.
+func (h *accessHint) bitRange() (start, width int64, done bool) {
+	switch h.bits.kind {
+	case bitsKnown:
+		return h.bits.start, h.bits.width, true
+	case bitsLoad:
+		start, width = h.bits.b.lookAheadBits(h.bits.pc, h.bits.inst)
+		return start, width, true
 	}
-	if !h.bits.done {
-		h.bits.start, h.bits.width = h.bits.b.lookAheadBits(h.bits.pc, h.bits.inst)
-		h.bits.done = true
-	}
-	return h.bits.start, h.bits.width
+	return -1, 0, true
 }
 
 // hintFor derives the hint for inst at pc. For loads, the bits used are
@@ -57,11 +66,11 @@ func (b *Binary) hintFor(pc uint64, inst x86asm.Inst) accessHint {
 	case x86asm.TEST, x86asm.AND, x86asm.OR, x86asm.XOR, x86asm.BTS, x86asm.BTR:
 		if imm, ok := inst.Args[1].(x86asm.Imm); ok {
 			if m := uint64(imm); m != 0 {
-				h.bits = &bitHint{done: true, start: int64(bits.TrailingZeros64(m)), width: int64(bits.Len64(m) - bits.TrailingZeros64(m))}
+				h.bits = bitHint{kind: bitsKnown, start: int64(bits.TrailingZeros64(m)), width: int64(bits.Len64(m) - bits.TrailingZeros64(m))}
 			}
 		}
 	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
-		h.bits = &bitHint{b: b, pc: pc, inst: inst}
+		h.bits = bitHint{kind: bitsLoad, b: b, pc: pc, inst: inst}
 	}
 	return h
 }

@@ -175,6 +175,7 @@ func pickField(s *dwarf.StructType, off int64, h accessHint) (f *dwarf.StructFie
 		o, sz, bs, rank int64
 	}
 	var best cand
+	hs, hw, hDone := int64(-1), int64(0), false
 	for _, c := range s.Field {
 		o, sz, bs := fieldExtent(c)
 		if off < o || off >= o+sz {
@@ -185,7 +186,9 @@ func pickField(s *dwarf.StructType, off int64, h accessHint) (f *dwarf.StructFie
 		case bs > 0:
 			// Bitfield: prefer the one whose bits the instruction uses.
 			start := bitStart(c) - off*8
-			hs, hw := h.bitRange()
+			if !hDone {
+				hs, hw, hDone = h.bitRange()
+			}
 			if hs >= 0 && start == hs {
 				rank = 3
 				if hw == bs {

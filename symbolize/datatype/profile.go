@@ -217,9 +217,18 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 		fold(s.PC, lastID, s.Weight)
 	}
 	slices.SortFunc(pending, func(x, y Sample) int { return cmp.Compare(x.PC, y.PC) })
+	// Room for the new accesses at once: each is large, and growing the
+	// table by doubling copied it over and over.
+	n := 0
+	for i := range pending {
+		if i == 0 || pending[i].PC != pending[i-1].PC {
+			n++
+		}
+	}
+	b.distinct = slices.Grow(b.distinct, n)
 	for i, s := range pending {
 		if i == 0 || s.PC != pending[i-1].PC {
-			lastID = b.attributeID(s.PC)
+			lastID = b.attributeNew(s.PC) // add found none of them in the memo
 			if a.KeepAccesses {
 				a.keep(dso, s.PC, b.distinct[lastID])
 			}
