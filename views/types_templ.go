@@ -403,7 +403,7 @@ func Types(m TypesPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(m.Funcs) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<h2>Functions and the types they touch</h2><table class=\"top-table sortable\" id=\"type-funcs\"><thead><tr><th class=\"num\"><button type=\"button\" data-sort=\"share\" data-type=\"num\">Share</button></th><th class=\"bar-col\" aria-hidden=\"true\"></th><th><button type=\"button\" data-sort=\"name\" data-type=\"text\">Function</button></th><th>Data types</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<h2 class=\"section-title\">Functions and the types they touch</h2><table class=\"top-table sortable\" id=\"type-funcs\"><thead><tr><th class=\"num\"><button type=\"button\" data-sort=\"share\" data-type=\"num\">Share</button></th><th class=\"bar-col\" aria-hidden=\"true\"></th><th><button type=\"button\" data-sort=\"name\" data-type=\"text\">Function</button></th><th>Data types</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -564,7 +564,7 @@ func Types(m TypesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, " <h2>Binaries</h2><table class=\"top-table\" id=\"type-dsos\"><thead><tr><th class=\"num\">Samples</th><th>Binary</th><th>Build ID</th><th>Debug info</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, " <h2 class=\"section-title\">Binaries</h2><table class=\"top-table\" id=\"type-dsos\"><thead><tr><th class=\"num\">Samples</th><th>Binary</th><th>Build ID</th><th>Debug info</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -626,14 +626,14 @@ func Types(m TypesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if d.Error != "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 56, "<td class=\"error\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 56, "<td class=\"dso-error\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var38 string
 					templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinStringErrs(d.Error)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/types.templ`, Line: 121, Col: 34}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/types.templ`, Line: 121, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 					if templ_7745c5c3_Err != nil {
