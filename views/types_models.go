@@ -16,7 +16,12 @@ type TypesPage struct {
 	// TypesFlameURL is the flame graph whose leaves are the data types and
 	// members each stack touched.
 	TypesFlameURL string
-	Types         []TypeRow
+	// Skid says samples on instructions that touch no memory count on the
+	// access just before them (?skid=0 turns it off); SkidShare is the
+	// share of samples counted that way.
+	Skid      bool
+	SkidShare string
+	Types     []TypeRow
 	Funcs         []TypeFuncRow
 	Unknown       []UnknownRow
 	DSOs          []TypeDSO

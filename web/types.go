@@ -155,6 +155,7 @@ type typesService struct {
 type typesKey struct {
 	id, variant string
 	si          int
+	skid        bool
 }
 
 // typesResult is a profile's data-type profile and, for the types flame
@@ -233,9 +234,11 @@ func (s *Server) registerTypes() {
 	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
 }
 
-// typesJSON is the body of /p/ID/types.json (?si= selects the sample type):
+// typesJSON is the body of /p/ID/types.json (?si= selects the sample type;
+// ?skid=0 turns skid correction off):
 //
-//	{"id", "sampleType", "unit", "total",
+//	{"id", "sampleType", "unit", "skidCorrection", "total", "skid" (weight
+//	 counted on the access before the sampled instruction),
 //	 "types": [{"name": "struct node", "size": 24, "dso": "app", "weight",
 //	            "members": [{"offset", "size", "name": "in.y", "field", "type",
 //	                         "depth", "weight" (own), "total" (with nested)}],
@@ -248,6 +251,9 @@ type typesJSON struct {
 	ID         string `json:"id"`
 	SampleType string `json:"sampleType"`
 	Unit       string `json:"unit"`
+	// SkidCorrection says samples on instructions that touch no memory
+	// were counted on the access before them (datatype.Aggregator.Skid).
+	SkidCorrection bool `json:"skidCorrection"`
 	*datatype.Profile
 }
 
@@ -257,7 +263,7 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 		return err
 	}
 	st := l.Meta.SampleTypes[i]
-	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, Profile: p})
+	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, SkidCorrection: skidParam(c), Profile: p})
 }
 
 // typesProfile loads the profile named in the request and its data-type
@@ -272,23 +278,37 @@ func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *datatype.Profile, 
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	r, err := s.types().profile(ctx, l, i)
+	r, err := s.types().profile(ctx, l, i, skidParam(c))
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	return l, i, r.prof, nil
 }
 
-// profile returns the (cached) data-type profile of l for sample type si.
-func (ts *typesService) profile(ctx context.Context, l *Loaded, si int) (*typesResult, error) {
-	key := typesKey{id: l.ID, variant: l.variant(), si: si}
+// skidParam reads ?skid=: skid correction is on unless it is "0". On by
+// default because most profiles are timer-sampled (perf's cpu-clock, and
+// cycles without a precise modifier), whose samples skid.
+func skidParam(c echo.Context) bool { return c.QueryParam("skid") != "0" }
+
+// skidValues is the query that keeps skid correction off in links.
+func skidValues(on bool) url.Values {
+	if on {
+		return nil
+	}
+	return url.Values{"skid": {"0"}}
+}
+
+// profile returns the (cached) data-type profile of l for sample type si,
+// with or without skid correction.
+func (ts *typesService) profile(ctx context.Context, l *Loaded, si int, skid bool) (*typesResult, error) {
+	key := typesKey{id: l.ID, variant: l.variant(), si: si, skid: skid}
 	if r, ok := ts.results.Get(key); ok {
 		return r, nil
 	}
-	v, err, _ := ts.flight.Do(fmt.Sprintf("%s/%s/%d", key.id, key.variant, si), func() (any, error) {
+	v, err, _ := ts.flight.Do(fmt.Sprintf("%s/%s/%d/%v", key.id, key.variant, si, skid), func() (any, error) {
 		// The upload's own "don't ask debuginfod" choice (typesfinder.go).
 		cctx := withTypesNoDebuginfod(background(ctx), ts.s.uploadNoDebuginfod(ctx, l.ID))
-		r := ts.compute(cctx, l.Profile, si)
+		r := ts.compute(cctx, l.Profile, si, skid)
 		if !r.transient {
 			ts.results.Add(key, r)
 		}
@@ -306,7 +326,7 @@ const noAddressDSO = "(no address)"
 // compute attributes every sample's leaf address. Binaries without code or
 // debug info are listed with the reason and their samples count as unknown:
 // one bad binary never fails the page.
-func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int) *typesResult {
+func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int, skid bool) *typesResult {
 	ts.mu.Lock()
 	finder := ts.finder
 	ts.mu.Unlock()
@@ -339,6 +359,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int)
 	}
 	agg := datatype.NewAggregator()
 	agg.KeepAccesses = true
+	agg.Skid = skid
 	res := &typesResult{leaves: map[*profile.Location]leafTag{}}
 	unknownLeaf := leafTag{typ: "(unknown)"}
 	names := dsoNames(order)
@@ -478,6 +499,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		return err
 	}
 	id, siq := l.ID, c.QueryParam("si")
+	skid := skidParam(c)
 	st := l.Meta.SampleTypes[i]
 	page := views.TypesPage{
 		Page:        views.Page{Title: displayName(l.Meta, id) + " · data types", Nav: append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})},
@@ -486,10 +508,14 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		SI:          st.Type,
 		Unit:        st.Unit,
 		Total:       flame.FormatValue(p.Total, st.Unit),
-		JSONURL:     profileURL(id, "/types.json", siq),
+		JSONURL:     withQuery(profileURL(id, "/types.json", siq), skidValues(skid)),
 		FlameURL:    profileURL(id, "", siq),
+		Skid:        skid,
 	}
-	page.TypesFlameURL = profileURL(id, "/types/flame", siq)
+	page.TypesFlameURL = withQuery(profileURL(id, "/types/flame", siq), skidValues(skid))
+	if skid && p.Skid > 0 {
+		page.SkidShare = flame.Percent(p.Skid, p.Total)
+	}
 	page.Nav = dedupeNav(page.Nav)
 	frac := func(v int64) float64 {
 		if p.Total == 0 {
@@ -671,14 +697,15 @@ func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.types().profile(ctx, l, i)
+	skid := skidParam(c)
+	r, err := s.types().profile(ctx, l, i, skid)
 	if err != nil {
 		return err
 	}
 	r.flameOnce.Do(func() {
 		body := flame.Build(typesFlameProfile(l.Profile, r.leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
 		r.flame = &encoded{plain: body, gz: gzipBytes(body),
-			etag: fmt.Sprintf(`"%s-%s-%d-types-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, flame.JSONVersion)}
+			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
 	})
 	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
 }
@@ -693,12 +720,12 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 	siq := c.QueryParam("si")
 	page := views.FlamePage{
 		Page: views.Page{Title: displayName(m, id) + " · data-type flame graph",
-			Nav: dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true}))},
+			Nav: dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true}))},
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),
 		SI:          m.SampleTypes[i].Type,
-		DataURL:     profileURL(id, "/types/flame.json", m.SampleTypes[i].Type),
+		DataURL:     withQuery(profileURL(id, "/types/flame.json", m.SampleTypes[i].Type), skidValues(skidParam(c))),
 		Stats:       stats(m, i),
 	}
 	return Render(c, http.StatusOK, views.Flame(page))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,6 +204,45 @@ func TestTypesEndToEnd(t *testing.T) {
 	fp := getPage(t, ts.URL+"/p/"+pid+"/types/flame")
 	if !strings.Contains(fp, "/p/"+pid+"/types/flame.json") {
 		t.Errorf("types flame page does not load types/flame.json")
+	}
+
+	// Skid correction (on by default): this cpu-clock recording's samples
+	// on sum_list's `test %rdi,%rdi`, just after the `mov (%rdi),%rdi`
+	// that chases n->next, count on struct node.next. ?skid=0 shows each
+	// sample's own instruction, and every link of that page keeps it off.
+	off := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json?skid=0")
+	if r.Skid <= 0 || off.Skid != 0 || off.Total != r.Total {
+		t.Fatalf("skid weight on %d, off %d (totals %d, %d): want some samples counted through skid correction only when it is on", r.Skid, off.Skid, r.Total, off.Total)
+	}
+	weights := func(p typesResponse) (node, unknownTest int64) {
+		for _, ty := range p.Types {
+			if ty.Name == "struct node" {
+				node += ty.Weight
+			}
+		}
+		for _, u := range p.Unknown {
+			if u.Func == "sum_list" && strings.HasPrefix(u.Reason, "test has no memory operand") {
+				unknownTest += u.Weight
+			}
+		}
+		return
+	}
+	nodeOn, testOn := weights(r)
+	nodeOff, testOff := weights(off)
+	if testOff == 0 || testOn != 0 || nodeOn-nodeOff < testOff {
+		t.Errorf("struct node %d (skid on) vs %d (off); sum_list's unattributed test: %d on, %d off; want the test's samples moved to struct node", nodeOn, nodeOff, testOn, testOff)
+	}
+	pageOff := getPage(t, ts.URL+"/p/"+pid+"/types?skid=0")
+	for _, want := range []string{`href="/p/` + pid + `/types.json?skid=0"`, `href="/p/` + pid + `/types/flame?skid=0"`, `<option value="0" selected>`} {
+		if !strings.Contains(pageOff, want) {
+			t.Errorf("types page with ?skid=0 lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, "through skid correction") {
+		t.Errorf("types page does not say which share was counted through skid correction")
+	}
+	if fpOff := getPage(t, ts.URL+"/p/"+pid+"/types/flame?skid=0"); !regexp.MustCompile(`/types/flame\.json\?[^"]*skid=0`).MatchString(fpOff) {
+		t.Errorf("types flame page with ?skid=0 does not load its data without skid correction")
 	}
 }
 

@@ -31,9 +31,13 @@ type Access struct {
 	Var          string `json:"var,omitempty"`    // the variable, parameter or expression that located the object
 	Func         string `json:"func,omitempty"`   // function (or inlined function) at pc
 	Insn         string `json:"insn,omitempty"`   // for unknowns: the decoded instruction, GNU syntax
+	// Skid says the sampled instruction accesses no memory and the access
+	// is its predecessor's in the basic block (see Aggregator.Skid).
+	Skid bool `json:"skid,omitempty"`
 
-	typ  dwarf.Type // Type's DWARF type
-	mtyp dwarf.Type // the member's DWARF type
+	typ   dwarf.Type // Type's DWARF type
+	mtyp  dwarf.Type // the member's DWARF type
+	noMem bool       // the instruction reads and writes no memory (skid may apply)
 }
 
 const (
@@ -71,7 +75,14 @@ func (b *Binary) attributeID(pc uint64) int32 {
 
 // attributeNew is attributeID for a pc known not to be in b.memo.
 func (b *Binary) attributeNew(pc uint64) int32 {
-	a := b.attributeSafe(pc)
+	id := b.intern(b.attributeSafe(pc))
+	b.memo[pc] = id
+	return id
+}
+
+// intern returns the index of a in b.distinct, adding it if it is new.
+// Callers hold b.mu.
+func (b *Binary) intern(a Access) int32 {
 	k := accessKey{a.Kind, a.Type, a.Member, a.Func, a.Reason, a.Var, a.TypeSize, a.Offset, a.MemberOffset, a.MemberSize}
 	id, ok := b.distinctIdx[k]
 	if !ok {
@@ -79,7 +90,6 @@ func (b *Binary) attributeNew(pc uint64) int32 {
 		b.distinct = append(b.distinct, a)
 		b.distinctIdx[k] = id
 	}
-	b.memo[pc] = id
 	return id
 }
 
@@ -89,6 +99,7 @@ func (b *Binary) attributeNew(pc uint64) int32 {
 func (b *Binary) trimMemo() {
 	if len(b.memo) >= maxMemo || len(b.distinct) >= maxMemo {
 		clear(b.memo)
+		clear(b.skidMemo)
 		clear(b.distinctIdx)
 		b.distinct = nil
 	}
@@ -221,10 +232,12 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	}
 	m, ok := memArg(inst)
 	if !ok {
-		return Access{Type: typeUnknown, Kind: KindUnknown, Reason: reasonsOf(inst).noMem}
+		return Access{Type: typeUnknown, Kind: KindUnknown, Reason: reasonsOf(inst).noMem, noMem: true}
 	}
 	if inst.Op == x86asm.LEA {
-		return unknown("lea computes an address without accessing memory")
+		a := unknown("lea computes an address without accessing memory")
+		a.noMem = true
+		return a
 	}
 	if inst.Op == x86asm.NOP || inst.Op >= x86asm.PREFETCHNTA && inst.Op <= x86asm.PREFETCHW {
 		return Access{Type: typeUnknown, Kind: KindUnknown, Reason: reasonsOf(inst).noData}

@@ -179,6 +179,7 @@ func benchAttributeLoaded(b *testing.B, profile profileFunc) {
 	for b.Loop() {
 		bin.mu.Lock()
 		clear(bin.memo)
+		clear(bin.skidMemo)
 		clear(bin.distinctIdx)
 		bin.distinct = nil
 		bin.mu.Unlock()

@@ -41,6 +41,7 @@ type Binary struct {
 	// Results of attribution: memo maps a pc to its index in distinct,
 	// which holds each different Access once.
 	memo        map[uint64]int32
+	skidMemo    map[uint64]int32 // pc → the access counted with skid correction (skid.go)
 	distinct    []Access
 	distinctIdx map[accessKey]int32
 }
@@ -100,6 +101,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	b = &Binary{
 		funcByEnt:   map[uint64]dwarf.Offset{},
 		memo:        map[uint64]int32{},
+		skidMemo:    map[uint64]int32{},
 		distinctIdx: map[accessKey]int32{},
 		scopes:      map[dwarf.Offset]*funcScope{},
 		entries:     map[dwarf.Offset]*dwarf.Entry{},

@@ -27,7 +27,10 @@ type DSO struct {
 // Profile is a data-type profile: like `perf report -s type,typeoff`, with
 // each type's member layout like `perf annotate --data-type`.
 type Profile struct {
-	Total   int64        `json:"total"`
+	Total int64 `json:"total"`
+	// Skid is the weight counted on the access before the sampled
+	// instruction (Aggregator.Skid); 0 when skid correction is off.
+	Skid    int64        `json:"skid"`
 	Types   []TypeStat   `json:"types"`   // heaviest first; includes "(stack operation)" and "(unknown)"
 	Unknown []ReasonStat `json:"unknown"` // why samples were not attributed, heaviest first
 	DSOs    []DSO        `json:"dsos"`
@@ -75,8 +78,15 @@ type Aggregator struct {
 	// Access for Access (a types flame graph needs each sample's leaf).
 	KeepAccesses bool
 	accesses     map[string]map[uint64]Access
+	// Skid, set before Add, counts a sample whose instruction touches no
+	// memory on the access of the instruction before it in its basic block
+	// (skid.go): the right reading of interrupt-based samples such as
+	// cpu-clock's, which land on the instruction after the one that took
+	// the time. Instructions that access memory keep their own access.
+	Skid bool
 
 	total   int64
+	skid    int64
 	types   map[typeKey]*typeAcc
 	reasons map[string]*ReasonStat
 	dsos    []DSO
@@ -209,6 +219,9 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 				pending = append(pending, s)
 				continue
 			}
+			if a.Skid {
+				id = b.skidID(s.PC, id)
+			}
 			lastPC, lastID = s.PC, id
 			if a.KeepAccesses {
 				a.keep(dso, s.PC, b.distinct[id])
@@ -229,6 +242,9 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 	for i, s := range pending {
 		if i == 0 || s.PC != pending[i-1].PC {
 			lastID = b.attributeNew(s.PC) // add found none of them in the memo
+			if a.Skid {
+				lastID = b.skidID(s.PC, lastID)
+			}
 			if a.KeepAccesses {
 				a.keep(dso, s.PC, b.distinct[lastID])
 			}
@@ -281,6 +297,9 @@ func (a *Aggregator) addAccess(dso string, b *Binary, pc uint64, acc Access, w i
 		a.types[k] = t
 	}
 	t.stat.Weight += w
+	if acc.Skid {
+		a.skid += w
+	}
 	if acc.Kind != KindUnknown && acc.Kind != KindStackOp {
 		t.members[acc.Member] += w
 		t.offsets[acc.Member] = acc.MemberOffset
@@ -318,7 +337,7 @@ func (b *Binary) layout(t dwarf.Type) []LayoutRow {
 
 // Profile returns the aggregate so far.
 func (a *Aggregator) Profile() Profile {
-	p := Profile{Total: a.total, DSOs: append([]DSO(nil), a.dsos...)}
+	p := Profile{Total: a.total, Skid: a.skid, DSOs: append([]DSO(nil), a.dsos...)}
 	for _, t := range a.types {
 		ts := t.stat
 		ts.Members = memberStats(t)

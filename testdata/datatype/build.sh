@@ -23,6 +23,8 @@ $CC -O0 -g -o datatype-dw5-O0 datatype.c
 # A vmlinux stand-in: fixed addresses and a _text symbol, the reference
 # point KASLR shifts are measured from (tests move it by a slide).
 $CC -O2 -g -gdwarf-4 -fno-pie -no-pie -Wl,--defsym=_text=0x401000 -o datatype-vmlinux datatype.c
+# Skid correction: instruction order fixed by inline assembly.
+$CC -O2 -g -o skid skid.c
 # A shared library whose exported global is reached through the GOT.
 $CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
