@@ -22,9 +22,9 @@ type TypesPage struct {
 	Skid      bool
 	SkidShare string
 	Types     []TypeRow
-	Funcs         []TypeFuncRow
-	Unknown       []UnknownRow
-	DSOs          []TypeDSO
+	Funcs     []TypeFuncRow
+	Unknown   []UnknownRow
+	DSOs      []TypeDSO
 }
 
 // TypeRow is one data type; Members is its layout with shares.
