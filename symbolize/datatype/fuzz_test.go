@@ -9,7 +9,8 @@ import (
 // FuzzOpenAttribute opens mutated binaries (code and DWARF in one file, as
 // debuginfod may serve them) and attributes instructions in them:
 // go test -fuzz FuzzOpenAttribute ./symbolize/datatype. Open may fail but
-// must not crash or hang; Attribute must not either.
+// must not crash or hang; Attribute and skid-corrected aggregation must
+// not either.
 func FuzzOpenAttribute(f *testing.F) {
 	for name, pc := range map[string]uint64{"datatype-dw5-pie": 0x1380, "datatype-dw4-nopie": 0x401380, "datatype-dw5-O0": 0x1380, "libdatatype.so": 0x1100} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "datatype", name))
@@ -29,8 +30,15 @@ func FuzzOpenAttribute(f *testing.F) {
 		if err != nil {
 			return
 		}
+		var samples []Sample
 		for i := uint64(0); i < 16; i++ {
 			_ = b.Attribute(pc + 4*i)
+			samples = append(samples, Sample{PC: pc + 3*i, Weight: 1})
 		}
+		// Skid correction walks back through the function's decoded blocks.
+		agg := NewAggregator()
+		agg.Skid = true
+		agg.Add("fuzz", b, samples)
+		_ = agg.Profile()
 	})
 }
