@@ -18,8 +18,9 @@ rec() { perf record -q "$@" 2>/dev/null; }
 rec -e cpu-clock -F 500 -g -o fp.data ./deep 0.2
 # No call chains: each sample is its IP alone.
 rec -e cpu-clock -F 500 -o flat.data ./deep 0.05
-# DWARF mode: kernel chain + user registers and a 1 KiB stack copy per sample.
-rec -e cpu-clock -F 200 --call-graph=dwarf,1024 -o dwarf.data ./deep 0.1
+# DWARF mode: kernel chain + user registers and an 8 KiB stack copy per sample,
+# build IDs in the MMAP2 records so that every binary unwound through has one.
+rec -e cpu-clock -F 500 --call-graph=dwarf,8192 --buildid-mmap -o dwarf.data ./deep 0.2
 # Pipe mode: attributes, features and build IDs arrive as records.
 perf record -q -e cpu-clock -F 1000 -g -o - ./threads 2>/dev/null > pipe.data
 # zstd-compressed records, in a file and in pipe mode.

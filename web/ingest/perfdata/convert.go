@@ -2,6 +2,7 @@ package perfdata
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/unwind"
 )
 
 // KernelFile is the mapping file name of the kernel's text, as perf names it.
@@ -29,7 +32,24 @@ const (
 type ConvertOptions struct {
 	// MaxSamples caps the distinct pprof samples (stack × thread × event); 0 means no cap.
 	MaxSamples int
+	// Binaries, when set, unwinds the user stacks of --call-graph=dwarf
+	// samples with the call frame information of the profiled binaries. The
+	// File must have been read with Options.UserStacks.
+	Binaries Binaries
+	// NoUnwind says why Binaries is nil, for the warning on DWARF-mode
+	// samples (for example "this server does not read the binaries profiles name").
+	NoUnwind string
 }
+
+// Binaries gives the call frame information of a binary perf saw mapped at
+// path, with the build ID perf recorded ("" if none) and the inode number of
+// its MMAP2 record (0 if none). *unwind.Finder is the real one.
+type Binaries interface {
+	Object(path, buildID string, inode uint64) (*unwind.Object, error)
+}
+
+// MaxUnwindDepth bounds the frames one DWARF-mode stack unwinds to.
+const MaxUnwindDepth = 256
 
 // Parse reads a perf.data held in memory and converts it to a profile.
 func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
@@ -45,8 +65,13 @@ type vmap struct {
 	start, end, pgoff uint64
 	file              string
 	buildID           string
+	ino               uint64
 	kernel            bool
 	acc               *mappingAcc // the pprof mapping, made when a sample first lands here
+
+	obj    *unwind.Object // the binary's CFI, looked up when a stack first unwinds through it
+	objErr error
+	objSet bool
 }
 
 // mappingAcc is one pprof Mapping: every vmap of one file with one build ID
@@ -122,6 +147,10 @@ type converter struct {
 	topExe                    *vmap // the program of the most sampled process
 	nSamples, noMapping, lost uint64
 	dwarf                     uint64 // samples with a copied user stack (--call-graph=dwarf)
+	unwound                   uint64 // of those, unwound to their outermost frame
+	unwindStops               map[string]uint64
+	unwindBinErrs             map[string]error // binaries the unwinder could not use
+	frameBuf                  []uint64
 	first, last               uint64
 }
 
@@ -220,7 +249,7 @@ func (c *converter) mmap(m *Mmap) {
 	if !m.Executable || m.Len == 0 || m.Start+m.Len < m.Start {
 		return
 	}
-	v := &vmap{start: m.Start, end: m.Start + m.Len, pgoff: m.PgOff, file: m.Filename}
+	v := &vmap{start: m.Start, end: m.Start + m.Len, pgoff: m.PgOff, file: m.Filename, ino: m.Ino}
 	kernel := m.Pid == ^uint32(0) || m.CPUMode == 1 || m.CPUMode == 4
 	if kernel && strings.HasPrefix(v.file, KernelFile) {
 		v.file = KernelFile // perf appends the reference symbol: [kernel.kallsyms]_text
@@ -339,6 +368,7 @@ func (c *converter) sample(s *Sample) error {
 	}
 	kernel := s.CPUMode == 1 || s.CPUMode == 4
 	locs := c.locBuf[:0]
+	userFrames := 0
 	for _, ip := range s.Callchain {
 		if ip >= contextMax {
 			switch ip {
@@ -349,7 +379,16 @@ func (c *converter) sample(s *Sample) error {
 			}
 			continue
 		}
+		if !kernel {
+			userFrames++
+		}
 		locs = append(locs, c.location(s.Pid, ip, kernel))
+	}
+	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
+		frames := c.unwind(s, a)
+		for _, pc := range frames {
+			locs = append(locs, c.location(s.Pid, pc, false))
+		}
 	}
 	if len(locs) == 0 && a.SampleType&sIP != 0 {
 		locs = append(locs, c.location(s.Pid, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
@@ -429,6 +468,57 @@ func (c *converter) sample(s *Sample) error {
 	return nil
 }
 
+// unwind walks the user stack of a --call-graph=dwarf sample: the sampled
+// pc, then each caller's return address (kept as the return address, as
+// frame-pointer call chains are; perf script prints it less one).
+func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
+	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
+	lookup := func(pc uint64) (*unwind.Object, uint64, error) {
+		v := c.lookup(s.Pid, pc, false)
+		if v == nil {
+			return nil, 0, errNoMapping
+		}
+		if !v.objSet {
+			v.obj, v.objErr = c.opt.Binaries.Object(v.file, v.buildID, v.ino)
+			v.objSet = true
+			if v.objErr != nil {
+				if c.unwindBinErrs == nil {
+					c.unwindBinErrs = map[string]error{}
+				}
+				c.unwindBinErrs[v.file] = v.objErr
+			}
+		}
+		if v.objErr != nil {
+			return nil, 0, errNoBinary
+		}
+		vaddr, ok := v.obj.Vaddr(pc - v.start + v.pgoff)
+		if !ok {
+			return nil, 0, unwind.ErrNoFDE
+		}
+		return v.obj, vaddr, nil
+	}
+	frames, err := unwind.Unwind(regs, s.Stack, lookup, MaxUnwindDepth, c.frameBuf[:0])
+	c.frameBuf = frames
+	if err == nil {
+		c.unwound++
+	} else {
+		if c.unwindStops == nil {
+			c.unwindStops = map[string]uint64{}
+		}
+		reason := err.Error()
+		if errors.Is(err, unwind.ErrUnknownOp) {
+			reason = unwind.ErrUnknownOp.Error()
+		}
+		c.unwindStops[reason]++
+	}
+	return frames
+}
+
+var (
+	errNoMapping = errors.New("an address fell in no recorded mapping")
+	errNoBinary  = errors.New("a binary was not found")
+)
+
 // finish puts the main program's mapping first (where pprof looks for it)
 // and sets the profile's times and comments.
 func (c *converter) finish() {
@@ -477,8 +567,31 @@ func (c *converter) finish() {
 	if c.lost > 0 {
 		add("warning: the kernel dropped %d samples (LOST records); the profile undercounts", c.lost)
 	}
-	if c.dwarf > 0 {
-		add("warning: %d samples were recorded with --call-graph=dwarf; their user-space stacks are not unwound here, so they show the sampled instruction and kernel frames only (record with -g or --call-graph=fp for full stacks)", c.dwarf)
+	switch {
+	case c.dwarf > 0 && c.opt.Binaries == nil:
+		why := c.opt.NoUnwind
+		if why == "" {
+			why = "unwinding needs the profiled binaries, which only the machine that recorded it has"
+		}
+		add("warning: %d samples were recorded with --call-graph=dwarf; their user-space stacks were not unwound here (%s), so they show the sampled instruction and kernel frames only: run `viewer convert perf.data -o profile.pb.gz` (or `viewer upload perf.data`) on the machine that recorded it, or record with --call-graph=fp", c.dwarf, why)
+	case c.dwarf > 0:
+		add("perf.data: unwound %d of %d --call-graph=dwarf user stacks to their outermost frame", c.unwound, c.dwarf)
+		names := make([]string, 0, len(c.unwindBinErrs))
+		for n := range c.unwindBinErrs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			add("warning: cannot unwind through %s: %v; stacks end there (run `viewer convert` on the machine that recorded the profile, with the binaries it ran)", n, c.unwindBinErrs[n])
+		}
+		reasons := make([]string, 0, len(c.unwindStops))
+		for r, k := range c.unwindStops {
+			reasons = append(reasons, fmt.Sprintf("%s ×%d", r, k))
+		}
+		sort.Strings(reasons)
+		if len(reasons) > 0 {
+			add("warning: %d --call-graph=dwarf stacks end early: %s", c.dwarf-c.unwound, strings.Join(reasons, "; "))
+		}
 	}
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)

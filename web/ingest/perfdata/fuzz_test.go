@@ -7,13 +7,36 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/unwind"
 )
 
+// fuzzFinder finds binaries for the unwinding pass of checkParse: the
+// recorded paths (testdata/perf/deep where record.sh ran) and the system's.
+var fuzzFinder = &unwind.Finder{SystemDebugDir: "/usr/lib/debug"}
+
 // checkParse parses data under limits and requires a valid profile or an
-// error that names perf.data; a panic fails the caller.
+// error that names perf.data; a panic fails the caller. It converts twice,
+// as an upload (no unwinding) and as viewer convert does (unwinding
+// --call-graph=dwarf stacks), and both must agree on whether data is good.
 func checkParse(t *testing.T, data []byte) error {
 	t.Helper()
 	p, err := Parse(data, 16<<20, 100000)
+	f, uerr := Read(data, Options{MaxDecompressed: 16 << 20, UserStacks: true})
+	if uerr == nil {
+		var up *profile.Profile
+		up, uerr = Convert(f, ConvertOptions{MaxSamples: 100000, Binaries: fuzzFinder})
+		if uerr == nil {
+			if verr := up.CheckValid(); verr != nil {
+				t.Fatalf("invalid unwound profile: %v", verr)
+			}
+		}
+	}
+	if (err == nil) != (uerr == nil) {
+		t.Fatalf("converting without unwinding: %v; with: %v", err, uerr)
+	}
 	if err != nil {
 		if msg := err.Error(); !strings.Contains(msg, "perf.data") {
 			t.Fatalf("error %q does not say it is about the perf.data", msg)

@@ -54,6 +54,11 @@ func byteOrder(head []byte) (binary.ByteOrder, bool) {
 type Options struct {
 	// MaxDecompressed caps the bytes COMPRESSED records may expand to; 0 means no cap.
 	MaxDecompressed int64
+	// UserStacks keeps each sample's user registers and stack copy
+	// (--call-graph=dwarf) for unwinding. Off, they are skipped: the stack
+	// bytes stay in the input and are not referenced, so a converter that
+	// will not unwind does not keep them alive.
+	UserStacks bool
 }
 
 // File is a decoded perf.data: its events, the records it holds in file
@@ -71,12 +76,13 @@ type File struct {
 	// Warnings describe what was skipped or damaged, one line each.
 	Warnings []string
 
-	byID      map[uint64]int
-	idPos     int // index of the ID among a sample's leading u64s, -1 if none
-	idPosEnd  int // index of the ID counted from the end of the sample_id trailer, 0 if none
-	malformed int
-	descs     []eventDesc
-	firstBad  string
+	byID       map[uint64]int
+	idPos      int // index of the ID among a sample's leading u64s, -1 if none
+	idPosEnd   int // index of the ID counted from the end of the sample_id trailer, 0 if none
+	malformed  int
+	userStacks bool // Options.UserStacks
+	descs      []eventDesc
+	firstBad   string
 }
 
 // Attr is one event: its perf_event_attr fields this reader needs and the
@@ -212,9 +218,16 @@ type Sample struct {
 	Weight    uint64
 	DataSrc   uint64
 	PhysAddr  uint64
-	// HasRegsUser and StackUser report DWARF-mode user state, which is skipped.
+	// HasRegsUser and StackUser report DWARF-mode user state: registers were
+	// sampled, and StackUser bytes of the user stack were copied (dyn_size).
 	HasRegsUser bool
 	StackUser   uint64
+	// With Options.UserStacks: RegsUser holds PERF_SAMPLE_REGS_USER's values,
+	// one per bit set in the event's sample_regs_user, in ascending bit order;
+	// Stack the StackUser valid bytes copied from the user stack pointer up
+	// (a slice of the input, not a copy).
+	RegsUser []uint64
+	Stack    []byte
 }
 
 func (s *Sample) time() uint64 { return s.Time }
@@ -364,7 +377,7 @@ func Read(data []byte, opt Options) (*File, error) {
 	if !ok {
 		return nil, ErrNotPerfData
 	}
-	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}}
+	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}, userStacks: opt.UserStacks}
 	if len(data) < pipeHeaderSize {
 		return nil, fmt.Errorf("perf.data is truncated: %d bytes, shorter than its %d-byte header", len(data), pipeHeaderSize)
 	}
@@ -893,15 +906,27 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 	}
 	if st&sRegsUser != 0 {
 		if abi := d.u64(); abi != 0 {
-			s.HasRegsUser = true
-			d.skip(8 * uint64(bits.OnesCount64(a.SampleRegsUser)))
+			n := uint64(bits.OnesCount64(a.SampleRegsUser))
+			if f.userStacks && !d.bad && uint64(len(d.b)) >= 8*n {
+				s.RegsUser = make([]uint64, n)
+				for i := range s.RegsUser {
+					s.RegsUser[i] = d.o.Uint64(d.b[8*i:])
+				}
+			}
+			d.skip(8 * n)
+			s.HasRegsUser = !d.bad
 		}
 	}
 	if st&sStackUser != 0 {
 		n := d.u64()
-		d.skip(n)
+		stack := d.bytes(n)
 		if n != 0 {
 			s.StackUser = d.u64() // dynamic size: the bytes actually copied
+			if d.bad {
+				s.StackUser, s.RegsUser = 0, nil
+			} else if f.userStacks {
+				s.Stack = stack[:min(s.StackUser, n)]
+			}
 		}
 	}
 	if st&(sWeight|sWeightStruct) != 0 {

@@ -46,11 +46,11 @@ func (s scriptSample) key() string {
 	return s.comm + "|" + s.tid + "|" + s.event + "|" + strings.Join(s.frames, ";")
 }
 
-// perfScript runs the real perf script on a recording.
-func perfScript(t *testing.T, file string) []scriptSample {
+// perfScript runs the real perf script on a recording, with env added to its environment.
+func perfScript(t *testing.T, file string, env ...string) []scriptSample {
 	perf := needPerf(t)
-	cmd := exec.Command(perf, "script", "-f", "-F", "comm,tid,event,ip,dso", "-i", file)
-	cmd.Env = append(os.Environ(), "PAGER=cat")
+	cmd := exec.Command(perf, "script", "-f", "--no-inline", "-F", "comm,tid,event,ip,dso", "-i", file)
+	cmd.Env = append(append(os.Environ(), "PAGER=cat"), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("perf script -i %s: %v", file, err)
@@ -151,7 +151,7 @@ func TestAgainstPerfScript(t *testing.T) {
 			if err := p.CheckValid(); err != nil {
 				t.Fatal(err)
 			}
-			if dw := strings.Contains(strings.Join(p.Comments, "\n"), "--call-graph=dwarf; their user-space stacks are not unwound"); dw != (name == "dwarf") {
+			if dw := strings.Contains(strings.Join(p.Comments, "\n"), "--call-graph=dwarf; their user-space stacks were not unwound"); dw != (name == "dwarf") {
 				t.Errorf("warning about DWARF-mode stacks shown: %v", dw)
 			}
 			leafOnly := name == "dwarf" // perf unwinds the copied user stacks; we keep the leaf

@@ -1,0 +1,161 @@
+package unwind
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/elfsym"
+)
+
+// Finder finds the binaries a perf.data maps on this machine and reads
+// their CFI, once per binary. A binary is used only when it is the one perf
+// saw: its build ID equals the one perf recorded or, when perf recorded
+// none (perf record writes build IDs only for binaries that sampled
+// instructions fall in, so libraries reached only by unwinding have none),
+// its inode number equals the one in perf's MMAP2 record.
+type Finder struct {
+	// SystemDebugDir holds separate debug files under .build-id (/usr/lib/debug).
+	SystemDebugDir string
+	// BuildIDCacheDir is perf's build-ID cache (~/.debug): .build-id/xx/rest/{elf,debug}.
+	BuildIDCacheDir string
+	// IgnorePaths stops the Finder from opening the paths a profile names
+	// (for servers, where those paths are not this machine's).
+	IgnorePaths bool
+
+	mu    sync.Mutex
+	cache map[string]found
+}
+
+type found struct {
+	o   *Object
+	err error
+}
+
+// NewFinder returns a Finder looking where perf and gdb do: /usr/lib/debug
+// and the invoking user's ~/.debug.
+func NewFinder() *Finder {
+	f := &Finder{SystemDebugDir: "/usr/lib/debug"}
+	if home, err := os.UserHomeDir(); err == nil {
+		f.BuildIDCacheDir = filepath.Join(home, ".debug")
+	}
+	return f
+}
+
+// Object returns the CFI of the binary perf saw mapped at path with the
+// given build ID ("" when perf recorded none) and inode number (0 when unknown).
+func (f *Finder) Object(path, buildID string, inode uint64) (*Object, error) {
+	key := path + "\x00" + buildID + "\x00" + fmt.Sprint(inode)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.cache[key]; ok {
+		return r.o, r.err
+	}
+	o, err := f.load(path, buildID, inode)
+	if f.cache == nil {
+		f.cache = map[string]found{}
+	}
+	f.cache[key] = found{o, err}
+	return o, err
+}
+
+func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
+	if buildID == "" {
+		if f.IgnorePaths {
+			return nil, fmt.Errorf("%s: perf recorded no build ID and this server does not open the paths profiles name", path)
+		}
+		if inode == 0 {
+			return nil, fmt.Errorf("%s: perf recorded neither a build ID nor an inode number, so the file there cannot be shown to be the one profiled", path)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			return nil, err
+		}
+		if st.Ino != inode {
+			return nil, fmt.Errorf("%s: not the file perf saw (inode %d, perf recorded %d); it was replaced since the recording", path, st.Ino, inode)
+		}
+		exe, err := openELF(path)
+		if err != nil {
+			return nil, err
+		}
+		defer exe.Close()
+		return NewObject(exe, nil)
+	}
+	bid, err := debuginfod.NormalizeBuildID(buildID)
+	if err != nil {
+		return nil, err
+	}
+	var exe *elf.File
+	var tried []string
+	cands := []string{}
+	if !f.IgnorePaths && filepath.IsAbs(path) {
+		cands = append(cands, path)
+	}
+	if f.BuildIDCacheDir != "" {
+		d := filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
+		cands = append(cands, filepath.Join(d, "elf"), filepath.Join(d, "vdso"))
+	}
+	for _, c := range cands {
+		e, err := openELF(c)
+		if err != nil {
+			continue
+		}
+		if got := elfsym.BuildIDNote(e); got != bid {
+			e.Close()
+			tried = append(tried, fmt.Sprintf("%s has build ID %q", c, got))
+			continue
+		}
+		exe = e
+		break
+	}
+	if exe == nil {
+		if len(tried) == 0 {
+			return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, os.ErrNotExist)
+		}
+		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %s", path, bid, tried[0])
+	}
+	defer exe.Close()
+	var debug *elf.File
+	var dcands []string
+	if f.SystemDebugDir != "" {
+		dcands = append(dcands, filepath.Join(f.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"))
+	}
+	if f.BuildIDCacheDir != "" {
+		dcands = append(dcands, filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "debug"))
+	}
+	for _, c := range dcands {
+		if e, err := openELF(c); err == nil {
+			if elfsym.BuildIDNote(e) != bid {
+				e.Close()
+				continue
+			}
+			debug = e
+			defer e.Close()
+			break
+		}
+	}
+	return NewObject(exe, debug)
+}
+
+// openELF opens an ELF file, turning a panic of debug/elf on a damaged
+// file into an error.
+func openELF(path string) (f *elf.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("%s: damaged ELF file: %v", path, r)
+		}
+	}()
+	f, err = elf.Open(path)
+	if err != nil {
+		var fe *elf.FormatError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
+		}
+	}
+	return f, err
+}

@@ -1,0 +1,176 @@
+package perfdata
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"viewer/symbolize/unwind"
+)
+
+// perfHome makes a HOME whose perf build-ID cache holds the checked-in
+// deep, so that perf script and the unwinder's Finder read exactly the files
+// in testdata/perf wherever the repository is checked out (libc and libm
+// are the system's, found by path and checked by build ID).
+func perfHome(t *testing.T) (home string, finder *unwind.Finder) {
+	t.Helper()
+	perf := needPerf(t)
+	home = t.TempDir()
+	deep, err := filepath.Abs(filepath.Join(dir, "deep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(perf, "buildid-cache", "-a", deep)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("perf buildid-cache -a %s: %v\n%s", deep, err, out)
+	}
+	return home, &unwind.Finder{SystemDebugDir: "/usr/lib/debug", BuildIDCacheDir: filepath.Join(home, ".debug")}
+}
+
+// isKernelDSO tells kernel frames in perf script's output from user ones.
+func isKernelDSO(dso string) bool {
+	return dso == KernelFile || strings.HasSuffix(dso, ".ko") || strings.HasPrefix(dso, "[kernel")
+}
+
+// convertUnwound reads a recording keeping user stacks and converts it with
+// the real Finder.
+func convertUnwound(t *testing.T, data []byte, finder Binaries, edit func(*File)) ([]string, map[string]int) {
+	t.Helper()
+	f, err := Read(data, Options{UserStacks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(f)
+	}
+	p, err := Convert(f, ConvertOptions{Binaries: finder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	return p.Comments, profileSamples(t, p, false, false)
+}
+
+// TestUnwindAgainstPerfScript unwinds the --call-graph=dwarf recording and
+// checks that every sample's call chain, kernel and user frames as DSO +
+// file-relative address, is the one perf script prints for the same file
+// with the same binaries. perf script prints a caller's return address less
+// one; the profile keeps return addresses, as for frame-pointer chains.
+func TestUnwindAgainstPerfScript(t *testing.T) {
+	home, finder := perfHome(t)
+	file := filepath.Join(dir, "dwarf.data")
+	comments, got := convertUnwound(t, readFile(t, "dwarf.data"), finder, nil)
+	cm := strings.Join(comments, "\n")
+	if strings.Contains(cm, "not unwound") || !strings.Contains(cm, "unwound ") {
+		t.Errorf("comments do not report unwinding:\n%s", cm)
+	}
+	want := map[string]int{}
+	ss := perfScript(t, file, "HOME="+home)
+	userFrames := 0
+	for _, s := range ss {
+		seenUser := false
+		for i, fr := range s.frames {
+			j := strings.LastIndexByte(fr, ':')
+			if isKernelDSO(fr[:j]) {
+				continue
+			}
+			userFrames++
+			if seenUser {
+				a, err := strconv.ParseUint(fr[j+1:], 16, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.frames[i] = fr[:j+1] + strconv.FormatUint(a+1, 16)
+			}
+			seenUser = true
+		}
+		want[s.key()]++
+	}
+	if len(ss) < 20 || userFrames < 15*len(ss) {
+		t.Fatalf("perf script unwound %d user frames in %d samples; want at least 15 per sample (is the checked-in deep found?)", userFrames, len(ss))
+	}
+	diffs := 0
+	for k, n := range want {
+		if got[k] != n && diffs < 5 {
+			diffs++
+			t.Errorf("perf script has %d× %s\n  profile has %d", n, k, got[k])
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok && diffs < 10 {
+			diffs++
+			t.Errorf("profile has %d× %s which perf script does not print", n, k)
+		}
+	}
+}
+
+// TestUnwindDamagedStack cuts every sample's stack copy short, and then
+// replaces it with random bytes: unwinding must stop cleanly, a cut stack
+// giving the frames of the whole one up to where the copy ends, and the
+// profile must say why stacks end early.
+func TestUnwindDamagedStack(t *testing.T) {
+	_, finder := perfHome(t)
+	data := readFile(t, "dwarf.data")
+	_, full := convertUnwound(t, data, finder, nil)
+	for _, keep := range []int{0, 7, 64, 300} {
+		comments, got := convertUnwound(t, data, finder, func(f *File) {
+			for _, r := range f.Records {
+				if s, ok := r.(*Sample); ok && len(s.Stack) > keep {
+					s.Stack = s.Stack[:keep]
+				}
+			}
+		})
+		n := 0
+		for k, c := range got {
+			n += c
+			prefix := false
+			for fk := range full {
+				if strings.HasPrefix(fk, k) {
+					prefix = true
+					break
+				}
+			}
+			if !prefix {
+				t.Errorf("stack cut to %d bytes: %s is not the start of any stack of the whole copy", keep, k)
+			}
+		}
+		if n < 20 {
+			t.Errorf("stack cut to %d bytes: %d samples", keep, n)
+		}
+		if cm := strings.Join(comments, "\n"); !strings.Contains(cm, unwind.ErrStackEnd.Error()) {
+			t.Errorf("stack cut to %d bytes: comments do not say the stack copy ended:\n%s", keep, cm)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		comments, got := convertUnwound(t, data, finder, func(f *File) {
+			for _, r := range f.Records {
+				if s, ok := r.(*Sample); ok {
+					b := make([]byte, len(s.Stack))
+					for i := range b {
+						b[i] = byte(rng.Uint32())
+					}
+					if rng.IntN(2) == 0 { // plausible return addresses into the same stack
+						copy(b, s.Stack[:len(s.Stack)/2])
+					}
+					s.Stack = b
+				}
+			}
+		})
+		for k := range got {
+			if d := strings.Count(k, ";"); d > MaxUnwindDepth+128 {
+				t.Errorf("garbage stack unwound to %d frames", d)
+			}
+		}
+		if len(got) == 0 || len(comments) == 0 {
+			t.Error("garbage stacks: empty profile")
+		}
+	}
+}
