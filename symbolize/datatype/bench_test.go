@@ -137,9 +137,18 @@ func BenchmarkAttribute(b *testing.B) { benchAttribute(b, libcProfile) }
 // BenchmarkAttributeZipf is BenchmarkAttribute with a realistic profile.
 func BenchmarkAttributeZipf(b *testing.B) { benchAttribute(b, libcZipfProfile) }
 
+// BenchmarkAttributeSkid is BenchmarkAttribute with skid correction, as
+// the data-type page attributes by default.
+func BenchmarkAttributeSkid(b *testing.B) { benchAttributeSkid(b, libcProfile, true) }
+
+// BenchmarkAttributeZipfSkid is BenchmarkAttributeZipf with skid correction.
+func BenchmarkAttributeZipfSkid(b *testing.B) { benchAttributeSkid(b, libcZipfProfile, true) }
+
 type profileFunc func(tb testing.TB, exe, debug string, n int) []Sample
 
-func benchAttribute(b *testing.B, profile profileFunc) {
+func benchAttribute(b *testing.B, profile profileFunc) { benchAttributeSkid(b, profile, false) }
+
+func benchAttributeSkid(b *testing.B, profile profileFunc, skid bool) {
 	exe, debug := libcPaths(b)
 	samples := profile(b, exe, debug, 100_000)
 	b.ResetTimer()
@@ -151,6 +160,7 @@ func benchAttribute(b *testing.B, profile profileFunc) {
 			b.Fatal(err)
 		}
 		agg := NewAggregator()
+		agg.Skid = skid
 		agg.Add("libc.so.6", bin, samples)
 		_ = agg.Profile()
 	}
@@ -165,14 +175,27 @@ func BenchmarkAttributeLoaded(b *testing.B) { benchAttributeLoaded(b, libcProfil
 // BenchmarkAttributeLoadedZipf is BenchmarkAttributeLoaded with a realistic profile.
 func BenchmarkAttributeLoadedZipf(b *testing.B) { benchAttributeLoaded(b, libcZipfProfile) }
 
+// BenchmarkAttributeLoadedSkid is BenchmarkAttributeLoaded with skid
+// correction, as the data-type page attributes by default.
+func BenchmarkAttributeLoadedSkid(b *testing.B) { benchAttributeLoadedSkid(b, libcProfile, true) }
+
+// BenchmarkAttributeLoadedZipfSkid is BenchmarkAttributeLoadedZipf with skid correction.
+func BenchmarkAttributeLoadedZipfSkid(b *testing.B) { benchAttributeLoadedSkid(b, libcZipfProfile, true) }
+
 func benchAttributeLoaded(b *testing.B, profile profileFunc) {
+	benchAttributeLoadedSkid(b, profile, false)
+}
+
+func benchAttributeLoadedSkid(b *testing.B, profile profileFunc, skid bool) {
 	exe, debug := libcPaths(b)
 	samples := profile(b, exe, debug, 100_000)
 	bin, err := Open(exe, debug)
 	if err != nil {
 		b.Fatal(err)
 	}
-	NewAggregator().Add("libc.so.6", bin, samples)
+	warm := NewAggregator()
+	warm.Skid = skid // the same per-function caches as the timed runs
+	warm.Add("libc.so.6", bin, samples)
 	b.ResetTimer()
 	start := cpuTime()
 	defer reportCPU(b, start)
@@ -184,6 +207,7 @@ func benchAttributeLoaded(b *testing.B, profile profileFunc) {
 		bin.distinct = nil
 		bin.mu.Unlock()
 		agg := NewAggregator()
+		agg.Skid = skid
 		agg.Add("libc.so.6", bin, samples)
 		_ = agg.Profile()
 	}
