@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,16 +308,95 @@ func odSearch(t *testing.T, b *browsertest.Browser, q string) {
 	)
 }
 
+// heldDownloads is a pass-through proxy to a debuginfod server that holds
+// every debug file's body at the number of bytes the test allows, so a
+// test can look at a download in the middle however slow the machine is
+// (a rate limit alone races the browser: under load the page could miss
+// the whole download).
+type heldDownloads struct {
+	URL string
+
+	mu      sync.Mutex
+	allowed int64
+	changed chan struct{} // closed, and replaced, when allowed changes
+}
+
+// holdDownloads starts the proxy in front of server with nothing allowed
+// through yet; the test's end releases everything.
+func holdDownloads(t *testing.T, server string) *heldDownloads {
+	t.Helper()
+	target, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &heldDownloads{changed: make(chan struct{})}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusOK && strings.HasSuffix(resp.Request.URL.Path, "/debuginfo") {
+				resp.Body = &heldBody{ReadCloser: resp.Body, h: h, ctx: resp.Request.Context()}
+			}
+			return nil
+		},
+	}
+	ts := loopbackServer(t, proxy)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { h.Allow(math.MaxInt64) }) // before ts.Close: no body stays held
+	h.URL = ts.URL
+	return h
+}
+
+// Allow lets each debug file's body through up to n bytes.
+func (h *heldDownloads) Allow(n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.allowed = n
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+type heldBody struct {
+	io.ReadCloser
+	h   *heldDownloads
+	ctx context.Context
+	n   int64
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	for {
+		b.h.mu.Lock()
+		allowed, changed := b.h.allowed, b.h.changed
+		b.h.mu.Unlock()
+		if left := allowed - b.n; left > 0 {
+			if int64(len(p)) > left {
+				p = p[:left]
+			}
+			n, err := b.ReadCloser.Read(p)
+			b.n += int64(n)
+			return n, err
+		}
+		select {
+		case <-changed:
+		case <-b.ctx.Done():
+			return 0, b.ctx.Err()
+		}
+	}
+}
+
 func TestBrowserOnDemandSymbolization(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
-	// The server gets a copy of the debug file padded to 640 KiB and sends
-	// it at 160 KiB/s, so the page can show the download in progress (the
-	// client reports every 64 KiB).
+	// The server gets a copy of the debug file padded to 640 KiB, and the
+	// viewer reaches it through a proxy that lets the download through in
+	// steps, so the page is seen following it (the client reports every
+	// 64 KiB): first 128 KiB, then 384 KiB, then the rest.
 	served := paddedDebugDir(t, debugFile, 640<<10)
 	dsrv := debuginfodtest.Start(t, served)
 	bid, _ := debuginfodtest.BuildID(exe)
-	dsrv.SetRate(160 << 10)
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	held := holdDownloads(t, dsrv.URL)
+	held.Allow(128 << 10)
+	_, base := symbolizingServer(t, []string{held.URL}, 2)
 	pb := filepath.Join(t.TempDir(), "ondemand.pb.gz")
 	if err := os.WriteFile(pb, ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 0), 0o644); err != nil {
 		t.Fatal(err)
@@ -322,8 +404,8 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 
 	b := browsertest.Start(t, browsertest.Options{})
 	odDo(t, b, "open the upload page", chromedp.Navigate(base+"/"))
-	if got := odEval[string](t, b, `document.getElementById('debuginfod').textContent`); !strings.Contains(got, dsrv.URL) {
-		t.Errorf("upload page says %q, want the debuginfod server %s named", got, dsrv.URL)
+	if got := odEval[string](t, b, `document.getElementById('debuginfod').textContent`); !strings.Contains(got, held.URL) {
+		t.Errorf("upload page says %q, want the debuginfod server %s named", got, held.URL)
 	}
 	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
 	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
@@ -342,15 +424,17 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	// Search before the names exist: nothing matches yet.
 	odSearch(t, b, "ondemand_hash_block")
 	odWait(t, b, "fetching with progress", row+`.dataset.state === 'fetching' && `+row+`.querySelector('progress') && `+row+`.querySelector('progress').value > 0`)
-	if src := odEval[string](t, b, row+`.cells[3].textContent`); src != dsrv.URL {
-		t.Errorf("while fetching, the source column says %q, want %s", src, dsrv.URL)
+	if src := odEval[string](t, b, row+`.cells[3].textContent`); src != held.URL {
+		t.Errorf("while fetching, the source column says %q, want %s", src, held.URL)
 	}
 	if m := odEval[string](t, b, `document.getElementById('match').textContent`); !strings.Contains(m, "no match") {
 		t.Errorf("before names arrived the search says %q, want no match", m)
 	}
 	first := odEval[float64](t, b, row+`.querySelector('progress').value`)
-	odWait(t, b, "progress to advance", fmt.Sprintf(`%s.dataset.state !== 'fetching' || %s.querySelector('progress').value > %v`, row, row, first))
+	held.Allow(384 << 10)
+	odWait(t, b, "progress to advance while fetching", fmt.Sprintf(`%s.dataset.state === 'fetching' && %s.querySelector('progress').value > %v`, row, row, first))
 	b.Screenshot(t, "ondemand-fetching")
+	held.Allow(math.MaxInt64)
 
 	// Names arrive: the same page (no navigation) redraws, keeping the
 	// search, which now matches the hot function's share.
@@ -362,7 +446,7 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	if r := odEval[any](t, b, `window.viewer.frameRect(["main","ondemand_run_workload","ondemand_hash_block"])`); r == nil {
 		t.Error("frame main > ondemand_run_workload > ondemand_hash_block is not drawn")
 	}
-	if note := odEval[string](t, b, `document.getElementById('symbolize-note').textContent`); !strings.Contains(note, "Asked: "+dsrv.URL) {
+	if note := odEval[string](t, b, `document.getElementById('symbolize-note').textContent`); !strings.Contains(note, "Asked: "+held.URL) {
 		t.Errorf("panel note %q does not say which server was asked", note)
 	}
 	if src := odEval[string](t, b, row+`.cells[3].textContent`); !strings.Contains(src, "debuginfod") {
@@ -669,8 +753,11 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
-	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
+	// The download stops after 64 KiB until the test lets it go: only Skip
+	// ends it, however long the browser takes to get there.
+	held := holdDownloads(t, dsrv.URL)
+	held.Allow(64 << 10)
+	_, base := symbolizingServer(t, []string{held.URL}, 2)
 	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
 
 	b := browsertest.Start(t, browsertest.Options{})
@@ -691,7 +778,7 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 	}
 	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
 
-	dsrv.SetRate(0)
+	held.Allow(math.MaxInt64)
 	odSearch(t, b, "ondemand_hash_block")
 	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
 	odWait(t, b, "symbolized after Retry", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
