@@ -52,10 +52,16 @@ type Options struct {
 	Width, Height int // window size in CSS px; default 1400x900
 }
 
+// StartTimeout bounds chromium's start-up (about a second on an idle
+// machine, a few under heavy load): generous, so a busy machine does not
+// fail a test, but finite, so a browser that never answers fails the test
+// with its output instead of hanging until go test's own timeout.
+const StartTimeout = 90 * time.Second
+
 // Start launches headless chromium with the flags the team uses for tests
 // run as root (no sandbox, no GPU, no background traffic) and a fresh user
-// data directory. It fails the test when chromium is missing. The browser is
-// stopped when the test ends.
+// data directory. It fails the test when chromium is missing or does not
+// start within StartTimeout. The browser is stopped when the test ends.
 func Start(tb testing.TB, opt Options) *Browser {
 	tb.Helper()
 	if _, err := os.Stat(Chromium); err != nil {
@@ -69,7 +75,7 @@ func Start(tb testing.TB, opt Options) *Browser {
 		tb.Fatal(err)
 	}
 	b := &Browser{}
-	var stderr bytes.Buffer
+	stderr := &lockedWriter{w: &bytes.Buffer{}}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(Chromium),
 		chromedp.Flag("headless", true),
@@ -88,7 +94,7 @@ func Start(tb testing.TB, opt Options) *Browser {
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(opt.Width, opt.Height),
-		chromedp.CombinedOutput(&lockedWriter{w: &stderr}),
+		chromedp.CombinedOutput(stderr),
 	)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
 	b.stop = func() {
@@ -101,8 +107,26 @@ func Start(tb testing.TB, opt Options) *Browser {
 		_, err := cdp.Call(ctx, t, log.Enable, cdp.Empty{})
 		return err
 	})
-	if err := chromedp.Do(ctx, start); err != nil {
-		tb.Fatalf("starting %s: %v\n%s", Chromium, err, tail(stderr.String(), 2000))
+	// The first action launches the browser. Its context must not carry
+	// the deadline (the browser lives as long as ctx), so the bound is a
+	// timer that stops the browser.
+	began := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx, start) }()
+	timer := time.NewTimer(StartTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			tb.Fatalf("starting %s: %v (after %v)\n%s", Chromium, err, time.Since(began).Round(time.Millisecond), tail(stderr.String(), 2000))
+		}
+	case <-timer.C:
+		b.Close()
+		<-done
+		tb.Fatalf("%s did not start within %v\n%s", Chromium, StartTimeout, tail(stderr.String(), 2000))
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		tb.Logf("%s took %v to start (a busy machine?)", Chromium, took.Round(time.Millisecond))
 	}
 	b.Ctx = ctx
 	return b
@@ -117,6 +141,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// String returns what was written so far; chromium may still be writing.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func tail(s string, n int) string {
