@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -136,13 +137,18 @@ func TestTypesFromDebuginfod(t *testing.T) {
 	// come from debuginfod and the samples land on their members.
 	// A download that outlives --symbolize-timeout is reported, and not
 	// remembered: the next request fetches again.
-	base2 := typesSymbolizingServer(t, []string{dsrv.URL}, time.Second)
+	// The timeout bounds the successful requests below too, which take tens
+	// of milliseconds even on a loaded machine: 3 s leaves a wide margin. The
+	// slow server's 1000 bytes/s needs more than 11 s for the 11.7 kB debug
+	// file alone, and load only makes that slower.
+	const timeout = 3 * time.Second
+	base2 := typesSymbolizingServer(t, []string{dsrv.URL}, timeout)
 	pid = postProfileQuery(t, base2, "", data)
-	dsrv.SetRate(2000)
+	dsrv.SetRate(1000)
 	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
 	dsrv.SetRate(0)
-	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "timed out after 1s") {
-		t.Errorf("slow debuginfod: DSOs = %+v, want the binary's search timed out", r.DSOs)
+	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, fmt.Sprintf("timed out after %v", timeout)) {
+		t.Errorf("slow debuginfod: DSOs = %+v, want the binary's search timed out after %v", r.DSOs, timeout)
 	}
 	r = getTypesJSON(t, base2+"/p/"+pid+"/types.json")
 	if len(r.DSOs) != 1 || r.DSOs[0].Error != "" || !strings.Contains(r.DSOs[0].DebugSource, "debuginfod "+strings.TrimSuffix(dsrv.URL, "/")) {
