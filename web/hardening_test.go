@@ -385,7 +385,10 @@ func TestProfileCountLimits(t *testing.T) {
 // and checks the next one gets 503 with Retry-After, then succeeds once the
 // slot is free.
 func TestConcurrentUploadLimit(t *testing.T) {
-	_, ts := newTestServer(t, Config{Limits: Limits{MaxConcurrentUploads: 1, UploadWait: 200 * time.Millisecond}})
+	// A probe sent before the slow upload takes the slot takes it itself
+	// for as long as it is handled, and the slow upload waits UploadWait
+	// for it: a second leaves room for a loaded machine.
+	_, ts := newTestServer(t, Config{Limits: Limits{MaxConcurrentUploads: 1, UploadWait: time.Second}})
 	data := encodeProfile(t, testProfile(), true)
 	pr, pw := io.Pipe()
 	slow := make(chan int)

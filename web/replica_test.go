@@ -27,12 +27,15 @@ import (
 )
 
 // replicaServer starts a viewer on st (one replica), listening on
-// 127.0.0.1 and closed when the test ends.
+// 127.0.0.1 and closed when the test ends. Its TakeoverAfter is a minute,
+// so a replica takes a job over only when its owner said it gave it up, or
+// in a test about takeover that sets it shorter: a loaded machine that
+// delays heartbeats must not hand a running job to a follower.
 func replicaServer(t *testing.T, st store.Store, sym *web.SymbolizationConfig, id string, adjust ...func(*web.ReplicaConfig)) (*web.Server, string) {
 	t.Helper()
 	rc := &web.ReplicaConfig{
 		ID: id, Recheck: 10 * time.Millisecond, Poll: 50 * time.Millisecond,
-		Heartbeat: 100 * time.Millisecond, TakeoverAfter: time.Second,
+		Heartbeat: 100 * time.Millisecond, TakeoverAfter: time.Minute,
 	}
 	for _, f := range adjust {
 		f(rc)
@@ -247,7 +250,9 @@ func testTakeover(t *testing.T, crash bool) {
 	// B finds the debug file in a local directory.
 	cfgB := none
 	cfgB.DebugDirs = []string{filepath.Dir(debugFile)}
-	takeover := time.Second
+	// 30 of A's heartbeats: B must not take over while A is alive, however
+	// busy the machine, and then soon after A dies.
+	takeover := 3 * time.Second
 	if !crash {
 		takeover = time.Minute
 	}
