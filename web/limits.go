@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/ingest"
+	"viewer/web/ingest/perfdata"
 )
 
 // Limits bound what one upload may expand to and how many uploads are
@@ -38,6 +39,11 @@ type Limits struct {
 	// a binary whose file is larger is listed with the reason, the rest of
 	// the profile is attributed.
 	MaxDebugFile int64
+	// Binaries, when set, unwinds uploaded perf.data --call-graph=dwarf
+	// stacks with this machine's binaries (serve on loopback only, where
+	// uploads are this machine's); NoUnwind says why not, for the warning.
+	Binaries perfdata.Binaries
+	NoUnwind string
 }
 
 // DefaultMaxConcurrentUploads is the default number of uploads parsed at
@@ -62,6 +68,8 @@ func (l Limits) ingest(maxUpload int64) ingest.Limits {
 		MaxFunctions: pick(l.MaxFunctions, ingest.DefaultMaxFunctions),
 		MaxMappings:  pick(l.MaxMappings, ingest.DefaultMaxMappings),
 		MaxRecords:   pick(l.MaxRecords, ingest.DefaultMaxRecords),
+		Binaries:     l.Binaries,
+		NoUnwind:     l.NoUnwind,
 	}
 }
 

@@ -299,8 +299,8 @@ func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile
 			return nil, "", 0, false, err
 		}
 		// Stored bytes passed the limits when uploaded; don't apply a
-		// limit lowered since.
-		p, format, err := ingest.Parse(data, ingest.Limits{})
+		// limit lowered since. Unwind as the upload was (serve on loopback).
+		p, format, err := ingest.Parse(data, ingest.Limits{Binaries: s.limits.Binaries, NoUnwind: s.limits.NoUnwind})
 		if err != nil {
 			err = fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
 			if key == KeySymbolized {

@@ -9,8 +9,28 @@ import (
 	"os"
 	"strings"
 
+	"viewer/symbolize/unwind"
 	"viewer/web/ingest"
 )
+
+// unwindFlag registers --unwind, on by default: the CLI runs where the
+// profiled binaries are.
+func unwindFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("unwind", true, "unwind perf.data --call-graph=dwarf user stacks with this machine's binaries (at their recorded paths when the build ID matches, or by build ID in /usr/lib/debug and ~/.debug)")
+}
+
+// localUnwinding makes lim unwind perf.data DWARF-mode stacks with the
+// binaries of this machine, which the CLI assumes is the one that recorded
+// the profile; a binary that differs from the one perf saw (by build ID, or
+// inode when perf recorded no build ID) is not used.
+func localUnwinding(lim ingest.Limits, on bool) ingest.Limits {
+	if on {
+		lim.Binaries = unwind.NewFinder()
+	} else {
+		lim.NoUnwind = "--unwind=false was given"
+	}
+	return lim
+}
 
 // runConvert converts any input the viewer reads (perf.data, perf script,
 // folded stacks, perf JSON, pprof; gzipped or not) to a gzipped pprof file,
@@ -19,6 +39,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")
+	unwindOn := unwindFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz   (IN may be - for standard input)")
 		fmt.Fprintln(s.err, "IN may be perf.data (file or pipe mode), perf script output, folded stacks,")
@@ -47,7 +68,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, format, err := ingest.Parse(data, ingest.Limits{})
+	p, format, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn))
 	if err != nil {
 		return fmt.Errorf("convert %s: %w", files[0], err)
 	}
@@ -71,7 +92,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	}
 	fmt.Fprintf(s.err, "read %s as %s: %d samples, %d mappings (%d with build IDs)\n", files[0], format, len(p.Sample), len(p.Mapping), withID)
 	for _, c := range p.Comments {
-		if strings.HasPrefix(c, "warning: ") {
+		if strings.HasPrefix(c, "warning: ") || strings.HasPrefix(c, "perf.data: unwound ") {
 			fmt.Fprintln(s.err, c)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/unwind"
 	"viewer/web"
 	"viewer/web/jobs"
 )
@@ -90,6 +91,18 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		Timeout:        f.timeout,
 		ProfileTimeout: f.profTimeout,
 	}, client.Describe(), nil
+}
+
+// unwinding makes uploads of perf.data have their --call-graph=dwarf
+// stacks unwound with this machine's binaries when serve listens on
+// loopback only (not with --behind-proxy), where uploads are this
+// machine's, as for symbolization by mapping path above.
+func (f *symbolizeFlags) unwinding(lim *web.Limits) {
+	if f.loopback() {
+		lim.Binaries = unwind.NewFinder()
+		return
+	}
+	lim.NoUnwind = "this server is reachable from other machines, so it does not read the binaries profiles name"
 }
 
 // loopback reports whether serve listens on a loopback address only.

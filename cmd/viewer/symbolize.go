@@ -38,6 +38,7 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 	out := fs.String("o", "", "write the symbolized profile to `OUT.pb.gz`")
 	ignoreVmlinux := fs.Bool("ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
 	cacheSize := fs.Int64("symbol-cache-size", 1<<30, "`BYTES` of loaded debug info to keep")
+	unwindOn := unwindFlag(fs)
 	dflags := debuginfod.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer symbolize [--debug-dir DIR]... [--no-debuginfod] IN -o OUT.pb.gz\n\nIN is a pprof profile, perf.data or any format viewer reads; OUT is pprof.")
@@ -69,7 +70,7 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 		return fmt.Errorf("symbolize: %w", err)
 	}
 	// Every format the server takes: pprof, perf.data, perf script, ...
-	p, _, err := ingest.Parse(data, ingest.Limits{})
+	p, _, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn))
 	if err != nil {
 		return fmt.Errorf("symbolize: %s is not a profile viewer can read: %w", pos[0], err)
 	}

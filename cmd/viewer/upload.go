@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -11,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"viewer/web/ingest"
+	"viewer/web/ingest/perfdata"
 )
 
 // defaultServer is where viewer upload sends profiles unless --server or
@@ -28,6 +32,7 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	fs.StringVar(&server, "server", server, "viewer server `URL`: $VIEWER_SERVER when set")
 	// The token's default is read after parsing so -h never prints it.
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
+	unwindOn := unwindFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN]")
 		fs.PrintDefaults()
@@ -42,7 +47,14 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if *token == "" {
 		*token = os.Getenv("VIEWER_TOKEN")
 	}
-	link, err := upload(ctx, strings.TrimRight(server, "/"), files[0], strings.TrimSpace(*token))
+	name, body, err := uploadBody(files[0], *unwindOn, s.err)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	if c, ok := body.(io.Closer); ok {
+		defer c.Close()
+	}
+	link, err := upload(ctx, strings.TrimRight(server, "/"), name, body, strings.TrimSpace(*token))
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -50,14 +62,63 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	return nil
 }
 
-// upload streams name to server's /api/profiles as multipart field "file"
-// and returns the profile's full link.
-func upload(ctx context.Context, server, name, token string) (string, error) {
-	f, err := os.Open(name)
+// uploadBody opens what to send for file: the file itself, or, for a
+// perf.data with --call-graph=dwarf samples, a pprof converted here with
+// their user stacks unwound, since only this machine has the binaries the
+// unwinder needs (the server would show those samples' leaf frames only).
+func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader, error) {
+	f, err := os.Open(file)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	if !unwindOn || !perfdata.Sniff(head[:n]) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return "", nil, err
+		}
+		return file, f, nil
+	}
+	f.Close()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", nil, err
+	}
+	pf, err := perfdata.Read(data, perfdata.Options{})
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", file, err)
+	}
+	dwarf := false
+	for _, r := range pf.Records {
+		if s, ok := r.(*perfdata.Sample); ok && s.HasRegsUser {
+			dwarf = true
+			break
+		}
+	}
+	if !dwarf {
+		return file, bytes.NewReader(data), nil
+	}
+	p, _, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, true))
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return "", nil, err
+	}
+	for _, c := range p.Comments {
+		if strings.HasPrefix(c, "perf.data: unwound ") || strings.HasPrefix(c, "warning: cannot unwind") {
+			fmt.Fprintln(stderr, c)
+		}
+	}
+	fmt.Fprintf(stderr, "sending %s as pprof converted here, with its --call-graph=dwarf stacks unwound (--unwind=false sends the perf.data as is)\n", file)
+	return file + ".pb.gz", &buf, nil
+}
+
+// upload streams body to server's /api/profiles as multipart field "file"
+// named name and returns the profile's full link.
+func upload(ctx context.Context, server, name string, f io.Reader, token string) (string, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {

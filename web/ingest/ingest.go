@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
+
+	"viewer/web/ingest/perfdata"
 )
 
 // Format is one input format the viewer reads.
@@ -31,6 +33,12 @@ type Limits struct {
 	// MaxLocations, MaxFunctions and MaxMappings bound the parsed
 	// profile; MaxRecords bounds a perf.data's records (limits.go).
 	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
+	// Binaries, when set, unwinds a perf.data's --call-graph=dwarf user
+	// stacks with the profiled binaries; only where they can be read (the
+	// CLI on the recording machine, serve on loopback). NoUnwind says why
+	// not, for the profile's warning, when it is nil.
+	Binaries perfdata.Binaries
+	NoUnwind string
 }
 
 // formats are tried in order. pprofFormat is in pprof.go; the perf formats

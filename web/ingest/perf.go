@@ -20,13 +20,13 @@ var (
 )
 
 func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
-	f, err := perfdata.Read(data, perfdata.Options{MaxDecompressed: lim.MaxBytes})
+	f, err := perfdata.Read(data, perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil})
 	if err == nil && lim.MaxRecords > 0 && len(f.Records) > lim.MaxRecords {
 		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, len(f.Records), lim.MaxRecords)
 	}
 	var p *profile.Profile
 	if err == nil {
-		p, err = perfdata.Convert(f, perfdata.ConvertOptions{MaxSamples: lim.MaxSamples})
+		p, err = perfdata.Convert(f, perfdata.ConvertOptions{MaxSamples: lim.MaxSamples, Binaries: lim.Binaries, NoUnwind: lim.NoUnwind})
 	}
 	if errors.Is(err, perfdata.ErrLimit) {
 		return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
