@@ -59,8 +59,8 @@ type readelfRow struct {
 }
 
 // readelfFrames runs binutils' readelf on path and returns the rows of its
-// .eh_frame table, each with the pc range it covers.
-func readelfFrames(t *testing.T, path string) []readelfRow {
+// table for section (.eh_frame or .debug_frame), each with the pc range it covers.
+func readelfFrames(t *testing.T, path, section string) []readelfRow {
 	t.Helper()
 	readelf, err := exec.LookPath("readelf")
 	if err != nil {
@@ -68,7 +68,7 @@ func readelfFrames(t *testing.T, path string) []readelfRow {
 	}
 	// readelf exits 1 on libc without saying why, after printing the table.
 	out, err := exec.Command(readelf, "--debug-dump=frames-interp", path).Output()
-	if err != nil && !bytes.Contains(out, []byte("Contents of the .eh_frame section")) {
+	if err != nil && !bytes.Contains(out, []byte("Contents of the "+section+" section")) {
 		t.Fatalf("readelf --debug-dump=frames-interp %s: %v", path, err)
 	}
 	var rows []readelfRow
@@ -83,7 +83,7 @@ func readelfFrames(t *testing.T, path string) []readelfRow {
 		fs := strings.Fields(line)
 		switch {
 		case strings.HasPrefix(line, "Contents of the "):
-			inEH = strings.Contains(line, ".eh_frame section")
+			inEH = strings.Contains(line, section+" section")
 		case !inEH || len(fs) == 0:
 		case len(fs) >= 4 && fs[3] == "FDE":
 			inFDE = true
@@ -131,56 +131,98 @@ func TestRowsAgainstReadelf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tab := NewTable(d, s.Addr, true)
-			rows := readelfFrames(t, path)
-			if len(rows) < 10 {
-				t.Fatalf("readelf printed %d rows", len(rows))
+			compareReadelf(t, NewTable(d, s.Addr, true), readelfFrames(t, path, ".eh_frame"))
+		})
+	}
+}
+
+// compareReadelf evaluates tab at the first and last pc of each of readelf's rows.
+func compareReadelf(t *testing.T, tab *Table, rows []readelfRow) {
+	t.Helper()
+	if len(rows) < 10 {
+		t.Fatalf("readelf printed %d rows", len(rows))
+	}
+	checked, bad := 0, 0
+	for _, want := range rows {
+		for _, pc := range []uint64{want.lo, want.hi - 1} {
+			if pc < want.lo {
+				continue
 			}
-			checked, bad := 0, 0
-			for _, want := range rows {
-				for _, pc := range []uint64{want.lo, want.hi - 1} {
-					if pc < want.lo {
-						continue
-					}
-					got, err := tab.Row(pc)
-					if err != nil {
-						t.Errorf("pc %#x (row %#x..%#x): %v", pc, want.lo, want.hi, err)
-						bad++
-						continue
-					}
-					for name, w := range want.cols {
-						var g string
-						switch name {
-						case "LOC":
-							continue
-						case "CFA":
-							g = render(got.CFA)
-						default:
-							i := -1
-							for j, n := range dwarfNames {
-								if n == name {
-									i = j
-								}
-							}
-							if i < 0 {
-								continue // a register the unwinder does not track
-							}
-							g = render(got.Regs[i])
-						}
-						if g != w {
-							bad++
-							if bad < 10 {
-								t.Errorf("pc %#x %s: got %s, readelf says %s", pc, name, g, w)
-							}
+			got, err := tab.Row(pc)
+			if err != nil {
+				t.Errorf("pc %#x (row %#x..%#x): %v", pc, want.lo, want.hi, err)
+				bad++
+				continue
+			}
+			for name, w := range want.cols {
+				var g string
+				switch name {
+				case "LOC":
+					continue
+				case "CFA":
+					g = render(got.CFA)
+				default:
+					i := -1
+					for j, n := range dwarfNames {
+						if n == name {
+							i = j
 						}
 					}
-					checked++
+					if i < 0 {
+						continue // a register the unwinder does not track
+					}
+					g = render(got.Regs[i])
+				}
+				if g != w {
+					bad++
+					if bad < 10 {
+						t.Errorf("pc %#x %s: got %s, readelf says %s", pc, name, g, w)
+					}
 				}
 			}
-			t.Logf("%d pcs checked", checked)
-			if checked < 20 {
-				t.Errorf("only %d pcs checked", checked)
-			}
-		})
+			checked++
+		}
+	}
+	t.Logf("%d pcs checked", checked)
+	if checked < 20 {
+		t.Errorf("only %d pcs checked", checked)
+	}
+}
+
+// TestDebugFrameFallback reads testdata/unwind/frames, built without unwind
+// tables: its functions are described only by the .debug_frame that
+// build.sh moved to frames.debug. The Object finds them through the debug
+// file, with the rules readelf prints, and not without it.
+func TestDebugFrameFallback(t *testing.T) {
+	exe, err := elf.Open("../../testdata/unwind/frames")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	dbg, err := elf.Open("../../testdata/unwind/frames.debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbg.Close()
+	rows := readelfFrames(t, "../../testdata/unwind/frames.debug", ".debug_frame")
+	if len(rows) < 10 {
+		t.Fatalf("readelf printed %d .debug_frame rows", len(rows))
+	}
+	alone, err := NewObject(exe, nil)
+	if err != nil {
+		t.Fatal(err) // crt's .eh_frame describes _start
+	}
+	if _, err := alone.Row(rows[0].lo); err != ErrNoFDE {
+		t.Errorf("without the debug file, pc %#x: %v, want ErrNoFDE", rows[0].lo, err)
+	}
+	o, err := NewObject(exe, dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareReadelf(t, o.debug, rows)
+	for _, r := range rows {
+		if _, err := o.Row(r.lo); err != nil {
+			t.Errorf("pc %#x through the debug file: %v", r.lo, err)
+		}
 	}
 }

@@ -1,0 +1,75 @@
+package unwind
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// deepObject is the CFI of testdata/perf/deep, loaded at its link-time
+// addresses (lookup returns pc itself).
+func deepObject(t *testing.T) Lookup {
+	t.Helper()
+	ef, err := elf.Open(deepPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	o, err := NewObject(ef, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(pc uint64) (*Object, uint64, error) { return o, pc, nil }
+}
+
+// TestUnwindStops walks hand-made stacks through deep's CFI (see readelf
+// -wF testdata/perf/deep): a frame of level (CFA rbp+16 after its
+// prologue) returns into main, and each way a walk can end is reported.
+func TestUnwindStops(t *testing.T) {
+	lookup := deepObject(t)
+	const sp = 0x7ffd0000
+	regs := func(pc, bp uint64) Regs {
+		var r Regs
+		r.Set(RegRA, pc)
+		r.Set(RegRSP, sp)
+		r.Set(RegRBP, bp)
+		return r
+	}
+	stack := make([]byte, 64)
+	// level at 0x1280: CFA = rbp+16, rbp saved at CFA-16, ra at CFA-8.
+	binary.LittleEndian.PutUint64(stack[16:], sp+48)  // saved rbp
+	binary.LittleEndian.PutUint64(stack[24:], 0x1352) // return into main
+	// main at 0x1351 (the call): CFA = rbp+16 with the caller's rbp, ra at CFA-8 = 0 ends the walk.
+	frames, err := Unwind(regs(0x1280, sp+16), stack, lookup, 256, nil)
+	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
+		t.Errorf("level → main: frames %#x, err %v; want [0x1280 0x1352] and the outermost frame", frames, err)
+	}
+	// The same walk with the copy cut before the return address.
+	frames, err = Unwind(regs(0x1280, sp+16), stack[:20], lookup, 256, nil)
+	if !errors.Is(err, ErrStackEnd) || len(frames) != 1 {
+		t.Errorf("cut stack: frames %#x, err %v; want the leaf and ErrStackEnd", frames, err)
+	}
+	// The PLT's CFA is an expression: reported, not guessed.
+	frames, err = Unwind(regs(0x1030, sp), stack, lookup, 256, nil)
+	if !errors.Is(err, ErrExprCFA) || len(frames) != 1 {
+		t.Errorf("PLT: frames %#x, err %v; want ErrExprCFA", frames, err)
+	}
+	// No FDE (between functions) and no registers.
+	if _, err := Unwind(regs(0x10, sp), stack, lookup, 256, nil); !errors.Is(err, ErrNoFDE) {
+		t.Errorf("no FDE: err %v", err)
+	}
+	if _, err := Unwind(Regs{}, stack, lookup, 256, nil); !errors.Is(err, ErrNoRegs) {
+		t.Errorf("no registers: err %v", err)
+	}
+	// A frame that returns to itself with the same stack pointer loops:
+	// bounded by the depth limit or stopped as a loop.
+	loop := make([]byte, 4096)
+	for i := 0; i+8 <= len(loop); i += 8 {
+		binary.LittleEndian.PutUint64(loop[i:], 0x1286)
+	}
+	frames, err = Unwind(regs(0x1286, sp), loop, lookup, 256, nil)
+	if err == nil || len(frames) > 256 {
+		t.Errorf("self-recursive garbage: %d frames, err %v", len(frames), err)
+	}
+}
