@@ -59,6 +59,7 @@ type Rule struct {
 	Kind RuleKind
 	Reg  uint16
 	Off  int64
+	Expr []byte // DWARF expression of the expression kinds (a slice of the section)
 }
 
 // Row is the CFI table row in effect at some pc: how to compute the CFA and
@@ -74,7 +75,7 @@ type Row struct {
 var (
 	ErrNoFDE     = errors.New("no call frame information covers the address")
 	ErrBadCFI    = errors.New("malformed call frame information")
-	ErrExprCFA   = errors.New("the CFA is a DWARF expression (a PLT stub or signal frame)")
+	ErrExprCFA   = errors.New("a DWARF expression of the call frame information could not be evaluated")
 	ErrUnknownOp = errors.New("unknown call frame instruction")
 )
 
@@ -389,12 +390,10 @@ func (m *machine) run(insts []byte, initial bool) error {
 			case 0x0e: // def_cfa_offset
 				m.row.CFA.Off = int64(r.uleb())
 			case 0x0f: // def_cfa_expression
-				r.bytes(r.uleb())
-				m.row.CFA = Rule{Kind: CFAExpression}
+				m.row.CFA = Rule{Kind: CFAExpression, Expr: r.bytes(r.uleb())}
 			case 0x10: // expression
 				reg := r.uleb()
-				r.bytes(r.uleb())
-				set(reg, Rule{Kind: Expression})
+				set(reg, Rule{Kind: Expression, Expr: r.bytes(r.uleb())})
 			case 0x11: // offset_extended_sf
 				reg := r.uleb()
 				set(reg, Rule{Kind: Offset, Off: r.sleb() * c.dataAlign})
@@ -411,8 +410,7 @@ func (m *machine) run(insts []byte, initial bool) error {
 				set(reg, Rule{Kind: ValOffset, Off: r.sleb() * c.dataAlign})
 			case 0x16: // val_expression
 				reg := r.uleb()
-				r.bytes(r.uleb())
-				set(reg, Rule{Kind: ValExpression})
+				set(reg, Rule{Kind: ValExpression, Expr: r.bytes(r.uleb())})
 			case 0x2e: // GNU_args_size
 				r.uleb()
 			case 0x2f: // GNU_negative_offset_extended

@@ -125,6 +125,14 @@ var (
 	ErrLoop     = errors.New("the stack pointer did not move up")
 )
 
+// exprErr keeps ErrStackEnd and wraps other expression failures in ErrExprCFA.
+func exprErr(err error) error {
+	if errors.Is(err, ErrStackEnd) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", ErrExprCFA, err)
+}
+
 // Lookup finds the binary mapped at pc: its CFI and pc's link-time address in it.
 type Lookup func(pc uint64) (o *Object, vaddr uint64, err error)
 
@@ -163,13 +171,20 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 		if err != nil {
 			return out, err
 		}
-		if row.CFA.Kind != RegOffset {
-			return out, ErrExprCFA
+		var cfa uint64
+		switch row.CFA.Kind {
+		case RegOffset:
+			if !regs.has(int(row.CFA.Reg)) {
+				return out, ErrNoRegs
+			}
+			cfa = regs.V[row.CFA.Reg] + uint64(row.CFA.Off)
+		case CFAExpression:
+			if cfa, err = eval(row.CFA.Expr, &regs, read); err != nil {
+				return out, exprErr(err)
+			}
+		default:
+			return out, ErrBadCFI
 		}
-		if !regs.has(int(row.CFA.Reg)) {
-			return out, ErrNoRegs
-		}
-		cfa := regs.V[row.CFA.Reg] + uint64(row.CFA.Off)
 		next := Regs{}
 		for r := range NumRegs {
 			rule := row.Regs[r]
@@ -194,10 +209,21 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 				if regs.has(int(rule.Reg)) {
 					next.Set(r, regs.V[rule.Reg])
 				}
-			default: // expressions
-				if r == int(row.RA) {
-					return out, ErrExprCFA
+			case Expression, ValExpression:
+				v, err := eval(rule.Expr, &regs, read, cfa)
+				if err == nil && rule.Kind == Expression {
+					var ok bool
+					if v, ok = read(v); !ok {
+						err = ErrStackEnd
+					}
 				}
+				if err != nil {
+					if r == int(row.RA) {
+						return out, exprErr(err)
+					}
+					continue
+				}
+				next.Set(r, v)
 			}
 		}
 		if row.Regs[RegRSP].Kind == Unspecified || row.Regs[RegRSP].Kind == SameValue {

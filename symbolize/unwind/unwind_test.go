@@ -50,10 +50,22 @@ func TestUnwindStops(t *testing.T) {
 	if !errors.Is(err, ErrStackEnd) || len(frames) != 1 {
 		t.Errorf("cut stack: frames %#x, err %v; want the leaf and ErrStackEnd", frames, err)
 	}
-	// The PLT's CFA is an expression: reported, not guessed.
-	frames, err = Unwind(regs(0x1030, sp), stack, lookup, 256, nil)
-	if !errors.Is(err, ErrExprCFA) || len(frames) != 1 {
-		t.Errorf("PLT: frames %#x, err %v; want ErrExprCFA", frames, err)
+	// The PLT's CFA is an expression, rsp+8 plus 8 past the stub's push
+	// ((rip&15) >= 11): the return address is at the stack pointer here.
+	plt := make([]byte, 64)
+	binary.LittleEndian.PutUint64(plt[0:], 0x1352)
+	frames, err = Unwind(regs(0x1030, sp), plt, lookup, 256, nil)
+	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
+		t.Errorf("PLT at 0x1030: frames %#x, err %v; want [0x1030 0x1352]", frames, err)
+	}
+	binary.LittleEndian.PutUint64(plt[8:], 0x1352)
+	frames, err = Unwind(regs(0x103b, sp+32), plt, lookup, 256, nil)
+	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
+		t.Errorf("PLT at 0x103b: frames %#x, err %v; want the return address one slot up", frames, err)
+	}
+	// An expression with an op the evaluator does not know is reported.
+	if _, err := eval([]byte{0x97}, &Regs{}, nil); err == nil {
+		t.Error("eval of DW_OP_push_object_address succeeded")
 	}
 	// No FDE (between functions) and no registers.
 	if _, err := Unwind(regs(0x10, sp), stack, lookup, 256, nil); !errors.Is(err, ErrNoFDE) {

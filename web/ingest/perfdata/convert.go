@@ -506,8 +506,10 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 			c.unwindStops = map[string]uint64{}
 		}
 		reason := err.Error()
-		if errors.Is(err, unwind.ErrUnknownOp) {
-			reason = unwind.ErrUnknownOp.Error()
+		for _, e := range []error{unwind.ErrUnknownOp, unwind.ErrExprCFA} {
+			if errors.Is(err, e) {
+				reason = e.Error()
+			}
 		}
 		c.unwindStops[reason]++
 	}
