@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"viewer/symbolize/unwind"
 	"viewer/web/ingest"
@@ -17,6 +18,30 @@ import (
 // profiled binaries are.
 func unwindFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("unwind", true, "unwind perf.data --call-graph=dwarf user stacks with this machine's binaries (at their recorded paths when the build ID matches, or by build ID in /usr/lib/debug and ~/.debug)")
+}
+
+// readMapped returns the contents of a large regular file mapped read-only
+// rather than copied into the heap, as perf itself reads perf.data: a DWARF-mode
+// recording is mostly stack copies, and a heap copy of them would also let
+// the garbage collector put off collecting until the heap doubled. The
+// mapping lives until the process exits (a CLI run converts one file).
+// Small files, and files that cannot be mapped, are read.
+func readMapped(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() >= 64<<10 && int64(int(st.Size())) == st.Size() {
+		if data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_PRIVATE); err == nil {
+			return data, nil
+		}
+	}
+	return io.ReadAll(f)
 }
 
 // localUnwinding makes lim unwind perf.data DWARF-mode stacks with the
@@ -60,7 +85,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	if files[0] == "-" {
 		data, err = io.ReadAll(s.in)
 	} else {
-		data, err = os.ReadFile(files[0])
+		data, err = readMapped(files[0])
 	}
 	if err != nil {
 		return fmt.Errorf("convert: %w", err)
