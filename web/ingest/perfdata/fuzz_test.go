@@ -62,6 +62,7 @@ func FuzzPerfData(f *testing.F) {
 			f.Add(data[:4096])
 		}
 	}
+	f.Add(userStackRecording()) // DWARF-mode samples whole: dwarf.data's first 4 KiB hold none
 	f.Add([]byte("PERFILE2"))
 	f.Add(append([]byte("PERFILE2"), make([]byte, 200)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
