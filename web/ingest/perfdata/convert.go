@@ -449,7 +449,7 @@ func (c *converter) sample(s *Sample) error {
 		ps.Value[2*s.Attr+1] += int64(period)
 		c.nSamples++
 	}
-	if s.HasRegsUser || s.StackUser > 0 {
+	if (s.HasRegsUser || s.StackUser > 0) && userFrames == 0 { // a copied user stack is the only user call chain
 		c.dwarf++
 	}
 	c.perPid[s.Pid]++
@@ -512,6 +512,12 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 			}
 		}
 		c.unwindStops[reason]++
+	}
+	if len(frames) == 1 && errors.Is(err, errNoMapping) {
+		// The sampled pc is in no mapping of the process (at exec, before
+		// the new program's mmap records): as perf script, no user frame;
+		// a user-mode sample still gets its pc (sample's fallback).
+		return nil
 	}
 	return frames
 }
