@@ -84,7 +84,11 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 			return nil, err
 		}
 		defer exe.Close()
-		return NewObject(exe, nil)
+		o, err := NewObject(exe, nil)
+		if err == nil {
+			o.buildID = elfsym.BuildIDNote(exe)
+		}
+		return o, err
 	}
 	bid, err := debuginfod.NormalizeBuildID(buildID)
 	if err != nil {
@@ -139,7 +143,11 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 			break
 		}
 	}
-	return NewObject(exe, debug)
+	o, err := NewObject(exe, debug)
+	if err == nil {
+		o.buildID = bid
+	}
+	return o, err
 }
 
 // openELF opens an ELF file, turning a panic of debug/elf on a damaged

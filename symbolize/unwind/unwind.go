@@ -13,7 +13,12 @@ import (
 type Object struct {
 	eh, debug *Table
 	loads     []elf.ProgHeader // the executable's PT_LOAD segments
+	buildID   string
 }
+
+// BuildID is the GNU build ID of the binary the Object was read from, ""
+// if it has none (set by Finder).
+func (o *Object) BuildID() string { return o.buildID }
 
 // NewObject reads the CFI of exe (the binary that was mapped) and, when
 // debug is not nil, of its separate debug file. It fails when neither

@@ -43,7 +43,8 @@ type ConvertOptions struct {
 
 // Binaries gives the call frame information of a binary perf saw mapped at
 // path, with the build ID perf recorded ("" if none) and the inode number of
-// its MMAP2 record (0 if none). *unwind.Finder is the real one.
+// its MMAP2 record (0 if none). *unwind.Finder is the real one. The
+// Object's build ID becomes the mapping's when perf recorded none.
 type Binaries interface {
 	Object(path, buildID string, inode uint64) (*unwind.Object, error)
 }
@@ -490,6 +491,12 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		if v.objErr != nil {
 			return nil, 0, errNoBinary
+		}
+		if v.buildID == "" && v.acc == nil {
+			// perf recorded no build ID (it does only for binaries samples
+			// fell in) but the Finder checked this file by inode: keep its
+			// build ID so the profile can be symbolized elsewhere.
+			v.buildID = v.obj.BuildID()
 		}
 		vaddr, ok := v.obj.Vaddr(pc - v.start + v.pgoff)
 		if !ok {

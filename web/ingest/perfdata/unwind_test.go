@@ -1,12 +1,14 @@
 package perfdata
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"viewer/symbolize/unwind"
@@ -193,5 +195,88 @@ func TestUnwindDamagedStack(t *testing.T) {
 		if len(got) == 0 || len(comments) == 0 {
 			t.Error("garbage stacks: empty profile")
 		}
+	}
+}
+
+// TestUnwindByInode converts dwarf.data as if perf had recorded no build
+// IDs, only inode numbers (perf record's default for binaries no sample
+// fell in): the MMAP2 records of deep, libc and libm are rewritten to name
+// the files of this checkout and system by inode. The stacks must be the
+// ones unwound with build IDs, and the mappings get the build IDs of the
+// files the inodes vouched for; a wrong inode stops at the sampled pc.
+func TestUnwindByInode(t *testing.T) {
+	_, finder := perfHome(t)
+	data := readFile(t, "dwarf.data")
+	_, want := convertUnwound(t, data, finder, nil)
+	deep, err := filepath.Abs(filepath.Join(dir, "deep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]string{} // path → build ID perf recorded
+	rewrite := func(inoDelta uint64) func(*File) {
+		return func(f *File) {
+			for _, r := range f.Records {
+				m, ok := r.(*Mmap)
+				if !ok || len(m.BuildID) == 0 || strings.HasPrefix(m.Filename, "[") {
+					continue
+				}
+				name := m.Filename
+				if filepath.Base(name) == "deep" {
+					name = deep // this checkout's, wherever it is
+				}
+				recorded[name] = fmt.Sprintf("%x", m.BuildID)
+				m.Filename = name
+				var st syscall.Stat_t
+				if err := syscall.Stat(name, &st); err != nil {
+					t.Fatal(err)
+				}
+				m.BuildID, m.Ino = nil, st.Ino+inoDelta
+			}
+			f.Features.BuildIDs = nil
+		}
+	}
+	f, err := Read(data, Options{UserStacks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite(0)(f)
+	p, err := Convert(f, ConvertOptions{Binaries: finder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := profileSamples(t, p, false, false)
+	// deep's path differs (recorded path, this checkout's): compare with it normalised.
+	n := 0
+	norm := func(m map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, c := range m {
+			out[strings.ReplaceAll(strings.ReplaceAll(k, deep, "DEEP"), "/work/main/testdata/perf/deep", "DEEP")] += c
+		}
+		return out
+	}
+	for _, c := range want {
+		n += c
+	}
+	wn, gn := norm(want), norm(got)
+	for k, c := range wn {
+		if gn[k] != c {
+			t.Errorf("with build IDs %d× %s\n  by inode %d×", c, k, gn[k])
+			break
+		}
+	}
+	if len(wn) != len(gn) || n < 20 {
+		t.Errorf("%d distinct stacks by inode, %d with build IDs (%d samples)", len(gn), len(wn), n)
+	}
+	for _, m := range p.Mapping {
+		if m.File == KernelFile || strings.HasPrefix(m.File, "[") {
+			continue
+		}
+		if w := recorded[m.File]; w == "" || m.BuildID != w {
+			t.Errorf("mapping %s: build ID %q, want %q from the file the inode names", m.File, m.BuildID, w)
+		}
+	}
+	comments, _ := convertUnwound(t, data, finder, rewrite(1))
+	if cm := strings.Join(comments, "\n"); !strings.Contains(cm, "replaced since the recording") {
+		t.Errorf("a wrong inode: comments do not say the file was replaced:\n%s", cm)
 	}
 }
