@@ -74,6 +74,12 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return fmt.Errorf("symbolize: %s is not a profile viewer can read: %w", pos[0], err)
 	}
+	for _, c := range p.Comments { // what unwinding --call-graph=dwarf stacks did
+		warn := strings.HasPrefix(c, "warning: ") && (strings.Contains(c, "--call-graph=dwarf") || strings.Contains(c, "cannot unwind"))
+		if warn || strings.HasPrefix(c, "perf.data: unwound ") {
+			fmt.Fprintln(s.err, c)
+		}
+	}
 
 	cfg := symbolize.Config{DebugDirs: debugDirs, CacheBytes: *cacheSize, IgnoreVmlinux: *ignoreVmlinux}
 	dcfg, err := dflags.Config(os.Getenv)

@@ -137,3 +137,39 @@ func TestServeUnwindsOnlyOnLoopback(t *testing.T) {
 		t.Errorf("upload to a proxied server: %d user frames in the shallowest sample, want the unwound 19+", lo)
 	}
 }
+
+// TestSymbolizeUnwindsDWARFStacks symbolizes the --call-graph=dwarf
+// recording: the unwound callers get names (main, libc's start), which a
+// leaf-only profile could not have.
+func TestSymbolizeUnwindsDWARFStacks(t *testing.T) {
+	perfHome(t)
+	t.Setenv("DEBUGINFOD_URLS", "")
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
+	out := filepath.Join(t.TempDir(), "sym.pb.gz")
+	var stderr bytes.Buffer
+	err := runWith(context.Background(), []string{"symbolize", "--no-debuginfod", "--debug-dir", "../../testdata/perf", dwarfData, "-o", out}, stdio{out: &bytes.Buffer{}, err: &stderr})
+	if err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "unwound 41 of 41") {
+		t.Errorf("stderr does not report unwinding:\n%s", stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, fn := range p.Function {
+		names[fn.Name] = true
+	}
+	for _, want := range []string{"leaf", "level", "main", "__libc_start_call_main", "_start"} {
+		if !names[want] {
+			t.Errorf("no function %s after symbolizing the unwound stacks", want)
+		}
+	}
+}
