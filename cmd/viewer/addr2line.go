@@ -12,7 +12,7 @@ import (
 // storage SDKs (GCS's gRPC and protobufs above all) left resident: a batch
 // of addresses then peaks below GNU addr2line's memory (BENCHMARKS.md).
 func runAddr2line(ctx context.Context, args []string, s stdio) error {
-	addr2line.ReleaseStartupPages()
+	releaseStartupPages()
 	err := addr2line.Run(ctx, args, s.in, s.out, s.err)
 	var u *addr2line.UsageError
 	if errors.As(err, &u) {

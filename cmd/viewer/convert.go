@@ -61,6 +61,9 @@ func localUnwinding(lim ingest.Limits, on bool) ingest.Limits {
 // folded stacks, perf JSON, pprof; gzipped or not) to a gzipped pprof file,
 // detecting the format from the content as an upload would.
 func runConvert(ctx context.Context, args []string, s stdio) error {
+	// The object storage SDKs' init left tens of MiB of code and
+	// descriptors resident that converting never uses (image_linux.go).
+	releaseStartupPages()
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")

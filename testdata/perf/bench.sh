@@ -3,7 +3,7 @@
 # same perf.data of ~10,000 samples with ~16-frame call chains, recorded here
 # from ./deep (not checked in: about 2 MB). Prints wall time (best and median
 # of N runs) and peak RSS for each tool, and their ratios.
-#   usage: testdata/perf/bench.sh [runs] [fp|dwarf]   (default 7 fp)
+#   usage: [VIEWER_TAGS=...] testdata/perf/bench.sh [runs] [fp|dwarf]   (default 7 fp)
 # dwarf records --call-graph=dwarf,8192 instead of frame pointers: both tools
 # then unwind every sample's copied user stack with the binaries' CFI (about
 # 90 MB recorded).
@@ -21,7 +21,9 @@ work=$(mktemp -d /tmp/perfbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 [ -x ./deep ] || gcc -O1 -g -fno-omit-frame-pointer -o deep deep.c -lm
-(cd "$root" && go build -o /tmp/viewer ./cmd/viewer)
+# VIEWER_TAGS builds viewer with those tags, e.g. "nogcs noazure" to leave
+# the GCS and Azure drivers (and their start-up memory) out.
+(cd "$root" && go build -tags "${VIEWER_TAGS:-}" -o /tmp/viewer ./cmd/viewer)
 
 # About 10,000 samples: cpu-clock every 100 µs of the program's CPU time.
 # deep runs for wall time, so when other work shares the CPU, run it longer.

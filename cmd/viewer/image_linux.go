@@ -1,4 +1,4 @@
-package addr2line
+package main
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// ReleaseStartupPages unmaps from this process the pages of its own
+// releaseStartupPages unmaps from this process the pages of its own
 // executable's code and read-only data that are resident now, typically
 // after package initialization, so that only what runs afterwards comes
 // back. A command-line tool linked into a large binary (viewer links cloud
@@ -17,7 +17,7 @@ import (
 // in its resident set: the kernel maps 64 KiB around each page init
 // touches. The pages stay in the page cache, so the ones needed again fault
 // back without I/O. Writable mappings (data, heap) are not touched.
-func ReleaseStartupPages() {
+func releaseStartupPages() {
 	var exe syscall.Stat_t
 	if syscall.Stat("/proc/self/exe", &exe) != nil {
 		return

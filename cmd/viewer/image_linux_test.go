@@ -1,4 +1,4 @@
-package addr2line
+package main
 
 import (
 	"os"
@@ -43,7 +43,7 @@ func imageRSS(t *testing.T) (kib int, devOK bool) {
 	return kib, devOK
 }
 
-// After ReleaseStartupPages the binary's code and read-only data hold fewer
+// After releaseStartupPages the binary's code and read-only data hold fewer
 // resident pages, and the program goes on running: what a test binary then
 // runs faults back in.
 func TestReleaseStartupPages(t *testing.T) {
@@ -54,7 +54,7 @@ func TestReleaseStartupPages(t *testing.T) {
 	if before == 0 {
 		t.Fatalf("no resident pages in the executable's read-only mappings")
 	}
-	ReleaseStartupPages()
+	releaseStartupPages()
 	after, _ := imageRSS(t)
 	if after >= before {
 		t.Errorf("resident KiB of the executable's code and constants: %d before, %d after; want fewer after", before, after)
@@ -62,7 +62,7 @@ func TestReleaseStartupPages(t *testing.T) {
 	t.Logf("executable's resident code and constants: %d KiB -> %d KiB", before, after)
 	// The program still works after its pages are dropped.
 	var out strings.Builder
-	if err := Run(t.Context(), []string{"-e", os.Args[0], "0"}, strings.NewReader(""), &out, &out); err != nil {
+	if err := runWith(t.Context(), []string{"addr2line", "-e", os.Args[0], "0"}, stdio{in: strings.NewReader(""), out: &out, err: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "??:0\n" {

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// releaseStartupPages does nothing outside Linux.
+func releaseStartupPages() {}

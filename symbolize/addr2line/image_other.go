@@ -1,6 +1,0 @@
-//go:build !linux
-
-package addr2line
-
-// ReleaseStartupPages does nothing outside Linux.
-func ReleaseStartupPages() {}
