@@ -180,7 +180,9 @@ func BenchmarkAttributeLoadedZipf(b *testing.B) { benchAttributeLoaded(b, libcZi
 func BenchmarkAttributeLoadedSkid(b *testing.B) { benchAttributeLoadedSkid(b, libcProfile, true) }
 
 // BenchmarkAttributeLoadedZipfSkid is BenchmarkAttributeLoadedZipf with skid correction.
-func BenchmarkAttributeLoadedZipfSkid(b *testing.B) { benchAttributeLoadedSkid(b, libcZipfProfile, true) }
+func BenchmarkAttributeLoadedZipfSkid(b *testing.B) {
+	benchAttributeLoadedSkid(b, libcZipfProfile, true)
+}
 
 func benchAttributeLoaded(b *testing.B, profile profileFunc) {
 	benchAttributeLoadedSkid(b, profile, false)

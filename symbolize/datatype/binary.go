@@ -199,8 +199,8 @@ func readGOT(f *elf.File) map[uint64]gotSlot {
 			continue
 		}
 		for i := 0; i+24 <= len(d); i += 24 {
-			r := reader{b: d, pos: i}
-			off, info, addend := r.u64(), r.u64(), int64(r.u64())
+			r := reader{B: d, Pos: i}
+			off, info, addend := r.U64(), r.U64(), int64(r.U64())
 			switch elf.R_X86_64(info & 0xffffffff) {
 			case elf.R_X86_64_RELATIVE:
 				got[off] = gotSlot{target: uint64(addend)}
@@ -237,22 +237,22 @@ func sectionData(f *elf.File, name string) []byte {
 // which debug/dwarf does not expose but location lists depend on.
 func parseUnitHeaders(info []byte) []unitInfo {
 	var units []unitInfo
-	r := reader{b: info}
-	for !r.done() && !r.err {
-		start := r.pos
-		length := uint64(r.u32())
+	r := reader{B: info}
+	for !r.Done() && !r.Err {
+		start := r.Pos
+		length := uint64(r.U32())
 		hdr := 4
 		if length == 0xffffffff {
-			length = r.u64()
+			length = r.U64()
 			hdr = 12
 		}
-		version := int(r.u16())
+		version := int(r.U16())
 		end := uint64(start) + uint64(hdr) + length
-		if r.err || end > uint64(len(info)) || end <= uint64(start) {
+		if r.Err || end > uint64(len(info)) || end <= uint64(start) {
 			break
 		}
 		units = append(units, unitInfo{off: uint64(start), end: end, version: version})
-		r.pos = int(end)
+		r.Pos = int(end)
 	}
 	return units
 }
@@ -339,8 +339,8 @@ func (b *Binary) addrx(u int32, i uint64) (uint64, bool) {
 	if off+8 > uint64(len(b.addrSec)) || off < b.units[u].addrBase {
 		return 0, false
 	}
-	r := reader{b: b.addrSec, pos: int(off)}
-	return r.u64(), true
+	r := reader{B: b.addrSec, Pos: int(off)}
+	return r.U64(), true
 }
 
 // locRange is one decoded entry of a location list: loc holds for
@@ -397,8 +397,8 @@ func (b *Binary) decodeLocations(val any, class dwarf.Class, u int32) []locRange
 		if ui.loclistsBase+v*4+4 > uint64(len(b.loclists)) {
 			return nil
 		}
-		r := reader{b: b.loclists, pos: int(ui.loclistsBase + v*4)}
-		off := uint64(r.u32())
+		r := reader{B: b.loclists, Pos: int(ui.loclistsBase + v*4)}
+		off := uint64(r.U32())
 		walkLoclists(b.loclists, ui.loclistsBase+off, ui.base, b.addrxFunc(u), add)
 	}
 	return out

@@ -1,8 +1,9 @@
 package datatype
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	"viewer/symbolize/dwarfbuf"
 )
 
 // location is the decoded form of a simple DWARF location expression: the
@@ -64,25 +65,25 @@ func decodeExpr(b []byte, addrx func(uint64) (uint64, bool)) location {
 	if len(b) == 0 {
 		return location{}
 	}
-	r := reader{b: b}
-	op := r.u8()
+	r := reader{B: b}
+	op := r.U8()
 	var l location
 	switch {
 	case op >= opReg0 && op <= opReg31:
 		l = location{kind: locReg, reg: int(op - opReg0)}
 	case op == opRegx:
-		l = location{kind: locReg, reg: int(r.uleb())}
+		l = location{kind: locReg, reg: int(r.Uleb())}
 	case op >= opBreg0 && op <= opBreg31:
-		l = location{kind: locBreg, reg: int(op - opBreg0), off: r.sleb()}
+		l = location{kind: locBreg, reg: int(op - opBreg0), off: r.Sleb()}
 	case op == opBregx:
-		reg := int(r.uleb())
-		l = location{kind: locBreg, reg: reg, off: r.sleb()}
+		reg := int(r.Uleb())
+		l = location{kind: locBreg, reg: reg, off: r.Sleb()}
 	case op == opFbreg:
-		l = location{kind: locFbreg, off: r.sleb()}
+		l = location{kind: locFbreg, off: r.Sleb()}
 	case op == opAddr:
-		l = location{kind: locAddr, addr: r.u64()}
+		l = location{kind: locAddr, addr: r.U64()}
 	case op == opAddrx || op == opGNUAddrIndex:
-		a, ok := addrx(r.uleb())
+		a, ok := addrx(r.Uleb())
 		if !ok {
 			return location{}
 		}
@@ -92,7 +93,7 @@ func decodeExpr(b []byte, addrx func(uint64) (uint64, bool)) location {
 	default:
 		return location{}
 	}
-	if r.err || !r.done() {
+	if r.Err || !r.Done() {
 		return location{}
 	}
 	return l
@@ -120,10 +121,10 @@ func walkLoclists(sec []byte, off uint64, base uint64, addrx func(uint64) (uint6
 	if off >= uint64(len(sec)) {
 		return
 	}
-	r := reader{b: sec, pos: int(off)}
+	r := reader{B: sec, Pos: int(off)}
 	var deflt []byte
-	for i := 0; i < maxLocListEntries && !r.err; i++ {
-		kind := r.u8()
+	for i := 0; i < maxLocListEntries && !r.Err; i++ {
+		kind := r.U8()
 		var lo, hi uint64
 		switch kind {
 		case lleEndOfList:
@@ -132,51 +133,51 @@ func walkLoclists(sec []byte, off uint64, base uint64, addrx func(uint64) (uint6
 			}
 			return
 		case lleBaseAddressx:
-			a, ok := addrx(r.uleb())
+			a, ok := addrx(r.Uleb())
 			if !ok {
 				return
 			}
 			base = a
 			continue
 		case lleBaseAddress:
-			base = r.u64()
+			base = r.U64()
 			continue
 		case lleGNUViewPair:
-			r.uleb()
-			r.uleb()
+			r.Uleb()
+			r.Uleb()
 			continue
 		case lleStartxEndx:
-			a, ok1 := addrx(r.uleb())
-			b, ok2 := addrx(r.uleb())
+			a, ok1 := addrx(r.Uleb())
+			b, ok2 := addrx(r.Uleb())
 			if !ok1 || !ok2 {
 				return
 			}
 			lo, hi = a, b
 		case lleStartxLength:
-			a, ok := addrx(r.uleb())
+			a, ok := addrx(r.Uleb())
 			if !ok {
 				return
 			}
 			lo = a
-			hi = a + r.uleb()
+			hi = a + r.Uleb()
 		case lleOffsetPair:
-			lo = base + r.uleb()
-			hi = base + r.uleb()
+			lo = base + r.Uleb()
+			hi = base + r.Uleb()
 		case lleDefaultLoc:
-			n := r.uleb()
-			deflt = r.bytes(n)
+			n := r.Uleb()
+			deflt = r.Bytes(n)
 			continue
 		case lleStartEnd:
-			lo = r.u64()
-			hi = r.u64()
+			lo = r.U64()
+			hi = r.U64()
 		case lleStartLength:
-			lo = r.u64()
-			hi = lo + r.uleb()
+			lo = r.U64()
+			hi = lo + r.Uleb()
 		default:
 			return // unknown entry kind: the rest cannot be parsed
 		}
-		expr := r.bytes(r.uleb())
-		if r.err || !fn(lo, hi, expr) {
+		expr := r.Bytes(r.Uleb())
+		if r.Err || !fn(lo, hi, expr) {
 			return
 		}
 	}
@@ -188,9 +189,9 @@ func walkLoc(sec []byte, off uint64, base uint64, fn func(lo, hi uint64, expr []
 	if off >= uint64(len(sec)) {
 		return
 	}
-	r := reader{b: sec, pos: int(off)}
-	for i := 0; i < maxLocListEntries && !r.err; i++ {
-		lo, hi := r.u64(), r.u64()
+	r := reader{B: sec, Pos: int(off)}
+	for i := 0; i < maxLocListEntries && !r.Err; i++ {
+		lo, hi := r.U64(), r.U64()
 		if lo == 0 && hi == 0 {
 			return
 		}
@@ -198,115 +199,12 @@ func walkLoc(sec []byte, off uint64, base uint64, fn func(lo, hi uint64, expr []
 			base = hi
 			continue
 		}
-		expr := r.bytes(uint64(r.u16()))
-		if r.err || !fn(base+lo, base+hi, expr) {
+		expr := r.Bytes(uint64(r.U16()))
+		if r.Err || !fn(base+lo, base+hi, expr) {
 			return
 		}
 	}
 }
 
-// reader is a bounds-checked little-endian cursor over DWARF section data:
-// any read past the end sets err and returns zero, so malformed input ends a
-// parse instead of panicking.
-type reader struct {
-	b   []byte
-	pos int
-	err bool
-}
-
-func (r *reader) done() bool { return r.pos >= len(r.b) }
-
-func (r *reader) need(n int) bool {
-	if r.err || n < 0 || r.pos+n > len(r.b) || r.pos+n < r.pos {
-		r.err = true
-		return false
-	}
-	return true
-}
-
-func (r *reader) u8() byte {
-	if !r.need(1) {
-		return 0
-	}
-	v := r.b[r.pos]
-	r.pos++
-	return v
-}
-
-func (r *reader) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(r.b[r.pos:])
-	r.pos += 2
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b[r.pos:])
-	r.pos += 4
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b[r.pos:])
-	r.pos += 8
-	return v
-}
-
-func (r *reader) bytes(n uint64) []byte {
-	if n > uint64(len(r.b)) || !r.need(int(n)) {
-		r.err = true
-		return nil
-	}
-	v := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return v
-}
-
-func (r *reader) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.err {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (r *reader) sleb() int64 {
-	var v int64
-	var shift uint
-	var c byte
-	for {
-		c = r.u8()
-		if r.err {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			break
-		}
-	}
-	if shift < 64 && c&0x40 != 0 {
-		v |= -1 << shift
-	}
-	return v
-}
+// reader is the shared DWARF cursor (symbolize/dwarfbuf).
+type reader = dwarfbuf.Reader

@@ -9,10 +9,11 @@
 package unwind
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
+
+	"viewer/symbolize/dwarfbuf"
 )
 
 // NumRegs is how many DWARF registers a Row tracks: x86-64's general
@@ -107,9 +108,9 @@ type cie struct {
 // index early; what was read before stays usable.
 func NewTable(sec []byte, secAddr uint64, ehFrame bool) *Table {
 	t := &Table{sec: sec, secAddr: secAddr, ehFrame: ehFrame, cieCache: map[uint64]*cie{}}
-	r := reader{b: sec}
-	for !r.done() && !r.err {
-		length := uint64(r.u32())
+	r := reader{B: sec}
+	for !r.Done() && !r.Err {
+		length := uint64(r.U32())
 		if length == 0 {
 			if t.ehFrame {
 				break // terminator
@@ -119,12 +120,12 @@ func NewTable(sec []byte, secAddr uint64, ehFrame bool) *Table {
 		if length == 0xffffffff { // 64-bit DWARF: not produced for x86-64 ELF in practice
 			break
 		}
-		body := r.pos
+		body := r.Pos
 		end := body + int(length)
 		if length > uint64(len(sec)) || end > len(sec) || end < body {
 			break
 		}
-		id := r.u32()
+		id := r.U32()
 		isCIE := (ehFrame && id == 0) || (!ehFrame && id == 0xffffffff)
 		if !isCIE {
 			var cieOff uint64
@@ -137,14 +138,14 @@ func NewTable(sec []byte, secAddr uint64, ehFrame bool) *Table {
 				lo := t.readPtr(&r, c.ptrEnc)
 				n := t.readPtr(&r, c.ptrEnc&0x0f)
 				if ehFrame && hasAugData(sec, cieOff) {
-					r.bytes(r.uleb())
+					r.Bytes(r.Uleb())
 				}
-				if !r.err && r.pos <= end && lo+n >= lo {
-					t.fdes = append(t.fdes, fde{lo: lo, hi: lo + n, cieOff: cieOff, insts: sec[r.pos:end]})
+				if !r.Err && r.Pos <= end && lo+n >= lo {
+					t.fdes = append(t.fdes, fde{lo: lo, hi: lo + n, cieOff: cieOff, insts: sec[r.Pos:end]})
 				}
 			}
 		}
-		r = reader{b: sec, pos: end}
+		r = reader{B: sec, Pos: end}
 	}
 	sort.Slice(t.fdes, func(i, j int) bool { return t.fdes[i].lo < t.fdes[j].lo })
 	return t
@@ -175,59 +176,59 @@ func (t *Table) cie(off uint64) *cie {
 	if off+8 > uint64(len(t.sec)) {
 		return nil
 	}
-	r := reader{b: t.sec, pos: int(off)}
-	length := int(r.u32())
-	end := r.pos + length
-	if length < 0 || end > len(t.sec) || end < r.pos {
+	r := reader{B: t.sec, Pos: int(off)}
+	length := int(r.U32())
+	end := r.Pos + length
+	if length < 0 || end > len(t.sec) || end < r.Pos {
 		return nil
 	}
-	r.u32() // id
-	version := r.u8()
+	r.U32() // id
+	version := r.U8()
 	var aug []byte
-	for !r.err {
-		c := r.u8()
+	for !r.Err {
+		c := r.U8()
 		if c == 0 {
 			break
 		}
 		aug = append(aug, c)
 	}
 	if !t.ehFrame && version >= 4 {
-		r.u8() // address_size
-		r.u8() // segment_size
+		r.U8() // address_size
+		r.U8() // segment_size
 	}
 	c := &cie{ptrEnc: 0x00}
-	c.codeAlign = r.uleb()
-	c.dataAlign = r.sleb()
+	c.codeAlign = r.Uleb()
+	c.dataAlign = r.Sleb()
 	if version == 1 {
-		c.ra = uint64(r.u8())
+		c.ra = uint64(r.U8())
 	} else {
-		c.ra = r.uleb()
+		c.ra = r.Uleb()
 	}
 	if len(aug) > 0 && aug[0] == 'z' {
-		n := r.uleb()
-		augEnd := r.pos + int(n)
+		n := r.Uleb()
+		augEnd := r.Pos + int(n)
 		for _, a := range aug[1:] {
 			switch a {
 			case 'R':
-				c.ptrEnc = r.u8()
+				c.ptrEnc = r.U8()
 			case 'L':
-				r.u8()
+				r.U8()
 			case 'P':
-				enc := r.u8()
+				enc := r.U8()
 				t.readPtr(&r, enc)
 			}
 		}
-		if n > uint64(len(t.sec)) || augEnd < r.pos-int(n) {
+		if n > uint64(len(t.sec)) || augEnd < r.Pos-int(n) {
 			return nil
 		}
-		r.pos = augEnd
+		r.Pos = augEnd
 	} else if len(aug) > 0 && t.ehFrame {
 		return nil // unknown augmentation without 'z': cannot skip it
 	}
-	if r.err || r.pos > end {
+	if r.Err || r.Pos > end {
 		return nil
 	}
-	c.insts = t.sec[r.pos:end]
+	c.insts = t.sec[r.Pos:end]
 	t.cieCache[off] = c
 	return c
 }
@@ -238,29 +239,29 @@ func (t *Table) readPtr(r *reader, enc byte) uint64 {
 	if enc == 0xff { // omit
 		return 0
 	}
-	pos := r.pos
+	pos := r.Pos
 	var v uint64
 	switch enc & 0x0f {
 	case 0x00:
-		v = r.u64()
+		v = r.U64()
 	case 0x01:
-		v = r.uleb()
+		v = r.Uleb()
 	case 0x02:
-		v = uint64(r.u16())
+		v = uint64(r.U16())
 	case 0x03:
-		v = uint64(r.u32())
+		v = uint64(r.U32())
 	case 0x04:
-		v = r.u64()
+		v = r.U64()
 	case 0x09:
-		v = uint64(r.sleb())
+		v = uint64(r.Sleb())
 	case 0x0a:
-		v = uint64(int64(int16(r.u16())))
+		v = uint64(int64(int16(r.U16())))
 	case 0x0b:
-		v = uint64(int64(int32(r.u32())))
+		v = uint64(int64(int32(r.U32())))
 	case 0x0c:
-		v = r.u64()
+		v = r.U64()
 	default:
-		r.err = true
+		r.Err = true
 		return 0
 	}
 	if enc&0x70 == 0x10 { // pcrel
@@ -314,7 +315,7 @@ var errPast = errors.New("past pc")
 
 // run executes insts; in the FDE (!initial) it stops once the location passes pc.
 func (m *machine) run(insts []byte, initial bool) error {
-	r := reader{b: insts}
+	r := reader{B: insts}
 	c := m.c
 	advance := func(d uint64) error {
 		m.loc += d * c.codeAlign
@@ -333,14 +334,14 @@ func (m *machine) run(insts []byte, initial bool) error {
 			m.row.Regs[reg] = m.init.Regs[reg]
 		}
 	}
-	for !r.done() && !r.err {
-		op := r.u8()
+	for !r.Done() && !r.Err {
+		op := r.U8()
 		var err error
 		switch op >> 6 {
 		case 1: // advance_loc
 			err = advance(uint64(op & 0x3f))
 		case 2: // offset
-			set(uint64(op&0x3f), Rule{Kind: Offset, Off: int64(r.uleb()) * c.dataAlign})
+			set(uint64(op&0x3f), Rule{Kind: Offset, Off: int64(r.Uleb()) * c.dataAlign})
 		case 3: // restore
 			restore(uint64(op & 0x3f))
 		default:
@@ -352,23 +353,23 @@ func (m *machine) run(insts []byte, initial bool) error {
 					err = errPast
 				}
 			case 0x02:
-				err = advance(uint64(r.u8()))
+				err = advance(uint64(r.U8()))
 			case 0x03:
-				err = advance(uint64(r.u16()))
+				err = advance(uint64(r.U16()))
 			case 0x04:
-				err = advance(uint64(r.u32()))
+				err = advance(uint64(r.U32()))
 			case 0x05: // offset_extended
-				reg := r.uleb()
-				set(reg, Rule{Kind: Offset, Off: int64(r.uleb()) * c.dataAlign})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: Offset, Off: int64(r.Uleb()) * c.dataAlign})
 			case 0x06: // restore_extended
-				restore(r.uleb())
+				restore(r.Uleb())
 			case 0x07: // undefined
-				set(r.uleb(), Rule{Kind: Undefined})
+				set(r.Uleb(), Rule{Kind: Undefined})
 			case 0x08: // same_value
-				set(r.uleb(), Rule{Kind: SameValue})
+				set(r.Uleb(), Rule{Kind: SameValue})
 			case 0x09: // register
-				reg := r.uleb()
-				set(reg, Rule{Kind: Register, Reg: uint16(r.uleb())})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: Register, Reg: uint16(r.Uleb())})
 			case 0x0a: // remember_state
 				if len(m.stack) > 1024 {
 					return ErrBadCFI
@@ -380,42 +381,42 @@ func (m *machine) run(insts []byte, initial bool) error {
 					m.stack = m.stack[:n-1]
 				}
 			case 0x0c: // def_cfa
-				reg := r.uleb()
-				m.row.CFA = Rule{Kind: RegOffset, Reg: uint16(reg), Off: int64(r.uleb())}
+				reg := r.Uleb()
+				m.row.CFA = Rule{Kind: RegOffset, Reg: uint16(reg), Off: int64(r.Uleb())}
 			case 0x0d: // def_cfa_register
-				m.row.CFA.Reg = uint16(r.uleb())
+				m.row.CFA.Reg = uint16(r.Uleb())
 				if m.row.CFA.Kind != RegOffset {
 					m.row.CFA.Kind = RegOffset
 				}
 			case 0x0e: // def_cfa_offset
-				m.row.CFA.Off = int64(r.uleb())
+				m.row.CFA.Off = int64(r.Uleb())
 			case 0x0f: // def_cfa_expression
-				m.row.CFA = Rule{Kind: CFAExpression, Expr: r.bytes(r.uleb())}
+				m.row.CFA = Rule{Kind: CFAExpression, Expr: r.Bytes(r.Uleb())}
 			case 0x10: // expression
-				reg := r.uleb()
-				set(reg, Rule{Kind: Expression, Expr: r.bytes(r.uleb())})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: Expression, Expr: r.Bytes(r.Uleb())})
 			case 0x11: // offset_extended_sf
-				reg := r.uleb()
-				set(reg, Rule{Kind: Offset, Off: r.sleb() * c.dataAlign})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: Offset, Off: r.Sleb() * c.dataAlign})
 			case 0x12: // def_cfa_sf
-				reg := r.uleb()
-				m.row.CFA = Rule{Kind: RegOffset, Reg: uint16(reg), Off: r.sleb() * c.dataAlign}
+				reg := r.Uleb()
+				m.row.CFA = Rule{Kind: RegOffset, Reg: uint16(reg), Off: r.Sleb() * c.dataAlign}
 			case 0x13: // def_cfa_offset_sf
-				m.row.CFA.Off = r.sleb() * c.dataAlign
+				m.row.CFA.Off = r.Sleb() * c.dataAlign
 			case 0x14: // val_offset
-				reg := r.uleb()
-				set(reg, Rule{Kind: ValOffset, Off: int64(r.uleb()) * c.dataAlign})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: ValOffset, Off: int64(r.Uleb()) * c.dataAlign})
 			case 0x15: // val_offset_sf
-				reg := r.uleb()
-				set(reg, Rule{Kind: ValOffset, Off: r.sleb() * c.dataAlign})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: ValOffset, Off: r.Sleb() * c.dataAlign})
 			case 0x16: // val_expression
-				reg := r.uleb()
-				set(reg, Rule{Kind: ValExpression, Expr: r.bytes(r.uleb())})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: ValExpression, Expr: r.Bytes(r.Uleb())})
 			case 0x2e: // GNU_args_size
-				r.uleb()
+				r.Uleb()
 			case 0x2f: // GNU_negative_offset_extended
-				reg := r.uleb()
-				set(reg, Rule{Kind: Offset, Off: -int64(r.uleb()) * c.dataAlign})
+				reg := r.Uleb()
+				set(reg, Rule{Kind: Offset, Off: -int64(r.Uleb()) * c.dataAlign})
 			default:
 				return fmt.Errorf("%w 0x%02x", ErrUnknownOp, op)
 			}
@@ -424,113 +425,11 @@ func (m *machine) run(insts []byte, initial bool) error {
 			return nil
 		}
 	}
-	if r.err {
+	if r.Err {
 		return ErrBadCFI
 	}
 	return nil
 }
 
-// reader is a bounds-checked little-endian cursor: any read past the end
-// sets err and returns zero, so malformed input ends a parse instead of panicking.
-type reader struct {
-	b   []byte
-	pos int
-	err bool
-}
-
-func (r *reader) done() bool { return r.pos >= len(r.b) }
-
-func (r *reader) need(n int) bool {
-	if r.err || n < 0 || r.pos+n > len(r.b) || r.pos+n < r.pos {
-		r.err = true
-		return false
-	}
-	return true
-}
-
-func (r *reader) u8() byte {
-	if !r.need(1) {
-		return 0
-	}
-	v := r.b[r.pos]
-	r.pos++
-	return v
-}
-
-func (r *reader) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(r.b[r.pos:])
-	r.pos += 2
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b[r.pos:])
-	r.pos += 4
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b[r.pos:])
-	r.pos += 8
-	return v
-}
-
-func (r *reader) bytes(n uint64) []byte {
-	if n > uint64(len(r.b)) || !r.need(int(n)) {
-		r.err = true
-		return nil
-	}
-	v := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return v
-}
-
-func (r *reader) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for {
-		b := r.u8()
-		if r.err {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(b&0x7f) << shift
-		}
-		shift += 7
-		if b&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (r *reader) sleb() int64 {
-	var v int64
-	var shift uint
-	var b byte
-	for {
-		b = r.u8()
-		if r.err {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(b&0x7f) << shift
-		}
-		shift += 7
-		if b&0x80 == 0 {
-			break
-		}
-	}
-	if shift < 64 && b&0x40 != 0 {
-		v |= -1 << shift
-	}
-	return v
-}
+// reader is the shared DWARF cursor (symbolize/dwarfbuf).
+type reader = dwarfbuf.Reader

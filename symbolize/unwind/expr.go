@@ -18,7 +18,7 @@ const maxExprStack = 64
 func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uint64) (uint64, error) {
 	st := make([]uint64, 0, 8)
 	st = append(st, push...)
-	r := reader{b: expr}
+	r := reader{B: expr}
 	pop := func() (uint64, bool) {
 		if len(st) == 0 {
 			return 0, false
@@ -27,8 +27,8 @@ func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uin
 		st = st[:len(st)-1]
 		return v, true
 	}
-	for !r.done() {
-		op := r.u8()
+	for !r.Done() {
+		op := r.U8()
 		if len(st) > maxExprStack {
 			return 0, fmt.Errorf("%w: stack overflow", errExpr)
 		}
@@ -38,7 +38,7 @@ func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uin
 			continue
 		case op >= 0x70 && op <= 0x8f: // breg0..breg31
 			reg := int(op - 0x70)
-			off := r.sleb()
+			off := r.Sleb()
 			if !regs.has(reg) {
 				return 0, fmt.Errorf("%w: register %d unknown", errExpr, reg)
 			}
@@ -47,23 +47,23 @@ func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uin
 		}
 		switch op {
 		case 0x08: // const1u
-			st = append(st, uint64(r.u8()))
+			st = append(st, uint64(r.U8()))
 		case 0x09: // const1s
-			st = append(st, uint64(int64(int8(r.u8()))))
+			st = append(st, uint64(int64(int8(r.U8()))))
 		case 0x0a: // const2u
-			st = append(st, uint64(r.u16()))
+			st = append(st, uint64(r.U16()))
 		case 0x0b: // const2s
-			st = append(st, uint64(int64(int16(r.u16()))))
+			st = append(st, uint64(int64(int16(r.U16()))))
 		case 0x0c: // const4u
-			st = append(st, uint64(r.u32()))
+			st = append(st, uint64(r.U32()))
 		case 0x0d: // const4s
-			st = append(st, uint64(int64(int32(r.u32()))))
+			st = append(st, uint64(int64(int32(r.U32()))))
 		case 0x0e, 0x0f: // const8u, const8s
-			st = append(st, r.u64())
+			st = append(st, r.U64())
 		case 0x10: // constu
-			st = append(st, r.uleb())
+			st = append(st, r.Uleb())
 		case 0x11: // consts
-			st = append(st, uint64(r.sleb()))
+			st = append(st, uint64(r.Sleb()))
 		case 0x12: // dup
 			v, ok := pop()
 			if !ok {
@@ -111,7 +111,7 @@ func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uin
 			if !ok {
 				return 0, fmt.Errorf("%w: stack underflow", errExpr)
 			}
-			st = append(st, v+r.uleb())
+			st = append(st, v+r.Uleb())
 		case 0x1a, 0x1c, 0x1e, 0x21, 0x22, 0x24, 0x25, 0x26, 0x27, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e:
 			b, ok1 := pop()
 			a, ok2 := pop()
@@ -123,7 +123,7 @@ func eval(expr []byte, regs *Regs, read func(uint64) (uint64, bool), push ...uin
 		default:
 			return 0, fmt.Errorf("%w: op 0x%02x not supported", errExpr, op)
 		}
-		if r.err {
+		if r.Err {
 			return 0, fmt.Errorf("%w: truncated", errExpr)
 		}
 	}
