@@ -171,20 +171,28 @@ func TestAgainstPerfScript(t *testing.T) {
 			if total != len(ss) {
 				t.Errorf("profile holds %d samples, perf script prints %d", total, len(ss))
 			}
-			diffs := 0
-			for k, n := range want {
-				if got[k] != n && diffs < 5 {
-					diffs++
-					t.Errorf("perf script has %d× %s\n  profile has %d", n, k, got[k])
-				}
-			}
-			for k, n := range got {
-				if _, ok := want[k]; !ok && diffs < 10 {
-					diffs++
-					t.Errorf("profile has %d× %s which perf script does not print", n, k)
-				}
-			}
+			compareSamples(t, want, got)
 		})
+	}
+}
+
+// compareSamples reports the samples (counted by their key) that perf
+// script printed and the profile holds a different number of times, and
+// the reverse; at most 10 of them.
+func compareSamples(t *testing.T, want, got map[string]int) {
+	t.Helper()
+	diffs := 0
+	for k, n := range want {
+		if got[k] != n && diffs < 5 {
+			diffs++
+			t.Errorf("perf script has %d× %s\n  profile has %d", n, k, got[k])
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok && diffs < 10 {
+			diffs++
+			t.Errorf("profile has %d× %s which perf script does not print", n, k)
+		}
 	}
 }
 

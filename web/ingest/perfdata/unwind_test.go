@@ -118,19 +118,7 @@ func compareWithPerfScript(t *testing.T, file string, finder Binaries, env ...st
 	if userFrames < 15*len(ss) {
 		t.Fatalf("perf script unwound %d user frames in %d samples; want at least 15 per sample (is the checked-in deep found?)", userFrames, len(ss))
 	}
-	diffs := 0
-	for k, n := range want {
-		if got[k] != n && diffs < 5 {
-			diffs++
-			t.Errorf("perf script has %d× %s\n  profile has %d", n, k, got[k])
-		}
-	}
-	for k, n := range got {
-		if _, ok := want[k]; !ok && diffs < 10 {
-			diffs++
-			t.Errorf("profile has %d× %s which perf script does not print", n, k)
-		}
-	}
+	compareSamples(t, want, got)
 	return len(ss)
 }
 
