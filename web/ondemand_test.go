@@ -791,6 +791,68 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 	}
 }
 
+// TestBrowserOnDemandKeys: perf's keys on the page. s typed into the search
+// box is text; s pressed on the page skips the binary being fetched, and
+// after Retry, d disables debuginfod for the rest of the profile.
+func TestBrowserOnDemandKeys(t *testing.T) {
+	exe, debugFile := ondemandFiles(t)
+	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	held := holdDownloads(t, dsrv.URL) // every download stops after 64 KiB
+	held.Allow(64 << 10)
+	_, base := symbolizingServer(t, []string{held.URL}, 2)
+	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
+
+	b := browsertest.Start(t, browsertest.Options{})
+	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	row := `document.querySelector('#binaries tr')`
+	odWait(t, b, "fetching", row+`?.dataset.state === 'fetching' && !`+row+`.querySelector('button.skip').hidden`)
+
+	odDo(t, b, "type s and d in the search box",
+		chromedp.Focus(chromedp.CSS("#search")),
+		chromedp.SendKeys(chromedp.CSS("#search"), "sd"))
+	if got := odEval[string](t, b, row+`.dataset.state`); got != "fetching" {
+		t.Fatalf("typing s and d into the search box changed the binary to %q", got)
+	}
+	if odEval[string](t, b, `document.getElementById('search').value`) != "sd" {
+		t.Errorf("the search box did not keep the typed text")
+	}
+
+	odDo(t, b, "press s on the page",
+		chromedp.Blur(chromedp.CSS("#search")),
+		chromedp.KeyEvent("s"))
+	odWait(t, b, "skipped by s", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	if got := odEval[string](t, b, row+`.cells[4].textContent`); got != "skipped by the user" {
+		t.Errorf("detail after s: %q", got)
+	}
+
+	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
+	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
+	odWait(t, b, "fetching again", row+`.dataset.state === 'fetching' && !document.getElementById('symbolize-disable').hidden`)
+	odDo(t, b, "press d on the page", chromedp.KeyEvent("d"))
+	odWait(t, b, "disabled by d", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	if got := odEval[string](t, b, row+`.cells[4].textContent`); !strings.Contains(got, "disabled") {
+		t.Errorf("detail after d: %q, want it to say debuginfod was disabled", got)
+	}
+	resp, err := http.Get(base + "/p/" + id + "/symbolization")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Disabled bool `json:"disabled"`
+	}
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if !st.Disabled {
+		t.Errorf("the server does not record debuginfod as disabled for this profile after d")
+	}
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+}
+
 func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
