@@ -122,5 +122,25 @@ func TestTypesPageInBrowser(t *testing.T) {
 		t.Errorf("types flame graph names %q lack struct node.next", names)
 	}
 	b.Screenshot(t, "types-flame")
+
+	// The skid choice: picking "their own instruction" reloads the page
+	// with ?skid=0, which attributes less, and keeps the choice in its links.
+	run(t, b, "back to the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	waitFor(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	withSkid := text(t, b, "#attributed")
+	run(t, b, "attribute to the sampled instruction",
+		chromedp.SetValue(chromedp.CSS("#skid-types"), "0"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('skid-types').dispatchEvent(new Event('change'))`))
+	waitFor(t, b, "the page without skid correction", `new URLSearchParams(location.search).get('skid') === '0' && document.querySelector('#types > tbody > tr')`)
+	without := text(t, b, "#attributed")
+	if withSkid == without || withSkid == "" {
+		t.Errorf("attributed share %q with skid correction and %q without; want them to differ", withSkid, without)
+	}
+	if eval[bool](t, b, `!!document.getElementById('skid-share')`) {
+		t.Errorf("the page without skid correction still says how much it moved")
+	}
+	if href := eval[string](t, b, `document.getElementById('types-flame-link').href`); !eval[bool](t, b, `new URL(document.getElementById('types-flame-link').href).searchParams.get('skid') === '0'`) {
+		t.Errorf("data-type flame graph link without skid correction = %q, want skid=0 kept", href)
+	}
 	noProblems(t, b)
 }
