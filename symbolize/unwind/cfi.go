@@ -308,7 +308,12 @@ type machine struct {
 	loc   uint64
 	row   Row
 	init  Row // the row after the CIE's initial instructions, for DW_CFA_restore
-	stack []Row
+	// Remembered states (DW_CFA_remember_state): functions keep one or two
+	// (around an early return's epilogue), so the first ones live in saved,
+	// in the machine itself, and only deeper ones are allocated.
+	saved  [2]Row
+	nsaved int
+	more   []Row
 }
 
 var errPast = errors.New("past pc")
@@ -371,14 +376,24 @@ func (m *machine) run(insts []byte, initial bool) error {
 				reg := r.Uleb()
 				set(reg, Rule{Kind: Register, Reg: uint16(r.Uleb())})
 			case 0x0a: // remember_state
-				if len(m.stack) > 1024 {
+				switch {
+				case m.nsaved < len(m.saved):
+					m.saved[m.nsaved] = m.row
+				case len(m.more) >= 1024:
 					return ErrBadCFI
+				default:
+					m.more = append(m.more, m.row)
 				}
-				m.stack = append(m.stack, m.row)
+				m.nsaved++
 			case 0x0b: // restore_state: registers and CFA, as libgcc and libunwind do
-				if n := len(m.stack); n > 0 {
-					m.row = m.stack[n-1]
-					m.stack = m.stack[:n-1]
+				if m.nsaved > 0 {
+					m.nsaved--
+					if m.nsaved < len(m.saved) {
+						m.row = m.saved[m.nsaved]
+					} else {
+						m.row = m.more[len(m.more)-1]
+						m.more = m.more[:len(m.more)-1]
+					}
 				}
 			case 0x0c: // def_cfa
 				reg := r.Uleb()
