@@ -302,12 +302,12 @@ func (t *Table) Row(pc uint64) (Row, error) {
 
 // machine executes call frame instructions up to pc.
 type machine struct {
-	t     *Table
-	c     *cie
-	pc    uint64
-	loc   uint64
-	row   Row
-	init  Row // the row after the CIE's initial instructions, for DW_CFA_restore
+	t    *Table
+	c    *cie
+	pc   uint64
+	loc  uint64
+	row  Row
+	init Row // the row after the CIE's initial instructions, for DW_CFA_restore
 	// Remembered states (DW_CFA_remember_state): functions keep one or two
 	// (around an early return's epilogue), so the first ones live in saved,
 	// in the machine itself, and only deeper ones are allocated.

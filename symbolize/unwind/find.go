@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
@@ -28,13 +32,23 @@ type Finder struct {
 	// (for servers, where those paths are not this machine's).
 	IgnorePaths bool
 
-	mu    sync.Mutex
-	cache map[string]found
+	once  sync.Once
+	cache *lru.Cache[string, found] // by path, build ID and inode
+	group singleflight.Group
 }
 
+// A Finder outlives conversions in a server, so what it keeps is bounded:
+// the CFI of at most finderCacheSize binaries, each for finderTTL, after
+// which a binary that was missing, or has been rebuilt, is looked for again.
+const (
+	finderCacheSize = 256
+	finderTTL       = 10 * time.Minute
+)
+
 type found struct {
-	o   *Object
-	err error
+	o    *Object
+	err  error
+	when time.Time
 }
 
 // NewFinder returns a Finder looking where perf and gdb do: /usr/lib/debug
@@ -50,18 +64,33 @@ func NewFinder() *Finder {
 // Object returns the CFI of the binary perf saw mapped at path with the
 // given build ID ("" when perf recorded none) and inode number (0 when unknown).
 func (f *Finder) Object(path, buildID string, inode uint64) (*Object, error) {
+	f.once.Do(func() { f.cache, _ = lru.New[string, found](finderCacheSize) })
 	key := path + "\x00" + buildID + "\x00" + fmt.Sprint(inode)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if r, ok := f.cache[key]; ok {
+	if r, ok := f.cached(key); ok {
 		return r.o, r.err
 	}
-	o, err := f.load(path, buildID, inode)
-	if f.cache == nil {
-		f.cache = map[string]found{}
+	// One load per binary at a time, and no lock held while reading it:
+	// other binaries' lookups go on.
+	v, _, _ := f.group.Do(key, func() (any, error) {
+		if r, ok := f.cached(key); ok {
+			return r, nil // loaded while this caller waited
+		}
+		o, err := f.load(path, buildID, inode)
+		r := found{o, err, time.Now()}
+		f.cache.Add(key, r)
+		return r, nil
+	})
+	r := v.(found)
+	return r.o, r.err
+}
+
+// cached returns what was found for key less than finderTTL ago.
+func (f *Finder) cached(key string) (found, bool) {
+	r, ok := f.cache.Get(key)
+	if !ok || time.Since(r.when) > finderTTL {
+		return found{}, false
 	}
-	f.cache[key] = found{o, err}
-	return o, err
+	return r, true
 }
 
 func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
