@@ -520,5 +520,9 @@ func (s *Symbolizer) Lookup(ctx context.Context, m *profile.Mapping, addr uint64
 	return h.Lookup(addr, nil)
 }
 
+// CacheBytes is the memory budget of loaded debug info (Config.CacheBytes,
+// --symbol-cache-size), for other holders of debug info to follow.
+func (s *Symbolizer) CacheBytes() int64 { return s.cfg.CacheBytes }
+
 // CacheStats reports how many binaries the store holds and their bytes.
 func (s *Symbolizer) CacheStats() (binaries int, bytes int64) { return s.store.stats() }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/pprof/profile"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -147,7 +148,12 @@ type typesService struct {
 	s        *Server
 	mu       sync.Mutex
 	finder   TypesDebugFinder
-	binaries *lru.Cache[string, *typesBinary] // by exec+debug path
+	binaries *lru.Cache[string, *typesBinary] // by exec+debug path, within budget
+	// budget bounds the estimated bytes of the opened binaries (their
+	// debug sections, index and remembered results), as --symbol-cache-size
+	// bounds symbolization's; held is their sum.
+	budget atomic.Int64
+	held   atomic.Int64
 	results  *lru.Cache[typesKey, *typesResult]
 	flight   singleflight.Group
 }
@@ -176,6 +182,8 @@ type typesResult struct {
 type leafTag struct{ typ, member string }
 
 type typesBinary struct {
+	key  string
+	size atomic.Int64 // bytes counted in typesService.held
 	bin  *datatype.Binary
 	file *elfsym.File // for runtime → object address translation
 	// text is _text's address when the file is a vmlinux: kernel samples
@@ -220,7 +228,10 @@ func (s *Server) types() *typesService {
 		return v.(*typesService)
 	}
 	ts := &typesService{s: s, finder: LocalTypesDebugFinder{}}
-	ts.binaries, _ = lru.New[string, *typesBinary](16)
+	ts.budget.Store(defaultTypesBudget)
+	ts.binaries, _ = lru.NewWithEvict[string, *typesBinary](maxTypesBinaries, func(_ string, tb *typesBinary) {
+		ts.held.Add(-tb.size.Load())
+	})
 	ts.results, _ = lru.New[typesKey, *typesResult](16)
 	v, _ := typesServices.LoadOrStore(s, ts)
 	return v.(*typesService)
@@ -397,6 +408,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int,
 			samples = append(samples, datatype.Sample{PC: a, Weight: s.Weight})
 		}
 		agg.Add(d.Name, tb.bin, samples)
+		ts.keep(tb) // its remembered results grew
 		if len(bad) > 0 {
 			agg.AddUnknown(d.Name, "address not in the binary's loadable segments ("+badErr.Error()+")", bad)
 		}
@@ -415,6 +427,35 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int,
 	return res
 }
 
+// The data-type page's opened binaries: at most maxTypesBinaries, and
+// within the byte budget (--symbol-cache-size when the server symbolizes,
+// else defaultTypesBudget); the most recently used one is always kept.
+const (
+	maxTypesBinaries   = 64
+	defaultTypesBudget = 1 << 30
+)
+
+// keep puts tb in the cache, or re-measures it there (its remembered
+// results grow with each profile), then evicts the least recently used
+// binaries while the held bytes exceed the budget.
+func (ts *typesService) keep(tb *typesBinary) {
+	var size int64
+	if tb.bin != nil {
+		size = tb.bin.Size()
+	}
+	if _, ok := ts.binaries.Peek(tb.key); ok {
+		ts.held.Add(size - tb.size.Swap(size))
+	} else {
+		tb.size.Store(size)
+		ts.held.Add(size)
+		ts.binaries.Add(tb.key, tb)
+	}
+	ts.binaries.Get(tb.key) // the newest use: evicted last
+	for ts.held.Load() > ts.budget.Load() && ts.binaries.Len() > 1 {
+		ts.binaries.RemoveOldest()
+	}
+}
+
 // binary opens (once) the attribution engine for mapping m.
 func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *profile.Mapping) (*typesBinary, TypesDebug, error) {
 	dbg, err := finder.FindTypesDebug(ctx, m)
@@ -426,9 +467,9 @@ func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *
 		return tb, dbg, tb.err
 	}
 	v, _, _ := ts.flight.Do("bin:"+key, func() (any, error) {
-		tb := &typesBinary{}
+		tb := &typesBinary{key: key}
 		if tb.err = debugFileLimit(ts.s.cfg.Limits.MaxDebugFile, dbg.Exec, dbg.Debug); tb.err != nil {
-			ts.binaries.Add(key, tb)
+			ts.keep(tb)
 			return tb, nil
 		}
 		tb.file, tb.err = elfsym.Open(dbg.Exec)
@@ -439,7 +480,7 @@ func (ts *typesService) binary(ctx context.Context, finder TypesDebugFinder, m *
 			}
 			tb.file.Close() // ObjAddr needs only the program headers read by Open
 		}
-		ts.binaries.Add(key, tb)
+		ts.keep(tb)
 		return tb, nil
 	})
 	tb := v.(*typesBinary)

@@ -52,3 +52,62 @@ func TestTypesDebugFileOverLimit(t *testing.T) {
 		t.Error("the types page does not say why the binary has no types")
 	}
 }
+
+// TestTypesBinariesWithinBudget: the data-type page's opened binaries are
+// kept within a byte budget (--symbol-cache-size), the least recently used
+// evicted first, and what they hold is counted as it grows.
+func TestTypesBinariesWithinBudget(t *testing.T) {
+	var paths []string
+	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie"} {
+		p, err := filepath.Abs(filepath.Join(typesTestdata, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	s, ts := newTestServer(t, Config{})
+	svc := s.types()
+	var ids []string
+	for _, p := range paths {
+		ids = append(ids, upload(t, ts.URL, typesAddrProfile(t, p, p, fileBuildID(t, p))))
+	}
+	sizes := map[string]int64{}
+	for i, id := range ids {
+		r := getTypesJSON(t, ts.URL+"/p/"+id+"/types.json")
+		checkTypes(t, r)
+		tb, ok := svc.binaries.Peek(paths[i] + "\x00" + paths[i])
+		if !ok || tb.bin == nil {
+			t.Fatalf("%s is not kept after its page", paths[i])
+		}
+		sizes[paths[i]] = tb.bin.Size()
+		if info := fileSize(t, paths[i]); sizes[paths[i]] < info/4 {
+			t.Errorf("%s: Size() = %d bytes for a %d-byte binary: it does not count the sections it holds", paths[i], sizes[paths[i]], info)
+		}
+	}
+	if got, want := svc.held.Load(), sizes[paths[0]]+sizes[paths[1]]; svc.binaries.Len() != 2 || got != want {
+		t.Fatalf("with the default budget: %d binaries holding %d bytes; want both, %d bytes", svc.binaries.Len(), got, want)
+	}
+
+	// A budget smaller than both: opening one evicts the other.
+	svc.budget.Store(sizes[paths[0]] + sizes[paths[1]] - 1)
+	svc.results.Purge() // compute again rather than serve cached pages
+	r := getTypesJSON(t, ts.URL+"/p/"+ids[0]+"/types.json?skid=0")
+	checkTypes(t, r)
+	if _, ok := svc.binaries.Peek(paths[1] + "\x00" + paths[1]); ok || svc.binaries.Len() != 1 {
+		t.Errorf("over budget, the least recently used binary is still kept (%d kept)", svc.binaries.Len())
+	}
+	if got, want := svc.held.Load(), sizes[paths[0]]; got != want {
+		t.Errorf("held %d bytes with one binary of %d", got, want)
+	}
+	// The evicted binary opens again when its page is asked for.
+	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[1]+"/types.json?skid=0"))
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -93,6 +93,7 @@ func (s *Server) useSymbolizerForTypes(c *SymbolizationConfig) {
 	ts.mu.Lock()
 	ts.finder = SymbolizerTypesFinder{Engine: c.Engine, Gate: c.Gate, Servers: c.Servers, Timeout: c.Timeout}
 	ts.mu.Unlock()
+	ts.budget.Store(c.Engine.CacheBytes()) // --symbol-cache-size
 }
 
 // uploadNoDebuginfod reads the upload's stored "don't ask debuginfod" choice.

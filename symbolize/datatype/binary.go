@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"unsafe"
 )
 
 // Binary is one ELF executable (its code) and its debug info (its DWARF),
@@ -40,6 +41,7 @@ type Binary struct {
 	names   map[dwarf.Type]string // typeName cache
 	// Results of attribution: memo maps a pc to its index in distinct,
 	// which holds each different Access once.
+	bytes       int64 // sections and index held since Open (Size)
 	memo        map[uint64]int32
 	skidMemo    map[uint64]int32 // pc → the access counted with skid correction (skid.go)
 	distinct    []Access
@@ -123,7 +125,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 	}
 	var info []byte
-	b.dw, info, err = loadDWARF(df)
+	b.dw, info, b.bytes, err = loadDWARF(df)
 	if err != nil {
 		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
 	}
@@ -146,35 +148,59 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	if err := b.index(); err != nil {
 		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, err)
 	}
+	for _, t := range b.text {
+		b.bytes += int64(len(t.data))
+	}
+	b.bytes += int64(len(b.loc) + len(b.loclists) + len(b.addrSec))
+	if b.frames != nil {
+		b.bytes += int64(b.frames.bytes)
+	}
+	b.bytes += int64(len(b.funcs))*int64(unsafe.Sizeof(funcRange{})) + int64(len(b.globals))*int64(unsafe.Sizeof(global{}))
 	return b, nil
+}
+
+// Size estimates the memory the Binary holds: the code and debug sections
+// it read, its index, and the attribution results it remembers (the scope
+// and type caches are left out). A cache of Binaries bounds its bytes with it.
+func (b *Binary) Size() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytes + int64(len(b.distinct))*int64(unsafe.Sizeof(Access{})) + int64(len(b.memo)+len(b.skidMemo))*16
 }
 
 // loadDWARF is elf.File.DWARF without the sections attribution never reads
 // (.debug_line above all), which saves decompressing them.
-// It also returns the raw .debug_info, whose unit headers Open reads.
-func loadDWARF(f *elf.File) (*dwarf.Data, []byte, error) {
-	info := sectionData(f, ".debug_info")
-	if info == nil {
-		return nil, nil, errors.New("no .debug_info section")
+// It also returns the raw .debug_info, whose unit headers Open reads, and
+// the bytes of all the sections it read.
+func loadDWARF(f *elf.File) (*dwarf.Data, []byte, int64, error) {
+	var n int64
+	read := func(name string) []byte {
+		d := sectionData(f, name)
+		n += int64(len(d))
+		return d
 	}
-	d, err := dwarf.New(sectionData(f, ".debug_abbrev"), nil, nil, info, nil, nil,
-		sectionData(f, ".debug_ranges"), sectionData(f, ".debug_str"))
+	info := read(".debug_info")
+	if info == nil {
+		return nil, nil, 0, errors.New("no .debug_info section")
+	}
+	d, err := dwarf.New(read(".debug_abbrev"), nil, nil, info, nil, nil,
+		read(".debug_ranges"), read(".debug_str"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_rnglists", ".debug_line_str"} {
-		if data := sectionData(f, name); data != nil {
+		if data := read(name); data != nil {
 			if err := d.AddSection(name, data); err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 		}
 	}
-	if data := sectionData(f, ".debug_types"); data != nil {
+	if data := read(".debug_types"); data != nil {
 		if err := d.AddTypes(".debug_types", data); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 	}
-	return d, info, nil
+	return d, info, n, nil
 }
 
 // gotSlot is a GOT entry: the address the dynamic linker stores in it, when

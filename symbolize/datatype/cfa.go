@@ -11,8 +11,9 @@ import (
 // relative to DW_OP_call_frame_cfa, while the code addresses them relative
 // to %rsp.
 type cfaTable struct {
-	t    *unwind.Table
-	fdes []struct{} // one per FDE: binary.go checks that the table is not empty
+	t     *unwind.Table
+	fdes  []struct{} // one per FDE: binary.go checks that the table is not empty
+	bytes int        // the section's, for Binary.Size
 }
 
 // cfaRule is CFA = reg + off.
@@ -25,7 +26,7 @@ type cfaRule struct {
 // newCFATable indexes the FDEs of an .eh_frame (ehFrame) or .debug_frame section.
 func newCFATable(sec []byte, secAddr uint64, ehFrame bool) *cfaTable {
 	t := unwind.NewTable(sec, secAddr, ehFrame)
-	return &cfaTable{t: t, fdes: make([]struct{}, t.Len())}
+	return &cfaTable{t: t, fdes: make([]struct{}, t.Len()), bytes: len(sec)}
 }
 
 // cfaAt returns the CFA rule in effect at pc; not ok when no FDE covers pc
