@@ -152,10 +152,10 @@ type typesService struct {
 	// budget bounds the estimated bytes of the opened binaries (their
 	// debug sections, index and remembered results), as --symbol-cache-size
 	// bounds symbolization's; held is their sum.
-	budget atomic.Int64
-	held   atomic.Int64
-	results  *lru.Cache[typesKey, *typesResult]
-	flight   singleflight.Group
+	budget  atomic.Int64
+	held    atomic.Int64
+	results *lru.Cache[typesKey, *typesResult]
+	flight  singleflight.Group
 }
 
 type typesKey struct {
