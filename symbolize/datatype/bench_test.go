@@ -317,3 +317,89 @@ func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 	}
 	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
 }
+
+// vmlinuxProfiles returns n samples over the kernel at $VIEWER_VMLINUX
+// (testdata/datatype/vmlinux.sh fetches Debian's), uniform over all its
+// instructions and Zipf over 300 functions, as libcProfiles does for libc.
+func vmlinuxProfiles(b *testing.B, n int) (path string, uniform, zipf []Sample) {
+	path = os.Getenv("VIEWER_VMLINUX")
+	if path == "" {
+		b.Skip("set VIEWER_VMLINUX to a vmlinux with DWARF (testdata/datatype/vmlinux.sh fetches one)")
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		b.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pcs []uint64
+	var funcs [][]uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+			continue
+		}
+		start := len(pcs)
+		for pc := s.Value; pc < s.Value+s.Size; {
+			inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
+			if err != nil {
+				break
+			}
+			pcs = append(pcs, pc)
+			pc += uint64(inst.Len)
+		}
+		if len(pcs) > start {
+			funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for range n {
+		uniform = append(uniform, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
+	}
+	var hot []uint64
+	for range 300 {
+		hot = append(hot, funcs[r.IntN(len(funcs))]...)
+	}
+	z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
+	for range n {
+		zipf = append(zipf, Sample{PC: hot[z.Uint64()], Weight: 1})
+	}
+	return path, uniform, zipf
+}
+
+// BenchmarkAttributeVmlinux attributes 100,000 kernel samples with skid
+// correction, including opening the vmlinux and indexing its DWARF, and
+// reports the peak RSS of the process (the kernel's DWARF is ~170 MB of
+// .debug_info, with its types repeated in every unit).
+func BenchmarkAttributeVmlinux(b *testing.B) {
+	path, uniform, zipf := vmlinuxProfiles(b, 100_000)
+	for _, c := range []struct {
+		name    string
+		samples []Sample
+	}{{"zipf", zipf}, {"uniform", uniform}} {
+		b.Run(c.name, func(b *testing.B) {
+			start := cpuTime()
+			for b.Loop() {
+				bin, err := Open(path, path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				agg := NewAggregator()
+				agg.Skid = true
+				agg.Add("vmlinux", bin, c.samples)
+				_ = agg.Profile()
+			}
+			reportCPU(b, start)
+			var ru syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+		})
+	}
+}

@@ -36,6 +36,9 @@ type Binary struct {
 	scopes  map[dwarf.Offset]*funcScope
 	entries map[dwarf.Offset]*dwarf.Entry
 	types   map[dwarf.Offset]dwarf.Type
+	named   map[namedKey]dwarf.Type // named aggregates shared across units (types.go)
+	defs    map[defKey]dwarf.Offset // the one complete definition of a named aggregate, for declarations (types.go)
+	defSize map[defKey]int64
 	code    map[uint64]*funcCode
 	layouts map[dwarf.Type][]LayoutRow
 	names   map[dwarf.Type]string // typeName cache
@@ -108,6 +111,9 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		scopes:      map[dwarf.Offset]*funcScope{},
 		entries:     map[dwarf.Offset]*dwarf.Entry{},
 		types:       map[dwarf.Offset]dwarf.Type{},
+		named:       map[namedKey]dwarf.Type{},
+		defs:        map[defKey]dwarf.Offset{},
+		defSize:     map[defKey]int64{},
 		code:        map[uint64]*funcCode{},
 		layouts:     map[dwarf.Type][]LayoutRow{},
 	}
@@ -341,6 +347,7 @@ func (b *Binary) index() error {
 			}
 		case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType, dwarf.TagEnumerationType,
 			dwarf.TagSubroutineType, dwarf.TagArrayType:
+			b.noteDefinition(e)
 			if e.Children {
 				r.SkipChildren()
 			}
@@ -499,23 +506,4 @@ func (b *Binary) attr(e *dwarf.Entry, a dwarf.Attr) any {
 		}
 	}
 	return nil
-}
-
-// typ returns the type at off (cached; debug/dwarf's own cache is not
-// safe for concurrent use, so callers hold b.mu).
-func (b *Binary) typ(off dwarf.Offset) (t dwarf.Type, err error) {
-	if t, ok := b.types[off]; ok {
-		return t, nil
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("malformed type at %#x: %v", off, r)
-		}
-	}()
-	t, err = b.dw.Type(off)
-	if err != nil {
-		return nil, err
-	}
-	b.types[off] = t
-	return t, nil
 }

@@ -54,6 +54,7 @@ const (
 	opFbreg        = 0x91
 	opBregx        = 0x92
 	opCallFrameCFA = 0x9c
+	opPlusUconst   = 0x23
 	opAddrx        = 0xa1
 	opGNUAddrIndex = 0xfb
 )

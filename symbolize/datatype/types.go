@@ -1,0 +1,325 @@
+package datatype
+
+import (
+	"debug/dwarf"
+	"errors"
+	"fmt"
+)
+
+// Types are read here one DIE at a time, not with dwarf.Data.Type, and a
+// named struct, union, class or enum is read once per name, size and
+// declaration line, then shared by every compile unit that repeats it.
+// dwarf.Data.Type reads the whole type graph a type reaches, per unit: the
+// kernel repeats struct task_struct, and all it points to, in each of its
+// thousands of units, so attributing a kernel profile read gigabytes of
+// duplicate types. The result is the same dwarf.Type values the rest of the
+// package reads (a test compares them with dwarf.Data.Type's).
+
+// namedKey identifies one definition of a named aggregate across units.
+type namedKey struct {
+	tag  dwarf.Tag
+	name string
+	size int64
+	line int64
+}
+
+// defKey names an aggregate regardless of its unit.
+type defKey struct {
+	tag  dwarf.Tag
+	name string
+}
+
+// noDefinition marks a name with complete definitions of different sizes:
+// a declaration of it cannot be told which one it means.
+const noDefinition = ^dwarf.Offset(0)
+
+// noteDefinition records, while Open indexes the DWARF, where a named
+// struct, union or class is defined in full. A unit that only declares it
+// (struct net_device; then a pointer to it) is then read with that
+// definition, as a debugger does, instead of an incomplete type whose
+// members register tracking cannot follow.
+func (b *Binary) noteDefinition(e *dwarf.Entry) {
+	switch e.Tag {
+	case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType:
+	default:
+		return
+	}
+	name, _ := e.Val(dwarf.AttrName).(string)
+	size, ok := e.Val(dwarf.AttrByteSize).(int64)
+	if name == "" || !ok || e.Val(dwarf.AttrDeclaration) != nil {
+		return
+	}
+	k := defKey{e.Tag, name}
+	prev, seen := b.defs[k]
+	switch {
+	case !seen:
+		b.defs[k] = e.Offset
+		b.defSize[k] = size
+	case prev != noDefinition && b.defSize[k] != size:
+		b.defs[k] = noDefinition
+	}
+}
+
+// typ returns the type whose DIE is at off. Callers hold b.mu.
+func (b *Binary) typ(off dwarf.Offset) (t dwarf.Type, err error) {
+	if t, ok := b.types[off]; ok {
+		return t, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("malformed type at %#x: %v", off, r)
+		}
+	}()
+	t, err = b.readType(off, 0)
+	if errors.Is(err, errTypeSignature) {
+		t, err = b.dw.Type(off)
+		if err == nil {
+			b.types[off] = t
+		}
+	}
+	return t, err
+}
+
+// maxTypeDepth bounds the nesting of types read through one another (a
+// member's type's member's type...), against damaged DWARF.
+const maxTypeDepth = 512
+
+func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
+	if t, ok := b.types[off]; ok {
+		return t, nil
+	}
+	if depth > maxTypeDepth {
+		return nil, fmt.Errorf("types nested too deep at %#x", off)
+	}
+	r := b.dw.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, fmt.Errorf("no type at %#x", off)
+	}
+	name, _ := e.Val(dwarf.AttrName).(string)
+	size, hasSize := e.Val(dwarf.AttrByteSize).(int64)
+	if !hasSize {
+		size = -1
+	}
+	sub := func(e *dwarf.Entry) (dwarf.Type, error) { return b.subType(e, depth) }
+	// done caches t at off; on error the placeholder is taken out again.
+	done := func(t dwarf.Type, err error) (dwarf.Type, error) {
+		if err != nil {
+			delete(b.types, off)
+			return nil, err
+		}
+		b.types[off] = t
+		return t, nil
+	}
+
+	switch e.Tag {
+	case dwarf.TagPointerType:
+		t := &dwarf.PtrType{}
+		t.ByteSize = size
+		if !hasSize {
+			t.ByteSize = 8
+		}
+		b.types[off] = t // a pointer may lead back here
+		t.Type, err = sub(e)
+		return done(t, err)
+
+	case dwarf.TagTypedef:
+		t := &dwarf.TypedefType{}
+		t.Name = name
+		b.types[off] = t
+		t.Type, err = sub(e)
+		if err == nil {
+			t.ByteSize = typeSize(t.Type)
+		}
+		return done(t, err)
+
+	case dwarf.TagConstType, dwarf.TagVolatileType, dwarf.TagRestrictType:
+		t := &dwarf.QualType{Qual: map[dwarf.Tag]string{dwarf.TagConstType: "const", dwarf.TagVolatileType: "volatile", dwarf.TagRestrictType: "restrict"}[e.Tag]}
+		t.ByteSize = size
+		b.types[off] = t
+		t.Type, err = sub(e)
+		return done(t, err)
+
+	case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType:
+		incomplete := e.Val(dwarf.AttrDeclaration) != nil
+		if def, ok := b.defs[defKey{e.Tag, name}]; incomplete && name != "" && ok && def != noDefinition && def != off {
+			t, err := b.readType(def, depth+1)
+			return done(t, err)
+		}
+		line, _ := e.Val(dwarf.AttrDeclLine).(int64)
+		key := namedKey{e.Tag, name, size, line}
+		if name != "" && !incomplete {
+			if t, ok := b.named[key]; ok {
+				b.types[off] = t
+				return t, nil
+			}
+		}
+		t := &dwarf.StructType{StructName: name, Incomplete: incomplete}
+		t.ByteSize = size
+		t.Kind = map[dwarf.Tag]string{dwarf.TagStructType: "struct", dwarf.TagUnionType: "union", dwarf.TagClassType: "class"}[e.Tag]
+		b.types[off] = t // members may point back to it
+		if name != "" && !incomplete {
+			b.named[key] = t
+		}
+		if err := b.readFields(r, e, t, depth); err != nil {
+			if name != "" && !incomplete {
+				delete(b.named, key)
+			}
+			return done(nil, err)
+		}
+		return done(t, nil)
+
+	case dwarf.TagArrayType:
+		t := &dwarf.ArrayType{}
+		t.ByteSize = size
+		t.StrideBitSize, _ = e.Val(dwarf.AttrStrideSize).(int64)
+		b.types[off] = t
+		elem, err := sub(e)
+		if err != nil {
+			return done(nil, err)
+		}
+		var dims []int64
+		if e.Children {
+			for {
+				kid, err := r.Next()
+				if err != nil {
+					return done(nil, err)
+				}
+				if kid == nil || kid.Tag == 0 {
+					break
+				}
+				if kid.Tag == dwarf.TagSubrangeType {
+					count, ok := kid.Val(dwarf.AttrCount).(int64)
+					if !ok {
+						if ub, ok := kid.Val(dwarf.AttrUpperBound).(int64); ok {
+							count = ub + 1
+						} else if len(dims) == 0 {
+							count = -1 // x[]
+						}
+					}
+					dims = append(dims, count)
+				}
+				if kid.Children {
+					r.SkipChildren()
+				}
+			}
+		}
+		if len(dims) == 0 {
+			dims = []int64{-1}
+		}
+		t.Count = dims[0]
+		t.Type = elem
+		for i := len(dims) - 1; i >= 1; i-- {
+			t.Type = &dwarf.ArrayType{Type: t.Type, Count: dims[i]}
+		}
+		return done(t, nil)
+
+	case dwarf.TagEnumerationType:
+		line, _ := e.Val(dwarf.AttrDeclLine).(int64)
+		key := namedKey{e.Tag, name, size, line}
+		if name != "" {
+			if t, ok := b.named[key]; ok {
+				b.types[off] = t
+				return t, nil
+			}
+		}
+		// Enumerators hold no types: debug/dwarf reads this one DIE's children.
+		t, err := b.dw.Type(off)
+		if err == nil && name != "" {
+			b.named[key] = t
+		}
+		return done(t, err)
+
+	case dwarf.TagSubroutineType:
+		// Attribution never looks inside function types; their parameter
+		// types could reach the whole graph.
+		t := &dwarf.FuncType{}
+		t.ByteSize = size
+		return done(t, nil)
+	}
+	// Base and unspecified types: one DIE, no references.
+	return done(b.dw.Type(off))
+}
+
+// subType reads the type DIE e refers to: void when it names none.
+func (b *Binary) subType(e *dwarf.Entry, depth int) (dwarf.Type, error) {
+	switch v := e.Val(dwarf.AttrType).(type) {
+	case nil:
+		return &dwarf.VoidType{}, nil
+	case dwarf.Offset:
+		return b.readType(v, depth+1)
+	}
+	return nil, errTypeSignature
+}
+
+// errTypeSignature: a reference into a type unit (.debug_types), which
+// only dwarf.Data.Type follows.
+var errTypeSignature = errors.New("type unit reference")
+
+// readFields reads the members of the struct, union or class e (just read
+// by r) into t, as dwarf.Data.Type does, including its fix for zero-length
+// arrays, which DWARF writes as if they had one element.
+func (b *Binary) readFields(r *dwarf.Reader, e *dwarf.Entry, t *dwarf.StructType, depth int) error {
+	if !e.Children {
+		return nil
+	}
+	var last *dwarf.StructField
+	var lastBitSize, lastOff int64
+	zero := func(f *dwarf.StructField) {
+		if a, ok := f.Type.(*dwarf.ArrayType); ok && typeSize(a.Type) != 0 {
+			c := *a
+			c.Count = 0
+			f.Type = &c
+		}
+	}
+	for {
+		kid, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if kid == nil || kid.Tag == 0 {
+			break
+		}
+		if kid.Children {
+			r.SkipChildren()
+		}
+		if kid.Tag != dwarf.TagMember {
+			continue
+		}
+		f := &dwarf.StructField{}
+		if f.Type, err = b.subType(kid, depth); err != nil {
+			return err
+		}
+		switch loc := kid.Val(dwarf.AttrDataMemberLoc).(type) {
+		case []byte:
+			if len(loc) == 0 || loc[0] != opPlusUconst {
+				return fmt.Errorf("member %#x: unexpected location opcode", kid.Offset)
+			}
+			rd := reader{B: loc, Pos: 1}
+			f.ByteOffset = int64(rd.Uleb())
+			if rd.Err {
+				return fmt.Errorf("member %#x: truncated location", kid.Offset)
+			}
+		case int64:
+			f.ByteOffset = loc
+		}
+		f.Name, _ = kid.Val(dwarf.AttrName).(string)
+		f.ByteSize, _ = kid.Val(dwarf.AttrByteSize).(int64)
+		f.BitOffset, _ = kid.Val(dwarf.AttrBitOffset).(int64)
+		f.DataBitOffset, _ = kid.Val(dwarf.AttrDataBitOffset).(int64)
+		f.BitSize, _ = kid.Val(dwarf.AttrBitSize).(int64)
+		t.Field = append(t.Field, f)
+		if last != nil && lastBitSize == 0 && lastOff == f.ByteOffset && t.Kind != "union" {
+			zero(last)
+		}
+		last, lastOff, lastBitSize = f, f.ByteOffset, f.BitSize
+	}
+	if last != nil && t.Kind != "union" && t.ByteSize >= 0 && t.ByteSize == lastOff {
+		zero(last)
+	}
+	return nil
+}
