@@ -143,7 +143,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			b.frames = newCFATable(d, 0, false)
 		}
 	}
-	if b.frames == nil || len(b.frames.fdes) == 0 {
+	if b.frames.empty() {
 		if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 			if d, err := s.Data(); err == nil {
 				b.frames = newCFATable(d, s.Addr, true)

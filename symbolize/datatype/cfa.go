@@ -12,8 +12,7 @@ import (
 // to %rsp.
 type cfaTable struct {
 	t     *unwind.Table
-	fdes  []struct{} // one per FDE: binary.go checks that the table is not empty
-	bytes int        // the section's, for Binary.Size
+	bytes int // the section's, for Binary.Size
 }
 
 // cfaRule is CFA = reg + off.
@@ -26,7 +25,7 @@ type cfaRule struct {
 // newCFATable indexes the FDEs of an .eh_frame (ehFrame) or .debug_frame section.
 func newCFATable(sec []byte, secAddr uint64, ehFrame bool) *cfaTable {
 	t := unwind.NewTable(sec, secAddr, ehFrame)
-	return &cfaTable{t: t, fdes: make([]struct{}, t.Len()), bytes: len(sec)}
+	return &cfaTable{t: t, bytes: len(sec)}
 }
 
 // cfaAt returns the CFA rule in effect at pc; not ok when no FDE covers pc
@@ -41,3 +40,6 @@ func (t *cfaTable) cfaAt(pc uint64) cfaRule {
 	}
 	return cfaRule{reg: int(row.CFA.Reg), off: row.CFA.Off, ok: true}
 }
+
+// empty reports whether the table describes no function.
+func (t *cfaTable) empty() bool { return t == nil || t.t.Len() == 0 }
