@@ -80,5 +80,11 @@ func parsePprof(data []byte, lim Limits) (*profile.Profile, error) {
 	if len(p.SampleType) == 0 {
 		return nil, fmt.Errorf("the pprof profile has no sample types, so there is nothing to draw")
 	}
+	// The decoder accepts messages that break the format's own rules (a
+	// location with the reserved ID 0, samples pointing at nothing); the
+	// rest of the viewer relies on them.
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("invalid pprof profile: %v; was it written by a pprof encoder?", err)
+	}
 	return p, nil
 }
