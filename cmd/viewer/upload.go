@@ -85,7 +85,9 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader
 	if err != nil {
 		return "", nil, err
 	}
-	pf, err := perfdata.Read(data, perfdata.Options{})
+	// Read once, keeping the stack copies (slices of data), and convert that
+	// same File only when it holds DWARF-mode samples.
+	pf, err := perfdata.Read(data, perfdata.Options{UserStacks: true})
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -99,7 +101,7 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader
 	if !dwarf {
 		return file, bytes.NewReader(data), nil
 	}
-	p, _, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, true))
+	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true).Binaries})
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", file, err)
 	}
