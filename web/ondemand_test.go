@@ -750,24 +750,42 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 	}
 }
 
-func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
+// heldPage is a profile page in chromium whose binary's debuginfod
+// download is held after 64 KiB (heldOnDemandPage).
+type heldPage struct {
+	held     *heldDownloads // lets the download go on
+	b        *browsertest.Browser
+	row      string // the binary's row, a JavaScript expression
+	base, id string // the server and the profile
+}
+
+// heldOnDemandPage uploads the on-demand profile to a server whose
+// debuginfod downloads are held after 64 KiB, opens its page in chromium
+// and waits until the binary's row shows it fetching with a Skip button.
+func heldOnDemandPage(t *testing.T) heldPage {
+	t.Helper()
 	exe, debugFile := ondemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
-	// The download stops after 64 KiB until the test lets it go: only Skip
-	// ends it, however long the browser takes to get there.
-	held := holdDownloads(t, dsrv.URL)
-	held.Allow(64 << 10)
-	_, base := symbolizingServer(t, []string{held.URL}, 2)
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
+	p := heldPage{held: holdDownloads(t, dsrv.URL), row: `document.querySelector('#binaries tr')`}
+	p.held.Allow(64 << 10)
+	_, p.base = symbolizingServer(t, []string{p.held.URL}, 2)
+	p.id = uploadAPI(t, p.base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
 
-	b := browsertest.Start(t, browsertest.Options{})
-	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
-	if err := b.WaitReady(30 * time.Second); err != nil {
+	p.b = browsertest.Start(t, browsertest.Options{})
+	odDo(t, p.b, "open the profile", chromedp.Navigate(p.base+"/p/"+p.id))
+	if err := p.b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	row := `document.querySelector('#binaries tr')`
-	odWait(t, b, "fetching", row+`?.dataset.state === 'fetching'`)
-	odWait(t, b, "the Skip button", row+`.querySelector('button.skip') && !`+row+`.querySelector('button.skip').hidden`)
+	odWait(t, p.b, "fetching", p.row+`?.dataset.state === 'fetching'`)
+	odWait(t, p.b, "the Skip button", p.row+`.querySelector('button.skip') && !`+p.row+`.querySelector('button.skip').hidden`)
+	return p
+}
+
+func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
+	// The download stops after 64 KiB until the test lets it go: only Skip
+	// ends it, however long the browser takes to get there.
+	p := heldOnDemandPage(t)
+	held, b, row := p.held, p.b, p.row
 	if odEval[bool](t, b, `document.getElementById('symbolize-disable').hidden`) {
 		t.Error("no Disable button while fetching")
 	}
@@ -795,20 +813,8 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 // box is text; s pressed on the page skips the binary being fetched, and
 // after Retry, d disables debuginfod for the rest of the profile.
 func TestBrowserOnDemandKeys(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
-	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
-	held := holdDownloads(t, dsrv.URL) // every download stops after 64 KiB
-	held.Allow(64 << 10)
-	_, base := symbolizingServer(t, []string{held.URL}, 2)
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
-
-	b := browsertest.Start(t, browsertest.Options{})
-	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
-	if err := b.WaitReady(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	row := `document.querySelector('#binaries tr')`
-	odWait(t, b, "fetching", row+`?.dataset.state === 'fetching' && !`+row+`.querySelector('button.skip').hidden`)
+	p := heldOnDemandPage(t) // every download stops after 64 KiB
+	b, row, base, id := p.b, p.row, p.base, p.id
 
 	odDo(t, b, "type s and d in the search box",
 		chromedp.Focus(chromedp.CSS("#search")),
