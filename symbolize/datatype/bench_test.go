@@ -75,59 +75,66 @@ func libcZipfProfile(tb testing.TB, exe, debug string, n int) []Sample {
 }
 
 func libcProfiles(tb testing.TB, exe, debug string, n int) {
-	libcSamplesOnce.Do(func() {
-		ef, err := elf.Open(exe)
-		if err != nil {
-			tb.Fatal(err)
+	libcSamplesOnce.Do(func() { libcSamples, libcZipf = benchProfiles(tb, exe, debug, n) })
+}
+
+// benchProfiles returns n samples at instruction boundaries of the functions
+// in exe's .text (named by symFile's symbol table) two ways: uniform over
+// every instruction, and Zipf (s=1.1) over the instructions of 300 functions
+// picked at random.
+func benchProfiles(tb testing.TB, exe, symFile string, n int) (uniform, zipf []Sample) {
+	ef, err := elf.Open(exe)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sf, err := elf.Open(symFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer sf.Close()
+	syms, err := sf.Symbols()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var pcs []uint64
+	var funcs [][]uint64 // each function's instructions
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+			continue
 		}
-		defer ef.Close()
-		text := ef.Section(".text")
-		code, err := text.Data()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		df, err := elf.Open(debug)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer df.Close()
-		syms, err := df.Symbols()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var pcs []uint64
-		var funcs [][]uint64 // each function's instructions
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
-				continue
+		start := len(pcs)
+		for pc := s.Value; pc < s.Value+s.Size; {
+			inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
+			if err != nil {
+				break
 			}
-			start := len(pcs)
-			for pc := s.Value; pc < s.Value+s.Size; {
-				inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
-				if err != nil {
-					break
-				}
-				pcs = append(pcs, pc)
-				pc += uint64(inst.Len)
-			}
-			if len(pcs) > start {
-				funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
-			}
+			pcs = append(pcs, pc)
+			pc += uint64(inst.Len)
 		}
-		r := rand.New(rand.NewPCG(7, 7))
-		for range n {
-			libcSamples = append(libcSamples, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
+		if len(pcs) > start {
+			funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
 		}
-		var hot []uint64
-		for range 300 {
-			hot = append(hot, funcs[r.IntN(len(funcs))]...)
-		}
-		r.Shuffle(len(hot), func(i, j int) { hot[i], hot[j] = hot[j], hot[i] })
-		z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
-		for range n {
-			libcZipf = append(libcZipf, Sample{PC: hot[z.Uint64()], Weight: 1})
-		}
-	})
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for range n {
+		uniform = append(uniform, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
+	}
+	var hot []uint64
+	for range 300 {
+		hot = append(hot, funcs[r.IntN(len(funcs))]...)
+	}
+	r.Shuffle(len(hot), func(i, j int) { hot[i], hot[j] = hot[j], hot[i] })
+	z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
+	for range n {
+		zipf = append(zipf, Sample{PC: hot[z.Uint64()], Weight: 1})
+	}
+	return uniform, zipf
 }
 
 // BenchmarkAttribute attributes 100,000 samples over libc, including
@@ -318,59 +325,14 @@ func benchSymbolizeWarm(b *testing.B, profile profileFunc) {
 	b.ReportMetric(float64(len(pcs)), "distinct-pcs")
 }
 
-// vmlinuxProfiles returns n samples over the kernel at $VIEWER_VMLINUX
-// (testdata/datatype/vmlinux.sh fetches Debian's), uniform over all its
-// instructions and Zipf over 300 functions, as libcProfiles does for libc.
+// vmlinuxProfiles returns benchProfiles' samples over the kernel at
+// $VIEWER_VMLINUX (testdata/datatype/vmlinux.sh fetches Debian's).
 func vmlinuxProfiles(b *testing.B, n int) (path string, uniform, zipf []Sample) {
 	path = os.Getenv("VIEWER_VMLINUX")
 	if path == "" {
 		b.Skip("set VIEWER_VMLINUX to a vmlinux with DWARF (testdata/datatype/vmlinux.sh fetches one)")
 	}
-	ef, err := elf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ef.Close()
-	text := ef.Section(".text")
-	code, err := text.Data()
-	if err != nil {
-		b.Fatal(err)
-	}
-	syms, err := ef.Symbols()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var pcs []uint64
-	var funcs [][]uint64
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
-			continue
-		}
-		start := len(pcs)
-		for pc := s.Value; pc < s.Value+s.Size; {
-			inst, err := x86asm.Decode(code[pc-text.Addr:], 64)
-			if err != nil {
-				break
-			}
-			pcs = append(pcs, pc)
-			pc += uint64(inst.Len)
-		}
-		if len(pcs) > start {
-			funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
-		}
-	}
-	r := rand.New(rand.NewPCG(1, 1))
-	for range n {
-		uniform = append(uniform, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
-	}
-	var hot []uint64
-	for range 300 {
-		hot = append(hot, funcs[r.IntN(len(funcs))]...)
-	}
-	z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
-	for range n {
-		zipf = append(zipf, Sample{PC: hot[z.Uint64()], Weight: 1})
-	}
+	uniform, zipf = benchProfiles(b, path, path, n)
 	return path, uniform, zipf
 }
 
