@@ -475,19 +475,29 @@ func (b *Binary) insnBytes(pc uint64) []byte {
 	return nil
 }
 
+// readerAt reads the DIE at off and returns it with a reader positioned
+// after it, at its children if it has any.
+func (b *Binary) readerAt(off dwarf.Offset) (*dwarf.Reader, *dwarf.Entry, error) {
+	r := b.dw.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, nil, err
+	}
+	if e == nil {
+		return nil, nil, fmt.Errorf("no DIE at %#x", off)
+	}
+	return r, e, nil
+}
+
 // entry reads the DIE at off (cached).
 func (b *Binary) entry(off dwarf.Offset) (*dwarf.Entry, error) {
 	if e, ok := b.entries[off]; ok {
 		return e, nil
 	}
-	r := b.dw.Reader()
-	r.Seek(off)
-	e, err := r.Next()
+	_, e, err := b.readerAt(off)
 	if err != nil {
 		return nil, err
-	}
-	if e == nil {
-		return nil, errors.New("no DIE at offset")
 	}
 	b.entries[off] = e
 	return e, nil

@@ -91,14 +91,9 @@ func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
 	if depth > maxTypeDepth {
 		return nil, fmt.Errorf("types nested too deep at %#x", off)
 	}
-	r := b.dw.Reader()
-	r.Seek(off)
-	e, err := r.Next()
+	r, e, err := b.readerAt(off)
 	if err != nil {
 		return nil, err
-	}
-	if e == nil {
-		return nil, fmt.Errorf("no type at %#x", off)
 	}
 	name, _ := e.Val(dwarf.AttrName).(string)
 	size, hasSize := e.Val(dwarf.AttrByteSize).(int64)
