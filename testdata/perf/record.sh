@@ -33,6 +33,9 @@ rec -e cpu-clock,task-clock -F 1000 -g -d --sample-cpu -R --sample-identifier \
 	-k CLOCK_MONOTONIC -o multi.data ./threads
 # A sampled group: PERF_SAMPLE_READ with group read format.
 rec -e '{cpu-clock,task-clock}:S' -F 1000 -g -o read.data ./threads
+# System-wide: perf 6.1 adds a dummy:HG event for side-band records, which
+# holds no samples (ingest drops it with a warning).
+rec -a -e cpu-clock -F 100 -o system.data -- sleep 0.1
 chmod 644 ./*.data
 rm -f ./*.data.old
 

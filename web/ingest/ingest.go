@@ -97,6 +97,7 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 		}
 		p, err := safeParse(f, data, lim) // a parser panic is an error (limits.go)
 		if err == nil {
+			dropEmptySampleTypes(p) // emptytypes.go
 			if err := lim.checkCounts(p); err != nil {
 				return nil, "", err
 			}
