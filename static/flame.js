@@ -159,48 +159,85 @@ export class Tree {
   }
 }
 
-/** Formats a value of the given pprof unit for people. */
+// formatValue and formatPct are the twins of views.FormatValue and
+// views.Percent (views/units.go says the rules; web/units_browser_test.go
+// checks both on one table). They compute on BigInt integers, as Go does on
+// uint64, so that both round alike.
+const TIME_STEPS = [[1n, 1000n, 'ns'], [1000n, 1000n, 'µs'], [1000000n, 1000n, 'ms'], [1000000000n, 120n, 's']];
+const BYTE_STEPS = [[1n, 1024n, 'B'], [1n << 10n, 1024n, 'KiB'], [1n << 20n, 1024n, 'MiB'], [1n << 30n, 1024n, 'GiB'], [1n << 40n, 0n, 'TiB']];
+const POW10 = [1n, 10n, 100n];
+const MAX_U64 = (1n << 64n) - 1n;
+
+/** Formats a value of the given pprof unit for people (views.FormatValue). */
 export function formatValue(v, unit) {
+  if (!isFinite(v)) return '–';
+  let a = BigInt(Math.round(v));
+  const neg = a < 0n;
+  if (neg) a = -a;
   const u = (unit || '').toLowerCase();
-  const num = (x) => {
-    const a = Math.abs(x);
-    if (a >= 100 || Number.isInteger(x) && a < 1000) return x.toFixed(0);
-    if (a >= 10) return x.toFixed(1);
-    return x.toFixed(2);
-  };
-  const scaled = (x, steps) => {
-    let [div, name] = steps[0];
-    for (const s of steps) if (Math.abs(x) >= s[0]) [div, name] = s;
-    return `${num(x / div)} ${name}`;
-  };
-  const time = [[1, 'ns'], [1e3, 'µs'], [1e6, 'ms'], [1e9, 's']];
+  const mul = (k) => (a * k > MAX_U64 ? MAX_U64 : a * k);
+  let s;
   switch (u) {
-    case 'nanoseconds': case 'ns':
-      if (Math.abs(v) >= 60e9 * 2) return formatMinutes(v / 1e9);
-      return scaled(v, time);
-    case 'microseconds': case 'us':
-      return formatValue(v * 1e3, 'nanoseconds');
-    case 'milliseconds': case 'ms':
-      return formatValue(v * 1e6, 'nanoseconds');
-    case 'seconds': case 's':
-      return formatValue(v * 1e9, 'nanoseconds');
-    case 'bytes': case 'byte': case 'b':
-      return scaled(v, [[1, 'B'], [1024, 'KiB'], [1024 ** 2, 'MiB'], [1024 ** 3, 'GiB'], [1024 ** 4, 'TiB']]);
-    case 'count': case 'samples': case '': case 'events':
-      if (Math.abs(v) < 1e4) return (Number.isInteger(v) ? v : +v.toFixed(2)).toLocaleString('en-US') + (u && u !== 'count' ? ` ${u}` : '');
-      return scaled(v, [[1, ''], [1e3, 'k'], [1e6, 'M'], [1e9, 'G'], [1e12, 'T']]).replace(' ', '') + (u && u !== 'count' ? ` ${u}` : '');
-    default:
-      return `${Number.isInteger(v) ? v.toLocaleString('en-US') : num(v)} ${unit}`;
+    case 'nanoseconds': case 'nanosecond': case 'ns': s = formatNanos(a); break;
+    case 'microseconds': case 'microsecond': case 'us': case 'µs': s = formatNanos(mul(1000n)); break;
+    case 'milliseconds': case 'millisecond': case 'ms': s = formatNanos(mul(1000000n)); break;
+    case 'seconds': case 'second': case 's': s = formatNanos(mul(1000000000n)); break;
+    case 'bytes': case 'byte': case 'b': s = scaled(a, BYTE_STEPS)[0]; break;
+    case 'count': case '': s = group(a.toString()); break;
+    default: s = `${group(a.toString())} ${unit}`;
+  }
+  return neg ? `-${s}` : s;
+}
+
+function scaled(a, steps) {
+  let i = 0;
+  while (i + 1 < steps.length && a >= steps[i + 1][0]) i++;
+  for (;;) {
+    const [div, limit, name] = steps[i];
+    let r = a;
+    let d = 0;
+    if (div > 1n) {
+      const q = a / div;
+      d = q >= 100n ? 0 : q >= 10n ? 1 : 2;
+      r = roundDiv(a * POW10[d], div);
+      while (d > 0 && r >= 1000n) {
+        d--;
+        r = roundDiv(a * POW10[d], div);
+      }
+    }
+    if (limit > 0n && r >= limit * POW10[d]) {
+      if (i + 1 === steps.length) return ['', true];
+      i++;
+      continue;
+    }
+    return [`${fixed(r, d)} ${name}`, false];
   }
 }
 
-function formatMinutes(sec) {
-  const m = Math.floor(sec / 60);
-  const s = sec - m * 60;
-  return m >= 120 ? `${(sec / 3600).toFixed(1)} h` : `${m} min ${s.toFixed(0)} s`;
+function formatNanos(ns) {
+  const [s, over] = scaled(ns, TIME_STEPS);
+  if (!over) return s;
+  const sec = roundDiv(ns, 1000000000n);
+  const m = sec / 60n;
+  if (m < 120n) return `${m} min ${sec % 60n} s`;
+  return `${fixed(roundDiv(ns, 360000000000n), 1)} h`;
 }
 
-/** Formats a fraction as a percentage with two decimals. */
+function roundDiv(x, d) {
+  const q = x / d;
+  return x % d >= d - x % d ? q + 1n : q;
+}
+
+function fixed(r, d) {
+  const s = group((r / POW10[d]).toString());
+  return d === 0 ? s : `${s}.${(r % POW10[d] + POW10[d]).toString().slice(1)}`;
+}
+
+function group(digits) {
+  return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Formats a fraction as a percentage with two decimals, rounded half up (views.Percent). */
 export function formatPct(frac) {
   if (!isFinite(frac)) return '–';
   return `${(frac * 100).toFixed(2)}%`;

@@ -256,10 +256,10 @@ func TestBrowserFlamePage(t *testing.T) {
 	if len(rows) != 5 {
 		t.Errorf("top table has %d rows, want 5 functions: %q", len(rows), rows)
 	}
-	if len(rows) > 0 && rows[0] != "40 ms|40.00%|65 ms|65.00%|main.parse" {
+	if len(rows) > 0 && rows[0] != "40.0 ms|40.00%|65.0 ms|65.00%|main.parse" {
 		t.Errorf("top row = %q, want main.parse with 40 ms flat and 65 ms cum", rows[0])
 	}
-	if !contains(rows, "40 ms|40.00%|40 ms|40.00%|runtime.mallocgc") {
+	if !contains(rows, "40.0 ms|40.00%|40.0 ms|40.00%|runtime.mallocgc") {
 		t.Errorf("top table lacks runtime.mallocgc 40 ms flat and cum: %q", rows)
 	}
 	run(t, b, "sort by name", chromedp.Click(chromedp.CSS(`#top-table [data-sort="name"]`)))
@@ -273,7 +273,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	run(t, b, "hover main.render", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
 	waitFor(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
 	tip := eval[string](t, b, `document.getElementById('tooltip').innerText`)
-	for _, want := range []string{"main.render", "Total", "25 ms", "25.00%", "Self", "0 ns", "0.00%"} {
+	for _, want := range []string{"main.render", "Total", "25.0 ms", "25.00%", "Self", "0 ns", "0.00%"} {
 		if !strings.Contains(tip, want) {
 			t.Errorf("tooltip %q lacks %q", tip, want)
 		}
@@ -298,7 +298,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	// The top table follows the zoom: functions under main.work, with
 	// shares of main.work's 50 ms.
 	rows = eval[[]string](t, b, `Array.from(document.querySelectorAll('#top-table tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|'))`)
-	if len(rows) != 3 || !contains(rows, "30 ms|60.00%|30 ms|60.00%|main.parse") || !contains(rows, "0 ns|0.00%|50 ms|100.00%|main.work") {
+	if len(rows) != 3 || !contains(rows, "30.0 ms|60.00%|30.0 ms|60.00%|main.parse") || !contains(rows, "0 ns|0.00%|50.0 ms|100.00%|main.work") {
 		t.Errorf("top table zoomed into main.work: %q", rows)
 	}
 	// A link with the view state reproduces it.

@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/ingest"
 )
 
 // treeKey identifies a cached encoding of a profile's tree.
@@ -216,15 +215,22 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 
 func stats(m *Meta, si int) []views.Stat {
 	st := m.SampleTypes[si]
+	// Samples as perf and pprof count them, from the sample type that
+	// counts the selected one's samples; without one, the sample records
+	// are all there is, and they are distinct stacks (ingest/samplecount.go).
+	samples := views.Stat{Label: "Stacks", Value: views.FormatCount(int64(m.Samples))}
+	if ci := ingest.CountIndex(m.profileStub().SampleType, si); ci >= 0 {
+		samples = views.Stat{Label: "Samples", Value: views.FormatCount(m.SampleTypes[ci].Total)}
+	}
 	out := []views.Stat{
-		{Label: "Samples", Value: strconv.Itoa(m.Samples)},
-		{Label: "Total " + st.Type, Value: flame.FormatValue(st.Total, st.Unit)},
+		samples,
+		{Label: "Total " + st.Type, Value: views.FormatValue(st.Total, st.Unit)},
 	}
 	if m.DurationNanos > 0 {
-		out = append(out, views.Stat{Label: "Duration", Value: time.Duration(m.DurationNanos).Round(time.Millisecond).String()})
+		out = append(out, views.Stat{Label: "Duration", Value: views.FormatValue(m.DurationNanos, "nanoseconds")})
 	}
 	out = append(out,
-		views.Stat{Label: "Mappings", Value: strconv.Itoa(len(m.Mappings))},
+		views.Stat{Label: "Mappings", Value: views.FormatCount(int64(len(m.Mappings)))},
 		views.Stat{Label: "Format", Value: m.Format},
 		views.Stat{Label: "Size", Value: humanBytes(m.Size)},
 	)
@@ -232,14 +238,4 @@ func stats(m *Meta, si int) []views.Stat {
 }
 
 // humanBytes formats a byte count with binary units ("512 MiB").
-func humanBytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	s := strconv.FormatFloat(v, 'f', 1, 64)
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + units[u]
-}
+func humanBytes(n int64) string { return views.FormatValue(n, "bytes") }

@@ -65,7 +65,7 @@ type Meta struct {
 	Uploaded          time.Time     `json:"uploaded"`
 	SampleTypes       []SampleType  `json:"sampleTypes"`
 	DefaultSampleType string        `json:"defaultSampleType,omitempty"`
-	Samples           int           `json:"samples"`
+	Samples           int           `json:"samples"` // sample records (distinct stacks); samples are counted by ingest.CountIndex
 	DurationNanos     int64         `json:"durationNanos,omitempty"`
 	Mappings          []MappingMeta `json:"mappings,omitempty"`
 }

@@ -20,7 +20,6 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/views"
-	"viewer/web/flame"
 )
 
 // SourceConfig says where the source view may look for a function's
@@ -290,7 +289,7 @@ func (s *Server) handleSource(c echo.Context) error {
 		return Render(c, http.StatusNotFound, views.Source(page))
 	}
 	page.File, page.BuildID = lv.file, lv.buildID
-	page.Total = flame.FormatValue(lv.total, st.Unit)
+	page.Total = views.FormatValue(lv.total, st.Unit)
 	if lv.file == "" {
 		page.Problem = "The profile names no source file for " + fn + ": it was symbolized without line tables (symbol table only), so there is no file or line to show."
 		return Render(c, http.StatusOK, views.Source(page))
@@ -314,7 +313,7 @@ func (s *Server) handleSource(c echo.Context) error {
 func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
 	val := func(m map[int64]int64, n int) string {
 		if v := m[int64(n)]; v != 0 {
-			return flame.FormatValue(v, unit)
+			return views.FormatValue(v, unit)
 		}
 		return ""
 	}

@@ -92,8 +92,8 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	for _, want := range []string{
 		"s += i * i;", // the source text
 		`id="source-origin">debuginfod (` + srv.URL,
-		`data-line="4" data-cum="35ns" data-flat="30ns"`,
-		`data-line="6" data-cum="10ns" data-flat="10ns"`,
+		`data-line="4" data-cum="35 ns" data-flat="30 ns"`,
+		`data-line="6" data-cum="10 ns" data-flat="10 ns"`,
 		`data-line="5" data-cum="" data-flat=""`,
 	} {
 		if !strings.Contains(page, want) {
@@ -153,7 +153,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	base := compareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
 	id := postProfile(t, base, "p.pb.gz", data)
 	_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"file": {src}}.Encode())
-	for _, want := range []string{`data-line="7" data-cum="45ns" data-flat=""`, `data-line="4" data-cum="35ns" data-flat="30ns"`} {
+	for _, want := range []string{`data-line="7" data-cum="45 ns" data-flat=""`, `data-line="4" data-cum="35 ns" data-flat="30 ns"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("file=%s: page lacks %s", src, want)
 		}

@@ -60,7 +60,7 @@ func (s *Server) handleTop(c echo.Context) error {
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
 		Unit:        st.Unit,
-		Total:       flame.FormatValue(total, st.Unit),
+		Total:       views.FormatValue(total, st.Unit),
 		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
 		Filter: views.FilterBar{Action: "/p/" + id + "/top", SI: c.QueryParam("si"),
 			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s")},
@@ -74,8 +74,8 @@ func (s *Server) handleTop(c echo.Context) error {
 	for _, r := range rows[:min(n, len(rows))] {
 		page.Rows = append(page.Rows, views.TopRow{
 			Name: r.Name,
-			Flat: flame.FormatValue(r.Flat, st.Unit), FlatPct: flame.Percent(r.Flat, total),
-			Cum: flame.FormatValue(r.Cum, st.Unit), CumPct: flame.Percent(r.Cum, total),
+			Flat: views.FormatValue(r.Flat, st.Unit), FlatPct: views.Percent(r.Flat, total),
+			Cum: views.FormatValue(r.Cum, st.Unit), CumPct: views.Percent(r.Cum, total),
 			FlatFrac: frac(r.Flat), CumFrac: frac(r.Cum),
 		})
 	}

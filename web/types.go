@@ -548,14 +548,14 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
 		Unit:        st.Unit,
-		Total:       flame.FormatValue(p.Total, st.Unit),
+		Total:       views.FormatValue(p.Total, st.Unit),
 		JSONURL:     withQuery(profileURL(id, "/types.json", siq), skidValues(skid)),
 		FlameURL:    profileURL(id, "", siq),
 		Skid:        skid,
 	}
 	page.TypesFlameURL = withQuery(profileURL(id, "/types/flame", siq), skidValues(skid))
 	if skid && p.Skid > 0 {
-		page.SkidShare = flame.Percent(p.Skid, p.Total)
+		page.SkidShare = views.Percent(p.Skid, p.Total)
 	}
 	page.Nav = dedupeNav(page.Nav)
 	frac := func(v int64) float64 {
@@ -564,7 +564,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		}
 		return float64(v) / float64(p.Total)
 	}
-	val := func(v int64) string { return flame.FormatValue(v, st.Unit) }
+	val := func(v int64) string { return views.FormatValue(v, st.Unit) }
 	flameSearch := func(fn string) string {
 		u := "/p/" + id + "?q=" + url.QueryEscape(regexpQuote(fn))
 		if siq != "" {
@@ -589,7 +589,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		anchor := fmt.Sprintf("t%d", n)
 		row := views.TypeRow{
 			Anchor: anchor, Name: t.Name, DSO: t.DSO, Special: special,
-			Value: val(t.Weight), Pct: flame.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
+			Value: val(t.Weight), Pct: views.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
 		}
 		if t.Size > 0 {
 			row.Size = fmt.Sprint(t.Size)
@@ -602,32 +602,32 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			}
 			mr := views.MemberRow{
 				Offset: m.Offset, Size: m.Size, Field: name, Type: m.Type, Depth: m.Depth,
-				Pct: flame.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
+				Pct: views.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
 			}
 			if m.Total > 0 {
 				mr.Value = val(m.Total)
 			}
 			if m.Weight > 0 && m.Weight != m.Total {
-				mr.Self = flame.Percent(m.Weight, p.Total)
+				mr.Self = views.Percent(m.Weight, p.Total)
 			}
 			row.Members = append(row.Members, mr)
 		}
 		for _, f := range t.Funcs {
-			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: flame.Percent(f.Weight, p.Total)})
+			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: views.Percent(f.Weight, p.Total)})
 			fa := fns[f.Name]
 			if fa == nil {
 				fa = &fnAcc{}
 				fns[f.Name] = fa
 			}
 			fa.w += f.Weight
-			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: flame.Percent(f.Weight, p.Total)})
+			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: views.Percent(f.Weight, p.Total)})
 		}
 		page.Types = append(page.Types, row)
 	}
-	page.Attributed = flame.Percent(attributed, p.Total)
+	page.Attributed = views.Percent(attributed, p.Total)
 	for name, fa := range fns {
 		page.Funcs = append(page.Funcs, views.TypeFuncRow{
-			Name: name, Href: flameSearch(name), Value: val(fa.w), Pct: flame.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+			Name: name, Href: flameSearch(name), Value: val(fa.w), Pct: views.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
 		})
 	}
 	sort.Slice(page.Funcs, func(a, b int) bool {
@@ -637,14 +637,14 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		return page.Funcs[a].Name < page.Funcs[b].Name
 	})
 	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
-		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: flame.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
+		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
 		if r.PC != 0 {
 			ur.PC = fmt.Sprintf("%#x", r.PC)
 		}
 		page.Unknown = append(page.Unknown, ur)
 	}
 	for _, d := range p.DSOs {
-		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: flame.Percent(d.Samples, p.Total)})
+		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: views.Percent(d.Samples, p.Total)})
 	}
 	return Render(c, http.StatusOK, views.Types(page))
 }

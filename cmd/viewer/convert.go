@@ -10,7 +10,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/google/pprof/profile"
+
 	"viewer/symbolize/unwind"
+	"viewer/views"
 	"viewer/web/ingest"
 )
 
@@ -118,11 +121,30 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 			withID++
 		}
 	}
-	fmt.Fprintf(s.err, "read %s as %s: %d samples, %d mappings (%d with build IDs)\n", files[0], format, len(p.Sample), len(p.Mapping), withID)
+	fmt.Fprintf(s.err, "read %s as %s: %s, %d mappings (%d with build IDs)\n", files[0], format, sampleSummary(p), len(p.Mapping), withID)
 	for _, c := range p.Comments {
 		if strings.HasPrefix(c, "warning: ") || strings.HasPrefix(c, "perf.data: unwound ") {
 			fmt.Fprintln(s.err, c)
 		}
 	}
 	return nil
+}
+
+// sampleSummary says how many samples p holds, as perf report counts them:
+// "3,864 samples", one figure per event when there are several
+// ("3,864 cpu-clock samples, 3,860 task-clock samples"), or "18 stacks"
+// when no sample type counts samples (ingest.CountSamples).
+func sampleSummary(p *profile.Profile) string {
+	c := ingest.CountSamples(p)
+	if len(c.Events) == 0 {
+		return views.FormatCount(int64(c.Stacks)) + " stacks"
+	}
+	if len(c.Events) == 1 {
+		return views.FormatCount(c.Events[0].Samples) + " samples"
+	}
+	parts := make([]string, len(c.Events))
+	for i, e := range c.Events {
+		parts[i] = strings.TrimSpace(views.FormatCount(e.Samples)+" "+e.Event) + " samples"
+	}
+	return strings.Join(parts, ", ")
 }

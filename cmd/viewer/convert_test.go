@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +24,15 @@ func TestConvertPerfData(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "as perf.data:") {
 		t.Errorf("stderr %q does not name the detected format", stderr.String())
+	}
+	// The summary counts samples as perf script prints them, not stacks.
+	script, err := exec.Command("perf", "script", "-F", "ip", "-i", "../../testdata/perf/fp.data").Output()
+	if err != nil {
+		t.Fatalf("perf script (package linux-perf): %v", err)
+	}
+	samples := len(strings.Split(strings.TrimSpace(string(script)), "\n\n"))
+	if want := fmt.Sprintf(": %d samples,", samples); !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not say %q", stderr.String(), want)
 	}
 	f, err := os.Open(out)
 	if err != nil {
@@ -61,6 +72,10 @@ func TestConvertFoldedStdinToStdout(t *testing.T) {
 	}
 	if len(p.Sample) != 2 {
 		t.Errorf("%d samples, want 2", len(p.Sample))
+	}
+	// 4 samples in 2 stacks: the summary counts samples, as flamegraph.pl would.
+	if !strings.Contains(stderr.String(), ": 4 samples,") {
+		t.Errorf("stderr %q does not say 4 samples", stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "skipped 1 unreadable lines: line 3") {
 		t.Errorf("stderr %q does not report the bad line", stderr.String())

@@ -160,28 +160,6 @@ func TestTop(t *testing.T) {
 	}
 }
 
-func TestFormatValue(t *testing.T) {
-	for _, tc := range []struct {
-		v    int64
-		unit string
-		want string
-	}{
-		{500, "nanoseconds", "500ns"},
-		{1500000, "nanoseconds", "1.50ms"},
-		{2500000000, "nanoseconds", "2.50s"},
-		{-2500000000, "nanoseconds", "-2.50s"},
-		{512, "bytes", "512B"},
-		{1536, "bytes", "1.50KiB"},
-		{3 << 20, "bytes", "3.00MiB"},
-		{42, "count", "42"},
-		{7, "widgets", "7 widgets"},
-	} {
-		if got := FormatValue(tc.v, tc.unit); got != tc.want {
-			t.Errorf("FormatValue(%d, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
-		}
-	}
-}
-
 // goldenProfile is handProfile plus a frame whose name needs escaping in
 // both JSON and SVG.
 func goldenProfile() *profile.Profile {

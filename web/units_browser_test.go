@@ -1,0 +1,66 @@
+package web_test
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"viewer/views"
+	"viewer/web/browsertest"
+)
+
+// TestBrowserFormatterMatchesGo runs static/flame.js's formatValue and
+// formatPct, as the server serves them, in chromium on every row of
+// views/testdata/units.json and checks each string is the one Go's
+// views.FormatValue and views.Percent print for the same row (the flame
+// page's tooltip and the server-rendered /top must read alike).
+func TestBrowserFormatterMatchesGo(t *testing.T) {
+	raw, err := os.ReadFile("../views/testdata/units.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab struct {
+		Values []struct {
+			V    int64  `json:"v"`
+			Unit string `json:"unit"`
+			Want string `json:"want"`
+		} `json:"values"`
+		Percents []struct {
+			Part  int64  `json:"part"`
+			Whole int64  `json:"whole"`
+			Want  string `json:"want"`
+		} `json:"percents"`
+	}
+	if err := json.Unmarshal(raw, &tab); err != nil {
+		t.Fatal(err)
+	}
+	base := startServer(t)
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the start page", chromedp.Navigate(base+"/"))
+	js := eval[string](t, b, `import('/static/flame.js').then(m => JSON.stringify({
+		values: `+string(raw)+`.values.map(r => m.formatValue(r.v, r.unit)),
+		percents: `+string(raw)+`.percents.map(r => m.formatPct(r.part / r.whole)),
+	}))`)
+	var got struct{ Values, Percents []string }
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatalf("%v: %s", err, js)
+	}
+	if len(got.Values) != len(tab.Values) || len(got.Percents) != len(tab.Percents) {
+		t.Fatalf("chromium formatted %d values and %d percentages of %d and %d", len(got.Values), len(got.Percents), len(tab.Values), len(tab.Percents))
+	}
+	for i, r := range tab.Values {
+		if g := views.FormatValue(r.V, r.Unit); got.Values[i] != g {
+			t.Errorf("formatValue(%d, %q) = %q in chromium, Go prints %q", r.V, r.Unit, got.Values[i], g)
+		}
+	}
+	for i, r := range tab.Percents {
+		if g := views.Percent(r.Part, r.Whole); got.Percents[i] != g {
+			t.Errorf("formatPct(%d/%d) = %q in chromium, Go prints %q", r.Part, r.Whole, got.Percents[i], g)
+		}
+	}
+	for _, p := range b.Problems() {
+		t.Errorf("page problem: %s", p)
+	}
+}
