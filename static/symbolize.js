@@ -6,6 +6,7 @@
 // Skip (one binary), Disable (debuginfod for this profile) and Retry buttons.
 
 import { reload } from './page.js';
+import { formatValue } from './flame.js';
 
 const config = JSON.parse(document.getElementById('flame-config').textContent);
 const section = document.getElementById('symbolization');
@@ -87,10 +88,7 @@ function stateClass(state) {
 }
 
 function size(n) {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+  return formatValue(n, 'bytes');
 }
 
 function shortID(id) {

@@ -3,6 +3,8 @@
 // anywhere on the page uploads it with fetch to the JSON API and then opens
 // the returned link.
 
+import { formatValue } from './flame.js';
+
 const form = document.getElementById('upload-form');
 const input = document.getElementById('file');
 const status = document.getElementById('upload-status');
@@ -15,10 +17,7 @@ function say(text, kind) {
 }
 
 function size(n) {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+  return formatValue(n, 'bytes');
 }
 
 input.addEventListener('change', () => {
