@@ -256,13 +256,12 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 			}
 			return unknown("reads a GOT slot (the address of %s), not data", name)
 		}
-		return b.global(addr, h, m.Index != 0)
+		return b.global(addr, h, indexScale(m))
 	}
 	if m.Base == 0 {
-		if m.Index == 0 {
-			return b.global(uint64(m.Disp), h, false)
-		}
-		return unknown("no base register (index-only address)")
+		// A fixed address, plus an index register when it is an array's
+		// (table(,%rdi,4) in code that is not position-independent).
+		return b.global(uint64(m.Disp), h, indexScale(m))
 	}
 	if base < 0 {
 		return unknown("base register %s is not a general-purpose register", m.Base)
@@ -281,7 +280,7 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	}
 	// Second phase: follow the register back through the basic block.
 	if t := b.track(f, fs, pc, base); t.ok {
-		ta := b.place(t.typ, t.off+m.Disp, h, m.Index != 0, t.desc, KindMember)
+		ta := b.place(t.typ, t.off+m.Disp, h, indexScale(m), t.desc, KindMember)
 		if ta.Kind != KindUnknown {
 			ta.Reason = "register tracking: " + t.desc
 			ta.Func = a.Func
@@ -292,7 +291,7 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 }
 
 // global attributes an access to a fixed address.
-func (b *Binary) global(addr uint64, h accessHint, indexed bool) Access {
+func (b *Binary) global(addr uint64, h accessHint, scale int64) Access {
 	i := sort.Search(len(b.globals), func(i int) bool { return b.globals[i].addr > addr }) - 1
 	for j := i; j >= 0 && j > i-8; j-- {
 		g := b.globals[j]
@@ -319,7 +318,7 @@ func (b *Binary) global(addr uint64, h accessHint, indexed bool) Access {
 			continue
 		}
 		name, _ := b.attr(e, dwarf.AttrName).(string)
-		a := b.place(t, off, h, indexed, name, KindGlobal)
+		a := b.place(t, off, h, scale, name, KindGlobal)
 		a.Reason = "global variable at a fixed address"
 		return a
 	}
@@ -396,7 +395,7 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 			if fail.Kind != "" && !fits(typ, off) {
 				continue
 			}
-			a := b.place(typ, off, h, m.Index != 0, v.name, KindMember)
+			a := b.place(typ, off, h, indexScale(m), v.name, KindMember)
 			if a.Kind == KindUnknown {
 				if fail.Kind == "" {
 					fail = a
@@ -441,9 +440,10 @@ func fits(typ dwarf.Type, off int64) bool {
 }
 
 // place names the member at off inside typ, or explains why off is not
-// inside it. indexed accesses (base + index*scale) address an element of an
-// array that starts at off.
-func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, indexed bool, varName, kind string) Access {
+// inside it. scale is the index register's scale, 0 without one: an
+// indexed access (base + index*scale + off) reaches an element of an array
+// on the path that is not known, so member names it "[]" (see member).
+func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, scale int64, varName, kind string) Access {
 	sz := typeSize(typ)
 	if sz <= 0 {
 		return unknown("%s points to %s, whose size is unknown", varName, typeName(typ))
@@ -451,10 +451,18 @@ func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, indexed bool, va
 	if off < 0 || off >= sz {
 		return unknown("offset %d is outside %s (size %d) located by %s", off, typeName(typ), sz, varName)
 	}
-	path, moff, msize, mt := member(typ, off, h)
+	path, moff, msize, mt := member(typ, off, h, scale)
 	return Access{
 		Type: b.typeName(typ), TypeSize: sz, Offset: off,
 		Member: path, MemberOffset: moff, MemberSize: msize,
 		Kind: kind, Var: varName, typ: typ, mtyp: mt,
 	}
+}
+
+// indexScale is the scale of m's index register, 0 when it has none.
+func indexScale(m x86asm.Mem) int64 {
+	if m.Index == 0 {
+		return 0
+	}
+	return int64(max(m.Scale, 1))
 }

@@ -118,7 +118,15 @@ func pointee(t dwarf.Type) (dwarf.Type, bool) {
 // bytes (0 if unknown): a dotted path with array indexes and bitfields
 // ("in.y", "name[3]", "mode:3"), with the member's offset, size and type.
 // It returns an empty path when off is in padding.
-func member(t dwarf.Type, off int64, h accessHint) (path string, moff, msize int64, mt dwarf.Type) {
+//
+// scale > 0 says the access adds an index register times scale to off, so
+// which element of an array it reaches is not known: every array on the
+// path whose element size is a multiple of scale is named with an empty
+// index ("load[]", "slots[].hi") and placed at the array's start; only a
+// constant index keeps its element ("load[3]"). An array whose element
+// size is not a multiple of scale cannot be stepped through by the index
+// and keeps the element off falls in.
+func member(t dwarf.Type, off int64, h accessHint, scale int64) (path string, moff, msize int64, mt dwarf.Type) {
 	var sb strings.Builder
 	base := int64(0)
 	mt = t
@@ -154,8 +162,12 @@ func member(t dwarf.Type, off int64, h accessHint) (path string, moff, msize int
 				return sb.String(), base, msize, mt
 			}
 			i := off / es
-			sb.WriteString("[" + itoa(i) + "]")
-			base += i * es
+			if scale > 0 && es%scale == 0 {
+				sb.WriteString("[]") // the element is base + the index register's value
+			} else {
+				sb.WriteString("[" + itoa(i) + "]")
+				base += i * es
+			}
 			off -= i * es
 			t, mt, msize = v.Type, v.Type, es
 		default:

@@ -375,7 +375,8 @@ func (a *Aggregator) Profile() Profile {
 
 // memberStats puts the accessed members' weights on the layout rows, adding
 // rows for accessed members the layout does not list (elements of arrays of
-// structs past the first), and sums each row's nested members into Total.
+// structs past the first, and "load[]": an element of load reached through
+// an index register), and sums each row's nested members into Total.
 func memberStats(t *typeAcc) []MemberStat {
 	if len(t.rows) == 0 && len(t.members) == 0 {
 		return nil
@@ -390,7 +391,7 @@ func memberStats(t *typeAcc) []MemberStat {
 		if seen[name] {
 			continue
 		}
-		rows = append(rows, MemberStat{LayoutRow: LayoutRow{Offset: t.offsets[name], Size: t.sizes[name], Name: name, Field: name, Depth: 1}, Weight: w})
+		rows = append(rows, MemberStat{LayoutRow: LayoutRow{Offset: t.offsets[name], Size: t.sizes[name], Name: name, Field: name, Depth: len(ancestors(name))}, Weight: w})
 	}
 	if len(rows) > len(t.rows) {
 		sort.SliceStable(rows, func(i, j int) bool {

@@ -154,7 +154,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			if dwarfReg(m.Base) == dwRIP && m.Index == 0 && inst.MemBytes == 8 {
 				// A GOT load puts the address of a global in dst.
 				if slot, ok := b.got[pc+uint64(inst.Len)+uint64(m.Disp)]; ok && slot.target != 0 {
-					a := b.global(slot.target, noHint, false)
+					a := b.global(slot.target, noHint, 0)
 					if a.Kind != KindUnknown && a.typ != nil {
 						st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var + " (GOT)"}
 						return
@@ -169,6 +169,15 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			break
 		}
 		if m, ok := inst.Args[1].(x86asm.Mem); ok && m.Index == 0 {
+			if dwarfReg(m.Base) == dwRIP {
+				// The address of a global (lea table(%rip), an array
+				// indexed next).
+				a := b.global(pc+uint64(inst.Len)+uint64(m.Disp), noHint, 0)
+				if a.Kind != KindUnknown && a.typ != nil {
+					st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var}
+					return
+				}
+			}
 			if base := dwarfReg(m.Base); base >= 0 && base < numGPR {
 				if st[base].ok {
 					s := st[base]
@@ -279,9 +288,9 @@ func (b *Binary) loadedPointer(fs *funcScope, pc uint64, inst x86asm.Inst, m x86
 	base := dwarfReg(m.Base)
 	switch {
 	case base == dwRIP:
-		a = b.global(pc+uint64(inst.Len)+uint64(m.Disp), h, m.Index != 0)
+		a = b.global(pc+uint64(inst.Len)+uint64(m.Disp), h, indexScale(m))
 	case base >= 0 && base < numGPR && st[base].ok:
-		a = b.place(st[base].typ, st[base].off+m.Disp, h, m.Index != 0, st[base].desc, KindMember)
+		a = b.place(st[base].typ, st[base].off+m.Disp, h, indexScale(m), st[base].desc, KindMember)
 	case base >= 0 && base < numGPR:
 		a = b.fromVariables(fs, pc, base, m, h)
 	default:

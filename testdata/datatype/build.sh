@@ -1,5 +1,6 @@
 #!/bin/sh
-# Rebuilds the data-type attribution test binaries from datatype.c.
+# Rebuilds the data-type attribution test binaries from datatype.c (and
+# index.c, skid.c, libdatatype.c).
 # The binaries are committed so tests do not depend on the local gcc's code
 # generation; rerun this only when datatype.c changes, then rerun the tests
 # (they locate instructions by disassembly, so no expected address is stored).
@@ -25,6 +26,10 @@ $CC -O0 -g -o datatype-dw5-O0 datatype.c
 $CC -O2 -g -gdwarf-4 -fno-pie -no-pie -Wl,--defsym=_text=0x401000 -o datatype-vmlinux datatype.c
 # Skid correction: instruction order fixed by inline assembly.
 $CC -O2 -g -o skid skid.c
+# Array accesses with a variable and a constant index, position-independent
+# (a global array through lea) and not (an index-only fixed address).
+$CC -O2 -g -gdwarf-5 -fPIE -pie -o index index.c
+$CC -O2 -g -gdwarf-5 -fno-pie -no-pie -o index-nopie index.c
 # A shared library whose exported global is reached through the GOT.
 $CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
