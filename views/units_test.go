@@ -95,3 +95,11 @@ func TestFormatValueNeverCarriesOver(t *testing.T) {
 		check(v, "nanoseconds")
 	}
 }
+
+// BenchmarkFormatValue is the cost of one duration as the SVG and /top
+// format each row.
+func BenchmarkFormatValue(b *testing.B) {
+	for i := 0; b.Loop(); i++ {
+		_ = FormatValue(int64(i)*7919, "nanoseconds")
+	}
+}
