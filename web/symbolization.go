@@ -246,7 +246,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 				for i := range page.Binaries {
 					if page.Binaries[i].State != "symbolized" {
 						page.Binaries[i].State = "queued"
-						page.Binaries[i].Detail = fmt.Sprintf("the symbolization queue is full; reload in %v", full.RetryAfter.Round(time.Second))
+						page.Binaries[i].Detail = "the symbolization queue is full; reload in " + views.FormatValue(full.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
 					}
 				}
 			}
