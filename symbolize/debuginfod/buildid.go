@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"context"
 	"strings"
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 )
 
 // MaxBuildIDLen is the longest build ID accepted, in hex characters
@@ -73,7 +74,7 @@ func elfBuildID(r io.ReaderAt) (id string, err error) {
 
 // FileBuildID returns the GNU build ID of the ELF file at path, lowercase.
 func FileBuildID(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := localfile.Open(context.Background(), path, localfile.Configured)
 	if err != nil {
 		return "", err
 	}
