@@ -109,7 +109,7 @@ type lineValues struct {
 	mapping string
 	flat    map[int64]int64
 	cum     map[int64]int64
-	total   int64 // the function's cum in this file
+	total   int64  // the function's cum in this file
 	sites   []site // sampled addresses with this file, to find its compile units
 }
 

@@ -1,11 +1,11 @@
 package debuginfod
 
 import (
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"context"
 	"strings"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
