@@ -51,9 +51,9 @@ int main(void) { return (compute(10) + viafifo(1) + vialink(2) + viaproc(3) + vi
 // traps is the built program and the paths its debug info names.
 type traps struct {
 	exe, src, out string // the binary; its compile unit's directory; a directory outside it
-	fifo, link        string
-	outside           string // out/outside.c, a regular file
-	addr              map[string]uint64
+	fifo, link    string
+	outside       string // out/outside.c, a regular file
+	addr          map[string]uint64
 }
 
 func buildTraps(t *testing.T) traps {
