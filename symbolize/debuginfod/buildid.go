@@ -62,6 +62,9 @@ func elfBuildID(r io.ReaderAt) (id string, err error) {
 			id, err = "", fmt.Errorf("malformed ELF file: %v", p)
 		}
 	}()
+	if err := localfile.CheckMagic(r); err != nil {
+		return "", err // says nothing of the bytes it found
+	}
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return "", fmt.Errorf("not an ELF file: %w", err)

@@ -250,6 +250,15 @@ func (f *ELF) Close() error {
 // quotes none of the file's bytes: the file may be a secret a profile named.
 var ErrNotELF = errors.New("not an ELF object (no ELF magic number at its start)")
 
+// CheckMagic reports ErrNotELF unless r starts with the ELF magic number.
+func CheckMagic(r io.ReaderAt) error {
+	var b [4]byte
+	if n, _ := r.ReadAt(b[:], 0); n < 4 || string(b[:]) != elf.ELFMAG {
+		return ErrNotELF
+	}
+	return nil
+}
+
 // OpenELF opens path as Open does and reads its ELF headers. An error
 // never quotes the file's content, and a panic of debug/elf on a damaged
 // file is an error.
@@ -266,9 +275,8 @@ func OpenELF(ctx context.Context, path string, trust Trust) (ef *ELF, err error)
 			f.Close()
 		}
 	}()
-	var b [4]byte
-	if n, _ := f.ReadAt(b[:], 0); n < 4 || string(b[:]) != elf.ELFMAG {
-		return nil, fmt.Errorf("%s: %w", path, ErrNotELF)
+	if err := CheckMagic(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	e, err := elf.NewFile(f)
 	if err != nil {
