@@ -366,6 +366,8 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if rec.Done {
 		st.State = "done"
+	} else if len(rec.Binaries) > 0 {
+		st.State = "interrupted" // the server stopped mid-run (jobs.Job.recordProgress); Retry resumes
 	}
 	if st.Servers == nil {
 		st.Servers = []string{}

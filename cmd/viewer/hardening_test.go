@@ -62,7 +62,13 @@ var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
 // for its URL. The process is killed when the test ends.
 func startViewer(t *testing.T, env []string, prefix []string, bin string, args ...string) *viewerProc {
 	t.Helper()
-	argv := append(append(append([]string{}, prefix...), bin, "serve", "--addr", "127.0.0.1:0", "--no-debuginfod"), args...)
+	serve := []string{bin, "serve", "--addr", "127.0.0.1:0", "--no-debuginfod"}
+	for _, e := range env {
+		if strings.HasPrefix(e, "DEBUGINFOD_URLS=") && e != "DEBUGINFOD_URLS=" {
+			serve = serve[:len(serve)-1] // the test gives the servers
+		}
+	}
+	argv := append(append(append([]string{}, prefix...), serve...), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "DEBUGINFOD_URLS=", "DEBUGINFOD_CACHE_PATH="+t.TempDir()), env...)
 	p := &viewerProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}

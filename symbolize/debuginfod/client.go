@@ -105,7 +105,18 @@ func New(cfg Config) (*Client, error) {
 	if c.logf == nil {
 		c.logf = func(string, ...any) {}
 	}
+	if n := c.cache.sweepTemps(c.tempAge()); n > 0 {
+		c.logf("debuginfod: removed %d unfinished downloads left in %s by a process that ended mid-fetch", n, c.cfg.CacheDir)
+	}
 	return c, nil
+}
+
+// tempAge is how long a download's temp file may go unwritten before it is
+// taken for one a dead process left: longer than the whole fetch may take
+// (DEBUGINFOD_MAXTIME) and than ten stall windows (DEBUGINFOD_TIMEOUT),
+// and at least ten minutes.
+func (c *Client) tempAge() time.Duration {
+	return max(c.cfg.MaxTime, 10*c.cfg.Timeout, 10*time.Minute)
 }
 
 // maxRedirects is how many redirects one request may follow.
