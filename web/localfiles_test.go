@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"debug/elf"
 	"fmt"
 	"net/http"
@@ -275,11 +274,8 @@ func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 		p.Sample = []*profile.Sample{{Value: []int64{1}, Location: p.Location}}
 		var b bytes.Buffer
 		p.Write(&b)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		id := uploadAPI(t, base, "", b.Bytes())
 		st, _ := finalEvent(t, base, id)
-		cancel()
-		_ = ctx
 		if len(st.Binaries) != 1 || st.Binaries[0].State == jobs.StateSymbolized || !strings.Contains(st.Binaries[0].Reason, tc.want) {
 			t.Errorf("mapping %s: binaries %+v, want one failed saying %q", tc.path, st.Binaries, tc.want)
 		}

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -578,10 +579,11 @@ func TestServeLimitFlags(t *testing.T) {
 	}
 }
 
-// TestBehindProxyReadsNoLocalPaths checks --behind-proxy turns off reading
-// paths a profile names even on a loopback --addr.
+// TestBehindProxyReadsNoLocalPaths checks --behind-proxy and
+// --no-local-files turn off reading paths a profile names (mappings,
+// source, unwinding) even on a loopback --addr.
 func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
-	for _, args := range [][]string{{"--addr", "127.0.0.1:8080"}, {"--addr", "127.0.0.1:8080", "--behind-proxy"}} {
+	for _, args := range [][]string{{"--addr", "127.0.0.1:8080"}, {"--addr", "127.0.0.1:8080", "--behind-proxy"}, {"--addr", "127.0.0.1:8080", "--no-local-files"}} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.String("addr", "", "")
 		f := registerSymbolizeFlags(fs)
@@ -590,11 +592,18 @@ func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := len(args) == 2
-		if got := f.loopback(); got != want {
-			t.Errorf("%v: reads local paths %v, want %v", args, got, want)
+		if got, wantLoop := f.loopback(), !slices.Contains(args, "--behind-proxy"); got != wantLoop {
+			t.Errorf("%v: counts as loopback %v, want %v", args, got, wantLoop)
+		}
+		if got := f.localFiles(); got != want {
+			t.Errorf("%v: opens the files profiles name %v, want %v", args, got, want)
 		}
 		if sc := f.sourceConfig(nil); sc.LocalPaths != want {
 			t.Errorf("%v: source view reads local paths %v, want %v", args, sc.LocalPaths, want)
+		}
+		var lim web.Limits
+		if f.unwinding(&lim); (lim.Binaries != nil) != want {
+			t.Errorf("%v: unwinds with local binaries %v, want %v", args, lim.Binaries != nil, want)
 		}
 	}
 }
