@@ -3,7 +3,9 @@ package web_test
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -142,8 +144,12 @@ func (tr traps) profile(t *testing.T, files map[string]string) []byte {
 // localSourceServer serves the source view on loopback with local paths
 // on, checked against the debug info the symbolization engine finds.
 func localSourceServer(t *testing.T, roots ...string) string {
+	return localSourceServerWith(t, "", roots...)
+}
+
+func localSourceServerWith(t *testing.T, token string, roots ...string) string {
 	engine := symbolize.New(symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
-	return compareServer(t, web.Config{Source: &web.SourceConfig{
+	return compareServer(t, web.Config{AuthToken: token, Source: &web.SourceConfig{
 		LocalPaths: true, Units: web.EngineUnits{Engine: engine}, Roots: roots, Timeout: 5 * time.Second,
 	}})
 }
@@ -208,6 +214,36 @@ func TestSourceViewLocalFileRules(t *testing.T) {
 		t.Errorf("--source-dir %s: the file under it is not shown:\n%s", tr.out, excerpt(b, "source-problem"))
 	}
 
+	// With a token set, local source needs it.
+	const token = "src-token"
+	guarded := localSourceServerWith(t, token)
+	tokHdr := http.Header{"Authorization": {"Bearer " + token}}
+	var body bytes.Buffer
+	body.Write(tr.profile(t, map[string]string{"compute": hello}))
+	up, _ := http.NewRequest(http.MethodPost, guarded+"/api/profiles", &body)
+	up.Header = tokHdr.Clone()
+	resp, err := http.DefaultClient.Do(up)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload with the token: %v %v", err, resp)
+	}
+	var created struct{ ID string }
+	json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if b := page(guarded, created.ID, "compute"); !strings.Contains(b, "needs the server&#39;s token") || strings.Contains(b, "s += i * i;") {
+		t.Errorf("token set, request without it: local source not refused as such:\n%s", excerpt(b, "source-problem"))
+	}
+	src, _ := http.NewRequest(http.MethodGet, guarded+"/p/"+created.ID+"/source?fn=compute", nil)
+	src.Header = tokHdr.Clone()
+	if resp, err := http.DefaultClient.Do(src); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "s += i * i;") {
+			t.Errorf("token set, request with it: local source not shown:\n%s", excerpt(string(b), "source-problem"))
+		}
+	}
+
 	// 300 requests at once for the FIFO all answer, and leave no thread or
 	// goroutine behind (an open(2) blocked on a FIFO pins one thread each).
 	threads := pprof.Lookup("threadcreate")
@@ -244,6 +280,7 @@ func TestSourceViewLocalFileRules(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > goBefore+20 {
 		t.Errorf("goroutines: %d before the FIFO requests, %d after", goBefore, g)
 	}
+	t.Logf("300 concurrent requests for a FIFO's source: goroutines %d → %d, threads created %d → %d", goBefore, runtime.NumGoroutine(), thrBefore, threads.Count())
 	if n := threads.Count(); n > thrBefore+40 {
 		t.Errorf("threads created: %d before the FIFO requests, %d after", thrBefore, n)
 	}
