@@ -254,6 +254,20 @@ func TestLoginBacksOff(t *testing.T) {
 	if r := login(clientFrom("127.0.0.2"), token); r.StatusCode != http.StatusSeeOther {
 		t.Errorf("another address with the right token: %d, want 303", r.StatusCode)
 	}
+	// A local user forging X-Forwarded-For gets a fresh address per guess,
+	// but the peer's own count stops it after 100.
+	forger, forgedRefused := clientFrom("127.0.0.3"), 0
+	for i := range 110 {
+		resp, _ := do(t, forger, http.MethodPost, base+"/login", strings.NewReader("token=guess"),
+			"Content-Type", "application/x-www-form-urlencoded", "X-Forwarded-For", "198.51.100."+strconv.Itoa(i))
+		if resp.StatusCode == http.StatusTooManyRequests {
+			forgedRefused++
+		}
+	}
+	if forgedRefused == 0 {
+		t.Errorf("110 wrong tokens under forged X-Forwarded-For addresses were all answered")
+	}
+
 	time.Sleep(time.Duration(secs)*time.Second + 100*time.Millisecond)
 	if r := login(guesser, token); r.StatusCode != http.StatusSeeOther {
 		t.Errorf("the right token after Retry-After: %d, want 303", r.StatusCode)

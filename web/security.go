@@ -44,18 +44,36 @@ func (s *Server) useHardening(e *echo.Echo) {
 
 // Login backoff: after loginFreeFailures wrong tokens from one client
 // address, each further one makes that address wait twice as long (from
-// 1 s, at most loginMaxWait) before /login answers it again.
+// 1 s, at most loginMaxWait) before /login answers it again. The peer's
+// own address (a proxy's, or 127.0.0.1 for every local user, who could
+// also forge X-Forwarded-For) has loginPeerFreeFailures.
 const (
-	loginFreeFailures = 5
-	loginMaxWait      = 5 * time.Minute
-	loginMaxClients   = 10000 // addresses tracked; expired ones go first
+	loginFreeFailures     = 5
+	loginPeerFreeFailures = 100
+	loginMaxWait          = 5 * time.Minute
+	loginMaxClients       = 10000 // addresses tracked; expired ones go first
 )
 
-// loginBackoff counts /login failures per client address.
+// loginBackoff counts /login failures per client address (clientAddr) and
+// per peer address.
 type loginBackoff struct {
 	mu      sync.Mutex
 	clients map[string]*loginFailures
 	now     func() time.Time
+}
+
+// loginKeys are the counters a request's failures go to, with the
+// failures each allows before waits begin.
+func loginKeys(r *http.Request) map[string]int {
+	keys := map[string]int{"client " + clientAddr(r): loginFreeFailures}
+	peer, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		peer = r.RemoteAddr
+	}
+	if k := "peer " + peer; keys["client "+peer] == 0 {
+		keys[k] = loginPeerFreeFailures
+	}
+	return keys
 }
 
 type loginFailures struct {
@@ -72,8 +90,12 @@ func newLoginBackoff() *loginBackoff {
 // counts the failures (401s) of login.
 func (lb *loginBackoff) guard(login echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		addr := clientAddr(c.Request())
-		if wait := lb.wait(addr); wait > 0 {
+		keys := loginKeys(c.Request())
+		var wait time.Duration
+		for k := range keys {
+			wait = max(wait, lb.wait(k))
+		}
+		if wait > 0 {
 			secs := int((wait + time.Second - 1) / time.Second)
 			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 			return httpError(http.StatusTooManyRequests,
@@ -81,10 +103,12 @@ func (lb *loginBackoff) guard(login echo.HandlerFunc) echo.HandlerFunc {
 		}
 		err := login(c)
 		var he *echo.HTTPError
-		if errors.As(err, &he) && he.Code == http.StatusUnauthorized {
-			lb.fail(addr)
-		} else if err == nil {
-			lb.reset(addr)
+		for k, free := range keys {
+			if errors.As(err, &he) && he.Code == http.StatusUnauthorized {
+				lb.fail(k, free)
+			} else if err == nil {
+				lb.reset(k)
+			}
 		}
 		return err
 	}
@@ -99,7 +123,7 @@ func (lb *loginBackoff) wait(addr string) time.Duration {
 	return 0
 }
 
-func (lb *loginBackoff) fail(addr string) {
+func (lb *loginBackoff) fail(addr string, free int) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	now := lb.now()
@@ -113,9 +137,9 @@ func (lb *loginBackoff) fail(addr string) {
 	}
 	f.n++
 	f.last = now
-	if f.n > loginFreeFailures {
+	if f.n > free {
 		wait := loginMaxWait
-		if k := f.n - loginFreeFailures - 1; k < 20 {
+		if k := f.n - free - 1; k < 20 {
 			wait = min(time.Second<<k, loginMaxWait)
 		}
 		f.until = now.Add(wait)
