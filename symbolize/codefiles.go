@@ -91,7 +91,7 @@ func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Optio
 		if err != nil {
 			return CodeFiles{}, fmt.Errorf("%w for the kernel: no vmlinux with build ID %s on this machine, and %w; add it with --debug-dir or install the kernel's -dbg package", errNotFound, bid, err)
 		}
-		src := describe(candidate{p, "debuginfod debuginfo"}, debuginfod.KindDebuginfo)
+		src := describe(candidate{path: p, how: "debuginfod debuginfo"}, debuginfod.KindDebuginfo)
 		return CodeFiles{Exec: p, Debug: p, Source: src}, nil
 	}
 
@@ -117,7 +117,7 @@ func (s *Symbolizer) FindCode(ctx context.Context, m *profile.Mapping, opt Optio
 			return CodeFiles{}, fmt.Errorf("%w: the code is not on this machine (%s is a separate debug file), and %w; add the executable with --debug-dir", errNotFound, res.debug.path, err)
 		}
 		cf.Exec = p
-		res.exe = candidate{p, "debuginfod executable"}
+		res.exe = candidate{path: p, how: "debuginfod executable"}
 	}
 	if res.exe.path != res.debug.path {
 		cf.Source += "; code: " + describe(res.exe, debuginfod.KindExecutable)

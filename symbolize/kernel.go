@@ -67,7 +67,7 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 		ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
 		p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
 		if err == nil {
-			if l := s.openVmlinux(candidate{p, "debuginfod debuginfo"}, bid, running); l != nil {
+			if l := s.openVmlinux(candidate{path: p, how: "debuginfod debuginfo"}, bid, running); l != nil {
 				return l, nil
 			}
 			why = append(why, "the vmlinux from debuginfod does not fit")
@@ -111,25 +111,25 @@ func (s *Symbolizer) vmlinuxCandidates(bid string) []candidate {
 	var cands []candidate
 	for _, d := range s.cfg.DebugDirs {
 		cands = append(cands,
-			candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
-			candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree"},
-			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout"},
-			candidate{filepath.Join(d, "vmlinux"), "--debug-dir"})
+			candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree", false},
+			candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree", false},
+			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout", false},
+			candidate{filepath.Join(d, "vmlinux"), "--debug-dir", false})
 	}
 	if s.cfg.SystemDebugDir != "" {
-		cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree"})
+		cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree", false})
 	}
 	if s.cfg.BuildIDCacheDir != "" {
 		d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-		cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache"}, candidate{filepath.Join(d, "elf"), "perf build-ID cache"})
+		cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache", false}, candidate{filepath.Join(d, "elf"), "perf build-ID cache", false})
 	}
 	if r := s.cfg.KernelRelease; r != "" {
 		for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {
-			cands = append(cands, candidate{p, "standard vmlinux path"})
+			cands = append(cands, candidate{path: p, how: "standard vmlinux path"})
 		}
 	}
 	if s.cfg.DebuginfodCacheDir != "" {
-		cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache"})
+		cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache", false})
 	}
 	return cands
 }

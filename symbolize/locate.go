@@ -13,6 +13,7 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 )
 
 // errNotFound is wrapped by errors saying no usable debug info exists.
@@ -21,6 +22,17 @@ var errNotFound = errors.New("no debug info found")
 // candidate is a file that may hold a binary's debug info.
 type candidate struct {
 	path, how string
+	// named: the profile chose the path (the mapped file, a debuglink
+	// beside it), so its last symlink is not followed (localfile.Named).
+	named bool
+}
+
+// trust is how localfile opens the candidate.
+func (c candidate) trust() localfile.Trust {
+	if c.named {
+		return localfile.Named
+	}
+	return localfile.Configured
 }
 
 // found is the outcome of a search: the file to read names and lines from,
@@ -57,20 +69,20 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	}
 	src := f.debug.path + " (" + f.debug.how + ")"
 	ev(StateLoading, src, nil)
-	return s.store.acquire(ctx, key, func(context.Context) (*loaded, error) {
-		return openFound(f, src)
+	return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
+		return openFound(ctx, f, src)
 	})
 }
 
 // openFound opens a search result for lookups.
-func openFound(f found, src string) (*loaded, error) {
-	df, err := elfsym.Open(f.debug.path)
+func openFound(ctx context.Context, f found, src string) (*loaded, error) {
+	df, err := elfsym.OpenContext(ctx, f.debug.path, f.debug.trust())
 	if err != nil {
 		return nil, err
 	}
 	df.UseSymbolTableNames(true)
 	if f.exe.path != "" && f.exe.path != f.debug.path {
-		if ef, err := elfsym.Open(f.exe.path); err == nil {
+		if ef, err := elfsym.OpenContext(ctx, f.exe.path, f.exe.trust()); err == nil {
 			df.UseLoadSegmentsOf(ef)
 			ef.Close()
 		}
@@ -93,9 +105,9 @@ func openFound(f found, src string) (*loaded, error) {
 // of a binary with build ID bid (lowercase hex, may be empty) mapped from file.
 func (s *Symbolizer) candidates(file, bid string) []candidate {
 	var c []candidate
-	add := func(p, how string) { c = append(c, candidate{p, how}) }
+	add := func(p, how string) { c = append(c, candidate{path: p, how: how}) }
 	if filepath.IsAbs(file) && !s.cfg.IgnoreMappingPaths {
-		add(file, "the mapped file")
+		c = append(c, candidate{path: file, how: "the mapped file", named: true})
 	}
 	base := filepath.Base(file)
 	for _, d := range s.cfg.DebugDirs {
@@ -151,20 +163,21 @@ func (s *Symbolizer) debuglinkCandidates(exe, link string) []candidate {
 	dir := filepath.Dir(exe)
 	link = filepath.Base(link) // a file name, never a path elsewhere
 	c := []candidate{
-		{filepath.Join(dir, link), ".gnu_debuglink"},
-		{filepath.Join(dir, ".debug", link), ".gnu_debuglink"},
+		{filepath.Join(dir, link), ".gnu_debuglink", true},
+		{filepath.Join(dir, ".debug", link), ".gnu_debuglink", true},
 	}
 	if s.cfg.SystemDebugDir != "" {
-		c = append(c, candidate{filepath.Join(s.cfg.SystemDebugDir, dir, link), ".gnu_debuglink"})
+		c = append(c, candidate{filepath.Join(s.cfg.SystemDebugDir, dir, link), ".gnu_debuglink", false})
 	}
 	for _, d := range s.cfg.DebugDirs {
-		c = append(c, candidate{filepath.Join(d, link), ".gnu_debuglink in --debug-dir"})
+		c = append(c, candidate{filepath.Join(d, link), ".gnu_debuglink in --debug-dir", false})
 	}
 	return c
 }
 
 // search tracks the best files seen so far.
 type search struct {
+	ctx       context.Context // ends the opens (the worker's deadline)
 	bid       string
 	res       found
 	syms      candidate // a verified file with a symbol table, no DWARF
@@ -185,17 +198,21 @@ func (sr *search) check(c candidate) bool {
 	if sr.seen[c.path] {
 		return false
 	}
-	fi, err := os.Stat(c.path)
-	if err != nil {
+	if _, err := os.Lstat(c.path); err != nil {
 		return false // not seen: it may appear (a debuginfod download into its cache)
 	}
 	sr.seen[c.path] = true
 	sr.tried++
+	fi, err := localfile.Stat(sr.ctx, c.path, c.trust())
+	if err != nil {
+		sr.unusable = append(sr.unusable, err.Error())
+		return false
+	}
 	if err := overLimit(c.path, fi.Size(), sr.max); err != nil {
 		sr.oversize = append(sr.oversize, err.Error())
 		return false
 	}
-	f, err := elfsym.Open(c.path)
+	f, err := elfsym.OpenContext(sr.ctx, c.path, c.trust())
 	if err != nil {
 		sr.unusable = append(sr.unusable, fmt.Sprintf("%s: %v", c.path, err))
 		return false
@@ -242,12 +259,12 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		// The profile recorded no build ID: take the one of the file at the
 		// mapping's path on this machine, so its separate debug info can be
 		// found. Nothing verifies the file is the one profiled.
-		if f, err := elfsym.Open(m.File); err == nil {
+		if f, err := elfsym.OpenContext(ctx, m.File, localfile.Named); err == nil {
 			bid, adopted = f.BuildID(), f.BuildID() != ""
 			f.Close()
 		}
 	}
-	sr := &search{bid: bid, seen: map[string]bool{}, anonymous: bid == "", max: s.cfg.MaxDebugFile}
+	sr := &search{ctx: ctx, bid: bid, seen: map[string]bool{}, anonymous: bid == "", max: s.cfg.MaxDebugFile}
 	done := func() (found, error) {
 		if sr.res.debug.path == "" {
 			sr.res.debug = sr.syms
@@ -292,7 +309,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 				}
 				continue
 			}
-			if sr.check(candidate{p, "debuginfod " + string(k)}) {
+			if sr.check(candidate{path: p, how: "debuginfod " + string(k)}) {
 				return done()
 			}
 		}

@@ -501,6 +501,23 @@ func (h *Handle) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, err
 	return h.e.l.obj.Lookup(a, frames)
 }
 
+// Unit returns the compile unit of the mapping's debug info that holds
+// runtime address addr: the directory and files a source path must match
+// before the source view reads it from this machine.
+func (h *Handle) Unit(addr uint64) (elfsym.CompileUnit, bool, error) {
+	a, err := h.e.l.obj.ObjAddr(addr, h.m.Start, h.m.Limit, h.m.Offset)
+	if err != nil {
+		return elfsym.CompileUnit{}, false, err
+	}
+	u, ok := h.e.l.obj.(interface {
+		Unit(uint64) (elfsym.CompileUnit, bool, error)
+	})
+	if !ok {
+		return elfsym.CompileUnit{}, false, nil // kallsyms: no DWARF
+	}
+	return u.Unit(a)
+}
+
 // Close gives the debug info back to the store.
 func (h *Handle) Close() {
 	if h.e != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
+	"viewer/symbolize/elfsym"
 	"viewer/web/store"
 )
 
@@ -618,7 +619,10 @@ func TestSourceReadsLocalPathsOnlyForLocalRequests(t *testing.T) {
 			}
 		}
 	}
-	_, ts := newTestServer(t, Config{Source: &SourceConfig{LocalPaths: true}})
+	// The debug info's say (localfiles_test.go checks it with a real
+	// binary): the file is in a unit whose directory holds it.
+	units := fixedUnits{Dir: filepath.Dir(secret), Files: []string{secret}}
+	_, ts := newTestServer(t, Config{Source: &SourceConfig{LocalPaths: true, Units: units}})
 	id := upload(t, ts.URL, encodeProfile(t, p, true))
 	src := ts.URL + "/p/" + id + "/source?fn=" + url.QueryEscape(p.Function[2].Name)
 	fetch := func(host string, hdr ...string) string {
@@ -655,4 +659,11 @@ func TestSourceReadsLocalPathsOnlyForLocalRequests(t *testing.T) {
 			t.Errorf("Host %q, headers %q: the source view read a local file for a request that did not come from this machine", tc.host, tc.hdr)
 		}
 	}
+}
+
+// fixedUnits answers every address with one compile unit.
+type fixedUnits elfsym.CompileUnit
+
+func (u fixedUnits) Unit(context.Context, *profile.Mapping, uint64) (elfsym.CompileUnit, bool, error) {
+	return elfsym.CompileUnit(u), true, nil
 }

@@ -10,8 +10,11 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -36,7 +39,137 @@ func (s *Server) useHardening(e *echo.Echo) {
 	slots := newUploadSlots(s.cfg.Limits)
 	e.Use(requestID, s.recoverPanics, hardenHeaders, s.guardUploads(slots))
 	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", s.handleLogin)
+	e.POST("/login", newLoginBackoff().guard(s.handleLogin))
+}
+
+// Login backoff: after loginFreeFailures wrong tokens from one client
+// address, each further one makes that address wait twice as long (from
+// 1 s, at most loginMaxWait) before /login answers it again. The peer's
+// own address (a proxy's, or 127.0.0.1 for every local user, who could
+// also forge X-Forwarded-For) has loginPeerFreeFailures.
+const (
+	loginFreeFailures     = 5
+	loginPeerFreeFailures = 100
+	loginMaxWait          = 5 * time.Minute
+	loginMaxClients       = 10000 // addresses tracked; expired ones go first
+)
+
+// loginBackoff counts /login failures per client address (clientAddr) and
+// per peer address.
+type loginBackoff struct {
+	mu      sync.Mutex
+	clients map[string]*loginFailures
+	now     func() time.Time
+}
+
+// loginKeys are the counters a request's failures go to, with the
+// failures each allows before waits begin.
+func loginKeys(r *http.Request) map[string]int {
+	keys := map[string]int{"client " + clientAddr(r): loginFreeFailures}
+	peer, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		peer = r.RemoteAddr
+	}
+	if k := "peer " + peer; keys["client "+peer] == 0 {
+		keys[k] = loginPeerFreeFailures
+	}
+	return keys
+}
+
+type loginFailures struct {
+	n     int
+	until time.Time // no attempt answered before
+	last  time.Time
+}
+
+func newLoginBackoff() *loginBackoff {
+	return &loginBackoff{clients: map[string]*loginFailures{}, now: time.Now}
+}
+
+// guard answers 429 with Retry-After to a client that must wait, and
+// counts the failures (401s) of login.
+func (lb *loginBackoff) guard(login echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		keys := loginKeys(c.Request())
+		var wait time.Duration
+		for k := range keys {
+			wait = max(wait, lb.wait(k))
+		}
+		if wait > 0 {
+			secs := int((wait + time.Second - 1) / time.Second)
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return httpError(http.StatusTooManyRequests,
+				"too many wrong tokens from this address: wait %d s before signing in again", secs)
+		}
+		err := login(c)
+		var he *echo.HTTPError
+		for k, free := range keys {
+			if errors.As(err, &he) && he.Code == http.StatusUnauthorized {
+				lb.fail(k, free)
+			} else if err == nil {
+				lb.reset(k)
+			}
+		}
+		return err
+	}
+}
+
+func (lb *loginBackoff) wait(addr string) time.Duration {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if f := lb.clients[addr]; f != nil {
+		return f.until.Sub(lb.now())
+	}
+	return 0
+}
+
+func (lb *loginBackoff) fail(addr string, free int) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	now := lb.now()
+	f := lb.clients[addr]
+	if f == nil {
+		if len(lb.clients) >= loginMaxClients {
+			lb.pruneLocked(now)
+		}
+		f = &loginFailures{}
+		lb.clients[addr] = f
+	}
+	f.n++
+	f.last = now
+	if f.n > free {
+		wait := loginMaxWait
+		if k := f.n - free - 1; k < 20 {
+			wait = min(time.Second<<k, loginMaxWait)
+		}
+		f.until = now.Add(wait)
+	}
+}
+
+func (lb *loginBackoff) reset(addr string) {
+	lb.mu.Lock()
+	delete(lb.clients, addr)
+	lb.mu.Unlock()
+}
+
+// pruneLocked forgets addresses whose wait is over and that failed no
+// more than loginMaxWait ago, then, if still full, the oldest.
+func (lb *loginBackoff) pruneLocked(now time.Time) {
+	for a, f := range lb.clients {
+		if now.After(f.until) && now.Sub(f.last) > loginMaxWait {
+			delete(lb.clients, a)
+		}
+	}
+	for len(lb.clients) >= loginMaxClients {
+		var oldest string
+		var t time.Time
+		for a, f := range lb.clients {
+			if oldest == "" || f.last.Before(t) {
+				oldest, t = a, f.last
+			}
+		}
+		delete(lb.clients, oldest)
+	}
 }
 
 // requestID gives each request a fresh random ID, sent back as X-Request-Id
@@ -101,14 +234,30 @@ func isUpload(c echo.Context) bool {
 	return p == "/api/profiles" || p == "/upload"
 }
 
-// guardUploads checks the upload token, bounds concurrent uploads, and
-// answers 507 when the store's disk is full.
+// isControl reports whether the request changes a symbolization run
+// (skip, disable, retry), which needs the token when one is set.
+func isControl(c echo.Context) bool {
+	return c.Request().Method == http.MethodPost && strings.HasPrefix(c.Path(), "/p/:id/symbolize/")
+}
+
+// guardUploads refuses uploads from another origin's page, checks the
+// token of uploads and symbolization controls, bounds concurrent uploads,
+// and answers 507 when the store's disk is full.
 func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		limited := slots.limit(next)
 		return func(c echo.Context) error {
+			if isControl(c) && !s.authorized(c) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer"`)
+				return httpError(http.StatusUnauthorized,
+					"skip, disable and retry on this server need its token: send Authorization: Bearer TOKEN, or sign in at /login")
+			}
 			if !isUpload(c) {
 				return next(c)
+			}
+			if err := sameOrigin(c); err != nil {
+				return httpError(http.StatusForbidden,
+					"upload refused: it comes from another site's page; upload from this server's own page, or with curl or viewer upload")
 			}
 			if !s.authorized(c) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer uploads"`)
@@ -186,6 +335,26 @@ func (s *Server) handleLogin(c echo.Context) error {
 		MaxAge: 30 * 24 * 3600,
 	})
 	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// clientAddr is the address a request comes from, for per-client bounds
+// (event streams, /login failures): the peer's IP, or, when the peer is a
+// reverse proxy on this machine, the address it appended to
+// X-Forwarded-For (only something already on this machine can forge it).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			parts := strings.Split(xff[len(xff)-1], ",")
+			if last := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(last) != nil {
+				return last
+			}
+		}
+	}
+	return host
 }
 
 // localRequest reports whether the request came straight from this machine:

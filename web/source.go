@@ -6,11 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,7 +19,10 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 	"viewer/views"
 )
 
@@ -32,13 +36,44 @@ type SourceConfig struct {
 	Servers []string
 	// LocalPaths lets the server read the absolute paths a profile names,
 	// on this machine. Only for a server that listens on loopback: its
-	// user is the machine's user (serve decides it as for mappings).
+	// user is the machine's user (serve decides it as for mappings). Even
+	// then a path is read only when the binary's debug info (Units) names
+	// it, it is under that compile unit's directory or one of Roots, and
+	// not under /proc, /sys or /dev.
 	LocalPaths bool
+	// Units finds the compile unit of a sampled address in the binary's
+	// debug info, to check a path against (nil: local paths are not read).
+	Units SourceUnits
+	// Roots are the --source-dir directories: local source under them may
+	// be read although outside its compile unit's directory.
+	Roots []string
 	// Dirs are searched for the file: DIR/ABSOLUTE/PATH (a sysroot or a
 	// copy of the source tree) and DIR/BASENAME (--debug-dir).
 	Dirs []string
 	// Timeout bounds a debuginfod fetch (default 30s).
 	Timeout time.Duration
+
+	localRefusal string // why this request may not read local paths
+}
+
+// SourceUnits is the part of the symbolization engine the source view
+// checks a local path with: the compile unit holding addr in mapping m.
+type SourceUnits interface {
+	Unit(ctx context.Context, m *profile.Mapping, addr uint64) (elfsym.CompileUnit, bool, error)
+}
+
+// EngineUnits answers SourceUnits from the symbolization engine's debug
+// info (found as symbolization finds it, kept in its store).
+type EngineUnits struct{ Engine *symbolize.Symbolizer }
+
+// Unit opens m's debug info and returns the unit holding addr.
+func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) (elfsym.CompileUnit, bool, error) {
+	h, err := u.Engine.Open(ctx, m, symbolize.Options{})
+	if err != nil {
+		return elfsym.CompileUnit{}, false, err
+	}
+	defer h.Close()
+	return h.Unit(addr)
 }
 
 // SourceFetcher is the part of the debuginfod client the source view uses.
@@ -60,6 +95,9 @@ func (s *Server) sourceConfig() SourceConfig {
 		sc.Fetcher = sym.Gate
 		sc.Servers = sym.Servers
 	}
+	if sym := s.cfg.Symbolization; sym != nil && sym.Engine != nil {
+		sc.Units = EngineUnits{sym.Engine}
+	}
 	return sc
 }
 
@@ -70,8 +108,18 @@ type lineValues struct {
 	mapping string
 	flat    map[int64]int64
 	cum     map[int64]int64
-	total   int64 // the function's cum in this file
+	total   int64  // the function's cum in this file
+	sites   []site // sampled addresses with this file, to find its compile units
 }
+
+// site is one sampled address of a mapping.
+type site struct {
+	m    *profile.Mapping
+	addr uint64
+}
+
+// maxSites bounds the compile units looked up to check one file.
+const maxSites = 8
 
 // functionLines gathers, for the function named fn (or, when fn is empty,
 // every function of the file named file), the flat and cum value of each
@@ -117,6 +165,10 @@ func functionLines(p *profile.Profile, si int, fn, file string) []*lineValues {
 					continue
 				}
 				lv := get(f.Filename, l.Mapping)
+				if l.Mapping != nil && l.Address != 0 && len(lv.sites) < maxSites &&
+					(len(lv.sites) == 0 || lv.sites[len(lv.sites)-1].addr != l.Address) {
+					lv.sites = append(lv.sites, site{l.Mapping, l.Address})
+				}
 				key := fl{f.Filename, ln.Line}
 				if !seen[key] {
 					seen[key] = true
@@ -147,26 +199,39 @@ func functionLines(p *profile.Profile, si int, fn, file string) []*lineValues {
 
 // findSource reads file for buildID from the first place that has it and
 // says where; on failure the error explains every place it looked.
-func findSource(ctx context.Context, sc SourceConfig, buildID, file string) (text []byte, origin string, err error) {
+func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []byte, origin string, err error) {
 	var why []string
-	clean := filepath.Clean(file)
+	buildID := lv.buildID
+	clean := filepath.Clean(lv.file)
 	if filepath.IsAbs(clean) {
-		if sc.LocalPaths {
-			if b, err := readCapped(clean); err == nil {
-				return b, "this machine: " + clean, nil
-			} else {
-				why = append(why, fmt.Sprintf("%s is not readable on this machine (%v)", clean, shortErr(err)))
+		switch {
+		case sc.localRefusal != "":
+			why = append(why, sc.localRefusal)
+		case sc.LocalPaths:
+			err := sc.localAllowed(ctx, clean, lv)
+			var b []byte
+			if err == nil {
+				b, err = localfile.ReadFile(ctx, clean, localfile.Named, maxSourceBytes)
 			}
-		} else {
+			if err == nil {
+				return b, "this machine: " + clean, nil
+			}
+			why = append(why, fmt.Sprintf("%s is not read on this machine (%v)", clean, shortErr(err)))
+		default:
 			why = append(why, "the server does not read paths named by profiles (it does only when it listens on loopback)")
 		}
 	}
 	for _, d := range sc.Dirs {
+		root := resolvedDir(d)
 		for _, cand := range []string{filepath.Join(d, clean), filepath.Join(d, filepath.Base(clean))} {
 			if !strings.HasPrefix(cand, filepath.Clean(d)+string(filepath.Separator)) {
 				continue
 			}
-			if b, err := readCapped(cand); err == nil {
+			// The operator's tree may hold symlinks, but only within it.
+			if real, err := localfile.Resolve(cand, localfile.Configured); err != nil || !localfile.Under(real, root) {
+				continue
+			}
+			if b, err := localfile.ReadFile(ctx, cand, localfile.Configured, maxSourceBytes); err == nil {
 				return b, "source directory: " + cand, nil
 			}
 		}
@@ -190,7 +255,7 @@ func findSource(ctx context.Context, sc SourceConfig, buildID, file string) (tex
 		defer cancel()
 		path, err := sc.Fetcher.Fetch(fctx, buildID, debuginfod.SourceKind(clean), nil)
 		if err == nil {
-			b, rerr := readCapped(path)
+			b, rerr := localfile.ReadFile(ctx, path, localfile.Configured, maxSourceBytes)
 			if rerr == nil {
 				return b, "debuginfod (" + strings.Join(sc.Servers, ", ") + ")", nil
 			}
@@ -210,6 +275,10 @@ func findSource(ctx context.Context, sc SourceConfig, buildID, file string) (tex
 }
 
 func shortErr(err error) string {
+	var le *localfile.Error
+	if errors.As(err, &le) {
+		return le.Reason
+	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err.Error()
@@ -217,25 +286,72 @@ func shortErr(err error) string {
 	return err.Error()
 }
 
-func readCapped(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// localAllowed says why the source view may not read clean, a path the
+// profile names, from this machine: the binary's debug info must name it,
+// in a compile unit whose directory (or a --source-dir root) holds it once
+// symlinks and ".." are resolved, and it must not be under /proc, /sys or
+// /dev. nil means it may.
+func (sc SourceConfig) localAllowed(ctx context.Context, clean string, lv *lineValues) error {
+	real, err := localfile.Resolve(clean, localfile.Named)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+	if sc.Units == nil || len(lv.sites) == 0 {
+		return errors.New("no debug info of the binary to check that it names this file (only files a binary's debug info names are read)")
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
-	if err != nil {
-		return nil, err
+	timeout := sc.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
 	}
-	if len(b) > maxSourceBytes {
-		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxSourceBytes>>20)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	named, dirs := false, map[string]bool{}
+	var lookErr error
+	for _, st := range lv.sites {
+		cu, ok, err := sc.Units.Unit(ctx, st.m, st.addr)
+		if err != nil {
+			lookErr = err
+			continue
+		}
+		if !ok || !slices.ContainsFunc(cu.Files, func(f string) bool { return filepath.Clean(f) == clean }) {
+			continue
+		}
+		named = true
+		if cu.Dir == "" {
+			continue
+		}
+		dirs[cu.Dir] = true
+		if localfile.Under(real, resolvedDir(cu.Dir)) {
+			return nil
+		}
 	}
-	return b, nil
+	if !named {
+		if lookErr != nil {
+			return fmt.Errorf("the binary's debug info, needed to check the path, is not available: %v", shortErr(lookErr))
+		}
+		return errors.New("the binary's debug info does not name this file")
+	}
+	for _, r := range sc.Roots {
+		if localfile.Under(real, resolvedDir(r)) {
+			return nil
+		}
+	}
+	where := slices.Sorted(maps.Keys(dirs))
+	if len(sc.Roots) > 0 {
+		where = append(where, sc.Roots...)
+	}
+	if len(where) == 0 {
+		return errors.New("its compile unit names no directory, and no --source-dir holds it")
+	}
+	return fmt.Errorf("it is outside its compile unit's directory and every --source-dir (%s)", strings.Join(where, ", "))
+}
+
+// resolvedDir is d with symlinks resolved, or cleaned when it does not exist.
+func resolvedDir(d string) string {
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		return r
+	}
+	return filepath.Clean(d)
 }
 
 // handleSource renders /p/ID/source?fn=NAME[&file=PATH]: the function's
@@ -296,7 +412,10 @@ func (s *Server) handleSource(c echo.Context) error {
 	}
 	sc := s.sourceConfig()
 	sc.LocalPaths = sc.LocalPaths && localRequest(c) // security.go: not through a proxy or a rebound name
-	text, origin, err := findSource(ctx, sc, lv.buildID, lv.file)
+	if sc.LocalPaths && !s.authorized(c) {
+		sc.localRefusal = "reading source files on this machine needs the server's token: sign in at /login"
+	}
+	text, origin, err := findSource(ctx, sc, lv)
 	if err != nil {
 		page.Problem = "Source not available: " + err.Error() + "."
 		// The per-line values are still worth showing.

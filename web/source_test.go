@@ -139,8 +139,10 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 			t.Errorf("fn=%s with %+v: page lacks %q:\n%s", fn, cfg, want, excerpt(page, "source-problem"))
 		}
 	}
-	// Local paths are read only when allowed (serve on loopback).
-	problem(&web.SourceConfig{LocalPaths: true}, "compute", `id="source-origin">this machine: `+src)
+	// Local paths are read only when allowed (serve on loopback), and
+	// then only those a binary's debug info names (localfiles_test.go):
+	// this profile has no binary.
+	problem(&web.SourceConfig{LocalPaths: true}, "compute", "no debug info of the binary to check that it names this file")
 	problem(&web.SourceConfig{}, "compute", "the server does not read paths named by profiles")
 	problem(&web.SourceConfig{}, "compute", "the binary has no build ID, so debuginfod cannot be asked")
 	// A --debug-dir holding the file by name.

@@ -85,7 +85,11 @@ func (s *Server) initSymbolization() {
 	if c == nil || c.Engine == nil {
 		return
 	}
-	b := sse.NewBroker(c.Events)
+	ev := c.Events
+	if ev.ClientKey == nil {
+		ev.ClientKey = clientAddr // per-client stream cap (security.go)
+	}
+	b := sse.NewBroker(ev)
 	m := jobs.New(jobs.Config{
 		Symbolizer: engine{c.Engine, c.Timeout},
 		Store:      s.store,
@@ -306,8 +310,15 @@ func (s *Server) symbolizationProfile(c echo.Context) (string, error) {
 	return id, nil
 }
 
-// sameOrigin refuses state-changing requests another site's page makes.
+// sameOrigin refuses state-changing requests another origin's page makes
+// (uploads too: security.go): by Sec-Fetch-Site when the browser sends it,
+// and by Origin. curl and the CLI send neither and pass.
 func sameOrigin(c echo.Context) error {
+	switch c.Request().Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return httpError(http.StatusForbidden, "cross-origin request refused")
+	}
 	o := c.Request().Header.Get("Origin")
 	if o == "" {
 		return nil
@@ -355,6 +366,8 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if rec.Done {
 		st.State = "done"
+	} else if len(rec.Binaries) > 0 {
+		st.State = "interrupted" // the server stopped mid-run (jobs.Job.recordProgress); Retry resumes
 	}
 	if st.Servers == nil {
 		st.Servers = []string{}

@@ -23,6 +23,7 @@ import (
 	"viewer/symbolize/datatype"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 	"viewer/views"
 	"viewer/web/flame"
 )
@@ -66,8 +67,8 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 	}
 	kernel := symbolize.IsKernel(m.File)
 	exec := ""
-	if m.File != "" && filepath.IsAbs(m.File) && isRegular(m.File) {
-		if ef, err := elfsym.Open(m.File); err == nil {
+	if m.File != "" && filepath.IsAbs(m.File) {
+		if ef, err := elfsym.OpenContext(ctx, m.File, localfile.Named); err == nil {
 			if id == "" || strings.EqualFold(ef.BuildID(), id) {
 				exec = m.File
 			}
@@ -85,10 +86,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 			}
 		}
 		for _, p := range candidates {
-			if !isRegular(p) {
-				continue
-			}
-			ef, err := elfsym.Open(p)
+			ef, err := elfsym.OpenContext(ctx, p, localfile.Configured)
 			if err != nil {
 				continue
 			}
@@ -96,7 +94,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 			ef.Close()
 			if match {
 				debug, source = p, p
-				if exec == "" && hasCode(p) {
+				if exec == "" && hasCode(ctx, p) {
 					exec = p // an unstripped file (vmlinux): code and DWARF together
 				}
 				break
@@ -104,7 +102,7 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 		}
 	}
 	if debug == "" && exec != "" {
-		if ef, err := elfsym.Open(exec); err == nil {
+		if ef, err := elfsym.OpenContext(ctx, exec, localfile.Configured); err == nil {
 			if ef.HasDWARF() {
 				debug, source = exec, exec+" (the binary's own DWARF)"
 			}
@@ -124,23 +122,15 @@ func (f LocalTypesDebugFinder) FindTypesDebug(ctx context.Context, m *profile.Ma
 	return TypesDebug{Exec: exec, Debug: debug, Source: source}, nil
 }
 
-// isRegular reports whether path is a regular file: a profile names paths,
-// and opening a FIFO or device it names could block or misbehave.
-func isRegular(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
 // hasCode reports whether the ELF file at path holds its code (a separate
 // .debug file's .text is NOBITS).
-func hasCode(path string) bool {
-	f, err := elf.Open(path)
+func hasCode(ctx context.Context, path string) bool {
+	f, err := elfsym.OpenContext(ctx, path, localfile.Configured)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	s := f.Section(".text")
-	return s != nil && s.Type == elf.SHT_PROGBITS
+	return f.HasCode()
 }
 
 // typesService computes and caches data-type profiles for one Server.

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +63,13 @@ var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
 // for its URL. The process is killed when the test ends.
 func startViewer(t *testing.T, env []string, prefix []string, bin string, args ...string) *viewerProc {
 	t.Helper()
-	argv := append(append(append([]string{}, prefix...), bin, "serve", "--addr", "127.0.0.1:0", "--no-debuginfod"), args...)
+	serve := []string{bin, "serve", "--addr", "127.0.0.1:0", "--no-debuginfod"}
+	for _, e := range env {
+		if strings.HasPrefix(e, "DEBUGINFOD_URLS=") && e != "DEBUGINFOD_URLS=" {
+			serve = serve[:len(serve)-1] // the test gives the servers
+		}
+	}
+	argv := append(append(append([]string{}, prefix...), serve...), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "DEBUGINFOD_URLS=", "DEBUGINFOD_CACHE_PATH="+t.TempDir()), env...)
 	p := &viewerProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
@@ -572,10 +579,11 @@ func TestServeLimitFlags(t *testing.T) {
 	}
 }
 
-// TestBehindProxyReadsNoLocalPaths checks --behind-proxy turns off reading
-// paths a profile names even on a loopback --addr.
+// TestBehindProxyReadsNoLocalPaths checks --behind-proxy and
+// --no-local-files turn off reading paths a profile names (mappings,
+// source, unwinding) even on a loopback --addr.
 func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
-	for _, args := range [][]string{{"--addr", "127.0.0.1:8080"}, {"--addr", "127.0.0.1:8080", "--behind-proxy"}} {
+	for _, args := range [][]string{{"--addr", "127.0.0.1:8080"}, {"--addr", "127.0.0.1:8080", "--behind-proxy"}, {"--addr", "127.0.0.1:8080", "--no-local-files"}} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.String("addr", "", "")
 		f := registerSymbolizeFlags(fs)
@@ -584,11 +592,18 @@ func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := len(args) == 2
-		if got := f.loopback(); got != want {
-			t.Errorf("%v: reads local paths %v, want %v", args, got, want)
+		if got, wantLoop := f.loopback(), !slices.Contains(args, "--behind-proxy"); got != wantLoop {
+			t.Errorf("%v: counts as loopback %v, want %v", args, got, wantLoop)
+		}
+		if got := f.localFiles(); got != want {
+			t.Errorf("%v: opens the files profiles name %v, want %v", args, got, want)
 		}
 		if sc := f.sourceConfig(nil); sc.LocalPaths != want {
 			t.Errorf("%v: source view reads local paths %v, want %v", args, sc.LocalPaths, want)
+		}
+		var lim web.Limits
+		if f.unwinding(&lim); (lim.Binaries != nil) != want {
+			t.Errorf("%v: unwinds with local binaries %v, want %v", args, lim.Binaries != nil, want)
 		}
 	}
 }

@@ -62,6 +62,12 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	defer closeStore()
 	if st != nil {
 		dir = stDesc
+	} else {
+		unlock, err := lockDataDir(dir) // servelock.go: one server per --data
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
 	srv, err := web.New(web.Config{
 		Store:         st,

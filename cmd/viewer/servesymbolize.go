@@ -27,6 +27,8 @@ type symbolizeFlags struct {
 	debugFileCap  int64         // the resolved --max-debug-file: also bounds files opened locally (set by config)
 	timeout       time.Duration // bounds the symbolization of each binary of a profile
 	profTimeout   time.Duration // bounds a whole profile's run
+	sourceDirs    stringsFlag   // --source-dir: roots local source may be read from
+	noLocalFiles  bool          // --no-local-files: never open a path a profile names
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -39,6 +41,8 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	f.debuginfod = debuginfod.RegisterFlags(fs)
 	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod or opened on this machine, for symbolization and the data-type page; a binary whose file is larger stays unsymbolized with the reason (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
 	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest the symbolization of one binary of a profile may take (search, download, lookups); names found by then are kept")
+	fs.Var(&f.sourceDirs, "source-dir", "a `DIR` the source view may read source files from on loopback, besides each compile unit's own directory; may be repeated")
+	fs.BoolVar(&f.noLocalFiles, "no-local-files", false, "never open a file a profile names, even on loopback: no binaries by mapping path, no local source, no DWARF unwinding (files found by build ID under --debug-dir and debuginfod still are)")
 	fs.DurationVar(&f.profTimeout, "symbolize-profile-timeout", 30*time.Minute, "longest one symbolization run over a whole profile may take, all its binaries together; binaries still looking then are reported timed out (Retry looks again) and names found are kept")
 	return f
 }
@@ -76,7 +80,7 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		// never open the paths their mappings name (only files found by
 		// build ID). On loopback they are, and the binaries at those paths
 		// (checked by build ID) are the best source.
-		IgnoreMappingPaths: !f.loopback(),
+		IgnoreMappingPaths: !f.localFiles(),
 		MaxDebugFile:       f.debugFileCap, // local files too, not only downloads
 	}
 	if dcfg.CacheDir != "" {
@@ -98,12 +102,20 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 // loopback only (not with --behind-proxy), where uploads are this
 // machine's, as for symbolization by mapping path above.
 func (f *symbolizeFlags) unwinding(lim *web.Limits) {
-	if f.loopback() {
+	if f.localFiles() {
 		lim.Binaries = unwind.NewFinder()
 		return
 	}
 	lim.NoUnwind = "this server is reachable from other machines, so it does not read the binaries profiles name"
+	if f.noLocalFiles {
+		lim.NoUnwind = "this server runs with --no-local-files, so it does not read the binaries profiles name"
+	}
 }
+
+// localFiles reports whether the server opens the files profiles name
+// (binaries by mapping path, source files): on loopback only, and not
+// with --no-local-files.
+func (f *symbolizeFlags) localFiles() bool { return f.loopback() && !f.noLocalFiles }
 
 // loopback reports whether serve listens on a loopback address only.
 func (f *symbolizeFlags) loopback() bool {

@@ -5,6 +5,7 @@
 package datatype
 
 import (
+	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"unsafe"
+
+	"viewer/symbolize/localfile"
 )
 
 // Binary is one ELF executable (its code) and its debug info (its DWARF),
@@ -87,7 +90,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			b, err = nil, fmt.Errorf("datatype: malformed debug info in %s: %v", debugPath, r)
 		}
 	}()
-	ef, err := elf.Open(execPath)
+	ef, err := localfile.OpenELF(context.Background(), execPath, localfile.Configured)
 	if err != nil {
 		return nil, fmt.Errorf("datatype: open executable: %w", err)
 	}
@@ -97,7 +100,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	}
 	df := ef
 	if debugPath != "" && debugPath != execPath {
-		df, err = elf.Open(debugPath)
+		df, err = localfile.OpenELF(context.Background(), debugPath, localfile.Configured)
 		if err != nil {
 			return nil, fmt.Errorf("datatype: open debug info: %w", err)
 		}
@@ -126,18 +129,18 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			b.text = append(b.text, codeSection{addr: s.Addr, data: data})
 		}
 	}
-	b.got = readGOT(ef)
+	b.got = readGOT(ef.File)
 	if len(b.text) == 0 {
 		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 	}
 	var info []byte
-	b.dw, info, b.bytes, err = loadDWARF(df)
+	b.dw, info, b.bytes, err = loadDWARF(df.File)
 	if err != nil {
 		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
 	}
-	b.loc = sectionData(df, ".debug_loc")
-	b.loclists = sectionData(df, ".debug_loclists")
-	b.addrSec = sectionData(df, ".debug_addr")
+	b.loc = sectionData(df.File, ".debug_loc")
+	b.loclists = sectionData(df.File, ".debug_loclists")
+	b.addrSec = sectionData(df.File, ".debug_addr")
 	if s := df.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			b.frames = newCFATable(d, 0, false)

@@ -1,13 +1,14 @@
 package debuginfod
 
 import (
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 )
 
 // MaxBuildIDLen is the longest build ID accepted, in hex characters
@@ -61,6 +62,9 @@ func elfBuildID(r io.ReaderAt) (id string, err error) {
 			id, err = "", fmt.Errorf("malformed ELF file: %v", p)
 		}
 	}()
+	if err := localfile.CheckMagic(r); err != nil {
+		return "", err // says nothing of the bytes it found
+	}
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return "", fmt.Errorf("not an ELF file: %w", err)
@@ -73,7 +77,7 @@ func elfBuildID(r io.ReaderAt) (id string, err error) {
 
 // FileBuildID returns the GNU build ID of the ELF file at path, lowercase.
 func FileBuildID(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := localfile.Open(context.Background(), path, localfile.Configured)
 	if err != nil {
 		return "", err
 	}

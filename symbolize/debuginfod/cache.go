@@ -184,6 +184,54 @@ func (c *cache) tempFile(buildID, file string) (*os.File, error) {
 	return nil, fmt.Errorf("debuginfod: creating cache file: %w", err)
 }
 
+// tempPattern matches the temporary files of downloads in a build-ID
+// directory: FILE.SUFFIX, with this client's decimal suffix (os.CreateTemp)
+// or elfutils' six mkstemp characters.
+var tempPattern = regexp.MustCompile(`^(debuginfo|executable|source.*)\.([0-9]+|[A-Za-z0-9]{6})$`)
+
+// sweepTemps removes the temporary files downloads left behind when their
+// process died (kill -9, a crash) and that nothing has written to for age,
+// longer than any fetch in progress goes without writing. It reports how
+// many it removed.
+func (c *cache) sweepTemps(age time.Duration) int {
+	if c.dir == "" {
+		return 0
+	}
+	dirs, err := os.ReadDir(c.dir)
+	if err != nil {
+		return 0
+	}
+	now, removed := time.Now(), 0
+	for _, d := range dirs {
+		if !d.IsDir() || !buildIDDir.MatchString(d.Name()) {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(c.dir, d.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			if !tempPattern.MatchString(f.Name()) || !f.Type().IsRegular() {
+				continue
+			}
+			// Entries are committed read-only (0400); a download's temp
+			// file is still writable, which also keeps a source entry whose
+			// name ends like a suffix ("x.python") from being taken for one.
+			info, err := f.Info()
+			if err != nil || info.Mode().Perm()&0o200 == 0 || now.Sub(info.ModTime()) < age {
+				continue
+			}
+			if os.Remove(filepath.Join(c.dir, d.Name(), f.Name())) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
+}
+
+// buildIDDir matches a build-ID directory of the cache.
+var buildIDDir = regexp.MustCompile(`^[a-f0-9]+$`)
+
 // commit makes a finished temp file the cache entry: 0400, mtime from the
 // server's Last-Modified when known, renamed into place.
 func (c *cache) commit(f *os.File, buildID, file string, modTime time.Time) (string, error) {

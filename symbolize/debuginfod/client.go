@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,7 @@ import (
 type Client struct {
 	cfg     Config
 	servers []string // normalized base URLs, without a trailing slash
+	hosts   []string // their host:port, where redirects may go
 	cache   cache
 	http    *http.Client
 	sem     chan struct{}
@@ -69,6 +72,9 @@ func New(cfg Config) (*Client, error) {
 		if !seen[s] {
 			seen[s] = true
 			c.servers = append(c.servers, s)
+			if u.Scheme != "file" {
+				c.hosts = append(c.hosts, hostPort(u))
+			}
 		}
 	}
 	if c.cfg.RetryBackoff <= 0 {
@@ -88,7 +94,7 @@ func New(cfg Config) (*Client, error) {
 		tr.DisableCompression = true
 		// file:///DIR serves DIR/buildid/ID/KIND, as elfutils allows.
 		tr.RegisterProtocol("file", http.NewFileTransport(http.Dir("/")))
-		c.http = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+		c.http = &http.Client{Transport: tr, CheckRedirect: c.checkRedirect}
 	}
 	n := cfg.MaxParallel
 	if n <= 0 {
@@ -99,19 +105,54 @@ func New(cfg Config) (*Client, error) {
 	if c.logf == nil {
 		c.logf = func(string, ...any) {}
 	}
+	if n := c.cache.sweepTemps(c.tempAge()); n > 0 {
+		c.logf("debuginfod: removed %d unfinished downloads left in %s by a process that ended mid-fetch", n, c.cfg.CacheDir)
+	}
 	return c, nil
 }
 
-// checkRedirect follows redirects, as elfutils does, but only to http and
-// https: a server must not make us read a local file:// path.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= 8 {
-		return fmt.Errorf("stopped after %d redirects", len(via))
+// tempAge is how long a download's temp file may go unwritten before it is
+// taken for one a dead process left: longer than the whole fetch may take
+// (DEBUGINFOD_MAXTIME) and than ten stall windows (DEBUGINFOD_TIMEOUT),
+// and at least ten minutes.
+func (c *Client) tempAge() time.Duration {
+	return max(c.cfg.MaxTime, 10*c.cfg.Timeout, 10*time.Minute)
+}
+
+// maxRedirects is how many redirects one request may follow.
+const maxRedirects = 8
+
+// checkRedirect follows a redirect, as elfutils does, only to http or
+// https on a host (and port) of the server list: the server that answered
+// or another one the operator named. So a hostile server cannot make the
+// client read a file:// path, reach a loopback admin port or the cloud
+// metadata address, nor fetch from anywhere the list does not name.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	to := req.URL
+	if len(via) >= maxRedirects {
+		return &RedirectError{Reason: fmt.Sprintf("too many redirects (stopped after %d; the server redirects in a loop or too far)", len(via))}
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("refused a redirect to %s (only http and https)", req.URL.Redacted())
+	if to.Scheme != "http" && to.Scheme != "https" {
+		return &RedirectError{Reason: fmt.Sprintf("refused a redirect to a %s: URL (only http and https)", to.Scheme)}
+	}
+	host := hostPort(to)
+	if !slices.Contains(c.hosts, host) {
+		what := "a host not in the server list"
+		if ip := net.ParseIP(to.Hostname()); ip != nil && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsPrivate() || ip.IsUnspecified()) {
+			what = "a loopback, link-local or private address not in the server list"
+		}
+		return &RedirectError{Reason: fmt.Sprintf("refused a redirect to %s: %s (a redirect may go only to the same server or another one in DEBUGINFOD_URLS)", to.Host, what)}
 	}
 	return nil
+}
+
+// hostPort is u's host and port, the port filled in from the scheme.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
 
 func orDefault(s, def string) string {

@@ -31,19 +31,39 @@ func (e *InvalidKindError) Error() string {
 	return fmt.Sprintf("debuginfod: invalid kind %q: %s; use debuginfo, executable or source/ABSOLUTE/PATH", e.Kind, e.Reason)
 }
 
-// StatusError is an HTTP answer other than 200 from one server.
+// StatusError is an HTTP answer other than 200 from one server. It says
+// what the body was, never what it said: the message reaches users of a
+// shared server, and the body is the server's (or whatever it redirected
+// to) to choose.
 type StatusError struct {
-	Status int
-	Body   string // first line of the body, if any, for the error message
+	Status      int
+	ContentType string // "" when the server sent none
+	Size        int64  // body bytes, -1 when unknown
 }
 
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("HTTP status %d", e.Status)
-	if e.Body != "" {
-		s += ": " + e.Body
-	}
-	return s
+	return fmt.Sprintf("HTTP status %d (%s)", e.Status, bodyKind(e.ContentType, e.Size))
 }
+
+// bodyKind describes a reply's body by its type and size.
+func bodyKind(contentType string, size int64) string {
+	if contentType == "" {
+		contentType = "no content type"
+	}
+	if size < 0 {
+		return contentType + ", size unknown"
+	}
+	return fmt.Sprintf("%s, %d bytes", contentType, size)
+}
+
+// RedirectError is a redirect the client refused to follow: to a host not
+// in the server list, to a loopback, link-local or private address, to a
+// non-HTTP URL, or one too many.
+type RedirectError struct {
+	Reason string
+}
+
+func (e *RedirectError) Error() string { return e.Reason }
 
 // Is makes 404 and 410 answers match ErrNotFound.
 func (e *StatusError) Is(target error) bool {

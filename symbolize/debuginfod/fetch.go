@@ -1,8 +1,6 @@
 package debuginfod
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -285,7 +283,8 @@ func isNetworkError(err error) bool {
 	var tl *TooLargeError
 	var st *StalledError
 	var fe *fileError
-	return !errors.As(err, &se) && !errors.As(err, &ve) && !errors.As(err, &tl) && !errors.As(err, &st) && !errors.As(err, &fe)
+	var re *RedirectError
+	return !errors.As(err, &se) && !errors.As(err, &ve) && !errors.As(err, &tl) && !errors.As(err, &st) && !errors.As(err, &fe) && !errors.As(err, &re)
 }
 
 // retryable reports whether err is worth asking the same server again:
@@ -303,7 +302,8 @@ func retryable(err error) bool {
 	}
 	var fe *fileError
 	var ue *UnreachableError
-	return !errors.As(err, &fe) && !errors.As(err, &ue)
+	var re *RedirectError
+	return !errors.As(err, &fe) && !errors.As(err, &ue) && !errors.As(err, &re)
 }
 
 // fileError is a local failure (writing the cache), not worth a retry.
@@ -358,8 +358,11 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 	case resp.StatusCode == http.StatusNotAcceptable && c.cfg.MaxSize > 0:
 		return "", &TooLargeError{Limit: c.cfg.MaxSize, Size: -1}, 0
 	default:
-		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
-		return "", &StatusError{Status: resp.StatusCode, Body: strings.TrimSpace(line)}, parseRetryAfter(resp.Header.Get("Retry-After"))
+		size := resp.ContentLength
+		if n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); size < 0 && err == nil && n < 64<<10 {
+			size = n
+		}
+		return "", &StatusError{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Size: size}, parseRetryAfter(resp.Header.Get("Retry-After"))
 	}
 
 	total := resp.ContentLength
@@ -422,7 +425,7 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 		got, err := elfBuildID(tmp)
 		if err != nil {
 			c.logf("debuginfod: %s: discarded: %v", u, err)
-			return "", &VerifyError{Want: bid, Reason: describeBad(tmp, err)}, 0
+			return "", &VerifyError{Want: bid, Reason: err.Error() + " (" + bodyKind(resp.Header.Get("Content-Type"), n) + ")"}, 0
 		}
 		if got != bid {
 			c.logf("debuginfod: %s: discarded: build ID %s", u, got)
@@ -439,28 +442,6 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 		return "", &fileError{err}, 0
 	}
 	return path, nil, 0
-}
-
-// describeBad says what a file that is not the ELF asked for is instead,
-// quoting its first bytes when they are text (an HTML error page...).
-func describeBad(f *os.File, err error) string {
-	head := make([]byte, 64)
-	n, _ := f.ReadAt(head, 0)
-	head = head[:n]
-	if n > 0 && isText(head) {
-		line, _, _ := bytes.Cut(head, []byte("\n"))
-		return fmt.Sprintf("%v; it starts with %q", err, strings.TrimSpace(string(line)))
-	}
-	return err.Error()
-}
-
-func isText(b []byte) bool {
-	for _, c := range b {
-		if c < 0x09 || c > 0x7e && c < 0xa0 {
-			return false
-		}
-	}
-	return true
 }
 
 // checkSourceType refuses an HTML page sent for a source file that is not

@@ -279,6 +279,19 @@ func (l *dwarfLiner) unitFor(pc uint64) *unit {
 	return nil
 }
 
+func (l *dwarfLiner) unit(pc uint64) (CompileUnit, bool, error) {
+	u := l.unitFor(pc)
+	if u == nil {
+		return CompileUnit{}, false, nil
+	}
+	ud, err := l.load(u)
+	if err != nil {
+		return CompileUnit{}, false, err
+	}
+	dir, _ := u.entry.Val(dwarf.AttrCompDir).(string)
+	return CompileUnit{Dir: dir, Files: ud.files}, true, nil
+}
+
 func (ud *unitData) fileName(i int32) string {
 	if i < 0 || int(i) >= len(ud.files) {
 		return ""

@@ -6,6 +6,7 @@ package elfsym
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"viewer/symbolize/localfile"
 )
 
 // Frame is one source-level frame at an address. A lookup returns them
@@ -74,18 +77,22 @@ func (f *File) UseSymbolTableNames(on bool) { f.symNames = on }
 var ErrNoBuildID = errors.New("elfsym: no build-ID note")
 
 // Open opens the ELF object at path and reads its headers, build ID and
-// .gnu_debuglink. It does not read debug info yet.
-func Open(path string) (_ *File, err error) {
+// .gnu_debuglink. It does not read debug info yet. path is opened as a
+// file under a directory the operator gave (localfile.Configured); use
+// OpenContext for a path a profile names.
+func Open(path string) (*File, error) {
+	return OpenContext(context.Background(), path, localfile.Configured)
+}
+
+// OpenContext is Open for a path trusted as trust says, opened before ctx
+// ends: only a regular file outside /proc, /sys and /dev (localfile.Open).
+func OpenContext(ctx context.Context, path string, trust localfile.Trust) (_ *File, err error) {
 	defer recoverInto(&err, path)
-	f, err := os.Open(path)
+	lf, err := localfile.OpenELF(ctx, path, trust)
 	if err != nil {
 		return nil, err
 	}
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: not an ELF object: %w", path, err)
-	}
+	f, ef := lf.OS, lf.File
 	ff := &File{path: path, f: f, elf: ef, kind: ef.Type}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -341,6 +348,28 @@ type liner interface {
 	// frame already has its symbol-table name (UseSymbolTableNames).
 	lookup(pc uint64, frames []Frame) (_ []Frame, named bool, err error)
 	prefetch(addrs []uint64)
+	// unit is the compile unit holding pc (ok false when none does).
+	unit(pc uint64) (_ CompileUnit, ok bool, err error)
+}
+
+// CompileUnit is what one compile unit's DWARF says of its sources: its
+// compilation directory and the files its line table names, spelled as
+// lookups spell Frame.File.
+type CompileUnit struct {
+	Dir   string
+	Files []string
+}
+
+// Unit returns the compile unit that holds the link-time address addr (as
+// Lookup takes it), for callers that check a source path against the debug
+// info (the source view). ok is false when no unit covers addr.
+func (f *File) Unit(addr uint64) (cu CompileUnit, ok bool, err error) {
+	defer recoverInto(&err, f.path)
+	dw, err := f.dwarf()
+	if dw == nil {
+		return CompileUnit{}, false, err
+	}
+	return dw.unit(addr)
 }
 
 // useDebugDWARF forces the debug/dwarf liner (tests compare the two).

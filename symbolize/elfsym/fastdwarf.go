@@ -429,6 +429,18 @@ func (l *fastLiner) unitFor(pc uint64) *funit {
 	return nil
 }
 
+func (l *fastLiner) unit(pc uint64) (CompileUnit, bool, error) {
+	u := l.unitFor(pc)
+	if u == nil {
+		return CompileUnit{}, false, nil
+	}
+	ud, err := l.load(u)
+	if err != nil {
+		return CompileUnit{}, false, err
+	}
+	return CompileUnit{Dir: u.compDir, Files: ud.files}, true, nil
+}
+
 func findUnit(p *[]urange, pc uint64) *urange {
 	if p == nil {
 		return nil

@@ -1,8 +1,8 @@
 package unwind
 
 import (
+	"context"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +15,7 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/localfile"
 )
 
 // Finder finds the binaries a perf.data maps on this machine and reads
@@ -108,14 +109,14 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		if st.Ino != inode {
 			return nil, fmt.Errorf("%s: not the file perf saw (inode %d, perf recorded %d); it was replaced since the recording", path, st.Ino, inode)
 		}
-		exe, err := openELF(path)
+		exe, err := openELF(path, localfile.Named)
 		if err != nil {
 			return nil, err
 		}
 		defer exe.Close()
-		o, err := NewObject(exe, nil)
+		o, err := NewObject(exe.File, nil)
 		if err == nil {
-			o.buildID = elfsym.BuildIDNote(exe)
+			o.buildID = elfsym.BuildIDNote(exe.File)
 		}
 		return o, err
 	}
@@ -123,7 +124,7 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var exe *elf.File
+	var exe *localfile.ELF
 	var tried []string
 	cands := []string{}
 	if !f.IgnorePaths && filepath.IsAbs(path) {
@@ -133,12 +134,16 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		d := filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
 		cands = append(cands, filepath.Join(d, "elf"), filepath.Join(d, "vdso"))
 	}
-	for _, c := range cands {
-		e, err := openELF(c)
+	for i, c := range cands {
+		trust := localfile.Configured
+		if i == 0 && c == path {
+			trust = localfile.Named
+		}
+		e, err := openELF(c, trust)
 		if err != nil {
 			continue
 		}
-		if got := elfsym.BuildIDNote(e); got != bid {
+		if got := elfsym.BuildIDNote(e.File); got != bid {
 			e.Close()
 			tried = append(tried, fmt.Sprintf("%s has build ID %q", c, got))
 			continue
@@ -153,7 +158,7 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %s", path, bid, tried[0])
 	}
 	defer exe.Close()
-	var debug *elf.File
+	var debug *localfile.ELF
 	var dcands []string
 	if f.SystemDebugDir != "" {
 		dcands = append(dcands, filepath.Join(f.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"))
@@ -162,8 +167,8 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		dcands = append(dcands, filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "debug"))
 	}
 	for _, c := range dcands {
-		if e, err := openELF(c); err == nil {
-			if elfsym.BuildIDNote(e) != bid {
+		if e, err := openELF(c, localfile.Configured); err == nil {
+			if elfsym.BuildIDNote(e.File) != bid {
 				e.Close()
 				continue
 			}
@@ -172,27 +177,19 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 			break
 		}
 	}
-	o, err := NewObject(exe, debug)
+	var dbg *elf.File
+	if debug != nil {
+		dbg = debug.File
+	}
+	o, err := NewObject(exe.File, dbg)
 	if err == nil {
 		o.buildID = bid
 	}
 	return o, err
 }
 
-// openELF opens an ELF file, turning a panic of debug/elf on a damaged
-// file into an error.
-func openELF(path string) (f *elf.File, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("%s: damaged ELF file: %v", path, r)
-		}
-	}()
-	f, err = elf.Open(path)
-	if err != nil {
-		var fe *elf.FormatError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
-		}
-	}
-	return f, err
+// openELF opens an ELF file: a regular file only, as trust allows
+// (localfile.OpenELF).
+func openELF(path string, trust localfile.Trust) (*localfile.ELF, error) {
+	return localfile.OpenELF(context.Background(), path, trust)
 }

@@ -48,7 +48,9 @@ type Job struct {
 	stamp     time.Time // ModTime of the record when the run started; zero if absent
 	errMsg    string
 	retry     bool
-	published bool // the final event is out (finish)
+	published bool        // the final event is out (finish)
+	recorded  time.Time   // when recordProgress last wrote the record
+	recordAt  *time.Timer // a pending recordProgress after a state change
 }
 
 func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, retry bool) *Job {
@@ -339,6 +341,19 @@ func (j *Job) update(u Update) {
 	}
 	if *b != before {
 		j.publishBinaryLocked(b) // one event per change, not per download step
+	}
+	if b.State != before.State && j.recordAt == nil {
+		// Keep the stored rows near the truth (run.go: recordProgress),
+		// in one write per recordEvery at most.
+		j.recordAt = time.AfterFunc(recordEvery, func() {
+			j.mu.Lock()
+			j.recordAt = nil
+			done := j.state == "done"
+			j.mu.Unlock()
+			if !done {
+				j.recordProgress(context.Background(), true)
+			}
+		})
 	}
 }
 

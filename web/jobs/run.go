@@ -119,6 +119,7 @@ func (j *Job) run(parent context.Context) {
 		j.complete(ctx, p, false)
 		return
 	}
+	j.recordProgress(ctx, true) // a kill -9 from here on leaves the rows
 	mg := newMerger(p)
 	j.mu.Lock()
 	noDebuginfod := !j.debuginfodLocked()
@@ -159,6 +160,7 @@ func (j *Job) run(parent context.Context) {
 			if tctx.Err() != nil {
 				j.timedOut(g.key)
 			}
+			j.recordProgress(ctx, false)
 		}()
 	}
 	wg.Wait()
@@ -184,6 +186,44 @@ func (j *Job) run(parent context.Context) {
 		return
 	}
 	j.complete(ctx, p, mg.changed())
+}
+
+// recordEvery bounds how often a run rewrites its record in progress.
+const recordEvery = time.Second
+
+// recordProgress writes the record, not done, with the rows as they stand,
+// so that after a crash or kill -9 the status shows each binary as it was
+// and opening the page or Retry resumes the run from the stored copy. It
+// writes at most once per recordEvery unless now, and never over a record
+// another replica marked done meanwhile.
+func (j *Job) recordProgress(ctx context.Context, now bool) {
+	st := j.m.cfg.Store
+	j.mu.Lock()
+	if !now && time.Since(j.recorded) < recordEvery {
+		j.mu.Unlock()
+		return
+	}
+	j.recorded = time.Now()
+	rec := Record{NoDebuginfod: j.opts.NoDebuginfod, Asked: append([]string(nil), j.asked...)}
+	for _, k := range j.order {
+		rec.Binaries = append(rec.Binaries, *j.bins[k])
+	}
+	stamp := j.stamp
+	j.mu.Unlock()
+	j.m.recMu.Lock()
+	defer j.m.recMu.Unlock()
+	cur, curStamp, err := ReadRecord(ctx, st, j.id)
+	if err != nil || cur.Done && !curStamp.Equal(stamp) && !j.retry {
+		return
+	}
+	rec.NoDebuginfod = rec.NoDebuginfod || cur.NoDebuginfod
+	if stamp, err = writeRecord(ctx, st, j.id, rec); err != nil {
+		j.m.cfg.Logf("symbolize %s: storing the record in progress: %v", j.id, err)
+		return
+	}
+	j.mu.Lock()
+	j.stamp = stamp
+	j.mu.Unlock()
 }
 
 // complete stores the final copy (when anything changed since the last

@@ -3,6 +3,8 @@ package sse
 import (
 	"cmp"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -24,6 +26,12 @@ type Config struct {
 	// MaxSubscribers is how many streams may be open at once across all
 	// topics (default 256). One more is answered 503 with Retry-After.
 	MaxSubscribers int
+	// MaxPerClient is how many of them one client address may hold
+	// (default 32), so one client cannot take them all.
+	MaxPerClient int
+	// ClientKey names a request's client (default: the peer's IP address,
+	// from RemoteAddr).
+	ClientKey func(*http.Request) string
 	// KeepAlive is the interval of comment lines on an idle stream
 	// (default 15s), so proxies and browsers don't drop it.
 	KeepAlive time.Duration
@@ -42,7 +50,8 @@ type Broker struct {
 	topics   map[string]*Topic
 	finished []string // names of finished topics, oldest first
 	subs     int
-	done     chan struct{} // closed by Shutdown
+	byClient map[string]int // open streams per client key
+	done     chan struct{}  // closed by Shutdown
 	shut     bool
 }
 
@@ -50,6 +59,12 @@ type Broker struct {
 func NewBroker(cfg Config) *Broker {
 	if cfg.MaxSubscribers <= 0 {
 		cfg.MaxSubscribers = 256
+	}
+	if cfg.MaxPerClient <= 0 {
+		cfg.MaxPerClient = 32
+	}
+	if cfg.ClientKey == nil {
+		cfg.ClientKey = peerIP
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
@@ -60,7 +75,7 @@ func NewBroker(cfg Config) *Broker {
 	if cfg.MaxFinished <= 0 {
 		cfg.MaxFinished = 1024
 	}
-	return &Broker{cfg: cfg, topics: map[string]*Topic{}, done: make(chan struct{})}
+	return &Broker{cfg: cfg, topics: map[string]*Topic{}, byClient: map[string]int{}, done: make(chan struct{})}
 }
 
 // Topic returns the topic called name, creating it when needed. A finished
@@ -111,19 +126,36 @@ func (b *Broker) Shutdown() {
 	}
 }
 
-func (b *Broker) acquire() bool {
+// peerIP is the IP address of the request's peer.
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// acquire takes a stream slot for client, or says which bound refused it.
+func (b *Broker) acquire(client string) (ok, perClient bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs >= b.cfg.MaxSubscribers || b.shut {
-		return false
+		return false, false
+	}
+	if b.byClient[client] >= b.cfg.MaxPerClient {
+		return false, true
 	}
 	b.subs++
-	return true
+	b.byClient[client]++
+	return true, false
 }
 
-func (b *Broker) release() {
+func (b *Broker) release(client string) {
 	b.mu.Lock()
 	b.subs--
+	if b.byClient[client]--; b.byClient[client] <= 0 {
+		delete(b.byClient, client)
+	}
 	b.mu.Unlock()
 }
 
@@ -361,12 +393,17 @@ func (b *Broker) Serve(w http.ResponseWriter, r *http.Request, name string) erro
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	if !b.acquire() {
+	client := b.cfg.ClientKey(r)
+	if ok, perClient := b.acquire(client); !ok {
 		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many open event streams; retry in a few seconds", http.StatusServiceUnavailable)
+		msg := "too many open event streams; retry in a few seconds"
+		if perClient {
+			msg = fmt.Sprintf("this client already has %d open event streams, the most one client may hold; close some pages and retry", b.cfg.MaxPerClient)
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
 		return ErrTooManySubscribers
 	}
-	defer b.release()
+	defer b.release(client)
 	ch := t.subscribe()
 	defer t.unsubscribe(ch)
 
