@@ -300,9 +300,37 @@ func TestJSONMatchesPerfData(t *testing.T) {
 		}
 		return fmt.Sprintf("%s:%x", path.Base(l.Mapping.File), l.Address)
 	}
-	diff(t, stacks(want, 0, true, frame), stacks(p, 0, true, frame))
+	// The event and its period come from the recorded command line
+	// (-e cpu-clock -F 500): the same types and values as the perf.data.
+	if got, want := sampleTypes(p), sampleTypes(want); !slices.Equal(got, want) {
+		t.Errorf("sample types %v, want %v", got, want)
+	}
+	for vi := range want.SampleType {
+		diff(t, stacks(want, vi, true, frame), stacks(p, vi, true, frame))
+	}
 	if !strings.Contains(strings.Join(p.Comments, "\n"), "hostname: ") || p.TimeNanos == 0 {
 		t.Errorf("comments %v, time %d", p.Comments, p.TimeNanos)
+	}
+}
+
+func TestRecordEvent(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		event  string
+		period int64
+	}{
+		{"/usr/bin/perf record -q -e cpu-clock -F 500 -g -o fp.data ./deep 0.2", "cpu-clock", 2000000},
+		{"perf record -e task-clock ./a.out -F 10", "task-clock", 250000},
+		{"perf record --event=cycles -c 100003 -- ./a.out", "cycles", 100003},
+		{"perf record -ecycles:u -F999 ./a.out", "cycles:u", 0},
+		{"perf record -e cpu-clock -F max ./a.out", "cpu-clock", 0},
+		{"perf record -e cycles,instructions ./a.out", "", 0},
+		{"perf record -g ./a.out", "", 0},
+	} {
+		e, p := recordEvent(strings.Fields(tc.cmd))
+		if e != tc.event || p != tc.period {
+			t.Errorf("%s: event %q period %d, want %q %d", tc.cmd, e, p, tc.event, tc.period)
+		}
 	}
 }
 
