@@ -19,7 +19,7 @@ func foldedLine(s string) (stack string, count float64, ok bool) {
 	if i <= 0 || !isCount(s[i+1:]) {
 		return "", 0, false
 	}
-	stack = strings.TrimRight(s[:i], " \t")
+	stack = s[:i] // a last frame of blanks is a frame (an empty symbol)
 	c, err := strconv.ParseFloat(s[i+1:], 64)
 	if err != nil || math.IsInf(c, 0) || stack == "" {
 		return "", 0, false
@@ -116,10 +116,15 @@ func ParseFolded(data []byte, maxSamples int) (*profile.Profile, error) {
 		parts := strings.Split(e.stack, ";")
 		frames = frames[:0]
 		for i := len(parts) - 1; i >= 0; i-- {
-			if parts[i] == "" {
-				continue
+			switch name := parts[i]; {
+			case name == "":
+			case strings.TrimSpace(name) == "":
+				// stackcollapse-perf.pl folds perf's "addr  (dso)", a frame
+				// with no symbol, into a blank name.
+				frames = append(frames, Frame{Func: "[unknown]"})
+			default:
+				frames = append(frames, Frame{Func: name})
 			}
-			frames = append(frames, Frame{Func: parts[i]})
 		}
 		if err := b.add("samples", frames, int64(math.Round(e.count*scale)), 0, "", -1, -1); err != nil {
 			return nil, err
