@@ -379,3 +379,49 @@ func TestScriptInlined(t *testing.T) {
 		t.Error("no location holds libc_feholdsetround_sse_ctx inlined into __cos_fma")
 	}
 }
+
+// TestScriptFieldSets runs perf script with field sets that keep ip and sym
+// (perf 6.1's own -F comm,pid,event,ip,sym,dso, no time, no event, no
+// comm, headerless ip,sym, +srcline) on recordings with and without call
+// chains, and checks each yields the stacks (by address) and counts of the
+// default output, with the labels and the period where the fields have them.
+func TestScriptFieldSets(t *testing.T) {
+	addrFrame := func(l *profile.Location) string { return fmt.Sprintf("%x", l.Address) }
+	for _, file := range []string{"fp.data", "flat.data"} {
+		ref, err := ParseScript(perfScriptText(t, "-i", filepath.Join(dir, file)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fields := range []string{
+			"comm,pid,event,ip,sym,dso", "comm,tid,ip,sym,dso", "tid,period,event,ip,sym,dso",
+			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period",
+		} {
+			t.Run(file+"/"+fields, func(t *testing.T) {
+				text := perfScriptText(t, "-i", filepath.Join(dir, file), "-F", fields)
+				if !SniffScript(text[:min(len(text), 4096)]) {
+					t.Error("not sniffed as perf script")
+				}
+				p, err := ParseScript(text, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := Warnings(p); len(w) > 0 {
+					t.Errorf("warnings on perf's own output: %v", w)
+				}
+				diff(t, stacks(ref, 0, false, addrFrame), stacks(p, 0, false, addrFrame))
+				hasPeriod := strings.Contains(fields, "period") || fields == "+srcline"
+				if got := len(p.SampleType); hasPeriod && got != 2 || !hasPeriod && got != 1 {
+					t.Errorf("sample types %v", sampleTypes(p))
+				}
+				if hasPeriod {
+					diff(t, stacks(ref, 1, false, addrFrame), stacks(p, 1, false, addrFrame))
+				} else if p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" {
+					t.Errorf("no period column: sample types %v, want samples/count", sampleTypes(p))
+				}
+				if strings.Contains(fields, "comm") && strings.Contains(fields, "id") || fields == "+srcline" {
+					diff(t, stacks(ref, 0, true, addrFrame), stacks(p, 0, true, addrFrame))
+				}
+			})
+		}
+	}
+}

@@ -26,10 +26,14 @@ const (
 var scriptHeaders = []*regexp.Regexp{
 	regexp.MustCompile(hdrStart + hdrTime + `?` + hdrEvent + `\s*$`), // ... event:
 	regexp.MustCompile(`^\s*(?:(?P<comm>\S.*?)\s+)??(?:(?P<tid>-?\d+)(?:/(?P<tid2>-?\d+))?\s+)?(?:\[(?P<cpu>\d+)\]\s+)?(?P<time>\d+\.\d+):(?:\s+(?P<period>\d+))?\s*$`), // ... time: [period]
-	regexp.MustCompile(hdrStart + hdrTime + `?` + hdrEvent + hdrRest),                                                 // ... event: frame
-	regexp.MustCompile(hdrStart + hdrTime + `(?:(?P<period>\d+)\s+)?` + `(?P<rest>.*?)\s*$`),                          // ... time: [period] frame
-	regexp.MustCompile(`^\s*(?:(?P<comm>\S.*?)\s+)??(?P<tid>-?\d+)(?:/(?P<tid2>-?\d+))?(?:\s+\[(?P<cpu>\d+)\])?\s*$`), // comm tid
+	regexp.MustCompile(hdrStart + hdrTime + `?` + hdrEvent + hdrRest),                                                                                                   // ... event: frame
+	regexp.MustCompile(hdrStart + hdrTime + `(?:(?P<period>\d+)\s+)?` + `(?P<rest>.*?)\s*$`),                                                                            // ... time: [period] frame
+	regexp.MustCompile(`^\s*(?:(?P<comm>\S.*?)\s+)??(?P<tid>-?\d+)(?:/(?P<tid2>-?\d+))?(?:\s+\[(?P<cpu>\d+)\])?(?:\s+(?P<period>\d+))?\s*$`),                            // comm tid [period]
+	regexp.MustCompile(`^\s*(?:(?P<comm>\S.*?)\s+)??(?P<tid>-?\d+)(?:/(?P<tid2>-?\d+))?\s+(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<period>\d+)\s+)?(?P<rest>[0-9a-f]+\s.*?)\s*$`), // comm tid [period] frame
 }
+
+// timeLike matches what a header's time field holds, which is not an event.
+var timeLike = regexp.MustCompile(`^\d+\.\d+$`)
 
 // scriptHeader is one sample header; -1 and "" for fields it lacks.
 type scriptHeader struct {
@@ -73,6 +77,9 @@ func parseHeader(s string) (scriptHeader, bool) {
 			case "rest":
 				h.rest = v
 			}
+		}
+		if timeLike.MatchString(h.event) {
+			continue // "comm tid time:" with no event
 		}
 		if h.rest != "" {
 			if _, ok := parseFrame(h.rest); !ok && h.event == "" {
@@ -314,8 +321,9 @@ func isSrcline(s string) bool {
 }
 
 // scriptHeaderLike reports whether an indented line is a right-aligned
-// sample header (perf pads short comms with spaces) rather than a frame.
+// sample header (perf pads short comms with spaces) rather than a frame: it
+// has a time, or it starts with a tid and holds an event (-F tid,event,...).
 func scriptHeaderLike(s string) bool {
 	h, ok := parseHeader(s)
-	return ok && h.timed
+	return ok && (h.timed || h.event != "" && h.comm == "" && h.tid >= 0)
 }
