@@ -1,6 +1,7 @@
 package perftext
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -422,6 +423,91 @@ func TestScriptFieldSets(t *testing.T) {
 					diff(t, stacks(ref, 0, true, addrFrame), stacks(p, 0, true, addrFrame))
 				}
 			})
+		}
+	}
+}
+
+// TestTextDemangled checks that mangled C++ and Rust (legacy and v0) names
+// are demangled in every text format, and keep their raw form as the
+// function's system name.
+func TestTextDemangled(t *testing.T) {
+	const (
+		cpp     = "_ZNSt6vectorIiSaIiEE9push_backERKi"
+		rustOld = "_ZN4core3ptr13drop_in_place17h4c8f9b1a2e6d7f30E"
+		rustV0  = "_RNvNtCs1234_7mycrate3foo3bar"
+	)
+	script := "app 1 1.0: 1 cpu-clock:\n\t1000 " + cpp + "+0x10 (/bin/app)\n\t2000 " + rustOld + " (/bin/app)\n\t3000 " + rustV0 + " (/bin/app)\n\n"
+	foldedText := rustV0 + ";" + rustOld + ";" + cpp + " 3\n"
+	jsonText := `{"linux-perf-json-version":1,"samples":[{"pid":1,"tid":1,"comm":"app","callchain":[{"ip":"0x1000","symbol":"` + cpp + `","dso":"app"},{"ip":"0x2000","symbol":"` + rustOld + `","dso":"app"},{"ip":"0x3000","symbol":"` + rustV0 + `","dso":"app"}]}]}`
+	for name, parse := range map[string]func() (*profile.Profile, error){
+		"script": func() (*profile.Profile, error) { return ParseScript([]byte(script), 0) },
+		"folded": func() (*profile.Profile, error) { return ParseFolded([]byte(foldedText), 0) },
+		"json":   func() (*profile.Profile, error) { return ParseJSON([]byte(jsonText), 0) },
+	} {
+		p, err := parse()
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		got := map[string]string{}
+		for _, f := range p.Function {
+			got[f.SystemName] = f.Name
+		}
+		for raw, want := range map[string]string{cpp: "std::vector<int, std::allocator<int> >::push_back", rustOld: "core::ptr::drop_in_place", rustV0: "mycrate::foo::bar"} {
+			if got[raw] != want {
+				t.Errorf("%s: %s demangled to %q, want %q", name, raw, got[raw], want)
+			}
+		}
+	}
+}
+
+// TestTextLongLine checks that a line over MaxLine is refused with its
+// number and the limit, as a limit error, not as an unreadable input.
+func TestTextLongLine(t *testing.T) {
+	long := "a;b 1\n" + strings.Repeat("frame;", 10<<20/6) + "leaf 1\n"
+	for name, parse := range map[string]func([]byte, int) (*profile.Profile, error){"folded": ParseFolded, "script": ParseScript} {
+		_, err := parse([]byte(long), 0)
+		if !errors.Is(err, ErrLimit) || !strings.Contains(fmt.Sprint(err), fmt.Sprintf("line 2 is longer than the %d-byte limit", MaxLine)) {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+	if !SniffFolded([]byte(long[6:])[:4096]) {
+		t.Error("a folded stack longer than the sniffed head is not claimed")
+	}
+}
+
+// TestFoldedEncodings checks UTF-8 with a BOM, UTF-16 LE and BE with a BOM,
+// CRLF and both comment styles.
+func TestFoldedEncodings(t *testing.T) {
+	text := "# a comment\r\n// another\r\nmain;héllo 2\r\nmain 1\r\n"
+	utf16 := func(be bool) []byte {
+		var b []byte
+		if be {
+			b = []byte{0xfe, 0xff}
+		} else {
+			b = []byte{0xff, 0xfe}
+		}
+		for _, r := range text {
+			hi, lo := byte(r>>8), byte(r)
+			if be {
+				b = append(b, hi, lo)
+			} else {
+				b = append(b, lo, hi)
+			}
+		}
+		return b
+	}
+	for name, in := range map[string][]byte{"utf8": []byte(text), "utf8 bom": append([]byte{0xef, 0xbb, 0xbf}, text...), "utf16le": utf16(false), "utf16be": utf16(true)} {
+		if !SniffFolded(in) {
+			t.Errorf("%s: not sniffed", name)
+		}
+		p, err := ParseFolded(in, 0)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		got := stacks(p, 0, false, func(l *profile.Location) string { return l.Line[0].Function.Name })
+		diff(t, map[string]int64{"héllo;main": 2, "main": 1}, got)
+		if w := Warnings(p); len(w) > 0 {
+			t.Errorf("%s: warnings %v", name, w)
 		}
 	}
 }
