@@ -32,6 +32,22 @@ var scriptHeaders = []*regexp.Regexp{
 	regexp.MustCompile(`^\s*(?:(?P<comm>\S.*?)\s+)??(?P<tid>-?\d+)(?:/(?P<tid2>-?\d+))?\s+(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<period>\d+)\s+)?(?P<rest>[0-9a-f]+\s.*?)\s*$`), // comm tid [period] frame
 }
 
+// fieldColon reports whether s has a colon that ends a field (a time or an
+// event): followed by a blank or the end of the line.
+func fieldColon(s string) bool {
+	for i := strings.IndexByte(s, ':'); i >= 0; {
+		if i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t' {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], ':')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
 // timeLike matches what a header's time field holds, which is not an event.
 var timeLike = regexp.MustCompile(`^\d+\.\d+$`)
 
@@ -46,7 +62,11 @@ type scriptHeader struct {
 // parseHeader reads a sample header line, reporting false when the line
 // is none.
 func parseHeader(s string) (scriptHeader, bool) {
-	for _, re := range scriptHeaders {
+	res := scriptHeaders
+	if !fieldColon(s) {
+		res = res[4:] // the forms with a time or an event need "x: " or a final "x:"
+	}
+	for _, re := range res {
 		m := re.FindStringSubmatch(s)
 		if m == nil {
 			continue
@@ -324,6 +344,9 @@ func isSrcline(s string) bool {
 // sample header (perf pads short comms with spaces) rather than a frame: it
 // has a time, or it starts with a tid and holds an event (-F tid,event,...).
 func scriptHeaderLike(s string) bool {
+	if !fieldColon(s) {
+		return false // most frames: no regexp to run
+	}
 	h, ok := parseHeader(s)
 	return ok && (h.timed || h.event != "" && h.comm == "" && h.tid >= 0)
 }
