@@ -395,7 +395,7 @@ func TestScriptFieldSets(t *testing.T) {
 		}
 		for _, fields := range []string{
 			"comm,pid,event,ip,sym,dso", "comm,tid,ip,sym,dso", "tid,period,event,ip,sym,dso",
-			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period",
+			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period", "ip,sym,period", "tid,ip,sym",
 		} {
 			t.Run(file+"/"+fields, func(t *testing.T) {
 				text := perfScriptText(t, "-i", filepath.Join(dir, file), "-F", fields)

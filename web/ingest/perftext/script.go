@@ -48,6 +48,37 @@ func fieldColon(s string) bool {
 	return false
 }
 
+// numberThenAddress reports whether s is "tid-or-period address sym...", a
+// sample without call chain under -F tid,ip,sym or ip,sym,period rather
+// than a frame: a decimal number, then a hex address of 6 digits or more.
+func numberThenAddress(s string) bool {
+	f := strings.Fields(s)
+	if len(f) < 3 || !isDigits(f[0]) || len(f[1]) < 6 {
+		return false
+	}
+	_, err := strconv.ParseUint(f[1], 16, 64)
+	return err == nil
+}
+
+// periodColumn returns the period of a header that starts with it, as
+// -F ip,sym,period prints it: a number right-aligned in 10 columns (a tid is
+// printed in 5), alone or before the sample's frame. It returns 0 otherwise.
+func periodColumn(s string) int64 {
+	if len(s) < 10 || s[0] != ' ' || (len(s) > 10 && s[10] != ' ' && s[10] != '\t') {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimLeft(s[:10], " "), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	if rest := strings.TrimSpace(s[10:]); rest != "" {
+		if _, ok := parseFrame(rest); !ok {
+			return 0
+		}
+	}
+	return n
+}
+
 // timeLike matches what a header's time field holds, which is not an event.
 var timeLike = regexp.MustCompile(`^\d+\.\d+$`)
 
@@ -111,6 +142,9 @@ func parseHeader(s string) (scriptHeader, bool) {
 			// not a numeric comm: perf prints comm first only when asked.
 			h.comm, h.tid, h.period = "", mustInt(h.comm), h.tid
 		}
+		if h.comm == "" && h.pid < 0 && h.tid >= 0 && h.period <= 0 && !h.timed && h.event == "" && periodColumn(s) > 0 {
+			h.tid, h.period = -1, h.tid
+		}
 		return h, true
 	}
 	return scriptHeader{}, false
@@ -142,7 +176,7 @@ func SniffScript(head []byte) bool {
 			continue
 		}
 		h, ok := parseHeader(s)
-		if !ok || h.event == "" && !h.timed && h.tid < 0 {
+		if !ok || h.event == "" && !h.timed && h.tid < 0 && h.period <= 0 {
 			// Headerless output (-F ip,sym): frame lines with an address.
 			f, ok := parseFrame(s)
 			return ok && f.Func != "[unknown]" && (s[0] == ' ' || s[0] == '\t')
@@ -283,7 +317,7 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 				return nil
 			}
 		}
-		if h, ok := parseHeader(s); ok && (h.event != "" || h.timed || h.tid >= 0) {
+		if h, ok := parseHeader(s); ok && (h.event != "" || h.timed || h.tid >= 0 || h.period > 0) {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -344,6 +378,9 @@ func isSrcline(s string) bool {
 // sample header (perf pads short comms with spaces) rather than a frame: it
 // has a time, or it starts with a tid and holds an event (-F tid,event,...).
 func scriptHeaderLike(s string) bool {
+	if periodColumn(s) > 0 || numberThenAddress(s) {
+		return true
+	}
 	if !fieldColon(s) {
 		return false // most frames: no regexp to run
 	}
