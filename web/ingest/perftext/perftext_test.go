@@ -395,7 +395,7 @@ func TestScriptFieldSets(t *testing.T) {
 		}
 		for _, fields := range []string{
 			"comm,pid,event,ip,sym,dso", "comm,tid,ip,sym,dso", "tid,period,event,ip,sym,dso",
-			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period", "ip,sym,period", "tid,ip,sym",
+			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period", "ip,sym,period", "tid,ip,sym", "comm,ip,sym",
 		} {
 			t.Run(file+"/"+fields, func(t *testing.T) {
 				text := perfScriptText(t, "-i", filepath.Join(dir, file), "-F", fields)
@@ -509,5 +509,22 @@ func TestFoldedEncodings(t *testing.T) {
 		if w := Warnings(p); len(w) > 0 {
 			t.Errorf("%s: warnings %v", name, w)
 		}
+	}
+}
+
+// TestScriptStopsOnGarbage checks that a perf script whose lines are mostly
+// unreadable is not read to its end, and says where it stopped.
+func TestScriptStopsOnGarbage(t *testing.T) {
+	text := "deep 1 1.000000: 10 cpu-clock:\n\t  1000 main+0x4 (/bin/deep)\n\n" + strings.Repeat("%% not perf output\n", 5000)
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(Warnings(p), "\n")
+	if !strings.Contains(w, "stopped reading at line 1005:") || !strings.Contains(w, "skipped 1001 unreadable lines") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := ParseScript([]byte(strings.Repeat("%% not perf output\n", 5000)), 0); err == nil || !strings.Contains(err.Error(), "1001 unreadable lines") {
+		t.Errorf("all garbage: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package perftext
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,6 +50,42 @@ func fieldColon(s string) bool {
 	return false
 }
 
+// nextLine returns the first of lines that is not blank.
+func nextLine(lines [][]byte) (string, bool) {
+	for _, l := range lines {
+		if s := strings.TrimRight(string(l), "\r"); strings.TrimSpace(s) != "" {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// commThenFrame splits "comm  addr sym (dso)", a sample without call chain
+// under -F comm,ip,sym: the address is the first hex token of 6 digits or
+// more after the comm.
+func commThenFrame(s string) (string, Frame, bool) {
+	if len(s) > maxHeader {
+		return "", Frame{}, false
+	}
+	f := strings.Fields(s)
+	for i := 1; i < len(f)-1; i++ {
+		if len(f[i]) < 6 {
+			continue
+		}
+		if _, err := strconv.ParseUint(f[i], 16, 64); err != nil {
+			continue
+		}
+		j := strings.Index(s, " "+f[i]+" ")
+		if j < 0 {
+			continue
+		}
+		if fr, ok := parseFrame(s[j+1:]); ok {
+			return strings.Join(f[:i], " "), fr, true
+		}
+	}
+	return "", Frame{}, false
+}
+
 // numberThenAddress reports whether s is "tid-or-period address sym...", a
 // sample without call chain under -F tid,ip,sym or ip,sym,period rather
 // than a frame: a decimal number, then a hex address of 6 digits or more.
@@ -79,6 +117,19 @@ func periodColumn(s string) int64 {
 	return n
 }
 
+// maxBad is how many unreadable lines are read before giving up, once they
+// outnumber the samples ten to one: reading a line that is neither header
+// nor frame costs a few header regexps, and a file of them is not perf
+// script.
+const maxBad = 1000
+
+var errNotScript = errors.New("not perf script")
+
+// maxHeader bounds the lines tried as sample headers: perf's are a few
+// hundred bytes (a tracepoint's fields a few thousand), and the header
+// regexps cost about a second per megabyte of a line that is none.
+const maxHeader = 16 << 10
+
 // timeLike matches what a header's time field holds, which is not an event.
 var timeLike = regexp.MustCompile(`^\d+\.\d+$`)
 
@@ -93,6 +144,9 @@ type scriptHeader struct {
 // parseHeader reads a sample header line, reporting false when the line
 // is none.
 func parseHeader(s string) (scriptHeader, bool) {
+	if len(s) > maxHeader || !strings.ContainsAny(s, "0123456789:") {
+		return scriptHeader{}, false
+	}
 	res := scriptHeaders
 	if !fieldColon(s) {
 		res = res[4:] // the forms with a time or an event need "x: " or a final "x:"
@@ -176,6 +230,21 @@ func SniffScript(head []byte) bool {
 			continue
 		}
 		h, ok := parseHeader(s)
+		if !ok {
+			if next, more := nextLine(lines[i+1:]); more {
+				// -F comm,ip,sym: "comm" over tab-indented frames, or
+				// "comm  addr sym" lines with the same comm.
+				if _, isFrame := parseFrame(s); !isFrame && !fieldColon(s) && s[0] != ' ' && s[0] != '\t' && next[0] == '\t' {
+					_, ok := parseFrame(next)
+					return ok
+				}
+				c1, _, ok1 := commThenFrame(s)
+				c2, _, ok2 := commThenFrame(next)
+				if ok1 && ok2 && c1 == c2 {
+					return true
+				}
+			}
+		}
 		if !ok || h.event == "" && !h.timed && h.tid < 0 && h.period <= 0 {
 			// Headerless output (-F ip,sym): frame lines with an address.
 			f, ok := parseFrame(s)
@@ -254,6 +323,8 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 		frames         []Frame
 		inlined        []string // inlined functions awaiting their frame
 		bare           bool     // a headerless sample
+		commOnly       int      // the line number of a header that may be a comm alone (-F comm,ip,sym)
+		commLine       string
 	}
 	var cur pending
 	var first, last int64
@@ -262,6 +333,11 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 			return nil
 		}
 		cur.ok = false
+		if cur.commOnly > 0 && len(cur.frames) == 0 && len(cur.inlined) == 0 {
+			// A line taken for a comm alone had no frames under it.
+			b.badLine(cur.commOnly, cur.commLine, "neither a sample header (comm tid time: period event:) nor a frame (address symbol (dso))")
+			return nil
+		}
 		for _, name := range cur.inlined { // inlined frames with no frame after them
 			cur.frames = append(cur.frames, Frame{Func: name})
 		}
@@ -300,7 +376,12 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 		}
 		cur.frames = append(cur.frames, f)
 	}
+	stoppedAt := 0
 	err := eachLine(DecodeText(data), func(n int, s string) error {
+		if b.bad >= maxBad && b.bad > 10*b.n {
+			stoppedAt = n
+			return errNotScript
+		}
 		if strings.TrimSpace(s) == "" {
 			return flush()
 		}
@@ -344,9 +425,33 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 			}
 			return nil
 		}
+		if comm, f, ok := commThenFrame(s); ok {
+			// -F comm,ip,sym without call chains: "comm  addr sym".
+			if err := flush(); err != nil {
+				return err
+			}
+			start(scriptHeader{comm: comm, pid: -1, tid: -1})
+			addFrame(f)
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if !indented && !fieldColon(s) {
+			// Perhaps a comm alone (-F comm,ip,sym): a sample if frames follow.
+			start(scriptHeader{comm: strings.TrimSpace(s), pid: -1, tid: -1})
+			cur.commOnly, cur.commLine = n, s
+			return nil
+		}
 		b.badLine(n, s, "neither a sample header (comm tid time: period event:) nor a frame (address symbol (dso))")
 		return nil
 	})
+	if err == errNotScript {
+		err = nil
+		if b.n > 0 {
+			b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: stopped reading at line %d: over %d unreadable lines, ten times the samples before them; the rest of the file was not read", stoppedAt, maxBad))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
