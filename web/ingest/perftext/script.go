@@ -90,12 +90,26 @@ func commThenFrame(s string) (string, Frame, bool) {
 // sample without call chain under -F tid,ip,sym or ip,sym,period rather
 // than a frame: a decimal number, then a hex address of 6 digits or more.
 func numberThenAddress(s string) bool {
-	f := strings.Fields(s)
-	if len(f) < 3 || !isDigits(f[0]) || len(f[1]) < 6 {
+	num, rest := nextField(s)
+	if !isDigits(num) {
+		return false // most frames: a hex address with letters
+	}
+	addr, rest := nextField(rest)
+	sym, _ := nextField(rest)
+	if len(addr) < 6 || sym == "" {
 		return false
 	}
-	_, err := strconv.ParseUint(f[1], 16, 64)
+	_, err := strconv.ParseUint(addr, 16, 64)
 	return err == nil
+}
+
+// nextField returns the first blank-separated field of s and what follows it.
+func nextField(s string) (field, rest string) {
+	s = strings.TrimLeft(s, " \t")
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i], s[i:]
+	}
+	return s, ""
 }
 
 // periodColumn returns the period of a header that starts with it, as
