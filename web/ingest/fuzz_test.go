@@ -47,6 +47,18 @@ func FuzzParse(f *testing.F) {
 			f.Add(raw.Bytes())
 		}
 	}
+	for _, name := range []string{
+		"pprof/cppbench.heap", "pprof/java.cpu", "pprof/go.godoc.thread", "pprof/java.contention", "pprof/cppbench.thread",
+		"speedscope/stackcollapse-simple-utf16-le.txt", "speedscope/stackcollapse-simple-with-invalids.txt", "flamegraph/perf-java-stacks-02.txt",
+	} {
+		b, err := os.ReadFile(filepath.Join("../../testdata/peers", filepath.FromSlash(name)))
+		if err != nil {
+			f.Fatalf("seed %s: %v", name, err)
+		}
+		f.Add(b[:min(len(b), 8192)])
+	}
+	f.Add([]byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)"}}],"startTime":0,"endTime":1,"samples":[1],"timeDeltas":[1]}`))
+	f.Add([]byte("# callgrind format\nevents: Ir\nfn=main\n16 200\n"))
 	f.Add([]byte("main;work;compute 10\nmain;idle 3\n"))
 	f.Add(gzipped([]byte("a;b 1\n")))
 	f.Add(gzipped(gzipped([]byte("a;b 1\n"))))

@@ -41,9 +41,9 @@ type Limits struct {
 	NoUnwind string
 }
 
-// formats are tried in order. pprofFormat is in pprof.go; the perf formats
-// are in perf.go.
-var formats = []Format{pprofFormat, perfDataFormat, perfJSONFormat, perfScriptFormat, foldedFormat}
+// formats are tried in order. pprofFormat and pprofLegacyFormat are in
+// pprof.go; the perf formats are in perf.go.
+var formats = []Format{pprofFormat, perfDataFormat, perfJSONFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
@@ -89,6 +89,11 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 		return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
 	}
 	head := data[:min(len(data), sniffLen)]
+	// A format viewer knows but does not read is named, not guessed at
+	// (callgrind's "16 200" lines would pass for folded stacks).
+	if err := foreign(head, data); err != nil {
+		return nil, "", err
+	}
 	var tried []string
 	for _, f := range formats {
 		if f.Sniff == nil || !f.Sniff(head) || f.Parse == nil {

@@ -69,3 +69,13 @@ func TestPerfLimits(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTooLarge about the compressed records", err)
 	}
 }
+
+// TestLongLineUpload checks that a 10 MB single-line folded stack is
+// refused by its line length, not as an unrecognised input.
+func TestLongLineUpload(t *testing.T) {
+	line := []byte(strings.Repeat("main;work;", 1<<20) + "leaf 1")
+	_, _, err := Parse(line, Limits{MaxBytes: 64 << 20})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "line 1 is longer than the 4194304-byte limit") {
+		t.Errorf("error %v; want the line length named", err)
+	}
+}

@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"regexp"
 
 	"github.com/google/pprof/profile"
 )
@@ -10,6 +12,55 @@ import (
 // pprofFormat reads pprof protobuf (perftools.profiles.Profile), the format
 // of `go tool pprof`, runtime/pprof and most continuous profilers.
 var pprofFormat = Format{Name: "pprof", Sniff: sniffPprof, Parse: parsePprof}
+
+// pprofLegacyFormat reads the formats before profile.proto that
+// profile.Parse still reads: gperftools and Java CPU profiles (binary), and
+// the heap, growth, contention, thread and Go "?debug=1" text profiles.
+var pprofLegacyFormat = Format{Name: "legacy pprof", Sniff: sniffPprofLegacy, Parse: parsePprofLegacy}
+
+// legacyTextHeader matches the first line of each legacy text profile
+// (profile/legacy_profile.go and legacy_java_profile.go in google/pprof).
+var legacyTextHeader = regexp.MustCompile(`^(?:heap profile: *\d+: *\d+ *\[|--- (?:heapz|contentionz|threadz) \d+ ---|--- (?:mutex|contention):|--- Thread [[:xdigit:]]+ \(name: |\S+ profile: total \d+$)`)
+
+// sniffPprofLegacy accepts a gperftools/Java CPU profile header (the words
+// 0 and 3, as 32- or 64-bit integers of either byte order) or a text
+// profile whose first line that is not blank or a comment is a legacy header.
+func sniffPprofLegacy(head []byte) bool {
+	for _, w := range []int{4, 8} {
+		if len(head) < 2*w {
+			continue
+		}
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			word := func(i int) uint64 {
+				if w == 4 {
+					return uint64(order.Uint32(head[i*w:]))
+				}
+				return order.Uint64(head[i*w:])
+			}
+			if word(0) == 0 && word(1) == 3 {
+				return true
+			}
+		}
+	}
+	for _, line := range bytes.Split(head, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		return legacyTextHeader.Match(t)
+	}
+	return false
+}
+
+func parsePprofLegacy(data []byte, lim Limits) (*profile.Profile, error) {
+	// data is decompressed and failed sniffPprof, so ParseData goes
+	// straight to pprof's legacy parsers; it checks the result is valid.
+	p, err := profile.ParseData(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a legacy profile pprof reads: %v", err)
+	}
+	return p, nil
+}
 
 // profileWireTypes maps each top-level field number of profile.proto to the
 // protobuf wire types it may use (bit 1<<wiretype).

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/elfsym"
 )
 
 // ErrLimit is wrapped by errors about inputs over a caller's limits.
@@ -31,7 +33,9 @@ type Frame struct {
 type builder struct {
 	p          *profile.Profile
 	maxSamples int
-	types      map[string]int // event → index of its count type
+	types      map[string]int  // event → index of its count type
+	events     []string        // events in the order of their types
+	periods    map[string]bool // events with a period in the input
 	unit       func(event string) string
 	funcs      map[string]*profile.Function
 	maps       map[string]*profile.Mapping
@@ -56,6 +60,7 @@ func newBuilder(maxSamples int) *builder {
 		p:          &profile.Profile{},
 		maxSamples: maxSamples,
 		types:      map[string]int{},
+		periods:    map[string]bool{},
 		unit:       periodUnit,
 		funcs:      map[string]*profile.Function{},
 		maps:       map[string]*profile.Mapping{},
@@ -82,6 +87,7 @@ func (b *builder) eventIndex(event string) int {
 	}
 	i := len(b.p.SampleType)
 	b.types[event] = i
+	b.events = append(b.events, event)
 	b.p.SampleType = append(b.p.SampleType,
 		&profile.ValueType{Type: event + "_count", Unit: "count"},
 		&profile.ValueType{Type: event, Unit: b.unit(event)})
@@ -123,7 +129,7 @@ func (b *builder) location(f Frame) *profile.Location {
 		}
 		fn := b.funcs[name]
 		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
+			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: elfsym.Demangle(name, false), SystemName: name}
 			b.funcs[name] = fn
 			b.p.Function = append(b.p.Function, fn)
 		}
@@ -135,8 +141,14 @@ func (b *builder) location(f Frame) *profile.Location {
 }
 
 // add adds one stack (leaf first) with count and period to event's values.
+// A period of 0 means the input gives none: the sample counts once.
 func (b *builder) add(event string, frames []Frame, count, period int64, comm string, pid, tid int64) error {
 	ei := b.eventIndex(event)
+	if period > 0 {
+		b.periods[event] = true
+	} else {
+		period = count
+	}
 	locs := b.locBuf[:0]
 	for _, f := range frames {
 		locs = append(locs, b.location(f))
@@ -192,11 +204,52 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	if b.bad > 0 {
 		b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: skipped %d unreadable %s: %s", b.bad, b.badWhat, strings.Join(b.badLines, "; ")))
 	}
-	if len(b.p.SampleType) > 1 {
-		b.p.DefaultSampleType = b.p.SampleType[1].Type
-		b.p.PeriodType = &profile.ValueType{Type: b.p.SampleType[1].Type, Unit: b.p.SampleType[1].Unit}
+	if e := b.events[0]; b.periods[e] {
+		t := b.p.SampleType[b.types[e]+1]
+		b.p.DefaultSampleType = t.Type
+		b.p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
+	b.dropMissingPeriods()
 	return b.p, nil
+}
+
+// dropMissingPeriods removes the period type of each event the input gave
+// no period for: its samples are counted, not timed, so only the count
+// type is true. A lone such event's count type is "samples"/"count", with
+// the event kept as the profile's period type.
+func (b *builder) dropMissingPeriods() {
+	var keep []int
+	for _, e := range b.events {
+		i := b.types[e]
+		keep = append(keep, i)
+		if b.periods[e] {
+			keep = append(keep, i+1)
+		}
+	}
+	if len(keep) == len(b.p.SampleType) {
+		return
+	}
+	types := make([]*profile.ValueType, len(keep))
+	for j, i := range keep {
+		types[j] = b.p.SampleType[i]
+	}
+	for _, s := range b.p.Sample {
+		v := make([]int64, len(keep))
+		for j, i := range keep {
+			v[j] = s.Value[i]
+		}
+		s.Value = v
+	}
+	b.p.SampleType = types
+	if e := b.events[0]; len(b.events) == 1 {
+		types[0].Type = "samples"
+		b.p.DefaultSampleType = "samples"
+		if e != "samples" {
+			b.p.PeriodType = &profile.ValueType{Type: e, Unit: "count"}
+			b.p.Period = 1
+			b.p.Comments = append(b.p.Comments, fmt.Sprintf("the input gives no period: values count the %s samples", e))
+		}
+	}
 }
 
 // Warnings returns the comments of p that report skipped input.

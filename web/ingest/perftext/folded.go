@@ -6,41 +6,68 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 )
 
-// foldedLine splits "a;b;c 12" into its frames (root first) and count.
+// foldedLine splits "a;b;c 12" into its frames (root first) and count, as
+// flamegraph.pl reads it: the count is the last blank-separated field, digits
+// with an optional decimal part; the stack is everything before it.
 func foldedLine(s string) (stack string, count float64, ok bool) {
 	i := strings.LastIndexAny(s, " \t")
-	if i <= 0 {
+	if i <= 0 || !isCount(s[i+1:]) {
 		return "", 0, false
 	}
-	stack = strings.TrimRight(s[:i], " \t")
+	stack = s[:i] // a last frame of blanks is a frame (an empty symbol)
 	c, err := strconv.ParseFloat(s[i+1:], 64)
-	if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) || stack == "" {
+	if err != nil || math.IsInf(c, 0) || stack == "" {
 		return "", 0, false
 	}
 	return stack, c, true
 }
 
+// isCount reports whether s is flamegraph.pl's count: \d+(\.\d*)?.
+func isCount(s string) bool {
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" {
+		return false
+	}
+	for _, r := range whole + frac {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// foldedComment reports whether a line is blank or a "#" or "//" comment.
+func foldedComment(s string) bool {
+	t := strings.TrimSpace(s)
+	return t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "//")
+}
+
 // SniffFolded reports whether head looks like folded stacks ("frame;frame;frame
-// count" lines): the first line is one, and most of the others are.
+// count" lines): more of its lines are such lines than not, comments aside.
+// A first line longer than head that holds ';' is claimed too, so that
+// ParseFolded can say the line is too long.
 func SniffFolded(head []byte) bool {
+	head = DecodeText(head)
 	lines := bytes.Split(head, []byte("\n"))
+	if len(lines) == 1 && len(head) >= 4096 && bytes.IndexByte(head, ';') > 0 && utf8.Valid(head[:len(head)-utf8.UTFMax]) {
+		return true
+	}
 	if len(lines) > 1 && len(head) >= 4096 {
 		lines = lines[:len(lines)-1] // the last line may be cut short
 	}
 	good, bad := 0, 0
 	for _, l := range lines {
 		s := strings.TrimRight(string(l), "\r")
-		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "#") {
+		if foldedComment(s) {
 			continue
 		}
-		if _, _, ok := foldedLine(s); ok && s[0] != ' ' && s[0] != '\t' && s[0] != '{' && s[0] != '[' {
+		if _, _, ok := foldedLine(s); ok && s[0] != ' ' && s[0] != '\t' && s[0] != '{' && s[0] != '[' && s[0] != '<' {
 			good++
-		} else if good == 0 {
-			return false
 		} else {
 			bad++
 		}
@@ -49,8 +76,11 @@ func SniffFolded(head []byte) bool {
 }
 
 // ParseFolded reads folded stacks, as flamegraph.pl's stackcollapse scripts
-// and many profilers write them: one "root;...;leaf count" per line. Counts
-// may be decimal; then every value is the count × 1000 (unit "millicount").
+// and many profilers write them: one "root;...;leaf count" per line, in
+// UTF-8 or (with a byte-order mark) UTF-16, with "#" and "//" comment lines.
+// Lines that are not stacks are skipped and counted in the profile's
+// warnings, as flamegraph.pl's "Ignored N lines". Counts may be decimal;
+// then every value is the count × 1000 (unit "millicount").
 func ParseFolded(data []byte, maxSamples int) (*profile.Profile, error) {
 	type entry struct {
 		stack string
@@ -59,50 +89,44 @@ func ParseFolded(data []byte, maxSamples int) (*profile.Profile, error) {
 	var entries []entry
 	b := newBuilder(maxSamples)
 	fractional := false
-	lineNo := 0
-	for len(data) > 0 {
-		lineNo++
-		var line []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			line, data = data, nil
-		}
-		s := strings.TrimRight(string(line), "\r")
-		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "#") {
-			continue
+	err := eachLine(DecodeText(data), func(n int, s string) error {
+		if foldedComment(s) {
+			return nil
 		}
 		stack, c, ok := foldedLine(s)
 		if !ok {
-			b.badLine(lineNo, s, "not \"frame;frame;... count\"")
-			continue
+			b.badLine(n, s, "not \"frame;frame;... count\"")
+			return nil
 		}
 		if c != math.Trunc(c) {
 			fractional = true
 		}
 		entries = append(entries, entry{stack, c})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	scale := 1.0
-	event := "samples"
 	if fractional {
 		scale = 1000
-		b.unit = func(string) string { return "millicount" }
-		event = "samples"
-	} else {
-		b.unit = func(string) string { return "count" }
 	}
 	var frames []Frame
 	for _, e := range entries {
 		parts := strings.Split(e.stack, ";")
 		frames = frames[:0]
 		for i := len(parts) - 1; i >= 0; i-- {
-			if parts[i] == "" {
-				continue
+			switch name := parts[i]; {
+			case name == "":
+			case strings.TrimSpace(name) == "":
+				// stackcollapse-perf.pl folds perf's "addr  (dso)", a frame
+				// with no symbol, into a blank name.
+				frames = append(frames, Frame{Func: "[unknown]"})
+			default:
+				frames = append(frames, Frame{Func: name})
 			}
-			frames = append(frames, Frame{Func: parts[i]})
 		}
-		v := int64(math.Round(e.count * scale))
-		if err := b.add(event, frames, v, v, "", -1, -1); err != nil {
+		if err := b.add("samples", frames, int64(math.Round(e.count*scale)), 0, "", -1, -1); err != nil {
 			return nil, err
 		}
 	}
@@ -110,15 +134,9 @@ func ParseFolded(data []byte, maxSamples int) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Folded stacks carry one number per stack: keep one sample type.
-	p.SampleType = p.SampleType[1:2]
-	p.SampleType[0].Type = "samples"
-	for _, s := range p.Sample {
-		s.Value = s.Value[1:2]
-	}
-	p.DefaultSampleType = "samples"
-	p.PeriodType = nil
+	// Folded stacks carry one number per stack: the one count type.
 	if fractional {
+		p.SampleType[0].Unit = "millicount"
 		p.Comments = append(p.Comments, fmt.Sprintf("folded counts have decimals: values are the counts × %.0f (unit millicount)", scale))
 	}
 	return p, nil

@@ -47,7 +47,8 @@ type jsonSample struct {
 
 // ParseJSON reads `perf data convert --to-json` output. Its samples carry
 // absolute addresses, symbol names and DSO base names, but (in perf 6.1) no
-// event or period, so each sample counts once under "samples".
+// event or period: those come from the recording's command line in the
+// headers (recordEvent), else each sample counts once under "samples".
 func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 	var doc perfJSON
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -58,6 +59,7 @@ func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 	}
 	b := newBuilder(maxSamples)
 	b.badWhat = "samples"
+	cmdEvent, cmdPeriod := recordEvent(doc.Headers.Cmdline)
 	var first, last int64
 	var frames []Frame
 	for i, raw := range doc.Samples {
@@ -98,11 +100,14 @@ func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 			last = max(last, *s.Timestamp)
 		}
 		event, period := s.Event, s.Period
+		if event == "" && cmdEvent != "" {
+			event = cmdEvent
+			if period == 0 {
+				period = cmdPeriod
+			}
+		}
 		if event == "" {
 			event = "samples"
-		}
-		if period == 0 {
-			period = 1
 		}
 		if err := b.add(event, frames, 1, period, s.Comm, pid, tid); err != nil {
 			return nil, err
@@ -111,16 +116,6 @@ func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 	p, err := b.finish("perf JSON")
 	if err != nil {
 		return nil, err
-	}
-	if _, ok := b.types["samples"]; ok && len(b.types) == 1 {
-		// No periods: keep the one count type.
-		p.SampleType = p.SampleType[:1]
-		p.SampleType[0].Type = "samples"
-		for _, s := range p.Sample {
-			s.Value = s.Value[:1]
-		}
-		p.DefaultSampleType = "samples"
-		p.PeriodType = nil
 	}
 	p.DurationNanos = last - first
 	if t, err := time.Parse(time.RFC3339, doc.Headers.CapturedOn); err == nil {
@@ -143,4 +138,70 @@ func (b *builder) badSample(i int, why string) {
 	if len(b.badLines) < 3 {
 		b.badLines = append(b.badLines, fmt.Sprintf("sample %d: %s", i, why))
 	}
+}
+
+// recordArgs are the perf record options that take a separate value: the
+// command line's positional arguments (the profiled command) start after them.
+var recordArgs = map[string]bool{
+	"-e": true, "--event": true, "-F": true, "--freq": true, "-c": true, "--count": true,
+	"-o": true, "--output": true, "-p": true, "--pid": true, "-t": true, "--tid": true,
+	"-C": true, "--cpu": true, "-m": true, "--mmap-pages": true, "-G": true, "--cgroup": true,
+	"-u": true, "--uid": true, "-r": true, "--realtime": true, "-j": true, "--branch-filter": true,
+	"-D": true, "--delay": true, "-k": true, "--clockid": true, "--call-graph": true,
+}
+
+// recordEvent reads the event and its period from the perf record command
+// line that perf JSON's headers keep, since perf 6.1 writes neither per
+// sample. It gives the event of a single -e; the period is -c's, or for
+// the clock events (whose sampling timer counts nanoseconds) 1e9 / the -F
+// frequency (perf's default 4000 Hz without one), as perf.data records it.
+// It returns "", 0 when the command line does not say.
+func recordEvent(cmdline []string) (event string, period int64) {
+	var events []string
+	var freq, count int64 = -1, 0
+	args := cmdline
+	for len(args) > 0 && args[0] != "record" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return "", 0
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		if !hasVal && len(a) > 2 && a[1] != '-' && recordArgs[a[:2]] {
+			name, val, hasVal = a[:2], a[2:], true // -ecpu-clock, -F500
+		}
+		if !hasVal && recordArgs[name] && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "-e", "--event":
+			events = append(events, strings.Split(val, ",")...)
+		case "-F", "--freq":
+			freq, _ = strconv.ParseInt(val, 10, 64)
+		case "-c", "--count":
+			count, _ = strconv.ParseInt(val, 10, 64)
+		}
+	}
+	if len(events) != 1 || strings.ContainsAny(events[0], "{}") {
+		return "", 0 // several events: which one a sample is cannot be told
+	}
+	event = events[0]
+	switch {
+	case count > 0:
+		return event, count
+	case periodUnit(event) == "nanoseconds":
+		if freq < 0 {
+			freq = 4000
+		}
+		if freq > 0 {
+			return event, 1e9 / freq
+		}
+	}
+	return event, 0
 }

@@ -1,6 +1,7 @@
 package perftext
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -300,9 +301,37 @@ func TestJSONMatchesPerfData(t *testing.T) {
 		}
 		return fmt.Sprintf("%s:%x", path.Base(l.Mapping.File), l.Address)
 	}
-	diff(t, stacks(want, 0, true, frame), stacks(p, 0, true, frame))
+	// The event and its period come from the recorded command line
+	// (-e cpu-clock -F 500): the same types and values as the perf.data.
+	if got, want := sampleTypes(p), sampleTypes(want); !slices.Equal(got, want) {
+		t.Errorf("sample types %v, want %v", got, want)
+	}
+	for vi := range want.SampleType {
+		diff(t, stacks(want, vi, true, frame), stacks(p, vi, true, frame))
+	}
 	if !strings.Contains(strings.Join(p.Comments, "\n"), "hostname: ") || p.TimeNanos == 0 {
 		t.Errorf("comments %v, time %d", p.Comments, p.TimeNanos)
+	}
+}
+
+func TestRecordEvent(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		event  string
+		period int64
+	}{
+		{"/usr/bin/perf record -q -e cpu-clock -F 500 -g -o fp.data ./deep 0.2", "cpu-clock", 2000000},
+		{"perf record -e task-clock ./a.out -F 10", "task-clock", 250000},
+		{"perf record --event=cycles -c 100003 -- ./a.out", "cycles", 100003},
+		{"perf record -ecycles:u -F999 ./a.out", "cycles:u", 0},
+		{"perf record -e cpu-clock -F max ./a.out", "cpu-clock", 0},
+		{"perf record -e cycles,instructions ./a.out", "", 0},
+		{"perf record -g ./a.out", "", 0},
+	} {
+		e, p := recordEvent(strings.Fields(tc.cmd))
+		if e != tc.event || p != tc.period {
+			t.Errorf("%s: event %q period %d, want %q %d", tc.cmd, e, p, tc.event, tc.period)
+		}
 	}
 }
 
@@ -349,5 +378,153 @@ func TestScriptInlined(t *testing.T) {
 	}
 	if !found {
 		t.Error("no location holds libc_feholdsetround_sse_ctx inlined into __cos_fma")
+	}
+}
+
+// TestScriptFieldSets runs perf script with field sets that keep ip and sym
+// (perf 6.1's own -F comm,pid,event,ip,sym,dso, no time, no event, no
+// comm, headerless ip,sym, +srcline) on recordings with and without call
+// chains, and checks each yields the stacks (by address) and counts of the
+// default output, with the labels and the period where the fields have them.
+func TestScriptFieldSets(t *testing.T) {
+	addrFrame := func(l *profile.Location) string { return fmt.Sprintf("%x", l.Address) }
+	for _, file := range []string{"fp.data", "flat.data"} {
+		ref, err := ParseScript(perfScriptText(t, "-i", filepath.Join(dir, file)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fields := range []string{
+			"comm,pid,event,ip,sym,dso", "comm,tid,ip,sym,dso", "tid,period,event,ip,sym,dso",
+			"event,ip,sym", "comm,tid,time,ip,sym", "ip,sym", "ip,sym,dso", "+srcline", "comm,pid,tid,time,period,event,ip,sym,dso", "comm,tid,ip,sym,dso,period", "ip,sym,period", "tid,ip,sym", "comm,ip,sym",
+		} {
+			t.Run(file+"/"+fields, func(t *testing.T) {
+				text := perfScriptText(t, "-i", filepath.Join(dir, file), "-F", fields)
+				if !SniffScript(text[:min(len(text), 4096)]) {
+					t.Error("not sniffed as perf script")
+				}
+				p, err := ParseScript(text, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := Warnings(p); len(w) > 0 {
+					t.Errorf("warnings on perf's own output: %v", w)
+				}
+				diff(t, stacks(ref, 0, false, addrFrame), stacks(p, 0, false, addrFrame))
+				hasPeriod := strings.Contains(fields, "period") || fields == "+srcline"
+				if got := len(p.SampleType); hasPeriod && got != 2 || !hasPeriod && got != 1 {
+					t.Errorf("sample types %v", sampleTypes(p))
+				}
+				if hasPeriod {
+					diff(t, stacks(ref, 1, false, addrFrame), stacks(p, 1, false, addrFrame))
+				} else if p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" {
+					t.Errorf("no period column: sample types %v, want samples/count", sampleTypes(p))
+				}
+				if strings.Contains(fields, "comm") && strings.Contains(fields, "id") || fields == "+srcline" {
+					diff(t, stacks(ref, 0, true, addrFrame), stacks(p, 0, true, addrFrame))
+				}
+			})
+		}
+	}
+}
+
+// TestTextDemangled checks that mangled C++ and Rust (legacy and v0) names
+// are demangled in every text format, and keep their raw form as the
+// function's system name.
+func TestTextDemangled(t *testing.T) {
+	const (
+		cpp     = "_ZNSt6vectorIiSaIiEE9push_backERKi"
+		rustOld = "_ZN4core3ptr13drop_in_place17h4c8f9b1a2e6d7f30E"
+		rustV0  = "_RNvNtCs1234_7mycrate3foo3bar"
+	)
+	script := "app 1 1.0: 1 cpu-clock:\n\t1000 " + cpp + "+0x10 (/bin/app)\n\t2000 " + rustOld + " (/bin/app)\n\t3000 " + rustV0 + " (/bin/app)\n\n"
+	foldedText := rustV0 + ";" + rustOld + ";" + cpp + " 3\n"
+	jsonText := `{"linux-perf-json-version":1,"samples":[{"pid":1,"tid":1,"comm":"app","callchain":[{"ip":"0x1000","symbol":"` + cpp + `","dso":"app"},{"ip":"0x2000","symbol":"` + rustOld + `","dso":"app"},{"ip":"0x3000","symbol":"` + rustV0 + `","dso":"app"}]}]}`
+	for name, parse := range map[string]func() (*profile.Profile, error){
+		"script": func() (*profile.Profile, error) { return ParseScript([]byte(script), 0) },
+		"folded": func() (*profile.Profile, error) { return ParseFolded([]byte(foldedText), 0) },
+		"json":   func() (*profile.Profile, error) { return ParseJSON([]byte(jsonText), 0) },
+	} {
+		p, err := parse()
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		got := map[string]string{}
+		for _, f := range p.Function {
+			got[f.SystemName] = f.Name
+		}
+		for raw, want := range map[string]string{cpp: "std::vector<int, std::allocator<int> >::push_back", rustOld: "core::ptr::drop_in_place", rustV0: "mycrate::foo::bar"} {
+			if got[raw] != want {
+				t.Errorf("%s: %s demangled to %q, want %q", name, raw, got[raw], want)
+			}
+		}
+	}
+}
+
+// TestTextLongLine checks that a line over MaxLine is refused with its
+// number and the limit, as a limit error, not as an unreadable input.
+func TestTextLongLine(t *testing.T) {
+	long := "a;b 1\n" + strings.Repeat("frame;", 10<<20/6) + "leaf 1\n"
+	for name, parse := range map[string]func([]byte, int) (*profile.Profile, error){"folded": ParseFolded, "script": ParseScript} {
+		_, err := parse([]byte(long), 0)
+		if !errors.Is(err, ErrLimit) || !strings.Contains(fmt.Sprint(err), fmt.Sprintf("line 2 is longer than the %d-byte limit", MaxLine)) {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+	if !SniffFolded([]byte(long[6:])[:4096]) {
+		t.Error("a folded stack longer than the sniffed head is not claimed")
+	}
+}
+
+// TestFoldedEncodings checks UTF-8 with a BOM, UTF-16 LE and BE with a BOM,
+// CRLF and both comment styles.
+func TestFoldedEncodings(t *testing.T) {
+	text := "# a comment\r\n// another\r\nmain;héllo 2\r\nmain 1\r\n"
+	utf16 := func(be bool) []byte {
+		var b []byte
+		if be {
+			b = []byte{0xfe, 0xff}
+		} else {
+			b = []byte{0xff, 0xfe}
+		}
+		for _, r := range text {
+			hi, lo := byte(r>>8), byte(r)
+			if be {
+				b = append(b, hi, lo)
+			} else {
+				b = append(b, lo, hi)
+			}
+		}
+		return b
+	}
+	for name, in := range map[string][]byte{"utf8": []byte(text), "utf8 bom": append([]byte{0xef, 0xbb, 0xbf}, text...), "utf16le": utf16(false), "utf16be": utf16(true)} {
+		if !SniffFolded(in) {
+			t.Errorf("%s: not sniffed", name)
+		}
+		p, err := ParseFolded(in, 0)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		got := stacks(p, 0, false, func(l *profile.Location) string { return l.Line[0].Function.Name })
+		diff(t, map[string]int64{"héllo;main": 2, "main": 1}, got)
+		if w := Warnings(p); len(w) > 0 {
+			t.Errorf("%s: warnings %v", name, w)
+		}
+	}
+}
+
+// TestScriptStopsOnGarbage checks that a perf script whose lines are mostly
+// unreadable is not read to its end, and says where it stopped.
+func TestScriptStopsOnGarbage(t *testing.T) {
+	text := "deep 1 1.000000: 10 cpu-clock:\n\t  1000 main+0x4 (/bin/deep)\n\n" + strings.Repeat("%% not perf output\n", 5000)
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(Warnings(p), "\n")
+	if !strings.Contains(w, "stopped reading at line 1005:") || !strings.Contains(w, "skipped 1001 unreadable lines") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := ParseScript([]byte(strings.Repeat("%% not perf output\n", 5000)), 0); err == nil || !strings.Contains(err.Error(), "1001 unreadable lines") {
+		t.Errorf("all garbage: %v", err)
 	}
 }

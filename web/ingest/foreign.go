@@ -1,0 +1,217 @@
+package ingest
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// readable lists what Parse reads, for the errors about what it does not.
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks and perf JSON"
+
+// ForeignFormatError is what Parse returns for a profile or trace in a
+// format viewer does not read: it names what the bytes look like and what
+// to do instead. It matches ErrUnknownFormat.
+type ForeignFormatError struct {
+	// What the bytes are, with its article: "a Chrome .cpuprofile".
+	What string
+	// Do says how to get something viewer reads, or where to open it.
+	Do string
+}
+
+func (e *ForeignFormatError) Error() string {
+	return fmt.Sprintf("This is %s; %s. %s", e.What, readable, e.Do)
+}
+
+// Unwrap makes a ForeignFormatError match ErrUnknownFormat (HTTP 400).
+func (e *ForeignFormatError) Unwrap() error { return ErrUnknownFormat }
+
+// foreignFormat is one format viewer recognises but does not read.
+type foreignFormat struct {
+	what, do string
+	// sniff is given the first sniffLen bytes and all of data.
+	sniff func(head, data []byte) bool
+}
+
+// foreignFormats are tried in order once no format has read the input.
+var foreignFormats = []foreignFormat{
+	{"a Chrome .cpuprofile (V8 CPU profile JSON)",
+		"For Node.js, record with `perf record -g node --perf-basic-prof app.js` and upload `perf script` output; or open the .cpuprofile in Chrome DevTools or speedscope.",
+		func(head, _ []byte) bool {
+			// The nodes come first and may fill head: the samples and
+			// timeDeltas after them are often out of sight.
+			return topLevelKeys(head)["nodes"] && bytes.Contains(head, []byte(`"callFrame"`))
+		}},
+	{"a speedscope JSON file",
+		"Open it at speedscope.app, or upload the perf script or folded stacks it was made from.",
+		func(head, _ []byte) bool {
+			return bytes.Contains(head, []byte("speedscope.app/file-format-schema.json"))
+		}},
+	{"a Firefox Profiler profile (processed format)",
+		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
+		func(head, _ []byte) bool {
+			return jsonKeys("meta", "threads")(head, nil) && bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) ||
+				jsonKeys("meta", "shared")(head, nil)
+		}},
+	{"a Firefox Profiler profile (Gecko format)",
+		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
+		func(head, _ []byte) bool {
+			return jsonKeys("meta")(head, nil) && bytes.Contains(head, []byte(`"threads"`)) ||
+				jsonKeys("meta", "libs")(head, nil)
+		}},
+	{"a Chrome trace-event JSON file (chrome://tracing, Perfetto)",
+		"Open it in ui.perfetto.dev or chrome://tracing; to sample a Linux process, record it with `perf record -g` and upload the perf.data.",
+		sniffTraceEvents},
+	{"a callgrind profile (Valgrind)",
+		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
+		sniffCallgrind},
+	{"a Java Flight Recorder (JFR) recording",
+		"Convert it with async-profiler's converter (`jfrconv -o collapsed in.jfr out.txt` for folded stacks, or `-o pprof`) and upload the result.",
+		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("FLR\x00")) }},
+	{"an Instruments trace (a zipped .trace bundle)",
+		"Viewer cannot read Instruments data; open it in Instruments, or export its call tree as text and fold it with FlameGraph's stackcollapse-instruments.pl.",
+		sniffInstrumentsZip},
+	{"an Instruments export (xctrace export XML)",
+		"Viewer cannot read Instruments data; open the .trace in Instruments, or export its call tree as text and fold it with FlameGraph's stackcollapse-instruments.pl.",
+		func(head, _ []byte) bool {
+			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
+				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
+		}},
+	{"an ELF executable or library, not a profile",
+		"Record it with `perf record -g ./program` and upload the perf.data.",
+		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }},
+	{"a zip archive",
+		"Unpack it and upload the profile inside.",
+		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("PK\x03\x04")) }},
+}
+
+// foreign returns the error for a format viewer recognises but does not
+// read, or nil.
+func foreign(head, data []byte) error {
+	for _, f := range foreignFormats {
+		if f.sniff(head, data) {
+			return &ForeignFormatError{What: f.what, Do: f.do}
+		}
+	}
+	return nil
+}
+
+// jsonKeys returns a sniff for a JSON object that has all of keys at its
+// top level, judged from the tokens in head (which may be cut short).
+func jsonKeys(keys ...string) func(head, _ []byte) bool {
+	return func(head, _ []byte) bool {
+		found := topLevelKeys(head)
+		for _, k := range keys {
+			if !found[k] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// topLevelKeys returns the keys of the JSON object head starts with, as
+// far as head goes.
+func topLevelKeys(head []byte) map[string]bool {
+	keys := map[string]bool{}
+	d := json.NewDecoder(bytes.NewReader(head))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return keys
+	}
+	depth := 1
+	expectKey := true
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return keys
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return keys
+				}
+			}
+			if depth == 1 {
+				expectKey = true
+			}
+			continue
+		case string:
+			if depth == 1 && expectKey {
+				keys[v] = true
+				expectKey = false
+				continue
+			}
+		}
+		if depth == 1 {
+			expectKey = true
+		}
+	}
+}
+
+// sniffTraceEvents accepts {"traceEvents": [...]} and the bare array form,
+// whose first element holds "ph" and "ts" or "name".
+func sniffTraceEvents(head, _ []byte) bool {
+	if topLevelKeys(head)["traceEvents"] {
+		return true
+	}
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) == 0 || t[0] != '[' {
+		return false
+	}
+	first := t[1:]
+	if end := bytes.IndexByte(first, '}'); end >= 0 {
+		first = first[:end+1]
+	}
+	k := topLevelKeys(bytes.TrimLeft(first, " \t\r\n"))
+	return k["ph"] && (k["ts"] || k["name"])
+}
+
+// sniffCallgrind accepts Valgrind's callgrind and cachegrind output: a
+// "# callgrind format" line, or the "events:" and "fn=" lines of the format.
+func sniffCallgrind(head, _ []byte) bool {
+	s := string(head)
+	if strings.HasPrefix(s, "# callgrind format") {
+		return true
+	}
+	hasEvents := false
+	for _, line := range strings.Split(s, "\n") {
+		switch {
+		case strings.HasPrefix(line, "events:"):
+			hasEvents = true
+		case strings.HasPrefix(line, "creator: callgrind"), strings.HasPrefix(line, "cmd:") && strings.Contains(s, "\nevents:"):
+			return true
+		case hasEvents && (strings.HasPrefix(line, "fn=") || strings.HasPrefix(line, "fl=")):
+			return true
+		}
+	}
+	return false
+}
+
+// sniffInstrumentsZip accepts a zip whose entries sit in a "*.trace/"
+// bundle, as Finder or `zip -r` packs an Instruments trace.
+func sniffInstrumentsZip(head, data []byte) bool {
+	if !bytes.HasPrefix(head, []byte("PK\x03\x04")) {
+		return false
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return false
+	}
+	for i, f := range zr.File {
+		if i == 100 {
+			break
+		}
+		top, _, _ := strings.Cut(f.Name, "/")
+		if strings.HasSuffix(top, ".trace") {
+			return true
+		}
+	}
+	return false
+}

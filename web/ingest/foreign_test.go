@@ -1,0 +1,76 @@
+package ingest
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func zipOf(t *testing.T, names ...string) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, n := range names {
+		w, err := zw.Create(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("x"))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestForeignFormats uploads a small input of each format viewer knows but
+// does not read, plain and gzipped, and checks the error names it and says
+// what viewer reads; anything else keeps the generic message.
+func TestForeignFormats(t *testing.T) {
+	// A cpuprofile whose nodes fill the sniffed head, as real ones do.
+	var nodes []string
+	for i := 1; i < 200; i++ {
+		nodes = append(nodes, `{"id":`+strings.Repeat("1", 1+i%3)+`,"callFrame":{"functionName":"f","scriptId":"1","url":"file:///app.js","lineNumber":1,"columnNumber":2},"hitCount":1}`)
+	}
+	cpuprofile := `{"nodes":[` + strings.Join(nodes, ",") + `],"startTime":1,"endTime":2,"samples":[1],"timeDeltas":[1]}`
+	for _, tc := range []struct {
+		name, what string
+		data       []byte
+	}{
+		{"cpuprofile", "a Chrome .cpuprofile", []byte(cpuprofile)},
+		{"trace object", "a Chrome trace-event JSON", []byte(`{"traceEvents":[{"name":"f","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}],"displayTimeUnit":"ms"}`)},
+		{"trace array", "a Chrome trace-event JSON", []byte(`[{"name":"f","ph":"B","ts":1,"pid":1,"tid":1},{"name":"f","ph":"E","ts":2,"pid":1,"tid":1}]`)},
+		{"firefox processed", "a Firefox Profiler profile (processed", []byte(`{"meta":{"interval":1,"startTime":0,"preprocessedProfileVersion":47,"version":29},"libs":[],"threads":[{"name":"GeckoMain","samples":{"length":0}}]}`)},
+		{"firefox gecko", "a Firefox Profiler profile (Gecko", []byte(`{"meta":{"interval":1,"startTime":0,"version":29,"product":"Firefox"},"libs":[],"threads":[{"name":"GeckoMain","samples":{"schema":{"stack":0},"data":[]}}],"processes":[]}`)},
+		{"speedscope", "a speedscope JSON", []byte(`{"$schema":"https://www.speedscope.app/file-format-schema.json","shared":{"frames":[{"name":"f"}]},"profiles":[{"type":"sampled","name":"p","unit":"none","startValue":0,"endValue":1,"samples":[[0]],"weights":[1]}]}`)},
+		{"callgrind", "a callgrind profile", []byte("# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\ncmd: ./a.out\nevents: Ir\nfl=a.c\nfn=main\n16 200\n")},
+		{"callgrind no banner", "a callgrind profile", []byte("version: 1\ncreator: callgrind-3.19.0\npid: 1\ncmd: ./a.out\n\npositions: line\nevents: Ir\nfl=(1) a.c\nfn=(1) main\n16 200\n")},
+		{"jfr", "a Java Flight Recorder", append([]byte("FLR\x00\x00\x02\x00\x01"), make([]byte, 64)...)},
+		{"instruments zip", "an Instruments trace", zipOf(t, "Run.trace/form.template", "Run.trace/instrument_data/x/run_data/1.run.zip")},
+		{"instruments xml", "an Instruments export", []byte(`<?xml version="1.0"?>` + "\n" + `<trace-query-result><node xpath='//trace-toc[1]/run[1]/data[1]/table[1]'><schema name="time-profile"></schema></node></trace-query-result>`)},
+		{"elf", "an ELF executable", append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...)},
+		{"zip", "a zip archive", zipOf(t, "profile/cpu.pb.gz")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, in := range [][]byte{tc.data, gzipped(tc.data)} {
+				_, _, err := Parse(in, Limits{MaxBytes: 1 << 20})
+				var fe *ForeignFormatError
+				if !errors.As(err, &fe) || !errors.Is(err, ErrUnknownFormat) {
+					t.Fatalf("error %v; want a *ForeignFormatError matching ErrUnknownFormat", err)
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, "This is "+tc.what) || !strings.Contains(msg, "; viewer reads pprof, perf.data, perf script, folded stacks and perf JSON. ") || fe.Do == "" {
+					t.Errorf("message %q; want it to name %q, what viewer reads and what to do", msg, tc.what)
+				}
+			}
+		})
+	}
+	for _, in := range []string{"just some text\nnothing more\n", `{"hello":"world"}`, "\x00\x01\x02\x03garbage"} {
+		_, _, err := Parse([]byte(in), Limits{})
+		var fe *ForeignFormatError
+		if errors.As(err, &fe) || !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "not a recognised profile") {
+			t.Errorf("%q: error %v; want the generic message", in, err)
+		}
+	}
+}
