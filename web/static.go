@@ -100,7 +100,7 @@ func (s *Server) handleProfileDownload(c echo.Context) error {
 		head := make([]byte, 2)
 		n, _ := io.ReadFull(rc, head)
 		if key == KeySymbolized || (m.Format == "pprof" && n == 2 && head[0] == 0x1f && head[1] == 0x8b) {
-			return c.Stream(http.StatusOK, "application/octet-stream", io.MultiReader(bytes.NewReader(head[:n]), rc))
+			return c.Stream(http.StatusOK, "application/gzip", io.MultiReader(bytes.NewReader(head[:n]), rc))
 		}
 		break
 	}
@@ -112,5 +112,5 @@ func (s *Server) handleProfileDownload(c echo.Context) error {
 	if err := l.Profile.Write(&b); err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, "application/octet-stream", b.Bytes())
+	return c.Blob(http.StatusOK, "application/gzip", b.Bytes())
 }
