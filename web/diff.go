@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
 )
@@ -184,11 +185,11 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	if fp.EventsURL != "" {
 		return fmt.Sprintf("The %s profile is being symbolized. Frames are matched by name, so its raw addresses do not meet the other profile's functions yet: reload this diff when it is done.", role)
 	}
-	n := 0
+	n, real := unnamedBinaries(m), 0
 	for _, mp := range m.Mappings {
-		if !mp.HasFunctions {
-			n++
+		if !symbolize.IsPseudo(mp.File) {
+			real++
 		}
 	}
-	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, len(m.Mappings))
+	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, real)
 }

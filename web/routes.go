@@ -39,6 +39,7 @@ func (s *Server) routes() {
 
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)
+	e.GET("/README.md", s.handleReadme) // the panels link to its sections
 }
 
 // compressOnce gzips responses of 1 KiB or more for clients that accept it,
