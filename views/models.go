@@ -114,4 +114,7 @@ type ErrorPage struct {
 	Page
 	Status  int
 	Message string
+	// Heading names the cause when the handler knows it; empty: a title
+	// for Status.
+	Heading string
 }

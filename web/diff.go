@@ -71,9 +71,31 @@ func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i
 	name := id.Meta.SampleTypes[i].Type
 	bi, err = resolveSI(base.Meta, name)
 	if err != nil {
-		return 0, 0, httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", name, sampleTypeNames(base.Meta))
+		return 0, 0, sampleTypesDiffer(base.ID, base.Meta, id.ID, id.Meta, name)
 	}
 	return bi, i, nil
+}
+
+// sampleTypesDiffer is the diff's error when the base profile lacks the
+// sample type shown: it lists what each side has, and those in common.
+func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string) error {
+	has := map[string]bool{}
+	for _, t := range sampleTypeNames(bm) {
+		has[t] = true
+	}
+	var common []string
+	for _, t := range sampleTypeNames(m) {
+		if has[t] {
+			common = append(common, t)
+		}
+	}
+	next := "They have none in common, so there is nothing to compare: diff two profiles of the same kind (e.g. two CPU profiles)."
+	if len(common) > 0 {
+		next = "To compare, pick one both have with ?si=: " + strings.Join(common, ", ") + "."
+	}
+	return withHeading("Sample types differ", httpError(http.StatusBadRequest,
+		"The new profile %s is shown as %q, which the base profile %s does not have. The base has: %s. The new one has: %s. %s",
+		id, name, baseID, strings.Join(sampleTypeNames(bm), ", "), strings.Join(sampleTypeNames(m), ", "), next))
 }
 
 func sampleTypeNames(m *Meta) []string {
@@ -136,7 +158,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 	}
 	si := m.SampleTypes[i].Type
 	if _, err := resolveSI(bm, si); err != nil {
-		return httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", si, sampleTypeNames(bm))
+		return sampleTypesDiffer(baseID, bm, id, m, si)
 	}
 	q := filterQuery(c)
 	keep := url.Values{}
