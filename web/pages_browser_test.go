@@ -162,7 +162,9 @@ func TestBrowserEveryPage(t *testing.T) {
 		wait       func()
 	}{
 		{"flame", "/p/" + a, func() { ready("the flame page") }},
-		{"top", "/p/" + a + "/top", func() { waitFor(t, b.Browser, "the top table", `document.querySelectorAll('table tbody tr').length > 10`) }},
+		{"top", "/p/" + a + "/top", func() {
+			waitFor(t, b.Browser, "the top table", `document.querySelectorAll('table tbody tr').length > 10`)
+		}},
 		{"diff", "/p/" + a + "/diff/" + bID, func() {
 			ready("the diff page")
 			if st := eval[string](t, b.Browser, `document.getElementById('chart-status')?.textContent || ''`); strings.Contains(st, "Could not") {
@@ -171,7 +173,9 @@ func TestBrowserEveryPage(t *testing.T) {
 			waitFor(t, b.Browser, "the diff table", `document.querySelector('#diff-top tbody tr')`)
 		}},
 		{"sandwich", "/p/" + a + "/sandwich?fn=pkg.work3", func() { ready("the sandwich page") }},
-		{"source", "/p/" + a + "/source?fn=pkg.work3", func() { waitFor(t, b.Browser, "the source page", `document.readyState === 'complete' && document.querySelector('main')`) }},
+		{"source", "/p/" + a + "/source?fn=pkg.work3", func() {
+			waitFor(t, b.Browser, "the source page", `document.readyState === 'complete' && document.querySelector('main')`)
+		}},
 		{"types", "/p/" + typed + "/types", func() { waitFor(t, b.Browser, "the types table", `document.querySelector('#types > tbody > tr')`) }},
 	}
 	for _, p := range pages {
