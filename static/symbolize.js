@@ -14,7 +14,10 @@ const tbody = document.getElementById('binaries');
 const summary = document.getElementById('symbolization-summary');
 const base = `/p/${config.id}`;
 
-const FINAL = new Set(['symbolized', 'not found', 'skipped', 'error']);
+// 'no symbols' is neutral (stripped, nothing found: the row says what to
+// do); 'pseudo' rows ([vdso], JIT maps) are not binaries and are not counted.
+const FINAL = new Set(['symbolized', 'no symbols', 'skipped', 'error']);
+const helpURL = section.dataset.helpUrl || '';
 let source = null; // the EventSource while following a job
 let running = false;
 let status = null; // the latest job status
@@ -134,6 +137,18 @@ function updateRow(b) {
     showProgress(tr, b.bytes || 0, b.total || -1);
   } else {
     tr.cells[4].textContent = b.reason || '';
+    if (b.help) {
+      const help = document.createElement('span');
+      help.className = 'help';
+      help.textContent = `${b.help} `;
+      if (helpURL) {
+        const a = document.createElement('a');
+        a.href = helpURL;
+        a.textContent = 'Where debug info comes from';
+        help.appendChild(a);
+      }
+      tr.cells[4].appendChild(help);
+    }
   }
   const td = ensureActions(tr);
   td.querySelector('button.skip').hidden = !running || FINAL.has(b.state);
@@ -141,10 +156,10 @@ function updateRow(b) {
 }
 
 function updateSummary() {
-  const rows = Array.from(tbody.rows);
+  const rows = Array.from(tbody.rows).filter((tr) => tr.dataset.state !== 'pseudo');
   const done = rows.filter((tr) => tr.dataset.state === 'symbolized').length;
-  const missed = rows.filter((tr) => ['not found', 'skipped', 'error'].includes(tr.dataset.state)).length;
-  let text = `${done} of ${rows.length} symbolized`;
+  const missed = rows.filter((tr) => ['no symbols', 'skipped', 'error'].includes(tr.dataset.state)).length;
+  let text = rows.length ? `${done} of ${rows.length} symbolized` : 'no binaries to symbolize';
   if (running) text += ' · working…';
   summary.textContent = text;
   retryBtn.hidden = running || missed === 0;

@@ -134,7 +134,7 @@ const (
 	StateFetching   State = "fetching"
 	StateLoading    State = "loading"
 	StateSymbolized State = "symbolized"
-	StateNotFound   State = "not found"
+	StateNotFound   State = "no symbols" // stripped and nothing found: neutral, not an error
 	StateSkipped    State = "skipped"
 	StateError      State = "error"
 )
@@ -203,19 +203,25 @@ func NeedsSymbolization(p *profile.Profile) bool {
 	return false
 }
 
-func needs(l *profile.Location) bool {
-	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !pseudoFile(l.Mapping.File)
+func needs(l *profile.Location) bool { return NeedsName(l) }
+
+// NeedsName reports whether l is an address Symbolize would try to name: it
+// has no lines, and its mapping is a real file not yet symbolized. It is the
+// one definition the job queue and the pages use too.
+func NeedsName(l *profile.Location) bool {
+	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !IsPseudo(l.Mapping.File)
 }
 
-// pseudoFile reports whether a mapping names no file with debug info:
-// anonymous memory, the heap and stack, JIT regions.
-func pseudoFile(name string) bool {
+// IsPseudo reports whether a mapping names no file with debug info to look
+// for: anonymous memory, the heap and stack, the vDSO and vsyscall pages, JIT
+// regions (perf maps, memfd). Such mappings are never missing debug info.
+func IsPseudo(name string) bool {
 	if IsKernel(name) {
 		return false
 	}
 	switch {
 	case name == "", name == "//anon", strings.HasPrefix(name, "[anon"), name == "[heap]", name == "[stack]",
-		name == "[vsyscall]", name == "[vvar]", name == "[uprobes]", strings.HasPrefix(name, "/memfd:"),
+		name == "[vdso]", name == "[vsyscall]", name == "[vvar]", name == "[uprobes]", strings.HasPrefix(name, "/memfd:"),
 		strings.HasPrefix(name, "/anon_hugepage"), strings.HasPrefix(name, "/dev/"), strings.HasPrefix(name, "/tmp/perf-") && strings.HasSuffix(name, ".map"):
 		return true
 	}
@@ -408,11 +414,11 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 	r.Resolved = len(results)
 	r.Unresolved = len(g.locs) - len(results)
 	if len(results) == 0 {
-		err := fmt.Errorf("none of its %d addresses is in the debug info of %s", len(g.locs), e.l.source)
 		if firstErr != nil {
-			err = fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr)
+			return fail(StateError, fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr))
 		}
-		return fail(StateError, err)
+		// A stripped file and nothing better: no symbols, not a failure.
+		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)", len(g.locs), e.l.source))
 	}
 	r.State = StateSymbolized
 	if firstErr != nil && r.Reason == "" {

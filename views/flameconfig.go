@@ -50,7 +50,7 @@ func shortBuildID(id string) string {
 	return id
 }
 
-// stateClass turns a state such as "not found" into a CSS class suffix.
+// stateClass turns a state such as "no symbols" into a CSS class suffix.
 func stateClass(state string) string {
 	s := strings.ToLower(strings.TrimSpace(state))
 	var b strings.Builder
@@ -66,16 +66,24 @@ func stateClass(state string) string {
 	return b.String()
 }
 
-// binariesSummary says how many binaries are symbolized, e.g. "2 of 5 symbolized".
+// binariesSummary says how many binaries are symbolized, e.g. "2 of 5
+// symbolized"; pseudo mappings are not binaries and are not counted.
 func binariesSummary(bins []Binary) string {
 	if len(bins) == 0 {
 		return ""
 	}
-	n := 0
+	n, real := 0, 0
 	for _, b := range bins {
+		if b.State == StatePseudo {
+			continue // not a binary (static/symbolize.js counts the same way)
+		}
+		real++
 		if strings.EqualFold(b.State, "symbolized") {
 			n++
 		}
 	}
-	return strconv.Itoa(n) + " of " + strconv.Itoa(len(bins)) + " symbolized"
+	if real == 0 {
+		return "no binaries to symbolize"
+	}
+	return strconv.Itoa(n) + " of " + strconv.Itoa(real) + " symbolized"
 }

@@ -63,10 +63,27 @@ type FlamePage struct {
 type Binary struct {
 	File    string
 	BuildID string
-	State   string // e.g. "symbolized", "fetching", "not found"
+	State   string // e.g. "symbolized", "fetching", "no symbols"
 	Source  string // where the debug info came from or is being fetched from
 	Detail  string // reason for a failure, bytes so far, etc.
+	// Help is the next step when State is StateNoSymbols; the row links it
+	// to the README section on where debug info comes from (HelpURL).
+	Help string
 }
+
+// Neutral states: neither a success nor a failure to fix.
+const (
+	// StatePseudo is a mapping that is no file with debug info ([vdso],
+	// [stack], //anon, a JIT map): it is not counted as a binary.
+	StatePseudo = "pseudo"
+	// StateNoSymbols is a real binary left without names (stripped, no
+	// debug info found); Help says what to do.
+	StateNoSymbols = "no symbols"
+)
+
+// HelpURL is the README section explaining where debug info comes from, as
+// the server serves it.
+const HelpURL = "/README.md#where-debug-info-comes-from"
 
 // Stat is a labelled value shown under the title.
 type Stat struct{ Label, Value string }
@@ -97,4 +114,7 @@ type ErrorPage struct {
 	Page
 	Status  int
 	Message string
+	// Heading names the cause when the handler knows it; empty: a title
+	// for Status.
+	Heading string
 }

@@ -252,6 +252,13 @@ func TestDiffJSON(t *testing.T) {
 	if status, _, body := fetchURL(t, base+"/p/"+m+"/diff/"+b+"/diff.json"); status != http.StatusBadRequest || !strings.Contains(body, "alloc_space") || !strings.Contains(body, `\"cpu\"`) && !strings.Contains(body, "cpu") {
 		t.Errorf("diff of heap against cpu: %d %s, want 400 naming both", status, body)
 	}
+	// The diff page of the same pair is headed by the cause, and lists
+	// each side's sample types.
+	if status, _, page := fetchURL(t, base+"/p/"+m+"/diff/"+b); status != http.StatusBadRequest ||
+		!strings.Contains(page, "<h1>Sample types differ</h1>") || strings.Contains(page, "could not be read") ||
+		!strings.Contains(page, "The base has: alloc_space") || !strings.Contains(page, "The new one has: cpu.") {
+		t.Errorf("diff page of heap against cpu: %d, want the heading Sample types differ and both lists:\n%s", status, page)
+	}
 
 	// The page, and the picker's redirect from a pasted link.
 	if status, _, page := fetchURL(t, base+"/p/"+a+"/diff/"+b); status != 200 || !strings.Contains(page, "diff-config") || !strings.Contains(page, "before.pb.gz") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
 )
@@ -70,9 +71,31 @@ func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i
 	name := id.Meta.SampleTypes[i].Type
 	bi, err = resolveSI(base.Meta, name)
 	if err != nil {
-		return 0, 0, httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", name, sampleTypeNames(base.Meta))
+		return 0, 0, sampleTypesDiffer(base.ID, base.Meta, id.ID, id.Meta, name)
 	}
 	return bi, i, nil
+}
+
+// sampleTypesDiffer is the diff's error when the base profile lacks the
+// sample type shown: it lists what each side has, and those in common.
+func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string) error {
+	has := map[string]bool{}
+	for _, t := range sampleTypeNames(bm) {
+		has[t] = true
+	}
+	var common []string
+	for _, t := range sampleTypeNames(m) {
+		if has[t] {
+			common = append(common, t)
+		}
+	}
+	next := "They have none in common, so there is nothing to compare: diff two profiles of the same kind (e.g. two CPU profiles)."
+	if len(common) > 0 {
+		next = "To compare, pick one both have with ?si=: " + strings.Join(common, ", ") + "."
+	}
+	return withHeading("Sample types differ", httpError(http.StatusBadRequest,
+		"The new profile %s is shown as %q, which the base profile %s does not have. The base has: %s. The new one has: %s. %s",
+		id, name, baseID, strings.Join(sampleTypeNames(bm), ", "), strings.Join(sampleTypeNames(m), ", "), next))
 }
 
 func sampleTypeNames(m *Meta) []string {
@@ -135,7 +158,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 	}
 	si := m.SampleTypes[i].Type
 	if _, err := resolveSI(bm, si); err != nil {
-		return httpError(http.StatusBadRequest, "the base profile has no sample type %q to compare with (it has %v)", si, sampleTypeNames(bm))
+		return sampleTypesDiffer(baseID, bm, id, m, si)
 	}
 	q := filterQuery(c)
 	keep := url.Values{}
@@ -184,11 +207,11 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	if fp.EventsURL != "" {
 		return fmt.Sprintf("The %s profile is being symbolized. Frames are matched by name, so its raw addresses do not meet the other profile's functions yet: reload this diff when it is done.", role)
 	}
-	n := 0
+	n, real := unnamedBinaries(m), 0
 	for _, mp := range m.Mappings {
-		if !mp.HasFunctions {
-			n++
+		if !symbolize.IsPseudo(mp.File) {
+			real++
 		}
 	}
-	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, len(m.Mappings))
+	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, real)
 }

@@ -202,13 +202,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		Stats:       stats(m, i),
 		Filter:      flameFilterBar(c, id), // filter.go
 	}
-	for _, mp := range m.Mappings {
-		state := "unsymbolized"
-		if mp.HasFunctions {
-			state = "symbolized"
-		}
-		page.Binaries = append(page.Binaries, views.Binary{File: mp.File, BuildID: mp.BuildID, State: state})
-	}
+	page.Binaries = mappingRows(m)
 	s.fillSymbolization(c.Request().Context(), id, m, &page) // symbolization.go
 	return Render(c, http.StatusOK, views.Flame(page))
 }

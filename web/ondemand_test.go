@@ -873,7 +873,7 @@ func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
 	odDo(t, b, "tick don't ask debuginfod", chromedp.Click(chromedp.CSS("#no-debuginfod")))
 	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
 	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
-	odWait(t, b, "the outcome", `document.querySelector('#binaries tr')?.dataset.state === 'not found'`)
+	odWait(t, b, "the outcome", `document.querySelector('#binaries tr')?.dataset.state === 'no symbols'`)
 	odWait(t, b, "the note", `document.getElementById('symbolize-note').textContent.includes('not asked')`)
 	if n := dsrv.Requests(bid); n != 0 {
 		t.Errorf("the server got %d requests for a profile uploaded with debuginfod unticked", n)

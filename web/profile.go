@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,14 +133,25 @@ type Loaded struct {
 	// Symbolized is true when Profile was read from symbolized.pb.gz
 	// rather than the original upload.
 	Symbolized bool
+	// Version is a hash of the stored bytes Profile was parsed from
+	// (contentVersion): each rewrite of the symbolized copy changes it.
+	Version string
 }
 
-// variant names which copy of a profile a cached result came from.
+// variant names the bytes a cached result came from: which copy, and its
+// content hash. Cache keys and ETags include it, so a second symbolization
+// pass that rewrites the copy gets new keys and new ETags.
 func (l *Loaded) variant() string {
 	if l.Symbolized {
-		return KeySymbolized
+		return "symbolized-" + l.Version
 	}
-	return KeyOriginal
+	return "original-" + l.Version
+}
+
+// contentVersion is the short content hash Loaded.Version holds.
+func contentVersion(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 // ingestError converts an ingest error to the HTTP status it deserves.
@@ -173,7 +185,7 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 	// Keep the parsed profile for the first view, unless the bytes were
 	// stored before (a symbolized copy may exist and must win).
 	if created := v.(bool); created {
-		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p})
+		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p, Version: contentVersion(data)})
 		s.metas.Add(id, meta)
 	}
 	if s.cfg.AfterUpload != nil {
@@ -251,8 +263,11 @@ func (s *Server) Profile(ctx context.Context, id string) (*Loaded, error) {
 	if l, ok := s.profiles.Get(id); ok {
 		return l, nil
 	}
-	v, err, _ := s.flight.Do("load:"+id, func() (any, error) {
-		return s.load(background(ctx), id)
+	// A load that began before the last Invalidate may hold the bytes it
+	// replaced: later callers don't join it, and it is not cached.
+	gen := s.generation(id)
+	v, err, _ := s.flight.Do(fmt.Sprintf("load:%s@%d", id, gen), func() (any, error) {
+		return s.load(background(ctx), id, gen)
 	})
 	if err != nil {
 		return nil, err
@@ -260,8 +275,8 @@ func (s *Server) Profile(ctx context.Context, id string) (*Loaded, error) {
 	return v.(*Loaded), nil
 }
 
-func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
-	p, format, size, symbolized, err := s.parseStored(ctx, id)
+func (s *Server) load(ctx context.Context, id string, gen uint64) (*Loaded, error) {
+	p, format, size, symbolized, version, err := s.parseStored(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -280,23 +295,22 @@ func (s *Server) load(ctx context.Context, id string) (*Loaded, error) {
 			}
 		}
 	}
-	l := &Loaded{ID: id, Meta: meta, Profile: p, Symbolized: symbolized}
-	s.profiles.Add(id, l)
-	s.metas.Add(id, meta)
+	l := &Loaded{ID: id, Meta: meta, Profile: p, Symbolized: symbolized, Version: version}
+	s.cacheLoaded(id, gen, l)
 	return l, nil
 }
 
 // parseStored parses the symbolized copy of a profile when there is one and
 // it parses, else the original. A damaged symbolized copy is logged and
 // skipped rather than making the profile unviewable.
-func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile, format string, size int64, symbolized bool, err error) {
+func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile, format string, size int64, symbolized bool, version string, err error) {
 	for _, key := range []string{KeySymbolized, KeyOriginal} {
 		data, err := store.ReadAll(ctx, s.store, Key(id, key), 0)
 		if isNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, "", 0, false, err
+			return nil, "", 0, false, "", err
 		}
 		// Stored bytes passed the limits when uploaded; don't apply a
 		// limit lowered since. Unwind as the upload was (serve on loopback).
@@ -307,9 +321,9 @@ func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile
 				s.log.Error("ignoring symbolized copy", "id", id, "err", err)
 				continue
 			}
-			return nil, "", 0, false, err
+			return nil, "", 0, false, "", err
 		}
-		return p, format, int64(len(data)), key == KeySymbolized, nil
+		return p, format, int64(len(data)), key == KeySymbolized, contentVersion(data), nil
 	}
-	return nil, "", 0, false, notFound(id)
+	return nil, "", 0, false, "", notFound(id)
 }

@@ -28,6 +28,18 @@ func httpError(status int, format string, args ...any) *echo.HTTPError {
 	return echo.NewHTTPError(status, fmt.Sprintf(format, args...))
 }
 
+// headedError is an HTTP error whose page heading names its cause (e.g.
+// "These profiles cannot be compared") instead of a title for its status.
+type headedError struct {
+	heading string
+	*echo.HTTPError
+}
+
+func (e *headedError) Unwrap() error { return e.HTTPError }
+
+// withHeading gives err's error page the heading h.
+func withHeading(h string, err *echo.HTTPError) error { return &headedError{h, err} }
+
 // ErrorMessage is the message a user sees for err: an HTTP error's message
 // without its status code, or err's text.
 func ErrorMessage(err error) string {
@@ -64,6 +76,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if status == http.StatusNotFound && msg == "Not Found" {
 		msg = "There is nothing at " + c.Request().URL.Path + "."
 	}
+	heading := ""
+	var hd *headedError
+	switch {
+	case errors.As(err, &hd):
+		heading = hd.heading
+	case status == http.StatusBadRequest && !isUpload(c):
+		heading = "That request could not be served" // not an upload: say what was wrong below
+	}
 	var werr error
 	switch {
 	case c.Request().Method == http.MethodHead:
@@ -75,6 +95,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			Page:    views.Page{Title: http.StatusText(status)},
 			Status:  status,
 			Message: msg,
+			Heading: heading,
 		}))
 		if werr != nil {
 			werr = c.String(status, msg)

@@ -1,22 +1,21 @@
 package web
 
 import (
+	"net/http"
 	"strings"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 )
 
 // routes registers every route: the one place to add more (symbolization
 // events, the data-type page).
 func (s *Server) routes() {
 	e := s.e
+	// Outermost: it renders the error the others return, as echo would.
+	e.Use(compressOnce())
 	s.useHardening(e) // request ID, recover, CSP, upload guard (security.go)
 	e.Use(securityHeaders)
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
-		MinLength: 1024,
-		Skipper:   skipGzip,
-	}))
 
 	e.GET("/", s.handleIndex)
 	e.GET("/healthz", s.handleHealth)
@@ -40,15 +39,42 @@ func (s *Server) routes() {
 
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)
+	e.GET("/README.md", s.handleReadme) // the panels link to its sections
 }
 
-// skipGzip leaves alone responses that are already compressed (flame.json
-// and flame.svg are gzipped once and cached; profile.pb.gz is gzip) and
-// event streams.
-func skipGzip(c echo.Context) bool {
-	p := c.Path()
-	return strings.HasSuffix(p, "/flame.json") || strings.HasSuffix(p, "/flame.svg") ||
-		strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, "/events")
+// compressOnce gzips responses of 1 KiB or more for clients that accept it,
+// by one rule: a response that sets its own Content-Encoding (flame.json,
+// diff.json and the other cached bodies, gzipped once when built) is passed
+// through as it is. Event streams are never buffered or compressed, and
+// gzip files (profile.pb.gz) are not compressed again (gzhttp's content
+// type filter). It is the outermost middleware: the error the chain returns
+// is rendered inside the wrapper, so error pages follow the same rule.
+func compressOnce() echo.MiddlewareFunc {
+	wrap, err := gzhttp.NewWrapper(
+		gzhttp.MinSize(1024),
+		gzhttp.EnableZstd(false), // one coding, as serveEncoded negotiates
+		gzhttp.ContentTypeFilter(func(ct string) bool {
+			return gzhttp.DefaultContentTypeFilter(ct) && !strings.HasPrefix(ct, "text/event-stream")
+		}),
+	)
+	if err != nil {
+		panic(err) // only from invalid constant options
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			res := c.Response()
+			orig := res.Writer
+			defer func() { res.Writer = orig }()
+			wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				res.Writer = w
+				c.SetRequest(r)
+				if err := next(c); err != nil {
+					c.Error(err)
+				}
+			})).ServeHTTP(orig, c.Request())
+			return nil
+		}
+	}
 }
 
 // securityHeaders keeps browsers from sniffing uploaded content into

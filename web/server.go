@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
@@ -77,6 +78,11 @@ type Server struct {
 	flight   singleflight.Group
 	sym      *symbolization // nil when symbolization is off
 	rep      *replica       // nil unless Config.Replica is set
+
+	// gens counts each profile's Invalidate calls, so that a load begun
+	// before one is neither joined nor cached after it (profile.go).
+	gensMu sync.Mutex
+	gens   map[string]uint64
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -123,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
+		gens:   map[string]uint64{},
 		cfg:    cfg,
 		store:  st,
 		log:    log,
@@ -163,6 +170,9 @@ func (s *Server) Store() store.Store { return s.store }
 // Invalidate drops everything cached for id, e.g. after a symbolized copy
 // was stored, so the next request loads it.
 func (s *Server) Invalidate(id string) {
+	s.gensMu.Lock()
+	s.gens[id]++
+	s.gensMu.Unlock()
 	s.profiles.Remove(id)
 	s.metas.Remove(id)
 	for _, k := range s.trees.Keys() {
@@ -175,6 +185,25 @@ func (s *Server) Invalidate(id string) {
 			s.tops.Remove(k)
 		}
 	}
+}
+
+// generation is how many times id was invalidated.
+func (s *Server) generation(id string) uint64 {
+	s.gensMu.Lock()
+	defer s.gensMu.Unlock()
+	return s.gens[id]
+}
+
+// cacheLoaded caches l, read at generation gen, unless id was invalidated
+// since: its bytes may be the ones the invalidating write replaced.
+func (s *Server) cacheLoaded(id string, gen uint64, l *Loaded) {
+	s.gensMu.Lock()
+	defer s.gensMu.Unlock()
+	if s.gens[id] != gen {
+		return
+	}
+	s.profiles.Add(id, l)
+	s.metas.Add(id, l.Meta)
 }
 
 // isNotFound reports whether err means a profile does not exist.

@@ -166,7 +166,7 @@ func TestEveryURL(t *testing.T) {
 		{"/p/" + id + "/flame.json?si=samples", 200, "application/json", []string{`"sampleType":"samples"`, `"total":100`}, nil},
 		{"/p/" + id + "/flame.json?si=nope", 400, "text/html", []string{"unknown sample type"}, nil},
 		{"/p/" + id + "/flame.svg", 200, "image/svg+xml", []string{"<svg", "<title>main.compute (600 ms, 60.00%", "std::vector&lt;int&gt;::at"}, []string{"vector<int>"}},
-		{"/p/" + id + "/profile.pb.gz", 200, "application/octet-stream", []string{"\x1f\x8b"}, nil},
+		{"/p/" + id + "/profile.pb.gz", 200, "application/gzip", []string{"\x1f\x8b"}, nil},
 		{"/static/flame.js", 200, "javascript", nil, nil},
 		{"/static/style.css", 200, "text/css", nil, nil},
 		{"/static/nope.js", 404, "text/html", nil, nil},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer"
 	"viewer/static"
 	"viewer/views"
 )
@@ -62,6 +63,13 @@ func serveStatic(c echo.Context, name string) error {
 	return nil
 }
 
+// handleReadme serves the README built into the binary, as text: the
+// symbolization panel links to its section on where debug info comes from.
+func (s *Server) handleReadme(c echo.Context) error {
+	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=3600")
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", viewer.README)
+}
+
 func (s *Server) handleIndex(c echo.Context) error {
 	return Render(c, http.StatusOK, views.Index(views.IndexPage{
 		Page:      views.Page{Title: "Upload a profile"},
@@ -100,7 +108,7 @@ func (s *Server) handleProfileDownload(c echo.Context) error {
 		head := make([]byte, 2)
 		n, _ := io.ReadFull(rc, head)
 		if key == KeySymbolized || (m.Format == "pprof" && n == 2 && head[0] == 0x1f && head[1] == 0x8b) {
-			return c.Stream(http.StatusOK, "application/octet-stream", io.MultiReader(bytes.NewReader(head[:n]), rc))
+			return c.Stream(http.StatusOK, "application/gzip", io.MultiReader(bytes.NewReader(head[:n]), rc))
 		}
 		break
 	}
@@ -112,5 +120,5 @@ func (s *Server) handleProfileDownload(c echo.Context) error {
 	if err := l.Profile.Write(&b); err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, "application/octet-stream", b.Bytes())
+	return c.Blob(http.StatusOK, "application/gzip", b.Bytes())
 }

@@ -241,14 +241,14 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 			return
 		}
 		if rec.Done {
-			page.Binaries = binaryRows(rec.Binaries)
+			page.Binaries = withPseudoRows(binaryRows(rec.Binaries), m)
 			return
 		}
 		if err := s.QueueSymbolization(ctx, id, false); err != nil {
 			var full *jobs.QueueFullError
 			if errors.As(err, &full) {
 				for i := range page.Binaries {
-					if page.Binaries[i].State != "symbolized" {
+					if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
 						page.Binaries[i].State = "queued"
 						page.Binaries[i].Detail = "the symbolization queue is full; reload in " + views.FormatValue(full.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
 					}
@@ -258,29 +258,75 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 		}
 		if j = s.sym.jobs.Job(id); j == nil {
 			if bs, ok := s.followedBinaries(id); ok { // run by another replica
-				page.Binaries = binaryRows(bs)
+				page.Binaries = withPseudoRows(binaryRows(bs), m)
 				page.EventsURL = "/p/" + id + "/events"
 			}
 			return // nothing to do
 		}
 	}
-	page.Binaries = binaryRows(j.Binaries())
+	page.Binaries = withPseudoRows(binaryRows(j.Binaries()), m)
 	if !j.Done() {
 		page.EventsURL = "/p/" + id + "/events"
 	}
 }
 
-// allSymbolized reports whether meta.json says every mapping has names.
+// allSymbolized reports whether meta.json says every mapping that is a
+// real file has names (pseudo mappings such as [vdso] have none to get).
 func allSymbolized(m *Meta) bool {
 	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= maxMetaMappings {
 		return false
 	}
+	return unnamedBinaries(m) == 0
+}
+
+// unnamedBinaries counts the mappings of meta.json that are real files
+// without names.
+func unnamedBinaries(m *Meta) int {
+	n := 0
 	for _, mp := range m.Mappings {
-		if !mp.HasFunctions {
-			return false
+		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
+			n++
 		}
 	}
-	return true
+	return n
+}
+
+// mappingRows is the panel as meta.json alone tells it: each mapping
+// symbolized or not, pseudo mappings in their neutral state.
+func mappingRows(m *Meta) []views.Binary {
+	var rows []views.Binary
+	for _, mp := range m.Mappings {
+		state := "unsymbolized"
+		switch {
+		case mp.HasFunctions:
+			state = "symbolized"
+		case symbolize.IsPseudo(mp.File):
+			rows = append(rows, pseudoRow(mp))
+			continue
+		}
+		rows = append(rows, views.Binary{File: mp.File, BuildID: mp.BuildID, State: state})
+	}
+	return rows
+}
+
+func pseudoRow(mp MappingMeta) views.Binary {
+	file := mp.File
+	if file == "" {
+		file = "(anonymous)"
+	}
+	return views.Binary{File: file, BuildID: mp.BuildID, State: views.StatePseudo,
+		Detail: "not a file with debug info (memory the kernel, the loader or a JIT maps): its addresses stay as they are"}
+}
+
+// withPseudoRows adds meta.json's pseudo mappings to a job's rows, which
+// hold only the binaries it worked on.
+func withPseudoRows(rows []views.Binary, m *Meta) []views.Binary {
+	for _, mp := range m.Mappings {
+		if !mp.HasFunctions && symbolize.IsPseudo(mp.File) {
+			rows = append(rows, pseudoRow(mp))
+		}
+	}
+	return rows
 }
 
 func binaryRows(bs []jobs.Binary) []views.Binary {
@@ -293,7 +339,7 @@ func binaryRows(bs []jobs.Binary) []views.Binary {
 				detail += " of " + humanBytes(b.Total)
 			}
 		}
-		rows = append(rows, views.Binary{File: b.File, BuildID: b.BuildID, State: string(b.State), Source: b.Source, Detail: detail})
+		rows = append(rows, views.Binary{File: b.File, BuildID: b.BuildID, State: string(b.State), Source: b.Source, Detail: detail, Help: b.Help})
 	}
 	return rows
 }

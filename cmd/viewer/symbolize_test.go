@@ -105,7 +105,7 @@ func TestSymbolizeCommand(t *testing.T) {
 		t.Errorf("samples changed")
 	}
 	summary := stderr.String()
-	for _, want := range []string{"symbolized", "app", "--debug-dir build-ID tree", "not found", "libgone.so.1", "no debug info found", "1 of 2 binaries symbolized"} {
+	for _, want := range []string{"symbolized", "app", "--debug-dir build-ID tree", "no symbols", "libgone.so.1", "no debug info found", "1 of 2 binaries symbolized"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

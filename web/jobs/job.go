@@ -373,6 +373,10 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 }
 
 func (j *Job) publishBinaryLocked(b *Binary) {
+	b.Help = ""
+	if b.State == StateNotFound {
+		b.Help = NoSymbolsHelp
+	}
 	data, _ := json.Marshal(b)
 	j.topic.Publish("binary:"+b.Key, EventBinary, data)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 	"go.uber.org/goleak"
 
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
 	"viewer/web/store"
@@ -425,7 +426,7 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 	if !names["libaa01.so:fn10010"] || !names["libbb02.so:fn20020"] {
 		t.Errorf("stored profile names %v", names)
 	}
-	if !NeedsSymbolization(p) {
+	if !symbolize.NeedsSymbolization(p) {
 		t.Error("cc03 never resolved, yet the stored profile claims to be complete")
 	}
 	// Submitting the finished profile again does not run it again.
@@ -776,15 +777,15 @@ func TestCloseStopsRunningJobsWithoutLeaks(t *testing.T) {
 
 func TestNeedsSymbolization(t *testing.T) {
 	p := addrProfile("aa01", "bb02")
-	if !NeedsSymbolization(p) {
+	if !symbolize.NeedsSymbolization(p) {
 		t.Error("raw addresses: want true")
 	}
 	name(p, p.Mapping[0])
-	if !NeedsSymbolization(p) {
+	if !symbolize.NeedsSymbolization(p) {
 		t.Error("one of two mappings named: want true")
 	}
 	name(p, p.Mapping[1])
-	if NeedsSymbolization(p) {
+	if symbolize.NeedsSymbolization(p) {
 		t.Error("all named: want false")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/web/sse"
 	"viewer/web/store"
 )
@@ -87,7 +88,7 @@ type Config struct {
 	// limit, e.g. "--symbolize-profile-timeout".
 	ProfileTimeoutName string
 	// Needs reports whether a profile has addresses the Symbolizer would
-	// name (default NeedsSymbolization); binaries for which it says no on
+	// name (default symbolize.NeedsSymbolization); binaries for which it says no on
 	// their own, such as anonymous memory, are not listed.
 	Needs func(*profile.Profile) bool
 	// Logf reports failures nobody else sees (default: discard).
@@ -187,7 +188,7 @@ func New(cfg Config) *Manager {
 		cfg.ProfileTimeoutName = "the profile's symbolization time limit"
 	}
 	if cfg.Needs == nil {
-		cfg.Needs = NeedsSymbolization
+		cfg.Needs = symbolize.NeedsSymbolization
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
 )
 
 // State is where one binary stands. The values match the symbolization
@@ -22,7 +24,7 @@ const (
 	StateFetching   State = "fetching"
 	StateLoading    State = "loading"
 	StateSymbolized State = "symbolized"
-	StateNotFound   State = "not found"
+	StateNotFound   State = "no symbols" // neutral: what was checked is in Reason, what to do in Help
 	StateSkipped    State = "skipped"
 	StateError      State = "error"
 )
@@ -52,7 +54,14 @@ type Binary struct {
 	Bytes  int64  `json:"bytes,omitempty"`
 	Total  int64  `json:"total,omitempty"` // -1 when unknown
 	Reason string `json:"reason,omitempty"`
+	// Help is the next step for a binary with no symbols (NoSymbolsHelp).
+	Help string `json:"help,omitempty"`
 }
+
+// NoSymbolsHelp is the next step the panel gives for a binary left with no
+// symbols.
+const NoSymbolsHelp = "To name it: install its -dbgsym (or -dbg) package on the server, " +
+	"set DEBUGINFOD_URLS to a server that has its build ID, or put its debug file in a --debug-dir directory; then press Retry."
 
 // Progress is the payload of "progress" events, at most ten a second per
 // fetch.
@@ -94,18 +103,12 @@ func BinaryKey(m *profile.Mapping) string {
 	return "file:" + m.File
 }
 
-// NeedsSymbolization reports whether some sampled location has an address
-// but no function, in a mapping not marked as symbolized.
-func NeedsSymbolization(p *profile.Profile) bool {
-	return len(unsymbolized(p)) > 0
-}
-
 // unsymbolized returns the mappings that hold locations without names, in
 // the profile's order, one per binary.
 func unsymbolized(p *profile.Profile) []*profile.Mapping {
 	need := map[*profile.Mapping]bool{}
 	for _, l := range p.Location {
-		if l.Mapping == nil || l.Mapping.HasFunctions || len(l.Line) > 0 || l.Address == 0 {
+		if !symbolize.NeedsName(l) {
 			continue
 		}
 		need[l.Mapping] = true
