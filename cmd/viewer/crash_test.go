@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
 )
 
 // TestKillDuringSymbolization kills (-9) a real server mid-download: after
@@ -129,11 +131,11 @@ func TestKillDuringSymbolization(t *testing.T) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		st = status()
-		if st.State == "done" && len(st.Binaries) == 1 && strings.Contains(st.Binaries[0].State, "not found") {
+		if st.State == "done" && len(st.Binaries) == 1 && st.Binaries[0].State == string(symbolize.StateNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the retried run did not end with the binary not found: %+v", st)
+			t.Fatalf("the retried run did not end with the binary in state %q: %+v", symbolize.StateNotFound, st)
 		}
 	}
 }
