@@ -4,7 +4,9 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,16 @@ type Limits struct {
 	// MaxLocations, MaxFunctions and MaxMappings bound the parsed
 	// profile; MaxRecords bounds a perf.data's records (limits.go).
 	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
+	// MaxFrames bounds the frames of all stacks together and MaxStackDepth
+	// one stack, whose root-most frames beyond it are cut (limitFrames);
+	// MaxStrings bounds a pprof string table; MaxLineBytes one line of a
+	// text format.
+	MaxFrames, MaxStackDepth, MaxStrings, MaxLineBytes int
+	// Memory, when set, is the budget a parse takes its estimated memory
+	// from before it reads the input into memory (budget.go).
+	Memory *Budget
+	// SpoolDir is where ParseFile inflates gzip input; "" is os.TempDir().
+	SpoolDir string
 	// Binaries, when set, unwinds a perf.data's --call-graph=dwarf user
 	// stacks with the profiled binaries; only where they can be read (the
 	// CLI on the recording machine, serve on loopback). NoUnwind says why
@@ -89,8 +101,53 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 		return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
 	}
 	head := data[:min(len(data), sniffLen)]
+	est, pprofErr, err := estimate(bytes.NewReader(data), int64(len(data)), head, lim)
+	if err != nil {
+		return nil, "", err
+	}
+	release, err := lim.Memory.take(context.Background(), est, "profile")
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
+	return parseFormats(data, head, lim, pprofErr)
+}
+
+// textMemoryFactor is what parsing a text or perf.data input of n bytes is
+// estimated to allocate, as a multiple of n: one profile.Location, Function
+// and Sample per distinct frame, function and stack, plus the maps that
+// merge them.
+const textMemoryFactor = 12
+
+// estimate is the memory parsing an input of size bytes (head its first
+// bytes) takes, the input included. A pprof input is pre-scanned (its
+// counts checked against lim, stopping at the first over); pprofErr says
+// why it is not pprof after all.
+func estimate(r io.Reader, size int64, head []byte, lim Limits) (est int64, pprofErr, err error) {
+	est = size
+	if !sniffPprof(head) {
+		return est + textMemoryFactor*size, nil, nil
+	}
+	c, err := prescanPprof(bufio.NewReaderSize(r, 64<<10), lim)
+	var we errPprofWire
+	switch {
+	case errors.As(err, &we):
+		return est + textMemoryFactor*size, err, nil
+	case err != nil:
+		return 0, nil, err
+	}
+	return est + c.memory(), nil, nil
+}
+
+// parseFormats tries each format that claims head on data; pprofErr, when
+// set, is why data is not a pprof protobuf (from its pre-scan).
+func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profile, string, error) {
 	var tried []string
 	for _, f := range formats {
+		if f.Name == pprofFormat.Name && pprofErr != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, pprofErr))
+			continue
+		}
 		if f.Sniff == nil || !f.Sniff(head) || f.Parse == nil {
 			tried = append(tried, f.Name)
 			continue
@@ -100,6 +157,9 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			if err := lim.checkCounts(p); err != nil {
 				return nil, "", err
 			}
+			if err := lim.limitFrames(p); err != nil {
+				return nil, "", err
+			}
 			return p, f.Name, nil
 		}
 		var pe *PanicError
@@ -107,6 +167,13 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			return nil, "", err
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
+	}
+	// A text input whose first line is too long for any format to see
+	// where it ends (a 10 MB folded stack) is named for its line.
+	if looksText(head) {
+		if err := checkLines(data, lim.MaxLineBytes); err != nil {
+			return nil, "", err
+		}
 	}
 	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile",
 		ErrUnknownFormat, strings.Join(tried, ", "))
