@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ingest/perfdata"
 )
@@ -283,4 +284,30 @@ func (r *rateReader) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// renderTimeout is Limits.RenderTimeout or its default.
+func (s *Server) renderTimeout() time.Duration {
+	if d := s.cfg.Limits.RenderTimeout; d > 0 {
+		return d
+	}
+	return DefaultRenderTimeout
+}
+
+// DefaultRenderTimeout bounds the building of one view.
+const DefaultRenderTimeout = 30 * time.Second
+
+// renderBudget is the node and byte budget of one built view; negative
+// Limits fields mean no bound.
+func (s *Server) renderBudget() flame.Budget {
+	pick := func(v, def int) int {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return def
+		}
+		return v
+	}
+	return flame.Budget{Nodes: pick(s.cfg.Limits.RenderNodes, flame.DefaultBudgetNodes), Bytes: pick(s.cfg.Limits.RenderBytes, flame.DefaultBudgetBytes)}
 }

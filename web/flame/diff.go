@@ -44,6 +44,7 @@ func share(v, total int64) float64 {
 // its base value.
 func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Options) *DiffTree {
 	fr := newFrames(p)
+	fr.work = opt.work
 	fb := newFrames(base)
 	tr := fr.adopt(fb)
 	ws := opt.Filter.stacks(p, si, fr)
@@ -59,7 +60,8 @@ func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Option
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
 	}
-	t := compact(buildTrie(ws, true), fr, minFrac)
+	ft := buildTrie(ws, true)
+	t := opt.Budget.fit(compact(ft, fr, minFrac), minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 	if si >= 0 && si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}

@@ -142,15 +142,15 @@ func scanLocation(r *bufio.Reader, n int64, c *wireCounts) error {
 // f with each field's number, wire type and (for length-delimited fields)
 // size. f returns true when it consumed a length-delimited field's bytes.
 func scanMessage(r *bufio.Reader, n int64, f func(field, wt uint64, size int64) (bool, error)) error {
-	lr := &countingReader{r: r}
+	lr := countingReader{r: r}
 	for lr.n < n {
-		field, wt, err := readTag(lr)
+		field, wt, err := readTag(&lr)
 		if err != nil {
 			return truncated(err)
 		}
 		var size int64
 		if wt == 2 {
-			if size, err = readLen(lr); err != nil {
+			if size, err = readLen(&lr); err != nil {
 				return err
 			}
 			if lr.n+size > n {
@@ -170,7 +170,7 @@ func scanMessage(r *bufio.Reader, n int64, f func(field, wt uint64, size int64) 
 			}
 			lr.n += size
 		default:
-			if err := skipField(lr, wt); err != nil {
+			if err := skipField(&lr, wt); err != nil {
 				return err
 			}
 		}
