@@ -141,20 +141,24 @@ func (b Budget) fits(t *Tree) bool {
 	return (b.Nodes <= 0 || len(t.Nodes) <= b.Nodes) && (b.Bytes <= 0 || encodedSize(t) <= b.Bytes)
 }
 
-// bytesPerNode bounds the JSON of one node (four integers) and an SVG
-// rectangle's share of its markup is of the same order.
-const bytesPerNode = 48
+// bytesPerNode bounds the JSON of one node: four integers of up to 20
+// characters and their commas. nameBytes bounds a name's: each byte may be
+// escaped to six characters, plus quotes and a comma.
+const bytesPerNode = 84
 
-// encodedSize estimates the bytes of t's encoding.
+func nameBytes(s string) int { return 6*len(s) + 3 }
+
+// encodedSize bounds the bytes of t's flame.json (SVG's markup per node
+// is larger, but it draws far fewer nodes: SVGMinFraction).
 func encodedSize(t *Tree) int {
-	n := 256 + bytesPerNode*len(t.Nodes)
+	n := 1536 + len(t.SampleType)*6 + len(t.Unit)*6 + bytesPerNode*len(t.Nodes)
 	for _, s := range t.Names {
-		n += len(s) + 8
+		n += nameBytes(s) + 3 // and its mapping index
 	}
 	for _, s := range t.Mappings {
-		n += len(s) + 8
+		n += nameBytes(s)
 	}
-	return n
+	return n // 1536: the header and the compaction note
 }
 
 // cutDepth keeps the shallowest levels of t that fit b and returns the
