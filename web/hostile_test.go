@@ -12,7 +12,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -22,6 +27,7 @@ import (
 	"time"
 
 	"viewer/web/flame"
+	"viewer/web/ingest"
 )
 
 // pbuf writes protobuf wire format, for inputs the pprof encoder would
@@ -208,36 +214,53 @@ func fetchSize(t testing.TB, base, path string) (int, int64) {
 
 const mib = 1 << 20
 
+// hostileRow is one attack: its input, how many send it at once, the
+// answer it must get, and bounds on the heap it may cost.
+type hostileRow struct {
+	name  string
+	heavy bool // skipped with -short
+	input func(t testing.TB) []byte
+	at    int    // uploads at once
+	want  int    // answer code
+	msg   string // in the error, when not 201
+	// peak bounds the heap the upload may cost; views, when the
+	// upload is stored, the heap its views (after the server
+	// forgot the parsed profile) may cost.
+	peak, views uint64
+}
+
+// hostileRows are the attacks of issue 16 (and the deep stacks).
+var hostileRows = []hostileRow{
+	{name: "10M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib},
+	{name: "1M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 1_000_000) }, want: 201, peak: 100 * mib, views: 100 * mib},
+	{name: "3 GB of zeros gzipped", heavy: true, input: func(t testing.TB) []byte { return zeros(t, 3<<30) }, want: 413, msg: "decompresses to more than", peak: 64 * mib},
+	{name: "nested gzip bomb", heavy: true, input: func(t testing.TB) []byte {
+		inner := zeros(t, 3<<30)
+		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
+	}, want: 413, msg: "decompresses to more than", peak: 64 * mib},
+	{name: "4 nested gzip bombs at once", heavy: true, at: 4, input: func(t testing.TB) []byte {
+		inner := zeros(t, 3<<30)
+		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
+	}, want: 413, msg: "decompresses to more than", peak: 128 * mib},
+	{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib},
+	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 512 * mib, views: 1536 * mib},
+	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib},
+	{name: "a 10 MB folded line", input: func(t testing.TB) []byte { return []byte(strings.Repeat("a;", 5<<20) + "a 1\n") }, want: 413, msg: "line 1 is longer than the 4194304-byte limit", peak: 64 * mib},
+}
+
+// hostileViews are the views of a stored profile the table fetches.
+func hostileViews(id string) []string {
+	var out []string
+	for _, p := range []string{"/flame.json", "/flame.svg", "/top", "/sandwich.json?fn=f", "", "/diff/" + id + "/diff.json"} {
+		out = append(out, "/p/"+id+p)
+	}
+	return out
+}
+
 func TestHostileInputs(t *testing.T) {
-	type row struct {
-		name  string
-		heavy bool // skipped with -short
-		input func(t testing.TB) []byte
-		at    int    // uploads at once
-		want  int    // answer code
-		msg   string // in the error, when not 201
-		// peak bounds the heap the upload may cost; views, when the
-		// upload is stored, the heap its views (after the server
-		// forgot the parsed profile) may cost.
-		peak, views uint64
-	}
-	rows := []row{
-		{name: "10M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib},
-		{name: "1M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 1_000_000) }, want: 201, peak: 100 * mib, views: 100 * mib},
-		{name: "3 GB of zeros gzipped", heavy: true, input: func(t testing.TB) []byte { return zeros(t, 3<<30) }, want: 413, msg: "decompresses to more than", peak: 64 * mib},
-		{name: "nested gzip bomb", heavy: true, input: func(t testing.TB) []byte {
-			inner := zeros(t, 3<<30)
-			return gzipWith(t, func(w io.Writer) { w.Write(inner) })
-		}, want: 413, msg: "decompresses to more than", peak: 64 * mib},
-		{name: "4 nested gzip bombs at once", heavy: true, at: 4, input: func(t testing.TB) []byte {
-			inner := zeros(t, 3<<30)
-			return gzipWith(t, func(w io.Writer) { w.Write(inner) })
-		}, want: 413, msg: "decompresses to more than", peak: 128 * mib},
-		{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib},
-		{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 1536 * mib, views: 1536 * mib},
-		{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib},
-		{name: "a 10 MB folded line", input: func(t testing.TB) []byte { return []byte(strings.Repeat("a;", 5<<20) + "a 1\n") }, want: 413, msg: "line 1 is longer than the 4194304-byte limit", peak: 64 * mib},
-	}
+	// As viewer serve sets it by default: --ingest-memory + 512 MiB.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(ingest.DefaultMemory + 512*mib))
+	rows := hostileRows
 	s, ts := newTestServer(t, Config{})
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -269,15 +292,12 @@ func TestHostileInputs(t *testing.T) {
 				s.Invalidate(id) // as after a restart: the views parse the stored bytes
 				data = nil
 				stop := heapPeak()
-				for _, path := range []string{"/flame.json", "/flame.svg", "/top", "/sandwich.json?fn=f", ""} {
-					if code, n := fetchSize(t, ts.URL, "/p/"+id+path); code != 200 {
+				for _, path := range hostileViews(id) {
+					if code, n := fetchSize(t, ts.URL, path); code != 200 {
 						t.Errorf("GET %s: %d", path, code)
 					} else if n > flame.DefaultBudgetBytes {
 						t.Errorf("GET %s: %d bytes, over the %d-byte rendering budget", path, n, flame.DefaultBudgetBytes)
 					}
-				}
-				if code, _ := fetchSize(t, ts.URL, "/p/"+id+"/diff/"+id+"/diff.json"); code != 200 {
-					t.Errorf("GET diff.json: %d", code)
 				}
 				peak := stop()
 				t.Logf("views: peak heap %d MiB", peak/mib)
@@ -395,4 +415,115 @@ func TestUploadDeadline(t *testing.T) {
 	if !strings.Contains(string(b), "longer than the 500ms upload deadline") {
 		t.Errorf("%d %s; want the upload dropped at its deadline", resp.StatusCode, b)
 	}
+}
+
+// BenchmarkHostilePeakRSS runs each hostile row against a fresh `viewer
+// serve` process with the default limits and reports its peak RSS (VmHWM)
+// after the upload and then its views: go test -run '^$' -bench
+// HostilePeakRSS -benchtime 1x ./web. VIEWER_BIN names another build to
+// measure (an older commit's, for the before figures); by default
+// ./cmd/viewer is built. Each request may take up to 2 minutes.
+func BenchmarkHostilePeakRSS(b *testing.B) {
+	bin := os.Getenv("VIEWER_BIN")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "viewer")
+		if out, err := exec.Command("go", "build", "-o", bin, "../cmd/viewer").CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	for _, r := range hostileRows {
+		b.Run(strings.ReplaceAll(r.name, " ", "_"), func(b *testing.B) {
+			data := r.input(b)
+			for range b.N {
+				base, pid, stop := startServe(b, bin)
+				at := max(r.at, 1)
+				codes := make([]string, at)
+				ids := make([]string, at)
+				var wg sync.WaitGroup
+				start := time.Now()
+				for i := range at {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						resp, err := client.Post(base+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
+						if err != nil {
+							codes[i] = "error"
+							return
+						}
+						defer resp.Body.Close()
+						var v struct{ ID string }
+						json.NewDecoder(resp.Body).Decode(&v)
+						codes[i], ids[i] = strconv.Itoa(resp.StatusCode), v.ID
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(peakRSS(b, pid))/mib, "upload-MiB")
+				b.ReportMetric(time.Since(start).Seconds(), "upload-s")
+				if ids[0] != "" {
+					start := time.Now()
+					var views []string
+					for _, p := range hostileViews(ids[0]) {
+						resp, err := client.Get(base + p)
+						if err != nil {
+							views = append(views, "error")
+							continue
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						views = append(views, strconv.Itoa(resp.StatusCode))
+					}
+					b.ReportMetric(float64(peakRSS(b, pid))/mib, "views-MiB")
+					b.ReportMetric(time.Since(start).Seconds(), "views-s")
+					b.Logf("views: %v", views)
+				}
+				resp, err := client.Get(base + "/healthz")
+				healthy := err == nil && resp.StatusCode == 200
+				b.Logf("%d bytes ×%d: %v; /healthz answered: %v", len(data), at, codes, healthy)
+				stop()
+			}
+		})
+	}
+}
+
+var servingURL = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
+
+// startServe starts bin serve on 127.0.0.1 with its own data directory,
+// and returns its URL, its PID and a func that kills it.
+func startServe(b *testing.B, bin string) (string, int, func()) {
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", b.TempDir(), "--no-debuginfod")
+	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=", "TMPDIR="+b.TempDir())
+	out := lockedBuffer{b: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		out.mu.Lock()
+		m := servingURL.FindStringSubmatch(out.b.String())
+		out.mu.Unlock()
+		if m != nil {
+			return m[1], cmd.Process.Pid, stop
+		}
+	}
+	stop()
+	b.Fatalf("%s serve printed no URL", bin)
+	return "", 0, nil
+}
+
+// peakRSS is the process's peak resident memory (VmHWM) in bytes.
+func peakRSS(b *testing.B, pid int) int64 {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in /proc/PID/status")
+	return 0
 }

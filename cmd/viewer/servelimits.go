@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 type limitFlags struct {
 	samples, locations, functions, mappings, records int
 	frames, depth, strs, line                        int
-	ingestMemory, minRate                            sizeFlag
+	ingestMemory, minRate, memoryLimit               sizeFlag
 	uploads                                          int
 	uploadWait, uploadIdle, uploadDeadline           time.Duration
 	renderTimeout                                    time.Duration
@@ -39,6 +40,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: no limit")
 	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
 	fs.Var(&f.ingestMemory, "ingest-memory", "memory shared by all uploads being parsed, each taking its estimated cost first (e.g. 1GiB); an upload needing more is refused with 413, one finding it taken waits --upload-wait, then gets 503")
+	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 512MiB)")
 	f.minRate = sizeFlag(web.DefaultMinUploadRate)
 	fs.Var(&f.minRate, "upload-min-rate", "slowest average rate, per second over 10 s, an upload body may arrive at (e.g. 10KiB)")
 	fs.DurationVar(&f.uploadDeadline, "upload-deadline", web.DefaultUploadDeadline, "longest an upload body may take in all")
@@ -105,4 +107,22 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		return lim, "", usageError{"serve: --auth-token is blank"}
 	}
 	return lim, tok, nil
+}
+
+// memoryHeadroom is what the default --memory-limit allows beyond
+// --ingest-memory: parsed profiles kept for views and the views being built.
+const memoryHeadroom = 512 << 20
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// --memory-limit, unless GOMEMLIMIT is set, and returns the limit in force.
+func (f *limitFlags) applyMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	lim := int64(f.memoryLimit)
+	if lim <= 0 {
+		lim = int64(f.ingestMemory) + memoryHeadroom
+	}
+	debug.SetMemoryLimit(lim)
+	return lim
 }
