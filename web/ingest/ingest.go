@@ -114,11 +114,12 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 	return parseFormats(data, head, lim, pprofErr)
 }
 
-// textMemoryFactor is what parsing a text or perf.data input of n bytes is
-// estimated to allocate, as a multiple of n: one profile.Location, Function
-// and Sample per distinct frame, function and stack, plus the maps that
-// merge them.
-const textMemoryFactor = 12
+// textMemoryFactor is what parsing a perf script, perf JSON or perf.data
+// input of n bytes is estimated to allocate, as a multiple of n: their
+// records merge into far fewer distinct stacks, so the input itself and
+// its decoded records dominate (the 3 × the upload the README gave before
+// the budget, input included).
+const textMemoryFactor = 2
 
 // foldedLineMemory is what reading one line of folded stacks allocates at
 // most (measured: 2M distinct stacks took 1.8 GB): each line may be a new
