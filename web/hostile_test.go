@@ -527,3 +527,46 @@ func peakRSS(b *testing.B, pid int) int64 {
 	b.Fatal("no VmHWM in /proc/PID/status")
 	return 0
 }
+
+// TestRenderBudget checks a view over the node budget is compacted and
+// says so, and one past --render-timeout is answered 503 with the reason.
+func TestRenderBudget(t *testing.T) {
+	data := manyLocations(t, 20000) // 200 stacks of 100 distinct frames
+	_, ts := newTestServer(t, Config{Limits: Limits{RenderNodes: 1000}})
+	code, id := post(t, ts.URL, data)
+	if code != 201 {
+		t.Fatalf("upload: %d %s", code, id)
+	}
+	resp, err := http.Get(ts.URL + "/p/" + id + "/flame.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Nodes     []int64
+		Compacted struct {
+			Nodes int
+			Note  string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&j)
+	resp.Body.Close()
+	if n := len(j.Nodes) / 4; n > 1000 || j.Compacted.Nodes != 20001 || !strings.Contains(j.Compacted.Note, "compacted to fit the server's rendering budget") {
+		t.Errorf("flame.json: %d nodes, compacted %+v; want at most 1000, compacted from 20001 with a note", n, j.Compacted)
+	}
+
+	_, ts = newTestServer(t, Config{Limits: Limits{RenderTimeout: time.Nanosecond}})
+	if code, id = post(t, ts.URL, data); code != 201 {
+		t.Fatalf("upload: %d %s", code, id)
+	}
+	for _, path := range []string{"/flame.json", "/flame.svg", "/sandwich.json?fn=f", "/diff/" + id + "/diff.json"} {
+		resp, err := http.Get(ts.URL + "/p/" + id + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || !strings.Contains(string(b), "rendering time limit") {
+			t.Errorf("%s past --render-timeout: %d %.200s; want 503 naming the time limit", path, resp.StatusCode, b)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (w *work) tick() {
 	if w == nil {
 		return
 	}
-	if w.n++; w.n&0xfff == 0 {
+	if w.n++; w.n&0xfff == 1 { // the first call too
 		if err := w.ctx.Err(); err != nil {
 			panic(stop{fmt.Errorf("%w: %s", ErrBudget, why(err, w.ctx))})
 		}
