@@ -69,7 +69,7 @@ func pprofHead() *pbuf {
 
 func gzipWith(t testing.TB, chunks func(w io.Writer)) []byte {
 	var b bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,10 @@ func TestHostileInputs(t *testing.T) {
 	// As viewer serve sets it by default: --ingest-memory + 512 MiB.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(ingest.DefaultMemory + 512*mib))
 	rows := hostileRows
-	s, ts := newTestServer(t, Config{})
+	// The default limits, but for time: on a loaded machine a view of the
+	// 1.9M-location profile can take longer than --render-timeout, and
+	// this test is about memory (TestRenderBudget checks the timeout).
+	s, ts := newTestServer(t, Config{Limits: Limits{RenderTimeout: 10 * time.Minute}})
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			if r.heavy && testing.Short() {
