@@ -45,13 +45,18 @@ func share(v, total int64) float64 {
 func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Options) *DiffTree {
 	fr := newFrames(p)
 	fr.work = opt.work
-	fb := newFrames(base)
-	tr := fr.adopt(fb)
+	fb, tr := fr, []int32(nil) // a profile against itself (another sample type) shares its names
+	if base != p {
+		fb = newFrames(base)
+		tr = fr.adopt(fb)
+	}
 	ws := opt.Filter.stacks(p, si, fr)
 	nb := len(ws)
 	for _, w := range opt.Filter.stacks(base, bsi, fb) {
-		for k, nm := range w.seq {
-			w.seq[k] = tr[nm]
+		if tr != nil {
+			for k, nm := range w.seq {
+				w.seq[k] = tr[nm]
+			}
 		}
 		ws = append(ws, weighted{seq: w.seq, base: w.v})
 	}
