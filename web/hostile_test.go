@@ -3,7 +3,8 @@ package web
 // The hostile-input table: each attack of issue 16 against a server with
 // the default limits, asserting the answer, the server's peak heap while it
 // is handled (runtime/metrics, sampled) and that /healthz still answers.
-// Inputs are generated here; the heaviest rows are skipped with -short.
+// Inputs are generated here; the heaviest rows are skipped with -short, and
+// under -race (make test runs them in a plain go test).
 
 import (
 	"bytes"
@@ -269,6 +270,9 @@ func TestHostileInputs(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			if r.heavy && testing.Short() {
 				t.Skip("heavy row: skipped with -short")
+			}
+			if r.heavy && raceDetector {
+				t.Skip("heavy row: skipped under -race (make test runs it without)")
 			}
 			data := r.input(t)
 			at := max(r.at, 1)
