@@ -259,8 +259,8 @@ func hostileViews(id string) []string {
 }
 
 func TestHostileInputs(t *testing.T) {
-	// As viewer serve sets it by default: --ingest-memory + 512 MiB.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(ingest.DefaultMemory + 512*mib))
+	// As viewer serve sets it by default: --ingest-memory + 256 MiB.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(ingest.DefaultMemory + 256*mib))
 	rows := hostileRows
 	// The default limits, but for time: on a loaded machine a view of the
 	// 1.9M-location profile can take longer than --render-timeout, and

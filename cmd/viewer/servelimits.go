@@ -40,7 +40,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: no limit")
 	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
 	fs.Var(&f.ingestMemory, "ingest-memory", "memory shared by all uploads being parsed, each taking its estimated cost first (e.g. 1GiB); an upload needing more is refused with 413, one finding it taken waits --upload-wait, then gets 503")
-	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 512MiB)")
+	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 256MiB)")
 	f.minRate = sizeFlag(web.DefaultMinUploadRate)
 	fs.Var(&f.minRate, "upload-min-rate", "slowest average rate, per second over 10 s, an upload body may arrive at (e.g. 10KiB)")
 	fs.DurationVar(&f.uploadDeadline, "upload-deadline", web.DefaultUploadDeadline, "longest an upload body may take in all")
@@ -111,7 +111,7 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 
 // memoryHeadroom is what the default --memory-limit allows beyond
 // --ingest-memory: parsed profiles kept for views and the views being built.
-const memoryHeadroom = 512 << 20
+const memoryHeadroom = 256 << 20
 
 // applyMemoryLimit sets the Go runtime's soft memory limit from
 // --memory-limit, unless GOMEMLIMIT is set, and returns the limit in force.
