@@ -322,6 +322,9 @@ func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile
 		// Stored bytes passed the limits when uploaded; don't apply a
 		// limit lowered since. Unwind as the upload was (serve on loopback).
 		p, format, err := ingest.Parse(data, s.storedLimits())
+		if errors.Is(err, ingest.ErrBusy) {
+			return nil, "", 0, false, busy(err) // the ingest memory is taken: 503, try again
+		}
 		if err != nil {
 			err = fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
 			if key == KeySymbolized {
