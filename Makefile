@@ -8,11 +8,13 @@ TEST_TIMEOUT ?= 12m
 
 test: deps vet templ-check
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -run '^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) ./web/
 	$(MAKE) fuzz-short
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".
 FUZZ_TARGETS = \
 	./web/ingest:FuzzParse \
+	./web/flame:FuzzBuild \
 	./web/ingest/perfdata:FuzzPerfData \
 	./web/ingest/perftext:FuzzScript \
 	./web/ingest/perftext:FuzzFolded \

@@ -17,6 +17,7 @@ const search = $('search');
 const matchOut = $('match');
 const tooltip = $('tooltip');
 const status = $('chart-status');
+const note = $('flame-note');
 const crumbs = $('crumbs');
 const resetBtn = $('reset');
 const siSelect = $('si');
@@ -94,6 +95,11 @@ export async function reload() {
   graph.setTree(tree);
   const t3 = performance.now();
   showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
+  // The server compacted the tree to its rendering budget: say so.
+  if (note) {
+    note.textContent = json.compacted ? json.compacted.note : '';
+    note.hidden = !json.compacted;
+  }
   showMatch();
   showCrumbs();
   renderTop();

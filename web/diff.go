@@ -130,7 +130,13 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 		return serveEncoded(c, e, echo.MIMEApplicationJSON)
 	}
 	v, err, _ := s.flight.Do(fmt.Sprintf("diff:%#v", k), func() (any, error) {
-		body := flame.Diff(base.Profile, bi, cur.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction, Filter: f}).DiffJSON(maxDiffTop)
+		var body []byte
+		if err := s.render(ctx, func(opt flame.Options) {
+			opt.MinFraction, opt.Filter = flame.DefaultMinFraction, f
+			body = flame.Diff(base.Profile, bi, cur.Profile, i, opt).DiffJSON(maxDiffTop)
+		}); err != nil {
+			return nil, err
+		}
 		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
 			strings.TrimSuffix(base.variant(), ".pb.gz"), strings.TrimSuffix(cur.variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
 		s.trees.Add(k, e)

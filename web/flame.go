@@ -71,20 +71,34 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 	}
 	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s/%s", id, key.variant, i, kind, key.filter), func() (any, error) {
 		var body []byte
-		switch kind {
-		case "json":
-			body = flame.Build(l.Profile, i, flame.Options{MinFraction: flame.DefaultMinFraction, Filter: f}).JSON()
-		case "svg":
-			var b bytes.Buffer
-			t := flame.Build(l.Profile, i, flame.Options{MinFraction: flame.SVGMinFraction, Filter: f})
-			title := l.Meta.Name
-			if title == "" {
-				title = id
+		var werr error
+		err := s.render(ctx, func(opt flame.Options) {
+			opt.Filter = f
+			switch kind {
+			case "json":
+				opt.MinFraction = flame.DefaultMinFraction
+				body = flame.Build(l.Profile, i, opt).JSON()
+			case "svg":
+				var b bytes.Buffer
+				opt.MinFraction = flame.SVGMinFraction
+				t := flame.Build(l.Profile, i, opt)
+				title := l.Meta.Name
+				if title == "" {
+					title = id
+				}
+				title += " · " + t.SampleType
+				if t.Compaction != nil {
+					title += " · compacted to fit the rendering budget"
+				}
+				werr = t.WriteSVG(&b, title)
+				body = b.Bytes()
 			}
-			if err := t.WriteSVG(&b, title+" · "+t.SampleType); err != nil {
-				return nil, err
-			}
-			body = b.Bytes()
+		})
+		if err == nil {
+			err = werr
+		}
+		if err != nil {
+			return nil, err
 		}
 		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d%s"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion, filterETag(f))}
 		s.trees.Add(key, e)
@@ -94,6 +108,21 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return nil, err
 	}
 	return v.(*encoded), nil
+}
+
+// render runs build, which builds and encodes a view with the Options it
+// is given, within the rendering budget and time limit (--render-timeout):
+// the context reaches the tree building loops, and a view over either is
+// answered 503 with the reason. The build is shared by the requests
+// waiting on it, so one leaving does not stop it; the time limit does.
+func (s *Server) render(ctx context.Context, build func(flame.Options)) error {
+	ctx, cancel := context.WithTimeout(background(ctx), s.renderTimeout())
+	defer cancel()
+	opt := flame.Options{Budget: s.renderBudget()}.WithContext(ctx)
+	if err := flame.Guard(func() { build(opt) }); err != nil {
+		return httpError(http.StatusServiceUnavailable, "%v (the server's limits are --render-timeout %v, --render-nodes and --render-bytes)", err, s.renderTimeout())
+	}
+	return nil
 }
 
 func gzipBytes(b []byte) []byte {

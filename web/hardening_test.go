@@ -356,10 +356,14 @@ func TestProfileCountLimits(t *testing.T) {
 		lim  Limits
 		want string
 	}{
-		{Limits{MaxSamples: 2}, "3 samples, over the limit of 2 (restart the server with a larger --max-samples"},
-		{Limits{MaxLocations: 4}, "5 locations, over the limit of 4"},
+		// pprof's counts are checked on its wire format, stopping at the
+		// first over the limit.
+		{Limits{MaxSamples: 2}, "more than 2 samples (restart the server with a larger --max-samples"},
+		{Limits{MaxLocations: 4}, "more than 4 locations"},
 		{Limits{MaxFunctions: 3}, "--max-functions"},
-		{Limits{MaxMappings: 1}, "2 mappings, over the limit of 1"},
+		{Limits{MaxMappings: 1}, "more than 1 mappings"},
+		{Limits{MaxFrames: 4}, "more than 4 frames (restart the server with a larger --max-frames"},
+		{Limits{MaxStrings: 5}, "more than 5 strings (restart the server with a larger --max-strings"},
 	} {
 		s, ts := newTestServer(t, Config{Limits: tt.lim})
 		body, ct := multipartBody(t, "file", "cpu.pb.gz", data)
@@ -382,14 +386,49 @@ func TestProfileCountLimits(t *testing.T) {
 	upload(t, ts.URL, data)
 }
 
-// TestConcurrentUploadLimit holds the only upload slot with a slow upload
-// and checks the next one gets 503 with Retry-After, then succeeds once the
-// slot is free.
+// TestConcurrentUploadLimit holds the only parse slot (an upload whose
+// AfterUpload hook blocks) and checks the next upload gets 503 with
+// Retry-After, then succeeds once the slot is free.
 func TestConcurrentUploadLimit(t *testing.T) {
-	// A probe sent before the slow upload takes the slot takes it itself
-	// for as long as it is handled, and the slow upload waits UploadWait
-	// for it: a second leaves room for a loaded machine.
-	_, ts := newTestServer(t, Config{Limits: Limits{MaxConcurrentUploads: 1, UploadWait: time.Second}})
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	_, ts := newTestServer(t, Config{
+		Limits: Limits{MaxConcurrentUploads: 1, UploadWait: 200 * time.Millisecond},
+		AfterUpload: func(string) {
+			once.Do(func() { held <- struct{}{}; <-hold })
+		},
+	})
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(encodeProfile(t, testProfile(), true)))
+		if err != nil {
+			first <- -1
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	<-held
+	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(encodeProfile(t, hostileProfile(), true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("second upload while the slot is held: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(hold)
+	if st := <-first; st != 201 {
+		t.Fatalf("first upload: %d", st)
+	}
+	upload(t, ts.URL, encodeProfile(t, hostileProfile(), true))
+}
+
+// TestSlowUploadHoldsNoSlot checks an upload whose body is still arriving
+// holds no parse slot: with one slot, other uploads are stored meanwhile,
+// and the slow one still is once its body is complete.
+func TestSlowUploadHoldsNoSlot(t *testing.T) {
+	_, ts := newTestServer(t, Config{Limits: Limits{MaxConcurrentUploads: 1, UploadWait: 100 * time.Millisecond}})
 	data := encodeProfile(t, testProfile(), true)
 	pr, pw := io.Pipe()
 	slow := make(chan int)
@@ -404,28 +443,15 @@ func TestConcurrentUploadLimit(t *testing.T) {
 		slow <- resp.StatusCode
 	}()
 	pw.Write(data[:10])
-	// Wait until the slow upload holds the slot.
-	var resp *http.Response
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var err error
-		resp, err = http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(encodeProfile(t, hostileProfile(), true)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 503 {
-			break
-		}
-	}
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("second upload while the slot is held: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	time.Sleep(100 * time.Millisecond)
+	for range 3 {
+		upload(t, ts.URL, encodeProfile(t, hostileProfile(), true))
 	}
 	pw.Write(data[10:])
 	pw.Close()
 	if st := <-slow; st != 201 {
 		t.Fatalf("slow upload: %d", st)
 	}
-	upload(t, ts.URL, encodeProfile(t, hostileProfile(), true))
 }
 
 // TestUploadToken checks a server with a token refuses uploads without it,

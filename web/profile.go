@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -34,8 +36,10 @@ var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // NewID is the ID of a profile with these original bytes: the same bytes
 // always get the same ID.
-func NewID(data []byte) string {
-	sum := sha256.Sum256(data)
+func NewID(data []byte) string { return idOfSum(sha256.Sum256(data)) }
+
+// idOfSum is the ID of bytes whose SHA-256 is sum.
+func idOfSum(sum [sha256.Size]byte) string {
 	return strings.ToLower(idEncoding.EncodeToString(sum[:]))[:IDLen]
 }
 
@@ -149,16 +153,18 @@ func (l *Loaded) variant() string {
 }
 
 // contentVersion is the short content hash Loaded.Version holds.
-func contentVersion(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
-}
+func contentVersion(data []byte) string { return versionOfSum(sha256.Sum256(data)) }
+
+// versionOfSum is the contentVersion of bytes whose SHA-256 is sum.
+func versionOfSum(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:8]) }
 
 // ingestError converts an ingest error to the HTTP status it deserves.
 func ingestError(err error) error {
 	switch {
 	case errors.Is(err, ingest.ErrTooLarge):
 		return httpError(http.StatusRequestEntityTooLarge, "%v", err)
+	case errors.Is(err, ingest.ErrBusy):
+		return busy(err)
 	case errors.Is(err, ingest.ErrEmpty), errors.Is(err, ingest.ErrCorrupt), errors.Is(err, ingest.ErrUnknownFormat):
 		return httpError(http.StatusBadRequest, "%v", err)
 	}
@@ -173,11 +179,27 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 	if err != nil {
 		return "", ingestError(err)
 	}
-	id := NewID(data)
-	meta := newMeta(p, name, format, int64(len(data)))
+	return s.stored(ctx, sha256.Sum256(data), p, newMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+}
+
+// ingestFile is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum: it is parsed within the ingest memory budget, and
+// stored from the file.
+func (s *Server) ingestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
+	p, format, err := ingest.ParseFile(ctx, f, s.limits)
+	if err != nil {
+		return "", ingestError(err)
+	}
+	return s.stored(ctx, sum, p, newMeta(p, name, format, size), func() io.Reader { return io.NewSectionReader(f, 0, size) })
+}
+
+// stored stores a parsed upload whose bytes (of SHA-256 sum) body gives,
+// unless stored before, and keeps the profile for its first view.
+func (s *Server) stored(ctx context.Context, sum [sha256.Size]byte, p *profile.Profile, meta *Meta, body func() io.Reader) (string, error) {
+	id := idOfSum(sum)
 	// The shared store write must finish even if this client goes away.
 	v, err, _ := s.flight.Do("put:"+id, func() (any, error) {
-		return s.put(background(ctx), id, data, meta)
+		return s.put(background(ctx), id, body(), meta)
 	})
 	if err != nil {
 		return "", fmt.Errorf("storing profile %s: %w", id, err)
@@ -185,7 +207,7 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 	// Keep the parsed profile for the first view, unless the bytes were
 	// stored before (a symbolized copy may exist and must win).
 	if created := v.(bool); created {
-		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p, Version: contentVersion(data)})
+		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p, Version: versionOfSum(sum)})
 		s.metas.Add(id, meta)
 	}
 	if s.cfg.AfterUpload != nil {
@@ -196,13 +218,13 @@ func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, 
 
 // put writes the original bytes, then meta.json, unless already stored,
 // and reports whether it wrote the original.
-func (s *Server) put(ctx context.Context, id string, data []byte, meta *Meta) (created bool, err error) {
+func (s *Server) put(ctx context.Context, id string, data io.Reader, meta *Meta) (created bool, err error) {
 	ok, err := store.Exists(ctx, s.store, Key(id, KeyOriginal))
 	if err != nil {
 		return false, err
 	}
 	if !ok {
-		if err := s.store.Put(ctx, Key(id, KeyOriginal), bytes.NewReader(data)); err != nil {
+		if err := s.store.Put(ctx, Key(id, KeyOriginal), data); err != nil {
 			return false, err
 		}
 	}
@@ -314,7 +336,10 @@ func (s *Server) parseStored(ctx context.Context, id string) (p *profile.Profile
 		}
 		// Stored bytes passed the limits when uploaded; don't apply a
 		// limit lowered since. Unwind as the upload was (serve on loopback).
-		p, format, err := ingest.Parse(data, ingest.Limits{Binaries: s.limits.Binaries, NoUnwind: s.limits.NoUnwind})
+		p, format, err := ingest.Parse(data, s.storedLimits())
+		if errors.Is(err, ingest.ErrBusy) {
+			return nil, "", 0, false, "", busy(err) // the ingest memory is taken: 503, try again
+		}
 		if err != nil {
 			err = fmt.Errorf("profile %s: stored %s does not parse: %w", id, key, err)
 			if key == KeySymbolized {

@@ -35,12 +35,21 @@ func (s *Server) handleSandwichJSON(c echo.Context) error {
 	if e, ok := s.trees.Get(k); ok {
 		return serveEncoded(c, e, echo.MIMEApplicationJSON)
 	}
-	v, _, _ := s.flight.Do(fmt.Sprintf("sandwich:%#v", k), func() (any, error) {
-		body := flame.BuildSandwich(l.Profile, i, fn, flame.Options{MinFraction: flame.DefaultMinFraction, Filter: f}).JSON()
+	v, err, _ := s.flight.Do(fmt.Sprintf("sandwich:%#v", k), func() (any, error) {
+		var body []byte
+		if err := s.render(c.Request().Context(), func(opt flame.Options) {
+			opt.MinFraction, opt.Filter = flame.DefaultMinFraction, f
+			body = flame.BuildSandwich(l.Profile, i, fn, opt).JSON()
+		}); err != nil {
+			return nil, err
+		}
 		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.variant(), i, fnHash(fn), filterETag(f))}
 		s.trees.Add(k, e)
 		return e, nil
 	})
+	if err != nil {
+		return err
+	}
 	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
 }
 

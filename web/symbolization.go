@@ -146,7 +146,7 @@ func (s *Server) loadOriginal(ctx context.Context, id string) (*profile.Profile,
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := ingest.Parse(data, ingest.Limits{Binaries: s.limits.Binaries, NoUnwind: s.limits.NoUnwind})
+	p, _, err := ingest.Parse(data, s.storedLimits())
 	return p, err
 }
 

@@ -1,11 +1,13 @@
 package web
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 
@@ -42,22 +44,42 @@ func (s *Server) handleFormUpload(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/p/"+id)
 }
 
-// receive reads an upload within MaxUpload and ingests it.
+// receive spools an upload to disk within MaxUpload, then takes a parse
+// slot and ingests it from the file.
 func (s *Server) receive(c echo.Context) (string, error) {
-	data, name, err := s.readUpload(c)
+	sp, name, err := s.spoolUpload(c)
 	if err != nil {
 		return "", err
 	}
-	id, err := s.Ingest(c.Request().Context(), data, name)
+	defer sp.remove()
+	release, err := holdSlot(c) // limits.go
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	id, err := s.ingestFile(c.Request().Context(), sp.f, sp.size, sp.sum, name)
 	if err != nil {
 		return "", err
 	}
 	return id, s.queueUpload(c, id) // symbolization.go
 }
 
-// readUpload returns the uploaded bytes and file name, never reading more
-// than MaxUpload+1 bytes of file (413 beyond MaxUpload).
-func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
+// spooled is an upload body written to a temporary file.
+type spooled struct {
+	f    *os.File
+	size int64
+	sum  [sha256.Size]byte
+}
+
+func (sp *spooled) remove() {
+	sp.f.Close()
+	os.Remove(sp.f.Name())
+}
+
+// spoolUpload writes the uploaded file to a temporary file in the spool
+// directory, with its SHA-256, never more than MaxUpload+1 bytes of it
+// (413 beyond MaxUpload).
+func (s *Server) spoolUpload(c echo.Context) (*spooled, string, error) {
 	req := c.Request()
 	max := s.cfg.MaxUpload
 	if req.ContentLength > max+multipartSlack {
@@ -66,8 +88,8 @@ func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, max+multipartSlack)
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 	if mediaType != "multipart/form-data" {
-		data, err := readLimited(req.Body, max, req.ContentLength)
-		return data, cleanName(req.URL.Query().Get("name")), err
+		sp, err := s.spool(req.Body, max)
+		return sp, cleanName(req.URL.Query().Get("name")), err
 	}
 	mr, err := req.MultipartReader()
 	if err != nil {
@@ -85,33 +107,44 @@ func (s *Server) readUpload(c echo.Context) ([]byte, string, error) {
 			part.Close()
 			continue
 		}
-		data, err := readLimited(part, max, req.ContentLength)
+		sp, err := s.spool(part, max)
 		part.Close()
 		if err != nil {
 			return nil, "", err
 		}
-		return data, cleanName(part.FileName()), nil
+		return sp, cleanName(part.FileName()), nil
 	}
 }
 
-// readLimited reads r up to max bytes (413 beyond), presizing its buffer
-// from hint (the request's Content-Length) to avoid regrowing it.
-func readLimited(r io.Reader, max, hint int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if hint > 0 {
-		buf.Grow(int(min(hint, max) + bytes.MinRead))
+// spool copies r, up to max bytes (413 beyond), to a new file in the spool
+// directory.
+func (s *Server) spool(r io.Reader, max int64) (*spooled, error) {
+	f, err := os.CreateTemp(s.limits.SpoolDir, "viewer-upload-*")
+	if err != nil {
+		return nil, fmt.Errorf("spooling the upload: %w", err)
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {
+	sp := &spooled{f: f}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, max+1))
+	if err != nil {
+		sp.remove()
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("spooling the upload: %w", err)
+		}
 		return nil, readError(err, max)
 	}
-	data := buf.Bytes()
-	if int64(len(data)) > max {
+	if n > max {
+		sp.remove()
 		return nil, tooLarge(max)
 	}
-	if len(data) == 0 {
+	if n == 0 {
+		sp.remove()
 		return nil, httpError(http.StatusBadRequest, "empty upload: the request carried no profile bytes")
 	}
-	return data, nil
+	sp.size = n
+	h.Sum(sp.sum[:0])
+	return sp, nil
 }
 
 func readError(err error, max int64) error {

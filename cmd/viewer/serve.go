@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	memLimit := limFlags.applyMemoryLimit() // servelimits.go
 	logger := slog.New(slog.NewTextHandler(s.err, nil))
 	symCfg, symDesc, err := symFlags.config(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) })
 	if err != nil {
@@ -96,6 +97,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(s.out, "viewer: serving %s/ (profiles in %s)\n", base, dir)
 	fmt.Fprintf(s.out, "viewer: %s\n", symDesc)
+	fmt.Fprintf(s.out, "viewer: uploads parsed within --ingest-memory %s; heap soft limit %s\n", limFlags.ingestMemory, sizeFlag(memLimit))
 	if token != "" {
 		fmt.Fprintln(s.out, "viewer: uploads need the token (--auth-token); links stay open to anyone who has them")
 	}

@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"viewer/web"
+	"viewer/web/flame"
 	"viewer/web/ingest"
 )
 
@@ -15,8 +17,12 @@ import (
 // handled at once, and the optional upload token.
 type limitFlags struct {
 	samples, locations, functions, mappings, records int
+	frames, depth, strs, line                        int
+	ingestMemory, minRate, memoryLimit               sizeFlag
 	uploads                                          int
-	uploadWait, uploadIdle                           time.Duration
+	uploadWait, uploadIdle, uploadDeadline           time.Duration
+	renderTimeout                                    time.Duration
+	renderNodes, renderBytes                         int
 	token, tokenFile                                 string
 	behindProxy                                      bool
 }
@@ -28,7 +34,20 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.functions, "max-functions", ingest.DefaultMaxFunctions, "most functions one profile may hold; 0: no limit")
 	fs.IntVar(&f.mappings, "max-mappings", ingest.DefaultMaxMappings, "most mappings (binaries) one profile may hold; 0: no limit")
 	fs.IntVar(&f.records, "max-records", ingest.DefaultMaxRecords, "most records one perf.data may hold; 0: no limit")
-	fs.IntVar(&f.uploads, "max-concurrent-uploads", web.DefaultMaxConcurrentUploads, "uploads read and parsed at once; more wait up to --upload-wait, then get 503 with Retry-After")
+	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together; 0: no limit")
+	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
+	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
+	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: no limit")
+	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
+	fs.Var(&f.ingestMemory, "ingest-memory", "memory shared by all uploads being parsed, each taking its estimated cost first (e.g. 1GiB); an upload needing more is refused with 413, one finding it taken waits --upload-wait, then gets 503")
+	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 256MiB)")
+	f.minRate = sizeFlag(web.DefaultMinUploadRate)
+	fs.Var(&f.minRate, "upload-min-rate", "slowest average rate, per second over 10 s, an upload body may arrive at (e.g. 10KiB)")
+	fs.DurationVar(&f.uploadDeadline, "upload-deadline", web.DefaultUploadDeadline, "longest an upload body may take in all")
+	fs.DurationVar(&f.renderTimeout, "render-timeout", web.DefaultRenderTimeout, "longest the building of one view (flame.json, flame.svg, diff, sandwich) may take; then it is answered 503")
+	fs.IntVar(&f.renderNodes, "render-nodes", flame.DefaultBudgetNodes, "most frames one built view holds; larger trees are compacted by width, then depth, and say so")
+	fs.IntVar(&f.renderBytes, "render-bytes", flame.DefaultBudgetBytes, "about the most bytes one built view's encoding holds; larger trees are compacted")
+	fs.IntVar(&f.uploads, "max-concurrent-uploads", web.DefaultMaxConcurrentUploads, "uploads parsed at once (once their body is read); more wait up to --upload-wait, then get 503 with Retry-After")
 	fs.DurationVar(&f.uploadWait, "upload-wait", 2*time.Second, "how long an upload waits for a free slot before it is refused as busy")
 	fs.DurationVar(&f.uploadIdle, "upload-idle", 30*time.Second, "drop an upload whose body stops arriving for this long")
 	fs.StringVar(&f.token, "auth-token", "", "`TOKEN` required to upload (Authorization: Bearer TOKEN, or /login in a browser); viewing links needs none. Prefer --auth-token-file: flags show in ps")
@@ -45,10 +64,16 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		}
 		return n
 	}
-	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records} {
+	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records, f.frames, f.depth, f.strs, f.line, f.renderNodes, f.renderBytes} {
 		if n < 0 {
-			return web.Limits{}, "", usageError{"serve: --max-samples, --max-locations, --max-functions, --max-mappings and --max-records must be 0 (no limit) or more"}
+			return web.Limits{}, "", usageError{"serve: --max-samples, --max-locations, --max-functions, --max-mappings, --max-records, --max-frames, --max-stack-depth, --max-strings, --max-line, --render-nodes and --render-bytes must be 0 (no limit) or more"}
 		}
+	}
+	if f.depth == 1 {
+		return web.Limits{}, "", usageError{"serve: --max-stack-depth must be at least 2: one frame for the stack's leaf, one for the truncation"}
+	}
+	if f.uploadDeadline <= 0 || f.renderTimeout <= 0 {
+		return web.Limits{}, "", usageError{"serve: --upload-deadline and --render-timeout must be positive"}
 	}
 	if f.uploads < 1 {
 		return web.Limits{}, "", usageError{"serve: --max-concurrent-uploads must be at least 1"}
@@ -59,6 +84,9 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 	lim := web.Limits{
 		MaxSamples: count(f.samples), MaxLocations: count(f.locations), MaxFunctions: count(f.functions),
 		MaxMappings: count(f.mappings), MaxRecords: count(f.records),
+		MaxFrames: count(f.frames), MaxStackDepth: count(f.depth), MaxStrings: count(f.strs), MaxLineBytes: count(f.line),
+		IngestMemory: int64(f.ingestMemory), MinUploadRate: int64(f.minRate), UploadDeadline: f.uploadDeadline,
+		RenderTimeout: f.renderTimeout, RenderNodes: count(f.renderNodes), RenderBytes: count(f.renderBytes),
 		MaxConcurrentUploads: f.uploads, UploadWait: f.uploadWait, UploadIdle: f.uploadIdle,
 	}
 	tok := strings.TrimSpace(f.token)
@@ -79,4 +107,22 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		return lim, "", usageError{"serve: --auth-token is blank"}
 	}
 	return lim, tok, nil
+}
+
+// memoryHeadroom is what the default --memory-limit allows beyond
+// --ingest-memory: parsed profiles kept for views and the views being built.
+const memoryHeadroom = 256 << 20
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// --memory-limit, unless GOMEMLIMIT is set, and returns the limit in force.
+func (f *limitFlags) applyMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	lim := int64(f.memoryLimit)
+	if lim <= 0 {
+		lim = int64(f.ingestMemory) + memoryHeadroom
+	}
+	debug.SetMemoryLimit(lim)
+	return lim
 }

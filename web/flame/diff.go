@@ -44,13 +44,19 @@ func share(v, total int64) float64 {
 // its base value.
 func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Options) *DiffTree {
 	fr := newFrames(p)
-	fb := newFrames(base)
-	tr := fr.adopt(fb)
+	fr.work = opt.work
+	fb, tr := fr, []int32(nil) // a profile against itself (another sample type) shares its names
+	if base != p {
+		fb = newFrames(base)
+		tr = fr.adopt(fb)
+	}
 	ws := opt.Filter.stacks(p, si, fr)
 	nb := len(ws)
 	for _, w := range opt.Filter.stacks(base, bsi, fb) {
-		for k, nm := range w.seq {
-			w.seq[k] = tr[nm]
+		if tr != nil {
+			for k, nm := range w.seq {
+				w.seq[k] = tr[nm]
+			}
 		}
 		ws = append(ws, weighted{seq: w.seq, base: w.v})
 	}
@@ -59,7 +65,8 @@ func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Option
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
 	}
-	t := compact(buildTrie(ws, true), fr, minFrac)
+	ft := buildTrie(ws, true)
+	t := opt.Budget.fit(compact(ft, fr, minFrac), minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 	if si >= 0 && si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}

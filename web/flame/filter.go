@@ -151,6 +151,7 @@ func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 	var ends []int
 	var buf []int32
 	for _, s := range uniq {
+		fr.tick()
 		buf = fr.expand(s, buf[:0])
 		var ok bool
 		if all, ok = m.apply(buf, all); !ok {

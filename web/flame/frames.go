@@ -33,13 +33,14 @@ type frames struct {
 	// byPtr otherwise.
 	byID  []int32
 	byPtr map[*profile.Location]int32
+	work  *work // checked by long loops (budget.go)
 }
 
 func newFrames(p *profile.Profile) *frames {
 	f := &frames{
 		names:       []string{RootName},
 		nameMapping: []int32{-1},
-		byName:      make(map[string]int32, len(p.Function)+1),
+		byName:      make(map[string]int32, nameCount(p)),
 		off:         make([]int32, 0, len(p.Location)+1),
 		flat:        make([]int32, 0, len(p.Location)+len(p.Location)/4),
 	}
@@ -97,6 +98,19 @@ func newFrames(p *profile.Profile) *frames {
 		f.off = append(f.off, int32(len(f.flat)))
 	}
 	return f
+}
+
+// nameCount bounds the distinct frame names of p: one per function, and
+// one per location without lines (named by its address). Sizing the name
+// map to it up front spares growing it location by location.
+func nameCount(p *profile.Profile) int {
+	n := len(p.Function) + 1
+	for _, l := range p.Location {
+		if len(l.Line) == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *frames) intern(name string, mapping int32) int32 {

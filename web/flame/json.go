@@ -46,7 +46,9 @@ func (t *Tree) AppendJSON(b []byte) []byte {
 		}
 		b = appendString(b, m)
 	}
-	b = append(b, `],"nodes":[`...)
+	b = append(b, ']')
+	b = t.appendCompaction(b) // budget.go
+	b = append(b, `,"nodes":[`...)
 	for i, n := range t.Nodes {
 		if i > 0 {
 			b = append(b, ',')

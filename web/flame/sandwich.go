@@ -26,6 +26,7 @@ type Sandwich struct {
 // function's cumulative value are merged.
 func BuildSandwich(p *profile.Profile, si int, fn string, opt Options) *Sandwich {
 	fr := newFrames(p)
+	fr.work = opt.work
 	ws := opt.Filter.stacks(p, si, fr) // the zero Filter keeps all
 	sw := &Sandwich{Fn: fn}
 	id, ok := fr.byName[fn]
@@ -52,7 +53,8 @@ func BuildSandwich(p *profile.Profile, si int, fn string, opt Options) *Sandwich
 		minFrac = DefaultMinFraction
 	}
 	build := func(ws []weighted) *Tree {
-		t := compact(buildTrie(ws, false), fr, minFrac)
+		ft := buildTrie(ws, false)
+		t := opt.Budget.fit(compact(ft, fr, minFrac), minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 		if si >= 0 && si < len(p.SampleType) {
 			t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 		}

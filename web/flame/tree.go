@@ -20,6 +20,9 @@ type Options struct {
 	// Filter drops, keeps and hides frames as pprof's f, i, h and s do
 	// (filter.go); the zero Filter keeps everything.
 	Filter Filter
+	// Budget bounds the built tree's nodes and bytes (budget.go).
+	Budget Budget
+	work   *work // from WithContext
 }
 
 // Node is one frame of the tree. Nodes are in pre-order (parent before
@@ -42,6 +45,8 @@ type Tree struct {
 	// Base is, in a differential tree (diff.go), each node's total in the
 	// base profile; nil otherwise.
 	Base []int64
+	// Compaction says how the tree was cut to its budget (budget.go).
+	Compaction *Compaction
 }
 
 // Total is the root's value.
@@ -65,6 +70,7 @@ type full struct {
 // and compacts it per opt.
 func Build(p *profile.Profile, si int, opt Options) *Tree {
 	fr := newFrames(p)
+	fr.work = opt.work
 	var ft *full
 	if opt.Filter.Active() {
 		ft = buildTrie(opt.Filter.stacks(p, si, fr), false) // filter.go
@@ -76,6 +82,7 @@ func Build(p *profile.Profile, si int, opt Options) *Tree {
 		minFrac = DefaultMinFraction
 	}
 	t := compact(ft, fr, minFrac)
+	t = opt.Budget.fit(t, minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 	if si >= 0 && si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
@@ -122,6 +129,7 @@ func buildFull(p *profile.Profile, si int, fr *frames) *full {
 	path := []int32{0} // path[d] is the node at depth d of the previous sequence
 	var prev []int32
 	for _, u := range order {
+		fr.tick()
 		cur := seq(u)
 		lcp := 0
 		for lcp < len(cur) && lcp < len(prev) && cur[lcp] == prev[lcp] {
@@ -260,6 +268,7 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 	stack := []item{{node: 0}}
 	var order []int32 // scratch: the kept children of one node
 	for len(stack) > 0 {
+		fr.tick()
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if it.merged {

@@ -4,7 +4,9 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"viewer/web/ingest/perfdata"
+	"viewer/web/ingest/perftext"
 )
 
 // Format is one input format the viewer reads.
@@ -33,6 +36,16 @@ type Limits struct {
 	// MaxLocations, MaxFunctions and MaxMappings bound the parsed
 	// profile; MaxRecords bounds a perf.data's records (limits.go).
 	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
+	// MaxFrames bounds the frames of all stacks together and MaxStackDepth
+	// one stack, whose root-most frames beyond it are cut (limitFrames);
+	// MaxStrings bounds a pprof string table; MaxLineBytes one line of a
+	// text format.
+	MaxFrames, MaxStackDepth, MaxStrings, MaxLineBytes int
+	// Memory, when set, is the budget a parse takes its estimated memory
+	// from before it reads the input into memory (budget.go).
+	Memory *Budget
+	// SpoolDir is where ParseFile inflates gzip input; "" is os.TempDir().
+	SpoolDir string
 	// Binaries, when set, unwinds a perf.data's --call-graph=dwarf user
 	// stacks with the profiled binaries; only where they can be read (the
 	// CLI on the recording machine, serve on loopback). NoUnwind says why
@@ -94,8 +107,82 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 	if err := foreign(head, data); err != nil {
 		return nil, "", err
 	}
+	est, pprofErr, err := estimate(bytes.NewReader(data), int64(len(data)), head, lim)
+	if err != nil {
+		return nil, "", err
+	}
+	release, err := lim.Memory.take(context.Background(), est, "profile")
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
+	return parseFormats(data, head, lim, pprofErr)
+}
+
+// textMemoryFactor is what parsing a perf script, perf JSON or perf.data
+// input of n bytes is estimated to allocate, as a multiple of n: their
+// records merge into far fewer distinct stacks, so the input itself and
+// its decoded records dominate (the 3 × the upload the README gave before
+// the budget, input included).
+const textMemoryFactor = 2
+
+// foldedLineMemory is what reading one line of folded stacks allocates at
+// most (measured: 2M distinct stacks took 1.8 GB): each line may be a new
+// stack, with its leaf's function and location.
+const foldedLineMemory = 900
+
+// countLines counts the newlines r holds.
+func countLines(r io.Reader) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if err == io.EOF {
+			return n + 1, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// estimate is the memory parsing an input of size bytes (head its first
+// bytes) takes, the input included. A pprof input is pre-scanned (its
+// counts checked against lim, stopping at the first over); pprofErr says
+// why it is not pprof after all.
+func estimate(r io.Reader, size int64, head []byte, lim Limits) (est int64, pprofErr, err error) {
+	est = size
+	if perftext.SniffFolded(head) {
+		lines, err := countLines(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		return est + foldedLineMemory*lines, nil, nil
+	}
+	if !sniffPprof(head) {
+		return est + textMemoryFactor*size, nil, nil
+	}
+	c, err := prescanPprof(bufio.NewReaderSize(r, 64<<10), lim)
+	var we errPprofWire
+	switch {
+	case errors.As(err, &we):
+		return est + textMemoryFactor*size, err, nil
+	case err != nil:
+		return 0, nil, err
+	}
+	return est + c.memory(), nil, nil
+}
+
+// parseFormats tries each format that claims head on data; pprofErr, when
+// set, is why data is not a pprof protobuf (from its pre-scan).
+func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profile, string, error) {
 	var tried []string
 	for _, f := range formats {
+		if f.Name == pprofFormat.Name && pprofErr != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, pprofErr))
+			continue
+		}
 		if f.Sniff == nil || !f.Sniff(head) || f.Parse == nil {
 			tried = append(tried, f.Name)
 			continue
@@ -106,6 +193,9 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			if err := lim.checkCounts(p); err != nil {
 				return nil, "", err
 			}
+			if err := lim.limitFrames(p); err != nil {
+				return nil, "", err
+			}
 			return p, f.Name, nil
 		}
 		var pe *PanicError
@@ -113,6 +203,13 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			return nil, "", err
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
+	}
+	// A text input whose first line is too long for any format to see
+	// where it ends (a 10 MB folded stack) is named for its line.
+	if looksText(head) {
+		if err := checkLines(data, lim.MaxLineBytes); err != nil {
+			return nil, "", err
+		}
 	}
 	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile",
 		ErrUnknownFormat, strings.Join(tried, ", "))

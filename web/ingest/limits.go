@@ -17,7 +17,82 @@ const (
 	DefaultMaxFunctions = 2_000_000
 	DefaultMaxMappings  = 100_000
 	DefaultMaxRecords   = 50_000_000
+	// DefaultMaxFrames bounds the frames of all samples together (a frame
+	// is a location, or each inlined line of one), and DefaultMaxStackDepth
+	// one sample's stack: deeper stacks keep their leaf-most frames under a
+	// "[truncated N frames]" frame. perf records at most 127 by default.
+	DefaultMaxFrames     = 50_000_000
+	DefaultMaxStackDepth = 4096
+	// DefaultMaxStrings bounds a pprof profile's string table entries.
+	DefaultMaxStrings = 8_000_000
+	// DefaultMaxLineBytes bounds one line of a text profile.
+	DefaultMaxLineBytes = 4 << 20
 )
+
+// TruncatedName is the label of the frame that stands for the root-most
+// frames cut from a stack deeper than the depth limit.
+func TruncatedName(n int) string { return fmt.Sprintf("[truncated %d frames]", n) }
+
+// limitFrames cuts every stack of p deeper than lim.MaxStackDepth frames to
+// its leaf-most frames under a TruncatedName frame, noting how many in p's
+// warnings, then fails with ErrTooLarge when all samples together hold more
+// than lim.MaxFrames frames.
+func (lim Limits) limitFrames(p *profile.Profile) error {
+	depth := lim.MaxStackDepth
+	var total int64
+	cut, deepest := 0, 0
+	marks := map[int]*profile.Location{}
+	nextID := uint64(0)
+	for _, l := range p.Location {
+		nextID = max(nextID, l.ID)
+	}
+	var fnID uint64
+	for _, f := range p.Function {
+		fnID = max(fnID, f.ID)
+	}
+	for _, s := range p.Sample {
+		n := 0
+		keep := -1 // locations kept when the stack is cut
+		for i, l := range s.Location {
+			k := max(1, len(l.Line))
+			if depth > 0 && keep < 0 && n+k > depth-1 {
+				keep = i
+			}
+			n += k
+		}
+		if depth > 0 && n > depth {
+			kept := 0
+			for _, l := range s.Location[:keep] {
+				kept += max(1, len(l.Line))
+			}
+			m := marks[n-kept]
+			if m == nil {
+				nextID++
+				fnID++
+				name := TruncatedName(n - kept)
+				fn := &profile.Function{ID: fnID, Name: name, SystemName: name}
+				p.Function = append(p.Function, fn)
+				m = &profile.Location{ID: nextID, Line: []profile.Line{{Function: fn}}}
+				p.Location = append(p.Location, m)
+				marks[n-kept] = m
+			}
+			// A new slice: samples may share their Location slices.
+			s.Location = append(s.Location[:keep:keep], m)
+			cut++
+			deepest = max(deepest, n)
+			n = kept + 1
+		}
+		total += int64(n)
+		if lim.MaxFrames > 0 && total > int64(lim.MaxFrames) {
+			return fmt.Errorf("%w: the profile's stacks hold more than %d frames in all (restart the server with a larger --max-frames to accept it)", ErrTooLarge, lim.MaxFrames)
+		}
+	}
+	if cut > 0 {
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: %d stacks were deeper than the %d-frame limit (the deepest had %d frames); each keeps its leaf-most frames under a \"[truncated N frames]\" frame (restart the server with a larger --max-stack-depth to see them whole)",
+			cut, depth, deepest))
+	}
+	return nil
+}
 
 // checkCounts fails with ErrTooLarge naming the first of p's counts that is
 // over its limit and the flag that raises it.

@@ -1,0 +1,61 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// DefaultMemory is the default memory budget shared by all parses in
+// flight (--ingest-memory).
+const DefaultMemory = 1 << 30
+
+// ErrBusy means the memory budget stayed taken by other uploads for the
+// wait; the web layer answers 503 with Retry-After.
+var ErrBusy = errors.New("server busy")
+
+// Budget is memory shared by the parses in flight: each takes what its
+// input is estimated to cost (its decompressed bytes plus what parsing them
+// allocates) before reading it into memory, and gives it back when done.
+type Budget struct {
+	sem  *semaphore.Weighted
+	size int64
+	wait time.Duration
+}
+
+// NewBudget is a budget of size bytes; a parse waits up to wait for its
+// share before failing with ErrBusy.
+func NewBudget(size int64, wait time.Duration) *Budget {
+	return &Budget{sem: semaphore.NewWeighted(size), size: size, wait: wait}
+}
+
+// Size is the budget's total.
+func (b *Budget) Size() int64 { return b.size }
+
+// Wait is how long a parse waits for its share.
+func (b *Budget) Wait() time.Duration { return b.wait }
+
+// take reserves n bytes, failing with ErrTooLarge when n is more than the
+// whole budget and ErrBusy when it is not free within the wait. A nil
+// Budget always succeeds.
+func (b *Budget) take(ctx context.Context, n int64, what string) (release func(), err error) {
+	if b == nil {
+		return func() {}, nil
+	}
+	n = max(n, 1)
+	if n > b.size {
+		return nil, fmt.Errorf("%w: reading this %s needs about %s of memory, more than the server's %s for uploads (restart it with a larger --ingest-memory to accept it)",
+			ErrTooLarge, what, mib(n), mib(b.size))
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.wait)
+	defer cancel()
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return nil, fmt.Errorf("%w: the memory for uploads (--ingest-memory %s) is taken by other uploads; this one needs %s; retry shortly", ErrBusy, mib(b.size), mib(n))
+	}
+	return func() { b.sem.Release(n) }, nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20) }

@@ -1,0 +1,142 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
+)
+
+// ParseFile is Parse for an input on disk (a spooled upload): gzip layers
+// are inflated to files in lim.SpoolDir, counted as they inflate, and the
+// input is read into memory only once its estimated cost is taken from
+// lim.Memory, so the memory an upload makes the server spend is bounded
+// before it is spent.
+func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil, "", fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
+	}
+	if lim.MaxBytes > 0 && size > lim.MaxBytes {
+		return nil, "", fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
+	}
+	src := f
+	defer func() {
+		if src != f {
+			removeSpool(src)
+		}
+	}()
+	head, err := readHead(src)
+	if err != nil {
+		return nil, "", err
+	}
+	for i := 0; isGzip(head); i++ {
+		if i == maxGzipLayers {
+			return nil, "", fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers)
+		}
+		out, n, err := inflateFile(ctx, src, lim)
+		if src != f {
+			removeSpool(src)
+		}
+		src = out
+		if err != nil {
+			return nil, "", err
+		}
+		if size = n; size == 0 {
+			return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
+		}
+		if head, err = readHead(src); err != nil {
+			return nil, "", err
+		}
+	}
+	est, pprofErr, err := estimate(io.NewSectionReader(src, 0, size), size, head, lim)
+	if err != nil {
+		return nil, "", err
+	}
+	release, err := lim.Memory.take(ctx, est, "profile")
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
+	data := make([]byte, size)
+	if _, err := src.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, "", err
+	}
+	return parseFormats(data, data[:min(len(data), sniffLen)], lim, pprofErr)
+}
+
+func readHead(f *os.File) ([]byte, error) {
+	head := make([]byte, sniffLen)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return head[:n], nil
+}
+
+// inflateFile inflates the gzip stream in f (all its members) to a new
+// file in lim.SpoolDir, failing with ErrTooLarge as soon as more than
+// lim.MaxBytes came out. The returned file, even with an error, is the
+// caller's to remove.
+func inflateFile(ctx context.Context, f *os.File, lim Limits) (*os.File, int64, error) {
+	zr, err := gzip.NewReader(bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<62), 64<<10))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: bad gzip header: %v", ErrCorrupt, err)
+	}
+	defer zr.Close()
+	out, err := os.CreateTemp(lim.SpoolDir, "viewer-inflate-*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("spooling the decompressed upload: %w", err)
+	}
+	var r io.Reader = zr
+	if lim.MaxBytes > 0 {
+		r = io.LimitReader(zr, lim.MaxBytes+1)
+	}
+	n, err := io.Copy(out, &ctxReader{ctx: ctx, r: r})
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return out, n, fmt.Errorf("%w: the gzip stream is truncated (was the upload cut short?)", ErrCorrupt)
+	case ctx.Err() != nil && err != nil:
+		return out, n, err
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return out, n, fmt.Errorf("spooling the decompressed upload: %w", err)
+		}
+		return out, n, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	case lim.MaxBytes > 0 && n > lim.MaxBytes:
+		return out, n, fmt.Errorf("%w: decompresses to more than the %d-byte limit", ErrTooLarge, lim.MaxBytes)
+	}
+	return out, n, nil
+}
+
+// ctxReader stops reading when ctx ends: an upload whose client went away
+// stops inflating.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func removeSpool(f *os.File) {
+	if f == nil {
+		return
+	}
+	f.Close()
+	os.Remove(f.Name())
+}
