@@ -23,6 +23,7 @@ type treeKey struct {
 	si          int
 	kind        string // "json" or "svg"
 	filter      string // flame.Filter.Key(); "" when unfiltered (filter.go)
+	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
 
 // encoded is a cached response body, kept both plain and gzipped.
@@ -87,7 +88,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 			}
 			body = b.Bytes()
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d%s"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion, filterETag(f))}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: treeETag(key, f)}
 		s.trees.Add(key, e)
 		return e, nil
 	})
@@ -95,6 +96,11 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return nil, err
 	}
 	return v.(*encoded), nil
+}
+
+// treeETag is the ETag of the cached encoding key.
+func treeETag(key treeKey, f flame.Filter) string {
+	return fmt.Sprintf(`"%s-%s-%d-%s-v%d%s%s"`, key.id, strings.TrimSuffix(key.variant, ".pb.gz"), key.si, key.kind, flame.JSONVersion, filterETag(f), zoomETag(key.zoom))
 }
 
 func gzipBytes(b []byte) []byte {
@@ -130,7 +136,12 @@ func (s *Server) handleFlameJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json", f)
+	var e *encoded
+	if z := c.QueryParams()["z"]; len(z) > 0 {
+		e, err = s.zoomTree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), f, z) // zoom.go
+	} else {
+		e, err = s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json", f)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -15,10 +14,7 @@ import (
 const defaultTopRows = 500
 
 // topResult is a cached top table.
-type topResult struct {
-	rows  []flame.TopRow
-	total int64
-}
+type topResult = flame.TopTable
 
 // handleTop renders the top-functions table.
 func (s *Server) handleTop(c echo.Context) error {
@@ -41,18 +37,8 @@ func (s *Server) handleTop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: "top", filter: f.Key()}
-	top, ok := s.tops.Get(key)
-	if !ok {
-		v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s", id, key.variant, i, key.filter), func() (any, error) {
-			rows, total := flame.TopFiltered(l.Profile, i, f)
-			r := &topResult{rows, total}
-			s.tops.Add(key, r)
-			return r, nil
-		})
-		top = v.(*topResult)
-	}
-	rows, total := top.rows, top.total
+	top := s.topTable(l, i, f, nil) // zoom.go: the same table top.json serves
+	rows, total := top.Rows, top.Total
 	st := l.Meta.SampleTypes[i]
 	page := views.TopPage{
 		Page:        views.Page{Title: displayName(l.Meta, id) + " · top", Nav: nav(id, c.QueryParam("si"), "top")},
