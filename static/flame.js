@@ -122,6 +122,38 @@ export class Tree {
   }
 
   /**
+   * Per-name flat (self) and cumulative totals over the subtree of root, for
+   * pages whose server has no top.json (the data-type flame graph). Cumulative
+   * counts a name once per stack, so recursion is not double counted. Root
+   * and merged "…" frames are left out.
+   */
+  topFunctions(root = 0) {
+    const k = this.names.length;
+    const flat = new Float64Array(k);
+    const cum = new Float64Array(k);
+    const onStack = new Int32Array(k);
+    const stack = [];
+    const base = this.depth[root];
+    for (let i = root; i < this.end[root]; i++) {
+      const d = this.depth[i] - base;
+      while (stack.length > d) onStack[stack.pop()]--;
+      const nm = this.name[i];
+      flat[nm] += this.self[i];
+      if (onStack[nm] === 0) cum[nm] += this.total[i];
+      onStack[nm]++;
+      stack.push(nm);
+    }
+    const rows = [];
+    for (let nm = 0; nm < k; nm++) {
+      if (cum[nm] === 0 && flat[nm] === 0) continue;
+      const label = this.names[nm];
+      if (label === MERGED || nm === this.name[0]) continue; // the root is not a function
+      rows.push({ name: label, flat: flat[nm], cum: cum[nm] });
+    }
+    return rows;
+  }
+
+  /**
    * Marks names matching re and sums the totals of matching nodes that are not
    * nested under another match, so the share never exceeds 100%.
    */

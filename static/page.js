@@ -25,6 +25,9 @@ const crumbs = $('crumbs');
 const resetBtn = $('reset');
 const siSelect = $('si');
 const TOP_ROWS = 100;
+// exact: the server has top.json and flame.json?z= for this tree (the
+// profile's flame page); otherwise (data types) the table is the drawn tree's.
+const exact = !!config.exact;
 
 let dataURL = config.dataURL;
 let si = config.si || '';
@@ -216,9 +219,10 @@ async function fetchZoom() {
   zoomStart = performance.now();
   const path = graph.zoomPath.slice();
   let t = trees.get(path.join('\n'));
+  if (t) keep(path, t); // most recently used
   // Above the drawn tree's zoomed frame only its chain is there; below it,
   // merged frames open in a finer tree.
-  if (!t && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
+  if (!t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
     document.body.dataset.zoom = 'loading';
     try {
       t = new Tree(await getJSON(viewURL('flame.json', path), false));
@@ -404,7 +408,7 @@ async function fetchTop(revalidate) {
   if (search.value) extra.q = search.value;
   let json;
   try {
-    json = await getJSON(viewURL('top.json', graph.zoomPath, extra), revalidate);
+    json = exact ? await getJSON(viewURL('top.json', graph.zoomPath, extra), revalidate) : localTop(extra);
   } catch (err) {
     if (gen === topGen) {
       topTable.dataset.state = 'error';
@@ -418,6 +422,20 @@ async function fetchTop(revalidate) {
   showMatch();
   topTable.dataset.state = 'ready';
   document.dispatchEvent(new CustomEvent('viewer:top'));
+}
+
+// localTop is top.json computed from the drawn tree, when there is no top.json.
+function localTop(extra) {
+  const z = graph.zoom;
+  const { key } = topSort;
+  const rows = tree.topFunctions(z);
+  rows.sort((a, b) => (key === 'name' ? a.name.localeCompare(b.name) : b[key] - a[key]) || a.name.localeCompare(b.name));
+  const out = {
+    unit: tree.unit, total: tree.rootTotal, zoomTotal: tree.total[z], zoom: tree.path(z), functions: rows.length,
+    rows: rows.slice(0, extra.n || rows.length).map((r) => [r.name, r.flat, r.cum]),
+  };
+  if (extra.q && graph.matched) out.matched = graph.matched.value;
+  return out;
 }
 
 function renderTop() {
