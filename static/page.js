@@ -44,7 +44,7 @@ const trees = new Map(); // zoom key → Tree, the few last fetched
 const TREES_KEPT = 8;
 let zoomGen = 0;
 let zoomStart = 0;
-let zoomTimings = []; // ms from a zoom to its tree drawn, for benchmarks
+let zoomTimings = []; // per zoom: ms to its tree drawn, to fetched, to parsed; nodes (benchmarks)
 let topGen = 0;
 let top = null; // the last top.json
 
@@ -220,12 +220,17 @@ async function fetchZoom() {
   const path = graph.zoomPath.slice();
   let t = trees.get(path.join('\n'));
   if (t) keep(path, t); // most recently used
+  let fetchMs = 0;
+  let buildMs = 0;
   // Above the drawn tree's zoomed frame only its chain is there; below it,
   // merged frames open in a finer tree.
   if (!t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
     document.body.dataset.zoom = 'loading';
     try {
-      t = new Tree(await getJSON(viewURL('flame.json', path), false));
+      const json = await getJSON(viewURL('flame.json', path), false);
+      fetchMs = performance.now() - zoomStart;
+      t = new Tree(json);
+      buildMs = performance.now() - zoomStart - fetchMs;
     } catch (err) {
       if (gen === zoomGen) {
         document.body.dataset.zoom = 'error';
@@ -243,7 +248,7 @@ async function fetchZoom() {
     writeURL();
   }
   const ms = performance.now() - zoomStart;
-  zoomTimings.push(ms);
+  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length });
   document.body.dataset.zoom = 'ready';
   document.dispatchEvent(new CustomEvent('viewer:zoomed', { detail: { ms, path: graph.zoomPath } }));
 }

@@ -104,7 +104,9 @@ func zoomTargets(b *testing.B, base, page string, n int) [][]string {
 //
 // The goal is 150 ms (zoom/goal below 1 meets it). local-redraw-ms is the
 // part the page did before fetching subtrees: redrawing its whole tree
-// zoomed, with no frame under a "…" to show.
+// zoomed, with no frame under a "…" to show. fetch-ms is from the zoom to
+// flame.json?z= received (server build, gzip, transfer, JSON parse),
+// parse-ms the page's Tree of it; the rest is drawing.
 func BenchmarkZoomDraw(b *testing.B) {
 	base, page := benchServer(b)
 	targets := zoomTargets(b, base, page, max(b.N, 1))
@@ -113,8 +115,9 @@ func BenchmarkZoomDraw(b *testing.B) {
 	if _, err := drawTime(br, base+page+"?si=cpu", chromedp.WaitReady(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
 		b.Fatalf("page never drew: %v; problems %q", err, br.Problems())
 	}
-	type timing struct{ Total, Local float64 }
-	var totals, locals []float64
+	type timing struct{ Total, Local, Fetch, Build, Nodes float64 }
+	var totals, locals, fetches, builds []float64
+	var nodes float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -137,21 +140,30 @@ func BenchmarkZoomDraw(b *testing.B) {
 			while (v.zoomTimings.length === n) await new Promise((r) => document.addEventListener('viewer:zoomed', r, { once: true }));
 			await new Promise((r) => requestAnimationFrame(() => r()));
 			if (document.body.dataset.zoom !== 'ready') throw new Error('zoom ' + document.body.dataset.zoom);
-			return { Total: performance.now() - t0, Local: local };
+			const z = v.zoomTimings[v.zoomTimings.length - 1];
+			return { Total: performance.now() - t0, Local: local, Fetch: z.fetchMs, Build: z.buildMs, Nodes: z.nodes };
 		})(%s)`, p), chromedp.EvalAwaitPromise))
 		if err != nil {
 			b.Fatalf("zoom into %q: %v; problems %q", targets[i], err, br.Problems())
 		}
 		totals = append(totals, tm.Total)
 		locals = append(locals, tm.Local)
+		fetches = append(fetches, tm.Fetch)
+		builds = append(builds, tm.Build)
+		nodes = max(nodes, tm.Nodes)
 	}
 	b.StopTimer()
 	sort.Float64s(totals)
 	sort.Float64s(locals)
+	sort.Float64s(fetches)
+	sort.Float64s(builds)
 	med := totals[len(totals)/2]
 	b.ReportMetric(med, "zoom-to-drawn-ms")
 	b.ReportMetric(totals[len(totals)-1], "zoom-to-drawn-max-ms")
 	b.ReportMetric(locals[len(locals)/2], "local-redraw-ms")
+	b.ReportMetric(fetches[len(fetches)/2], "fetch-ms")
+	b.ReportMetric(builds[len(builds)/2], "parse-ms")
+	b.ReportMetric(nodes, "max-nodes")
 	b.ReportMetric(med/150, "zoom/goal")
 	b.Logf("%d zooms, ms to drawn: %.0f", len(totals), totals)
 	if p := br.Problems(); len(p) > 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 )
@@ -19,7 +20,13 @@ type Stacks struct {
 	fr               *frames // names and mappings only
 	ws               []weighted
 	sum              []int64 // sum[i] is the total value of ws[:i]
+
+	mu      sync.Mutex
+	matched map[string]int64 // Matched by regexp, the last few searches
 }
+
+// matchedKept bounds how many searches' Matched values a Stacks keeps.
+const matchedKept = 64
 
 // NewStacks collects the samples of p for sample index si that f keeps.
 func NewStacks(p *profile.Profile, si int, f Filter) *Stacks {
@@ -229,6 +236,24 @@ func (s *Stacks) Top(path []string) *TopTable {
 // Matched is the value of the samples with a frame whose name re matches:
 // the search's share, each sample counted once however many frames match.
 func (s *Stacks) Matched(re *regexp.Regexp) int64 {
+	key := re.String()
+	s.mu.Lock()
+	v, ok := s.matched[key]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = s.match(re)
+	s.mu.Lock()
+	if s.matched == nil || len(s.matched) >= matchedKept {
+		s.matched = map[string]int64{}
+	}
+	s.matched[key] = v
+	s.mu.Unlock()
+	return v
+}
+
+func (s *Stacks) match(re *regexp.Regexp) int64 {
 	hit := make([]bool, len(s.fr.names))
 	for i, n := range s.fr.names[1:] {
 		hit[i+1] = re.MatchString(n)
