@@ -362,8 +362,11 @@ export class FlameGraph {
     this.zoom = i;
     this.zoomPath = this.tree.path(i);
     this.setHover(-1);
-    this.draw();
+    // onzoom first: a finer tree it asks the server for is built while
+    // this one is drawn (unless onzoom already swapped in a kept one).
+    const t = this.tree;
     if (this.onzoom) this.onzoom(this);
+    if (this.tree === t) this.draw();
   }
 
   zoomToPath(path) {

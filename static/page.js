@@ -208,8 +208,9 @@ graph.onzoom = () => {
   tipFor = -1; // the tooltip's "In zoom" share changes
   showCrumbs();
   writeURL();
-  fetchZoom();
-  fetchTop();
+  // The table after the tree: its fetch and rows would delay the drawing.
+  topTable.dataset.state = 'loading';
+  fetchZoom().finally(() => fetchTop());
 };
 
 // fetchZoom swaps in the tree compacted at the zoomed frame's total, unless

@@ -103,10 +103,12 @@ func treeETag(key treeKey, f flame.Filter) string {
 	return fmt.Sprintf(`"%s-%s-%d-%s-v%d%s%s"`, key.id, strings.TrimSuffix(key.variant, ".pb.gz"), key.si, key.kind, flame.JSONVersion, filterETag(f), zoomETag(key.zoom))
 }
 
-func gzipBytes(b []byte) []byte {
+func gzipBytes(b []byte) []byte { return gzipLevel(b, gzip.DefaultCompression) }
+
+func gzipLevel(b []byte, level int) []byte {
 	var out bytes.Buffer
 	out.Grow(len(b) / 4)
-	w, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	w, _ := gzip.NewWriterLevel(&out, level)
 	w.Write(b)
 	w.Close()
 	return out.Bytes()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
@@ -81,7 +82,8 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 	}
 	v, _, _ := s.flight.Do(fmt.Sprintf("zoom:%s/%s/%d/%s/%s", id, key.variant, i, key.filter, key.zoom), func() (any, error) {
 		body := s.stacksFor(l, i, f).Tree(z, flame.DefaultMinFraction).JSON()
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: treeETag(key, f)}
+		// Built on a click: compressing fast matters more than bytes.
+		e := &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}
 		s.trees.Add(key, e)
 		return e, nil
 	})
