@@ -13,6 +13,20 @@ import (
 // defaultTopRows is how many functions /p/ID/top lists unless ?n= says.
 const defaultTopRows = 500
 
+// topRows reads ?n=, how many rows a top table lists (400 unless a
+// positive number).
+func topRows(c echo.Context) (int, error) {
+	q := c.QueryParam("n")
+	if q == "" {
+		return defaultTopRows, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n <= 0 {
+		return 0, httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
+	}
+	return n, nil
+}
+
 // topResult is a cached top table.
 type topResult = flame.TopTable
 
@@ -27,11 +41,9 @@ func (s *Server) handleTop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n := defaultTopRows
-	if q := c.QueryParam("n"); q != "" {
-		if n, err = strconv.Atoi(q); err != nil || n <= 0 {
-			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
-		}
+	n, err := topRows(c)
+	if err != nil {
+		return err
 	}
 	f, err := queryFilter(c) // filter.go
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -18,7 +17,7 @@ import (
 )
 
 // stacksCache is how many profiles' sorted stacks (flame.Stacks, about
-// 12 MB for 200,000 samples over 50,000 stacks) are kept for zooms and
+// 13 MB for 200,000 samples over 50,000 stacks) are kept for zooms and
 // top tables.
 const stacksCache = 4
 
@@ -134,11 +133,9 @@ func (s *Server) handleTopJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n := defaultTopRows
-	if q := c.QueryParam("n"); q != "" {
-		if n, err = strconv.Atoi(q); err != nil || n <= 0 {
-			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
-		}
+	n, err := topRows(c)
+	if err != nil {
+		return err
 	}
 	order := c.QueryParam("sort")
 	if order == "" {
