@@ -106,7 +106,11 @@ func zoomTargets(b *testing.B, base, page string, n int) [][]string {
 // part the page did before fetching subtrees: redrawing its whole tree
 // zoomed, with no frame under a "…" to show. fetch-ms is from the zoom to
 // flame.json?z= received (server build, gzip, transfer, JSON parse),
-// parse-ms the page's Tree of it; the rest is drawing.
+// parse-ms the page's Tree of it; the rest is drawing. first-byte-ms and
+// body-ms are the browser's Resource Timing of that request: request sent
+// to first byte (the server's work), then the body; to-request-ms from the
+// zoom until the request is sent, json-ms from the body received until
+// resp.json() is done.
 func BenchmarkZoomDraw(b *testing.B) {
 	base, page := benchServer(b)
 	targets := zoomTargets(b, base, page, max(b.N, 1))
@@ -115,8 +119,8 @@ func BenchmarkZoomDraw(b *testing.B) {
 	if _, err := drawTime(br, base+page+"?si=cpu", chromedp.WaitReady(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
 		b.Fatalf("page never drew: %v; problems %q", err, br.Problems())
 	}
-	type timing struct{ Total, Local, Fetch, Build, Nodes float64 }
-	var totals, locals, fetches, builds []float64
+	type timing struct{ Total, Local, Fetch, Build, Nodes, Wait, Body, Queue, After float64 }
+	var totals, locals, fetches, builds, waits, bodies, queues, afters []float64
 	var nodes float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -150,7 +154,13 @@ func BenchmarkZoomDraw(b *testing.B) {
 			await new Promise((r) => requestAnimationFrame(() => r()));
 			if (document.body.dataset.zoom !== 'ready') throw new Error('zoom ' + document.body.dataset.zoom);
 			const z = v.zoomTimings[v.zoomTimings.length - 1];
-			return { Total: performance.now() - t0, Local: local, Fetch: z.fetchMs, Build: z.buildMs, Nodes: z.nodes };
+			// The browser's own timing of that request: until the first
+			// byte (server), then the body.
+			const rs = performance.getEntriesByType('resource').filter((e) => e.name.includes('/flame.json?') && e.startTime >= t0);
+			const r = rs[rs.length - 1];
+			return { Total: performance.now() - t0, Local: local, Fetch: z.fetchMs, Build: z.buildMs, Nodes: z.nodes,
+				Wait: r ? r.responseStart - r.requestStart : 0, Body: r ? r.responseEnd - r.responseStart : 0,
+				Queue: r ? r.requestStart - t0 : 0, After: r ? t0 + z.fetchMs - r.responseEnd : 0 };
 		})(%s)`, p), chromedp.EvalAwaitPromise))
 		if err != nil {
 			b.Fatalf("zoom into %q: %v; problems %q", targets[i], err, br.Problems())
@@ -159,6 +169,10 @@ func BenchmarkZoomDraw(b *testing.B) {
 		locals = append(locals, tm.Local)
 		fetches = append(fetches, tm.Fetch)
 		builds = append(builds, tm.Build)
+		waits = append(waits, tm.Wait)
+		bodies = append(bodies, tm.Body)
+		queues = append(queues, tm.Queue)
+		afters = append(afters, tm.After)
 		nodes = max(nodes, tm.Nodes)
 	}
 	b.StopTimer()
@@ -166,12 +180,20 @@ func BenchmarkZoomDraw(b *testing.B) {
 	sort.Float64s(locals)
 	sort.Float64s(fetches)
 	sort.Float64s(builds)
+	sort.Float64s(waits)
+	sort.Float64s(bodies)
+	sort.Float64s(queues)
+	sort.Float64s(afters)
 	med := totals[len(totals)/2]
 	b.ReportMetric(med, "zoom-to-drawn-ms")
 	b.ReportMetric(totals[len(totals)-1], "zoom-to-drawn-max-ms")
 	b.ReportMetric(locals[len(locals)/2], "local-redraw-ms")
 	b.ReportMetric(fetches[len(fetches)/2], "fetch-ms")
 	b.ReportMetric(builds[len(builds)/2], "parse-ms")
+	b.ReportMetric(waits[len(waits)/2], "first-byte-ms")
+	b.ReportMetric(bodies[len(bodies)/2], "body-ms")
+	b.ReportMetric(queues[len(queues)/2], "to-request-ms")
+	b.ReportMetric(afters[len(afters)/2], "json-ms")
 	b.ReportMetric(nodes, "max-nodes")
 	b.ReportMetric(med/150, "zoom/goal")
 	b.Logf("%d zooms, ms to drawn: %.0f", len(totals), totals)
