@@ -9,7 +9,9 @@
 //
 // Zoom is kept as a path of names from the root, never node indices, so that a
 // reloaded tree (other sample type, names arriving from symbolization) keeps
-// the zoom: setTree re-resolves the path as far as it still exists.
+// the zoom: setTree re-resolves the path as far as it still exists. A merged
+// "…" frame's element is "…<minTotal" (the children under the threshold of
+// the tree that drew it), which the server resolves too (flame.json?z=).
 
 /** Row height in CSS pixels. */
 export const ROW = 18;
@@ -31,6 +33,10 @@ export class Tree {
     this.names = json.names;
     this.mapping = json.mapping || [];
     this.mappings = json.mappings || [];
+    // A zoomed tree starts with the chain root > ... > zoomed frame, one
+    // node per element of zoom; minTotal is its compaction threshold.
+    this.zoom = Array.isArray(json.zoom) ? json.zoom : [];
+    this.minTotal = json.minTotal || 0;
     const flat = json.nodes;
     const n = flat.length / 4;
     this.length = n;
@@ -74,25 +80,38 @@ export class Tree {
     return m === undefined || m < 0 ? '' : this.mappings[m] || '';
   }
 
-  /** Names from the root (excluded) down to i. */
+  /** The zoom path element of node i: its name, "…<minTotal" for a merged block. */
+  key(i) {
+    if (i > 0 && i <= this.zoom.length && this.depth[i] === i) return this.zoom[i - 1];
+    const l = this.label(i);
+    return l === MERGED ? `${MERGED}<${this.minTotal}` : l;
+  }
+
+  /** Zoom path elements from the root (excluded) down to i. */
   path(i) {
     const out = [];
-    for (; i > 0; i = this.parent[i]) out.push(this.label(i));
+    for (; i > 0; i = this.parent[i]) out.push(this.key(i));
     return out.reverse();
   }
 
-  /** The deepest node reached by following names from the root. */
+  /** The deepest node reached by following path from the root. */
   resolve(path) {
     let i = 0;
     for (const want of path || []) {
       let found = -1;
       for (let j = i + 1; j < this.end[i]; j = this.end[j]) {
-        if (this.label(j) === want) { found = j; break; }
+        if (this.key(j) === want) { found = j; break; }
       }
       if (found < 0) break;
       i = found;
     }
     return i;
+  }
+
+  /** Whether the subtree of i has merged frames, which a finer tree would show. */
+  hasMerged(i) {
+    for (let j = i; j < this.end[i]; j++) if (this.label(j) === MERGED) return true;
+    return false;
   }
 
   /** Ancestors of i from the root down, i included. */
@@ -103,9 +122,10 @@ export class Tree {
   }
 
   /**
-   * Per-name flat (self) and cumulative totals over the subtree of root.
-   * Cumulative counts a name once per stack, so recursion is not double
-   * counted. Root and merged "…" frames are left out.
+   * Per-name flat (self) and cumulative totals over the subtree of root, for
+   * pages whose server has no top.json (the data-type flame graph). Cumulative
+   * counts a name once per stack, so recursion is not double counted. Root
+   * and merged "…" frames are left out.
    */
   topFunctions(root = 0) {
     const k = this.names.length;
@@ -128,7 +148,7 @@ export class Tree {
       if (cum[nm] === 0 && flat[nm] === 0) continue;
       const label = this.names[nm];
       if (label === MERGED || nm === this.name[0]) continue; // the root is not a function
-      rows.push({ name: label, index: nm, flat: flat[nm], cum: cum[nm] });
+      rows.push({ name: label, flat: flat[nm], cum: cum[nm] });
     }
     return rows;
   }
@@ -379,8 +399,11 @@ export class FlameGraph {
     this.zoom = i;
     this.zoomPath = this.tree.path(i);
     this.setHover(-1);
-    this.draw();
+    // onzoom first: a finer tree it asks the server for is built while
+    // this one is drawn (unless onzoom already swapped in a kept one).
+    const t = this.tree;
     if (this.onzoom) this.onzoom(this);
+    if (this.tree === t) this.draw();
   }
 
   zoomToPath(path) {
@@ -431,12 +454,15 @@ export class FlameGraph {
     for (let a = t.parent[z]; a >= 0; a = t.parent[a]) {
       this.frame(ctx, a, 0, w, hit, true);
     }
+    const drawn = []; // node indices drawn below the zoom, for tests and the console
     for (let i = z; i < t.end[z];) {
       const fw = t.total[i] * scale;
       if (fw < MIN_WIDTH) { i = t.end[i]; continue; }
       this.frame(ctx, i, (t.x[i] - vx) * scale, fw, hit, false);
+      drawn.push(i);
       i++;
     }
+    this.drawn = drawn;
     this.drawHover();
     this.lastDrawMs = performance.now() - t0;
   }

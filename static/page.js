@@ -3,6 +3,10 @@
 // in step. View state (si, q, z = zoom path, mode) lives in the query string
 // via history.replaceState, so a copied link shows the same view.
 //
+// Zooming fetches flame.json?z=PATH, the subtree compacted at the zoomed
+// frame's total, so merged "…" frames open; the top table and the search's
+// matched share come from top.json, computed on the server from every sample.
+//
 // Other modules (on-demand symbolization) import { reload } from this module:
 // it refetches flame.json and redraws, keeping zoom and search.
 
@@ -22,6 +26,9 @@ const crumbs = $('crumbs');
 const resetBtn = $('reset');
 const siSelect = $('si');
 const TOP_ROWS = 100;
+// exact: the server has top.json and flame.json?z= for this tree (the
+// profile's flame page); otherwise (data types) the table is the drawn tree's.
+const exact = !!config.exact;
 
 let dataURL = config.dataURL;
 let si = config.si || '';
@@ -34,6 +41,13 @@ let topSort = { key: 'flat', desc: true };
 let topAll = false;
 let tipFor = -1; // node the tooltip content describes
 let tipTree = null;
+const trees = new Map(); // zoom key → Tree, the few last fetched
+const TREES_KEPT = 8;
+let zoomGen = 0;
+let zoomStart = 0;
+let zoomTimings = []; // per zoom: ms to its tree drawn, to fetched, to parsed; nodes (benchmarks)
+let topGen = 0;
+let top = null; // the last top.json
 
 // ---- URL state ----
 
@@ -58,6 +72,32 @@ function writeURL() {
   if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, '', url);
 }
 
+/** flame.json or top.json (file) for the page's si and filters, zoomed at path. */
+function viewURL(file, path, extra) {
+  const u = new URL(dataURL, location.href);
+  u.pathname = u.pathname.replace(/\/flame\.json$/, `/${file}`);
+  u.searchParams.delete('z');
+  for (const e of path || []) u.searchParams.append('z', e);
+  for (const [k, v] of Object.entries(extra || {})) u.searchParams.set(k, v);
+  return u.pathname + u.search;
+}
+
+async function getJSON(url, revalidate) {
+  const resp = await fetch(url, { headers: { Accept: 'application/json' }, cache: revalidate ? 'no-cache' : 'default' });
+  if (!resp.ok) {
+    const body = (await resp.text()).trim();
+    throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
+  }
+  return resp.json();
+}
+
+function keep(path, t) {
+  const k = path.join('\n');
+  trees.delete(k);
+  trees.set(k, t);
+  while (trees.size > TREES_KEPT) trees.delete(trees.keys().next().value);
+}
+
 function withParam(url, key, value) {
   const u = new URL(url, location.href);
   u.searchParams.set(key, value);
@@ -69,16 +109,14 @@ function withParam(url, key, value) {
 /** Refetches flame.json and redraws, keeping zoom, search and mode. */
 export async function reload() {
   const gen = ++generation;
+  zoomGen++; // a zoom fetch under way is for the old tree
+  trees.clear();
   const t0 = performance.now();
+  const path = graph.zoomPath.slice();
   let json;
   try {
     // After the first load, revalidate: names may have changed on the server.
-    const resp = await fetch(dataURL, { headers: { Accept: 'application/json' }, cache: loads > 0 ? 'no-cache' : 'default' });
-    if (!resp.ok) {
-      const body = (await resp.text()).trim();
-      throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
-    }
-    json = await resp.json();
+    json = await getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0);
   } catch (err) {
     if (gen === generation) showStatus(`Could not load the flame graph: ${err.message}`, true);
     throw err;
@@ -92,6 +130,7 @@ export async function reload() {
     throw err;
   }
   const t2 = performance.now();
+  keep(tree.zoom, tree);
   graph.setTree(tree);
   const t3 = performance.now();
   showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
@@ -100,10 +139,9 @@ export async function reload() {
     note.textContent = json.compacted ? json.compacted.note : '';
     note.hidden = !json.compacted;
   }
-  showMatch();
   showCrumbs();
-  renderTop();
   writeURL();
+  fetchTop(loads > 0);
   timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
   loads++;
   document.body.dataset.loads = String(loads);
@@ -135,28 +173,30 @@ function setSearchRE(q) {
   graph.setSearch(compile(q));
 }
 
+// The matched share is top.json's (every sample with a matching frame);
+// the frame count is of the frames in the drawn tree.
 function showMatch() {
   const m = graph.matched;
-  if (!m || !tree) {
+  if (!m || !tree || !top || top.matched === undefined) {
     matchOut.textContent = '';
     matchOut.hidden = true;
     delete matchOut.dataset.share;
     return;
   }
   matchOut.hidden = false;
-  const share = tree.rootTotal > 0 ? m.value / tree.rootTotal : 0;
+  const value = top.matched;
+  const share = top.total > 0 ? value / top.total : 0;
   matchOut.dataset.share = String(share);
-  matchOut.classList.toggle('none', m.frames === 0);
-  matchOut.textContent = m.frames === 0 ? 'no match'
-    : `${formatPct(share)} matched · ${formatValue(m.value, tree.unit)} of ${formatValue(tree.rootTotal, tree.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'}`;
+  matchOut.classList.toggle('none', value === 0);
+  matchOut.textContent = value === 0 ? 'no match'
+    : `${formatPct(share)} matched · ${formatValue(value, top.unit)} of ${formatValue(top.total, top.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'} drawn`;
 }
 
 function applySearch(q) {
   if (search.value !== q) search.value = q;
   setSearchRE(q);
-  showMatch();
-  renderTop();
   writeURL();
+  fetchTop();
 }
 
 let searchTimer = 0;
@@ -173,9 +213,52 @@ search.addEventListener('keydown', (e) => {
 graph.onzoom = () => {
   tipFor = -1; // the tooltip's "In zoom" share changes
   showCrumbs();
-  renderTop();
   writeURL();
+  // The table after the tree: its fetch and rows would delay the drawing.
+  topTable.dataset.state = 'loading';
+  fetchZoom().finally(() => fetchTop());
 };
+
+// fetchZoom swaps in the tree compacted at the zoomed frame's total, unless
+// the drawn tree has no merged frame below the zoom (then it is exact).
+async function fetchZoom() {
+  const gen = ++zoomGen;
+  zoomStart = performance.now();
+  const path = graph.zoomPath.slice();
+  let t = trees.get(path.join('\n'));
+  if (t) keep(path, t); // most recently used
+  let fetchMs = 0;
+  let buildMs = 0;
+  // Above the drawn tree's zoomed frame only its chain is there; below it,
+  // merged frames open in a finer tree.
+  if (!t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
+    document.body.dataset.zoom = 'loading';
+    try {
+      const json = await getJSON(viewURL('flame.json', path), false);
+      fetchMs = performance.now() - zoomStart;
+      t = new Tree(json);
+      buildMs = performance.now() - zoomStart - fetchMs;
+    } catch (err) {
+      if (gen === zoomGen) {
+        document.body.dataset.zoom = 'error';
+        showStatus(`Could not load the zoomed flame graph: ${err.message}`, true);
+      }
+      return;
+    }
+    keep(path, t);
+  }
+  if (gen !== zoomGen) return; // zoomed elsewhere meanwhile
+  if (t && t !== tree) {
+    tree = t;
+    graph.setTree(t);
+    showCrumbs();
+    writeURL();
+  }
+  const ms = performance.now() - zoomStart;
+  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length });
+  document.body.dataset.zoom = 'ready';
+  document.dispatchEvent(new CustomEvent('viewer:zoomed', { detail: { ms, path: graph.zoomPath } }));
+}
 
 function showCrumbs() {
   crumbs.replaceChildren();
@@ -311,7 +394,7 @@ function fillTooltip(i) {
   if (tree.label(i) === '…') {
     const n = document.createElement('div');
     n.className = 'tt-note';
-    n.textContent = 'Frames too small to draw, merged by the server.';
+    n.textContent = 'Frames too small to draw at this zoom, merged by the server. Click to open them.';
     parts.push(n);
   }
   tooltip.replaceChildren(...parts);
@@ -324,29 +407,71 @@ const topBody = topTable.querySelector('tbody');
 const topMore = $('top-more');
 
 // The table covers the zoomed frame's subtree, with shares of its total, so
-// zooming works like pprof's focus.
-function renderTop() {
+// zooming works like pprof's focus. The server sorts by the column (flat, cum
+// descending; name ascending) and sends the first rows; the other direction
+// reverses them.
+async function fetchTop(revalidate) {
   if (!tree) return;
+  const gen = ++topGen;
+  topTable.dataset.state = 'loading';
+  const extra = { sort: topSort.key };
+  if (!topAll) extra.n = TOP_ROWS;
+  else if (top) extra.n = Math.max(top.functions, 1);
+  if (search.value) extra.q = search.value;
+  let json;
+  try {
+    json = exact ? await getJSON(viewURL('top.json', graph.zoomPath, extra), revalidate) : localTop(extra);
+  } catch (err) {
+    if (gen === topGen) {
+      topTable.dataset.state = 'error';
+      $('top-scope').textContent = `Could not load the top table: ${err.message}`;
+    }
+    return;
+  }
+  if (gen !== topGen) return;
+  top = json;
+  renderTop();
+  showMatch();
+  topTable.dataset.state = 'ready';
+  document.dispatchEvent(new CustomEvent('viewer:top'));
+}
+
+// localTop is top.json computed from the drawn tree, when there is no top.json.
+function localTop(extra) {
   const z = graph.zoom;
+  const { key } = topSort;
   const rows = tree.topFunctions(z);
+  rows.sort((a, b) => (key === 'name' ? a.name.localeCompare(b.name) : b[key] - a[key]) || a.name.localeCompare(b.name));
+  const out = {
+    unit: tree.unit, total: tree.rootTotal, zoomTotal: tree.total[z], zoom: tree.path(z), functions: rows.length,
+    rows: rows.slice(0, extra.n || rows.length).map((r) => [r.name, r.flat, r.cum]),
+  };
+  if (extra.q && graph.matched) out.matched = graph.matched.value;
+  return out;
+}
+
+function renderTop() {
+  const t = top;
+  const z = t.zoom.length;
+  const last = z ? t.zoom[z - 1] : '';
   $('top-scope').textContent = z === 0 ? 'whole profile'
-    : `within ${tree.label(z)} (${formatPct(tree.total[z] / tree.rootTotal)} of the profile); shares of the zoomed frame`;
+    : `within ${last.startsWith('…<') ? '…' : last} (${formatPct(t.zoomTotal / t.total)} of the profile); shares of the zoomed frame`;
   const { key, desc } = topSort;
-  rows.sort((a, b) => {
-    const c = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
-    return (desc ? -c : c) || a.name.localeCompare(b.name);
-  });
-  const shown = topAll ? rows : rows.slice(0, TOP_ROWS);
+  const rows = t.rows.map(([name, flat, cum]) => ({ name, flat, cum }));
+  if (desc === (key === 'name')) rows.reverse();
   const frag = document.createDocumentFragment();
-  const total = tree.total[z];
-  const hit = graph.matched ? graph.matched.hit : null;
-  for (const r of shown) {
+  const total = t.zoomTotal;
+  const re = graph.re;
+  for (const r of rows) {
     const tr = document.createElement('tr');
     tr.dataset.name = r.name;
-    if (hit && hit[r.index]) tr.className = 'match';
+    if (re) {
+      re.lastIndex = 0;
+      if (re.test(r.name)) tr.className = 'match';
+    }
     for (const [text, cls] of [
-      [formatValue(r.flat, tree.unit), 'num'], [formatPct(r.flat / total), 'num pct'],
-      [formatValue(r.cum, tree.unit), 'num'], [formatPct(r.cum / total), 'num pct'],
+      [formatValue(r.flat, t.unit), 'num'], [formatPct(r.flat / total), 'num pct'],
+      [formatValue(r.cum, t.unit), 'num'], [formatPct(r.cum / total), 'num pct'],
       [r.name, 'fn']]) {
       const td = document.createElement('td');
       td.className = cls;
@@ -357,8 +482,8 @@ function renderTop() {
     frag.append(tr);
   }
   topBody.replaceChildren(frag);
-  topMore.hidden = rows.length <= TOP_ROWS || topAll;
-  $('top-all').textContent = `Show all ${rows.length.toLocaleString('en-US')}`;
+  topMore.hidden = t.functions <= t.rows.length;
+  $('top-all').textContent = `Show all ${t.functions.toLocaleString('en-US')}`;
   for (const th of topTable.querySelectorAll('th')) {
     const b = th.querySelector('[data-sort]');
     if (!b) continue;
@@ -371,8 +496,10 @@ topTable.querySelector('thead').addEventListener('click', (e) => {
   const b = e.target.closest('[data-sort]');
   if (!b) return;
   const key = b.dataset.sort;
-  topSort = topSort.key === key ? { key, desc: !topSort.desc } : { key, desc: key !== 'name' };
-  renderTop();
+  const same = topSort.key === key;
+  topSort = same ? { key, desc: !topSort.desc } : { key, desc: key !== 'name' };
+  if (same && top) renderTop(); // the same rows, the other way round
+  else fetchTop();
 });
 topBody.addEventListener('click', (e) => {
   const tr = e.target.closest('tr');
@@ -380,7 +507,7 @@ topBody.addEventListener('click', (e) => {
   applySearch(`^${escapeRE(tr.dataset.name)}$`);
   chart.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
 });
-$('top-all').addEventListener('click', () => { topAll = true; renderTop(); });
+$('top-all').addEventListener('click', () => { topAll = true; fetchTop(); });
 
 // ---- sharing ----
 
@@ -419,7 +546,16 @@ function frameRect(path) {
   return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
 }
 
-window.viewer = { graph, reload, frameRect, get tree() { return tree; }, get timings() { return timings; } };
+/** The frames drawn below the zoomed one, as zoom paths. */
+function drawnFrames() {
+  if (!tree || !graph.drawn) return [];
+  return graph.drawn.filter((i) => i !== graph.zoom).map((i) => tree.path(i));
+}
+
+window.viewer = {
+  graph, reload, frameRect, drawnFrames,
+  get tree() { return tree; }, get timings() { return timings; }, get zoomTimings() { return zoomTimings; },
+};
 
 readURL();
 reload().catch(() => {});

@@ -13,6 +13,7 @@ type flameConfig struct {
 	SVGURL      string       `json:"svgURL,omitempty"`
 	PprofURL    string       `json:"pprofURL,omitempty"`
 	TopURL      string       `json:"topURL,omitempty"`
+	Exact       bool         `json:"exact,omitempty"`
 	EventsURL   string       `json:"eventsURL,omitempty"`
 	StatusURL   string       `json:"statusURL,omitempty"`
 	SI          string       `json:"si"`
@@ -26,7 +27,7 @@ func newFlameConfig(m FlamePage) flameConfig {
 	}
 	return flameConfig{
 		ID: m.ID, DataURL: m.DataURL, SVGURL: m.SVGURL, PprofURL: m.PprofURL,
-		TopURL: m.TopURL, EventsURL: m.EventsURL, StatusURL: m.StatusURL, SI: m.SI, SampleTypes: st,
+		TopURL: m.TopURL, Exact: m.Exact, EventsURL: m.EventsURL, StatusURL: m.StatusURL, SI: m.SI, SampleTypes: st,
 	}
 }
 

@@ -46,6 +46,10 @@ type FlamePage struct {
 	SVGURL   string
 	PprofURL string
 	TopURL   string
+	// Exact says the server answers top.json and flame.json?z= next to
+	// DataURL: the page's top table, search share and zoomed trees come
+	// from every sample rather than from the drawn tree.
+	Exact bool
 	// EventsURL is the SSE stream of symbolization progress, empty when the
 	// profile needs no symbolization.
 	EventsURL string

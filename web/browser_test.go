@@ -193,6 +193,10 @@ func noProblems(t *testing.T, b *browsertest.Browser) {
 	}
 }
 
+// topReady is true once the flame page's top table shows the latest
+// top.json it asked for.
+const topReady = `document.getElementById('top-table').dataset.state === 'ready'`
+
 // search types q into the search box and waits for the match summary.
 func search(t *testing.T, b *browsertest.Browser, q, wantPct string) {
 	t.Helper()
@@ -250,7 +254,7 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("top rows marked as matching %q, want [runtime.mallocgc]", got)
 	}
 
-	// Top functions table, computed in the page: main.parse and
+	// Top functions table, from top.json: main.parse and
 	// runtime.mallocgc both have 40 ms flat; mallocgc is 40% cumulative.
 	rows := eval[[]string](t, b, `Array.from(document.querySelectorAll('#top-table tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|'))`)
 	if len(rows) != 5 {
@@ -263,6 +267,7 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("top table lacks runtime.mallocgc 40 ms flat and cum: %q", rows)
 	}
 	run(t, b, "sort by name", chromedp.Click(chromedp.CSS(`#top-table [data-sort="name"]`)))
+	waitFor(t, b, "the top table by name", topReady)
 	first := eval[string](t, b, `document.querySelector('#top-table tbody tr td.fn').textContent`)
 	if first != "runtime.mallocgc" && first != "main.main" {
 		t.Errorf("after sorting by name the first row is %q", first)
@@ -283,6 +288,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	r = frame(t, b, "main.main", "main.work")
 	run(t, b, "click main.work", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
 	waitFor(t, b, "zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
+	waitFor(t, b, "the zoomed top table", topReady)
 	if z := currentURL(t, b).Query()["z"]; strings.Join(z, ">") != "main.main>main.work" {
 		t.Errorf("URL z = %q after zooming, want [main.main main.work]", z)
 	}
@@ -309,6 +315,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, b, "the shared view's top table", topReady)
 	if got := eval[string](t, b, `document.getElementById('search').value`); got != "mallocgc" {
 		t.Errorf("shared link: search box %q, want mallocgc", got)
 	}
@@ -365,6 +372,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	run(t, b, "choose samples", chromedp.Evaluate[chromedp.Void](
 		`(() => { const s = document.getElementById('si'); s.value = 'samples'; s.dispatchEvent(new Event('change')); })()`))
 	waitFor(t, b, "samples drawn", fmt.Sprintf(`document.body.dataset.loads !== %q`, loads))
+	waitFor(t, b, "samples' top table", topReady)
 	// mallocgc: 2+1 of 9 samples.
 	if got := text(t, b, "#match"); !strings.Contains(got, "33.33%") {
 		t.Errorf("samples: match %q, want 33.33%%", got)

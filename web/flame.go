@@ -22,6 +22,7 @@ type treeKey struct {
 	si          int
 	kind        string // "json" or "svg"
 	filter      string // flame.Filter.Key(); "" when unfiltered (filter.go)
+	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
 
 // encoded is a cached response body, kept both plain and gzipped.
@@ -100,7 +101,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		if err != nil {
 			return nil, err
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"%s-%s-%d-%s-v%d%s"`, id, strings.TrimSuffix(key.variant, ".pb.gz"), i, kind, flame.JSONVersion, filterETag(f))}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: treeETag(key, f)}
 		s.trees.Add(key, e)
 		return e, nil
 	})
@@ -125,10 +126,17 @@ func (s *Server) render(ctx context.Context, build func(flame.Options)) error {
 	return nil
 }
 
-func gzipBytes(b []byte) []byte {
+// treeETag is the ETag of the cached encoding key.
+func treeETag(key treeKey, f flame.Filter) string {
+	return fmt.Sprintf(`"%s-%s-%d-%s-v%d%s%s"`, key.id, strings.TrimSuffix(key.variant, ".pb.gz"), key.si, key.kind, flame.JSONVersion, filterETag(f), zoomETag(key.zoom))
+}
+
+func gzipBytes(b []byte) []byte { return gzipLevel(b, gzip.DefaultCompression) }
+
+func gzipLevel(b []byte, level int) []byte {
 	var out bytes.Buffer
 	out.Grow(len(b) / 4)
-	w, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	w, _ := gzip.NewWriterLevel(&out, level)
 	w.Write(b)
 	w.Close()
 	return out.Bytes()
@@ -158,7 +166,12 @@ func (s *Server) handleFlameJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json", f)
+	var e *encoded
+	if z := c.QueryParams()["z"]; len(z) > 0 {
+		e, err = s.zoomTree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), f, z) // zoom.go
+	} else {
+		e, err = s.tree(c.Request().Context(), c.Param("id"), c.QueryParam("si"), "json", f)
+	}
 	if err != nil {
 		return err
 	}
@@ -228,6 +241,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		SVGURL:      withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
 		PprofURL:    "/p/" + id + "/profile.pb.gz",
 		TopURL:      withQuery(profileURL(id, "/top", si), filterQuery(c)),
+		Exact:       true, // top.json, flame.json?z= (zoom.go)
 		Stats:       stats(m, i),
 		Filter:      flameFilterBar(c, id), // filter.go
 	}

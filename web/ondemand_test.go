@@ -306,6 +306,8 @@ func odSearch(t *testing.T, b *browsertest.Browser, q string) {
 		chromedp.SendKeys(chromedp.CSS("#search"), q),
 		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
 	)
+	// The matched share comes with the top table (top.json).
+	odWait(t, b, "the search's top table", topReady)
 }
 
 // heldDownloads is a pass-through proxy to a debuginfod server that holds

@@ -24,6 +24,7 @@ func (s *Server) routes() {
 
 	e.GET("/p/:id", s.handleFlamePage)
 	e.GET("/p/:id/top", s.handleTop)
+	e.GET("/p/:id/top.json", s.handleTopJSON) // the flame page's table and search share (zoom.go)
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)

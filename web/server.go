@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
+	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/store"
 )
@@ -75,6 +76,7 @@ type Server struct {
 	metas    *lru.Cache[string, *Meta]
 	trees    *lru.Cache[treeKey, *encoded]
 	tops     *lru.Cache[treeKey, *topResult]
+	stacks   *lru.Cache[treeKey, *flame.Stacks] // zoom.go
 	flight   singleflight.Group
 	sym      *symbolization // nil when symbolization is off
 	rep      *replica       // nil unless Config.Replica is set
@@ -148,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 	if s.tops, err = lru.New[treeKey, *topResult](cfg.TreeCache); err != nil {
 		return nil, err
 	}
+	if s.stacks, err = lru.New[treeKey, *flame.Stacks](stacksCache); err != nil {
+		return nil, err
+	}
 	s.initSymbolization()
 	s.initReplica() // replica.go
 	s.e = echo.New()
@@ -183,6 +188,11 @@ func (s *Server) Invalidate(id string) {
 	for _, k := range s.tops.Keys() {
 		if k.id == id {
 			s.tops.Remove(k)
+		}
+	}
+	for _, k := range s.stacks.Keys() {
+		if k.id == id {
+			s.stacks.Remove(k)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -14,11 +13,22 @@ import (
 // defaultTopRows is how many functions /p/ID/top lists unless ?n= says.
 const defaultTopRows = 500
 
-// topResult is a cached top table.
-type topResult struct {
-	rows  []flame.TopRow
-	total int64
+// topRows reads ?n=, how many rows a top table lists (400 unless a
+// positive number).
+func topRows(c echo.Context) (int, error) {
+	q := c.QueryParam("n")
+	if q == "" {
+		return defaultTopRows, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n <= 0 {
+		return 0, httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
+	}
+	return n, nil
 }
+
+// topResult is a cached top table.
+type topResult = flame.TopTable
 
 // handleTop renders the top-functions table.
 func (s *Server) handleTop(c echo.Context) error {
@@ -31,28 +41,16 @@ func (s *Server) handleTop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n := defaultTopRows
-	if q := c.QueryParam("n"); q != "" {
-		if n, err = strconv.Atoi(q); err != nil || n <= 0 {
-			return httpError(http.StatusBadRequest, "n=%q: want a positive number of rows", q)
-		}
+	n, err := topRows(c)
+	if err != nil {
+		return err
 	}
 	f, err := queryFilter(c) // filter.go
 	if err != nil {
 		return err
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: "top", filter: f.Key()}
-	top, ok := s.tops.Get(key)
-	if !ok {
-		v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s", id, key.variant, i, key.filter), func() (any, error) {
-			rows, total := flame.TopFiltered(l.Profile, i, f)
-			r := &topResult{rows, total}
-			s.tops.Add(key, r)
-			return r, nil
-		})
-		top = v.(*topResult)
-	}
-	rows, total := top.rows, top.total
+	top := s.topTable(l, i, f, nil) // zoom.go: the same table top.json serves
+	rows, total := top.Rows, top.Total
 	st := l.Meta.SampleTypes[i]
 	page := views.TopPage{
 		Page:        views.Page{Title: displayName(l.Meta, id) + " · top", Nav: nav(id, c.QueryParam("si"), "top")},

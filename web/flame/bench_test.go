@@ -2,6 +2,8 @@ package flame
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -43,5 +45,71 @@ func BenchmarkTop(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		Top(p, 1)
+	}
+}
+
+// benchZoom is a zoom path into the benchmark profile: the widest frame
+// at depth 3, then the widest child on down to depth 5.
+func benchZoom(p *profile.Profile) []string {
+	tr := Build(p, 1, Options{MinFraction: DefaultMinFraction})
+	var path []string
+	best := make([]int64, 6)
+	var stack []string
+	var out []string
+	for _, n := range tr.Nodes {
+		stack = append(stack[:n.Depth], tr.Names[n.Name])
+		d := int(n.Depth)
+		if d == 0 || d > 5 || tr.Names[n.Name] == MergedName {
+			continue
+		}
+		if slices.Equal(stack[1:d], path[:min(d-1, len(path))]) && len(path) >= d-1 && n.Total > best[d] {
+			best[d] = n.Total
+			path = append(path[:d-1], tr.Names[n.Name])
+			for k := d + 1; k < len(best); k++ {
+				best[k] = 0
+			}
+		}
+	}
+	out = append(out, path...)
+	return out
+}
+
+// BenchmarkNewStacks measures sorting the benchmark profile's stacks, done
+// once per profile for every zoom and top table.
+func BenchmarkNewStacks(b *testing.B) {
+	p := benchProfile(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewStacks(p, 1, Filter{})
+	}
+}
+
+// BenchmarkZoomTree measures flame.json?z= on the server side: the tree
+// zoomed five frames deep and its JSON, from the sorted stacks.
+func BenchmarkZoomTree(b *testing.B) {
+	p := benchProfile(b)
+	s := NewStacks(p, 1, Filter{})
+	z := benchZoom(p)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		n = len(s.Tree(z, DefaultMinFraction).JSON())
+	}
+	b.ReportMetric(float64(n), "json-bytes")
+	b.ReportMetric(float64(len(z)), "depth")
+}
+
+// BenchmarkStacksTop measures top.json's table: the whole profile's, and
+// zoomed as BenchmarkZoomTree is.
+func BenchmarkStacksTop(b *testing.B) {
+	p := benchProfile(b)
+	s := NewStacks(p, 1, Filter{})
+	for _, z := range [][]string{nil, benchZoom(p)} {
+		b.Run(fmt.Sprintf("depth=%d", len(z)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Top(z)
+			}
+		})
 	}
 }

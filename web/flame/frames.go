@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -114,8 +115,8 @@ func nameCount(p *profile.Profile) int {
 }
 
 func (f *frames) intern(name string, mapping int32) int32 {
-	if name == RootName || name == MergedName {
-		// Keep reserved labels unambiguous.
+	if name == RootName || name == MergedName || strings.HasPrefix(name, MergedName+"<") {
+		// Keep reserved labels and zoom path elements unambiguous.
 		name += " "
 	}
 	if i, ok := f.byName[name]; ok {

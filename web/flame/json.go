@@ -12,10 +12,12 @@ const JSONVersion = 1
 // AppendJSON appends the flame.json encoding of t to b:
 //
 //	{"version":1,"sampleType":"cpu","unit":"nanoseconds","total":N,
+//	 "minTotal":N,"zoom":["main.main",...],
 //	 "names":["root",...],"mapping":[-1,...],"mappings":[...],
 //	 "nodes":[nameIdx,depth,total,self, ...]}
 //
-// nodes is flat, four integers per node, in pre-order.
+// nodes is flat, four integers per node, in pre-order. zoom is present
+// only in a zoomed tree.
 func (t *Tree) AppendJSON(b []byte) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, JSONVersion, 10)
@@ -25,6 +27,18 @@ func (t *Tree) AppendJSON(b []byte) []byte {
 	b = appendString(b, t.Unit)
 	b = append(b, `,"total":`...)
 	b = strconv.AppendInt(b, t.Total(), 10)
+	b = append(b, `,"minTotal":`...)
+	b = strconv.AppendInt(b, t.MinTotal, 10)
+	if len(t.Zoom) > 0 {
+		b = append(b, `,"zoom":[`...)
+		for i, z := range t.Zoom {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, z)
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"names":[`...)
 	for i, n := range t.Names {
 		if i > 0 {

@@ -47,6 +47,13 @@ type Tree struct {
 	Base []int64
 	// Compaction says how the tree was cut to its budget (budget.go).
 	Compaction *Compaction
+	// MinTotal is the compaction threshold: children with a total under
+	// it were merged into a MergedName node.
+	MinTotal int64
+	// Zoom is, in a zoomed tree (stacks.go), the zoom path as resolved:
+	// one element per node Nodes[1..len(Zoom)], the chain from the root
+	// to the zoomed frame.
+	Zoom []string
 }
 
 // Total is the root's value.
@@ -212,6 +219,68 @@ func abs(v int64) int64 {
 // compact emits ft in pre-order with children sorted by name, merging
 // each parent's children below the threshold into one MergedName node.
 func compact(ft *full, fr *frames, minFrac float64) *Tree {
+	w := newTreeWriter(fr)
+	w.subtree(ft, threshold(ft, minFrac), w.label(0), 0)
+	return w.t
+}
+
+// threshold is the total under which a child of ft is merged: minFrac of
+// ft's root total.
+func threshold(ft *full, minFrac float64) int64 {
+	return int64(float64(abs(ft.total[0])) * minFrac)
+}
+
+// treeWriter appends nodes to a Tree, interning their labels and mappings.
+type treeWriter struct {
+	t           *Tree
+	fr          *frames
+	outName     []int32         // frame name ID → output name index+1
+	outMap      map[int32]int32 // frames mapping → output mapping
+	mergedLabel int32
+}
+
+func newTreeWriter(fr *frames) *treeWriter {
+	return &treeWriter{t: &Tree{}, fr: fr, outName: make([]int32, len(fr.names)), outMap: make(map[int32]int32), mergedLabel: -1}
+}
+
+// label is the output name index of frame name nm.
+func (w *treeWriter) label(nm int32) int32 {
+	if o := w.outName[nm]; o > 0 {
+		return o - 1
+	}
+	t, fr := w.t, w.fr
+	o := int32(len(t.Names))
+	t.Names = append(t.Names, fr.names[nm])
+	m := int32(-1)
+	if fm := fr.nameMapping[nm]; fm >= 0 {
+		var ok bool
+		if m, ok = w.outMap[fm]; !ok {
+			m = int32(len(t.Mappings))
+			t.Mappings = append(t.Mappings, fr.mappings[fm])
+			w.outMap[fm] = m
+		}
+	}
+	t.Mapping = append(t.Mapping, m)
+	w.outName[nm] = o + 1
+	return o
+}
+
+// merged is the output name index of MergedName.
+func (w *treeWriter) merged() int32 {
+	if w.mergedLabel < 0 {
+		w.mergedLabel = int32(len(w.t.Names))
+		w.t.Names = append(w.t.Names, MergedName)
+		w.t.Mapping = append(w.t.Mapping, -1)
+	}
+	return w.mergedLabel
+}
+
+// subtree appends ft in pre-order, its root labelled rootLabel at depth,
+// children sorted by name, each parent's children with a total under
+// thresh merged into one MergedName node.
+func (w *treeWriter) subtree(ft *full, thresh int64, rootLabel, depth int32) {
+	t, fr := w.t, w.fr
+	t.MinTotal = thresh
 	nn := len(ft.name)
 	// Children lists in CSR form.
 	start := make([]int32, nn+1)
@@ -229,32 +298,7 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 		kids[fill[p]] = int32(i)
 		fill[p]++
 	}
-	thresh := int64(float64(abs(ft.total[0])) * minFrac)
-
-	t := &Tree{Nodes: make([]Node, 0, nn/2+1)}
-	outName := make([]int32, len(fr.names)) // frame name ID → output name index+1
-	outMap := make(map[int32]int32)         // frames mapping → output mapping
-	label := func(nm int32) int32 {
-		if o := outName[nm]; o > 0 {
-			return o - 1
-		}
-		o := int32(len(t.Names))
-		t.Names = append(t.Names, fr.names[nm])
-		m := int32(-1)
-		if fm := fr.nameMapping[nm]; fm >= 0 {
-			var ok bool
-			if m, ok = outMap[fm]; !ok {
-				m = int32(len(t.Mappings))
-				t.Mappings = append(t.Mappings, fr.mappings[fm])
-				outMap[fm] = m
-			}
-		}
-		t.Mapping = append(t.Mapping, m)
-		outName[nm] = o + 1
-		return o
-	}
-	label(0)
-	mergedLabel := int32(-1)
+	t.Nodes = slices.Grow(t.Nodes, nn/2+1)
 
 	// A stack item is a real node, or (merged) the MergedName node standing
 	// for the small children of a parent.
@@ -265,25 +309,24 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 		value  int64
 		base   int64
 	}
-	stack := []item{{node: 0}}
+	stack := []item{{node: 0, depth: depth}}
 	var order []int32 // scratch: the kept children of one node
 	for len(stack) > 0 {
 		fr.tick()
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if it.merged {
-			if mergedLabel < 0 {
-				mergedLabel = int32(len(t.Names))
-				t.Names = append(t.Names, MergedName)
-				t.Mapping = append(t.Mapping, -1)
-			}
-			t.Nodes = append(t.Nodes, Node{Name: mergedLabel, Depth: it.depth, Total: it.value, Self: it.value})
+			t.Nodes = append(t.Nodes, Node{Name: w.merged(), Depth: it.depth, Total: it.value, Self: it.value})
 			if ft.base != nil {
 				t.Base = append(t.Base, it.base)
 			}
 			continue
 		}
-		t.Nodes = append(t.Nodes, Node{Name: label(ft.name[it.node]), Depth: it.depth, Total: ft.total[it.node], Self: ft.self[it.node]})
+		name := rootLabel
+		if it.node != 0 {
+			name = w.label(ft.name[it.node])
+		}
+		t.Nodes = append(t.Nodes, Node{Name: name, Depth: it.depth, Total: ft.total[it.node], Self: ft.self[it.node]})
 		if ft.base != nil {
 			t.Base = append(t.Base, ft.base[it.node])
 		}
@@ -322,5 +365,4 @@ func compact(ft *full, fr *frames, minFrac float64) *Tree {
 			}
 		}
 	}
-	return t
 }

@@ -1,0 +1,268 @@
+package flame
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+)
+
+// Stacks is one sample type's samples after a filter, as frame sequences
+// (root first) sorted so that the stacks through any call path are one
+// run. It is the input of zoomed trees (flame.json?z=) and of top tables
+// (top.json, /top): built once per profile, then each zoom costs work in
+// proportion to the stacks below the zoomed frame.
+type Stacks struct {
+	SampleType, Unit string
+	fr               *frames // names and mappings only
+	ws               []weighted
+	sum              []int64 // sum[i] is the total value of ws[:i]
+
+	mu      sync.Mutex
+	matched map[string]int64 // Matched by regexp, the last few searches
+}
+
+// matchedKept bounds how many searches' Matched values a Stacks keeps.
+const matchedKept = 64
+
+// NewStacks collects the samples of p for sample index si that f keeps.
+func NewStacks(p *profile.Profile, si int, f Filter) *Stacks {
+	fr := newFrames(p)
+	ws := f.stacks(p, si, fr) // the zero Filter keeps every sample
+	slices.SortFunc(ws, func(a, b weighted) int { return slices.Compare(a.seq, b.seq) })
+	s := &Stacks{
+		// Keep only what labels need: not the locations, so the cached
+		// Stacks does not hold the profile.
+		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName},
+		ws: ws, sum: make([]int64, len(ws)+1),
+	}
+	for i, w := range ws {
+		s.sum[i+1] = s.sum[i] + w.v
+	}
+	if si >= 0 && si < len(p.SampleType) {
+		s.SampleType, s.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
+	}
+	return s
+}
+
+// Total is the value of every sample kept.
+func (s *Stacks) Total() int64 { return s.sum[len(s.ws)] }
+
+// MergedElement is the zoom path element for a merged "…" block: the
+// children, of the frame the path has reached, whose total is under
+// minTotal (the MinTotal of the tree that drew the block).
+func MergedElement(minTotal int64) string {
+	return MergedName + "<" + strconv.FormatInt(minTotal, 10)
+}
+
+// parseMerged reads a MergedElement.
+func parseMerged(e string) (int64, bool) {
+	rest, ok := strings.CutPrefix(e, MergedName+"<")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
+}
+
+// run is the half-open range [lo, hi) of Stacks.ws.
+type run struct{ lo, hi int }
+
+// zoomed is a zoom path resolved against the stacks.
+type zoomed struct {
+	path  []string    // the elements that resolved
+	chain []chainNode // root, then one node per element of path
+	runs  []run       // the stacks below the zoomed frame
+	depth int         // frames of those stacks above its children
+}
+
+// chainNode is a frame on the way from the root to the zoomed frame.
+type chainNode struct {
+	name        int32 // frame name ID; -1 for a merged block
+	total, self int64
+}
+
+func (s *Stacks) value(r run) int64 { return s.sum[r.hi] - s.sum[r.lo] }
+
+// children splits the stacks of runs that go deeper than depth frames into
+// one run per frame at that depth, in name-ID order within each run.
+func (s *Stacks) children(runs []run, depth int) []run {
+	var out []run
+	for _, r := range runs {
+		i := r.lo
+		for i < r.hi && len(s.ws[i].seq) <= depth {
+			i++ // stacks that end at the frame: its self
+		}
+		for i < r.hi {
+			nm := s.ws[i].seq[depth]
+			j := i + 1
+			for j < r.hi && s.ws[j].seq[depth] == nm {
+				j++
+			}
+			out = append(out, run{i, j})
+			i = j
+		}
+	}
+	return out
+}
+
+// resolve follows path from the root as far as it exists. An element is a
+// frame name, or a MergedElement standing for the merged children of the
+// frame reached so far, drawn as one "…" frame above them.
+func (s *Stacks) resolve(path []string) *zoomed {
+	z := &zoomed{runs: []run{{0, len(s.ws)}}}
+	rootSelf := int64(0)
+	for i := 0; i < len(s.ws) && len(s.ws[i].seq) == 0; i++ {
+		rootSelf += s.ws[i].v
+	}
+	z.chain = append(z.chain, chainNode{name: 0, total: s.Total(), self: rootSelf})
+	for _, e := range path {
+		kids := s.children(z.runs, z.depth)
+		if t, ok := parseMerged(e); ok {
+			var kept []run
+			var total int64
+			for _, r := range kids {
+				if v := s.value(r); abs(v) < t {
+					kept = append(kept, r)
+					total += v
+				}
+			}
+			if len(kept) == 0 {
+				break
+			}
+			z.runs = kept
+			z.chain = append(z.chain, chainNode{name: -1, total: total})
+		} else {
+			nm, ok := s.fr.byName[e]
+			if !ok {
+				break
+			}
+			k := slices.IndexFunc(kids, func(r run) bool { return s.ws[r.lo].seq[z.depth] == nm })
+			if k < 0 {
+				break
+			}
+			r := kids[k]
+			z.depth++
+			self := int64(0)
+			for i := r.lo; i < r.hi && len(s.ws[i].seq) == z.depth; i++ {
+				self += s.ws[i].v
+			}
+			z.runs = []run{r}
+			z.chain = append(z.chain, chainNode{name: nm, total: s.value(r), self: self})
+		}
+		z.path = append(z.path, e)
+	}
+	return z
+}
+
+// below returns the stacks of z from frame depth from on.
+func (s *Stacks) below(z *zoomed, from int) []weighted {
+	n := 0
+	for _, r := range z.runs {
+		n += r.hi - r.lo
+	}
+	out := make([]weighted, 0, n)
+	for _, r := range z.runs {
+		for _, w := range s.ws[r.lo:r.hi] {
+			out = append(out, weighted{seq: w.seq[from:], v: w.v})
+		}
+	}
+	return out
+}
+
+// Tree is the flame tree zoomed at path (see resolve): the chain of frames
+// from the root to the zoomed frame, each with its own total and self but
+// only the next one as child, then the zoomed frame's subtree compacted at
+// minFrac of the zoomed frame's total (negative: DefaultMinFraction).
+// Tree.Zoom is the part of path that exists.
+func (s *Stacks) Tree(path []string, minFrac float64) *Tree {
+	if minFrac < 0 {
+		minFrac = DefaultMinFraction
+	}
+	z := s.resolve(path)
+	w := newTreeWriter(s.fr)
+	w.label(0)
+	last := len(z.chain) - 1
+	for d, c := range z.chain[:last] {
+		w.t.Nodes = append(w.t.Nodes, Node{Name: w.chainLabel(c), Depth: int32(d), Total: c.total, Self: c.self})
+	}
+	ft := buildTrie(s.below(z, z.depth), false)
+	w.subtree(ft, threshold(ft, minFrac), w.chainLabel(z.chain[last]), int32(last))
+	w.t.SampleType, w.t.Unit = s.SampleType, s.Unit
+	w.t.Zoom = z.path
+	return w.t
+}
+
+func (w *treeWriter) chainLabel(c chainNode) int32 {
+	if c.name < 0 {
+		return w.merged()
+	}
+	return w.label(c.name)
+}
+
+// TopTable is the top functions of a zoomed frame's subtree.
+type TopTable struct {
+	Rows []TopRow // sorted as Top sorts them
+	// Total is the value of every sample kept; ZoomTotal the zoomed
+	// frame's (Total when not zoomed), which shares are of.
+	Total, ZoomTotal int64
+	Zoom             []string // the part of the zoom path that exists
+}
+
+// Top is the top table of the subtree at path (see resolve), counting
+// every sample below it, as Top does for the whole profile: flat where a
+// function is the leaf, cum once per stack that contains it. The zoomed
+// frame is in the table; frames above it are not.
+func (s *Stacks) Top(path []string) *TopTable {
+	z := s.resolve(path)
+	from := z.depth
+	if last := z.chain[len(z.chain)-1]; last.name > 0 {
+		from-- // the zoomed function itself
+	}
+	flat, cum, total := flatCum(s.below(z, from), len(s.fr.names), false)
+	tt := &TopTable{Total: s.Total(), ZoomTotal: total, Zoom: z.path}
+	for i := 1; i < len(s.fr.names); i++ {
+		if flat[i] != 0 || cum[i] != 0 {
+			tt.Rows = append(tt.Rows, TopRow{Name: s.fr.names[i], Flat: flat[i], Cum: cum[i]})
+		}
+	}
+	sortTop(tt.Rows)
+	return tt
+}
+
+// Matched is the value of the samples with a frame whose name re matches:
+// the search's share, each sample counted once however many frames match.
+func (s *Stacks) Matched(re *regexp.Regexp) int64 {
+	key := re.String()
+	s.mu.Lock()
+	v, ok := s.matched[key]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = s.match(re)
+	s.mu.Lock()
+	if s.matched == nil || len(s.matched) >= matchedKept {
+		s.matched = map[string]int64{}
+	}
+	s.matched[key] = v
+	s.mu.Unlock()
+	return v
+}
+
+func (s *Stacks) match(re *regexp.Regexp) int64 {
+	hit := make([]bool, len(s.fr.names))
+	for i, n := range s.fr.names[1:] {
+		hit[i+1] = re.MatchString(n)
+	}
+	var v int64
+	for _, w := range s.ws {
+		if slices.ContainsFunc(w.seq, func(nm int32) bool { return hit[nm] }) {
+			v += w.v
+		}
+	}
+	return v
+}

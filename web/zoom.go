@@ -1,0 +1,200 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/labstack/echo/v4"
+
+	"viewer/web/flame"
+)
+
+// stacksCache is how many profiles' sorted stacks (flame.Stacks, about
+// 13 MB for 200,000 samples over 50,000 stacks) are kept for zooms and
+// top tables.
+const stacksCache = 4
+
+// maxZoomDepth bounds the zoom path a request may give.
+const maxZoomDepth = 4096
+
+// zoomKey is the cache key part of a zoom path.
+func zoomKey(z []string) string { return strings.Join(z, "\x00") }
+
+// zoomETag distinguishes the ETags of zoomed trees.
+func zoomETag(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "-z" + hex.EncodeToString(sum[:6])
+}
+
+// stacksFor returns the sorted stacks of l for sample index si after f,
+// building them once however many requests ask at the same time.
+func (s *Server) stacksFor(l *Loaded, si int, f flame.Filter) *flame.Stacks {
+	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "stacks", filter: f.Key()}
+	if st, ok := s.stacks.Get(key); ok {
+		return st
+	}
+	v, _, _ := s.flight.Do(fmt.Sprintf("stacks:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
+		st := flame.NewStacks(l.Profile, si, f)
+		s.stacks.Add(key, st)
+		return st, nil
+	})
+	return v.(*flame.Stacks)
+}
+
+// zoomPath checks the z parameters of a request.
+func zoomPath(z []string) ([]string, error) {
+	if len(z) > maxZoomDepth {
+		return nil, httpError(http.StatusBadRequest, "z: %d path elements, at most %d", len(z), maxZoomDepth)
+	}
+	return z, nil
+}
+
+// zoomTree is flame.json zoomed at the path z (names from the root, "…<N"
+// for a merged block): the subtree compacted at the zoomed frame's total
+// (flame.Stacks.Tree), cached like the whole tree.
+func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z []string) (*encoded, error) {
+	z, err := zoomPath(z)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	i, err := resolveSI(l.Meta, si)
+	if err != nil {
+		return nil, err
+	}
+	key := treeKey{id: id, variant: l.variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
+	if e, ok := s.trees.Get(key); ok {
+		return e, nil
+	}
+	v, _, _ := s.flight.Do(fmt.Sprintf("zoom:%s/%s/%d/%s/%s", id, key.variant, i, key.filter, key.zoom), func() (any, error) {
+		body := s.stacksFor(l, i, f).Tree(z, flame.DefaultMinFraction).JSON()
+		// Built on a click: compressing fast matters more than bytes.
+		e := &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}
+		s.trees.Add(key, e)
+		return e, nil
+	})
+	return v.(*encoded), nil
+}
+
+// topTable is the top table of l for si after f, zoomed at z (nil: the
+// whole profile): what /top renders and top.json encodes, computed once.
+func (s *Server) topTable(l *Loaded, si int, f flame.Filter, z []string) *topResult {
+	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "top", filter: f.Key(), zoom: zoomKey(z)}
+	if t, ok := s.tops.Get(key); ok {
+		return t
+	}
+	v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s/%s", key.id, key.variant, si, key.filter, key.zoom), func() (any, error) {
+		t := s.stacksFor(l, si, f).Top(z)
+		s.tops.Add(key, t)
+		return t, nil
+	})
+	return v.(*topResult)
+}
+
+// searchRE compiles the flame page's search as the page does: a
+// case-insensitive regexp, or the text itself when it is not a valid one.
+func searchRE(q string) *regexp.Regexp {
+	if re, err := regexp.Compile("(?i)" + q); err == nil {
+		return re
+	}
+	return regexp.MustCompile("(?i)" + regexp.QuoteMeta(q))
+}
+
+// handleTopJSON serves top.json: the top table of the view the flame page
+// shows (si, filters, zoom path z), sorted by sort (flat, cum or name),
+// its first n rows, and with q the search's matched value (README).
+func (s *Server) handleTopJSON(c echo.Context) error {
+	l, err := s.Profile(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	f, err := queryFilter(c)
+	if err != nil {
+		return err
+	}
+	z, err := zoomPath(c.QueryParams()["z"])
+	if err != nil {
+		return err
+	}
+	n, err := topRows(c)
+	if err != nil {
+		return err
+	}
+	order := c.QueryParam("sort")
+	if order == "" {
+		order = "flat"
+	}
+	t := s.topTable(l, i, f, z)
+	rows := t.Rows // sorted by flat
+	switch order {
+	case "flat":
+	case "cum":
+		rows = slices.Clone(rows)
+		slices.SortStableFunc(rows, func(a, b flame.TopRow) int { return cmpAbs(b.Cum, a.Cum) })
+	case "name":
+		rows = slices.Clone(rows)
+		slices.SortStableFunc(rows, func(a, b flame.TopRow) int { return strings.Compare(a.Name, b.Name) })
+	default:
+		return httpError(http.StatusBadRequest, "sort=%q: want flat, cum or name", order)
+	}
+	st := l.Meta.SampleTypes[i]
+	out := topJSON{
+		Version: 1, SampleType: st.Type, Unit: st.Unit, Total: t.Total, ZoomTotal: t.ZoomTotal,
+		Zoom: t.Zoom, Functions: len(t.Rows), Sort: order, Rows: make([][3]any, 0, min(n, len(rows))),
+	}
+	if out.Zoom == nil {
+		out.Zoom = []string{}
+	}
+	for _, r := range rows[:min(n, len(rows))] {
+		out.Rows = append(out.Rows, [3]any{r.Name, r.Flat, r.Cum})
+	}
+	if q := c.QueryParam("q"); q != "" {
+		m := s.stacksFor(l, i, f).Matched(searchRE(q))
+		out.Matched = &m
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
+	return c.JSON(http.StatusOK, out)
+}
+
+// topJSON is the top.json encoding (README "top.json format").
+type topJSON struct {
+	Version    int      `json:"version"`
+	SampleType string   `json:"sampleType"`
+	Unit       string   `json:"unit"`
+	Total      int64    `json:"total"`
+	ZoomTotal  int64    `json:"zoomTotal"`
+	Zoom       []string `json:"zoom"`
+	Functions  int      `json:"functions"`
+	Sort       string   `json:"sort"`
+	Rows       [][3]any `json:"rows"`
+	Matched    *int64   `json:"matched,omitempty"`
+}
+
+// cmpAbs orders a and b by absolute value.
+func cmpAbs(a, b int64) int {
+	a, b = max(a, -a), max(b, -b)
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
