@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
+	"viewer/symbolize"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -100,6 +101,10 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 			if err := lim.checkCounts(p); err != nil {
 				return nil, "", err
 			}
+			// Every format's caller frames become call sites here, once
+			// (symbolize.CallSites), so what is stored, shown and written
+			// follows pprof's convention.
+			symbolize.CallSites(p)
 			return p, f.Name, nil
 		}
 		var pe *PanicError
