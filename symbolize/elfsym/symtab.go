@@ -49,9 +49,10 @@ func newSymtabLiner(f *File) *symtabLiner {
 		}
 		l.syms = append(l.syms, sym{addr: s.Value, size: s.Size, name: cleanName(s.Name), file: symFile, secEnd: secEnd})
 	}
-	l.syms = append(l.syms, pltSymbols(f.elf)...)
 	l.all = make([]sym, len(l.syms))
 	copy(l.all, l.syms)
+	// Profiles name PLT stubs as perf does; addr2line's way (all) has none.
+	l.syms = append(l.syms, pltSymbols(f.elf)...)
 	sort.SliceStable(l.all, func(i, j int) bool { return l.all[i].addr < l.all[j].addr })
 	// Sort by address, then size; of the aliases at one address keep the last
 	// (largest, then last in the table), which is the one llvm-symbolizer
