@@ -83,7 +83,7 @@ func TestStackFidelity(t *testing.T) {
 			names := newAliases(bins)
 			kernelOK := bins["[kernel.kallsyms]"] != "" && bins["[kernel.kallsyms]"] == runningKernelBuildID()
 			if !kernelOK {
-				t.Logf("this machine runs another kernel than the recording's: kernel frames compare as [kernel]")
+				t.Logf("no kernel build ID recorded, or this machine runs another kernel: kernel frames compare as [kernel]")
 			}
 			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
 			got := viewerStacks(t, data, abs, names, kernelOK)

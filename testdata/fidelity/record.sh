@@ -4,7 +4,8 @@
 # inlined templates and the STL (with frame pointers, `perf record -g`, and
 # without, `--call-graph=dwarf`), a C program whose stacks go through libc
 # (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info) and a
-# CPython 3.11 run. cmd/viewer's TestStackFidelity compares viewer's stacks
+# CPython 3.11 run (python3.11-dbg has its debug info, by build ID: the
+# recording needs the python3.11 of the same Debian version). cmd/viewer's TestStackFidelity compares viewer's stacks
 # of each recording with `perf script`'s. Rerun it from any directory; it
 # rewrites everything here. Recordings stay small: low frequency, short
 # runs, zstd-compressed (-z) DWARF-mode stack copies.
@@ -20,7 +21,7 @@ rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
 rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o sorter-dwarf.data ./sorter-nofp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwork 0.6
-rec -F 299 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/bin/python3.11 work.py 0.6
+rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/bin/python3.11 work.py 60
 chmod 644 ./*.data
 rm -f ./*.data.old
 ls -l ./*.data sorter-fp sorter-nofp libcwork

@@ -1,7 +1,7 @@
 # work.py: a CPython workload (sorting, dict and string work in the
-# interpreter) for the stack fidelity test. Usage: python3.11 work.py SECONDS
+# interpreter) for the stack fidelity test. Usage: python3.11 work.py ROUNDS
+# (a fixed amount of work, so a busy machine still gives as many samples)
 import sys
-import time
 
 
 def words(n, seed):
@@ -21,9 +21,9 @@ def count(ws):
 
 
 def main():
-    end = time.monotonic() + (float(sys.argv[1]) if len(sys.argv) > 1 else 0.3)
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     seed, total = 1, 0
-    while time.monotonic() < end:
+    for _ in range(rounds):
         ws = words(5000, seed)
         ws.sort(key=lambda w: (len(w), w))
         total += count(ws)
