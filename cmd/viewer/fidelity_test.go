@@ -133,8 +133,14 @@ func recordedBinaries(t *testing.T, perf, data, dir string) map[string]string {
 	bins := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		id, file, ok := strings.Cut(line, " ")
-		if ok {
-			bins[file] = id
+		if !ok {
+			continue
+		}
+		bins[file] = id
+		if !strings.HasPrefix(file, "[") && len(elfFiles(file, id, dir)) == 0 {
+			// Neither perf nor viewer can name its frames: the comparison
+			// below then says little about them.
+			t.Logf("warning: %s (build ID %s) is not on this machine, nor its debug file: install the Debian version the recording was made with, or re-record with testdata/fidelity/record.sh", file, id)
 		}
 	}
 	return bins
