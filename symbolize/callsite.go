@@ -33,6 +33,9 @@ func CallSites(p *profile.Profile) bool {
 		return false
 	}
 	p.Comments = append(p.Comments, CallSiteMark)
+	if !NeedsSymbolization(p) { // a Go profile, a text format: nothing to move, nothing to allocate
+		return false
+	}
 	const keep, call = 1, 2
 	use := map[*profile.Location]uint8{}
 	for _, s := range p.Sample {
