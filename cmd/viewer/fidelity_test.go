@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
@@ -48,7 +47,7 @@ func needTool(t *testing.T, name, pkg string) string {
 
 // TestStackFidelity converts and symbolizes each recording of
 // testdata/fidelity as a user would (viewer convert, then viewer symbolize
-// with the checked-in binaries) and compares every sample's whole stack,
+// with the checked-in binaries, the built viewer binary) and compares every sample's whole stack,
 // inlined frames included, with the one perf script -F ip,sym prints for
 // the same file. perf prints inlined frames only for DWARF-unwound stacks;
 // for frame-pointer chains each frame perf prints is expanded with
@@ -76,6 +75,9 @@ func TestStackFidelity(t *testing.T) {
 			t.Fatalf("perf buildid-cache -a %s: %v\n%s", b, err, out)
 		}
 	}
+	// The built binary, not runWith: as a user runs it, and without the
+	// race detector's slowdown on unwinding and loading libc's DWARF.
+	viewer := buildViewer(t)
 	for _, rec := range fidelityRecordings {
 		t.Run(rec.name, func(t *testing.T) {
 			data := filepath.Join(abs, rec.name+".data")
@@ -86,7 +88,7 @@ func TestStackFidelity(t *testing.T) {
 				t.Logf("no kernel build ID recorded, or this machine runs another kernel: kernel frames compare as [kernel]")
 			}
 			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
-			got := viewerStacks(t, data, abs, names, kernelOK)
+			got := viewerStacks(t, viewer, data, abs, names, kernelOK)
 			total, same := 0, 0
 			for k, n := range want {
 				total += n
@@ -481,7 +483,7 @@ func inlineChains(t *testing.T, a2l string, samples [][]perfFrame, bins map[stri
 // viewerStacks converts and symbolizes a recording with viewer's CLI, as a
 // user on the recording machine would, and counts its stacks as
 // perfStacks does.
-func viewerStacks(t *testing.T, data, dir string, names aliases, kernelOK bool) map[string]int {
+func viewerStacks(t *testing.T, viewer, data, dir string, names aliases, kernelOK bool) map[string]int {
 	t.Helper()
 	tmp := t.TempDir()
 	conv, sym := filepath.Join(tmp, "c.pb.gz"), filepath.Join(tmp, "s.pb.gz")
@@ -489,9 +491,8 @@ func viewerStacks(t *testing.T, data, dir string, names aliases, kernelOK bool) 
 		{"convert", data, "-o", conv},
 		{"symbolize", conv, "-o", sym, "--debug-dir", dir, "--no-debuginfod"},
 	} {
-		var stderr bytes.Buffer
-		if err := runWith(context.Background(), args, stdio{out: &bytes.Buffer{}, err: &stderr}); err != nil {
-			t.Fatalf("viewer %v: %v\n%s", args, err, stderr.String())
+		if out, err := exec.Command(viewer, args...).CombinedOutput(); err != nil {
+			t.Fatalf("viewer %v: %v\n%s", args, err, out)
 		}
 	}
 	f, err := os.Open(sym)
