@@ -253,10 +253,12 @@ type group struct {
 
 // Symbolize fills in functions and lines of p's locations that have none, in
 // place, binary by binary: a binary that cannot be found or read is reported
-// and its locations keep their addresses. Addresses are kept either way, and
-// mappings that are already symbolized are left alone. The error is non-nil
+// and its locations keep their addresses. Addresses are kept either way
+// (callers' as call sites: CallSites runs first), and mappings that are
+// already symbolized are left alone. The error is non-nil
 // only when ctx ends; the report then covers what was done.
 func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Options) (*Report, error) {
+	CallSites(p) // a profile not read by web/ingest (or stored before the convention) gets it here
 	var groups []*group
 	byKey := map[string]*group{}
 	seenMapping := map[*profile.Mapping]bool{}

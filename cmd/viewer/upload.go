@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"viewer/symbolize"
 	"viewer/web/ingest"
 	"viewer/web/ingest/perfdata"
 )
@@ -105,6 +106,7 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", file, err)
 	}
+	symbolize.CallSites(p) // as ingest.Parse would: the pprof sent holds call sites
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
 		return "", nil, err

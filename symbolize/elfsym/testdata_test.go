@@ -126,7 +126,14 @@ func TestTestdataAgainstLLVMSymbolizer(t *testing.T) {
 					got = append(got, frameKey(noClone(name), fr.File, fr.Line))
 				}
 				for _, fr := range want[i] {
-					exp = append(exp, frameKey(noClone(cleanName(fr.fn)), fr.file, fr.line))
+					fn := cleanName(fr.fn)
+					// llvm-symbolizer gives a PLT stub to the symbol before
+					// it (_init); viewer names it as perf and objdump do
+					// (TestPLTSymbols checks those names against objdump).
+					if len(frames) == 1 && strings.HasSuffix(frames[0].Name, "@plt") && len(want[i]) == 1 {
+						fn = frames[0].Name
+					}
+					exp = append(exp, frameKey(noClone(fn), fr.file, fr.line))
 				}
 				if g, e := strings.Join(got, " | "), strings.Join(exp, " | "); g != e {
 					bad++

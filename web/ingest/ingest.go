@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
+	"viewer/symbolize"
 	"viewer/web/ingest/perfdata"
 	"viewer/web/ingest/perftext"
 )
@@ -196,6 +197,10 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 			if err := lim.limitFrames(p); err != nil {
 				return nil, "", err
 			}
+			// Every format's caller frames become call sites here, once
+			// (symbolize.CallSites), so what is stored, shown and written
+			// follows pprof's convention.
+			symbolize.CallSites(p)
 			return p, f.Name, nil
 		}
 		var pe *PanicError

@@ -1028,3 +1028,42 @@ func TestDoneOnceTheFinalEventIsOut(t *testing.T) {
 	}
 	final(t, h.events("p1"))
 }
+
+// TestCallSitesBeforeTheSplit runs a job on a profile stored before the
+// call-site convention (no mark, callers at their return addresses). The
+// engine gets per-binary copies where every location is a leaf, so the
+// job must turn callers into call sites first: a caller is looked up at
+// address − 1, a location that is also a leaf keeps its address for the
+// leaf, and the stored copy is marked so that nothing shifts again.
+func TestCallSitesBeforeTheSplit(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.sym.local["aa01"] = true
+	p := addrProfile("aa01")
+	m := p.Mapping[0]
+	leaf, both := p.Location[0], p.Location[1] // 0x10010, 0x10020
+	caller := &profile.Location{ID: 3, Mapping: m, Address: 0x10035}
+	p.Location = append(p.Location, caller)
+	// both is the leaf of sample 1 and the caller of a new sample.
+	p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{leaf, both, caller}, Value: []int64{5}})
+	h.upload("p1", p)
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	final(t, h.events("p1"))
+	got := h.stored("p1")
+	var stacks []string
+	for _, s := range got.Sample {
+		var fs []string
+		for _, l := range s.Location {
+			fs = append(fs, l.Line[0].Function.Name)
+		}
+		stacks = append(stacks, strings.Join(fs, ";"))
+	}
+	want := "libaa01.so:fn10010\nlibaa01.so:fn10020\nlibaa01.so:fn10010;libaa01.so:fn1001f;libaa01.so:fn10034"
+	if g := strings.Join(stacks, "\n"); g != want {
+		t.Errorf("stored stacks:\n%s\nwant:\n%s", g, want)
+	}
+	if !symbolize.HasCallSites(got) {
+		t.Errorf("stored copy has no call-site mark: %q", got.Comments)
+	}
+}

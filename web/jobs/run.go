@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/web/store"
 )
 
@@ -114,6 +115,9 @@ func (j *Job) run(parent context.Context) {
 		j.finish(fmt.Errorf("loading the profile: %w", err))
 		return
 	}
+	// Before the profile is cut into per-binary copies, where every
+	// location is a leaf: a copy stored before the convention gets it here.
+	symbolize.CallSites(p)
 	groups, minis := j.initBinaries(p)
 	if len(groups) == 0 {
 		j.complete(ctx, p, false)

@@ -470,8 +470,8 @@ func (c *converter) sample(s *Sample) error {
 }
 
 // unwind walks the user stack of a --call-graph=dwarf sample: the sampled
-// pc, then each caller's return address (kept as the return address, as
-// frame-pointer call chains are; perf script prints it less one).
+// pc, then each caller's return address, as frame-pointer call chains give
+// them; ingest.Parse then makes callers call sites (symbolize.CallSites).
 func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
 	lookup := func(pc uint64) (*unwind.Object, uint64, error) {

@@ -1,0 +1,580 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/elfsym"
+)
+
+const fidelityDir = "../../testdata/fidelity"
+
+// fidelityRecordings are testdata/fidelity/record.sh's recordings; fp says
+// the stacks are frame-pointer call chains (perf 6.1 prints no inlined
+// frames for those).
+var fidelityRecordings = []struct {
+	name string
+	fp   bool
+}{
+	{"sorter-fp", true},
+	{"sorter-dwarf", false},
+	{"libc-dwarf", false},
+	{"python-dwarf", false},
+}
+
+// needTool finds a tool the test cannot do without; missing, it fails.
+func needTool(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is not installed (Debian package %s): run make deps", name, pkg)
+	}
+	return p
+}
+
+// TestStackFidelity converts and symbolizes each recording of
+// testdata/fidelity as a user would (viewer convert, then viewer symbolize
+// with the checked-in binaries, the built viewer binary) and compares every sample's whole stack,
+// inlined frames included, with the one perf script -F ip,sym prints for
+// the same file. perf prints inlined frames only for DWARF-unwound stacks;
+// for frame-pointer chains each frame perf prints is expanded with
+// addr2line -i at the address perf's DWARF path looks up (ip−1 for a
+// caller). At least 99% of each recording's samples must have the same
+// stack; the ones that differ are logged with both stacks.
+//
+//	go test -run StackFidelity -v ./cmd/viewer/   # prints the match per recording
+func TestStackFidelity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs perf script and viewer on four recordings")
+	}
+	perf := needTool(t, "perf", "linux-perf")
+	a2l := needTool(t, "addr2line", "binutils")
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	abs, err := filepath.Abs(fidelityDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork"} {
+		// perf recorded them elsewhere: its build-ID cache gives perf script
+		// and viewer's unwinder these very files.
+		if out, err := exec.Command(perf, "buildid-cache", "-a", filepath.Join(abs, b)).CombinedOutput(); err != nil {
+			t.Fatalf("perf buildid-cache -a %s: %v\n%s", b, err, out)
+		}
+	}
+	// The built binary, not runWith: as a user runs it, and without the
+	// race detector's slowdown on unwinding and loading libc's DWARF.
+	viewer := buildViewer(t)
+	for _, rec := range fidelityRecordings {
+		t.Run(rec.name, func(t *testing.T) {
+			data := filepath.Join(abs, rec.name+".data")
+			bins := recordedBinaries(t, perf, data, abs)
+			names := newAliases(bins)
+			kernelOK := bins["[kernel.kallsyms]"] != "" && bins["[kernel.kallsyms]"] == runningKernelBuildID()
+			if !kernelOK {
+				t.Logf("no kernel build ID recorded, or this machine runs another kernel: kernel frames compare as [kernel]")
+			}
+			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
+			got := viewerStacks(t, viewer, data, abs, names, kernelOK)
+			total, same := 0, 0
+			for k, n := range want {
+				total += n
+				same += min(n, got[k])
+			}
+			gotTotal := 0
+			for _, n := range got {
+				gotTotal += n
+			}
+			pct := 100 * float64(same) / float64(max(total, 1))
+			t.Logf("%s: %d of %d samples (%.1f%%) have perf script's stack; viewer has %d samples", rec.name, same, total, pct, gotTotal)
+			if total < 100 {
+				t.Errorf("perf script printed %d samples; want at least 100", total)
+			}
+			if gotTotal != total {
+				t.Errorf("viewer has %d samples, perf script %d", gotTotal, total)
+			}
+			if pct < 99 {
+				t.Errorf("%.1f%% of the samples have perf's stack; want at least 99%%", pct)
+			}
+			logDifferences(t, want, got)
+			if d := os.Getenv("VIEWER_FIDELITY_DUMP"); d != "" { // both sides' stacks, to diff
+				for side, m := range map[string]map[string]int{"perf": want, "viewer": got} {
+					var b strings.Builder
+					for k, n := range m {
+						fmt.Fprintf(&b, "%d %s\n", n, k)
+					}
+					os.WriteFile(filepath.Join(d, rec.name+"."+side), []byte(b.String()), 0o644)
+				}
+			}
+		})
+	}
+}
+
+// recordedBinaries maps each file perf recorded a build ID for (perf
+// buildid-list) to that build ID; a program of testdata/fidelity is named by
+// its recorded path too.
+func recordedBinaries(t *testing.T, perf, data, dir string) map[string]string {
+	t.Helper()
+	out, err := exec.Command(perf, "buildid-list", "-i", data).Output()
+	if err != nil {
+		t.Fatalf("perf buildid-list -i %s: %v", data, err)
+	}
+	bins := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, file, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		bins[file] = id
+		if !strings.HasPrefix(file, "[") && len(elfFiles(file, id, dir)) == 0 {
+			// Neither perf nor viewer can name its frames: the comparison
+			// below then says little about them.
+			t.Logf("warning: %s (build ID %s) is not on this machine, nor its debug file: install the Debian version the recording was made with, or re-record with testdata/fidelity/record.sh", file, id)
+		}
+	}
+	return bins
+}
+
+// runningKernelBuildID is this machine's kernel build ID.
+func runningKernelBuildID() string {
+	b, err := os.ReadFile("/sys/kernel/notes")
+	if err != nil {
+		return ""
+	}
+	return elfsym.ParseBuildIDNotes(b)
+}
+
+// elfFiles lists the files holding a recorded binary's symbols: the binary
+// (the checked-in copy for testdata's programs) and its debug file by
+// build ID, when their build IDs are the recorded one.
+func elfFiles(file, id, dir string) []string {
+	var out []string
+	if local := filepath.Join(dir, filepath.Base(file)); strings.Contains(file, "/testdata/fidelity/") {
+		file = local
+	}
+	for _, f := range []string{file, filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")} {
+		if ef, err := elf.Open(f); err == nil {
+			if elfsym.BuildIDNote(ef) == id {
+				out = append(out, f)
+			}
+			ef.Close()
+		}
+	}
+	return out
+}
+
+// aliases makes names equal that are one function of one binary: symbols
+// at one address (memcpy/memmove variants, __GI_ and versioned aliases) and
+// a function's DWARF name, which is one of its symbols.
+type aliases map[string]map[string]string // DSO → name → a name nearer the class's first
+
+func newAliases(bins map[string]string) aliases {
+	a := aliases{}
+	for file, id := range bins {
+		if strings.HasPrefix(file, "[") {
+			continue
+		}
+		parent := map[string]string{}
+		a[file] = parent
+		for _, f := range elfFiles(file, id, fidelityDir) {
+			ef, err := elf.Open(f)
+			if err != nil {
+				continue
+			}
+			syms, _ := ef.Symbols()
+			dyn, _ := ef.DynamicSymbols()
+			at := map[uint64]string{}
+			add := func(addr uint64, name string) {
+				n := normName(name)
+				if _, ok := parent[n]; !ok {
+					parent[n] = n
+				}
+				if first, ok := at[addr]; ok {
+					union(parent, first, n)
+				} else {
+					at[addr] = n
+				}
+			}
+			for _, s := range append(syms, dyn...) {
+				if elf.ST_TYPE(s.Info) == elf.STT_FUNC || elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
+					if s.Value != 0 {
+						add(s.Value, elfsym.Demangle(s.Name, false))
+					}
+				}
+			}
+			if d, err := ef.DWARF(); err == nil {
+				r := d.Reader()
+				for {
+					e, err := r.Next()
+					if err != nil || e == nil {
+						break
+					}
+					if e.Tag != dwarf.TagSubprogram {
+						continue
+					}
+					name, _ := e.Val(dwarf.AttrName).(string)
+					lo, ok := e.Val(dwarf.AttrLowpc).(uint64)
+					if name != "" && ok && lo != 0 {
+						if _, sym := at[lo]; sym {
+							add(lo, name)
+						}
+					}
+				}
+			}
+			ef.Close()
+		}
+	}
+	return a
+}
+
+func find(parent map[string]string, n string) string {
+	for {
+		p, ok := parent[n]
+		if !ok || p == n {
+			return n
+		}
+		n = p
+	}
+}
+
+func union(parent map[string]string, x, y string) {
+	x, y = find(parent, x), find(parent, y)
+	if x == y {
+		return
+	}
+	if y < x {
+		x, y = y, x
+	}
+	parent[y] = x
+}
+
+// canon is a frame's name, in binary dso, as the comparison sees it. An
+// unknown dso (perf prints none for an inlined frame) is the first binary
+// that names it.
+func (a aliases) canon(dso, name string) string {
+	n := normName(name)
+	if t, ok := a[dso]; ok {
+		return find(t, n)
+	}
+	files := make([]string, 0, len(a))
+	for f := range a {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if _, ok := a[f][n]; ok {
+			return find(a[f], n)
+		}
+	}
+	return n
+}
+
+var (
+	cloneSuffix = regexp.MustCompile(`(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)?)+$|\s*\[clone [^]]*\]$`)
+	space       = regexp.MustCompile(`\s+`)
+)
+
+// normName drops what perf and viewer print differently for one function:
+// " (inlined)", a symbol version (@GLIBC_2.2.5), the parameter list,
+// GCC's clone suffixes, and spaces. Unresolved frames are "?".
+func normName(n string) string {
+	n = strings.TrimSuffix(strings.TrimSpace(n), " (inlined)")
+	if i := strings.IndexByte(n, '@'); i > 0 {
+		n = n[:i]
+	}
+	for {
+		m := cloneSuffix.ReplaceAllString(n, "")
+		if m == n {
+			break
+		}
+		n = m
+	}
+	n = strings.TrimSuffix(n, " const")
+	if strings.HasSuffix(n, ")") {
+		depth := 0
+		for i := len(n) - 1; i >= 0; i-- {
+			switch n[i] {
+			case ')':
+				depth++
+			case '(':
+				depth--
+			}
+			if depth == 0 {
+				if head := n[:i]; head != "" && !strings.HasSuffix(head, "operator") {
+					n = head
+				}
+				break
+			}
+		}
+	}
+	n = space.ReplaceAllString(n, "")
+	if n == "" || n == "[unknown]" || n == "??" || strings.HasPrefix(n, "0x") {
+		return "?"
+	}
+	return n
+}
+
+func isKernelAddr(a uint64) bool { return a >= 0xffff800000000000 }
+
+// perfFrame is one line of perf script -F ip,sym,dso's call chains.
+type perfFrame struct {
+	addr    uint64
+	sym     string
+	dso     string
+	inlined bool
+}
+
+// perfStacks runs perf script on a recording and counts its stacks (root
+// last, names canonical, ";"-joined).
+func perfStacks(t *testing.T, perf, a2l, data string, fp bool, bins map[string]string, names aliases, kernelOK bool) map[string]int {
+	t.Helper()
+	cmd := exec.Command(perf, "script", "-f", "-F", "ip,sym,dso", "-i", data)
+	cmd.Env = append(os.Environ(), "PAGER=cat")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("perf script -i %s: %v", data, err)
+	}
+	var samples [][]perfFrame
+	var cur []perfFrame
+	flush := func() {
+		if len(cur) > 0 {
+			samples = append(samples, cur)
+		}
+		cur = nil
+	}
+	frameLine := regexp.MustCompile(`^\s*([0-9a-f]+) (.*?)(?: \(([^()]*)\))?$`)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		m := frameLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("perf script line %q", line)
+		}
+		a, _ := strconv.ParseUint(m[1], 16, 64)
+		f := perfFrame{addr: a, sym: m[2], dso: m[3]}
+		if strings.HasSuffix(f.sym, " (inlined)") {
+			f.inlined = true
+		} else if m[3] == "inlined" { // "(inlined)" is no DSO
+			f.dso, f.inlined = "", true
+		}
+		cur = append(cur, f)
+	}
+	flush()
+	for _, s := range samples { // an inlined frame is in the binary of the function it is inlined into
+		for i := len(s) - 2; i >= 0; i-- {
+			if s[i].inlined && s[i].dso == "" && s[i+1].addr == s[i].addr {
+				s[i].dso = s[i+1].dso
+			}
+		}
+	}
+	// Frame-pointer chains: perf prints each frame without the functions
+	// inlined there; addr2line -i gives them at the address perf's DWARF
+	// path looks up.
+	var inl map[string][]string
+	if fp {
+		inl = inlineChains(t, a2l, samples, bins)
+	}
+	stacks := map[string]int{}
+	for _, s := range samples {
+		var fs []string
+		for i, f := range s {
+			switch {
+			case isKernelAddr(f.addr) && !kernelOK:
+				fs = append(fs, "[kernel]")
+				continue
+			case fp:
+				for _, n := range inl[a2lKey(s, i)] {
+					fs = append(fs, names.canon(f.dso, n))
+				}
+			}
+			fs = append(fs, names.canon(f.dso, f.sym))
+		}
+		stacks[strings.Join(fs, ";")]++
+	}
+	return stacks
+}
+
+// a2lKey names frame i of a perf stack for inlineChains: DSO and the
+// address to look up, the call instruction of a caller.
+func a2lKey(s []perfFrame, i int) string {
+	a := s[i].addr
+	if i > 0 && isKernelAddr(s[i].addr) == isKernelAddr(s[i-1].addr) {
+		a--
+	}
+	return fmt.Sprintf("%s:%x", s[i].dso, a)
+}
+
+// inlineChains returns, per a2lKey, the functions addr2line -i finds
+// inlined at that address (innermost first, without the function they
+// are inlined into).
+func inlineChains(t *testing.T, a2l string, samples [][]perfFrame, bins map[string]string) map[string][]string {
+	t.Helper()
+	byDSO := map[string]map[string]bool{}
+	for _, s := range samples {
+		for i, f := range s {
+			if isKernelAddr(f.addr) || f.dso == "" || strings.HasPrefix(f.dso, "[") {
+				continue
+			}
+			k := a2lKey(s, i)
+			if byDSO[f.dso] == nil {
+				byDSO[f.dso] = map[string]bool{}
+			}
+			byDSO[f.dso][k[strings.LastIndexByte(k, ':')+1:]] = true
+		}
+	}
+	out := map[string][]string{}
+	for dso, addrs := range byDSO {
+		files := elfFiles(dso, bins[dso], fidelityDir)
+		if len(files) == 0 {
+			t.Logf("%s: no file with its recorded build ID here; its frames get no inlined functions", dso)
+			continue
+		}
+		file := files[len(files)-1] // the debug file when there is one
+		list := make([]string, 0, len(addrs))
+		for a := range addrs {
+			list = append(list, "0x"+a)
+		}
+		sort.Strings(list)
+		res, err := exec.Command(a2l, append([]string{"-i", "-f", "-a", "-e", file}, list...)...).Output()
+		if err != nil {
+			t.Fatalf("addr2line -e %s: %v", file, err)
+		}
+		var cur string
+		var fns []string
+		done := func() {
+			if cur != "" && len(fns) > 1 {
+				out[dso+":"+cur] = fns[:len(fns)-1]
+			}
+		}
+		lines := strings.Split(strings.TrimSpace(string(res)), "\n")
+		for i := 0; i < len(lines); i++ {
+			if strings.HasPrefix(lines[i], "0x") {
+				done()
+				a, _ := strconv.ParseUint(lines[i][2:], 16, 64)
+				cur, fns = strconv.FormatUint(a, 16), nil
+				continue
+			}
+			fns = append(fns, elfsym.Demangle(lines[i], false))
+			i++ // its file:line
+		}
+		done()
+	}
+	return out
+}
+
+// viewerStacks converts and symbolizes a recording with viewer's CLI, as a
+// user on the recording machine would, and counts its stacks as
+// perfStacks does.
+func viewerStacks(t *testing.T, viewer, data, dir string, names aliases, kernelOK bool) map[string]int {
+	t.Helper()
+	tmp := t.TempDir()
+	conv, sym := filepath.Join(tmp, "c.pb.gz"), filepath.Join(tmp, "s.pb.gz")
+	for _, args := range [][]string{
+		{"convert", data, "-o", conv},
+		{"symbolize", conv, "-o", sym, "--debug-dir", dir, "--no-debuginfod"},
+	} {
+		if out, err := exec.Command(viewer, args...).CombinedOutput(); err != nil {
+			t.Fatalf("viewer %v: %v\n%s", args, err, out)
+		}
+	}
+	f, err := os.Open(sym)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacks := map[string]int{}
+	for _, s := range p.Sample {
+		var fs []string
+		for _, l := range s.Location {
+			if isKernelAddr(l.Address) && !kernelOK {
+				fs = append(fs, "[kernel]")
+				continue
+			}
+			if len(l.Line) == 0 {
+				fs = append(fs, "?")
+			}
+			dso := ""
+			if l.Mapping != nil {
+				dso = l.Mapping.File
+			}
+			for _, ln := range l.Line {
+				fs = append(fs, names.canon(dso, ln.Function.Name))
+			}
+		}
+		stacks[strings.Join(fs, ";")] += int(s.Value[0])
+	}
+	return stacks
+}
+
+// logDifferences logs perf's stacks viewer lacks, each beside viewer's
+// stack that shares the most frames from the root, and where they part.
+func logDifferences(t *testing.T, want, got map[string]int) {
+	type miss struct {
+		k string
+		n int
+	}
+	var ms []miss
+	for k, n := range want {
+		if d := n - got[k]; d > 0 {
+			ms = append(ms, miss{k, d})
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].n > ms[j].n || ms[i].n == ms[j].n && ms[i].k < ms[j].k })
+	for i, m := range ms {
+		if i == 10 {
+			t.Logf("... and %d more stacks", len(ms)-i)
+			break
+		}
+		w := reverse(strings.Split(m.k, ";"))
+		best, bestN := "", -1
+		for k := range got {
+			g := reverse(strings.Split(k, ";"))
+			n := 0
+			for n < len(g) && n < len(w) && g[n] == w[n] {
+				n++
+			}
+			if n > bestN || n == bestN && k < best {
+				best, bestN = k, n
+			}
+		}
+		g := reverse(strings.Split(best, ";"))
+		why := "viewer's stack is shorter"
+		switch {
+		case bestN < len(w) && bestN < len(g):
+			why = fmt.Sprintf("frame %d from the root: perf %q, viewer %q", bestN, w[bestN], g[bestN])
+		case bestN < len(g):
+			why = fmt.Sprintf("viewer has more frames, from %q", g[bestN])
+		}
+		from := max(0, bestN-2)
+		t.Logf("%d× differ at %s\n  perf:   … %s\n  viewer: … %s", m.n, why, strings.Join(w[from:], " > "), strings.Join(g[min(from, len(g)):], " > "))
+	}
+}
+
+func reverse(s []string) []string {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+	return s
+}

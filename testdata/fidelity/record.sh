@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the stack fidelity test programs and records them with this
+# machine's perf (Debian's linux-perf 6.1): an optimized C++ program with
+# inlined templates and the STL (with frame pointers, `perf record -g`, and
+# without, `--call-graph=dwarf`), a C program whose stacks go through libc
+# (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info) and a
+# CPython 3.11 run (python3.11-dbg has its debug info, by build ID: the
+# recording needs the python3.11 of the same Debian version). cmd/viewer's TestStackFidelity compares viewer's stacks
+# of each recording with `perf script`'s. Rerun it from any directory; it
+# rewrites everything here. Recordings stay small: low frequency, short
+# runs, zstd-compressed (-z) DWARF-mode stack copies.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Compressed DWARF (-gz) keeps the binaries small; perf and viewer read it.
+g++ -O2 -g -gz=zlib -fno-omit-frame-pointer -o sorter-fp sorter.cc
+g++ -O2 -g -gz=zlib -o sorter-nofp sorter.cc
+gcc -O2 -g -gz=zlib -o libcwork libcwork.c
+
+rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
+rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
+rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o sorter-dwarf.data ./sorter-nofp 0.6
+rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwork 0.6
+rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/bin/python3.11 work.py 60
+chmod 644 ./*.data
+rm -f ./*.data.old
+ls -l ./*.data sorter-fp sorter-nofp libcwork
