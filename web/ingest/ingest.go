@@ -103,11 +103,6 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 		return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
 	}
 	head := data[:min(len(data), sniffLen)]
-	// A format viewer knows but does not read is named, not guessed at
-	// (callgrind's "16 200" lines would pass for folded stacks).
-	if err := foreign(head, data); err != nil {
-		return nil, "", err
-	}
 	est, pprofErr, err := estimate(bytes.NewReader(data), int64(len(data)), head, lim)
 	if err != nil {
 		return nil, "", err
@@ -178,6 +173,11 @@ func estimate(r io.Reader, size int64, head []byte, lim Limits) (est int64, ppro
 // parseFormats tries each format that claims head on data; pprofErr, when
 // set, is why data is not a pprof protobuf (from its pre-scan).
 func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profile, string, error) {
+	// A format viewer knows but does not read is named, not guessed at
+	// (callgrind's "16 200" lines would pass for folded stacks).
+	if err := foreign(head, data); err != nil {
+		return nil, "", err
+	}
 	var tried []string
 	for _, f := range formats {
 		if f.Name == pprofFormat.Name && pprofErr != nil {

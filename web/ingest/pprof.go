@@ -7,6 +7,8 @@ import (
 	"regexp"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
 )
 
 // pprofFormat reads pprof protobuf (perftools.profiles.Profile), the format
@@ -58,6 +60,11 @@ func parsePprofLegacy(data []byte, lim Limits) (*profile.Profile, error) {
 	p, err := profile.ParseData(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a legacy profile pprof reads: %v", err)
+	}
+	// pprof's legacy parsers already moved each caller to its call
+	// instruction (address - 1): mark it so, or CallSites would move it again.
+	if !symbolize.HasCallSites(p) {
+		p.Comments = append(p.Comments, symbolize.CallSiteMark)
 	}
 	return p, nil
 }
