@@ -1,6 +1,8 @@
 package flame
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"regexp"
 	"slices"
@@ -226,4 +228,79 @@ func TestStacksMatched(t *testing.T) {
 			t.Errorf("Matched(%s) = %d, want %d", re, got, want)
 		}
 	}
+}
+
+// TestStacksBudget: a zoomed tree is fitted to the node and byte budget as
+// Build's is, keeping its zoom chain, and the sorted stacks, zoomed trees,
+// top tables and search shares stop with ErrBudget past their time limit.
+func TestStacksBudget(t *testing.T) {
+	p := gen.Generate(3000, 800, 400, 5, 7)
+	s := NewStacks(p, 1, Options{})
+	whole := s.Tree(nil, Options{})
+	path := []string{whole.Names[whole.Nodes[1].Name]}
+	full := s.Tree(path, Options{})
+	if len(full.Nodes) < 400 {
+		t.Fatalf("zoomed at %q: %d nodes, want a few hundred to compact", path, len(full.Nodes))
+	}
+	for _, b := range []Budget{{Nodes: len(full.Nodes) / 4}, {Bytes: encodedSize(full) / 2}} {
+		var z *Tree
+		if err := Guard(func() { z = s.Tree(path, Options{Budget: b}.WithContext(context.Background())) }); err != nil {
+			t.Fatalf("budget %+v: %v", b, err)
+		}
+		if b.Nodes > 0 && len(z.Nodes) > b.Nodes {
+			t.Errorf("budget %+v: %d nodes", b, len(z.Nodes))
+		}
+		if n := len(z.JSON()); b.Bytes > 0 && n > b.Bytes {
+			t.Errorf("budget %+v: %d bytes of JSON", b, n)
+		}
+		if z.Compaction == nil || z.Compaction.Nodes != len(full.Nodes) {
+			t.Errorf("budget %+v: compaction %+v, want one from %d nodes", b, z.Compaction, len(full.Nodes))
+		}
+		if !slices.Equal(z.Zoom, path) || z.Names[z.Nodes[1].Name] != path[0] || z.Nodes[1].Total != full.Nodes[1].Total {
+			t.Errorf("budget %+v: zoom %q, node 1 %q total %d; want the chain of %q (total %d)", b, z.Zoom, z.Names[z.Nodes[1].Name], z.Nodes[1].Total, path, full.Nodes[1].Total)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), -1)
+	defer cancel()
+	for what, build := range map[string]func(Options){
+		"NewStacks":   func(opt Options) { NewStacks(p, 1, opt) },
+		"zoomed tree": func(opt Options) { s.Tree(path, opt) },
+		"top":         func(opt Options) { s.Top(path, opt) },
+		"search":      func(opt Options) { s.Matched(regexp.MustCompile("f"), opt) },
+	} {
+		if err := Guard(func() { build(Options{}.WithContext(ctx)) }); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "rendering time limit") {
+			t.Errorf("%s past its deadline: %v, want ErrBudget naming the time limit", what, err)
+		}
+	}
+}
+
+// TestBudgetRows: a top table's rows are cut where their encoding passes
+// the byte budget, and at most one per node of the node budget.
+func TestBudgetRows(t *testing.T) {
+	rows := sameRows(100, "function_name") // 13-byte names
+	per := 48 + nameBytes("function_name")
+	for _, c := range []struct {
+		b       Budget
+		n, want int
+	}{
+		{Budget{}, 50, 50},
+		{Budget{}, 500, 100},
+		{Budget{Nodes: 10}, 50, 10},
+		{Budget{Bytes: 1536 + 20*per}, 50, 20},
+		{Budget{Bytes: 1536 + 20*per - 1}, 50, 19},
+		{Budget{Bytes: 100}, 50, 0},
+	} {
+		if got := c.b.Rows(rows, c.n, 48, 1); got != c.want {
+			t.Errorf("%+v.Rows(100 rows, n=%d) = %d, want %d", c.b, c.n, got, c.want)
+		}
+	}
+}
+
+func sameRows(n int, name string) []TopRow {
+	rows := make([]TopRow, n)
+	for i := range rows {
+		rows[i] = TopRow{Name: name, Flat: int64(n - i), Cum: int64(n - i)}
+	}
+	return rows
 }
