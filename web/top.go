@@ -2,8 +2,8 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -88,11 +88,7 @@ func (s *Server) handleTop(c echo.Context) error {
 		if k < min(n, len(rows)) {
 			page.Note = fmt.Sprintf("The %d functions with the largest flat value, of %d: as many as fit the server's rendering budget (--render-nodes, --render-bytes).", k, len(rows))
 		} else if b.Rows(rows, len(rows), topHTMLRow, topHTMLNames) > k {
-			q := c.QueryParams()
-			all := url.Values{}
-			for key, v := range q {
-				all[key] = v
-			}
+			all := maps.Clone(c.QueryParams()) // the same view, every row
 			all.Set("n", strconv.Itoa(len(rows)))
 			page.AllURL = "/p/" + id + "/top?" + all.Encode()
 		}
