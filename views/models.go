@@ -103,6 +103,10 @@ type TopPage struct {
 	Rows        []TopRow
 	FlameURL    string
 	Filter      FilterBar // compare.templ
+	// Note says how many of the functions Rows lists when not all, and
+	// AllURL, when set, lists them all (as many as the server's budget
+	// allows).
+	Note, AllURL string
 }
 
 // TopRow is one function's flat and cumulative value, already formatted.

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -565,7 +567,8 @@ func TestRenderBudget(t *testing.T) {
 	if code, id = post(t, ts.URL, data); code != 201 {
 		t.Fatalf("upload: %d %s", code, id)
 	}
-	for _, path := range []string{"/flame.json", "/flame.svg", "/sandwich.json?fn=f", "/diff/" + id + "/diff.json"} {
+	for _, path := range []string{"/flame.json", "/flame.svg", "/sandwich.json?fn=f", "/diff/" + id + "/diff.json",
+		"/top.json", "/top", "/flame.json?z=main", "/top.json?z=main&q=f"} {
 		resp, err := http.Get(ts.URL + "/p/" + id + path)
 		if err != nil {
 			t.Fatal(err)
@@ -575,5 +578,88 @@ func TestRenderBudget(t *testing.T) {
 		if resp.StatusCode != 503 || !strings.Contains(string(b), "rendering time limit") {
 			t.Errorf("%s past --render-timeout: %d %.200s; want 503 naming the time limit", path, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestRenderBudgetZoomAndTop checks zoomed trees and top tables keep to
+// the rendering budget: a zoomed flame.json is compacted to the node
+// budget and says so, top.json and /top list only the rows that fit the
+// byte budget, /top says how many it lists and links to the rest when
+// they fit, and all of them answer 200.
+func TestRenderBudgetZoomAndTop(t *testing.T) {
+	data := manyLocations(t, 20000) // 200 stacks of 100 distinct frames
+	get := func(ts *httptest.Server, path string) string {
+		t.Helper()
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %.300s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	// Within the default budget the page lists 500 and links to all.
+	_, ts := newTestServer(t, Config{})
+	code, id := post(t, ts.URL, data)
+	if code != 201 {
+		t.Fatalf("upload: %d %s", code, id)
+	}
+	var whole struct {
+		Names []string
+		Nodes []int64
+	}
+	json.Unmarshal([]byte(get(ts, "/p/"+id+"/flame.json")), &whole)
+	if len(whole.Nodes) < 8 || whole.Nodes[5] != 1 {
+		t.Fatalf("flame.json: nodes %v, want a root and a child", whole.Nodes[:min(8, len(whole.Nodes))])
+	}
+	frame := whole.Names[whole.Nodes[4]] // the root's first child: a chain of 100 frames below
+	page := get(ts, "/p/"+id+"/top")
+	if rows := strings.Count(page, "<tr data-flat"); rows != 500 || !strings.Contains(page, "The 500 functions with the largest flat value, of 20000.") ||
+		!strings.Contains(page, `href="/p/`+id+`/top?n=20000"`) {
+		t.Errorf("/top: %d rows; want 500, a note and a Show all link to n=20000", rows)
+	}
+	page = get(ts, "/p/"+id+"/top?n=20000")
+	t.Logf("/top?n=20000: %d bytes", len(page))
+	if rows := strings.Count(page, "<tr data-flat"); rows != 20000 || strings.Contains(page, "Show all") || len(page) > flame.DefaultBudgetBytes {
+		t.Errorf("/top?n=20000: %d rows, %d bytes; want all 20000 within the %d-byte budget, no Show all", rows, len(page), flame.DefaultBudgetBytes)
+	}
+
+	// Within a budget of 50 nodes and 30,000 bytes: /top's rows are cut
+	// by bytes (about 1 KB each), top.json's by nodes.
+	_, ts = newTestServer(t, Config{Limits: Limits{RenderNodes: 50, RenderBytes: 30_000}})
+	if code, id = post(t, ts.URL, data); code != 201 {
+		t.Fatalf("upload: %d %s", code, id)
+	}
+	var z struct {
+		Nodes     []int64
+		Zoom      []string
+		Compacted struct {
+			Nodes, MaxDepth int
+			Note            string
+		}
+	}
+	json.Unmarshal([]byte(get(ts, "/p/"+id+"/flame.json?z="+url.QueryEscape(frame))), &z)
+	if n := len(z.Nodes) / 4; n > 50 || n < 2 || len(z.Zoom) != 1 || z.Zoom[0] != frame || z.Compacted.Nodes != 101 || z.Compacted.MaxDepth == 0 ||
+		!strings.Contains(z.Compacted.Note, "compacted to fit the server's rendering budget") {
+		t.Errorf("flame.json zoomed at %q: %d nodes, zoom %q, compacted %+v; want at most 50 of 101, cut by depth, with a note", frame, n, z.Zoom, z.Compacted)
+	}
+
+	var top struct {
+		Functions int
+		Rows      [][3]any
+	}
+	body := get(ts, "/p/"+id+"/top.json?n=100000")
+	json.Unmarshal([]byte(body), &top)
+	if top.Functions != 20000 || len(top.Rows) != 50 || len(body) > 30_000 {
+		t.Errorf("top.json?n=100000: %d rows of %d functions; want 50 (the node budget) of 20000 in at most 30,000 bytes", len(top.Rows), top.Functions)
+	}
+	page = get(ts, "/p/"+id+"/top")
+	rows := strings.Count(page, "<tr data-flat")
+	if rows == 0 || rows > 30 || !strings.Contains(page, fmt.Sprintf("The %d functions with the largest flat value, of 20000: as many as fit the server&#39;s rendering budget", rows)) ||
+		strings.Contains(page, "Show all") {
+		t.Errorf("/top within the budget: %d rows; want 1 to 30 (the byte budget) and a note saying so, without Show all", rows)
 	}
 }

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 
@@ -12,6 +14,13 @@ import (
 
 // defaultTopRows is how many functions /p/ID/top lists unless ?n= says.
 const defaultTopRows = 500
+
+// topHTMLRow bounds the markup of one /top row besides its name, which
+// it holds topHTMLNames times (escaped): what flame.Budget.Rows counts.
+const (
+	topHTMLRow   = 1024
+	topHTMLNames = 3
+)
 
 // topRows reads ?n=, how many rows a top table lists (400 unless a
 // positive number).
@@ -49,7 +58,10 @@ func (s *Server) handleTop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	top := s.topTable(l, i, f, nil) // zoom.go: the same table top.json serves
+	top, err := s.topTable(c.Request().Context(), l, i, f, nil) // zoom.go: the same table top.json serves
+	if err != nil {
+		return err
+	}
 	rows, total := top.Rows, top.Total
 	st := l.Meta.SampleTypes[i]
 	page := views.TopPage{
@@ -69,7 +81,19 @@ func (s *Server) handleTop(c echo.Context) error {
 		}
 		return float64(v) / float64(total)
 	}
-	for _, r := range rows[:min(n, len(rows))] {
+	b := s.renderBudget()
+	k := b.Rows(rows, n, topHTMLRow, topHTMLNames)
+	if k < len(rows) {
+		page.Note = fmt.Sprintf("The %d functions with the largest flat value, of %d.", k, len(rows))
+		if k < min(n, len(rows)) {
+			page.Note = fmt.Sprintf("The %d functions with the largest flat value, of %d: as many as fit the server's rendering budget (--render-nodes, --render-bytes).", k, len(rows))
+		} else if b.Rows(rows, len(rows), topHTMLRow, topHTMLNames) > k {
+			all := maps.Clone(c.QueryParams()) // the same view, every row
+			all.Set("n", strconv.Itoa(len(rows)))
+			page.AllURL = "/p/" + id + "/top?" + all.Encode()
+		}
+	}
+	for _, r := range rows[:k] {
 		page.Rows = append(page.Rows, views.TopRow{
 			Name: r.Name,
 			Flat: views.FormatValue(r.Flat, st.Unit), FlatPct: views.Percent(r.Flat, total),

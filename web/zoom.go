@@ -37,18 +37,28 @@ func zoomETag(key string) string {
 }
 
 // stacksFor returns the sorted stacks of l for sample index si after f,
-// building them once however many requests ask at the same time.
-func (s *Server) stacksFor(l *Loaded, si int, f flame.Filter) *flame.Stacks {
+// building them once however many requests ask at the same time, within
+// the rendering time limit (s.render).
+func (s *Server) stacksFor(ctx context.Context, l *Loaded, si int, f flame.Filter) (*flame.Stacks, error) {
 	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "stacks", filter: f.Key()}
 	if st, ok := s.stacks.Get(key); ok {
-		return st
+		return st, nil
 	}
-	v, _, _ := s.flight.Do(fmt.Sprintf("stacks:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
-		st := flame.NewStacks(l.Profile, si, f)
+	v, err, _ := s.flight.Do(fmt.Sprintf("stacks:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
+		var st *flame.Stacks
+		if err := s.render(ctx, func(opt flame.Options) {
+			opt.Filter = f
+			st = flame.NewStacks(l.Profile, si, opt)
+		}); err != nil {
+			return nil, err
+		}
 		s.stacks.Add(key, st)
 		return st, nil
 	})
-	return v.(*flame.Stacks)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*flame.Stacks), nil
 }
 
 // zoomPath checks the z parameters of a request.
@@ -61,7 +71,8 @@ func zoomPath(z []string) ([]string, error) {
 
 // zoomTree is flame.json zoomed at the path z (names from the root, "…<N"
 // for a merged block): the subtree compacted at the zoomed frame's total
-// (flame.Stacks.Tree), cached like the whole tree.
+// (flame.Stacks.Tree) and fitted to the rendering budget like the whole
+// tree (s.render), cached like it.
 func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z []string) (*encoded, error) {
 	z, err := zoomPath(z)
 	if err != nil {
@@ -79,29 +90,54 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 	if e, ok := s.trees.Get(key); ok {
 		return e, nil
 	}
-	v, _, _ := s.flight.Do(fmt.Sprintf("zoom:%s/%s/%d/%s/%s", id, key.variant, i, key.filter, key.zoom), func() (any, error) {
-		body := s.stacksFor(l, i, f).Tree(z, flame.DefaultMinFraction).JSON()
+	v, err, _ := s.flight.Do(fmt.Sprintf("zoom:%s/%s/%d/%s/%s", id, key.variant, i, key.filter, key.zoom), func() (any, error) {
+		st, err := s.stacksFor(ctx, l, i, f)
+		if err != nil {
+			return nil, err
+		}
+		var body []byte
+		if err := s.render(ctx, func(opt flame.Options) {
+			opt.MinFraction = flame.DefaultMinFraction
+			body = st.Tree(z, opt).JSON()
+		}); err != nil {
+			return nil, err
+		}
 		// Built on a click: compressing fast matters more than bytes.
 		e := &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}
 		s.trees.Add(key, e)
 		return e, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	return v.(*encoded), nil
 }
 
 // topTable is the top table of l for si after f, zoomed at z (nil: the
-// whole profile): what /top renders and top.json encodes, computed once.
-func (s *Server) topTable(l *Loaded, si int, f flame.Filter, z []string) *topResult {
+// whole profile): what /top renders and top.json encodes, computed once
+// within the rendering time limit (s.render). Its rows are one per
+// function; the handlers bound how many they encode (topFit).
+func (s *Server) topTable(ctx context.Context, l *Loaded, si int, f flame.Filter, z []string) (*topResult, error) {
 	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "top", filter: f.Key(), zoom: zoomKey(z)}
 	if t, ok := s.tops.Get(key); ok {
-		return t
+		return t, nil
 	}
-	v, _, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s/%s", key.id, key.variant, si, key.filter, key.zoom), func() (any, error) {
-		t := s.stacksFor(l, si, f).Top(z)
+	v, err, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s/%s", key.id, key.variant, si, key.filter, key.zoom), func() (any, error) {
+		st, err := s.stacksFor(ctx, l, si, f)
+		if err != nil {
+			return nil, err
+		}
+		var t *topResult
+		if err := s.render(ctx, func(opt flame.Options) { t = st.Top(z, opt) }); err != nil {
+			return nil, err
+		}
 		s.tops.Add(key, t)
 		return t, nil
 	})
-	return v.(*topResult)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*topResult), nil
 }
 
 // searchRE compiles the flame page's search as the page does: a
@@ -141,7 +177,10 @@ func (s *Server) handleTopJSON(c echo.Context) error {
 	if order == "" {
 		order = "flat"
 	}
-	t := s.topTable(l, i, f, z)
+	t, err := s.topTable(c.Request().Context(), l, i, f, z)
+	if err != nil {
+		return err
+	}
 	rows := t.Rows // sorted by flat
 	switch order {
 	case "flat":
@@ -162,16 +201,27 @@ func (s *Server) handleTopJSON(c echo.Context) error {
 	if out.Zoom == nil {
 		out.Zoom = []string{}
 	}
-	for _, r := range rows[:min(n, len(rows))] {
+	for _, r := range rows[:s.renderBudget().Rows(rows, n, topJSONRow, 1)] {
 		out.Rows = append(out.Rows, [3]any{r.Name, r.Flat, r.Cum})
 	}
 	if q := c.QueryParam("q"); q != "" {
-		m := s.stacksFor(l, i, f).Matched(searchRE(q))
+		st, err := s.stacksFor(c.Request().Context(), l, i, f)
+		if err != nil {
+			return err
+		}
+		var m int64
+		if err := s.render(c.Request().Context(), func(opt flame.Options) { m = st.Matched(searchRE(q), opt) }); err != nil {
+			return err
+		}
 		out.Matched = &m
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
 	return c.JSON(http.StatusOK, out)
 }
+
+// topJSONRow bounds one top.json row's bytes besides its name: two
+// integers of up to 20 characters, brackets and commas.
+const topJSONRow = 48
 
 // topJSON is the top.json encoding (README "top.json format").
 type topJSON struct {

@@ -80,7 +80,7 @@ func BenchmarkNewStacks(b *testing.B) {
 	p := benchProfile(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		NewStacks(p, 1, Filter{})
+		NewStacks(p, 1, Options{})
 	}
 }
 
@@ -88,12 +88,12 @@ func BenchmarkNewStacks(b *testing.B) {
 // zoomed five frames deep and its JSON, from the sorted stacks.
 func BenchmarkZoomTree(b *testing.B) {
 	p := benchProfile(b)
-	s := NewStacks(p, 1, Filter{})
+	s := NewStacks(p, 1, Options{})
 	z := benchZoom(p)
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		n = len(s.Tree(z, DefaultMinFraction).JSON())
+		n = len(s.Tree(z, Options{MinFraction: DefaultMinFraction}).JSON())
 	}
 	b.ReportMetric(float64(n), "json-bytes")
 	b.ReportMetric(float64(len(z)), "depth")
@@ -103,12 +103,12 @@ func BenchmarkZoomTree(b *testing.B) {
 // zoomed as BenchmarkZoomTree is.
 func BenchmarkStacksTop(b *testing.B) {
 	p := benchProfile(b)
-	s := NewStacks(p, 1, Filter{})
+	s := NewStacks(p, 1, Options{})
 	for _, z := range [][]string{nil, benchZoom(p)} {
 		b.Run(fmt.Sprintf("depth=%d", len(z)), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				s.Top(z)
+				s.Top(z, Options{})
 			}
 		})
 	}

@@ -199,7 +199,36 @@ func (b Budget) cutDepth(t *Tree) (*Tree, int) {
 			}
 		}
 	}
+	out.dropUnusedNames()
 	return &out, depth
+}
+
+// dropUnusedNames keeps only the names and mappings t's nodes use, in
+// their order, so that a tree cut by depth is not sized by the frames it
+// no longer has.
+func (t *Tree) dropUnusedNames() {
+	newName := make([]int32, len(t.Names))
+	newMap := make([]int32, len(t.Mappings))
+	var names, mappings []string
+	var mapping []int32
+	for i := range t.Nodes {
+		o := t.Nodes[i].Name
+		if newName[o] == 0 {
+			names = append(names, t.Names[o])
+			m := t.Mapping[o]
+			if m >= 0 {
+				if newMap[m] == 0 {
+					mappings = append(mappings, t.Mappings[m])
+					newMap[m] = int32(len(mappings))
+				}
+				m = newMap[m] - 1
+			}
+			mapping = append(mapping, m)
+			newName[o] = int32(len(names))
+		}
+		t.Nodes[i].Name = newName[o] - 1
+	}
+	t.Names, t.Mapping, t.Mappings = names, mapping, mappings
 }
 
 // appendCompaction appends flame.json's "compacted" member when t was

@@ -65,7 +65,7 @@ func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Option
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
 	}
-	ft := buildTrie(ws, true)
+	ft := buildTrie(ws, true, fr.work)
 	t := opt.Budget.fit(compact(ft, fr, minFrac), minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 	if si >= 0 && si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
@@ -111,11 +111,12 @@ func (f *frames) adopt(g *frames) []int32 {
 
 // flatCum computes per name flat and cum values of weighted stacks (value
 // v), cum counting a name once per stack.
-func flatCum(ws []weighted, n int, base bool) (flat, cum []int64, total int64) {
+func flatCum(ws []weighted, n int, base bool, work *work) (flat, cum []int64, total int64) {
 	flat = make([]int64, n)
 	cum = make([]int64, n)
 	seen := make([]int32, n)
 	for k, w := range ws {
+		work.tick()
 		v := w.v
 		if base {
 			v = w.base
@@ -140,8 +141,8 @@ func flatCum(ws []weighted, n int, base bool) (flat, cum []int64, total int64) {
 // first.
 func diffTop(cur, base []weighted, fr *frames) (rows []DiffRow, total, baseTotal int64) {
 	n := len(fr.names)
-	flat, cum, total := flatCum(cur, n, false)
-	bflat, bcum, baseTotal := flatCum(base, n, true)
+	flat, cum, total := flatCum(cur, n, false, fr.work)
+	bflat, bcum, baseTotal := flatCum(base, n, true, fr.work)
 	for i := 1; i < n; i++ {
 		if flat[i] != 0 || cum[i] != 0 || bflat[i] != 0 || bcum[i] != 0 {
 			rows = append(rows, DiffRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i], BaseFlat: bflat[i], BaseCum: bcum[i]})

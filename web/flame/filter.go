@@ -175,7 +175,7 @@ func TopFiltered(p *profile.Profile, si int, f Filter) (rows []TopRow, total int
 		return Top(p, si)
 	}
 	fr := newFrames(p)
-	flat, cum, total := flatCum(f.stacks(p, si, fr), len(fr.names), false)
+	flat, cum, total := flatCum(f.stacks(p, si, fr), len(fr.names), false, nil)
 	for i := 1; i < len(fr.names); i++ {
 		if flat[i] != 0 || cum[i] != 0 {
 			rows = append(rows, TopRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i]})

@@ -10,9 +10,9 @@ import (
 	"viewer/web/ingest"
 )
 
-// FuzzBuild builds flame trees, sandwiches and diffs from arbitrary
-// profiles (any input the ingest formats accept, within a frame budget):
-// go test -fuzz FuzzBuild ./web/flame. Whatever the profile, no stack is
+// FuzzBuild builds flame trees, zoomed trees, sandwiches and diffs from
+// arbitrary profiles (any input the ingest formats accept, within a frame
+// budget): go test -fuzz FuzzBuild ./web/flame. Whatever the profile, no stack is
 // deeper than the depth limit, and every view stays within its node and
 // byte budget.
 func FuzzBuild(f *testing.F) {
@@ -61,6 +61,11 @@ func FuzzBuild(f *testing.F) {
 		err = flame.Guard(func() {
 			for si := range p.SampleType {
 				check("flame", flame.Build(p, si, opt))
+				st := flame.NewStacks(p, si, opt)
+				check("zoomed", st.Tree(nil, opt))
+				if len(p.Function) > 0 {
+					check("zoomed at a function", st.Tree([]string{p.Function[0].Name}, opt))
+				}
 				d := flame.Diff(p, si, p, si, opt)
 				check("diff", d.Tree)
 				if len(p.Function) > 0 {

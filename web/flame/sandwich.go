@@ -53,7 +53,7 @@ func BuildSandwich(p *profile.Profile, si int, fn string, opt Options) *Sandwich
 		minFrac = DefaultMinFraction
 	}
 	build := func(ws []weighted) *Tree {
-		ft := buildTrie(ws, false)
+		ft := buildTrie(ws, false, fr.work)
 		t := opt.Budget.fit(compact(ft, fr, minFrac), minFrac, func(f float64) *Tree { return compact(ft, fr, f) })
 		if si >= 0 && si < len(p.SampleType) {
 			t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit

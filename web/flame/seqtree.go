@@ -12,9 +12,9 @@ type weighted struct {
 // buildTrie aggregates weighted stacks into a full call tree, like
 // buildFull but from stacks already expanded to frames (filtered, inverted
 // for a sandwich, or from two profiles for a diff). withBase keeps each
-// node's base total.
-func buildTrie(ws []weighted, withBase bool) *full {
-	slices.SortFunc(ws, func(a, b weighted) int { return slices.Compare(a.seq, b.seq) })
+// node's base total. The build checks w (WithContext) as it goes.
+func buildTrie(ws []weighted, withBase bool, work *work) *full {
+	sortStacks(ws, work)
 	// Shared prefixes make the node count well under the frame count.
 	frames := 0
 	for _, w := range ws {
@@ -32,6 +32,7 @@ func buildTrie(ws []weighted, withBase bool) *full {
 	var prev []int32
 	first := true
 	for _, w := range ws {
+		work.tick()
 		cur := w.seq
 		lcp := 0
 		if !first {
@@ -81,4 +82,13 @@ func (f *frames) expand(s stack, dst []int32) []int32 {
 		dst = append(dst, f.loc(s.locs[j])...)
 	}
 	return dst
+}
+
+// sortStacks sorts ws by frames, root first, checking w (WithContext) as
+// it compares.
+func sortStacks(ws []weighted, w *work) {
+	slices.SortFunc(ws, func(a, b weighted) int {
+		w.tick()
+		return slices.Compare(a.seq, b.seq)
+	})
 }

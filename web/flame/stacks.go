@@ -28,11 +28,13 @@ type Stacks struct {
 // matchedKept bounds how many searches' Matched values a Stacks keeps.
 const matchedKept = 64
 
-// NewStacks collects the samples of p for sample index si that f keeps.
-func NewStacks(p *profile.Profile, si int, f Filter) *Stacks {
+// NewStacks collects the samples of p for sample index si that opt.Filter
+// keeps, checking opt's context (WithContext) as it goes.
+func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	fr := newFrames(p)
-	ws := f.stacks(p, si, fr) // the zero Filter keeps every sample
-	slices.SortFunc(ws, func(a, b weighted) int { return slices.Compare(a.seq, b.seq) })
+	fr.work = opt.work
+	ws := opt.Filter.stacks(p, si, fr) // the zero Filter keeps every sample
+	sortStacks(ws, fr.work)
 	s := &Stacks{
 		// Keep only what labels need: not the locations, so the cached
 		// Stacks does not hold the profile.
@@ -89,14 +91,16 @@ func (s *Stacks) value(r run) int64 { return s.sum[r.hi] - s.sum[r.lo] }
 
 // children splits the stacks of runs that go deeper than depth frames into
 // one run per frame at that depth, in name-ID order within each run.
-func (s *Stacks) children(runs []run, depth int) []run {
+func (s *Stacks) children(runs []run, depth int, w *work) []run {
 	var out []run
 	for _, r := range runs {
+		w.tick()
 		i := r.lo
 		for i < r.hi && len(s.ws[i].seq) <= depth {
 			i++ // stacks that end at the frame: its self
 		}
 		for i < r.hi {
+			w.tick()
 			nm := s.ws[i].seq[depth]
 			j := i + 1
 			for j < r.hi && s.ws[j].seq[depth] == nm {
@@ -112,7 +116,7 @@ func (s *Stacks) children(runs []run, depth int) []run {
 // resolve follows path from the root as far as it exists. An element is a
 // frame name, or a MergedElement standing for the merged children of the
 // frame reached so far, drawn as one "…" frame above them.
-func (s *Stacks) resolve(path []string) *zoomed {
+func (s *Stacks) resolve(path []string, w *work) *zoomed {
 	z := &zoomed{runs: []run{{0, len(s.ws)}}}
 	rootSelf := int64(0)
 	for i := 0; i < len(s.ws) && len(s.ws[i].seq) == 0; i++ {
@@ -120,7 +124,7 @@ func (s *Stacks) resolve(path []string) *zoomed {
 	}
 	z.chain = append(z.chain, chainNode{name: 0, total: s.Total(), self: rootSelf})
 	for _, e := range path {
-		kids := s.children(z.runs, z.depth)
+		kids := s.children(z.runs, z.depth, w)
 		if t, ok := parseMerged(e); ok {
 			var kept []run
 			var total int64
@@ -159,7 +163,7 @@ func (s *Stacks) resolve(path []string) *zoomed {
 }
 
 // below returns the stacks of z from frame depth from on.
-func (s *Stacks) below(z *zoomed, from int) []weighted {
+func (s *Stacks) below(z *zoomed, from int, work *work) []weighted {
 	n := 0
 	for _, r := range z.runs {
 		n += r.hi - r.lo
@@ -167,6 +171,7 @@ func (s *Stacks) below(z *zoomed, from int) []weighted {
 	out := make([]weighted, 0, n)
 	for _, r := range z.runs {
 		for _, w := range s.ws[r.lo:r.hi] {
+			work.tick()
 			out = append(out, weighted{seq: w.seq[from:], v: w.v})
 		}
 	}
@@ -176,24 +181,38 @@ func (s *Stacks) below(z *zoomed, from int) []weighted {
 // Tree is the flame tree zoomed at path (see resolve): the chain of frames
 // from the root to the zoomed frame, each with its own total and self but
 // only the next one as child, then the zoomed frame's subtree compacted at
-// minFrac of the zoomed frame's total (negative: DefaultMinFraction).
-// Tree.Zoom is the part of path that exists.
-func (s *Stacks) Tree(path []string, minFrac float64) *Tree {
+// opt.MinFraction of the zoomed frame's total (negative:
+// DefaultMinFraction) and then to opt.Budget, as Build does. Tree.Zoom is
+// the part of path that exists. opt.Filter is not used: s is filtered.
+func (s *Stacks) Tree(path []string, opt Options) *Tree {
+	minFrac := opt.MinFraction
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
 	}
-	z := s.resolve(path)
-	w := newTreeWriter(s.fr)
-	w.label(0)
-	last := len(z.chain) - 1
-	for d, c := range z.chain[:last] {
-		w.t.Nodes = append(w.t.Nodes, Node{Name: w.chainLabel(c), Depth: int32(d), Total: c.total, Self: c.self})
+	fr := s.withWork(opt.work)
+	z := s.resolve(path, fr.work)
+	ft := buildTrie(s.below(z, z.depth, fr.work), false, fr.work)
+	build := func(minFrac float64) *Tree {
+		w := newTreeWriter(fr)
+		w.label(0)
+		last := len(z.chain) - 1
+		for d, c := range z.chain[:last] {
+			w.t.Nodes = append(w.t.Nodes, Node{Name: w.chainLabel(c), Depth: int32(d), Total: c.total, Self: c.self})
+		}
+		w.subtree(ft, threshold(ft, minFrac), w.chainLabel(z.chain[last]), int32(last))
+		return w.t
 	}
-	ft := buildTrie(s.below(z, z.depth), false)
-	w.subtree(ft, threshold(ft, minFrac), w.chainLabel(z.chain[last]), int32(last))
-	w.t.SampleType, w.t.Unit = s.SampleType, s.Unit
-	w.t.Zoom = z.path
-	return w.t
+	t := opt.Budget.fit(build(minFrac), minFrac, build)
+	t.SampleType, t.Unit = s.SampleType, s.Unit
+	t.Zoom = z.path
+	return t
+}
+
+// withWork is s's frames checking w: a copy, as s is shared by requests.
+func (s *Stacks) withWork(w *work) *frames {
+	fr := *s.fr
+	fr.work = w
+	return &fr
 }
 
 func (w *treeWriter) chainLabel(c chainNode) int32 {
@@ -215,14 +234,15 @@ type TopTable struct {
 // Top is the top table of the subtree at path (see resolve), counting
 // every sample below it, as Top does for the whole profile: flat where a
 // function is the leaf, cum once per stack that contains it. The zoomed
-// frame is in the table; frames above it are not.
-func (s *Stacks) Top(path []string) *TopTable {
-	z := s.resolve(path)
+// frame is in the table; frames above it are not. It checks opt's context
+// (WithContext) as it goes; its rows are one per function.
+func (s *Stacks) Top(path []string, opt Options) *TopTable {
+	z := s.resolve(path, opt.work)
 	from := z.depth
 	if last := z.chain[len(z.chain)-1]; last.name > 0 {
 		from-- // the zoomed function itself
 	}
-	flat, cum, total := flatCum(s.below(z, from), len(s.fr.names), false)
+	flat, cum, total := flatCum(s.below(z, from, opt.work), len(s.fr.names), false, opt.work)
 	tt := &TopTable{Total: s.Total(), ZoomTotal: total, Zoom: z.path}
 	for i := 1; i < len(s.fr.names); i++ {
 		if flat[i] != 0 || cum[i] != 0 {
@@ -235,7 +255,8 @@ func (s *Stacks) Top(path []string) *TopTable {
 
 // Matched is the value of the samples with a frame whose name re matches:
 // the search's share, each sample counted once however many frames match.
-func (s *Stacks) Matched(re *regexp.Regexp) int64 {
+// It checks opt's context (WithContext) as it goes.
+func (s *Stacks) Matched(re *regexp.Regexp, opt Options) int64 {
 	key := re.String()
 	s.mu.Lock()
 	v, ok := s.matched[key]
@@ -243,7 +264,7 @@ func (s *Stacks) Matched(re *regexp.Regexp) int64 {
 	if ok {
 		return v
 	}
-	v = s.match(re)
+	v = s.match(re, opt.work)
 	s.mu.Lock()
 	if s.matched == nil || len(s.matched) >= matchedKept {
 		s.matched = map[string]int64{}
@@ -253,13 +274,15 @@ func (s *Stacks) Matched(re *regexp.Regexp) int64 {
 	return v
 }
 
-func (s *Stacks) match(re *regexp.Regexp) int64 {
+func (s *Stacks) match(re *regexp.Regexp, work *work) int64 {
 	hit := make([]bool, len(s.fr.names))
 	for i, n := range s.fr.names[1:] {
+		work.tick()
 		hit[i+1] = re.MatchString(n)
 	}
 	var v int64
 	for _, w := range s.ws {
+		work.tick()
 		if slices.ContainsFunc(w.seq, func(nm int32) bool { return hit[nm] }) {
 			v += w.v
 		}

@@ -65,3 +65,23 @@ func sortTop(rows []TopRow) {
 		return a.Name < b.Name
 	})
 }
+
+// Rows is how many of the first n rows fit b, each encoded in about
+// perRow bytes plus copies escaped copies of its name (nameBytes): the
+// bound on a top table's output, as a tree's is its nodes and bytes.
+func (b Budget) Rows(rows []TopRow, n, perRow, copies int) int {
+	n = min(n, len(rows))
+	if b.Nodes > 0 {
+		n = min(n, b.Nodes)
+	}
+	if b.Bytes <= 0 {
+		return n
+	}
+	size := 1536 // the header, as encodedSize counts it
+	for i, r := range rows[:n] {
+		if size += perRow + copies*nameBytes(r.Name); size > b.Bytes {
+			return i
+		}
+	}
+	return n
+}

@@ -80,7 +80,7 @@ func Build(p *profile.Profile, si int, opt Options) *Tree {
 	fr.work = opt.work
 	var ft *full
 	if opt.Filter.Active() {
-		ft = buildTrie(opt.Filter.stacks(p, si, fr), false) // filter.go
+		ft = buildTrie(opt.Filter.stacks(p, si, fr), false, fr.work) // filter.go
 	} else {
 		ft = buildFull(p, si, fr)
 	}
