@@ -104,8 +104,9 @@ func zoomTargets(b *testing.B, base, page string, n int) [][]string {
 //	go test -run '^$' -bench ZoomDraw -benchtime 20x ./web/
 //
 // The goal is 150 ms (zoom/goal below 1 meets it). local-redraw-ms is the
-// part the page did before fetching subtrees: redrawing its whole tree
-// zoomed, with no frame under a "…" to show. fetch-ms is from the zoom to
+// time zoomTo takes before returning (a page from before subtree fetches
+// redrew its whole tree zoomed there; one that fetches draws the zoom when
+// the subtree arrives, unless that takes over 150 ms). fetch-ms is from the zoom to
 // flame.json?z= received (server build, gzip, transfer, JSON parse),
 // parse-ms the page's Tree of it; the rest is drawing. first-byte-ms and
 // body-ms are the browser's Resource Timing of that request: request sent
