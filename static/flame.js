@@ -308,7 +308,7 @@ export class FlameGraph {
     this.colors = [];
     this.dimColors = [];
     this.charWidth = 7.2;
-    this.onzoom = null; // (graph) => void
+    this.onzoom = null; // (graph) => true when it draws the zoom itself
     this.onhover = null; // (graph, index, event) => void
     this.pending = 0;
     this.resizeObserver = new ResizeObserver(() => this.schedule());
@@ -399,11 +399,12 @@ export class FlameGraph {
     this.zoom = i;
     this.zoomPath = this.tree.path(i);
     this.setHover(-1);
-    // onzoom first: a finer tree it asks the server for is built while
-    // this one is drawn (unless onzoom already swapped in a kept one).
+    // onzoom first: it may swap in a kept tree, or fetch a finer one and
+    // return true to draw it when it arrives (drawing this one meanwhile
+    // would hold the page's thread the fetched tree waits for).
     const t = this.tree;
-    if (this.onzoom) this.onzoom(this);
-    if (this.tree === t) this.draw();
+    const later = this.onzoom ? this.onzoom(this) === true : false;
+    if (this.tree === t && !later) this.draw();
   }
 
   zoomToPath(path) {

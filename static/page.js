@@ -45,6 +45,8 @@ const trees = new Map(); // zoom key → Tree, the few last fetched
 const TREES_KEPT = 8;
 let zoomGen = 0;
 let zoomStart = 0;
+let localDraw = 0; // timer: the old tree zoomed, if the fetch is slow
+const LOCAL_DRAW_MS = 150;
 let zoomTimings = []; // per zoom: ms to its tree drawn, to fetched, to parsed; nodes (benchmarks)
 let topGen = 0;
 let top = null; // the last top.json
@@ -82,13 +84,19 @@ function viewURL(file, path, extra) {
   return u.pathname + u.search;
 }
 
-async function getJSON(url, revalidate) {
+async function getJSON(url, revalidate, marks) {
   const resp = await fetch(url, { headers: { Accept: 'application/json' }, cache: revalidate ? 'no-cache' : 'default' });
+  if (marks) marks.headers = performance.now();
   if (!resp.ok) {
     const body = (await resp.text()).trim();
     throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
   }
-  return resp.json();
+  if (!marks) return resp.json();
+  const text = await resp.text();
+  marks.text = performance.now();
+  const json = JSON.parse(text);
+  marks.parsed = performance.now();
+  return json;
 }
 
 function keep(path, t) {
@@ -216,7 +224,15 @@ graph.onzoom = () => {
   writeURL();
   // The table after the tree: its fetch and rows would delay the drawing.
   topTable.dataset.state = 'loading';
+  clearTimeout(localDraw);
   fetchZoom().finally(() => fetchTop());
+  if (document.body.dataset.zoom !== 'loading') return false;
+  // A finer tree is on its way, usually within tens of ms: draw the zoom
+  // when it arrives. Drawing the old tree zoomed now would take the page's
+  // thread (recording, then rasterizing thousands of labels) that the
+  // response waits for; only a slow server gets that redraw meanwhile.
+  localDraw = setTimeout(() => graph.draw(), LOCAL_DRAW_MS);
+  return true;
 };
 
 // fetchZoom swaps in the tree compacted at the zoomed frame's total, unless
@@ -229,17 +245,20 @@ async function fetchZoom() {
   if (t) keep(path, t); // most recently used
   let fetchMs = 0;
   let buildMs = 0;
+  const marks = {};
   // Above the drawn tree's zoomed frame only its chain is there; below it,
   // merged frames open in a finer tree.
   if (!t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
     document.body.dataset.zoom = 'loading';
     try {
-      const json = await getJSON(viewURL('flame.json', path), false);
+      const json = await getJSON(viewURL('flame.json', path), false, marks);
       fetchMs = performance.now() - zoomStart;
       t = new Tree(json);
       buildMs = performance.now() - zoomStart - fetchMs;
     } catch (err) {
       if (gen === zoomGen) {
+        clearTimeout(localDraw);
+        graph.draw(); // the old tree, zoomed
         document.body.dataset.zoom = 'error';
         showStatus(`Could not load the zoomed flame graph: ${err.message}`, true);
       }
@@ -248,6 +267,7 @@ async function fetchZoom() {
     keep(path, t);
   }
   if (gen !== zoomGen) return; // zoomed elsewhere meanwhile
+  clearTimeout(localDraw);
   if (t && t !== tree) {
     tree = t;
     graph.setTree(t);
@@ -255,7 +275,8 @@ async function fetchZoom() {
     writeURL();
   }
   const ms = performance.now() - zoomStart;
-  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length });
+  const since = (m) => (m ? m - zoomStart : 0);
+  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length, headersMs: since(marks.headers), textMs: since(marks.text), parsedMs: since(marks.parsed), drawMs: graph.lastDrawMs });
   document.body.dataset.zoom = 'ready';
   document.dispatchEvent(new CustomEvent('viewer:zoomed', { detail: { ms, path: graph.zoomPath } }));
 }
