@@ -60,6 +60,9 @@ func TestStackFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs perf script and viewer on four recordings")
 	}
+	if raceDetector {
+		t.Skip("its work is in perf script and the viewer binary, not this process: make test runs it without -race")
+	}
 	perf := needTool(t, "perf", "linux-perf")
 	a2l := needTool(t, "addr2line", "binutils")
 	home := t.TempDir()
