@@ -37,7 +37,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together; 0: no limit")
 	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
-	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: no limit")
+	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: the text parsers' own bound, which is also the most it can be")
 	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
 	fs.Var(&f.ingestMemory, "ingest-memory", "memory shared by all uploads being parsed, each taking its estimated cost first (e.g. 1GiB); an upload needing more is refused with 413, one finding it taken waits --upload-wait, then gets 503")
 	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 256MiB)")

@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest/perftext"
 )
 
 // Default limits on what one profile may hold once parsed. They are far above
@@ -25,8 +27,9 @@ const (
 	DefaultMaxStackDepth = 4096
 	// DefaultMaxStrings bounds a pprof profile's string table entries.
 	DefaultMaxStrings = 8_000_000
-	// DefaultMaxLineBytes bounds one line of a text profile.
-	DefaultMaxLineBytes = 4 << 20
+	// DefaultMaxLineBytes bounds one line of a text profile: the text
+	// parsers' own bound (perftext.MaxLine), so the two give one answer.
+	DefaultMaxLineBytes = perftext.MaxLine
 )
 
 // TruncatedName is the label of the frame that stands for the root-most
