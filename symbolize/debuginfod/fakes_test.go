@@ -667,7 +667,13 @@ func TestRedirects(t *testing.T) {
 	}
 	assertNothingCached(t, c, helloID)
 
-	wrong := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { w.Write(testFile(t, "other.debug")) })
+	var redirected atomic.Int64 // requests that came through the redirect
+	wrong := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		if r.Header.Get("Referer") != "" {
+			redirected.Add(1)
+		}
+		w.Write(testFile(t, "other.debug"))
+	})
 	away := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
 		http.Redirect(w, r, wrong.URL+r.URL.Path, http.StatusFound)
 	})
@@ -683,8 +689,11 @@ func TestRedirects(t *testing.T) {
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), away.URL) {
 		t.Fatalf("redirect to a server with the wrong file: %v, want a VerifyError naming %s", err, away.URL)
 	}
-	if wrong.n.Load() != 2 { // asked itself, and through the redirect
-		t.Errorf("redirect not followed: %d requests to its target, want 2", wrong.n.Load())
+	// Both servers are asked at once; when the target answers first, the
+	// redirecting server's turn comes again, so its redirect may be
+	// followed once or twice.
+	if redirected.Load() == 0 {
+		t.Errorf("redirect not followed: %d requests to its target, none through the redirect", wrong.n.Load())
 	}
 	assertNothingCached(t, c, helloID)
 }
