@@ -82,7 +82,7 @@ func FileBuildID(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	id, err := elfBuildID(f)
+	id, err := elfBuildID(localfile.NewReader(path, f, 0, nil))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}

@@ -43,6 +43,7 @@ type Frame struct {
 type File struct {
 	path    string
 	f       *os.File
+	r       io.ReaderAt // f, each read under localfile's deadline
 	elf     *elf.File
 	buildID string
 	kind    elf.Type
@@ -93,7 +94,7 @@ func OpenContext(ctx context.Context, path string, trust localfile.Trust) (_ *Fi
 		return nil, err
 	}
 	f, ef := lf.OS, lf.File
-	ff := &File{path: path, f: f, elf: ef, kind: ef.Type}
+	ff := &File{path: path, f: f, r: lf.R, elf: ef, kind: ef.Type}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			ff.progs = append(ff.progs, p.ProgHeader)

@@ -88,7 +88,7 @@ func sectionData(f *File, s *elf.Section, old bool) ([]byte, error) {
 		return nil, fmt.Errorf("section of %d bytes is too large", s.FileSize)
 	}
 	raw := make([]byte, s.FileSize)
-	if _, err := f.f.ReadAt(raw, int64(s.Offset)); err != nil && err != io.EOF {
+	if _, err := f.r.ReadAt(raw, int64(s.Offset)); err != nil && err != io.EOF {
 		return nil, err
 	}
 	if old {

@@ -137,11 +137,11 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	ls := &lazySection{name: s.Name}
 	ls.cond = sync.NewCond(&ls.mu)
 	head := make([]byte, min(s.FileSize, 24))
-	if _, err := f.f.ReadAt(head, int64(s.Offset)); err != nil && err != io.EOF {
+	if _, err := f.r.ReadAt(head, int64(s.Offset)); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	body := func(skip int) io.Reader {
-		return bufio.NewReaderSize(io.NewSectionReader(f.f, int64(s.Offset)+int64(skip), int64(s.FileSize)-int64(skip)), 128<<10)
+		return bufio.NewReaderSize(io.NewSectionReader(f.r, int64(s.Offset)+int64(skip), int64(s.FileSize)-int64(skip)), 128<<10)
 	}
 	var typ elf.CompressionType
 	var size uint64
@@ -150,7 +150,7 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	case old && len(head) >= 12 && string(head[:4]) == "ZLIB":
 		typ, size, hdr = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(head[4:12]), 12
 	case old || s.Flags&elf.SHF_COMPRESSED == 0:
-		ls.src = io.NewSectionReader(f.f, int64(s.Offset), int64(s.FileSize))
+		ls.src = io.NewSectionReader(f.r, int64(s.Offset), int64(s.FileSize))
 		ls.data = make([]byte, s.FileSize)
 		return ls, nil
 	case f.elf.Class == elf.ELFCLASS64:
@@ -174,7 +174,7 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 		// The raw deflate stream after the 2-byte zlib header: the Adler-32
 		// check costs a tenth of the time and the decoder checks bounds anyway.
 		zh := make([]byte, 2)
-		if _, err := f.f.ReadAt(zh, int64(s.Offset)+int64(hdr)); err != nil {
+		if _, err := f.r.ReadAt(zh, int64(s.Offset)+int64(hdr)); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		if zh[0]&0x0f != 8 || (uint16(zh[0])<<8|uint16(zh[1]))%31 != 0 || zh[1]&0x20 != 0 {

@@ -4,9 +4,10 @@
 // regular file (a FIFO would block open(2) forever, a device could do
 // anything), anything under /proc, /sys or /dev once symlinks and ".." are
 // resolved, and, for a path the profile itself names, a symbolic link as
-// the last component. Opens run under a deadline and a bound on how many
-// are in flight, so a hung file system holds a few threads, not one per
-// request.
+// the last component. Opens and reads run under a deadline and a bound on
+// how many are in flight (Reader), so a hung file system holds a few
+// threads, not one per request, and frees the worker or request at the
+// deadline.
 package localfile
 
 import (
@@ -213,13 +214,15 @@ func ReadFile(ctx context.Context, path string, trust Trust, max int64) ([]byte,
 		return nil, err
 	}
 	defer f.Close()
+	r := NewReader(path, f, 0, nil)
 	var out []byte
 	buf := make([]byte, 64<<10)
-	for {
+	for off := int64(0); ; {
 		if err := ctx.Err(); err != nil {
 			return nil, &Error{Path: path, Reason: "not read before the deadline", Err: err}
 		}
-		n, err := f.Read(buf)
+		n, err := r.ReadAt(buf, off)
+		off += int64(n)
 		out = append(out, buf[:n]...)
 		if int64(len(out)) > max {
 			return nil, &Error{Path: path, Reason: fmt.Sprintf("is larger than the %d-byte limit", max)}
@@ -233,10 +236,12 @@ func ReadFile(ctx context.Context, path string, trust Trust, max int64) ([]byte,
 	}
 }
 
-// ELF is an ELF object read from a file Open opened, which it owns.
+// ELF is an ELF object read from a file Open opened, which it owns. Every
+// read of it, debug/elf's included, goes through R and its deadline.
 type ELF struct {
 	*elf.File
 	OS *os.File
+	R  *Reader
 }
 
 // Close closes the object and its file (elf.NewFile's Close leaves the
@@ -250,10 +255,15 @@ func (f *ELF) Close() error {
 // quotes none of the file's bytes: the file may be a secret a profile named.
 var ErrNotELF = errors.New("not an ELF object (no ELF magic number at its start)")
 
-// CheckMagic reports ErrNotELF unless r starts with the ELF magic number.
+// CheckMagic reports ErrNotELF unless r starts with the ELF magic number,
+// or a Reader's error when the read timed out.
 func CheckMagic(r io.ReaderAt) error {
 	var b [4]byte
-	if n, _ := r.ReadAt(b[:], 0); n < 4 || string(b[:]) != elf.ELFMAG {
+	n, err := r.ReadAt(b[:], 0)
+	if errors.Is(err, ErrReadTimeout) || errors.Is(err, ErrTooManyStranded) {
+		return err // names the file and the deadline
+	}
+	if n < 4 || string(b[:]) != elf.ELFMAG {
 		return ErrNotELF
 	}
 	return nil
@@ -275,12 +285,16 @@ func OpenELF(ctx context.Context, path string, trust Trust) (ef *ELF, err error)
 			f.Close()
 		}
 	}()
-	if err := CheckMagic(f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	r := NewReader(path, f, 0, nil)
+	if err := CheckMagic(r); err != nil {
+		if errors.Is(err, ErrNotELF) {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
 	}
-	e, err := elf.NewFile(f)
+	e, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not an ELF object: %w", path, err)
 	}
-	return &ELF{File: e, OS: f}, nil
+	return &ELF{File: e, OS: f, R: r}, nil
 }
