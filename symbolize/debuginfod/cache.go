@@ -111,9 +111,12 @@ const (
 	entryNegative       // a fresh 0-byte file: no server had it recently
 )
 
-// lookup checks the cache for one file. A stale negative entry is removed
-// (as elfutils does) and reported absent; until is when a fresh one expires.
-func (c *cache) lookup(buildID, file string) (e entry, path string, until time.Time) {
+// lookup checks the cache for one file. A hit's access time is set to now,
+// as elfutils does, so max_unused_age_s counts from the last use. A
+// negative entry is fresh for the cache_miss_s the control file says now
+// (read at each lookup, as elfutils does); a stale one is removed and
+// reported absent. since is when a negative entry was recorded.
+func (c *cache) lookup(buildID, file string) (e entry, path string, since time.Time) {
 	if c.dir == "" {
 		return entryAbsent, "", time.Time{}
 	}
@@ -123,21 +126,37 @@ func (c *cache) lookup(buildID, file string) (e entry, path string, until time.T
 		return entryAbsent, path, time.Time{}
 	}
 	if st.Size() > 0 {
+		touch(path)
 		return entryHit, path, time.Time{}
 	}
-	miss := time.Duration(c.control(cacheMissFile, defaultCacheMiss, false)) * time.Second
-	until = st.ModTime().Add(miss)
-	if !time.Now().After(until) {
-		return entryNegative, path, until
+	if c.missFresh(st.ModTime()) {
+		return entryNegative, path, st.ModTime()
 	}
 	os.Remove(path)
 	return entryAbsent, path, time.Time{}
 }
 
+// missUntil is when a miss recorded at since expires, by the cache_miss_s
+// the control file says now.
+func (c *cache) missUntil(since time.Time) time.Time {
+	return since.Add(time.Duration(c.control(cacheMissFile, defaultCacheMiss, false)) * time.Second)
+}
+
+// missFresh reports whether a miss recorded at since still holds.
+func (c *cache) missFresh(since time.Time) bool { return !time.Now().After(c.missUntil(since)) }
+
+// touch sets a cache file's access time to now, leaving its mtime (the
+// server's Last-Modified) alone: cleaning reads atime as the last use, and
+// a relatime or noatime mount would not update it on a read.
+func touch(path string) { os.Chtimes(path, time.Now(), time.Time{}) }
+
 // control reads a control file's number of seconds; when the file is missing
 // or empty it is the default, and create writes the default into it as
 // elfutils does.
 func (c *cache) control(name string, def int64, create bool) int64 {
+	if c.dir == "" {
+		return def
+	}
 	p := filepath.Join(c.dir, name)
 	data, err := os.ReadFile(p)
 	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
@@ -273,8 +292,12 @@ var cleanPattern = regexp.MustCompile(`.*/[a-f0-9]+(/debuginfo|/executable|/sour
 
 // clean deletes files unused (by atime) for max_unused_age_s and empty old
 // build-ID directories, at most once per cache_clean_interval_s, as elfutils
-// does, so both clients keep the shared cache in check the same way.
+// does, so both clients keep the shared cache in check the same way. The
+// client runs it on a timer (cleaner) and before each download.
 func (c *cache) clean(logf func(string, ...any)) {
+	if c.dir == "" {
+		return
+	}
 	interval := c.control(cleanIntervalFile, defaultCleanInterval, true)
 	ip := filepath.Join(c.dir, cleanIntervalFile)
 	st, err := os.Stat(ip)
@@ -324,4 +347,31 @@ func atime(fi fs.FileInfo) time.Time {
 		return time.Unix(st.Atim.Sec, st.Atim.Nsec)
 	}
 	return fi.ModTime()
+}
+
+// nextClean is how long until cleaning is due: cache_clean_interval_s after
+// the last round (the control file's mtime), at least a second and at most
+// the interval, both read again each time.
+func (c *cache) nextClean() time.Duration {
+	interval := time.Duration(max(c.control(cleanIntervalFile, defaultCleanInterval, false), 1)) * time.Second
+	st, err := os.Stat(filepath.Join(c.dir, cleanIntervalFile))
+	if err != nil {
+		return interval
+	}
+	return min(max(time.Until(st.ModTime().Add(interval)), time.Second), interval)
+}
+
+// cleaner cleans the cache when due until stop is closed, so a server that
+// downloads nothing still keeps the cache in check.
+func (c cache) cleaner(stop <-chan struct{}, logf func(string, ...any)) {
+	for {
+		t := time.NewTimer(c.nextClean())
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+			c.clean(logf)
+		}
+	}
 }

@@ -37,12 +37,15 @@ type Client struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+
+	stopClean func() // stops the cleaning timer
 }
 
-// memoEntry remembers a hit (path) or a miss (until when) in memory.
+// memoEntry remembers a hit (path) or a miss (since when) in memory. A
+// miss expires by the cache_miss_s read at each lookup.
 type memoEntry struct {
 	path  string
-	until time.Time
+	since time.Time
 }
 
 // memoSize bounds the in-memory memo of hits and misses.
@@ -108,7 +111,23 @@ func New(cfg Config) (*Client, error) {
 	if n := c.cache.sweepTemps(c.tempAge()); n > 0 {
 		c.logf("debuginfod: removed %d unfinished downloads left in %s by a process that ended mid-fetch", n, c.cfg.CacheDir)
 	}
+	c.stopClean = func() {}
+	if c.cache.dir != "" {
+		// The timer's goroutine holds the cache and the log, not c: it
+		// ends at Close, or when c is garbage.
+		stop := make(chan struct{})
+		var once sync.Once
+		c.stopClean = func() { once.Do(func() { close(stop) }) }
+		go c.cache.cleaner(stop, c.logf)
+		runtime.AddCleanup(c, func(stop func()) { stop() }, c.stopClean)
+	}
 	return c, nil
+}
+
+// Close stops the client's cache-cleaning timer. Fetches in flight go on.
+func (c *Client) Close() error {
+	c.stopClean()
+	return nil
 }
 
 // tempAge is how long a download's temp file may go unwritten before it is
@@ -325,20 +344,21 @@ func (c *Client) fromCache(key, bid string, kind Kind, file string) (string, err
 	if m, ok := c.memo.Get(key); ok {
 		if m.path != "" {
 			if st, err := os.Stat(m.path); err == nil && st.Size() > 0 {
+				touch(m.path) // a use, as a lookup on disk is
 				return m.path, nil, true
 			}
-		} else if time.Now().Before(m.until) {
-			return "", &negativeCacheError{BuildID: bid, Kind: kind, Until: m.until}, true
+		} else if c.cache.missFresh(m.since) {
+			return "", &negativeCacheError{BuildID: bid, Kind: kind, Until: c.cache.missUntil(m.since)}, true
 		}
 		c.memo.Remove(key)
 	}
-	switch e, path, until := c.cache.lookup(bid, file); e {
+	switch e, path, since := c.cache.lookup(bid, file); e {
 	case entryHit:
 		c.memo.Add(key, memoEntry{path: path})
 		return path, nil, true
 	case entryNegative:
-		c.memo.Add(key, memoEntry{until: until})
-		return "", &negativeCacheError{BuildID: bid, Kind: kind, Path: path, Until: until}, true
+		c.memo.Add(key, memoEntry{since: since})
+		return "", &negativeCacheError{BuildID: bid, Kind: kind, Path: path, Until: c.cache.missUntil(since)}, true
 	}
 	return "", nil, false
 }

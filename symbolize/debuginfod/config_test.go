@@ -124,6 +124,9 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	if err != nil || !strings.Contains(cl.Describe(), "no build IDs leave this machine") {
 		t.Errorf("Describe with --no-debuginfod: %q, %v", cl.Describe(), err)
 	}
+	if cl != nil {
+		cl.Close()
+	}
 	if _, err := parse("--no-debuginfod", "--debuginfod-urls", "http://a.example"); err == nil {
 		t.Error("contradicting flags accepted")
 	}

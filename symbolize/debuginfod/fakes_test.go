@@ -388,7 +388,8 @@ func TestCacheCleaning(t *testing.T) {
 	os.WriteFile(filepath.Join(cacheDir, "max_unused_age_s"), []byte("3600\n"), 0o644)
 
 	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cacheDir})
-	if _, ok := c.Cached(otherID, debuginfod.KindExecutable); !ok {
+	// (os.Stat, not c.Cached: a hit is a use, which would refresh it.)
+	if _, err := os.Stat(stale); err != nil {
 		t.Fatal("the stale file should be visible before cleaning")
 	}
 	if _, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil); err != nil {

@@ -90,8 +90,7 @@ func (c *Client) download(f *flight, key, bid string, kind Kind, file string) (f
 	ferr := &FetchError{BuildID: bid, Kind: kind, Servers: failures}
 	if ferr.notFound() {
 		c.cache.writeNegative(bid, file)
-		miss := time.Duration(c.cache.control(cacheMissFile, defaultCacheMiss, false)) * time.Second
-		c.memo.Add(key, memoEntry{until: time.Now().Add(miss)})
+		c.memo.Add(key, memoEntry{since: time.Now()})
 	}
 	return fetched{}, ferr
 }

@@ -48,6 +48,7 @@ func newClient(t testing.TB, cfg debuginfod.Config) *debuginfod.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return c
 }
 
