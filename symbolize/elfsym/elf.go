@@ -65,6 +65,8 @@ type File struct {
 	size atomic.Int64 // bytes held by decoded tables
 
 	symNames bool // name the outermost frame from the symbol table
+
+	debugDWARF bool // decode with debug/dwarf, not fastLiner (tests compare the two)
 }
 
 // UseSymbolTableNames makes lookups name the outermost (not inlined) frame
@@ -373,9 +375,6 @@ func (f *File) Unit(addr uint64) (cu CompileUnit, ok bool, err error) {
 	return dw.unit(addr)
 }
 
-// useDebugDWARF forces the debug/dwarf liner (tests compare the two).
-var useDebugDWARF = false
-
 func (f *File) dwarf() (liner, error) {
 	f.dwarfOnce.Do(func() {
 		if !f.HasDWARF() {
@@ -384,7 +383,7 @@ func (f *File) dwarf() (liner, error) {
 		}
 		// fastLiner does not apply relocations: relocatable objects go to
 		// debug/dwarf.
-		if !useDebugDWARF && f.kind != elf.ET_REL {
+		if !f.debugDWARF && f.kind != elf.ET_REL {
 			var fl *fastLiner
 			var err error
 			func() {

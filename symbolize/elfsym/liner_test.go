@@ -25,12 +25,16 @@ func TestFastLinerMatchesDebugDWARF(t *testing.T) {
 			} else if _, ok := dw.(*fastLiner); !ok {
 				t.Fatalf("%s: fell back to debug/dwarf", path)
 			}
-			useDebugDWARF = true
 			slow, err := Open(path)
 			if err == nil {
-				_, err = slow.dwarf()
+				slow.debugDWARF = true
+				var dw liner
+				if dw, err = slow.dwarf(); err == nil {
+					if _, ok := dw.(*dwarfLiner); !ok {
+						t.Fatalf("%s: debugDWARF set, but decoded with %T", path, dw)
+					}
+				}
 			}
-			useDebugDWARF = false
 			if err != nil {
 				t.Fatal(err)
 			}
