@@ -1,18 +1,55 @@
-// Package dwarfbuf reads the encodings DWARF sections share (little-endian
-// integers, LEB128, counted byte strings) through a bounds-checked cursor,
-// for the parsers that debug/dwarf does not provide: location lists and
-// expressions (symbolize/datatype) and call frame information
-// (symbolize/unwind).
+// Package dwarfbuf reads the encodings DWARF sections share (integers of
+// either byte order, LEB128, counted and NUL-terminated strings) through a
+// bounds-checked cursor. It is the one cursor of the parsers debug/dwarf
+// does not provide: location lists and expressions (symbolize/datatype),
+// call frame information (symbolize/unwind), and the fast DWARF and line
+// table decoders (symbolize/elfsym).
 package dwarfbuf
 
 import "encoding/binary"
 
 // Reader is a cursor over B: any read past the end sets Err and returns
-// zero, so malformed input ends a parse instead of panicking.
+// zero, so malformed input ends a parse instead of panicking. Integers are
+// read in Order, little-endian when it is nil.
 type Reader struct {
-	B   []byte
-	Pos int
-	Err bool
+	B     []byte
+	Pos   int
+	Err   bool
+	Order binary.ByteOrder
+}
+
+func (r *Reader) order() binary.ByteOrder {
+	if r.Order == nil {
+		return binary.LittleEndian
+	}
+	return r.Order
+}
+
+// Len is the number of bytes left to read.
+func (r *Reader) Len() int { return max(len(r.B)-r.Pos, 0) }
+
+// Skip moves past n bytes, setting Err (and moving nowhere) if there are
+// fewer.
+func (r *Reader) Skip(n int) {
+	if r.Need(n) {
+		r.Pos += n
+	}
+}
+
+// CStr reads a NUL-terminated string (without the NUL).
+func (r *Reader) CStr() string {
+	if r.Err {
+		return ""
+	}
+	for i := r.Pos; i < len(r.B); i++ {
+		if r.B[i] == 0 {
+			s := string(r.B[r.Pos:i])
+			r.Pos = i + 1
+			return s
+		}
+	}
+	r.Err = true
+	return ""
 }
 
 // Done reports whether the cursor is at or past the end.
@@ -37,32 +74,32 @@ func (r *Reader) U8() byte {
 	return v
 }
 
-// U16 reads a little-endian uint16.
+// U16 reads a uint16.
 func (r *Reader) U16() uint16 {
 	if !r.Need(2) {
 		return 0
 	}
-	v := binary.LittleEndian.Uint16(r.B[r.Pos:])
+	v := r.order().Uint16(r.B[r.Pos:])
 	r.Pos += 2
 	return v
 }
 
-// U32 reads a little-endian uint32.
+// U32 reads a uint32.
 func (r *Reader) U32() uint32 {
 	if !r.Need(4) {
 		return 0
 	}
-	v := binary.LittleEndian.Uint32(r.B[r.Pos:])
+	v := r.order().Uint32(r.B[r.Pos:])
 	r.Pos += 4
 	return v
 }
 
-// U64 reads a little-endian uint64.
+// U64 reads a uint64.
 func (r *Reader) U64() uint64 {
 	if !r.Need(8) {
 		return 0
 	}
-	v := binary.LittleEndian.Uint64(r.B[r.Pos:])
+	v := r.order().Uint64(r.B[r.Pos:])
 	r.Pos += 8
 	return v
 }

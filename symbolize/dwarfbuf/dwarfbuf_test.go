@@ -1,6 +1,9 @@
 package dwarfbuf
 
-import "testing"
+import (
+	"encoding/binary"
+	"testing"
+)
 
 // TestLEB128: the examples of the DWARF 5 standard (section 7.6), and
 // reads past the end stop with Err instead of panicking.
@@ -41,5 +44,39 @@ func TestLEB128(t *testing.T) {
 	r = Reader{B: []byte{0x34, 0x12, 0xff}}
 	if v := r.U16(); v != 0x1234 || r.Err || r.Pos != 2 {
 		t.Errorf("U16 = %#x at %d, want 0x1234 at 2", v, r.Pos)
+	}
+}
+
+// TestByteOrders reads the same bytes in both orders, and CStr and Skip
+// stop at the end with Err.
+func TestByteOrders(t *testing.T) {
+	b := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+	le := Reader{B: b}
+	be := Reader{B: b, Order: binary.BigEndian}
+	if v, w := le.U16(), be.U16(); v != 0x0201 || w != 0x0102 {
+		t.Errorf("U16 = %#x / %#x, want 0x0201 / 0x0102", v, w)
+	}
+	if v, w := le.U32(), be.U32(); v != 0x06050403 || w != 0x03040506 {
+		t.Errorf("U32 = %#x / %#x, want 0x06050403 / 0x03040506", v, w)
+	}
+	if v, w := le.U64(), be.U64(); v != 0x0e0d0c0b0a090807 || w != 0x0708090a0b0c0d0e {
+		t.Errorf("U64 = %#x / %#x", v, w)
+	}
+	if !le.Done() || le.Err || le.Len() != 0 {
+		t.Errorf("after 14 bytes: done %v, err %v, len %d", le.Done(), le.Err, le.Len())
+	}
+	r := Reader{B: []byte("ab\x00cd")}
+	if s := r.CStr(); s != "ab" || r.Err || r.Len() != 2 {
+		t.Errorf("CStr = %q (err %v, %d left), want \"ab\" and 2 left", s, r.Err, r.Len())
+	}
+	if s := r.CStr(); s != "" || !r.Err {
+		t.Errorf("unterminated CStr = %q, err %v; want \"\" and Err", s, r.Err)
+	}
+	r = Reader{B: []byte{1, 2, 3}}
+	if r.Skip(2); r.Pos != 2 || r.Err {
+		t.Errorf("Skip(2) of 3: at %d, err %v", r.Pos, r.Err)
+	}
+	if r.Skip(2); r.Pos != 2 || !r.Err {
+		t.Errorf("Skip(2) of 1 left: at %d, err %v; want Err, not moved", r.Pos, r.Err)
 	}
 }

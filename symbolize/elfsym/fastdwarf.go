@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"viewer/symbolize/dwarfbuf"
 )
 
 // fastLiner answers lookups from DWARF with its own decoder, built for this
@@ -223,33 +224,33 @@ func (l *fastLiner) readAranges() ([]urange, error) {
 	var idx []urange
 	var slots []unitSlot
 	for len(d) > 0 {
-		r := &reader{d: d, bo: l.bo}
-		length := uint64(r.u32())
+		r := &dwarfbuf.Reader{B: d, Order: l.bo}
+		length := uint64(r.U32())
 		hdr := 4
 		dwarf64 := false
 		if length == 0xffffffff {
-			length, hdr, dwarf64 = r.u64(), 12, true
+			length, hdr, dwarf64 = r.U64(), 12, true
 		}
-		if r.err != nil || length > uint64(len(d)-hdr) {
+		if r.Err || length > uint64(len(d)-hdr) {
 			return nil, errors.New(".debug_aranges: truncated")
 		}
 		set := d[:hdr+int(length)]
 		d = d[hdr+int(length):]
-		r = &reader{d: set[hdr:], bo: l.bo}
-		r.u16() // version
+		r = &dwarfbuf.Reader{B: set[hdr:], Order: l.bo}
+		r.U16() // version
 		var cuOff uint64
 		if dwarf64 {
-			cuOff = r.u64()
+			cuOff = r.U64()
 		} else {
-			cuOff = uint64(r.u32())
+			cuOff = uint64(r.U32())
 		}
-		asz := int(r.u8())
-		r.u8() // segment selector size
-		if r.err != nil || (asz != 4 && asz != 8) {
+		asz := int(r.U8())
+		r.U8() // segment selector size
+		if r.Err || (asz != 4 && asz != 8) {
 			return nil, errUnsupported
 		}
 		// Tuples start at a multiple of twice the address size.
-		pos := hdr + 2 + (len(set[hdr+2:]) - len(r.d))
+		pos := hdr + r.Pos
 		if rem := pos % (2 * asz); rem != 0 {
 			pos += 2*asz - rem
 		}
@@ -291,41 +292,41 @@ func (l *fastLiner) unitAt(off uint64) (*funit, error) {
 	if off >= uint64(len(hdr)) {
 		return nil, fmt.Errorf(".debug_info: unit offset %#x out of range", off)
 	}
-	r := &reader{d: hdr[off:], bo: l.bo}
+	r := &dwarfbuf.Reader{B: hdr[off:], Order: l.bo}
 	u = &funit{off: off, stmt: -1}
-	length := uint64(r.u32())
+	length := uint64(r.U32())
 	start := off + 4
 	if length == 0xffffffff {
 		u.dwarf64 = true
-		length = r.u64()
+		length = r.U64()
 		start = off + 12
 	}
 	u.end = start + length
 	if u.end > uint64(len(l.info.data)) || u.end < start {
 		return nil, fmt.Errorf(".debug_info: unit at %#x runs past the section", off)
 	}
-	u.version = r.u16()
+	u.version = r.U16()
 	readOff := func() uint64 {
 		if u.dwarf64 {
-			return r.u64()
+			return r.U64()
 		}
-		return uint64(r.u32())
+		return uint64(r.U32())
 	}
 	switch {
 	case u.version >= 2 && u.version <= 4:
 		u.abbrevOff = readOff()
-		u.addrSize = r.u8()
+		u.addrSize = r.U8()
 		u.unitType = 1
 	case u.version == 5:
-		u.unitType = r.u8()
-		u.addrSize = r.u8()
+		u.unitType = r.U8()
+		u.addrSize = r.U8()
 		u.abbrevOff = readOff()
 		switch u.unitType {
 		case 1, 3: // compile, partial
 		case 4, 5: // skeleton, split_compile
-			r.u64()
+			r.U64()
 		case 2, 6: // type units
-			r.u64()
+			r.U64()
 			readOff()
 		default:
 			return nil, errUnsupported
@@ -333,10 +334,10 @@ func (l *fastLiner) unitAt(off uint64) (*funit, error) {
 	default:
 		return nil, fmt.Errorf(".debug_info: unit at %#x has version %d", off, u.version)
 	}
-	if r.err != nil || (u.addrSize != 4 && u.addrSize != 8) {
+	if r.Err || (u.addrSize != 4 && u.addrSize != 8) {
 		return nil, fmt.Errorf(".debug_info: bad unit header at %#x", off)
 	}
-	u.dieOff = off + uint64(len(hdr[off:])-len(r.d))
+	u.dieOff = off + uint64(r.Pos)
 	l.mu.Lock()
 	if v := l.units[off]; v != nil {
 		u = v
@@ -474,22 +475,22 @@ func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
 	if off >= uint64(len(d)) {
 		return nil, fmt.Errorf(".debug_abbrev: offset %#x out of range", off)
 	}
-	r := &reader{d: d[off:], bo: l.bo}
+	r := &dwarfbuf.Reader{B: d[off:], Order: l.bo}
 	t := &abbrevTable{}
 	for {
-		code := r.uleb()
-		if code == 0 || r.err != nil {
+		code := r.Uleb()
+		if code == 0 || r.Err {
 			break
 		}
-		e := abbrevEntry{tag: uint32(r.uleb()), children: r.u8() != 0}
+		e := abbrevEntry{tag: uint32(r.Uleb()), children: r.U8() != 0}
 		for {
-			at, form := r.uleb(), r.uleb()
-			if at == 0 && form == 0 || r.err != nil {
+			at, form := r.Uleb(), r.Uleb()
+			if at == 0 && form == 0 || r.Err {
 				break
 			}
 			spec := attrSpec{attr: uint32(at), form: uint32(form)}
 			if form == 0x21 { // implicit_const
-				spec.implicit = r.sleb()
+				spec.implicit = r.Sleb()
 			}
 			e.attrs = append(e.attrs, spec)
 		}
@@ -502,8 +503,8 @@ func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
 			t.sparse[code] = &e
 		}
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf(".debug_abbrev at %#x: %w", off, r.err)
+	if r.Err {
+		return nil, fmt.Errorf(".debug_abbrev at %#x: %w", off, readErr(r))
 	}
 	return t, nil
 }
@@ -542,8 +543,7 @@ type dieReader struct {
 	l   *fastLiner
 	u   *funit
 	tab *abbrevTable
-	r   reader
-	buf []byte // the unit's bytes: info[u.off:u.end]
+	r   dwarfbuf.Reader // over the unit's DIEs: info[u.dieOff:u.end]
 }
 
 func (l *fastLiner) newDIEReader(u *funit, tab *abbrevTable) (*dieReader, error) {
@@ -551,17 +551,17 @@ func (l *fastLiner) newDIEReader(u *funit, tab *abbrevTable) (*dieReader, error)
 	if err != nil {
 		return nil, err
 	}
-	return &dieReader{l: l, u: u, tab: tab, r: reader{d: info[u.dieOff:u.end], bo: l.bo}, buf: info[u.off:u.end]}, nil
+	return &dieReader{l: l, u: u, tab: tab, r: dwarfbuf.Reader{B: info[u.dieOff:u.end], Order: l.bo}}, nil
 }
 
 // offset is the .debug_info offset of the reader's position.
-func (d *dieReader) offset() uint64 { return d.u.end - uint64(len(d.r.d)) }
+func (d *dieReader) offset() uint64 { return d.u.end - uint64(d.r.Len()) }
 
 func (d *dieReader) seek(off uint64) bool {
 	if off < d.u.dieOff || off >= d.u.end {
 		return false
 	}
-	d.r.d = d.buf[off-d.u.off:]
+	d.r.Pos = int(off - d.u.dieOff)
 	return true
 }
 
@@ -569,9 +569,9 @@ func (d *dieReader) seek(off uint64) bool {
 // the tag, children flag and sibling are filled.
 func (d *dieReader) next(e *die, full bool) error {
 	e.off = d.offset()
-	code := d.r.uleb()
-	if d.r.err != nil {
-		return d.r.err
+	code := d.r.Uleb()
+	if d.r.Err {
+		return readErr(&d.r)
 	}
 	if code == 0 {
 		e.tag = 0
@@ -594,7 +594,7 @@ func (d *dieReader) next(e *die, full bool) error {
 			return err
 		}
 	}
-	return d.r.err
+	return readErr(&d.r)
 }
 
 func (d *dieReader) offsetSize() int {
@@ -632,38 +632,28 @@ func (d *dieReader) skip(form uint32) error {
 			n = d.offsetSize()
 		}
 	case 0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02: // sdata udata ref_udata strx addrx loclistx rnglistx GNU indexes
-		r.uleb()
-		return r.err
+		r.Uleb()
+		return readErr(r)
 	case 0x08: // string
-		for i, c := range r.d {
-			if c == 0 {
-				r.d = r.d[i+1:]
-				return nil
-			}
-		}
-		r.err = errShort
-		return r.err
+		r.CStr()
+		return readErr(r)
 	case 0x09, 0x18: // block exprloc
-		n = int(r.uleb())
+		n = int(r.Uleb())
 	case 0x0a: // block1
-		n = int(r.u8())
+		n = int(r.U8())
 	case 0x03: // block2
-		n = int(r.u16())
+		n = int(r.U16())
 	case 0x04: // block4
-		n = int(r.u32())
+		n = int(r.U32())
 	case 0x19, 0x21: // flag_present implicit_const
 		return nil
 	case 0x16: // indirect
-		return d.skip(uint32(r.uleb()))
+		return d.skip(uint32(r.Uleb()))
 	default:
 		return fmt.Errorf("%w: form %#x", errUnsupported, form)
 	}
-	if n < 0 || n > len(r.d) {
-		r.err = errShort
-		return r.err
-	}
-	r.d = r.d[n:]
-	return r.err
+	r.Skip(n)
+	return readErr(r)
 }
 
 // value reads a constant, reference, offset or index.
@@ -671,46 +661,46 @@ func (d *dieReader) value(a *attrSpec) (uint64, error) {
 	r := &d.r
 	switch a.form {
 	case 0x0b, 0x11, 0x25, 0x29, 0x0c:
-		return uint64(r.u8()), r.err
+		return uint64(r.U8()), readErr(r)
 	case 0x05, 0x12, 0x26, 0x2a:
-		return uint64(r.u16()), r.err
+		return uint64(r.U16()), readErr(r)
 	case 0x27, 0x2b:
-		b0, b1, b2 := r.u8(), r.u8(), r.u8()
+		b0, b1, b2 := r.U8(), r.U8(), r.U8()
 		if d.l.bo == binary.ByteOrder(binary.LittleEndian) {
-			return uint64(b0) | uint64(b1)<<8 | uint64(b2)<<16, r.err
+			return uint64(b0) | uint64(b1)<<8 | uint64(b2)<<16, readErr(r)
 		}
-		return uint64(b2) | uint64(b1)<<8 | uint64(b0)<<16, r.err
+		return uint64(b2) | uint64(b1)<<8 | uint64(b0)<<16, readErr(r)
 	case 0x06, 0x13, 0x28, 0x2c:
-		return uint64(r.u32()), r.err
+		return uint64(r.U32()), readErr(r)
 	case 0x07, 0x14:
-		return r.u64(), r.err
+		return r.U64(), readErr(r)
 	case 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02:
-		return r.uleb(), r.err
+		return r.Uleb(), readErr(r)
 	case 0x0d:
-		return uint64(r.sleb()), r.err
+		return uint64(r.Sleb()), readErr(r)
 	case 0x21:
 		return uint64(a.implicit), nil
 	case 0x01:
 		if d.u.addrSize == 8 {
-			return r.u64(), r.err
+			return r.U64(), readErr(r)
 		}
-		return uint64(r.u32()), r.err
+		return uint64(r.U32()), readErr(r)
 	case 0x0e, 0x17, 0x1f:
 		if d.u.dwarf64 {
-			return r.u64(), r.err
+			return r.U64(), readErr(r)
 		}
-		return uint64(r.u32()), r.err
+		return uint64(r.U32()), readErr(r)
 	case 0x10:
 		if d.u.version <= 2 {
 			if d.u.addrSize == 8 {
-				return r.u64(), r.err
+				return r.U64(), readErr(r)
 			}
-			return uint64(r.u32()), r.err
+			return uint64(r.U32()), readErr(r)
 		}
 		if d.u.dwarf64 {
-			return r.u64(), r.err
+			return r.U64(), readErr(r)
 		}
-		return uint64(r.u32()), r.err
+		return uint64(r.U32()), readErr(r)
 	case 0x19:
 		return 1, nil
 	}
@@ -726,7 +716,7 @@ func isRef(form uint32) bool {
 func (d *dieReader) str(a *attrSpec) (string, bool, error) {
 	switch a.form {
 	case 0x08:
-		return d.r.cstr(), true, d.r.err
+		return d.r.CStr(), true, readErr(&d.r)
 	case 0x0e:
 		off, err := d.value(a)
 		if err != nil {
@@ -945,24 +935,24 @@ func (l *fastLiner) dieRanges(u *funit, e *die, out [][2]uint64) ([][2]uint64, e
 // rangeList decodes DW_AT_ranges: .debug_ranges (DWARF 2-4) or
 // .debug_rnglists (5), with rnglistx indexes.
 func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) ([][2]uint64, error) {
-	readAddr := func(r *reader) uint64 {
+	readAddr := func(r *dwarfbuf.Reader) uint64 {
 		if u.addrSize == 8 {
-			return r.u64()
+			return r.U64()
 		}
-		return uint64(r.u32())
+		return uint64(r.U32())
 	}
 	if u.version < 5 {
 		d, err := l.ranges.all()
 		if err != nil || d == nil || v >= uint64(len(d)) {
 			return out, errors.New(".debug_ranges: offset out of range")
 		}
-		r := &reader{d: d[v:], bo: l.bo}
+		r := &dwarfbuf.Reader{B: d[v:], Order: l.bo}
 		base := u.lowPC
 		maxAddr := ^uint64(0)
 		if u.addrSize == 4 {
 			maxAddr = 0xffffffff
 		}
-		for r.err == nil {
+		for !r.Err {
 			lo, hi := readAddr(r), readAddr(r)
 			if lo == 0 && hi == 0 {
 				break
@@ -973,7 +963,7 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 			}
 			out = append(out, [2]uint64{base + lo, base + hi})
 		}
-		return out, r.err
+		return out, readErr(r)
 	}
 	d, err := l.rnglists.all()
 	if err != nil || d == nil {
@@ -998,26 +988,26 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 	if off >= uint64(len(d)) {
 		return out, errors.New(".debug_rnglists: offset out of range")
 	}
-	r := &reader{d: d[off:], bo: l.bo}
+	r := &dwarfbuf.Reader{B: d[off:], Order: l.bo}
 	base := u.lowPC
-	for r.err == nil {
-		switch kind := r.u8(); kind {
+	for !r.Err {
+		switch kind := r.U8(); kind {
 		case 0: // end_of_list
 			return out, nil
 		case 1: // base_addressx
-			base, err = l.addrIndex(u, r.uleb())
+			base, err = l.addrIndex(u, r.Uleb())
 		case 2: // startx_endx
 			var lo, hi uint64
-			if lo, err = l.addrIndex(u, r.uleb()); err == nil {
-				hi, err = l.addrIndex(u, r.uleb())
+			if lo, err = l.addrIndex(u, r.Uleb()); err == nil {
+				hi, err = l.addrIndex(u, r.Uleb())
 			}
 			out = append(out, [2]uint64{lo, hi})
 		case 3: // startx_length
 			var lo uint64
-			lo, err = l.addrIndex(u, r.uleb())
-			out = append(out, [2]uint64{lo, lo + r.uleb()})
+			lo, err = l.addrIndex(u, r.Uleb())
+			out = append(out, [2]uint64{lo, lo + r.Uleb()})
 		case 4: // offset_pair
-			lo, hi := r.uleb(), r.uleb()
+			lo, hi := r.Uleb(), r.Uleb()
 			out = append(out, [2]uint64{base + lo, base + hi})
 		case 5: // base_address
 			base = readAddr(r)
@@ -1026,7 +1016,7 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 			out = append(out, [2]uint64{lo, hi})
 		case 7: // start_length
 			lo := readAddr(r)
-			out = append(out, [2]uint64{lo, lo + r.uleb()})
+			out = append(out, [2]uint64{lo, lo + r.Uleb()})
 		default:
 			return out, fmt.Errorf(".debug_rnglists: unknown entry kind %d", kind)
 		}
@@ -1034,7 +1024,7 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 			return out, err
 		}
 	}
-	return out, r.err
+	return out, readErr(r)
 }
 
 // lookup appends the frames at pc, innermost first.
@@ -1118,7 +1108,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	skipDepth := 0 // > 0 while inside a subtree that cannot hold functions
 	var rbuf [][2]uint64
 	for len(stack) > 0 || skipDepth > 0 {
-		if len(d.r.d) == 0 {
+		if d.r.Len() == 0 {
 			break
 		}
 		if skipDepth > 0 {
@@ -1138,9 +1128,9 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		parent := stack[len(stack)-1]
 		// Peek the tag to decide how much to decode.
 		save := d.r
-		code := d.r.uleb()
-		if d.r.err != nil {
-			return nil, d.r.err
+		code := d.r.Uleb()
+		if d.r.Err {
+			return nil, readErr(&d.r)
 		}
 		if code == 0 {
 			stack = stack[:len(stack)-1]

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path"
+	"viewer/symbolize/dwarfbuf"
 )
 
 // lineFiles reads the file table of the line program at off in .debug_line
@@ -31,53 +32,57 @@ type lineHeader struct {
 	stdLens       []uint8
 	files         []string
 	program       []byte
+	bo            binary.ByteOrder // the object's, for the program's operands
 }
 
 func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo binary.ByteOrder) (*lineHeader, error) {
+	if bo == nil {
+		bo = binary.LittleEndian
+	}
 	if off < 0 || off >= int64(len(line)) {
 		return nil, errors.New("line program offset out of range")
 	}
-	b := &reader{d: line[off:], bo: bo}
-	length := uint64(b.u32())
+	b := &dwarfbuf.Reader{B: line[off:], Order: bo}
+	length := uint64(b.U32())
 	dwarf64 := false
 	if length == 0xffffffff {
 		dwarf64 = true
-		length = b.u64()
+		length = b.U64()
 	}
-	if length > uint64(len(b.d)) {
+	if b.Err || length > uint64(b.Len()) {
 		return nil, errors.New("line program truncated")
 	}
-	b.d = b.d[:length]
-	version := b.u16()
+	b.B = b.B[:b.Pos+int(length)]
+	version := b.U16()
 	if version < 2 || version > 5 {
 		return nil, errors.New("unsupported line table version")
 	}
 	if version >= 5 {
-		b.u8() // address_size
-		b.u8() // segment_selector_size
+		b.U8() // address_size
+		b.U8() // segment_selector_size
 	}
 	var hl uint64
 	if dwarf64 {
-		hl = b.u64() // header_length
+		hl = b.U64() // header_length
 	} else {
-		hl = uint64(b.u32())
+		hl = uint64(b.U32())
 	}
-	if b.err != nil || hl > uint64(len(b.d)) {
+	if b.Err || hl > uint64(b.Len()) {
 		return nil, errors.New("line program header truncated")
 	}
-	h := &lineHeader{version: version, program: b.d[hl:]}
-	b.d = b.d[:hl]
-	h.minInst = b.u8()
+	h := &lineHeader{version: version, program: b.B[b.Pos+int(hl):], bo: b.Order}
+	b.B = b.B[:b.Pos+int(hl)]
+	h.minInst = b.U8()
 	if version >= 4 {
-		b.u8() // maximum_operations_per_instruction
+		b.U8() // maximum_operations_per_instruction
 	}
-	h.defaultIsStmt = b.u8() != 0
-	h.lineBase = int8(b.u8())
-	h.lineRange = b.u8()
-	opBase := b.u8()
+	h.defaultIsStmt = b.U8() != 0
+	h.lineBase = int8(b.U8())
+	h.lineRange = b.U8()
+	opBase := b.U8()
 	h.opcodeBase = opBase
 	for i := 1; i < int(opBase); i++ {
-		h.stdLens = append(h.stdLens, b.u8())
+		h.stdLens = append(h.stdLens, b.U8())
 	}
 	if h.lineRange == 0 {
 		return nil, errors.New("line program has line_range 0")
@@ -97,21 +102,21 @@ func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo bi
 	if version < 5 {
 		dirs := []string{""} // 0: the compilation directory
 		for {
-			s := b.cstr()
-			if s == "" || b.err != nil {
+			s := b.CStr()
+			if s == "" || b.Err {
 				break
 			}
 			dirs = append(dirs, s)
 		}
 		files := []string{""}
 		for {
-			name := b.cstr()
-			if name == "" || b.err != nil {
+			name := b.CStr()
+			if name == "" || b.Err {
 				break
 			}
-			di := b.uleb()
-			b.uleb() // mtime
-			b.uleb() // length
+			di := b.Uleb()
+			b.Uleb() // mtime
+			b.Uleb() // length
 			dir := ""
 			if di < uint64(len(dirs)) {
 				dir = dirs[di]
@@ -119,24 +124,27 @@ func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo bi
 			files = append(files, withCompDir(join(dir, name)))
 		}
 		h.files = files
-		return h, b.err
+		return h, readErr(b)
 	}
 	// DWARF 5: entry formats, then entries, for directories then files.
 	readEntries := func() ([][2]any, error) {
-		nfmt := int(b.u8())
+		nfmt := int(b.U8())
 		type fmtPair struct{ typ, form uint64 }
 		fmts := make([]fmtPair, nfmt)
 		for i := range fmts {
-			fmts[i] = fmtPair{b.uleb(), b.uleb()}
+			fmts[i] = fmtPair{b.Uleb(), b.Uleb()}
 		}
-		n := b.uleb()
+		n := b.Uleb()
 		if n > 1<<20 {
 			return nil, errors.New("implausible file table")
 		}
 		out := make([][2]any, n)
 		for i := range out {
 			for _, f := range fmts {
-				v := b.form(f.form, dwarf64, lineStr, str)
+				v, err := lineForm(b, f.form, dwarf64, lineStr, str)
+				if err != nil {
+					return nil, err
+				}
 				switch f.typ {
 				case 1: // DW_LNCT_path
 					out[i][0] = v
@@ -144,8 +152,8 @@ func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo bi
 					out[i][1] = v
 				}
 			}
-			if b.err != nil {
-				return nil, b.err
+			if b.Err {
+				return nil, readErr(b)
 			}
 		}
 		return out, nil
@@ -178,125 +186,15 @@ func parseLineHeader(line, lineStr, str []byte, off int64, compDir string, bo bi
 	return h, nil
 }
 
-// reader decodes DWARF primitives; errors stick.
-type reader struct {
-	d   []byte
-	bo  binary.ByteOrder
-	err error
-}
-
+// errShort is the error of a read past the end of a DWARF structure.
 var errShort = errors.New("line table header truncated")
 
-func (r *reader) need(n int) bool {
-	if r.err != nil {
-		return false
+// readErr is the error a dwarfbuf cursor's reads ended in, if any.
+func readErr(r *dwarfbuf.Reader) error {
+	if r.Err {
+		return errShort
 	}
-	if len(r.d) < n {
-		r.err = errShort
-		r.d = nil
-		return false
-	}
-	return true
-}
-
-func (r *reader) u8() uint8 {
-	if !r.need(1) {
-		return 0
-	}
-	v := r.d[0]
-	r.d = r.d[1:]
-	return v
-}
-
-func (r *reader) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := r.bo.Uint16(r.d)
-	r.d = r.d[2:]
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := r.bo.Uint32(r.d)
-	r.d = r.d[4:]
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := r.bo.Uint64(r.d)
-	r.d = r.d[8:]
-	return v
-}
-
-func (r *reader) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.err != nil {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		if c&0x80 == 0 {
-			return v
-		}
-		shift += 7
-	}
-}
-
-func (r *reader) bo8(b []byte) uint64 { return r.order().Uint64(b) }
-func (r *reader) bo4(b []byte) uint32 { return r.order().Uint32(b) }
-
-func (r *reader) order() binary.ByteOrder {
-	if r.bo == nil {
-		return binary.LittleEndian
-	}
-	return r.bo
-}
-
-func (r *reader) sleb() int64 {
-	var v int64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.err != nil {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
-	}
-}
-
-func (r *reader) cstr() string {
-	for i, c := range r.d {
-		if c == 0 {
-			s := string(r.d[:i])
-			r.d = r.d[i+1:]
-			return s
-		}
-	}
-	if r.err == nil {
-		r.err = errShort
-	}
-	r.d = nil
-	return ""
+	return nil
 }
 
 func strAt(sec []byte, off uint64) string {
@@ -314,45 +212,43 @@ func strAt(sec []byte, off uint64) string {
 
 // form reads one attribute value of a line-table entry: strings as string,
 // constants as uint64, anything else skipped (nil).
-func (r *reader) form(form uint64, dwarf64 bool, lineStr, str []byte) any {
+func lineForm(r *dwarfbuf.Reader, form uint64, dwarf64 bool, lineStr, str []byte) (any, error) {
 	offset := func() uint64 {
 		if dwarf64 {
-			return r.u64()
+			return r.U64()
 		}
-		return uint64(r.u32())
+		return uint64(r.U32())
 	}
 	switch form {
 	case 0x08: // string
-		return r.cstr()
+		return r.CStr(), nil
 	case 0x1f: // line_strp
-		return strAt(lineStr, offset())
+		return strAt(lineStr, offset()), nil
 	case 0x0e: // strp
-		return strAt(str, offset())
+		return strAt(str, offset()), nil
 	case 0x0b: // data1
-		return uint64(r.u8())
+		return uint64(r.U8()), nil
 	case 0x05: // data2
-		return uint64(r.u16())
+		return uint64(r.U16()), nil
 	case 0x06: // data4
-		return uint64(r.u32())
+		return uint64(r.U32()), nil
 	case 0x07: // data8
-		return r.u64()
+		return r.U64(), nil
 	case 0x0f: // udata
-		return r.uleb()
+		return r.Uleb(), nil
 	case 0x1e: // data16
-		if r.need(16) {
-			r.d = r.d[16:]
-		}
+		r.Skip(16)
 	case 0x09: // block
-		n := r.uleb()
-		if n > uint64(len(r.d)) {
-			r.err = errShort
-			return nil
+		n := r.Uleb()
+		if n > uint64(r.Len()) {
+			r.Err = true
+			return nil, nil
 		}
-		r.d = r.d[n:]
+		r.Skip(int(n))
 	default:
 		// strx forms would need the unit's str_offsets_base; no producer
 		// uses them here. Give up on this table: callers fall back.
-		r.err = errors.New("unsupported form in line table header")
+		return nil, errors.New("unsupported form in line table header")
 	}
-	return nil
+	return nil, nil
 }

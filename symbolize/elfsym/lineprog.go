@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"slices"
+	"viewer/symbolize/dwarfbuf"
 )
 
 // lineTable runs a unit's line program into rows sorted by address: each
@@ -18,10 +19,10 @@ func (l *fastLiner) lineTable(u *funit) ([]lineRow, []string, error) {
 	if off+4 > int64(len(head)) {
 		return nil, nil, errors.New(".debug_line: offset out of range")
 	}
-	r := &reader{d: head[off:], bo: l.bo}
-	n := int64(r.u32()) + 4
+	r := &dwarfbuf.Reader{B: head[off:], Order: l.bo}
+	n := int64(r.U32()) + 4
 	if n == 0xffffffff+4 {
-		n = int64(r.u64()) + 12
+		n = int64(r.U64()) + 12
 	}
 	line, err := l.line.ready(off + n)
 	if err != nil {
@@ -38,7 +39,7 @@ func (l *fastLiner) lineTable(u *funit) ([]lineRow, []string, error) {
 }
 
 func runLineProgram(h *lineHeader, addrSize uint8, keepZero bool) ([]lineRow, error) {
-	r := &reader{d: h.program}
+	r := &dwarfbuf.Reader{B: h.program, Order: h.bo}
 	type seq struct{ start, end int }
 	var seqs []seq
 	rows := make([]lineRow, 0, len(h.program)/3)
@@ -55,8 +56,8 @@ func runLineProgram(h *lineHeader, addrSize uint8, keepZero bool) ([]lineRow, er
 		disc = 0
 	}
 	minInst := uint64(h.minInst)
-	for len(r.d) > 0 && r.err == nil {
-		op := r.u8()
+	for r.Len() > 0 && !r.Err {
+		op := r.U8()
 		if op >= h.opcodeBase {
 			adj := uint64(op - h.opcodeBase)
 			addr += adj / uint64(h.lineRange) * minInst
@@ -66,12 +67,11 @@ func runLineProgram(h *lineHeader, addrSize uint8, keepZero bool) ([]lineRow, er
 		}
 		switch op {
 		case 0: // extended
-			n := r.uleb()
-			if n == 0 || n > uint64(len(r.d)) {
+			n := r.Uleb()
+			if n == 0 || n > uint64(r.Len()) {
 				return rows, errors.New(".debug_line: bad extended opcode")
 			}
-			body := r.d[:n]
-			r.d = r.d[n:]
+			body := r.Bytes(n)
 			switch body[0] {
 			case 1: // end_sequence
 				rows = append(rows, lineRow{addr: addr, file: endRow})
@@ -84,43 +84,43 @@ func runLineProgram(h *lineHeader, addrSize uint8, keepZero bool) ([]lineRow, er
 				b := body[1:]
 				switch len(b) {
 				case 8:
-					addr = r.bo8(b)
+					addr = h.bo.Uint64(b)
 				case 4:
-					addr = uint64(r.bo4(b))
+					addr = uint64(h.bo.Uint32(b))
 				default:
 					return rows, errors.New(".debug_line: bad set_address")
 				}
 			case 4: // set_discriminator
-				rr := reader{d: body[1:]}
-				disc = rr.uleb()
+				rr := dwarfbuf.Reader{B: body[1:]}
+				disc = rr.Uleb()
 			}
 		case 1: // copy
 			emit()
 		case 2: // advance_pc
-			addr += r.uleb() * minInst
+			addr += r.Uleb() * minInst
 		case 3: // advance_line
-			line += r.sleb()
+			line += r.Sleb()
 		case 4: // set_file
-			file = r.uleb()
+			file = r.Uleb()
 		case 5: // set_column
-			r.uleb()
+			r.Uleb()
 		case 6, 7, 10, 11: // negate_stmt basic_block prologue_end epilogue_begin
 		case 8: // const_add_pc
 			addr += uint64((255-h.opcodeBase)/h.lineRange) * minInst
 		case 9: // fixed_advance_pc
-			addr += uint64(r.u16())
+			addr += uint64(r.U16())
 		case 12: // set_isa
-			r.uleb()
+			r.Uleb()
 		default:
 			if int(op)-1 < len(h.stdLens) {
 				for range h.stdLens[op-1] {
-					r.uleb()
+					r.Uleb()
 				}
 			}
 		}
 	}
-	if r.err != nil {
-		return rows, r.err
+	if r.Err {
+		return rows, readErr(r)
 	}
 	slices.SortStableFunc(seqs, func(a, b seq) int {
 		x, y := rows[a.start].addr, rows[b.start].addr
