@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -255,5 +257,44 @@ func TestReaderBlockedInKernel(t *testing.T) {
 	ef, err := elf.NewFile(localfile.NewReader(exe, f, deadline, slots))
 	if err != nil || ef.Section(".text") == nil {
 		t.Errorf("reading %s after the kernel let go: %v", exe, err)
+	}
+}
+
+// BenchmarkReadAt reads a file in the page cache 4 KiB and 128 KiB (the
+// lazy section reader's buffer) at a time, straight and through a Reader,
+// for what the deadline costs a read:
+// go test -run '^$' -bench ReadAt ./symbolize/localfile
+func BenchmarkReadAt(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	for _, size := range []int{4 << 10, 128 << 10} {
+		for _, via := range []string{"os.File", "Reader"} {
+			var r io.ReaderAt = f
+			if via == "Reader" {
+				r = localfile.NewReader(exe, f, 0, localfile.NewReadSlots(16))
+			}
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, via), func(b *testing.B) {
+				buf := make([]byte, size)
+				b.SetBytes(int64(size))
+				off := int64(0)
+				for range b.N {
+					if off+int64(size) > st.Size() {
+						off = 0
+					}
+					if _, err := r.ReadAt(buf, off); err != nil {
+						b.Fatal(err)
+					}
+					off += int64(size)
+				}
+			})
+		}
 	}
 }
