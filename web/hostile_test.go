@@ -230,25 +230,114 @@ type hostileRow struct {
 	// upload is stored, the heap its views (after the server
 	// forgot the parsed profile) may cost.
 	peak, views uint64
+	// shape is what the README's peak-memory formula counts of the input.
+	shape hostileShape
+}
+
+// hostileShape is what the README's formula for peak memory counts of an
+// input (section "Running it for a team"): for pprof, the wire format's
+// strings, samples, frames, locations, lines and functions; for text,
+// its lines; and the stored profile's distinct stacks' frames.
+type hostileShape struct {
+	// early: refused while inflating or in the pprof pre-scan, before
+	// anything is read into memory.
+	early                                                              bool
+	pprof                                                              bool
+	strings, stringBytes, samples, frames, locations, lines, functions int64
+	textLines                                                          int64
+	stacks, depth                                                      int64 // distinct stacks stored, frames of each
+}
+
+// deepShape is the shape of deepStack(frames).
+func deepShape(frames int64) hostileShape {
+	return hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 1, frames: frames, locations: 2, lines: 2, functions: 2, stacks: 1, depth: frames}
+}
+
+// ingestEstimate is the README's I for one upload of decompressed size
+// bytes: the bytes plus, for pprof, what the pre-scan counts; for folded
+// stacks 900 per line, else 2 × the size. (A text input is counted both
+// ways, whichever is more: the test does not sniff it as the server does.)
+func (h hostileShape) ingestEstimate(size int64) int64 {
+	if h.pprof {
+		return size + 2*h.stringBytes + 32*h.strings + 144*h.samples + 32*h.frames + 112*(h.locations+h.lines) + 104*h.functions
+	}
+	return size + max(900*h.textLines, 2*size)
+}
+
+// formulaBound is the README's "live ≈ 40 MiB + I + P + R" for a row, with
+// the limits the test server runs with (the defaults), turned into the
+// bound the README gives for the heap as runtime/metrics reports it (live
+// objects and garbage not yet swept): at most twice the live estimate and
+// at most --memory-limit while the live estimate is under that limit,
+// else the live estimate. It is computed for the row's uploads (at once),
+// and for its views after the parsed profile was forgotten.
+func formulaBound(r hostileRow, size int64) (upload, views uint64) {
+	h := r.shape
+	i := h.ingestEstimate(size)
+	if h.early || i > ingest.DefaultMemory {
+		i = 0 // stopped before anything was read into memory
+	}
+	at := int64(max(r.at, 1))
+	p := i - size // the parsed profile kept for views
+	depth := min(h.depth, ingest.DefaultMaxStackDepth)
+	// The views are fetched one after the other: the one being built is
+	// the largest, the diff (of the profile with itself), which counts
+	// both profiles' stacks; each one built before is kept.
+	building := 2 * (150*h.locations + 60*h.stacks*depth)
+	built := int64(len(hostileViews("x"))) * flame.DefaultBudgetBytes
+	return heapBound(40*mib + at*i), heapBound(40*mib + i + p + building + built)
+}
+
+// heapBound is the README's bound on the heap for a live estimate: the
+// runtime lets garbage grow the heap to twice what is live, and collects
+// harder near --memory-limit (the test sets the default).
+func heapBound(live int64) uint64 {
+	limit := int64(ingest.DefaultMemory + 256*mib)
+	if live > limit {
+		return uint64(live)
+	}
+	return uint64(min(2*live, limit))
+}
+
+// inflated is the size of data once its gzip layers are inflated, as the
+// server reads it.
+func inflated(t testing.TB, data []byte) int64 {
+	var r io.Reader = bytes.NewReader(data)
+	for {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			break
+		}
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, zr); err != nil {
+			t.Fatal(err)
+		}
+		data = buf.Bytes()
+		r = bytes.NewReader(data)
+	}
+	return int64(len(data))
 }
 
 // hostileRows are the attacks of issue 16 (and the deep stacks).
 var hostileRows = []hostileRow{
-	{name: "10M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib},
-	{name: "1M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 1_000_000) }, want: 201, peak: 100 * mib, views: 100 * mib},
-	{name: "3 GB of zeros gzipped", heavy: true, input: func(t testing.TB) []byte { return zeros(t, 3<<30) }, want: 413, msg: "decompresses to more than", peak: 64 * mib},
+	{name: "10M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib, shape: deepShape(10_000_000)},
+	{name: "1M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 1_000_000) }, want: 201, peak: 100 * mib, views: 100 * mib, shape: deepShape(1_000_000)},
+	{name: "3 GB of zeros gzipped", heavy: true, input: func(t testing.TB) []byte { return zeros(t, 3<<30) }, want: 413, msg: "decompresses to more than", peak: 64 * mib, shape: hostileShape{early: true}},
 	{name: "nested gzip bomb", heavy: true, input: func(t testing.TB) []byte {
 		inner := zeros(t, 3<<30)
 		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
-	}, want: 413, msg: "decompresses to more than", peak: 64 * mib},
+	}, want: 413, msg: "decompresses to more than", peak: 64 * mib, shape: hostileShape{early: true}},
 	{name: "4 nested gzip bombs at once", heavy: true, at: 4, input: func(t testing.TB) []byte {
 		inner := zeros(t, 3<<30)
 		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
-	}, want: 413, msg: "decompresses to more than", peak: 128 * mib},
-	{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib},
-	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 512 * mib, views: 1536 * mib},
-	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib},
-	{name: "a 10 MB folded line", input: func(t testing.TB) []byte { return []byte(strings.Repeat("a;", 5<<20) + "a 1\n") }, want: 413, msg: "line 1 is longer than the 4194304-byte limit", peak: 64 * mib},
+	}, want: 413, msg: "decompresses to more than", peak: 128 * mib, shape: hostileShape{early: true}},
+	{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib, shape: hostileShape{early: true}},
+	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 512 * mib, views: 1536 * mib,
+		shape: hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 19_000, frames: 1_900_000, locations: 1_900_000, stacks: 19_000, depth: 100}},
+	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib,
+		shape: hostileShape{textLines: 2_100_000}},
+	{name: "a 10 MB folded line", input: func(t testing.TB) []byte { return []byte(strings.Repeat("a;", 5<<20) + "a 1\n") }, want: 413, msg: "line 1 is longer than the 4194304-byte limit", peak: 64 * mib,
+		shape: hostileShape{textLines: 1}},
 }
 
 // hostileViews are the views of a stored profile the table fetches.
@@ -278,6 +367,12 @@ func TestHostileInputs(t *testing.T) {
 			}
 			data := r.input(t)
 			at := max(r.at, 1)
+			var formulaUpload, formulaViews uint64
+			if !r.shape.early {
+				formulaUpload, formulaViews = formulaBound(r, inflated(t, data))
+			} else {
+				formulaUpload, formulaViews = formulaBound(r, 0)
+			}
 			stop := heapPeak()
 			codes, msgs := make([]int, at), make([]string, at)
 			var wg sync.WaitGroup
@@ -296,6 +391,10 @@ func TestHostileInputs(t *testing.T) {
 			if peak > r.peak {
 				t.Errorf("peak heap %d MiB handling the upload; want at most %d MiB", peak/mib, r.peak/mib)
 			}
+			t.Logf("README formula for the upload: %d MiB", formulaUpload/mib)
+			if peak > formulaUpload {
+				t.Errorf("peak heap %d MiB handling the upload; the README's formula says at most %d MiB", peak/mib, formulaUpload/mib)
+			}
 			if r.want == 201 && codes[0] == 201 {
 				id := msgs[0]
 				s.Invalidate(id) // as after a restart: the views parse the stored bytes
@@ -312,6 +411,10 @@ func TestHostileInputs(t *testing.T) {
 				t.Logf("views: peak heap %d MiB", peak/mib)
 				if peak > r.views {
 					t.Errorf("peak heap %d MiB serving the views; want at most %d MiB", peak/mib, r.views/mib)
+				}
+				t.Logf("README formula for the views: %d MiB", formulaViews/mib)
+				if peak > formulaViews {
+					t.Errorf("peak heap %d MiB serving the views; the README's formula says at most %d MiB", peak/mib, formulaViews/mib)
 				}
 			}
 			if code, _ := fetchSize(t, ts.URL, "/healthz"); code != 200 {
