@@ -165,3 +165,24 @@ func TestCacheCleanedOnTimer(t *testing.T) {
 		t.Errorf("cleaning ran after Close: %v", err)
 	}
 }
+
+// TestCacheTimerEndsWithContext: a client given a Context stops cleaning
+// when it ends, as at Close.
+func TestCacheTimerEndsWithContext(t *testing.T) {
+	t.Parallel()
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	stale := filepath.Join(cacheDir, otherID, "executable")
+	os.MkdirAll(filepath.Dir(stale), 0o700)
+	os.WriteFile(filepath.Join(cacheDir, "max_unused_age_s"), []byte("3600\n"), 0o644)
+	os.WriteFile(filepath.Join(cacheDir, "cache_clean_interval_s"), []byte("1\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	newClient(t, debuginfod.Config{CacheDir: cacheDir, Context: ctx})
+	cancel()
+	old := time.Now().Add(-2 * time.Hour)
+	os.WriteFile(stale, []byte("x"), 0o400)
+	os.Chtimes(stale, old, old)
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("cleaning ran after the client's context ended: %v", err)
+	}
+}

@@ -119,6 +119,10 @@ func New(cfg Config) (*Client, error) {
 		var once sync.Once
 		c.stopClean = func() { once.Do(func() { close(stop) }) }
 		go c.cache.cleaner(stop, c.logf)
+		if ctx := cfg.Context; ctx != nil {
+			stopClean := c.stopClean
+			context.AfterFunc(ctx, stopClean)
+		}
 		runtime.AddCleanup(c, func(stop func()) { stop() }, c.stopClean)
 	}
 	return c, nil

@@ -2,6 +2,7 @@ package debuginfod
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,9 @@ type Config struct {
 	URLsFrom string
 	// CacheDir is the elfutils-layout cache directory.
 	CacheDir string
+	// Context, when set, ends the client's cache-cleaning timer when it
+	// is done, as Close does.
+	Context context.Context
 	// Timeout is DEBUGINFOD_TIMEOUT: a server that sends less than 100 KiB
 	// within this long (counting from the request) is given up. 0 disables.
 	Timeout time.Duration
