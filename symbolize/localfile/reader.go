@@ -22,6 +22,10 @@ const MaxStranded = 16
 // section read is several reads, each under the deadline.
 const readChunk = 1 << 20
 
+// smallRead is the largest read given a fresh buffer rather than a pooled
+// chunk (debug/elf reads headers a few bytes at a time).
+const smallRead = 32 << 10
+
 // ErrReadTimeout is wrapped by the error of a read that did not return
 // before its deadline, and of later reads of the same file while it is stuck.
 var ErrReadTimeout = errors.New("read timed out")
@@ -115,8 +119,21 @@ func (r *Reader) readChunk(p []byte, off int64) (int, error) {
 			return 0, &Error{Path: r.path, Reason: fmt.Sprintf("not read: no read slot free within the %v deadline", r.timeout), Err: ErrReadTimeout}
 		}
 	}
-	bp := chunks.Get().(*[]byte)
-	buf := (*bp)[:len(p)]
+	// A small read gets a buffer of its own; a large one a pooled chunk
+	// (released to the pool by whoever holds it last).
+	var bp *[]byte
+	var buf []byte
+	if len(p) <= smallRead {
+		buf = make([]byte, len(p))
+	} else {
+		bp = chunks.Get().(*[]byte)
+		buf = (*bp)[:len(p)]
+	}
+	put := func() {
+		if bp != nil {
+			chunks.Put(bp)
+		}
+	}
 	done := make(chan readResult, 1)
 	var state atomic.Int32 // running, then finished or abandoned
 	const running, finished, abandoned = 0, 1, 2
@@ -130,7 +147,7 @@ func (r *Reader) readChunk(p []byte, off int64) (int, error) {
 		// The caller is gone and took no bytes: the buffer is ours.
 		r.stuck.Add(-1)
 		r.slots.stranded.Add(-1)
-		chunks.Put(bp)
+		put()
 	}()
 	var res readResult
 	select {
@@ -146,6 +163,6 @@ func (r *Reader) readChunk(p []byte, off int64) (int, error) {
 		res = <-done
 	}
 	copy(p, buf[:res.n])
-	chunks.Put(bp)
+	put()
 	return res.n, res.err
 }
