@@ -1,0 +1,146 @@
+package datatype
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/arch/arm64/arm64asm"
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Insn is one decoded instruction of a function listing (the annotate
+// view): its text as objdump -d prints it and what it accesses.
+type Insn struct {
+	PC    uint64
+	Bytes []byte
+	// Text is the instruction in GNU (AT&T for x86-64) syntax, direct
+	// branch and call targets as absolute hexadecimal addresses.
+	Text string
+	// Target is a direct jump's or call's destination (HasTarget).
+	Target    uint64
+	HasTarget bool
+	Call      bool // a call (its target is another function)
+	// Access is what the instruction reads or writes (Binary.Attribute).
+	Access Access
+	// SkidFrom is, with skid correction, the earlier instruction a sample
+	// on this one is counted on (Aggregator.Skid); 0 when none.
+	SkidFrom uint64
+}
+
+// maxListing bounds the bytes of code one listing decodes.
+const maxListing = 1 << 20
+
+// Disassemble decodes the instructions of [lo, hi) (object addresses, a
+// function's symbol range) and attributes each. An undecodable byte is
+// listed as "(bad)", as objdump does, and decoding resumes after it.
+func (b *Binary) Disassemble(lo, hi uint64) ([]Insn, error) {
+	if hi <= lo {
+		return nil, fmt.Errorf("empty address range %#x-%#x", lo, hi)
+	}
+	if hi-lo > maxListing {
+		return nil, fmt.Errorf("the function is %d bytes long, over the %d-byte listing limit", hi-lo, maxListing)
+	}
+	if b.insnBytes(lo) == nil {
+		return nil, fmt.Errorf("address %#x is outside the executable's code", lo)
+	}
+	var out []Insn
+	for pc := lo; pc < hi; {
+		code := b.insnBytes(pc)
+		if code == nil {
+			break
+		}
+		if n := hi - pc; uint64(len(code)) > n {
+			code = code[:n]
+		}
+		in := Insn{PC: pc}
+		n := 1
+		if b.arm64 {
+			n = 4
+			if len(code) < 4 {
+				break
+			}
+			inst, err := arm64asm.Decode(code)
+			if err != nil {
+				in.Text = fmt.Sprintf(".inst\t%#08x ; undefined", uint32(code[0])|uint32(code[1])<<8|uint32(code[2])<<16|uint32(code[3])<<24)
+			} else {
+				in.Text = a64Text(pc, inst)
+				in.Target, in.HasTarget = a64Target(pc, inst)
+				in.Call = inst.Op == arm64asm.BL
+			}
+		} else {
+			inst, err := x86asm.Decode(code, 64)
+			if err != nil || inst.Len == 0 {
+				in.Text = "(bad)"
+			} else {
+				n = inst.Len
+				in.Text = x86asm.GNUSyntax(inst, pc, nil)
+				if rel, ok := inst.Args[0].(x86asm.Rel); ok {
+					in.Target, in.HasTarget = uint64(int64(pc)+int64(inst.Len)+int64(rel)), true
+				}
+				in.Call = inst.Op == x86asm.CALL
+			}
+		}
+		in.Bytes = append([]byte(nil), code[:n]...)
+		out = append(out, in)
+		pc += uint64(n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.trimMemo()
+	for i := range out {
+		in := &out[i]
+		id := b.attributeID(in.PC)
+		in.Access = b.distinct[id]
+		if in.Access.Kind == KindUnknown {
+			in.Access.Insn = in.Text
+		}
+		if sid := b.skidID(in.PC, id); sid != id {
+			if from, ok := b.skidSource(in.PC); ok {
+				in.SkidFrom = from
+			}
+		}
+	}
+	return out, nil
+}
+
+// skidSource is the instruction skidID counted pc's sample on: the first
+// one before pc in its basic block that touches memory, within maxSkid.
+// Callers hold b.mu.
+func (b *Binary) skidSource(pc uint64) (uint64, bool) {
+	cur := pc
+	for n := 1; n <= maxSkid; n++ {
+		prev, ok := b.prevInBlock(cur)
+		if !ok {
+			return 0, false
+		}
+		if !b.distinct[b.attributeID(prev)].noMem {
+			return prev, true
+		}
+		cur = prev
+	}
+	return 0, false
+}
+
+// Label is an Access as perf annotate --code-with-type labels an
+// instruction: "struct node +0x8 key", or the pseudo type with its reason.
+func (a Access) Label() string {
+	switch a.Kind {
+	case KindMember, KindGlobal:
+		var sb strings.Builder
+		sb.WriteString(a.Type)
+		fmt.Fprintf(&sb, " +%#x", a.Offset)
+		if a.Member != "" {
+			sb.WriteString(" " + a.Member)
+		}
+		return sb.String()
+	}
+	return a.Type
+}
+
+// Arch is the binary's architecture: "x86-64" or "arm64".
+func (b *Binary) Arch() string {
+	if b.arm64 {
+		return "arm64"
+	}
+	return "x86-64"
+}
