@@ -314,7 +314,7 @@ func (b *Binary) a64FuncCode(c *funcCode, lo, hi uint64) {
 }
 
 // a64Text is the instruction in GNU syntax, with PC-relative operands as
-// absolute addresses, as objdump prints them.
+// absolute hexadecimal addresses without 0x, as objdump prints them.
 func a64Text(pc uint64, inst arm64asm.Inst) string {
 	s := arm64asm.GNUSyntax(inst)
 	for _, a := range inst.Args {
@@ -326,7 +326,7 @@ func a64Text(pc uint64, inst arm64asm.Inst) string {
 		if inst.Op == arm64asm.ADRP {
 			t = uint64(int64(pc&^0xfff) + int64(r))
 		}
-		s = strings.Replace(s, r.String(), fmt.Sprintf("%#x", t), 1)
+		s = strings.Replace(s, r.String(), fmt.Sprintf("%x", t), 1)
 	}
 	return s
 }

@@ -14,7 +14,8 @@ type Insn struct {
 	PC    uint64
 	Bytes []byte
 	// Text is the instruction in GNU (AT&T for x86-64) syntax, direct
-	// branch and call targets as absolute hexadecimal addresses.
+	// branch and call targets as absolute hexadecimal addresses without
+	// 0x, as objdump -d prints them (before its "<symbol+off>").
 	Text string
 	// Target is a direct jump's or call's destination (HasTarget).
 	Target    uint64
@@ -73,9 +74,12 @@ func (b *Binary) Disassemble(lo, hi uint64) ([]Insn, error) {
 				in.Text = "(bad)"
 			} else {
 				n = inst.Len
-				in.Text = x86asm.GNUSyntax(inst, pc, nil)
+				in.Text = objdumpText(inst, pc, code)
 				if rel, ok := inst.Args[0].(x86asm.Rel); ok {
 					in.Target, in.HasTarget = uint64(int64(pc)+int64(inst.Len)+int64(rel)), true
+					if i := strings.LastIndex(in.Text, fmt.Sprintf("%#x", in.Target)); i >= 0 {
+						in.Text = in.Text[:i] + in.Text[i+2:] // objdump's "jne 1139"
+					}
 				}
 				in.Call = inst.Op == x86asm.CALL
 			}
@@ -143,4 +147,96 @@ func (b *Binary) Arch() string {
 		return "arm64"
 	}
 	return "x86-64"
+}
+
+// NormalizeAsm makes instruction text from objdump and from Disassemble
+// comparable: spacing collapsed (also after commas), the "<symbol+off>"
+// after a target dropped, lower case.
+func NormalizeAsm(s string) string {
+	if i := strings.Index(s, " <"); i >= 0 {
+		if j := strings.Index(s[i:], ">"); j >= 0 {
+			s = s[:i] + s[i+j+1:]
+		}
+	}
+	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	s = strings.ReplaceAll(s, ", ", ",")
+	return s
+}
+
+// x86Renames maps x86asm's GNU mnemonics to the ones binutils 2.40's
+// objdump prints (x86asm follows an older objdump).
+var x86Renames = map[string]string{
+	"retq": "ret", "callq": "call", "jmpq": "jmp", "movsxd": "movslq", "cdqe": "cltq",
+	"cqo": "cqto", "cdq": "cltd", "cwde": "cwtl", "leaveq": "leave", "pushq": "push", "popq": "pop",
+}
+
+// objdumpText is x86asm's GNU syntax of inst, written as binutils' objdump
+// writes it: its mnemonics, "movabs" for 64-bit immediates, an explicit
+// index scale of 1, and the 0x0 displacement it encodes in padding nops and
+// rbp/r13-based operands.
+func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
+	if inst.Op == x86asm.NOP {
+		return nopText(inst, code)
+	}
+	s := x86asm.GNUSyntax(inst, pc, nil)
+	op, rest, _ := strings.Cut(s, " ")
+	if r, ok := x86Renames[op]; ok {
+		op = r
+	}
+	if op == "mov" && inst.Len >= 10 && strings.HasPrefix(rest, "$") {
+		op = "movabs"
+	}
+	if m, ok := memArg(inst); ok && m.Index != 0 && m.Scale <= 1 {
+		rest = strings.Replace(rest, ","+"%"+strings.ToLower(m.Index.String())+")", ","+"%"+strings.ToLower(m.Index.String())+",1)", 1)
+	}
+	if m, ok := memArg(inst); ok && m.Disp == 0 && (m.Base == x86asm.RBP || m.Base == x86asm.R13) && !strings.Contains(rest, "0x0(") {
+		rest = strings.Replace(rest, "(%", "0x0(%", 1)
+	}
+	if rest == "" {
+		return op
+	}
+	return op + " " + rest
+}
+
+// nopText writes a multi-byte nop as objdump does ("data16 cs nopw
+// 0x0(%rax,%rax,1)"), which x86asm prints as its first prefix only.
+func nopText(inst x86asm.Inst, code []byte) string {
+	var sb strings.Builder
+	i, opsize := 0, false
+	for ; i < len(code) && i < inst.Len; i++ {
+		switch code[i] {
+		case 0x66:
+			if opsize {
+				sb.WriteString("data16 ")
+			}
+			opsize = true
+			continue
+		case 0x2e:
+			sb.WriteString("cs ")
+			continue
+		}
+		break
+	}
+	if i+2 >= inst.Len || code[i] != 0x0f || code[i+1] != 0x1f {
+		if inst.Len == 1 {
+			return "nop"
+		}
+		return strings.TrimSpace(sb.String() + x86asm.GNUSyntax(inst, 0, nil))
+	}
+	if opsize {
+		sb.WriteString("nopw ")
+	} else {
+		sb.WriteString("nopl ")
+	}
+	modrm := code[i+2]
+	mod, rm := modrm>>6, modrm&7
+	if mod == 1 || mod == 2 {
+		sb.WriteString("0x0")
+	}
+	if rm == 4 { // SIB: the padding nops use (%rax,%rax,1)
+		sb.WriteString("(%rax,%rax,1)")
+	} else {
+		sb.WriteString("(%rax)")
+	}
+	return sb.String()
 }
