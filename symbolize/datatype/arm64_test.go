@@ -29,16 +29,16 @@ func TestARM64(t *testing.T) {
 		off      int64
 		member   string
 	}{
-		{"get_key", "ldr x0, [x0, #8]", KindMember, "struct node", 8, "key"},         // pointer member load
-		{"sum_list", "ldrsw x2, [x1, #16]", KindMember, "struct node", 16, "val"},    // loop variable in x1
-		{"sum_list", "ldr x1, [x1]", KindMember, "struct node", 0, "next"},           // offset 0
-		{"get_y", "ldr w0, [x0, #12]", KindMember, "struct outer", 12, "in.y"},       // nested member
+		{"get_key", "ldr x0, [x0, #8]", KindMember, "struct node", 8, "key"},           // pointer member load
+		{"sum_list", "ldrsw x2, [x1, #16]", KindMember, "struct node", 16, "val"},      // loop variable in x1
+		{"sum_list", "ldr x1, [x1]", KindMember, "struct node", 0, "next"},             // offset 0
+		{"get_y", "ldr w0, [x0, #12]", KindMember, "struct outer", 12, "in.y"},         // nested member
 		{"get_name3", "ldrb w0, [x0, #19]", KindMember, "struct outer", 19, "name[3]"}, // array element
-		{"get_d", "ldr d0, [x0, #8]", KindMember, "struct tagged", 8, "v.d"},         // union: the float member
-		{"get_mode", "ldr w0, [x0]", KindMember, "struct flags", 0, ""},              // bitfield word
+		{"get_d", "ldr d0, [x0, #8]", KindMember, "struct tagged", 8, "v.d"},           // union: the float member
+		{"get_mode", "ldr w0, [x0]", KindMember, "struct flags", 0, ""},                // bitfield word
 		{"count_miss", "ldr x1, [x0, #8]", KindGlobal, "struct counters", 8, "misses"}, // adrp+add global
 		{"count_table", "str x1, [x0, #32]", KindGlobal, "struct counters", 32, "table[2]"},
-		{"use_local", "ldr x0, [sp, #16]", KindMember, "struct outer", 0, "a"},     // stack local via the frame base
+		{"use_local", "ldr x0, [sp, #16]", KindMember, "struct outer", 0, "a"},       // stack local via the frame base
 		{"use_local", "ldrsw x1, [sp, #28]", KindMember, "struct outer", 12, "in.y"}, // stack local
 		{"use_local", "stp x29, x30, [sp, #-48]!", KindStackOp, "(stack operation)", 0, ""},
 		{"use_local", "ldp x29, x30, [sp], #48", KindStackOp, "(stack operation)", 0, ""},
