@@ -1,0 +1,226 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"viewer/symbolize/datatype"
+)
+
+// perfAnnotate runs `perf annotate --stdio -n` on the recording for fn and
+// returns each instruction's sample count and text by address. The
+// binary is put where perf recorded it under a --symfs directory, so that
+// perf finds it on any checkout.
+func perfAnnotate(t *testing.T, data, exe, fn string) (map[uint64]int64, map[uint64]string, []uint64) {
+	t.Helper()
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Fatal("perf (linux-perf) is required: run make deps")
+	}
+	out, err := exec.Command("perf", "buildid-list", "-i", data).Output()
+	if err != nil {
+		t.Fatalf("perf buildid-list: %v", err)
+	}
+	id := fileBuildID(t, exe)
+	recorded := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == id {
+			recorded = f[1]
+		}
+	}
+	if recorded == "" {
+		t.Fatalf("perf.data names no binary with build ID %s:\n%s", id, out)
+	}
+	symfs := t.TempDir()
+	dst := filepath.Join(symfs, recorded)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(exe)
+	if err := os.Symlink(abs, dst); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("perf", "annotate", "--stdio", "-n", "--no-source", "--symfs", symfs, "-i", data, fn)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no build-ID cache of this machine
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("perf annotate: %v", err)
+	}
+	counts, texts := map[uint64]int64{}, map[uint64]string{}
+	var order []uint64
+	line := regexp.MustCompile(`^\s*(\d+)\s*:\s+([0-9a-f]+):\s+(.*)$`)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		a, _ := strconv.ParseUint(m[2], 16, 64)
+		counts[a], texts[a] = n, m[3]
+		order = append(order, a)
+	}
+	if len(order) == 0 {
+		t.Fatalf("perf annotate listed no instructions of %s:\n%s", fn, out)
+	}
+	return counts, texts, order
+}
+
+type annotateResponse struct {
+	Symbol string `json:"symbol"`
+	Arch   string `json:"arch"`
+	Total  int64  `json:"total"`
+	Insns  []struct {
+		Addr        uint64 `json:"addr"`
+		Text        string `json:"text"`
+		TargetLabel string `json:"targetLabel"`
+		Self        int64  `json:"self"`
+		SkidFrom    uint64 `json:"skidFrom"`
+		Label       string `json:"label"`
+		Kind        string `json:"kind"`
+		Source      []struct {
+			Func string `json:"func"`
+			File string `json:"file"`
+			Line int    `json:"line"`
+		} `json:"source"`
+	} `json:"insns"`
+	Hottest []uint64 `json:"hottest"`
+}
+
+func getAnnotate(t *testing.T, u string) annotateResponse {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, body)
+	}
+	var r annotateResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("annotate.json: %v", err)
+	}
+	return r
+}
+
+// TestAnnotateAgainstPerf uploads the data-type test recording and checks
+// the annotate view of its two hot functions against `perf annotate
+// --stdio -n` on the same perf.data: the same instructions at the same
+// addresses with the same text (perf prints objdump's) and the same sample
+// count on each. perf 6.1 has no --data-type, so the labels are checked
+// against the DWARF by hand (readelf --debug-dump=info: struct node's next
+// at 0, val at 0x10) and objdump's operands.
+func TestAnnotateAgainstPerf(t *testing.T) {
+	data := filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data")
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
+	id := fileBuildID(t, exe)
+	s, ts := newTestServer(t, Config{})
+	s.SetTypesDebugFinder(buildIDFinder{
+		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
+		next: LocalTypesDebugFinder{},
+	})
+	pid := upload(t, ts.URL, raw)
+	for _, fn := range []string{"sum_list", "inl_keys"} {
+		counts, texts, order := perfAnnotate(t, data, exe, fn)
+		r := getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?si=cpu-clock_count&fn="+fn+"&skid=0")
+		if r.Symbol != fn || r.Arch != "x86-64" {
+			t.Errorf("%s: symbol %q arch %q", fn, r.Symbol, r.Arch)
+		}
+		if len(r.Insns) != len(order) {
+			t.Fatalf("%s: %d instructions, perf annotate lists %d", fn, len(r.Insns), len(order))
+		}
+		var total int64
+		for i, in := range r.Insns {
+			if in.Addr != order[i] {
+				t.Errorf("%s: instruction %d at %#x, perf annotate %#x", fn, i, in.Addr, order[i])
+				continue
+			}
+			if got, want := datatype.NormalizeAsm(in.Text), datatype.NormalizeAsm(texts[in.Addr]); got != want {
+				t.Errorf("%s %#x: %q, perf annotate %q", fn, in.Addr, got, want)
+			}
+			if in.Self != counts[in.Addr] {
+				t.Errorf("%s %#x: %d samples, perf annotate %d", fn, in.Addr, in.Self, counts[in.Addr])
+			}
+			total += counts[in.Addr]
+		}
+		if r.Total != total || total == 0 {
+			t.Errorf("%s: total %d, perf annotate's %d", fn, r.Total, total)
+		}
+		best := order[0]
+		for _, a := range order {
+			if counts[a] > counts[best] {
+				best = a
+			}
+		}
+		if len(r.Hottest) == 0 || r.Hottest[0] != best {
+			t.Errorf("%s: hottest %x, perf annotate's %#x", fn, r.Hottest, best)
+		}
+	}
+	// Labels, sources and targets of sum_list's loop (objdump: the load
+	// of n->val is movslq 0x10(%rdi), n = n->next is mov (%rdi),%rdi).
+	r := getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?fn=sum_list")
+	var sawVal, sawNext, sawTarget, sawSkid bool
+	for _, in := range r.Insns {
+		switch {
+		case strings.HasPrefix(in.Text, "movslq 0x10(%rdi)"):
+			sawVal = in.Label == "struct node +0x10 val"
+		case strings.HasPrefix(in.Text, "mov (%rdi),%rdi"):
+			sawNext = in.Label == "struct node +0x0 next"
+		case strings.HasPrefix(in.Text, "jne"):
+			sawTarget = in.TargetLabel == "sum_list+0x10"
+		}
+		if in.SkidFrom != 0 && in.Self > 0 {
+			sawSkid = true
+		}
+		if len(in.Source) == 0 || !strings.HasSuffix(in.Source[0].File, "datatype.c") || in.Source[0].Line == 0 {
+			t.Errorf("%#x %s: source %+v, want a line of datatype.c", in.Addr, in.Text, in.Source)
+		}
+	}
+	if !sawVal || !sawNext || !sawTarget || !sawSkid {
+		t.Errorf("sum_list: val label %v, next label %v, jne target %v, a skid note %v: %+v", sawVal, sawNext, sawTarget, sawSkid, r.Insns)
+	}
+	// inl_keys holds list_keys inlined: its rows name both.
+	r = getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?fn=list_keys")
+	if r.Symbol != "inl_keys" {
+		t.Errorf("fn=list_keys lists %q, want inl_keys, where it is inlined", r.Symbol)
+	}
+	inlined := false
+	for _, in := range r.Insns {
+		if len(in.Source) >= 2 && in.Source[0].Func == "list_keys" && in.Source[len(in.Source)-1].Func == "inl_keys" {
+			inlined = true
+		}
+	}
+	if !inlined {
+		t.Error("no instruction of inl_keys is marked as inlined list_keys")
+	}
+	// A function that is not there is a 404 naming it.
+	resp, err := http.Get(ts.URL + "/p/" + pid + "/annotate?fn=no_such_fn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no_such_fn") {
+		t.Errorf("fn=no_such_fn: %d %.300s", resp.StatusCode, body)
+	}
+	// The page renders the listing with the hottest row highlighted.
+	page := getPage(t, ts.URL+"/p/"+pid+"/annotate?fn=sum_list")
+	if !strings.Contains(page, `class="insn hot"`) || !strings.Contains(page, "struct node +0x0 next") {
+		t.Errorf("annotate page lacks a hot row or the next label:\n%.2000s", page)
+	}
+}
