@@ -224,3 +224,53 @@ func TestAnnotateAgainstPerf(t *testing.T) {
 		t.Errorf("annotate page lacks a hot row or the next label:\n%.2000s", page)
 	}
 }
+
+// TestTypesTypeStatAndCacheLine checks the data-type page's type-stat
+// table on the test recording: its categories add up to the "(unknown)"
+// types' weight in types.json, the line size is the one perf.data's CACHE
+// header recorded (64 bytes on the machine build.sh ran on: its
+// /sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size), and
+// functions link to their annotate view.
+func TestTypesTypeStatAndCacheLine(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
+	id := fileBuildID(t, exe)
+	s, ts := newTestServer(t, Config{})
+	s.SetTypesDebugFinder(buildIDFinder{
+		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
+		next: LocalTypesDebugFinder{},
+	})
+	pid := upload(t, ts.URL, raw)
+	for _, skid := range []string{"", "&skid=0"} {
+		r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json?si=cpu-clock_count"+skid)
+		var unknown int64
+		for _, ty := range r.Types {
+			if ty.Name == "(unknown)" {
+				unknown += ty.Weight
+			}
+		}
+		var stat int64
+		for _, c := range r.TypeStats() {
+			stat += c.Weight
+			if c.Category == datatype.StatOther {
+				t.Errorf("skid %q: unclassified reasons: %+v", skid, r.Unknown)
+			}
+		}
+		if stat != unknown || unknown == 0 {
+			t.Errorf("skid %q: type-stat adds up to %d, the unknown types to %d", skid, stat, unknown)
+		}
+		page := getPage(t, ts.URL+"/p/"+pid+"/types?si=cpu-clock_count"+skid)
+		if !strings.Contains(page, `id="type-stat"`) || !strings.Contains(page, "no_mem_ops") && skid != "" {
+			t.Errorf("skid %q: the page has no type-stat table with no_mem_ops", skid)
+		}
+		if !strings.Contains(page, "Cache lines are 64 bytes: the recording machine") {
+			t.Errorf("skid %q: the page does not give the recording's cache line size", skid)
+		}
+		if !strings.Contains(page, "/p/"+pid+"/annotate?fn=sum_list") {
+			t.Errorf("skid %q: no annotate link for sum_list", skid)
+		}
+	}
+}
