@@ -10,11 +10,10 @@ const rows = table ? Array.from(table.querySelectorAll("tbody tr.insn")) : [];
 let matches = [];
 let current = -1;
 
+// The row jumped to stays marked until the next jump.
 function flash(row) {
-  row.classList.remove("jumped");
-  void row.offsetWidth; // restart the highlight
+  for (const r of table.querySelectorAll("tr.jumped")) r.classList.remove("jumped");
   row.classList.add("jumped");
-  setTimeout(() => row.classList.remove("jumped"), 1500);
 }
 
 function goto(row) {
