@@ -139,7 +139,7 @@ func (b *Binary) attribute(pc uint64) Access {
 		}
 		a = b.attributeARM64(pc, inst)
 	} else {
-		inst, err := x86asm.Decode(code, 64)
+		inst, err := x86Decode(code)
 		if err != nil {
 			return unknown("cannot decode the instruction: %v", err)
 		}
@@ -170,7 +170,7 @@ func (b *Binary) insnText(pc uint64) string {
 		}
 		return arm64asm.GNUSyntax(inst)
 	}
-	inst, err := x86asm.Decode(code, 64)
+	inst, err := x86Decode(code)
 	if err != nil {
 		return ""
 	}

@@ -69,8 +69,11 @@ func (b *Binary) Disassemble(lo, hi uint64) ([]Insn, error) {
 				in.Call = inst.Op == arm64asm.BL
 			}
 		} else {
-			inst, err := x86asm.Decode(code, 64)
-			if err != nil || inst.Len == 0 {
+			inst, err := x86Decode(code)
+			if err == nil && inst.Op == x86asm.NOP && inst.Len == 3 && code[0] == 0xc5 {
+				in.Text = map[byte]string{0xf8: "vzeroupper", 0xfc: "vzeroall"}[code[1]]
+				n = 3
+			} else if err != nil || inst.Len == 0 {
 				in.Text = "(bad)"
 			} else {
 				n = inst.Len
@@ -170,6 +173,21 @@ var x86Renames = map[string]string{
 	"cqo": "cqto", "cdq": "cltd", "cwde": "cwtl", "leaveq": "leave", "pushq": "push", "popq": "pop",
 }
 
+// bmiOps are the BMI1/BMI2 instructions x86asm suffixes with l or q.
+var bmiOps = map[string]bool{"sarx": true, "shlx": true, "shrx": true, "andn": true, "bzhi": true, "pdep": true,
+	"pext": true, "rorx": true, "mulx": true, "blsr": true, "blsi": true, "blsmsk": true, "bextr": true}
+
+// x86Decode is x86asm.Decode in 64-bit mode, with the length of
+// vzeroupper and vzeroall (c5 f8/fc 77) fixed: x86asm takes a ModRM byte
+// they do not have, which shifted every instruction after them.
+func x86Decode(code []byte) (x86asm.Inst, error) {
+	inst, err := x86asm.Decode(code, 64)
+	if len(code) >= 3 && code[0] == 0xc5 && (code[1] == 0xf8 || code[1] == 0xfc) && code[2] == 0x77 {
+		return x86asm.Inst{Op: x86asm.NOP, Len: 3}, nil
+	}
+	return inst, err
+}
+
 // objdumpText is x86asm's GNU syntax of inst, written as binutils' objdump
 // writes it: its mnemonics, "movabs" for 64-bit immediates, an explicit
 // index scale of 1, and the 0x0 displacement it encodes in padding nops and
@@ -183,6 +201,9 @@ func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
 	if r, ok := x86Renames[op]; ok {
 		op = r
 	}
+	if base := strings.TrimRight(op, "lq"); len(base) < len(op) && bmiOps[base] {
+		op = base // sarxl: objdump writes BMI instructions without a suffix
+	}
 	if op == "mov" && inst.Len >= 10 && strings.HasPrefix(rest, "$") {
 		op = "movabs"
 	}
@@ -191,6 +212,23 @@ func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
 	}
 	if m, ok := memArg(inst); ok && m.Disp == 0 && (m.Base == x86asm.RBP || m.Base == x86asm.R13) && !strings.Contains(rest, "0x0(") {
 		rest = strings.Replace(rest, "(%", "0x0(%", 1)
+	}
+	if m, ok := memArg(inst); ok && m.Disp == 0 && m.Base == 0 && m.Index != 0 {
+		rest = strings.Replace(rest, "(,", "0x0(,", 1)
+	}
+	// objdump prints a negative immediate as its two's complement in the
+	// operand's width ($0xfffffffffffffff0, not $-0x10).
+	for _, a := range inst.Args {
+		imm, ok := a.(x86asm.Imm)
+		if !ok || int64(imm) >= 0 {
+			continue
+		}
+		bits := operandBits(inst)
+		v := uint64(imm)
+		if bits < 64 {
+			v &= 1<<bits - 1
+		}
+		rest = strings.Replace(rest, fmt.Sprintf("$-%#x", -int64(imm)), fmt.Sprintf("$%#x", v), 1)
 	}
 	if rest == "" {
 		return op
@@ -201,6 +239,9 @@ func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
 // nopText writes a multi-byte nop as objdump does ("data16 cs nopw
 // 0x0(%rax,%rax,1)"), which x86asm prints as its first prefix only.
 func nopText(inst x86asm.Inst, code []byte) string {
+	if inst.Len == 2 && code[0] == 0x66 && code[1] == 0x90 {
+		return "xchg %ax,%ax"
+	}
 	var sb strings.Builder
 	i, opsize := 0, false
 	for ; i < len(code) && i < inst.Len; i++ {
@@ -239,4 +280,30 @@ func nopText(inst x86asm.Inst, code []byte) string {
 		sb.WriteString("(%rax)")
 	}
 	return sb.String()
+}
+
+// operandBits is the width of inst's destination: its memory operand's or
+// its first register's, else the operand size.
+func operandBits(inst x86asm.Inst) int {
+	if inst.MemBytes > 0 {
+		if _, ok := memArg(inst); ok {
+			return inst.MemBytes * 8
+		}
+	}
+	if r, ok := inst.Args[0].(x86asm.Reg); ok {
+		switch {
+		case r >= x86asm.AL && r <= x86asm.R15B:
+			return 8
+		case r >= x86asm.AX && r <= x86asm.R15W:
+			return 16
+		case r >= x86asm.EAX && r <= x86asm.R15L:
+			return 32
+		case r >= x86asm.RAX && r <= x86asm.R15:
+			return 64
+		}
+	}
+	if inst.DataSize > 0 {
+		return inst.DataSize
+	}
+	return 64
 }

@@ -49,7 +49,7 @@ func (b *Binary) funcCodeAt(lo, hi uint64) *funcCode {
 		if code == nil {
 			break
 		}
-		inst, err := x86asm.Decode(code, 64)
+		inst, err := x86Decode(code)
 		if err != nil || inst.Len == 0 {
 			pc++
 			afterBranch = true
@@ -103,7 +103,7 @@ func (b *Binary) track(f funcRange, fs *funcScope, pc uint64, reg int) regState 
 	var st [numGPR]regState
 	for i := start; i < k; i++ {
 		ipc := f.lo + uint64(c.pcs[i])
-		inst, err := x86asm.Decode(b.insnBytes(ipc), 64)
+		inst, err := x86Decode(b.insnBytes(ipc))
 		if err != nil {
 			return regState{}
 		}
