@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"viewer/symbolize/datatype"
 )
 
@@ -271,6 +273,103 @@ func TestTypesTypeStatAndCacheLine(t *testing.T) {
 		}
 		if !strings.Contains(page, "/p/"+pid+"/annotate?fn=sum_list") {
 			t.Errorf("skid %q: no annotate link for sum_list", skid)
+		}
+	}
+}
+
+// TestAnnotateARM64 uploads a pprof profile of the arm64 test binary
+// (testdata/datatype/datatype-arm64, cross-compiled by build.sh) whose
+// samples are on the instructions of sum_list's loop that
+// aarch64-linux-gnu-objdump -d shows (ldrsw x2, [x1, #16]: n->val; ldr
+// x1, [x1]: n = n->next): the annotate view lists sum_list as objdump
+// does, with those labels, and the data-type page attributes the samples
+// to struct node's val and next.
+func TestAnnotateARM64(t *testing.T) {
+	exe := filepath.Join(typesTestdata, "datatype-arm64")
+	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err != nil {
+		t.Fatal("aarch64-linux-gnu-objdump (binutils-aarch64-linux-gnu) is required: run make deps")
+	}
+	out, err := exec.Command("aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", exe).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	texts := map[uint64]string{}
+	in := false
+	line := regexp.MustCompile(`^\s*([0-9a-f]+):\s+(.*)$`)
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasSuffix(l, "<sum_list>:"):
+			in = true
+		case in && l == "":
+			in = false
+		case in:
+			if m := line.FindStringSubmatch(l); m != nil {
+				a, _ := strconv.ParseUint(m[1], 16, 64)
+				addrs = append(addrs, a)
+				texts[a] = strings.Split(m[2], "//")[0]
+			}
+		}
+	}
+	var valPC, nextPC uint64
+	for _, a := range addrs {
+		switch {
+		case strings.HasPrefix(texts[a], "ldrsw\tx2, [x1, #16]"):
+			valPC = a
+		case strings.HasPrefix(texts[a], "ldr\tx1, [x1]"):
+			nextPC = a
+		}
+	}
+	if valPC == 0 || nextPC == 0 {
+		t.Fatalf("objdump's sum_list lacks the loop's loads: %v", texts)
+	}
+	id := fileBuildID(t, exe)
+	const base = 0xaaaa_0000_0000 // where the PIE's first segment (vaddr 0, offset 0) is mapped
+	m := &profile.Mapping{ID: 1, Start: base, Limit: base + 0x10000, File: "/opt/arm/datatype-arm64", BuildID: id}
+	fn := &profile.Function{ID: 1, Name: "sum_list", SystemName: "sum_list"}
+	loc := func(id, pc uint64) *profile.Location {
+		return &profile.Location{ID: id, Mapping: m, Address: base + pc, Line: []profile.Line{{Function: fn}}}
+	}
+	lv, ln := loc(1, valPC), loc(2, nextPC)
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Mapping:    []*profile.Mapping{m}, Function: []*profile.Function{fn}, Location: []*profile.Location{lv, ln},
+		Sample: []*profile.Sample{{Location: []*profile.Location{lv}, Value: []int64{7}}, {Location: []*profile.Location{ln}, Value: []int64{5}}},
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	s, ts := newTestServer(t, Config{})
+	s.SetTypesDebugFinder(buildIDFinder{byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}}, next: LocalTypesDebugFinder{}})
+	pid := upload(t, ts.URL, buf.Bytes())
+
+	r := getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?fn=sum_list")
+	if r.Arch != "arm64" || r.Symbol != "sum_list" || r.Total != 12 || len(r.Insns) != len(addrs) {
+		t.Fatalf("arch %q symbol %q total %d, %d instructions (objdump %d)", r.Arch, r.Symbol, r.Total, len(r.Insns), len(addrs))
+	}
+	for i, in := range r.Insns {
+		if in.Addr != addrs[i] || datatype.NormalizeAsm(in.Text) != datatype.NormalizeAsm(texts[addrs[i]]) {
+			t.Errorf("%#x %q, objdump %#x %q", in.Addr, in.Text, addrs[i], texts[addrs[i]])
+		}
+		switch in.Addr {
+		case valPC:
+			if in.Self != 7 || in.Label != "struct node +0x10 val" {
+				t.Errorf("val load: %d samples, %q", in.Self, in.Label)
+			}
+		case nextPC:
+			if in.Self != 5 || in.Label != "struct node +0x0 next" {
+				t.Errorf("next load: %d samples, %q", in.Self, in.Label)
+			}
+		}
+	}
+	tj := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if len(tj.Types) == 0 || tj.Types[0].Name != "struct node" || tj.Types[0].Weight != 12 {
+		t.Fatalf("types: %+v", tj.Types)
+	}
+	for _, mem := range tj.Types[0].Members {
+		if mem.Name == "val" && mem.Weight != 7 || mem.Name == "next" && mem.Weight != 5 {
+			t.Errorf("member %s weight %d", mem.Name, mem.Weight)
 		}
 	}
 }
