@@ -65,6 +65,10 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	if !strings.Contains(src, "datatype.c:") {
 		t.Errorf("the hottest row's source line is %q, want a datatype.c line", src)
 	}
+	// sum_list has two jumps inside it (je to the end, jne back to the loop).
+	if n := eval[int](t, b, `document.querySelectorAll('svg.jump-arrows path[marker-end]').length`); n != eval[int](t, b, `document.querySelectorAll('#annotate a.target').length`) || n == 0 {
+		t.Errorf("%d jump arrows, want one per in-function jump", n)
+	}
 	b.Screenshot(t, "annotate")
 
 	run(t, b, "search for val", chromedp.SendKeys(chromedp.CSS("#annotate-search"), "val"))
