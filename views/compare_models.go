@@ -77,6 +77,8 @@ type SourcePage struct {
 	Total    string // the function's cum
 	Lines    []SourceLine
 	FlameURL string
+	// AnnotateURL is the function's annotate view ("" for a file's page).
+	AnnotateURL string
 	// Others lists other files the function's samples fall in (inlined
 	// code), as links.
 	Others []NavLink

@@ -115,6 +115,8 @@ type TopRow struct {
 	Flat, FlatPct     string
 	Cum, CumPct       string
 	FlatFrac, CumFrac float64 // 0..1, for the bars
+	// AnnotateHref links to the function's annotate view.
+	AnnotateHref string
 }
 
 // ErrorPage is shown for 404s and other failures.

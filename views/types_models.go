@@ -25,6 +25,15 @@ type TypesPage struct {
 	Funcs     []TypeFuncRow
 	Unknown   []UnknownRow
 	DSOs      []TypeDSO
+
+	// CacheLine is the line size members are grouped by and CacheLineFrom
+	// where it comes from.
+	CacheLine, CacheLineFrom string
+	// TypeStat is `perf annotate --type-stat`: the unresolved samples by
+	// category, adding up to Unresolved.
+	TypeStat                       []TypeStatRow
+	Unresolved                     int64
+	UnresolvedValue, UnresolvedPct string
 }
 
 // TypeRow is one data type; Members is its layout with shares.
@@ -40,6 +49,24 @@ type TypeRow struct {
 	Special bool // "(stack operation)" or "(unknown)"
 	Members []MemberRow
 	Funcs   []TypeFuncLink
+	// CacheLines is the layout grouped by cache line (nil for a type
+	// within one line).
+	CacheLines []CacheLineRow
+}
+
+// CacheLineRow is one cache line of a type: its byte range, share and the
+// accessed members in it; Crossing names members that straddle into the
+// next line.
+type CacheLineRow struct {
+	Index, Range, Members, Crossing string
+	Value, Pct                      string
+	Frac                            float64
+}
+
+// TypeStatRow is one reason category of unresolved samples.
+type TypeStatRow struct {
+	Category, Value, Pct string
+	Frac                 float64
 }
 
 // MemberRow is one line of a type's layout. Pct/Frac include nested
@@ -63,6 +90,7 @@ type TypeFuncLink struct{ Name, Href, Pct string }
 // TypeFuncRow is a function with the types its instructions access.
 type TypeFuncRow struct {
 	Name, Href, Value, Pct string
+	AnnotateHref           string // the function's annotate view
 	Frac                   float64
 	Types                  []TypeLink
 }

@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
+	// The annotate view, /p/:id/annotate and its JSON (web/annotate.go).
+	s.registerAnnotate()
 	// Filters' compare picker, diff, sandwich, source (web/diff.go).
 	s.registerCompare()
 	// On-demand symbolization (web/symbolization.go).

@@ -383,6 +383,9 @@ func (s *Server) handleSource(c echo.Context) error {
 		Unit:     st.Unit,
 		FlameURL: profileURL(id, "", c.QueryParam("si")),
 	}
+	if fn != "" {
+		page.AnnotateURL = annotateURL(id, fn, c.QueryParam("si"), true)
+	}
 	files := functionLines(l.Profile, i, fn, want)
 	var lv *lineValues
 	for _, f := range files {

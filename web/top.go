@@ -99,6 +99,7 @@ func (s *Server) handleTop(c echo.Context) error {
 			Flat: views.FormatValue(r.Flat, st.Unit), FlatPct: views.Percent(r.Flat, total),
 			Cum: views.FormatValue(r.Cum, st.Unit), CumPct: views.Percent(r.Cum, total),
 			FlatFrac: frac(r.Flat), CumFrac: frac(r.Cum),
+			AnnotateHref: withQuery(annotateURL(id, r.Name, c.QueryParam("si"), true), filterQuery(c)),
 		})
 	}
 	return Render(c, http.StatusOK, views.Top(page))

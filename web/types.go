@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"viewer/symbolize/localfile"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/ingest/perfdata"
 )
 
 // TypesDebug is where a binary's code and debug info are: the executable
@@ -548,6 +550,8 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		page.SkidShare = views.Percent(p.Skid, p.Total)
 	}
 	page.Nav = dedupeNav(page.Nav)
+	line, lineFrom := cacheLineSize(l.Profile)
+	page.CacheLine, page.CacheLineFrom = fmt.Sprint(line), lineFrom
 	frac := func(v int64) float64 {
 		if p.Total == 0 {
 			return 0
@@ -602,6 +606,9 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			}
 			row.Members = append(row.Members, mr)
 		}
+		if !special {
+			row.CacheLines = cacheLineRows(t, line, p.Total, val)
+		}
 		for _, f := range t.Funcs {
 			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: views.Percent(f.Weight, p.Total)})
 			fa := fns[f.Name]
@@ -617,7 +624,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	page.Attributed = views.Percent(attributed, p.Total)
 	for name, fa := range fns {
 		page.Funcs = append(page.Funcs, views.TypeFuncRow{
-			Name: name, Href: flameSearch(name), Value: val(fa.w), Pct: views.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+			Name: name, Href: flameSearch(name), AnnotateHref: annotateURL(id, name, siq, skid), Value: val(fa.w), Pct: views.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
 		})
 	}
 	sort.Slice(page.Funcs, func(a, b int) bool {
@@ -633,6 +640,11 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		}
 		page.Unknown = append(page.Unknown, ur)
 	}
+	for _, r := range p.TypeStats() {
+		page.TypeStat = append(page.TypeStat, views.TypeStatRow{Category: r.Category, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)})
+		page.Unresolved += r.Weight
+	}
+	page.UnresolvedValue, page.UnresolvedPct = val(page.Unresolved), views.Percent(page.Unresolved, p.Total)
 	for _, d := range p.DSOs {
 		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: views.Percent(d.Samples, p.Total)})
 	}
@@ -760,4 +772,50 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 		Stats:       stats(m, i),
 	}
 	return Render(c, http.StatusOK, views.Flame(page))
+}
+
+// cacheLineSize is the cache line size the data-type page groups members
+// by: the recording machine's L1 data line size when perf.data's CACHE
+// header gave it (a profile comment), else datatype.DefaultCacheLine.
+func cacheLineSize(p *profile.Profile) (int64, string) {
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, perfdata.CacheLineComment); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 && n <= 4096 && n&(n-1) == 0 {
+				return n, "the recording machine's L1 data cache (perf.data header)"
+			}
+		}
+	}
+	return datatype.DefaultCacheLine, "the x86-64 and arm64 default: the recording does not say"
+}
+
+// cacheLineRows is a type's layout grouped by cache line.
+func cacheLineRows(t datatype.TypeStat, line, total int64, val func(int64) string) []views.CacheLineRow {
+	var out []views.CacheLineRow
+	for _, cl := range t.CacheLines(line) {
+		r := views.CacheLineRow{
+			Index: fmt.Sprint(cl.Index), Range: fmt.Sprintf("%d–%d", cl.Lo, cl.Hi-1),
+			Members: strings.Join(cl.Members, ", "), Crossing: strings.Join(cl.Crossing, ", "),
+		}
+		if cl.Weight > 0 {
+			r.Value, r.Pct = val(cl.Weight), views.Percent(cl.Weight, total)
+			r.Frac = float64(cl.Weight) / float64(max(total, 1))
+		}
+		out = append(out, r)
+	}
+	if len(out) < 2 && (len(out) == 0 || out[0].Crossing == "") {
+		return nil // one line: nothing to group
+	}
+	return out
+}
+
+// annotateURL links a function to its annotate view, keeping si and skid.
+func annotateURL(id, fn, si string, skid bool) string {
+	q := url.Values{"fn": {fn}}
+	if si != "" {
+		q.Set("si", si)
+	}
+	if !skid {
+		q.Set("skid", "0")
+	}
+	return "/p/" + id + "/annotate?" + q.Encode()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -130,11 +131,20 @@ func (b *Binary) attribute(pc uint64) Access {
 	if code == nil {
 		return unknown("the address is outside the executable's code")
 	}
-	inst, err := x86asm.Decode(code, 64)
-	if err != nil {
-		return unknown("cannot decode the instruction: %v", err)
+	var a Access
+	if b.arm64 {
+		inst, err := arm64asm.Decode(code)
+		if err != nil {
+			return unknown("cannot decode the instruction: %v", err)
+		}
+		a = b.attributeARM64(pc, inst)
+	} else {
+		inst, err := x86Decode(code)
+		if err != nil {
+			return unknown("cannot decode the instruction: %v", err)
+		}
+		a = b.attributeInst(pc, inst)
 	}
-	a := b.attributeInst(pc, inst)
 	if a.Func == "" {
 		if f, ok := b.funcAt(pc); ok {
 			if e, err := b.entry(f.die); err == nil {
@@ -153,7 +163,14 @@ func (b *Binary) insnText(pc uint64) string {
 	if code == nil {
 		return ""
 	}
-	inst, err := x86asm.Decode(code, 64)
+	if b.arm64 {
+		inst, err := arm64asm.Decode(code)
+		if err != nil {
+			return ""
+		}
+		return arm64asm.GNUSyntax(inst)
+	}
+	inst, err := x86Decode(code)
 	if err != nil {
 		return ""
 	}
@@ -274,7 +291,7 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 	if fs == nil {
 		return unknown("no DWARF function covers the address (code without debug info)")
 	}
-	a := b.fromVariables(fs, pc, base, m, h)
+	a := b.fromVariables(fs, pc, base, memOf(m), h)
 	if a.Kind != KindUnknown {
 		return a
 	}
@@ -327,7 +344,7 @@ func (b *Binary) global(addr uint64, h accessHint, scale int64) Access {
 
 // fromVariables is the first phase: find the variable or parameter whose
 // location at pc is the base register, searching scopes innermost first.
-func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem, h accessHint) Access {
+func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, mem memRef, h accessHint) Access {
 	var fail Access
 	chain := fs.scopesAt(pc)
 	fname := fs.name
@@ -356,18 +373,18 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 				p, ok := pointee(t)
 				if !ok {
 					if fail.Kind == "" {
-						fail = unknown("%s holds %s (%s), not a pointer", dwarfRegName(base), v.name, typeName(t))
+						fail = unknown("%s holds %s (%s), not a pointer", b.regName(base), v.name, typeName(t))
 					}
 					continue
 				}
-				typ, off = p, m.Disp
+				typ, off = p, mem.disp
 			case l.kind == locBreg && l.reg == base:
 				t, err := b.typ(v.typ)
 				if err != nil {
 					continue
 				}
-				typ, off = t, m.Disp-l.off
-			case l.kind == locFbreg && (base == dwRSP || base == dwRBP):
+				typ, off = t, mem.disp-l.off
+			case l.kind == locFbreg && b.frameReg(base):
 				fb := b.varLocation(fs.unit, &fs.frameBase, pc)
 				var regOff int64 // frame base = base register + regOff
 				switch {
@@ -388,14 +405,14 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 				if err != nil {
 					continue
 				}
-				typ, off = t, m.Disp-regOff-l.off
+				typ, off = t, mem.disp-regOff-l.off
 			default:
 				continue
 			}
 			if fail.Kind != "" && !fits(typ, off) {
 				continue
 			}
-			a := b.place(typ, off, h, indexScale(m), v.name, KindMember)
+			a := b.place(typ, off, h, mem.scale, v.name, KindMember)
 			if a.Kind == KindUnknown {
 				if fail.Kind == "" {
 					fail = a
@@ -403,7 +420,7 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 				continue
 			}
 			a.Func = fname
-			a.Reason = "location of " + v.name + ": " + l.String()
+			a.Reason = "location of " + v.name + ": " + l.format(b.regName)
 			return a
 		}
 	}
@@ -412,6 +429,9 @@ func (b *Binary) fromVariables(fs *funcScope, pc uint64, base int, m x86asm.Mem,
 		return fail
 	}
 	a := Access{Type: typeUnknown, Kind: KindUnknown, Reason: noVarReason(base)}
+	if b.arm64 {
+		a.Reason = "no pointer variable or parameter is in " + b.regName(base) + " here"
+	}
 	a.Func = fname
 	return a
 }
@@ -458,6 +478,13 @@ func (b *Binary) place(typ dwarf.Type, off int64, h accessHint, scale int64, var
 		Kind: kind, Var: varName, typ: typ, mtyp: mt,
 	}
 }
+
+// memRef is what attribution needs of a memory operand whatever the
+// architecture: the displacement added to the base register and the
+// index register's scale (0 without one).
+type memRef struct{ disp, scale int64 }
+
+func memOf(m x86asm.Mem) memRef { return memRef{m.Disp, indexScale(m)} }
 
 // indexScale is the scale of m's index register, 0 when it has none.
 func indexScale(m x86asm.Mem) int64 {

@@ -1,7 +1,7 @@
 // Package datatype attributes sampled instruction addresses to the data
 // types and struct members they access, from an ELF executable's code and
 // its DWARF debug info, the way `perf report -s type` and `perf annotate
-// --data-type` do. It is x86-64 only.
+// --data-type` do, for x86-64 and arm64 (AArch64) code.
 package datatype
 
 import (
@@ -22,7 +22,8 @@ import (
 // file whose .text is NOBITS, which is why Open takes two paths.
 // A Binary is safe for concurrent use.
 type Binary struct {
-	text []codeSection
+	text  []codeSection
+	arm64 bool // AArch64 code (arm64.go); else x86-64
 
 	dw        *dwarf.Data
 	units     []unitInfo // sorted by off
@@ -95,8 +96,8 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		return nil, fmt.Errorf("datatype: open executable: %w", err)
 	}
 	defer ef.Close()
-	if ef.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("datatype: %s is %v; only x86-64 code can be decoded", execPath, ef.Machine)
+	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 {
+		return nil, fmt.Errorf("datatype: %s is %v; only x86-64 and arm64 code can be decoded", execPath, ef.Machine)
 	}
 	df := ef
 	if debugPath != "" && debugPath != execPath {
@@ -107,6 +108,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		defer df.Close()
 	}
 	b = &Binary{
+		arm64:       ef.Machine == elf.EM_AARCH64,
 		funcByEnt:   map[uint64]dwarf.Offset{},
 		memo:        map[uint64]int32{},
 		skidMemo:    map[uint64]int32{},
@@ -244,10 +246,10 @@ func readGOT(f *elf.File) map[uint64]gotSlot {
 		for i := 0; i+24 <= len(d); i += 24 {
 			r := reader{B: d, Pos: i}
 			off, info, addend := r.U64(), r.U64(), int64(r.U64())
-			switch elf.R_X86_64(info & 0xffffffff) {
-			case elf.R_X86_64_RELATIVE:
+			switch relocKind(f.Machine, uint32(info)) {
+			case relRelative:
 				got[off] = gotSlot{target: uint64(addend)}
-			case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_64:
+			case relSymbol:
 				si := int(info >> 32)
 				if si < 1 || si > len(syms) {
 					continue
@@ -262,6 +264,34 @@ func readGOT(f *elf.File) map[uint64]gotSlot {
 		}
 	}
 	return got
+}
+
+type relKind uint8
+
+const (
+	relOther    relKind = iota
+	relRelative         // the slot holds the load address plus the addend
+	relSymbol           // the slot holds a symbol's address
+)
+
+// relocKind classifies a dynamic relocation type of x86-64 or AArch64.
+func relocKind(m elf.Machine, t uint32) relKind {
+	if m == elf.EM_AARCH64 {
+		switch elf.R_AARCH64(t) {
+		case elf.R_AARCH64_RELATIVE:
+			return relRelative
+		case elf.R_AARCH64_GLOB_DAT, elf.R_AARCH64_ABS64:
+			return relSymbol
+		}
+		return relOther
+	}
+	switch elf.R_X86_64(t) {
+	case elf.R_X86_64_RELATIVE:
+		return relRelative
+	case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_64:
+		return relSymbol
+	}
+	return relOther
 }
 
 func sectionData(f *elf.File, name string) []byte {

@@ -42,16 +42,22 @@ var (
 // disasm runs objdump on path and returns each function's instructions.
 // The test's expected addresses come from here, independent of the engine.
 func disasm(t testing.TB, path string) map[string][]insn {
+	return disasmWith(t, "objdump", "#", path)
+}
+
+// disasmWith is disasm with another objdump (aarch64-linux-gnu-objdump),
+// whose comments start with comment.
+func disasmWith(t testing.TB, objdump, comment, path string) map[string][]insn {
 	t.Helper()
 	disasmMu.Lock()
 	defer disasmMu.Unlock()
 	if m, ok := disasmCache[path]; ok {
 		return m
 	}
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Fatalf("objdump (binutils) is required: run make deps")
+	if _, err := exec.LookPath(objdump); err != nil {
+		t.Fatalf("%s (binutils) is required: run make deps", objdump)
 	}
-	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", path).Output()
+	out, err := exec.Command(objdump, "-d", "--no-show-raw-insn", path).Output()
 	if err != nil {
 		t.Fatalf("objdump -d %s: %v", path, err)
 	}
@@ -69,7 +75,7 @@ func disasm(t testing.TB, path string) map[string][]insn {
 		if m := line.FindStringSubmatch(l); m != nil && cur != "" {
 			a, _ := strconv.ParseUint(m[1], 16, 64)
 			text := m[2]
-			if i := strings.Index(text, "#"); i >= 0 {
+			if i := strings.Index(text, comment); i >= 0 {
 				text = text[:i]
 			}
 			funcs[cur] = append(funcs[cur], insn{a, strings.Join(strings.Fields(text), " ")})

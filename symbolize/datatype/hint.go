@@ -91,7 +91,7 @@ loop:
 		if code == nil {
 			break
 		}
-		in, err := x86asm.Decode(code, 64)
+		in, err := x86Decode(code)
 		if err != nil || isBranch(in.Op) || in.Op == x86asm.CALL {
 			break
 		}

@@ -27,12 +27,15 @@ const (
 	locCFA                  // DW_OP_call_frame_cfa (frame bases only)
 )
 
-func (l location) String() string {
+func (l location) String() string { return l.format(dwarfRegName) }
+
+// format is String with the architecture's register names.
+func (l location) format(regName func(int) string) string {
 	switch l.kind {
 	case locReg:
-		return "reg " + dwarfRegName(l.reg)
+		return "reg " + regName(l.reg)
 	case locBreg:
-		return fmt.Sprintf("%d(%s)", l.off, dwarfRegName(l.reg))
+		return fmt.Sprintf("%d(%s)", l.off, regName(l.reg))
 	case locFbreg:
 		return fmt.Sprintf("fbreg %d", l.off)
 	case locAddr:

@@ -38,6 +38,10 @@ func (b *Binary) funcCodeAt(lo, hi uint64) *funcCode {
 	if hi-lo > maxTrackedFunc {
 		return c
 	}
+	if b.arm64 {
+		b.a64FuncCode(c, lo, hi)
+		return c
+	}
 	targets := map[uint64]bool{}
 	afterBranch := true
 	for pc := lo; pc < hi; {
@@ -45,7 +49,7 @@ func (b *Binary) funcCodeAt(lo, hi uint64) *funcCode {
 		if code == nil {
 			break
 		}
-		inst, err := x86asm.Decode(code, 64)
+		inst, err := x86Decode(code)
 		if err != nil || inst.Len == 0 {
 			pc++
 			afterBranch = true
@@ -99,7 +103,7 @@ func (b *Binary) track(f funcRange, fs *funcScope, pc uint64, reg int) regState 
 	var st [numGPR]regState
 	for i := start; i < k; i++ {
 		ipc := f.lo + uint64(c.pcs[i])
-		inst, err := x86asm.Decode(b.insnBytes(ipc), 64)
+		inst, err := x86Decode(b.insnBytes(ipc))
 		if err != nil {
 			return regState{}
 		}
@@ -185,7 +189,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 					st[dst] = s
 					return
 				}
-				a := b.fromVariables(fs, pc, base, m, noHint)
+				a := b.fromVariables(fs, pc, base, memOf(m), noHint)
 				if a.Kind != KindUnknown && a.typ != nil {
 					st[dst] = regState{ok: true, typ: a.typ, off: a.Offset, desc: "&" + a.Var}
 					return
@@ -292,7 +296,7 @@ func (b *Binary) loadedPointer(fs *funcScope, pc uint64, inst x86asm.Inst, m x86
 	case base >= 0 && base < numGPR && st[base].ok:
 		a = b.place(st[base].typ, st[base].off+m.Disp, h, indexScale(m), st[base].desc, KindMember)
 	case base >= 0 && base < numGPR:
-		a = b.fromVariables(fs, pc, base, m, h)
+		a = b.fromVariables(fs, pc, base, memOf(m), h)
 	default:
 		return regState{}
 	}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rebuilds the data-type attribution test binaries from datatype.c (and
-# index.c, skid.c, libdatatype.c).
+# index.c, skid.c, libdatatype.c), for x86-64 and arm64.
 # The binaries are committed so tests do not depend on the local gcc's code
 # generation; rerun this only when datatype.c changes, then rerun the tests
 # (they locate instructions by disassembly, so no expected address is stored).
@@ -34,6 +34,9 @@ $CC -O2 -g -gdwarf-5 -fno-pie -no-pie -o index-nopie index.c
 $CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
 objcopy --strip-debug --add-gnu-debuglink=datatype-dw5-pie.debug datatype-dw5-pie datatype-dw5-pie.stripped
+# arm64 (AArch64), cross-compiled with Debian's gcc-aarch64-linux-gnu: the
+# arm64 decoding and attribution test (symbolize/datatype/arm64_test.go).
+${CC_ARM64:-aarch64-linux-gnu-gcc} -O2 -g -gdwarf-5 -o datatype-arm64 datatype.c
 # perf.data for the end-to-end test (web/types_test.go): rerecord whenever the
 # binaries change, since it names them by build ID.
 perf record -q -e cpu-clock -o datatype-dw5-pie.perf.data ./datatype-dw5-pie 1000000

@@ -237,6 +237,10 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 	return c.p, nil
 }
 
+// CacheLineComment starts the profile comment that gives the recording
+// machine's L1 data cache line size in bytes (perf's CACHE header feature).
+const CacheLineComment = "cache line size: "
+
 func (c *converter) space(pid uint32) *addrSpace {
 	s := c.procs[pid]
 	if s == nil {
@@ -574,6 +578,9 @@ func (c *converter) finish() {
 	}
 	if ft.Version != "" {
 		add("perf version: %s", ft.Version)
+	}
+	if ft.CacheLineSize != 0 {
+		add("%s%d", CacheLineComment, ft.CacheLineSize)
 	}
 	if len(ft.Cmdline) > 0 {
 		add("cmdline: %s", strings.Join(ft.Cmdline, " "))

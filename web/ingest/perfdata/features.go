@@ -18,6 +18,7 @@ const (
 	featTotalMem  = 10
 	featCmdline   = 11
 	featEventDesc = 12
+	featCache     = 20
 	featSampleTim = 21
 	featCompress  = 27
 	featClockData = 29
@@ -111,6 +112,29 @@ func (f *File) readFeature(id int, b []byte) {
 	case featCompress:
 		d.u32() // version
 		ft.Compression = d.u32()
+	case featCache:
+		// The recording machine's /sys/devices/system/cpu/cpu0/cache:
+		// per level, its line size (the data-type page's cache lines).
+		d.u32() // version
+		n := d.u32()
+		if uint64(n) > uint64(len(d.b))/16 {
+			d.bad = true
+			break
+		}
+		for range n {
+			level, line := d.u32(), d.u32()
+			d.u32() // sets
+			d.u32() // ways
+			typ := d.str()
+			d.str() // size
+			d.str() // shared CPU map
+			if d.bad {
+				break
+			}
+			if level == 1 && (typ == "Data" || typ == "Unified") || ft.CacheLineSize == 0 {
+				ft.CacheLineSize = line
+			}
+		}
 	case featClockData:
 		d.u32() // version
 		c := &ClockData{ClockID: d.u32(), WallClockNanos: d.u64(), ClockIDNanos: d.u64()}

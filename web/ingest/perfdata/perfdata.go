@@ -123,6 +123,9 @@ type Features struct {
 	ClockData *ClockData
 	// Compression is the COMPRESSED feature's type (1 is zstd), 0 when absent.
 	Compression uint32
+	// CacheLineSize is the L1 data cache's line size in bytes from the
+	// CACHE feature (the recording machine's /sys), 0 when absent.
+	CacheLineSize uint32
 	// Present lists the feature IDs the file announced.
 	Present []int
 }

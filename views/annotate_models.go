@@ -1,0 +1,69 @@
+package views
+
+// AnnotatePage is the annotate view at /p/ID/annotate?fn=NAME: one
+// function's instructions with their self samples, source lines, branch
+// targets and the data type each instruction touches.
+type AnnotatePage struct {
+	Page
+	ID, Fn  string
+	Symbol  string // the symbol listed (fn itself, or the function fn is inlined in)
+	DSO     string
+	BuildID string
+	Arch    string
+	Source  string // where the code and debug info came from
+	Range   string // the symbol's address range
+	Unit    string
+	Total   string // the function's self samples
+	Share   string // of the profile's (filtered) samples
+	JSONURL string
+	// FlameURL searches the flame graph for the function; SourceURL is its
+	// source view.
+	FlameURL, SourceURL string
+	// Skid says samples on instructions that touch no memory are shown as
+	// counted on the access before them too (?skid=0 turns it off).
+	Skid          bool
+	SkidToggleURL string
+	Filtered      bool // focus or ignore filters select the samples
+	// Others lists the other functions holding inlined copies of Fn.
+	Others []NavLink
+	Rows   []AnnotateRow
+}
+
+// AnnotateRow is an instruction, or (Source set) the source line the
+// instructions below it come from.
+type AnnotateRow struct {
+	Source *AnnotateSource
+	Anchor string // element id, the target of jumps to it
+	Addr   string
+	Text   string
+	// TargetLabel names a direct branch's or call's target; TargetHref
+	// links to it when it is inside the function.
+	TargetLabel, TargetHref string
+	Count, Pct              string // self samples; "" when none
+	Frac                    float64
+	Hot                     bool // one of the heaviest instructions
+	Label                   string
+	Kind                    string // member, global, stack operation, unknown
+	Reason                  string
+	// SkidNote says the instruction's samples count on an earlier access
+	// (SkidHref); SkidIn says how many later samples count on this one.
+	SkidNote, SkidHref, SkidIn string
+}
+
+// AnnotateSource is a source line heading a run of instructions: file:line
+// of the innermost frame, and the inlined calls it is reached through.
+type AnnotateSource struct {
+	Where   string
+	Inlined []string // innermost first
+}
+
+// kindClass is the CSS class of an access kind ("stack operation" → "stack").
+func kindClass(kind string) string {
+	switch kind {
+	case "member", "global":
+		return "k-" + kind
+	case "stack operation":
+		return "k-stack"
+	}
+	return "k-unknown"
+}
