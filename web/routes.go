@@ -21,6 +21,7 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.handleHealth)
 	e.POST("/api/profiles", s.handleAPIUpload)
 	e.POST("/upload", s.handleFormUpload)
+	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled) // serve --otlp (otlp.go)
 
 	e.GET("/p/:id", s.handleFlamePage)
 	e.GET("/p/:id/top", s.handleTop)

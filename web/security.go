@@ -231,7 +231,7 @@ func isUpload(c echo.Context) bool {
 		return false
 	}
 	p := c.Path()
-	return p == "/api/profiles" || p == "/upload"
+	return p == "/api/profiles" || p == "/upload" || p == OTLPPath
 }
 
 // isControl reports whether the request changes a symbolization run
