@@ -180,4 +180,3 @@ func pageTitle(t testing.TB, base, id string) string {
 	}
 	return s[i+7 : j]
 }
-
