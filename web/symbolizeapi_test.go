@@ -57,7 +57,7 @@ func llvmSymbolize(t *testing.T, obj string, addrs []uint64) [][]llvmFrame {
 }
 
 // textAddrs are every step-th address of obj's .text.
-func textAddrs(t *testing.T, obj string, step uint64) []uint64 {
+func textAddrs(t testing.TB, obj string, step uint64) []uint64 {
 	t.Helper()
 	f, err := elf.Open(obj)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/symbolize"
 )
 
 // otlpFormat reads OpenTelemetry profiles: an OTLP export request or a
@@ -160,7 +162,8 @@ func (r *OTLPResult) Message() string {
 	return strings.Join(out, "; ")
 }
 
-// FromOTLP converts each profile of ps to a pprof profile. A profile that
+// FromOTLP converts each profile of ps to a pprof profile, checked and
+// with its caller addresses made call sites as Parse leaves every format's. A profile that
 // is malformed (an index out of its table) or over lim is rejected and
 // counted, and the others are kept: one bad profile never fails the
 // request. Resource, scope and profile attributes become labels of every
@@ -200,6 +203,14 @@ func FromOTLP(ps pprofile.Profiles, lim Limits) (*OTLPResult, error) {
 					res.Reasons = append(res.Reasons, "a profile has no samples")
 					continue
 				}
+				// What Parse does to every format's profile (ingest.go).
+				if err := lim.checkCounts(p); err != nil {
+					return nil, err
+				}
+				if err := lim.limitFrames(p); err != nil {
+					return nil, err
+				}
+				symbolize.CallSites(p)
 				res.Profiles = append(res.Profiles, OTLPProfile{Profile: p, Title: otlpTitle(resLabels), Service: resLabels[AttrService]})
 			}
 		}
