@@ -135,6 +135,12 @@ func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte
 // directories, so only debuginfod can name the test program.
 func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
+	return symbolizingServerWith(t, urls, workers, web.Config{}, adjust...)
+}
+
+// symbolizingServerWith is symbolizingServer with cfg's other settings.
+func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
+	t.Helper()
 	cache := t.TempDir()
 	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
 	if err != nil {
@@ -149,9 +155,11 @@ func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(
 		f(&scfg)
 	}
 	engine := symbolize.New(scfg)
-	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
+	cfg.DataDir = t.TempDir()
+	cfg.Symbolization = &web.SymbolizationConfig{
 		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: workers, Queue: 64,
-	}})
+	}
+	s, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(status)
+	case c.Request().URL.Path == OTLPPath:
+		werr = writeOTLPStatus(c, status, msg)
 	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
 		werr = c.JSON(status, map[string]string{"error": msg})
 	default:

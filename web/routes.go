@@ -21,6 +21,9 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.handleHealth)
 	e.POST("/api/profiles", s.handleAPIUpload)
 	e.POST("/upload", s.handleFormUpload)
+	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)    // serve --otlp (otlp.go)
+	e.POST("/api/symbolize", s.handleSymbolizeAPI)   // symbolizeapi.go
+	e.POST("/symbolicate/v5", s.handleSymbolicateV5) // the Firefox Profiler's API (symbolicate.go)
 
 	e.GET("/p/:id", s.handleFlamePage)
 	e.GET("/p/:id/top", s.handleTop)

@@ -231,7 +231,14 @@ func isUpload(c echo.Context) bool {
 		return false
 	}
 	p := c.Path()
-	return p == "/api/profiles" || p == "/upload"
+	return p == "/api/profiles" || p == "/upload" || p == OTLPPath
+}
+
+// isSymbolAPI reports whether the request asks the symbolization APIs,
+// which need the token when one is set, as uploads do.
+func isSymbolAPI(c echo.Context) bool {
+	p := c.Path()
+	return c.Request().Method == http.MethodPost && (p == "/api/symbolize" || p == "/symbolicate/v5")
 }
 
 // isControl reports whether the request changes a symbolization run
@@ -251,6 +258,11 @@ func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer"`)
 				return httpError(http.StatusUnauthorized,
 					"skip, disable and retry on this server need its token: send Authorization: Bearer TOKEN, or sign in at /login")
+			}
+			if isSymbolAPI(c) && !s.authorized(c) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer"`)
+				return httpError(http.StatusUnauthorized,
+					"the symbolization API on this server needs its token (it may make the server fetch debug info): send Authorization: Bearer TOKEN")
 			}
 			if !isUpload(c) {
 				return next(c)

@@ -56,6 +56,8 @@ type Config struct {
 	// AuthToken, when set, is required to upload (Authorization: Bearer,
 	// or the cookie /login sets); viewing stays open (security.go).
 	AuthToken string
+	// OTLP enables the OTLP/HTTP profiles endpoint (otlp.go).
+	OTLP bool
 	// Source says where the source view finds source files (source.go);
 	// nil: debuginfod as symbolization has it, no local paths.
 	Source *SourceConfig

@@ -27,6 +27,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	data := fs.String("data", "", "`directory` to store profiles in (default $XDG_DATA_HOME/viewer, else ~/.local/share/viewer)")
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
+	otlp := fs.Bool("otlp", false, "take OpenTelemetry profiles at POST "+web.OTLPPath+" (OTLP/HTTP, protobuf or JSON), behind --auth-token when one is set")
 	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
 	limFlags := registerLimitFlags(fs)     // servelimits.go
 	stFlags := registerStoreFlags(fs)      // servestore.go
@@ -80,6 +81,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		Source:        symFlags.sourceConfig(symCfg), // servesource.go
 		Limits:        limits,
 		AuthToken:     token,
+		OTLP:          *otlp,
 	})
 	if err != nil {
 		return err
@@ -100,6 +102,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	fmt.Fprintf(s.out, "viewer: uploads parsed within --ingest-memory %s; heap soft limit %s\n", limFlags.ingestMemory, sizeFlag(memLimit))
 	if token != "" {
 		fmt.Fprintln(s.out, "viewer: uploads need the token (--auth-token); links stay open to anyone who has them")
+	}
+	if *otlp {
+		fmt.Fprintf(s.out, "viewer: OTLP profiles taken at %s%s\n", base, web.OTLPPath)
 	}
 
 	for _, f := range files {

@@ -456,3 +456,21 @@ func (f *File) Prefetch(addrs []uint64) {
 // HasCode reports whether the object holds its code, as executables and
 // libraries do and separate debug files (whose .text is NOBITS) do not.
 func (f *File) HasCode() bool { return f.hasText }
+
+// ImageBase is the address the object's first byte is linked at: the
+// virtual address of the loadable segment that starts at file offset 0
+// (0 for shared libraries and PIEs, 0x400000 for a classic executable).
+// Module-relative addresses, as the Firefox Profiler and samply send
+// them, are offsets from it.
+func (f *File) ImageBase() uint64 {
+	base, ok := uint64(0), false
+	for _, p := range f.progs {
+		if p.Vaddr < p.Off {
+			continue
+		}
+		if b := p.Vaddr - p.Off; !ok || b < base {
+			base, ok = b, true
+		}
+	}
+	return base
+}

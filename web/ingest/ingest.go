@@ -57,7 +57,7 @@ type Limits struct {
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in
 // pprof.go; the perf formats are in perf.go.
-var formats = []Format{pprofFormat, perfDataFormat, perfJSONFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
+var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
@@ -162,6 +162,8 @@ func estimate(r io.Reader, size int64, head []byte, lim Limits) (est int64, ppro
 	c, err := prescanPprof(bufio.NewReaderSize(r, 64<<10), lim)
 	var we errPprofWire
 	switch {
+	case errors.As(err, &we) && sniffOTLP(head):
+		return est + otlpMemoryFactor*size, err, nil
 	case errors.As(err, &we):
 		return est + textMemoryFactor*size, err, nil
 	case err != nil:

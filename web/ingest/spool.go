@@ -18,16 +18,30 @@ import (
 // lim.Memory, so the memory an upload makes the server spend is bounded
 // before it is spent.
 func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, string, error) {
-	fi, err := f.Stat()
+	data, pprofErr, release, err := readFile(ctx, f, lim, "profile")
 	if err != nil {
 		return nil, "", err
 	}
+	defer release()
+	return parseFormats(data, data[:min(len(data), sniffLen)], lim, pprofErr)
+}
+
+// readFile inflates f's gzip layers within lim, takes the estimated cost
+// of parsing what came out from lim.Memory (what names the input in a
+// busy error), and reads it into memory. The caller gives the memory back
+// with release when done with data. pprofErr is why data is not a pprof
+// protobuf, when its pre-scan says so.
+func readFile(ctx context.Context, f *os.File, lim Limits, what string) (data []byte, pprofErr error, release func(), err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	size := fi.Size()
 	if size == 0 {
-		return nil, "", fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
+		return nil, nil, nil, fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
 	}
 	if lim.MaxBytes > 0 && size > lim.MaxBytes {
-		return nil, "", fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
 	}
 	src := f
 	defer func() {
@@ -37,11 +51,11 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 	}()
 	head, err := readHead(src)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, nil, err
 	}
 	for i := 0; isGzip(head); i++ {
 		if i == maxGzipLayers {
-			return nil, "", fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers)
+			return nil, nil, nil, fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers)
 		}
 		out, n, err := inflateFile(ctx, src, lim)
 		if src != f {
@@ -49,29 +63,29 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 		}
 		src = out
 		if err != nil {
-			return nil, "", err
+			return nil, nil, nil, err
 		}
 		if size = n; size == 0 {
-			return nil, "", fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
+			return nil, nil, nil, fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
 		}
 		if head, err = readHead(src); err != nil {
-			return nil, "", err
+			return nil, nil, nil, err
 		}
 	}
 	est, pprofErr, err := estimate(io.NewSectionReader(src, 0, size), size, head, lim)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, nil, err
 	}
-	release, err := lim.Memory.take(ctx, est, "profile")
+	release, err = lim.Memory.take(ctx, est, what)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, nil, err
 	}
-	defer release()
-	data := make([]byte, size)
+	data = make([]byte, size)
 	if _, err := src.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, "", err
+		release()
+		return nil, nil, nil, err
 	}
-	return parseFormats(data, data[:min(len(data), sniffLen)], lim, pprofErr)
+	return data, pprofErr, release, nil
 }
 
 func readHead(f *os.File) ([]byte, error) {

@@ -1,0 +1,545 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/symbolize"
+)
+
+// otlpFormat reads OpenTelemetry profiles: an OTLP export request or a
+// ProfilesData file (the same message), as protobuf or as OTLP JSON. An
+// input holding several profiles of one sample type is merged into one;
+// the OTLP endpoint keeps them apart (FromOTLP).
+var otlpFormat = Format{Name: "OTLP profiles", Sniff: sniffOTLP, Parse: parseOTLP}
+
+// Attribute keys viewer reads from OTLP profiles (OTel semantic conventions).
+const (
+	// AttrBuildIDGNU is a mapping's GNU build ID, as the OTel eBPF
+	// profiler writes it.
+	AttrBuildIDGNU = "process.executable.build_id.gnu"
+	// AttrService names the service a resource belongs to.
+	AttrService = "service.name"
+)
+
+// titleAttrs are the resource attributes a profile's title is made of.
+var titleAttrs = []string{AttrService, "host.name", "process.executable.name"}
+
+// sniffOTLP accepts OTLP JSON (an object whose first key is
+// resourceProfiles or dictionary) and a protobuf whose first field is 1
+// (resource_profiles) or 2 (dictionary) and holds a message whose own
+// first field is length-delimited too: in a pprof Profile, field 1 is a
+// ValueType of varints and a valid one always has a string table.
+func sniffOTLP(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) > 0 && t[0] == '{' {
+		t = bytes.TrimLeft(t[1:], " \t\r\n")
+		return bytes.HasPrefix(t, []byte(`"resourceProfiles"`)) || bytes.HasPrefix(t, []byte(`"dictionary"`))
+	}
+	num, typ, n := protowire.ConsumeTag(head)
+	if n < 0 || (num != 1 && num != 2) || typ != protowire.BytesType {
+		return false
+	}
+	rest := head[n:]
+	if _, m := protowire.ConsumeVarint(rest); m > 0 {
+		_, typ, k := protowire.ConsumeTag(rest[m:])
+		return k > 0 && typ == protowire.BytesType
+	}
+	return false
+}
+
+// parseOTLP reads an OTLP profiles input (a file, an upload) into one
+// profile: profiles of one sample type are merged, and profiles of
+// different types (OTLP has one per profile) become the sample types of
+// the one pprof profile, each sample zero in the others.
+func parseOTLP(data []byte, lim Limits) (*profile.Profile, error) {
+	ps, err := UnmarshalOTLP(data)
+	if err != nil {
+		return nil, err
+	}
+	got, err := FromOTLP(ps, lim)
+	if err != nil {
+		return nil, err
+	}
+	if len(got.Profiles) == 0 {
+		msg := "the OTLP input holds no profiles"
+		if m := got.Message(); m != "" {
+			msg += " that can be read: " + m
+		}
+		return nil, fmt.Errorf("%w: %s", ErrEmpty, msg)
+	}
+	var types []*profile.ValueType
+	index := map[profile.ValueType]int{}
+	for _, op := range got.Profiles {
+		vt := *op.Profile.SampleType[0]
+		if _, ok := index[vt]; !ok {
+			index[vt] = len(types)
+			types = append(types, &vt)
+		}
+	}
+	all := make([]*profile.Profile, len(got.Profiles))
+	for i, op := range got.Profiles {
+		p := op.Profile
+		at := index[*p.SampleType[0]]
+		for _, s := range p.Sample {
+			v := make([]int64, len(types))
+			v[at] = s.Value[0]
+			s.Value = v
+		}
+		p.SampleType = types
+		if p.PeriodType == nil && len(got.Profiles) > 1 {
+			p.PeriodType = &profile.ValueType{}
+		}
+		all[i] = p
+	}
+	p, err := profile.Merge(all)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its profiles cannot be merged into one (%v); send them to the OTLP endpoint, which keeps each profile apart", ErrCorrupt, err)
+	}
+	p.Comments = got.Profiles[0].Profile.Comments
+	return p, nil
+}
+
+// UnmarshalOTLP decodes an OTLP profiles request or ProfilesData file,
+// as OTLP JSON when it starts with '{' and as protobuf otherwise.
+func UnmarshalOTLP(data []byte) (pprofile.Profiles, error) {
+	var (
+		ps  pprofile.Profiles
+		err error
+	)
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		ps, err = (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(data)
+	} else {
+		ps, err = (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(data)
+	}
+	if err != nil {
+		return pprofile.Profiles{}, fmt.Errorf("%w: not a valid OTLP profiles message: %v", ErrCorrupt, err)
+	}
+	return ps, nil
+}
+
+// OTLPProfile is one OTLP profile converted to pprof, with what its
+// resource says about where it came from.
+type OTLPProfile struct {
+	Profile *profile.Profile
+	// Title names the profile from its resource ("checkout on host-1
+	// (checkout-svc)"); "" when the resource names nothing.
+	Title string
+	// Service is the resource's service.name, "" when unset.
+	Service string
+}
+
+// OTLPResult is what FromOTLP made of a request: the profiles it
+// converted, and the ones it rejected with why, for the OTLP partial
+// success answer.
+type OTLPResult struct {
+	Profiles []OTLPProfile
+	Rejected int
+	Reasons  []string
+}
+
+// Message is the partial-success message: the distinct reasons profiles
+// were rejected, or "" when none was.
+func (r *OTLPResult) Message() string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range r.Reasons {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// FromOTLP converts each profile of ps to a pprof profile, checked and
+// with its caller addresses made call sites as Parse leaves every format's. A profile that
+// is malformed (an index out of its table) or over lim is rejected and
+// counted, and the others are kept: one bad profile never fails the
+// request. Resource, scope and profile attributes become labels of every
+// sample, beside each sample's own; mappings keep their GNU build ID.
+// It fails only when lim.MaxBytes-style limits make the whole request
+// too large (ErrTooLarge).
+func FromOTLP(ps pprofile.Profiles, lim Limits) (*OTLPResult, error) {
+	res := &OTLPResult{}
+	dict := ps.Dictionary()
+	samples := 0
+	rps := ps.ResourceProfiles()
+	for i := range rps.Len() {
+		rp := rps.At(i)
+		resLabels := stringAttrs(rp.Resource().Attributes())
+		sps := rp.ScopeProfiles()
+		for j := range sps.Len() {
+			sp := sps.At(j)
+			prs := sp.Profiles()
+			for k := range prs.Len() {
+				pr := prs.At(k)
+				samples += pr.Samples().Len()
+				if lim.MaxSamples > 0 && samples > lim.MaxSamples {
+					return nil, fmt.Errorf("%w: the request holds more than %d samples (--max-samples); send fewer profiles per request", ErrTooLarge, lim.MaxSamples)
+				}
+				c := otlpConverter{dict: dict, lim: lim}
+				p, err := c.profile(pr, resLabels, sp.Scope())
+				if err != nil {
+					if errors.Is(err, ErrTooLarge) {
+						return nil, err
+					}
+					res.Rejected++
+					res.Reasons = append(res.Reasons, err.Error())
+					continue
+				}
+				if len(p.Sample) == 0 {
+					res.Rejected++
+					res.Reasons = append(res.Reasons, "a profile has no samples")
+					continue
+				}
+				// What Parse does to every format's profile (ingest.go).
+				if err := lim.checkCounts(p); err != nil {
+					return nil, err
+				}
+				if err := lim.limitFrames(p); err != nil {
+					return nil, err
+				}
+				symbolize.CallSites(p)
+				res.Profiles = append(res.Profiles, OTLPProfile{Profile: p, Title: otlpTitle(resLabels), Service: resLabels[AttrService]})
+			}
+		}
+	}
+	return res, nil
+}
+
+// otlpTitle joins what the resource says: "service on host (executable)".
+func otlpTitle(attrs map[string]string) string {
+	svc, host, exe := attrs[titleAttrs[0]], attrs[titleAttrs[1]], attrs[titleAttrs[2]]
+	var b strings.Builder
+	b.WriteString(svc)
+	if host != "" {
+		if b.Len() > 0 {
+			b.WriteString(" on ")
+		}
+		b.WriteString(host)
+	}
+	if exe != "" && exe != svc {
+		if b.Len() > 0 {
+			fmt.Fprintf(&b, " (%s)", exe)
+		} else {
+			b.WriteString(exe)
+		}
+	}
+	return b.String()
+}
+
+// stringAttrs renders an attribute map as strings (pcommon's AsString).
+func stringAttrs(m pcommon.Map) map[string]string {
+	out := make(map[string]string, m.Len())
+	for k, v := range m.All() {
+		out[k] = v.AsString()
+	}
+	return out
+}
+
+// otlpConverter converts one profile against the request's dictionary,
+// creating each mapping, function and location the first time a sample
+// names it.
+type otlpConverter struct {
+	dict pprofile.ProfilesDictionary
+	lim  Limits
+	p    *profile.Profile
+
+	mappings  map[int32]*profile.Mapping
+	functions map[int32]*profile.Function
+	locations map[int32]*profile.Location
+	frames    int
+}
+
+// errIndex is a dictionary index out of its table.
+func errIndex(table string, i int32, n int) error {
+	return fmt.Errorf("%s index %d is outside the dictionary's %d entries", table, i, n)
+}
+
+func (c *otlpConverter) str(i int32) (string, error) {
+	st := c.dict.StringTable()
+	if i < 0 || int(i) >= st.Len() {
+		return "", errIndex("string", i, st.Len())
+	}
+	return st.At(int(i)), nil
+}
+
+func (c *otlpConverter) valueType(vt pprofile.ValueType) (*profile.ValueType, error) {
+	t, err := c.str(vt.TypeStrindex())
+	if err != nil {
+		return nil, err
+	}
+	u, err := c.str(vt.UnitStrindex())
+	if err != nil {
+		return nil, err
+	}
+	return &profile.ValueType{Type: t, Unit: u}, nil
+}
+
+// attrs resolves attribute indices into string labels and numeric labels
+// (int values, with their unit).
+func (c *otlpConverter) attrs(idx pcommon.Int32Slice, str map[string][]string, num map[string][]int64, units map[string][]string) error {
+	table := c.dict.AttributeTable()
+	for _, i := range idx.All() {
+		if i < 0 || int(i) >= table.Len() {
+			return errIndex("attribute", i, table.Len())
+		}
+		kv := table.At(int(i))
+		key, err := c.str(kv.KeyStrindex())
+		if err != nil {
+			return err
+		}
+		v := kv.Value()
+		if v.Type() == pcommon.ValueTypeInt && num != nil {
+			unit, err := c.str(kv.UnitStrindex())
+			if err != nil {
+				return err
+			}
+			num[key] = append(num[key], v.Int())
+			units[key] = append(units[key], unit)
+			continue
+		}
+		str[key] = append(str[key], v.AsString())
+	}
+	return nil
+}
+
+func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string, scope pcommon.InstrumentationScope) (*profile.Profile, error) {
+	st, err := c.valueType(pr.SampleType())
+	if err != nil {
+		return nil, err
+	}
+	if st.Type == "" {
+		st.Type, st.Unit = "samples", "count"
+	}
+	c.p = &profile.Profile{
+		SampleType:    []*profile.ValueType{st},
+		TimeNanos:     int64(pr.Time()),
+		DurationNanos: int64(pr.DurationNano()),
+		Period:        pr.Period(),
+	}
+	if pt, err := c.valueType(pr.PeriodType()); err == nil && pt.Type != "" {
+		c.p.PeriodType = pt
+	}
+	c.mappings = map[int32]*profile.Mapping{}
+	c.functions = map[int32]*profile.Function{}
+	c.locations = map[int32]*profile.Location{}
+
+	// Labels every sample carries: the resource's, the scope's and the
+	// profile's own attributes.
+	base := map[string][]string{}
+	for k, v := range resLabels {
+		base[k] = []string{v}
+	}
+	for k, v := range stringAttrs(scope.Attributes()) {
+		base[k] = []string{v}
+	}
+	if err := c.attrs(pr.AttributeIndices(), base, nil, nil); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(base))
+	for k := range base {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c.p.Comments = append(c.p.Comments, k+"="+strings.Join(base[k], ","))
+	}
+
+	stacks := c.dict.StackTable()
+	samples := pr.Samples()
+	for i := range samples.Len() {
+		s := samples.At(i)
+		si := s.StackIndex()
+		if si < 0 || int(si) >= stacks.Len() {
+			return nil, errIndex("stack", si, stacks.Len())
+		}
+		// A sample counts its values; one with only timestamps counts
+		// one per timestamp, and one with neither counts once.
+		var v int64
+		vals := s.Values()
+		for _, x := range vals.All() {
+			v += x
+		}
+		if vals.Len() == 0 {
+			v = int64(max(1, s.TimestampsUnixNano().Len()))
+		}
+		ps := &profile.Sample{Value: []int64{v}, Label: base}
+		if s.AttributeIndices().Len() > 0 {
+			lab := make(map[string][]string, len(base)+s.AttributeIndices().Len())
+			for k, v := range base {
+				lab[k] = v
+			}
+			num, units := map[string][]int64{}, map[string][]string{}
+			if err := c.attrs(s.AttributeIndices(), lab, num, units); err != nil {
+				return nil, err
+			}
+			ps.Label = lab
+			if len(num) > 0 {
+				ps.NumLabel, ps.NumUnit = num, units
+			}
+		}
+		for _, li := range stacks.At(int(si)).LocationIndices().All() {
+			loc, err := c.location(li)
+			if err != nil {
+				return nil, err
+			}
+			ps.Location = append(ps.Location, loc)
+		}
+		c.frames += len(ps.Location)
+		if c.lim.MaxFrames > 0 && c.frames > c.lim.MaxFrames {
+			return nil, fmt.Errorf("%w: a profile's stacks hold more than %d frames (--max-frames)", ErrTooLarge, c.lim.MaxFrames)
+		}
+		c.p.Sample = append(c.p.Sample, ps)
+	}
+	for _, l := range c.p.Location {
+		if m := l.Mapping; m != nil && len(l.Line) > 0 {
+			m.HasFunctions = true
+			m.HasFilenames = m.HasFilenames || l.Line[0].Function.Filename != ""
+			m.HasLineNumbers = m.HasLineNumbers || l.Line[0].Line != 0
+			m.HasInlineFrames = m.HasInlineFrames || len(l.Line) > 1
+		}
+	}
+	if err := c.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("the converted profile is not valid: %v", err)
+	}
+	return c.p, nil
+}
+
+func (c *otlpConverter) location(i int32) (*profile.Location, error) {
+	if l, ok := c.locations[i]; ok {
+		return l, nil
+	}
+	table := c.dict.LocationTable()
+	if i < 0 || int(i) >= table.Len() {
+		return nil, errIndex("location", i, table.Len())
+	}
+	if c.lim.MaxLocations > 0 && len(c.locations) >= c.lim.MaxLocations {
+		return nil, fmt.Errorf("%w: a profile has more than %d locations (--max-locations)", ErrTooLarge, c.lim.MaxLocations)
+	}
+	ol := table.At(int(i))
+	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: ol.Address()}
+	// Index 0 of the mapping table is the zero mapping: no mapping.
+	if mi := ol.MappingIndex(); mi > 0 {
+		m, err := c.mapping(mi)
+		if err != nil {
+			return nil, err
+		}
+		l.Mapping = m
+	}
+	lines := ol.Lines()
+	for j := range lines.Len() {
+		ln := lines.At(j)
+		f, err := c.function(ln.FunctionIndex())
+		if err != nil {
+			return nil, err
+		}
+		l.Line = append(l.Line, profile.Line{Function: f, Line: ln.Line(), Column: ln.Column()})
+	}
+	c.locations[i] = l
+	c.p.Location = append(c.p.Location, l)
+	return l, nil
+}
+
+func (c *otlpConverter) mapping(i int32) (*profile.Mapping, error) {
+	if m, ok := c.mappings[i]; ok {
+		return m, nil
+	}
+	table := c.dict.MappingTable()
+	if int(i) >= table.Len() {
+		return nil, errIndex("mapping", i, table.Len())
+	}
+	if c.lim.MaxMappings > 0 && len(c.mappings) >= c.lim.MaxMappings {
+		return nil, fmt.Errorf("%w: a profile has more than %d mappings (--max-mappings)", ErrTooLarge, c.lim.MaxMappings)
+	}
+	om := table.At(int(i))
+	file, err := c.str(om.FilenameStrindex())
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string][]string{}
+	if err := c.attrs(om.AttributeIndices(), attrs, nil, nil); err != nil {
+		return nil, err
+	}
+	m := &profile.Mapping{
+		ID:     uint64(len(c.p.Mapping) + 1),
+		Start:  om.MemoryStart(),
+		Limit:  om.MemoryLimit(),
+		Offset: om.FileOffset(),
+		File:   file,
+	}
+	if b := attrs[AttrBuildIDGNU]; len(b) > 0 {
+		m.BuildID = strings.ToLower(b[0])
+	}
+	c.mappings[i] = m
+	c.p.Mapping = append(c.p.Mapping, m)
+	return m, nil
+}
+
+func (c *otlpConverter) function(i int32) (*profile.Function, error) {
+	if f, ok := c.functions[i]; ok {
+		return f, nil
+	}
+	table := c.dict.FunctionTable()
+	if i < 0 || int(i) >= table.Len() {
+		return nil, errIndex("function", i, table.Len())
+	}
+	if c.lim.MaxFunctions > 0 && len(c.functions) >= c.lim.MaxFunctions {
+		return nil, fmt.Errorf("%w: a profile has more than %d functions (--max-functions)", ErrTooLarge, c.lim.MaxFunctions)
+	}
+	of := table.At(int(i))
+	name, err := c.str(of.NameStrindex())
+	if err != nil {
+		return nil, err
+	}
+	sys, err := c.str(of.SystemNameStrindex())
+	if err != nil {
+		return nil, err
+	}
+	file, err := c.str(of.FilenameStrindex())
+	if err != nil {
+		return nil, err
+	}
+	f := &profile.Function{ID: uint64(len(c.p.Function) + 1), Name: name, SystemName: sys, Filename: file, StartLine: of.StartLine()}
+	c.functions[i] = f
+	c.p.Function = append(c.p.Function, f)
+	return f, nil
+}
+
+// otlpMemoryFactor is what decoding and converting an OTLP input of n
+// bytes is estimated to allocate, as a multiple of n (pdata's decoded
+// messages, then the pprof profile).
+const otlpMemoryFactor = 8
+
+// ParseOTLPFile reads an OTLP profiles request spooled to f (gzip or not;
+// OTLP JSON when json is set, else protobuf) within lim and its memory budget, and converts
+// each of its profiles (FromOTLP).
+func ParseOTLPFile(ctx context.Context, f *os.File, json bool, lim Limits) (*OTLPResult, error) {
+	data, _, release, err := readFile(ctx, f, lim, "OTLP request")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if json != (len(bytes.TrimLeft(data, " \t\r\n")) > 0 && bytes.TrimLeft(data, " \t\r\n")[0] == '{') {
+		if json {
+			return nil, fmt.Errorf("%w: the body is sent as application/json but is not a JSON object", ErrCorrupt)
+		}
+		return nil, fmt.Errorf("%w: the body is sent as application/x-protobuf but looks like JSON; send Content-Type: application/json", ErrCorrupt)
+	}
+	ps, err := UnmarshalOTLP(data)
+	if err != nil {
+		return nil, err
+	}
+	return FromOTLP(ps, lim)
+}

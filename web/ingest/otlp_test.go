@@ -1,0 +1,203 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"viewer/symbolize"
+	"viewer/web/ingest/otlptest"
+)
+
+// nativeProfile is what an eBPF profiler records: raw addresses in two
+// mappings with GNU build IDs, a Go frame it named itself, thread labels
+// and a numeric pid label, in two sample types.
+func nativeProfile() *profile.Profile {
+	app := &profile.Mapping{ID: 1, Start: 0x555555554000, Limit: 0x555555556000, Offset: 0, File: "/usr/bin/checkout", BuildID: "8e44c8b0040d3a4162b62bffc2fb28e2c2b8fecc"}
+	libc := &profile.Mapping{ID: 2, Start: 0x7ffff7d80000, Limit: 0x7ffff7f00000, Offset: 0x26000, File: "/usr/lib/x86_64-linux-gnu/libc.so.6", BuildID: "1fb24b73998e656025af695f4b950cb2315278df"}
+	fn := &profile.Function{ID: 1, Name: "runtime.main", SystemName: "runtime.main", Filename: "runtime/proc.go", StartLine: 145}
+	l := func(id uint64, m *profile.Mapping, addr uint64) *profile.Location {
+		return &profile.Location{ID: id, Mapping: m, Address: addr}
+	}
+	main, work, memcpy := l(1, app, 0x555555555149), l(2, app, 0x5555555551a3), l(3, libc, 0x7ffff7e1b2c4)
+	gomain := &profile.Location{ID: 4, Address: 0x43a1b0, Line: []profile.Line{{Function: fn, Line: 283}}}
+	s := func(v int64, thread string, pid int64, locs ...*profile.Location) *profile.Sample {
+		return &profile.Sample{Location: locs, Value: []int64{v, v * 10_000_000},
+			Label: map[string][]string{"thread.name": {thread}}, NumLabel: map[string][]int64{"process.pid": {pid}}, NumUnit: map[string][]string{"process.pid": {""}}}
+	}
+	return &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:        10_000_000,
+		TimeNanos:     1_764_590_400_000_000_000,
+		DurationNanos: 10_000_000_000,
+		Sample: []*profile.Sample{
+			s(6, "worker-1", 4242, memcpy, work, main),
+			s(3, "worker-2", 4242, work, main),
+			s(1, "gc", 4242, gomain),
+		},
+		Mapping:  []*profile.Mapping{app, libc},
+		Location: []*profile.Location{main, work, memcpy, gomain},
+		Function: []*profile.Function{fn},
+	}
+}
+
+var checkoutResource = map[string]string{"service.name": "checkout", "host.name": "host-1", "process.executable.name": "checkout-svc"}
+
+// sampleKeys renders each sample as its stack (binary, build ID and
+// address, or function and line, leaf first), labels and values, so two
+// profiles compare by what a user sees in them, not by IDs.
+func sampleKeys(p *profile.Profile) []string {
+	var out []string
+	for _, s := range p.Sample {
+		var b strings.Builder
+		for _, l := range s.Location {
+			if len(l.Line) > 0 {
+				fmt.Fprintf(&b, "%s:%d;", l.Line[0].Function.Name, l.Line[0].Line)
+			} else {
+				fmt.Fprintf(&b, "%s@%s+%#x;", l.Mapping.File, l.Mapping.BuildID, l.Address)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Label)) {
+			fmt.Fprintf(&b, " %s=%v", k, s.Label[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.NumLabel)) {
+			fmt.Fprintf(&b, " %s=%v", k, s.NumLabel[k])
+		}
+		fmt.Fprintf(&b, " %v", s.Value)
+		out = append(out, b.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestOTLPRoundTrip sends a native profile as an OTLP request, protobuf and
+// JSON, gzipped and not, and checks the profile viewer reads is the one
+// sent: the same stacks (addresses as call sites, as for any upload),
+// build IDs, values, sample types, and labels with the resource's added.
+func TestOTLPRoundTrip(t *testing.T) {
+	sent := nativeProfile()
+	req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(sent, checkoutResource))
+	pb, err := req.MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := req.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sent.Copy()
+	symbolize.CallSites(want)
+	for _, s := range want.Sample {
+		for k, v := range checkoutResource {
+			s.Label[k] = []string{v}
+		}
+	}
+	for name, data := range map[string][]byte{"protobuf": pb, "json": js, "protobuf.gz": gzipBytes(pb), "json.gz": gzipBytes(js)} {
+		t.Run(name, func(t *testing.T) {
+			got, format, err := Parse(data, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if format != otlpFormat.Name {
+				t.Errorf("read as %q, want %q", format, otlpFormat.Name)
+			}
+			if g, w := typeNames(got), typeNames(want); g != w {
+				t.Errorf("sample types %s, want %s", g, w)
+			}
+			if got.Period != want.Period || got.PeriodType.Type != "cpu" || got.TimeNanos != want.TimeNanos {
+				t.Errorf("period %d %v time %d, want %d cpu %d", got.Period, got.PeriodType, got.TimeNanos, want.Period, want.TimeNanos)
+			}
+			if g, w := sampleKeys(got), sampleKeys(want); !slices.Equal(g, w) {
+				t.Errorf("samples:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+			}
+			if !slices.Contains(got.Comments, "service.name=checkout") {
+				t.Errorf("comments %q lack the resource's service.name", got.Comments)
+			}
+		})
+	}
+}
+
+// TestOTLPEachProfileApart: the endpoint's reader keeps each OTLP profile
+// as its own, titled by its resource, and rejects a malformed one while
+// keeping the others.
+func TestOTLPEachProfileApart(t *testing.T) {
+	ps := otlptest.FromPprof(nativeProfile(), checkoutResource)
+	// A second resource whose profile names a stack outside the table.
+	bad := ps.ResourceProfiles().AppendEmpty()
+	bad.Resource().Attributes().PutStr("service.name", "broken")
+	pr := bad.ScopeProfiles().AppendEmpty().Profiles().AppendEmpty()
+	pr.Samples().AppendEmpty().SetStackIndex(9999)
+	res, err := FromOTLP(ps, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Profiles) != 2 || res.Rejected != 1 {
+		t.Fatalf("%d profiles, %d rejected; want 2 (one per sample type) and 1", len(res.Profiles), res.Rejected)
+	}
+	if !strings.Contains(res.Message(), "stack index 9999 is outside the dictionary") {
+		t.Errorf("rejection message %q does not say what was wrong", res.Message())
+	}
+	for _, op := range res.Profiles {
+		if op.Title != "checkout on host-1 (checkout-svc)" || op.Service != "checkout" {
+			t.Errorf("title %q service %q", op.Title, op.Service)
+		}
+		if len(op.Profile.SampleType) != 1 || len(op.Profile.Sample) != 3 {
+			t.Errorf("profile %v with %d samples, want one type and 3 samples", op.Profile.SampleType, len(op.Profile.Sample))
+		}
+	}
+}
+
+// TestOTLPLimits: the request's samples, frames and locations count
+// against the same limits as any upload, and a sample with timestamps but
+// no values counts one per timestamp.
+func TestOTLPLimits(t *testing.T) {
+	ps := otlptest.FromPprof(nativeProfile(), checkoutResource)
+	if _, err := FromOTLP(ps, Limits{MaxSamples: 5}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-samples") {
+		t.Errorf("6 samples over --max-samples 5: %v", err)
+	}
+	if _, err := FromOTLP(ps, Limits{MaxFrames: 5}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
+		t.Errorf("6 frames over --max-frames 5: %v", err)
+	}
+	if _, err := FromOTLP(ps, Limits{MaxLocations: 3}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-locations") {
+		t.Errorf("4 locations over --max-locations 3: %v", err)
+	}
+	s := ps.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().At(0).Samples().At(0)
+	s.Values().FromRaw(nil)
+	s.TimestampsUnixNano().FromRaw([]uint64{1, 2, 3, 4})
+	res, err := FromOTLP(ps, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Profiles[0].Profile.Sample[0].Value[0]; v != 4 {
+		t.Errorf("a sample with 4 timestamps and no values counts %d, want 4", v)
+	}
+}
+
+// TestOTLPBadInput: damaged bytes are named as OTLP, and an empty request
+// says it holds no profiles.
+func TestOTLPBadInput(t *testing.T) {
+	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(nativeProfile(), checkoutResource)).MarshalProto()
+	_, _, err := Parse(pb[:len(pb)/2], Limits{})
+	if err == nil || !strings.Contains(err.Error(), "OTLP") {
+		t.Errorf("half an OTLP request: %v, want an error naming OTLP", err)
+	}
+	empty, _ := pprofileotlp.NewExportRequestFromProfiles(pprofile.NewProfiles()).MarshalJSON()
+	if _, _, err := Parse(empty, Limits{}); err == nil || !strings.Contains(err.Error(), "OTLP") {
+		t.Errorf("an empty OTLP JSON request: %v", err)
+	}
+	// A pprof profile is still read as pprof, not OTLP.
+	var b bytes.Buffer
+	nativeProfile().Write(&b)
+	if _, format, err := Parse(b.Bytes(), Limits{}); err != nil || format != pprofFormat.Name {
+		t.Errorf("a pprof profile: format %q, %v", format, err)
+	}
+}

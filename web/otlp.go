@@ -1,0 +1,206 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/web/ingest"
+)
+
+// OTLPPath is the OTLP/HTTP path of the profiles signal (development).
+const OTLPPath = "/v1development/profiles"
+
+// OTLP/HTTP content types.
+const (
+	otlpProtobuf = "application/x-protobuf"
+	otlpJSON     = "application/json"
+)
+
+// handleOTLP takes an OTLP profiles export request, stores each of its
+// profiles as a viewer profile (queued for symbolization like any upload)
+// and answers with an ExportProfilesServiceResponse in the request's
+// encoding: partial success when some profiles were rejected. The IDs of
+// the stored profiles are listed in the X-Viewer-Profiles header.
+func (s *Server) handleOTLP(c echo.Context) error {
+	req := c.Request()
+	asJSON, err := otlpEncoding(req)
+	if err != nil {
+		return err
+	}
+	if err := pprofileotlp.ValidateDevelopmentVersion(req.Header.Values(pprofileotlp.DevelopmentVersionHeader)); err != nil {
+		return httpError(http.StatusBadRequest, "%v", err)
+	}
+	if enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc != "" && enc != "gzip" && enc != "identity" {
+		return httpError(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported; send the body as is or gzip-compressed", enc)
+	}
+	max := s.cfg.MaxUpload
+	if req.ContentLength > max {
+		return tooLarge(max)
+	}
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, max)
+	sp, err := s.spool(req.Body, max)
+	if err != nil {
+		return err
+	}
+	defer sp.remove()
+	release, err := holdSlot(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx := req.Context()
+	res, err := ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits)
+	if err != nil {
+		return ingestError(err)
+	}
+	var ids []string
+	for _, op := range res.Profiles {
+		id, err := s.storeOTLP(ctx, op)
+		if err != nil {
+			if errors.Is(err, ingest.ErrBusy) || ctx.Err() != nil {
+				return ingestError(err)
+			}
+			res.Rejected++
+			res.Reasons = append(res.Reasons, ErrorMessage(err))
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) > 0 {
+		c.Response().Header().Set("X-Viewer-Profiles", strings.Join(ids, ","))
+	}
+	resp := pprofileotlp.NewExportResponse()
+	if res.Rejected > 0 {
+		resp.PartialSuccess().SetRejectedProfiles(int64(res.Rejected))
+		resp.PartialSuccess().SetErrorMessage(res.Message())
+	}
+	if asJSON {
+		b, err := resp.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, otlpJSON, b)
+	}
+	b, err := resp.MarshalProto()
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, otlpProtobuf, b)
+}
+
+// storeOTLP stores one converted OTLP profile as pprof, named by its
+// resource, and queues its symbolization. It is stored as converted: the
+// pprof bytes are not parsed again.
+func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, error) {
+	// Stored gzipped as pprof, at gzip's fastest level: an OTLP fleet sends
+	// many profiles, and compressing them at pprof's default level took a
+	// third of the intake's CPU.
+	var raw, buf bytes.Buffer
+	if err := op.Profile.WriteUncompressed(&raw); err != nil {
+		return "", err
+	}
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	name := op.Title
+	if name == "" {
+		name = "OTLP profile"
+	}
+	data := buf.Bytes()
+	id, err := s.stored(ctx, sha256.Sum256(data), op.Profile, newMeta(op.Profile, name, "OTLP profiles", int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+	if err != nil {
+		return "", err
+	}
+	if err := s.QueueSymbolization(ctx, id, false); err != nil {
+		s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
+	}
+	return id, nil
+}
+
+// otlpEncoding reads the request's Content-Type: protobuf or JSON, as
+// OTLP/HTTP allows; anything else is 415.
+func otlpEncoding(r *http.Request) (asJSON bool, err error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	switch mt {
+	case otlpProtobuf:
+		return false, nil
+	case otlpJSON:
+		return true, nil
+	}
+	return false, httpError(http.StatusUnsupportedMediaType,
+		"Content-Type %q is not an OTLP encoding; send %s or %s", mt, otlpProtobuf, otlpJSON)
+}
+
+// writeOTLPStatus answers a failed OTLP request as OTLP/HTTP asks: the
+// status code, and a google.rpc.Status body in the request's encoding.
+// 429, 502, 503 and 504 tell the client to retry (with Retry-After when
+// the server set one).
+func writeOTLPStatus(c echo.Context, status int, msg string) error {
+	code := rpcCode(status)
+	if asJSON, _ := otlpEncoding(c.Request()); asJSON {
+		b, err := json.Marshal(struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{code, msg})
+		if err != nil {
+			return err
+		}
+		return c.Blob(status, otlpJSON, b)
+	}
+	var b []byte
+	if code != 0 {
+		b = protowire.AppendTag(b, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(code))
+	}
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendString(b, msg)
+	return c.Blob(status, otlpProtobuf, b)
+}
+
+// rpcCode is the google.rpc.Code that an HTTP status stands for.
+func rpcCode(status int) int {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		return 3 // INVALID_ARGUMENT
+	case http.StatusUnauthorized:
+		return 16 // UNAUTHENTICATED
+	case http.StatusForbidden:
+		return 7 // PERMISSION_DENIED
+	case http.StatusNotFound:
+		return 5 // NOT_FOUND
+	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusInsufficientStorage:
+		return 8 // RESOURCE_EXHAUSTED
+	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return 14 // UNAVAILABLE
+	}
+	if status >= 500 {
+		return 13 // INTERNAL
+	}
+	return 2 // UNKNOWN
+}
+
+// otlpEnabled is the route's guard: 404 naming the flag when --otlp is off.
+func (s *Server) otlpEnabled(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !s.cfg.OTLP {
+			return httpError(http.StatusNotFound, "this server does not take OTLP profiles; start it with viewer serve --otlp")
+		}
+		return next(c)
+	}
+}

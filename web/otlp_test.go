@@ -1,0 +1,164 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/web/ingest/otlptest"
+)
+
+// otlpResource is the resource an OTLP exporter names its process with.
+var otlpResource = map[string]string{"service.name": "checkout", "host.name": "host-1", "process.executable.name": "checkout-svc"}
+
+// postOTLP sends an OTLP request body with the given content type (and
+// gzip Content-Encoding when gz) and returns the response and its body.
+func postOTLP(t testing.TB, base, ctype string, body []byte, gz bool, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	if gz {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(body)
+		zw.Close()
+		body = b.Bytes()
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+OTLPPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// rpcStatus decodes a google.rpc.Status body (code 1, message 2).
+func rpcStatus(t testing.TB, ctype string, b []byte) (code int, msg string) {
+	t.Helper()
+	if ctype == "application/json" {
+		var s struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("error body %q is not a JSON Status: %v", b, err)
+		}
+		return s.Code, s.Message
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatalf("error body is not a protobuf Status")
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, m := protowire.ConsumeVarint(b)
+			code, b = int(v), b[m:]
+		case num == 2 && typ == protowire.BytesType:
+			v, m := protowire.ConsumeString(b)
+			msg, b = v, b[m:]
+		default:
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 {
+				t.Fatalf("error body is not a protobuf Status")
+			}
+			b = b[m:]
+		}
+	}
+	return code, msg
+}
+
+// TestOTLPErrors checks the OTLP/HTTP error cases: each answers the spec's
+// status with a google.rpc.Status body in the request's encoding naming
+// what was wrong; overload is retryable with Retry-After; a profile that
+// cannot be read is a partial success while the others are stored.
+func TestOTLPErrors(t *testing.T) {
+	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalProto()
+	js, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalJSON()
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	_, ts := newTestServer(t, Config{
+		OTLP:      true,
+		MaxUpload: 64 << 10,
+		AuthToken: "s3cret",
+		Limits:    Limits{MaxConcurrentUploads: 1, UploadWait: 200 * time.Millisecond},
+		AfterUpload: func(string) {
+			once.Do(func() { held <- struct{}{}; <-hold })
+		},
+	})
+	auth := []string{"Authorization", "Bearer s3cret"}
+	for _, tc := range []struct {
+		name, ctype string
+		body        []byte
+		hdr         []string
+		status      int
+		code        int
+		says        string
+	}{
+		{"malformed protobuf", "application/x-protobuf", pb[:len(pb)/2], auth, 400, 3, "OTLP"},
+		{"malformed JSON", "application/json", []byte(`{"resourceProfiles": [`), auth, 400, 3, "OTLP"},
+		{"protobuf sent as JSON", "application/json", pb, auth, 400, 3, "JSON"},
+		{"unknown content type", "text/plain", pb, auth, 415, 3, "application/x-protobuf"},
+		{"unknown version", "application/x-protobuf", pb, append(slices.Clone(auth), "otlp-profiles-development-version", "9"), 400, 3, "version"},
+		{"oversize", "application/x-protobuf", make([]byte, 65<<10), auth, 413, 8, "limit"},
+		{"missing token", "application/x-protobuf", pb, nil, 401, 16, "token"},
+		{"another site's page", "application/json", js, append(slices.Clone(auth), "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"), 403, 7, "another site"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := postOTLP(t, ts.URL, tc.ctype, tc.body, false, tc.hdr...)
+			ct := "application/x-protobuf"
+			if tc.ctype == "application/json" {
+				ct = tc.ctype
+			}
+			code, msg := rpcStatus(t, ct, body)
+			if resp.StatusCode != tc.status || code != tc.code || !strings.Contains(msg, tc.says) {
+				t.Errorf("%s: %d code %d %q; want %d code %d naming %q", tc.name, resp.StatusCode, code, msg, tc.status, tc.code, tc.says)
+			}
+		})
+	}
+
+	// Overload: while the one parse slot is held, the next request gets
+	// 503 UNAVAILABLE with Retry-After, which OTLP clients retry.
+	first := make(chan int, 1)
+	go func() {
+		resp, _ := postOTLP(t, ts.URL, "application/x-protobuf", pb, false, auth...)
+		first <- resp.StatusCode
+	}()
+	<-held
+	resp, body := postOTLP(t, ts.URL, "application/x-protobuf", pb, false, auth...)
+	if code, _ := rpcStatus(t, "application/x-protobuf", body); resp.StatusCode != 503 || code != 14 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("while busy: %d code %d Retry-After %q; want 503, UNAVAILABLE, Retry-After", resp.StatusCode, code, resp.Header.Get("Retry-After"))
+	}
+	close(hold)
+	if st := <-first; st != 200 {
+		t.Errorf("the held request: %d", st)
+	}
+}
+
+// TestOTLPOff: without serve --otlp the endpoint answers 404 naming the flag.
+func TestOTLPOff(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalProto()
+	resp, body := postOTLP(t, ts.URL, "application/x-protobuf", pb, false)
+	if _, msg := rpcStatus(t, "application/x-protobuf", body); resp.StatusCode != 404 || !strings.Contains(msg, "--otlp") {
+		t.Errorf("OTLP off: %d %q, want 404 naming --otlp", resp.StatusCode, msg)
+	}
+}

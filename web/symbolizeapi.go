@@ -1,0 +1,215 @@
+package web
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"viewer/symbolize"
+)
+
+// Bounds of one symbolization API request, so its work stays proportional
+// to what a caller may ask at once.
+const (
+	maxAPIBinaries  = 256
+	maxAPIAddresses = 1_000_000
+	maxAPIBody      = 64 << 20
+)
+
+// symbolizeRequest is the body of POST /api/symbolize.
+type symbolizeRequest struct {
+	Binaries []struct {
+		BuildID   string   `json:"build_id"`
+		File      string   `json:"file"`
+		Addresses []string `json:"addresses"`
+	} `json:"binaries"`
+	// Debuginfod false keeps this request to local debug info.
+	Debuginfod *bool `json:"debuginfod"`
+}
+
+// symbolizeResponse answers POST /api/symbolize, binaries in request order.
+type symbolizeResponse struct {
+	Binaries []apiBinary `json:"binaries"`
+}
+
+type apiBinary struct {
+	BuildID   string       `json:"build_id"`
+	File      string       `json:"file,omitempty"`
+	State     string       `json:"state"`
+	Source    string       `json:"source,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Addresses []apiAddress `json:"addresses"`
+}
+
+type apiAddress struct {
+	Address string `json:"address"`
+	// Frames, innermost first: the inline chain, then the function.
+	Frames []apiFrame `json:"frames"`
+}
+
+type apiFrame struct {
+	Function string `json:"function"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Inlined  bool   `json:"inlined"`
+}
+
+// addressEngine returns the server's symbolization engine, or a 503 saying
+// symbolization is off.
+func (s *Server) addressEngine() (*symbolize.Symbolizer, error) {
+	if s.cfg.Symbolization == nil || s.cfg.Symbolization.Engine == nil {
+		return nil, httpError(http.StatusServiceUnavailable, "this server does not symbolize (it was started without symbolization)")
+	}
+	return s.cfg.Symbolization.Engine, nil
+}
+
+// handleSymbolizeAPI names file-relative addresses of binaries given by
+// build ID, as addr2line takes them, with the engine, cache, debuginfod
+// policy and privacy switch the pages use. With Accept: text/event-stream
+// it streams each binary's progress ("binary" events, as the profile
+// page's panel gets them) before the answer (a "result" event).
+func (s *Server) handleSymbolizeAPI(c echo.Context) error {
+	eng, err := s.addressEngine()
+	if err != nil {
+		return err
+	}
+	var req symbolizeRequest
+	if err := decodeAPIBody(c, &req); err != nil {
+		return err
+	}
+	if len(req.Binaries) == 0 {
+		return httpError(http.StatusBadRequest, `the request names no binaries; send {"binaries": [{"build_id": "HEX", "addresses": ["0x1234"]}]}`)
+	}
+	if len(req.Binaries) > maxAPIBinaries {
+		return httpError(http.StatusRequestEntityTooLarge, "%d binaries in one request; at most %d", len(req.Binaries), maxAPIBinaries)
+	}
+	bins := make([]symbolize.BinaryAddresses, len(req.Binaries))
+	total := 0
+	for i, b := range req.Binaries {
+		bid, err := cleanBuildID(b.BuildID)
+		if err != nil {
+			return httpError(http.StatusBadRequest, "binaries[%d]: %v", i, err)
+		}
+		total += len(b.Addresses)
+		if total > maxAPIAddresses {
+			return httpError(http.StatusRequestEntityTooLarge, "more than %d addresses in one request; split it", maxAPIAddresses)
+		}
+		addrs := make([]uint64, len(b.Addresses))
+		for j, a := range b.Addresses {
+			v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(a)), "0x"), 16, 64)
+			if err != nil {
+				return httpError(http.StatusBadRequest, "binaries[%d].addresses[%d] is %q, not a hexadecimal address like \"0x1234\"", i, j, a)
+			}
+			addrs[j] = v
+		}
+		bins[i] = symbolize.BinaryAddresses{BuildID: bid, File: b.File, Addresses: addrs, Base: symbolize.ObjectAddresses}
+	}
+	opt := symbolize.Options{NoDebuginfod: req.Debuginfod != nil && !*req.Debuginfod}
+	stream := strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream")
+	var send func(event string, v any)
+	if stream {
+		send = eventStream(c)
+		opt.Progress = func(ev symbolize.Event) { send("binary", binaryEvent(ev)) }
+	}
+	res := eng.SymbolizeAddresses(c.Request().Context(), bins, opt)
+	out := symbolizeResponse{Binaries: make([]apiBinary, len(res))}
+	for i, r := range res {
+		ab := apiBinary{BuildID: r.BuildID, File: r.File, State: string(r.State), Source: r.Source, Reason: r.Reason,
+			Addresses: make([]apiAddress, len(bins[i].Addresses))}
+		for j, a := range bins[i].Addresses {
+			ab.Addresses[j] = apiAddress{Address: fmt.Sprintf("%#x", a), Frames: []apiFrame{}}
+			if j < len(r.Frames) {
+				for k, f := range r.Frames[j] {
+					ab.Addresses[j].Frames = append(ab.Addresses[j].Frames, apiFrame{Function: f.Function, File: f.File, Line: f.Line, Inlined: k < len(r.Frames[j])-1})
+				}
+			}
+		}
+		out.Binaries[i] = ab
+	}
+	if stream {
+		send("result", out)
+		return nil
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// binaryEvent is one binary's progress as the profile page's panel gets
+// it: its key, state, where from, and bytes of a fetch.
+func binaryEvent(ev symbolize.Event) map[string]any {
+	m := map[string]any{"build_id": ev.BuildID, "file": ev.File, "state": string(ev.State)}
+	if ev.Source != "" {
+		m["source"] = ev.Source
+	}
+	if ev.Err != nil {
+		m["reason"] = ev.Err.Error()
+	}
+	if p := ev.Fetch; p != nil {
+		m["server"], m["phase"], m["bytes"], m["total"] = p.Server, string(p.Phase), p.Bytes, p.Total
+	}
+	return m
+}
+
+// eventStream starts a text/event-stream answer and returns a function
+// that sends one event, safe to call from any goroutine.
+func eventStream(c echo.Context) func(event string, v any) {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	ch := make(chan struct{}, 1)
+	ch <- struct{}{}
+	return func(event string, v any) {
+		<-ch
+		defer func() { ch <- struct{}{} }()
+		b, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		w.Flush()
+	}
+}
+
+// decodeAPIBody reads a JSON body of at most maxAPIBody bytes into v.
+func decodeAPIBody(c echo.Context, v any) error {
+	r := c.Request()
+	if r.ContentLength > maxAPIBody {
+		return httpError(http.StatusRequestEntityTooLarge, "the request body is over %s", humanBytes(maxAPIBody))
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxAPIBody))
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return httpError(http.StatusRequestEntityTooLarge, "the request body is over %s", humanBytes(maxAPIBody))
+		}
+		if err == io.EOF {
+			return httpError(http.StatusBadRequest, "the request has no body; send JSON")
+		}
+		return httpError(http.StatusBadRequest, "the request body is not the JSON expected: %v", err)
+	}
+	return nil
+}
+
+// cleanBuildID checks a build ID is hexadecimal of a sensible length
+// before it names a file or reaches a URL, and lowercases it.
+func cleanBuildID(id string) (string, error) {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if id == "" {
+		return "", fmt.Errorf("no build_id; the symbolization API finds debug info by build ID")
+	}
+	if len(id)%2 != 0 || len(id) < 8 || len(id) > 128 {
+		return "", fmt.Errorf("build_id %q has %d hex digits; a GNU build ID has an even number, usually 40", id, len(id))
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", fmt.Errorf("build_id %q is not hexadecimal", id)
+	}
+	return id, nil
+}
