@@ -88,6 +88,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(status)
+	case strings.HasPrefix(c.Request().URL.Path, "/buildid/"): // debuginfod clients and curl (debuginfod.go)
+		werr = c.String(status, msg+"\n")
 	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
 		werr = c.JSON(status, map[string]string{"error": msg})
 	default:

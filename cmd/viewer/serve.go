@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"viewer/web"
+	"viewer/web/store"
 )
 
 // runServe serves profiles over HTTP until ctx ends (SIGINT/SIGTERM), after
@@ -27,9 +28,10 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	data := fs.String("data", "", "`directory` to store profiles in (default $XDG_DATA_HOME/viewer, else ~/.local/share/viewer)")
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
-	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
-	limFlags := registerLimitFlags(fs)     // servelimits.go
-	stFlags := registerStoreFlags(fs)      // servestore.go
+	symFlags := registerSymbolizeFlags(fs)           // servesymbolize.go
+	limFlags := registerLimitFlags(fs)               // servelimits.go
+	stFlags := registerStoreFlags(fs)                // servestore.go
+	dbgFlags := registerDebuginfoFlags(fs, symFlags) // servedebuginfo.go
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR | --store URL] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
 		fs.PrintDefaults()
@@ -70,8 +72,19 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		}
 		defer unlock()
 	}
+	profStore := st
+	if profStore == nil {
+		if profStore, err = store.NewDir(dir); err != nil {
+			return err
+		}
+	}
+	dbgCfg, err := dbgFlags.config(profStore, symFlags, token)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(web.Config{
-		Store:         st,
+		Store:         profStore,
+		Debuginfo:     dbgCfg,
 		Replica:       replica,
 		DataDir:       dir,
 		MaxUpload:     int64(maxUpload),
