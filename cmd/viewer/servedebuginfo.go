@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/jobs"
@@ -21,34 +19,29 @@ type debuginfoFlags struct {
 	serve      string
 	localDebug bool
 
-	files *debuginfo.Store  // set by config; nil when off
-	next  symbolize.Fetcher // the symbolizer's debuginfod gate
+	files *debuginfo.Store // set by config; nil when off
 }
 
-// Fetch is the symbolizer's Fetcher (set in symbolizeFlags.fetchFirst by
-// registerDebuginfoFlags, before the store exists): the uploaded files,
-// once config made them, then the debuginfod gate.
-func (f *debuginfoFlags) Fetch(ctx context.Context, bid string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
+// UploadedFiles is the symbolizer's view of the uploaded files
+// (symbolizeFlags.uploaded, set before the store exists): none until
+// config made them, or with --debuginfod-serve=off.
+func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid string) []string {
 	if f.files == nil {
-		return f.next.Fetch(ctx, bid, kind, progress)
+		return nil
 	}
-	return f.files.SymbolizerFetcher(f.next).Fetch(ctx, bid, kind, progress)
+	return f.files.UploadedFiles(ctx, bid)
 }
 
 func registerDebuginfoFlags(fs *flag.FlagSet, sym *symbolizeFlags) *debuginfoFlags {
 	f := &debuginfoFlags{}
-	sym.fetchFirst = func(next symbolize.Fetcher) symbolize.Fetcher {
-		f.next = next
-		return f
-	}
+	sym.uploaded = f
 	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too)")
 	fs.BoolVar(&f.localDebug, "serve-local-debug", false, "also serve, by build ID, the files of --debug-dir, /usr/lib/debug/.build-id and perf's ~/.debug")
 	return f
 }
 
 // config builds the debug file store on st (the profile store), after
-// symbolizeFlags.config, and puts it in front of the symbolizer's
-// debuginfod client, so uploads are used first. It returns nil when
+// symbolizeFlags.config, which the symbolizer then searches. It returns nil when
 // --debuginfod-serve=off.
 func (f *debuginfoFlags) config(st store.Store, sym *symbolizeFlags, token string) (*web.DebuginfoConfig, error) {
 	switch f.serve {

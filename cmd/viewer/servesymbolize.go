@@ -30,9 +30,7 @@ type symbolizeFlags struct {
 	sourceDirs    stringsFlag        // --source-dir: roots local source may be read from
 	noLocalFiles  bool               // --no-local-files: never open a path a profile names
 	client        *debuginfod.Client // set by config: the upstream of the debuginfod server too (servedebuginfo.go)
-	// fetchFirst, when set before config, puts the uploaded debug files in
-	// front of the debuginfod client (servedebuginfo.go).
-	fetchFirst func(symbolize.Fetcher) symbolize.Fetcher
+	uploaded      symbolize.Uploaded // the uploaded debug files (servedebuginfo.go)
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -76,15 +74,12 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 	// lets each upload refuse servers and the user skip or disable.
 	gate := jobs.NewGate(client)
 	f.client = client
-	var fetcher symbolize.Fetcher = gate
-	if f.fetchFirst != nil {
-		fetcher = f.fetchFirst(gate)
-	}
 	scfg := symbolize.Config{
 		DebugDirs:     f.debugDirs,
 		CacheBytes:    int64(f.cacheSize),
 		IgnoreVmlinux: f.ignoreVmlinux,
-		Fetcher:       fetcher,
+		Fetcher:       gate,
+		Uploaded:      f.uploaded,
 		// Reachable from other machines, uploads are not this machine's:
 		// never open the paths their mappings name (only files found by
 		// build ID). On loopback they are, and the binaries at those paths

@@ -358,26 +358,20 @@ func (s *Store) LocalPath(ctx context.Context, bid string, kind debuginfod.Kind)
 	return dst, os.Rename(tmp.Name(), dst)
 }
 
-// SymbolizerFetcher puts the uploaded files in front of next (the
-// debuginfod client behind the job gate, may be nil), so viewer's own
-// symbolizer finds a private binary's uploaded debug info before asking
-// any server, and a Retry finds a file uploaded after the first run.
-func (s *Store) SymbolizerFetcher(next Fetcher) Fetcher { return localFirst{s, next} }
-
-type localFirst struct {
-	s    *Store
-	next Fetcher
-}
-
-func (l localFirst) Fetch(ctx context.Context, bid string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
-	if kind == debuginfod.KindDebuginfo || kind == debuginfod.KindExecutable {
-		if p, err := l.s.LocalPath(ctx, bid, kind); err == nil {
-			l.s.noteUse(ctx, bid)
-			return p, nil
+// UploadedFiles returns local paths of bid's uploaded debuginfo and
+// executable, for viewer's own symbolizer (symbolize.Uploaded), so a
+// private binary's profile gets names once its debug file is uploaded (a
+// Retry finds a file uploaded after the first run). It notes the profile
+// being symbolized as a user of the files, for the index page.
+func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
+	var out []string
+	for _, k := range []debuginfod.Kind{debuginfod.KindDebuginfo, debuginfod.KindExecutable} {
+		if p, err := s.LocalPath(ctx, bid, k); err == nil {
+			out = append(out, p)
 		}
 	}
-	if l.next == nil {
-		return "", fmt.Errorf("no debug file uploaded for build ID %s and no debuginfod: %w", bid, debuginfod.ErrNotFound)
+	if len(out) > 0 {
+		s.noteUse(ctx, bid)
 	}
-	return l.next.Fetch(ctx, bid, kind, progress)
+	return out
 }

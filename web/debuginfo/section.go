@@ -56,8 +56,11 @@ func section(f *File, name string) (out *File, err error) {
 		return nil, ErrNotFound
 	}
 	size := int64(sec.Size)
-	var rs io.ReadSeeker = sec.Open()
+	// Open's reader of an uncompressed section claims to go on forever:
+	// bound it by the section's size.
+	var rs io.ReadSeeker = io.NewSectionReader(sec.ReaderAt, 0, size)
 	if sec.Flags&elf.SHF_COMPRESSED != 0 {
+		rs = sec.Open()
 		// Open decompresses; its size is the uncompressed one.
 		n, err := rs.Seek(0, io.SeekEnd)
 		if err != nil {
