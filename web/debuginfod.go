@@ -170,8 +170,33 @@ func (s *Server) serveBuildID(c echo.Context, typ string, kind debuginfod.Kind, 
 	}
 	h.Set("Cache-Control", "public, max-age=86400") // a build ID's file never changes but for a better one
 	s.dMetrics().add(typ, http.StatusOK)
-	http.ServeContent(c.Response(), c.Request(), "", f.ModTime, f.ReadSeeker)
+	http.ServeContent(sendfileWriter{c.Response()}, c.Request(), "", f.ModTime, f.ReadSeeker)
 	return nil
+}
+
+// sendfileWriter lets http.ServeContent copy a stored file with the
+// connection's own ReadFrom (sendfile for a file of a local store), past
+// the middleware's wrappers: Write(nil) first commits the headers through
+// them (compressOnce then sends the body as is: its filter skips
+// octet-stream), so what follows goes straight to the connection.
+type sendfileWriter struct{ http.ResponseWriter }
+
+func (w sendfileWriter) ReadFrom(r io.Reader) (int64, error) {
+	if _, err := w.ResponseWriter.Write(nil); err != nil {
+		return 0, err
+	}
+	raw := w.ResponseWriter
+	for {
+		u, ok := raw.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		raw = u.Unwrap()
+	}
+	if rf, ok := raw.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 }
 
 // handleBuildIDPut stores a file sent with PUT /buildid/ID/debuginfo or
@@ -183,6 +208,10 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	}
 	bid, kind := c.Param("id"), c.Param("kind")
 	req := c.Request()
+	if req.ContentLength > files.MaxFile() {
+		return s.dText(c, "upload", http.StatusRequestEntityTooLarge,
+			"upload refused: the file is %d bytes, over this server's --max-debug-file (%d bytes); ask its operator to raise it", req.ContentLength, files.MaxFile())
+	}
 	name := req.URL.Query().Get("name")
 	ctx := req.Context()
 	switch kind {

@@ -58,3 +58,28 @@ func TestPutBothKinds(t *testing.T) {
 		t.Errorf("Entries: %v %v", es2, err)
 	}
 }
+
+// --serve-local-debug: files in a build-ID tree are served after checking
+// their build ID and contents; a file whose build ID differs is not.
+func TestLocalDirs(t *testing.T) {
+	exe, bid := debuginfodtest.BuildELF(t, t.TempDir(), "local", 64)
+	other, _ := debuginfodtest.BuildELF(t, t.TempDir(), "other", 128)
+	dir := t.TempDir()
+	sub := dir + "/.build-id/" + bid[:2]
+	os.MkdirAll(sub, 0o755)
+	os.Symlink(exe, sub+"/"+bid[2:]+".debug") // as /usr/lib/debug/.build-id has them
+	os.Symlink(other, sub+"/"+bid[2:])        // wrong build ID at the executable's place
+	d, _ := store.NewDir(t.TempDir())
+	s := New(Config{Store: d, LocalDirs: []string{dir}})
+	f, err := s.Open(context.Background(), bid, debuginfod.KindDebuginfo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if f.Origin != "local" {
+		t.Errorf("origin %q", f.Origin)
+	}
+	if _, err := s.Open(context.Background(), bid, debuginfod.KindExecutable, false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a file with another build ID was served: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
+	"viewer/web/store"
 )
 
 // contents is what an ELF file holds, which decides the kinds it serves as.
@@ -97,13 +98,25 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 			return nil, refused("%v", err)
 		}
 	}
-	tmp, err := os.CreateTemp(s.cfg.TempDir, "viewer-debuginfo-upload-*")
+	// On a local directory store the upload is written once, in the
+	// store's own file system, and moved into place (store.Spooler).
+	spool, _ := s.st.(store.Spooler)
+	var tmp *os.File
+	var err error
+	if spool != nil {
+		tmp, err = spool.TempFile()
+	} else {
+		tmp, err = os.CreateTemp(s.cfg.TempDir, "viewer-debuginfo-upload-*")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("debuginfo: %w", err)
 	}
+	committed := false
 	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		if !committed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
 	}()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, s.cfg.MaxFile+1))
@@ -133,11 +146,18 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	obj := prefix + c.bid + "/elf-" + sum[:32]
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	if err := s.st.Put(ctx, obj, tmp); err != nil {
-		return nil, err
+	if spool != nil {
+		committed = true
+		if err := spool.Commit(ctx, obj, tmp); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		if err := s.st.Put(ctx, obj, tmp); err != nil {
+			return nil, err
+		}
 	}
 	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
 	if name == "." || name == "/" || name == "" {
