@@ -449,6 +449,17 @@ func TestDebuginfodFederation(t *testing.T) {
 	if n := up.Requests(bid); n != 1 {
 		t.Errorf("the upstream was asked %d times for 20 concurrent requests, want 1", n)
 	}
+	// A source not uploaded is fetched on demand from the upstream.
+	src, _ := filepath.Abs(filepath.Join(dir, "upstream.c"))
+	resp, err := http.Get(ds.URL + "/buildid/" + bid + "/source" + src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, mustRead(t, src)) {
+		t.Errorf("source %s through the upstream: %s, %d bytes", src, resp.Status, len(got))
+	}
 	// A build ID nobody has: 404, and asked upstream once (negative cache).
 	missing := strings.Repeat("ee", 20)
 	for i := 0; i < 3; i++ {
