@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -552,5 +553,64 @@ func TestDebuginfoSymbolizesProfiles(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(page), `href="/p/`+id+`"`) {
 		t.Errorf("the index does not link %s to profile %s", bid, id)
+	}
+}
+
+// TestDebuginfoSymbolizesPerfRecording is the loop on a real recording: a
+// perf.data of the stripped private binary names nothing on a viewer with no
+// debuginfod; after its debug file is uploaded, Retry names private_work,
+// the function perf itself puts on top once it has the debug file.
+func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records with perf")
+	}
+	perf := debuginfodtest.NeedTool(t, "perf", "linux-perf")
+	stripped, debugFile, bid := privFiles(t)
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "prog")
+	if err := os.WriteFile(exe, mustRead(t, stripped), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "perf.data")
+	cmd := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "--no-buildid-cache", "-o", data, "--", exe, "300000000")
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+		gate := jobs.NewGate(nil)
+		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
+			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
+		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
+	}})
+	id := uploadAPI(t, ds.URL, "", mustRead(t, data))
+	finalEvent(t, ds.URL, id)
+	if functionNames(t, ds.URL, id)["private_work"] {
+		t.Fatal("private_work named before its debug file was uploaded")
+	}
+	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	if code, body, _ := post(t, ds.URL+"/p/"+id+"/symbolize/retry", nil); code != http.StatusAccepted {
+		t.Fatalf("retry: %d %s", code, body)
+	}
+	finalEvent(t, ds.URL, id)
+	resp, err := http.Get(ds.URL + "/p/" + id + "/top.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The program spends its time in private_work: the top row, with
+	// nearly all of it (the rest is kernel entry and exit).
+	var tj struct {
+		Total int64
+		Rows  [][]any
+	}
+	if err := json.Unmarshal(top, &tj); err != nil {
+		t.Fatal(err)
+	}
+	if len(tj.Rows) == 0 || tj.Rows[0][0] != "private_work" || tj.Rows[0][1].(float64) < 0.8*float64(tj.Total) {
+		t.Errorf("top.json after the upload does not put private_work first with most samples:\n%.1000s", top)
 	}
 }
