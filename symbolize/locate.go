@@ -279,6 +279,11 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			return done()
 		}
 	}
+	for _, c := range s.uploaded(ctx, bid) { // uploaded.go
+		if sr.check(c) {
+			return done()
+		}
+	}
 	for i := 0; i < len(sr.links); i++ {
 		exe, link, _ := strings.Cut(sr.links[i], "\x00")
 		for _, c := range s.debuglinkCandidates(exe, link) {

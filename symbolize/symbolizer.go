@@ -36,6 +36,9 @@ type Config struct {
 	DebugDirs []string
 	// Fetcher fetches from debuginfod when nothing local fits; nil: none.
 	Fetcher Fetcher
+	// Uploaded are the debug files uploaded to this server, searched
+	// after the local ones (uploaded.go); nil: none.
+	Uploaded Uploaded
 	// CacheBytes bounds the memory held by idle loaded debug info
 	// (--symbol-cache-size); 0 means 1 GiB.
 	CacheBytes int64

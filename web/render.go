@@ -90,6 +90,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		werr = c.NoContent(status)
 	case c.Request().URL.Path == OTLPPath:
 		werr = writeOTLPStatus(c, status, msg)
+	case strings.HasPrefix(c.Request().URL.Path, "/buildid/"): // debuginfod clients and curl (debuginfod.go)
+		werr = c.String(status, msg+"\n")
 	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
 		werr = c.JSON(status, map[string]string{"error": msg})
 	default:

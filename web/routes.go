@@ -43,6 +43,15 @@ func (s *Server) routes() {
 	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable)
 	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry)
 
+	// debuginfod server and debug file uploads (web/debuginfod.go).
+	e.Match(readMethods, "/buildid/:id/:kind", s.handleBuildID) // debuginfo, executable
+	e.Match(readMethods, "/buildid/:id/source/*", s.handleBuildIDSource)
+	e.Match(readMethods, "/buildid/:id/section/:name", s.handleBuildIDSection)
+	e.PUT("/buildid/:id/:kind", s.handleBuildIDPut) // debuginfo, executable, sources
+	e.POST("/api/debuginfo", s.handleDebuginfoUpload)
+	e.GET("/debuginfo", s.handleDebuginfoIndex)
+	e.GET("/metrics", s.handleMetrics)
+
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)
 	e.GET("/README.md", s.handleReadme) // the panels link to its sections
@@ -60,7 +69,8 @@ func compressOnce() echo.MiddlewareFunc {
 		gzhttp.MinSize(1024),
 		gzhttp.EnableZstd(false), // one coding, as serveEncoded negotiates
 		gzhttp.ContentTypeFilter(func(ct string) bool {
-			return gzhttp.DefaultContentTypeFilter(ct) && !strings.HasPrefix(ct, "text/event-stream")
+			return gzhttp.DefaultContentTypeFilter(ct) && !strings.HasPrefix(ct, "text/event-stream") &&
+				ct != "application/octet-stream" // debug files: sent as is, as debuginfod does, Range intact
 		}),
 	)
 	if err != nil {

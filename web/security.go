@@ -227,6 +227,9 @@ func hardenHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // isUpload reports whether the request stores a profile.
 func isUpload(c echo.Context) bool {
+	if isDebuginfoUpload(c) { // debug files (debuginfod.go)
+		return true
+	}
 	if c.Request().Method != http.MethodPost {
 		return false
 	}

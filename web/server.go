@@ -64,6 +64,9 @@ type Config struct {
 	// Replica, when set, makes this server one of several sharing Store
 	// (replica.go).
 	Replica *ReplicaConfig
+	// Debuginfo, when set, serves uploaded debug files over the
+	// debuginfod protocol and accepts their uploads (debuginfod.go).
+	Debuginfo *DebuginfoConfig
 }
 
 // Server serves profiles over HTTP.

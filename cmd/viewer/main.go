@@ -31,12 +31,13 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":           {"serve profiles over HTTP: viewer serve [flags] [FILE...]", runServe},
-	"upload":          {"upload a profile to a server and print its link", runUpload},
-	"symbolize":       {"symbolize a profile's addresses: viewer symbolize IN -o OUT.pb.gz", runSymbolize},
-	"convert":         {"convert perf.data, perf script, folded stacks or perf JSON to pprof", runConvert},
-	"addr2line":       {"addr2line-compatible address to line lookup", runAddr2line},
-	"debuginfod-find": {"fetch debuginfo, executable or source by build ID", runDebuginfodFind},
+	"serve":            {"serve profiles over HTTP: viewer serve [flags] [FILE...]", runServe},
+	"upload":           {"upload a profile to a server and print its link", runUpload},
+	"upload-debuginfo": {"upload ELF debug files to a server, which serves them over debuginfod", runUploadDebuginfo},
+	"symbolize":        {"symbolize a profile's addresses: viewer symbolize IN -o OUT.pb.gz", runSymbolize},
+	"convert":          {"convert perf.data, perf script, folded stacks or perf JSON to pprof", runConvert},
+	"addr2line":        {"addr2line-compatible address to line lookup", runAddr2line},
+	"debuginfod-find":  {"fetch debuginfo, executable or source by build ID", runDebuginfodFind},
 }
 
 func main() {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"viewer/web"
+	"viewer/web/store"
 )
 
 // runServe serves profiles over HTTP until ctx ends (SIGINT/SIGTERM), after
@@ -28,9 +29,10 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
 	otlp := fs.Bool("otlp", false, "take OpenTelemetry profiles at POST "+web.OTLPPath+" (OTLP/HTTP, protobuf or JSON), behind --auth-token when one is set")
-	symFlags := registerSymbolizeFlags(fs) // servesymbolize.go
-	limFlags := registerLimitFlags(fs)     // servelimits.go
-	stFlags := registerStoreFlags(fs)      // servestore.go
+	symFlags := registerSymbolizeFlags(fs)           // servesymbolize.go
+	limFlags := registerLimitFlags(fs)               // servelimits.go
+	stFlags := registerStoreFlags(fs)                // servestore.go
+	dbgFlags := registerDebuginfoFlags(fs, symFlags) // servedebuginfo.go
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR | --store URL] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
 		fs.PrintDefaults()
@@ -71,8 +73,19 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		}
 		defer unlock()
 	}
+	profStore := st
+	if profStore == nil {
+		if profStore, err = store.NewDir(dir); err != nil {
+			return err
+		}
+	}
+	dbgCfg, err := dbgFlags.config(profStore, symFlags, token)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(web.Config{
-		Store:         st,
+		Store:         profStore,
+		Debuginfo:     dbgCfg,
 		Replica:       replica,
 		DataDir:       dir,
 		MaxUpload:     int64(maxUpload),

@@ -22,13 +22,15 @@ type symbolizeFlags struct {
 	workers       int
 	queue         int
 	debuginfod    *debuginfod.Flags
-	fs            *flag.FlagSet // to read --addr
-	maxDebugFile  sizeFlag      // servelimits.go's concern: bounds a downloaded debug file
-	debugFileCap  int64         // the resolved --max-debug-file: also bounds files opened locally (set by config)
-	timeout       time.Duration // bounds the symbolization of each binary of a profile
-	profTimeout   time.Duration // bounds a whole profile's run
-	sourceDirs    stringsFlag   // --source-dir: roots local source may be read from
-	noLocalFiles  bool          // --no-local-files: never open a path a profile names
+	fs            *flag.FlagSet      // to read --addr
+	maxDebugFile  sizeFlag           // servelimits.go's concern: bounds a downloaded debug file
+	debugFileCap  int64              // the resolved --max-debug-file: also bounds files opened locally (set by config)
+	timeout       time.Duration      // bounds the symbolization of each binary of a profile
+	profTimeout   time.Duration      // bounds a whole profile's run
+	sourceDirs    stringsFlag        // --source-dir: roots local source may be read from
+	noLocalFiles  bool               // --no-local-files: never open a path a profile names
+	client        *debuginfod.Client // set by config: the upstream of the debuginfod server too (servedebuginfo.go)
+	uploaded      symbolize.Uploaded // the uploaded debug files (servedebuginfo.go)
 }
 
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
@@ -71,11 +73,13 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 	// The client answers from its cache even with no server; the gate
 	// lets each upload refuse servers and the user skip or disable.
 	gate := jobs.NewGate(client)
+	f.client = client
 	scfg := symbolize.Config{
 		DebugDirs:     f.debugDirs,
 		CacheBytes:    int64(f.cacheSize),
 		IgnoreVmlinux: f.ignoreVmlinux,
 		Fetcher:       gate,
+		Uploaded:      f.uploaded,
 		// Reachable from other machines, uploads are not this machine's:
 		// never open the paths their mappings name (only files found by
 		// build ID). On loopback they are, and the binaries at those paths

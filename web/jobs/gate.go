@@ -83,3 +83,13 @@ func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, 
 	j.afterFetch()
 	return path, err
 }
+
+// JobID is the ID of the profile whose symbolization ctx belongs to, or ""
+// outside a job: the uploaded-debug-file store notes which profiles used a
+// file (web/debuginfo).
+func JobID(ctx context.Context) string {
+	if j := jobFrom(ctx); j != nil {
+		return j.id
+	}
+	return ""
+}

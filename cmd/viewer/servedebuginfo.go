@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"viewer/web"
+	"viewer/web/debuginfo"
+	"viewer/web/jobs"
+	"viewer/web/store"
+)
+
+// debuginfoFlags are serve's switches for the debuginfod server of
+// uploaded debug files.
+type debuginfoFlags struct {
+	serve      string
+	localDebug bool
+
+	files *debuginfo.Store // set by config; nil when off
+}
+
+// UploadedFiles is the symbolizer's view of the uploaded files
+// (symbolizeFlags.uploaded, set before the store exists): none until
+// config made them, or with --debuginfod-serve=off.
+func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid string) []string {
+	if f.files == nil {
+		return nil
+	}
+	return f.files.UploadedFiles(ctx, bid)
+}
+
+func registerDebuginfoFlags(fs *flag.FlagSet, sym *symbolizeFlags) *debuginfoFlags {
+	f := &debuginfoFlags{}
+	sym.uploaded = f
+	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too)")
+	fs.BoolVar(&f.localDebug, "serve-local-debug", false, "also serve, by build ID, the files of --debug-dir, /usr/lib/debug/.build-id and perf's ~/.debug")
+	return f
+}
+
+// config builds the debug file store on st (the profile store), after
+// symbolizeFlags.config, which the symbolizer then searches. It returns nil when
+// --debuginfod-serve=off.
+func (f *debuginfoFlags) config(st store.Store, sym *symbolizeFlags, token string) (*web.DebuginfoConfig, error) {
+	switch f.serve {
+	case "off":
+		return nil, nil
+	case "open":
+	case "token":
+		if token == "" {
+			return nil, usageError{"serve: --debuginfod-serve=token needs --auth-token or --auth-token-file"}
+		}
+	default:
+		return nil, usageError{fmt.Sprintf("serve: --debuginfod-serve is %q: use open, token or off", f.serve)}
+	}
+	cfg := debuginfo.Config{
+		Store:     st,
+		MaxFile:   sym.debugFileCap,
+		ProfileOf: jobs.JobID,
+	}
+	if sym.client != nil {
+		cfg.Upstream = sym.client
+	}
+	if f.localDebug {
+		cfg.LocalDirs = append(cfg.LocalDirs, sym.debugDirs...)
+		cfg.LocalDirs = append(cfg.LocalDirs, "/usr/lib/debug")
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg.LocalDirs = append(cfg.LocalDirs, filepath.Join(home, ".debug"))
+		}
+	}
+	f.files = debuginfo.New(cfg)
+	return &web.DebuginfoConfig{Files: f.files, Serve: f.serve}, nil
+}

@@ -1,0 +1,25 @@
+package symbolize
+
+import "context"
+
+// Uploaded gives the debug files and executables uploaded to this server
+// by build ID (web/debuginfo implements it). They are searched right after
+// the local candidates, before debuginfod and also for profiles that refuse
+// debuginfod: they are this server's own files.
+type Uploaded interface {
+	// UploadedFiles returns local paths of the files stored for buildID
+	// (lowercase hex), best first; none when there are none.
+	UploadedFiles(ctx context.Context, buildID string) []string
+}
+
+// uploaded lists the uploaded files for bid as search candidates.
+func (s *Symbolizer) uploaded(ctx context.Context, bid string) []candidate {
+	if s.cfg.Uploaded == nil || bid == "" {
+		return nil
+	}
+	var c []candidate
+	for _, p := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
+		c = append(c, candidate{path: p, how: "uploaded debug file"})
+	}
+	return c
+}

@@ -1,0 +1,95 @@
+package debuginfo
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"viewer/symbolize/debuginfod"
+)
+
+// Section returns section name of bid's debuginfo, else of its executable,
+// as the elfutils server does: ErrNotFound when neither has it with
+// contents (a .bss-like SHT_NOBITS section has none). Compressed sections
+// are served decompressed.
+func (s *Store) Section(ctx context.Context, bid, name string, federate bool) (*File, error) {
+	if err := ValidBuildID(bid); err != nil {
+		return nil, err
+	}
+	var last error = ErrNotFound
+	for _, k := range []debuginfod.Kind{debuginfod.KindDebuginfo, debuginfod.KindExecutable} {
+		f, err := s.Open(ctx, bid, k, federate)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				last = err
+			}
+			continue
+		}
+		sec, err := section(f, name)
+		if err == nil {
+			return sec, nil
+		}
+		f.Close()
+		if !errors.Is(err, ErrNotFound) {
+			last = err
+		}
+	}
+	return nil, last
+}
+
+// section opens section name of the ELF file f; closing the result closes f.
+func section(f *File, name string) (out *File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("debuginfo: malformed ELF file: %v", p)
+		}
+	}()
+	ef, err := elf.NewFile(&readerAt{rs: f.ReadSeeker})
+	if err != nil {
+		return nil, fmt.Errorf("debuginfo: %w", err)
+	}
+	sec := ef.Section(name)
+	if sec == nil || sec.Type == elf.SHT_NOBITS {
+		return nil, ErrNotFound
+	}
+	size := int64(sec.Size)
+	// Open's reader of an uncompressed section claims to go on forever:
+	// bound it by the section's size.
+	var rs io.ReadSeeker = io.NewSectionReader(sec.ReaderAt, 0, size)
+	if sec.Flags&elf.SHF_COMPRESSED != 0 {
+		rs = sec.Open()
+		// Open decompresses; its size is the uncompressed one.
+		n, err := rs.Seek(0, io.SeekEnd)
+		if err != nil {
+			return nil, err
+		}
+		size = n
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return &File{ReadSeeker: rs, closer: f, Size: size, ModTime: f.ModTime, Name: f.Name, Origin: f.Origin}, nil
+}
+
+// readerAt reads at offsets from a ReadSeeker (a stored object) for
+// debug/elf. It is used by one request at a time.
+type readerAt struct {
+	mu sync.Mutex
+	rs io.ReadSeeker
+}
+
+func (r *readerAt) ReadAt(p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.rs.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err := io.ReadFull(r.rs, p)
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	return n, err
+}
