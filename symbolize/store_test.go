@@ -27,25 +27,34 @@ func (f *fakeObj) Lookup(a uint64, fr []elfsym.Frame) ([]elfsym.Frame, error) {
 func (f *fakeObj) Size() int64  { return f.size }
 func (f *fakeObj) Close() error { f.closed.Store(true); return nil }
 
-func loadFake(o *fakeObj) func(context.Context) (*loaded, error) {
-	return func(context.Context) (*loaded, error) { return &loaded{obj: o}, nil }
+func loadFake(o *fakeObj) func(context.Context) (part, error) {
+	return func(context.Context) (part, error) { return &loaded{obj: o}, nil }
 }
+
+// acquireSymbols is store.acquire for the symbols facet, as the symbolizer calls it.
+func acquireSymbols(s *store, ctx context.Context, key string, load func(context.Context) (part, error)) (*entry, error) {
+	e, _, err := s.acquire(ctx, key, facetSymbols, load)
+	return e, err
+}
+
+// symbolsOf is e's symbols facet.
+func symbolsOf(e *entry) *loaded { return e.parts[facetSymbols].(*loaded) }
 
 func TestStoreEvictsIdleLeastRecentlyUsedWithinBudget(t *testing.T) {
 	s := newStore(100)
 	ctx := context.Background()
 	a, b, c := &fakeObj{size: 40}, &fakeObj{size: 40}, &fakeObj{size: 40}
-	ea, _ := s.acquire(ctx, "a", loadFake(a))
-	eb, _ := s.acquire(ctx, "b", loadFake(b))
+	ea, _ := acquireSymbols(s, ctx, "a", loadFake(a))
+	eb, _ := acquireSymbols(s, ctx, "b", loadFake(b))
 	s.release(ea)
 	s.release(eb)
 	// Use a again, so b is the least recently used.
-	ea, _ = s.acquire(ctx, "a", loadFake(&fakeObj{size: 40}))
-	if ea.l.obj != a {
+	ea, _ = acquireSymbols(s, ctx, "a", loadFake(&fakeObj{size: 40}))
+	if symbolsOf(ea).obj != a {
 		t.Fatal("a was loaded again instead of reused")
 	}
 	s.release(ea)
-	ec, _ := s.acquire(ctx, "c", loadFake(c))
+	ec, _ := acquireSymbols(s, ctx, "c", loadFake(c))
 	defer s.release(ec)
 	if !b.closed.Load() || a.closed.Load() || c.closed.Load() {
 		t.Errorf("over budget: closed a=%v b=%v c=%v, want only b (least recently used)", a.closed.Load(), b.closed.Load(), c.closed.Load())
@@ -59,9 +68,9 @@ func TestStoreNeverFreesAnEntryInUse(t *testing.T) {
 	s := newStore(50)
 	ctx := context.Background()
 	big := &fakeObj{size: 80} // alone over budget
-	e, _ := s.acquire(ctx, "big", loadFake(big))
+	e, _ := acquireSymbols(s, ctx, "big", loadFake(big))
 	other := &fakeObj{size: 30}
-	eo, _ := s.acquire(ctx, "other", loadFake(other))
+	eo, _ := acquireSymbols(s, ctx, "other", loadFake(other))
 	s.release(eo) // over budget: other is idle and goes, big stays in use
 	if big.closed.Load() {
 		t.Fatal("an entry in use was freed")
@@ -69,7 +78,7 @@ func TestStoreNeverFreesAnEntryInUse(t *testing.T) {
 	if !other.closed.Load() {
 		t.Error("the idle entry was kept although the store is over budget")
 	}
-	if _, err := e.l.obj.Lookup(1, nil); err != nil {
+	if _, err := symbolsOf(e).obj.Lookup(1, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Grows while in use (lazy decoding): measured again on release.
@@ -87,7 +96,7 @@ func TestStoreLoadsOnceForConcurrentCallers(t *testing.T) {
 	s := newStore(1 << 20)
 	var loads atomic.Int32
 	release := make(chan struct{})
-	load := func(context.Context) (*loaded, error) {
+	load := func(context.Context) (part, error) {
 		loads.Add(1)
 		<-release
 		return &loaded{obj: &fakeObj{size: 10}}, nil
@@ -98,7 +107,7 @@ func TestStoreLoadsOnceForConcurrentCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := s.acquire(context.Background(), "k", load)
+			e, err := acquireSymbols(s, context.Background(), "k", load)
 			if err != nil {
 				t.Error(err)
 			}
@@ -127,20 +136,20 @@ func TestStoreLoadsOnceForConcurrentCallers(t *testing.T) {
 func TestStoreCallerLeavingDoesNotFailOthers(t *testing.T) {
 	s := newStore(1 << 20)
 	release := make(chan struct{})
-	load := func(context.Context) (*loaded, error) {
+	load := func(context.Context) (part, error) {
 		<-release
 		return &loaded{obj: &fakeObj{size: 10}}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {
-		_, err := s.acquire(ctx, "k", load)
+		_, err := acquireSymbols(s, ctx, "k", load)
 		errc <- err
 	}()
 	time.Sleep(10 * time.Millisecond)
 	okc := make(chan *entry)
 	go func() {
-		e, err := s.acquire(context.Background(), "k", load)
+		e, err := acquireSymbols(s, context.Background(), "k", load)
 		if err != nil {
 			t.Error(err)
 		}

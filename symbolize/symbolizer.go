@@ -352,7 +352,7 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			return fail(StateError, err)
 		}
 	}
-	defer s.store.release(e)
+	defer s.store.release(e.e)
 	r.Source, r.Reason = e.l.source, e.l.note
 	ev(StateLoading, e.l.source, nil)
 
@@ -477,7 +477,7 @@ func (f *functions) get(fr elfsym.Frame) *profile.Function {
 // Handle is one binary's loaded debug info, held in the store until Close.
 type Handle struct {
 	s *Symbolizer
-	e *entry
+	e *lease
 	m profile.Mapping
 }
 
@@ -529,7 +529,7 @@ func (h *Handle) Unit(addr uint64) (elfsym.CompileUnit, bool, error) {
 // Close gives the debug info back to the store.
 func (h *Handle) Close() {
 	if h.e != nil {
-		h.s.store.release(h.e)
+		h.s.store.release(h.e.e)
 		h.e = nil
 	}
 }
@@ -548,6 +548,10 @@ func (s *Symbolizer) Lookup(ctx context.Context, m *profile.Mapping, addr uint64
 // CacheBytes is the memory budget of loaded debug info (Config.CacheBytes,
 // --symbol-cache-size), for other holders of debug info to follow.
 func (s *Symbolizer) CacheBytes() int64 { return s.cfg.CacheBytes }
+
+// Loads counts what the store loaded from binaries (each facet of each
+// binary once while it stays in the budget): a measure of reuse.
+func (s *Symbolizer) Loads() int64 { return s.store.loads.Load() }
 
 // CacheStats reports how many binaries the store holds and their bytes.
 func (s *Symbolizer) CacheStats() (binaries int, bytes int64) { return s.store.stats() }

@@ -28,7 +28,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
-	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
+	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/datatypes.go)
 	// Filters' compare picker, diff, sandwich, source (web/diff.go).
 	s.registerCompare()
 	// On-demand symbolization (web/symbolization.go).

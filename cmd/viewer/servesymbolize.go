@@ -101,9 +101,13 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 // stacks unwound with this machine's binaries when serve listens on
 // loopback only (not with --behind-proxy), where uploads are this
 // machine's, as for symbolization by mapping path above.
-func (f *symbolizeFlags) unwinding(lim *web.Limits) {
+func (f *symbolizeFlags) unwinding(lim *web.Limits, sym *web.SymbolizationConfig) {
 	if f.localFiles() {
-		lim.Binaries = unwind.NewFinder()
+		var loc unwind.Locator = symbolize.New(symbolize.Config{DebugDirs: f.debugDirs, IgnoreVmlinux: f.ignoreVmlinux})
+		if sym != nil && sym.Engine != nil {
+			loc = sym.Engine // the one locator: --debug-dir applies to unwinding too
+		}
+		lim.Binaries = unwind.NewFinder(loc)
 		return
 	}
 	lim.NoUnwind = "this server is reachable from other machines, so it does not read the binaries profiles name"

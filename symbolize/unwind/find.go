@@ -4,8 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -25,10 +23,11 @@ import (
 // instructions fall in, so libraries reached only by unwinding have none),
 // its inode number equals the one in perf's MMAP2 record.
 type Finder struct {
-	// SystemDebugDir holds separate debug files under .build-id (/usr/lib/debug).
-	SystemDebugDir string
-	// BuildIDCacheDir is perf's build-ID cache (~/.debug): .build-id/xx/rest/{elf,debug}.
-	BuildIDCacheDir string
+	// Locator finds a binary by build ID: the symbolizer's one search
+	// (symbolize.Symbolizer), so --debug-dir, the build-ID trees and perf's
+	// ~/.debug apply to unwinding as to symbolization. Nil: binaries with
+	// a build ID are not looked for.
+	Locator Locator
 	// IgnorePaths stops the Finder from opening the paths a profile names
 	// (for servers, where those paths are not this machine's).
 	IgnorePaths bool
@@ -36,6 +35,13 @@ type Finder struct {
 	once  sync.Once
 	cache *lru.Cache[string, found] // by path, build ID and inode
 	group singleflight.Group
+}
+
+// Locator is what the Finder needs of the debug-info locator: the
+// executable with build ID buildID (lowercase hex) that perf saw mapped at
+// path, and its separate debug file ("" when none).
+type Locator interface {
+	LocateCode(ctx context.Context, path, buildID string) (exec, debug string, err error)
 }
 
 // A Finder outlives conversions in a server, so what it keeps is bounded:
@@ -52,15 +58,8 @@ type found struct {
 	when time.Time
 }
 
-// NewFinder returns a Finder looking where perf and gdb do: /usr/lib/debug
-// and the invoking user's ~/.debug.
-func NewFinder() *Finder {
-	f := &Finder{SystemDebugDir: "/usr/lib/debug"}
-	if home, err := os.UserHomeDir(); err == nil {
-		f.BuildIDCacheDir = filepath.Join(home, ".debug")
-	}
-	return f
-}
+// NewFinder returns a Finder that looks for binaries with loc.
+func NewFinder(loc Locator) *Finder { return &Finder{Locator: loc} }
 
 // Object returns the CFI of the binary perf saw mapped at path with the
 // given build ID ("" when perf recorded none) and inode number (0 when unknown).
@@ -124,57 +123,27 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var exe *localfile.ELF
-	var tried []string
-	cands := []string{}
-	if !f.IgnorePaths && filepath.IsAbs(path) {
-		cands = append(cands, path)
+	if f.Locator == nil {
+		return nil, fmt.Errorf("%s (build ID %s): no locator to find it by build ID", path, bid)
 	}
-	if f.BuildIDCacheDir != "" {
-		d := filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-		cands = append(cands, filepath.Join(d, "elf"), filepath.Join(d, "vdso"))
+	execPath, debugPath, err := f.Locator.LocateCode(context.Background(), path, bid)
+	if err != nil {
+		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, err)
 	}
-	for i, c := range cands {
-		trust := localfile.Configured
-		if i == 0 && c == path {
-			trust = localfile.Named
-		}
-		e, err := openELF(c, trust)
-		if err != nil {
-			continue
-		}
-		if got := elfsym.BuildIDNote(e.File); got != bid {
-			e.Close()
-			tried = append(tried, fmt.Sprintf("%s has build ID %q", c, got))
-			continue
-		}
-		exe = e
-		break
+	trust := localfile.Configured
+	if execPath == path {
+		trust = localfile.Named
 	}
-	if exe == nil {
-		if len(tried) == 0 {
-			return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, os.ErrNotExist)
-		}
-		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %s", path, bid, tried[0])
+	exe, err := openELF(execPath, trust)
+	if err != nil {
+		return nil, err
 	}
 	defer exe.Close()
 	var debug *localfile.ELF
-	var dcands []string
-	if f.SystemDebugDir != "" {
-		dcands = append(dcands, filepath.Join(f.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"))
-	}
-	if f.BuildIDCacheDir != "" {
-		dcands = append(dcands, filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "debug"))
-	}
-	for _, c := range dcands {
-		if e, err := openELF(c, localfile.Configured); err == nil {
-			if elfsym.BuildIDNote(e.File) != bid {
-				e.Close()
-				continue
-			}
+	if debugPath != "" {
+		if e, err := openELF(debugPath, localfile.Configured); err == nil {
 			debug = e
 			defer e.Close()
-			break
 		}
 	}
 	var dbg *elf.File
