@@ -68,7 +68,8 @@ type store struct {
 	used    int64                          // bytes held by all entries
 
 	group singleflight.Group
-	loads atomic.Int64 // facets loaded, for tests and stats
+	loads   atomic.Int64 // facets loaded, for tests and stats
+	evicted atomic.Int64 // facets dropped
 }
 
 type entry struct {
@@ -218,6 +219,7 @@ func (s *store) dropLocked(e *entry) {
 	for _, p := range e.parts {
 		if p != nil {
 			p.Close()
+			s.evicted.Add(1)
 		}
 	}
 }
