@@ -67,7 +67,7 @@ type store struct {
 	idle    *simplelru.LRU[string, *entry] // entries with refs == 0
 	used    int64                          // bytes held by all entries
 
-	group singleflight.Group
+	group   singleflight.Group
 	loads   atomic.Int64 // facets loaded, for tests and stats
 	evicted atomic.Int64 // facets dropped
 }
