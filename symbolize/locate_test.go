@@ -2,6 +2,8 @@ package symbolize
 
 import (
 	"context"
+	"debug/elf"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +121,164 @@ func TestLocateForDataTypes(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("Locate blocked on a FIFO named by the profile")
+	}
+}
+
+// funcAddr is the address of function name in the ELF file at path.
+func funcAddr(t *testing.T, path, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			return s.Value
+		}
+	}
+	t.Fatalf("no function %s in %s", name, path)
+	return 0
+}
+
+// copyFile copies src to dst, making dst's directory.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryConsumerHonoursDebugDirAndIgnoreVmlinux: the four consumers of
+// debug info (the symbolizer, the data-type page, the perf.data unwinder
+// and the source view) find a binary that is only in a --debug-dir, and
+// none of them uses a vmlinux with --ignore-vmlinux, while without the flag
+// each finds it (so each check can fail).
+func TestEveryConsumerHonoursDebugDirAndIgnoreVmlinux(t *testing.T) {
+	exe, err := filepath.Abs("../testdata/datatype/datatype-dw5-pie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmlinux, err := filepath.Abs("../testdata/datatype/datatype-vmlinux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bid, kid := buildID(t, exe), buildID(t, vmlinux)
+	debugDir := t.TempDir()
+	userFile := elfsym.BuildIDPath(debugDir, bid, "")
+	kernelFile := elfsym.BuildIDPath(debugDir, kid, ".debug")
+	copyFile(t, exe, userFile)
+	copyFile(t, vmlinux, kernelFile)
+
+	// The user binary is mapped from a path this machine does not have:
+	// only --debug-dir can provide it.
+	const base = 0x555555554000
+	um := mapBinary(t, exe, bid, base)
+	um.File = "/nonexistent/datatype-dw5-pie"
+	uaddr := base + funcAddr(t, exe, "get_key")
+	vf, err := elfsym.Open(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := vf.KernelText()
+	vf.Close()
+	km := &profile.Mapping{Start: text, Limit: text + 0x100000, Offset: text, File: "[kernel.kallsyms]_text", BuildID: kid}
+	kaddr := funcAddr(t, vmlinux, "get_key")
+	profileOf := func(m *profile.Mapping, addr uint64) *profile.Profile {
+		mm := *m
+		p := newProfile(&mm)
+		l := &profile.Location{ID: 1, Mapping: &mm, Address: addr}
+		p.Location = []*profile.Location{l}
+		p.Sample = []*profile.Sample{{Location: []*profile.Location{l}, Value: []int64{1}}}
+		return p
+	}
+	engine := func(debugDirs bool, ignoreVmlinux bool) *Symbolizer {
+		cfg := hermetic()
+		cfg.KernelRelease = "none"
+		if debugDirs {
+			cfg.DebugDirs = []string{debugDir}
+		}
+		cfg.IgnoreVmlinux = ignoreVmlinux
+		return New(cfg)
+	}
+	ctx := context.Background()
+
+	consumers := []struct {
+		name string
+		// uses reports the file the consumer used for mapping m at addr,
+		// or the error saying why it found none.
+		uses func(s *Symbolizer, m *profile.Mapping, addr uint64) (string, error)
+	}{
+		{"symbolizer", func(s *Symbolizer, m *profile.Mapping, addr uint64) (string, error) {
+			rep, err := s.Symbolize(ctx, profileOf(m, addr), Options{})
+			if err != nil {
+				return "", err
+			}
+			if r := rep.Mappings[0]; r.State != StateSymbolized {
+				return "", errors.New(r.Reason)
+			}
+			return rep.Mappings[0].Source, nil
+		}},
+		{"data-type page", func(s *Symbolizer, m *profile.Mapping, addr uint64) (string, error) {
+			d := s.DataTypes(ctx, profileOf(m, addr), 0, DataTypeOptions{}).Profile.DSOs[0]
+			if d.Error != "" {
+				return "", errors.New(d.Error)
+			}
+			return d.DebugSource, nil
+		}},
+		{"unwinder", func(s *Symbolizer, m *profile.Mapping, addr uint64) (string, error) {
+			if IsKernel(m.File) { // the unwinder never unwinds the kernel: its locator's answer
+				exec, _, err := s.LocateCode(ctx, m.File, m.BuildID)
+				return exec, err
+			}
+			o, err := unwind.NewFinder(s).Object(m.File, m.BuildID, 0)
+			if err != nil {
+				return "", err
+			}
+			if _, err := o.Row(addr - base); err != nil {
+				return "", err
+			}
+			exec, _, err := s.LocateCode(ctx, m.File, m.BuildID)
+			return exec, err
+		}},
+		{"source view", func(s *Symbolizer, m *profile.Mapping, addr uint64) (string, error) {
+			h, err := s.Open(ctx, m, Options{})
+			if err != nil {
+				return "", err
+			}
+			defer h.Close()
+			u, ok, err := h.Unit(addr)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return "", errors.New("no compile unit (no DWARF): " + h.Source())
+			}
+			return h.Source() + " unit in " + u.Dir, nil
+		}},
+	}
+	for _, c := range consumers {
+		t.Run(c.name, func(t *testing.T) {
+			if got, err := c.uses(engine(true, false), um, uaddr); err != nil || !strings.Contains(got, userFile) {
+				t.Errorf("with --debug-dir: used %q (%v), want %s", got, err, userFile)
+			}
+			if got, err := c.uses(engine(false, false), um, uaddr); err == nil {
+				t.Errorf("without --debug-dir: used %q, want nothing found", got)
+			}
+			if got, err := c.uses(engine(true, false), km, kaddr); err != nil || !strings.Contains(got, kernelFile) {
+				t.Errorf("kernel: used %q (%v), want the vmlinux %s", got, err, kernelFile)
+			}
+			if got, err := c.uses(engine(true, true), km, kaddr); err == nil || strings.Contains(got, kernelFile) {
+				t.Errorf("kernel with --ignore-vmlinux: used %q (%v), want no vmlinux", got, err)
+			}
+		})
 	}
 }

@@ -216,6 +216,20 @@ func TestMemoryWithinBudget(t *testing.T) {
 	if len(profiles) != 20 {
 		t.Fatalf("%d binaries, want 20", len(profiles))
 	}
+	if dir := os.Getenv("VIEWER_MEMORY_PROFILES"); dir != "" {
+		// For testdata/symbolize/memory.sh, which uploads them to a server.
+		for i, p := range profiles {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bin%02d.pb.gz", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Write(f); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		t.Skipf("wrote the %d profiles to %s", len(profiles), dir)
+	}
 
 	base := liveHeap()
 	cfg := Config{SystemDebugDir: "/usr/lib/debug", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", CacheBytes: budget}
