@@ -15,6 +15,7 @@ import (
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
+	"viewer/symbolize/unwind"
 )
 
 // errNotFound is wrapped by errors saying no usable debug info exists.
@@ -614,6 +615,31 @@ func (s *Symbolizer) codeCandidate(ctx context.Context, c candidate, bid string)
 		return errNotFound
 	}
 	return nil
+}
+
+// CFI returns the call frame information of the binary with build ID
+// buildID (lowercase hex) that perf saw mapped at path, for the perf.data
+// unwinder (unwind.Locator): located with LocateCode and held in the store
+// beside the binary's symbols and data types, under the same budget. The
+// Object stays usable after the store evicts it (it holds only memory).
+func (s *Symbolizer) CFI(ctx context.Context, path, buildID string) (*unwind.Object, error) {
+	m := &profile.Mapping{File: path, BuildID: buildID}
+	e, p, err := s.store.acquire(ctx, binaryKey(m), facetCFI, func(ctx context.Context) (part, error) {
+		exec, debug, err := s.LocateCode(ctx, path, buildID)
+		if err != nil {
+			return nil, err
+		}
+		o, err := unwind.ReadObject(exec, debug, buildID, exec == path)
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.store.release(e)
+	return p.(*unwind.Object), nil
 }
 
 // codeFile reports whether the file at path has build ID bid, its code, and

@@ -200,7 +200,11 @@ func TestMemoryWithinBudget(t *testing.T) {
 		}
 		bins = append(bins, bin{abs, abs})
 	}
-	for _, g := range buildGoPrograms(t, t.TempDir(), memoryGoPrograms) {
+	goDir := t.TempDir()
+	if dir := os.Getenv("VIEWER_MEMORY_PROFILES"); dir != "" {
+		goDir = dir // the binaries must outlive the test for memory.sh's server
+	}
+	for _, g := range buildGoPrograms(t, goDir, memoryGoPrograms) {
 		bins = append(bins, bin{g, g})
 	}
 	var profiles []*profile.Profile
@@ -219,7 +223,7 @@ func TestMemoryWithinBudget(t *testing.T) {
 	if dir := os.Getenv("VIEWER_MEMORY_PROFILES"); dir != "" {
 		// For testdata/symbolize/memory.sh, which uploads them to a server.
 		for i, p := range profiles {
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bin%02d.pb.gz", i)))
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bin%02d.pb.gz", i))) // memory.sh uploads *.pb.gz
 			if err != nil {
 				t.Fatal(err)
 			}

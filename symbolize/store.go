@@ -30,6 +30,7 @@ type facet uint8
 const (
 	facetSymbols facet = iota // names, line tables, inline frames (*loaded)
 	facetTypes                // types, variables, code and CFA for the data-type page (*typesBinary)
+	facetCFI                  // call frame information for the perf.data unwinder (*unwind.Object)
 	nFacets
 )
 

@@ -23,25 +23,26 @@ import (
 // instructions fall in, so libraries reached only by unwinding have none),
 // its inode number equals the one in perf's MMAP2 record.
 type Finder struct {
-	// Locator finds a binary by build ID: the symbolizer's one search
+	// Locator finds and holds binaries with a build ID: the symbolizer
 	// (symbolize.Symbolizer), so --debug-dir, the build-ID trees and perf's
-	// ~/.debug apply to unwinding as to symbolization. Nil: binaries with
-	// a build ID are not looked for.
+	// ~/.debug apply to unwinding as to symbolization, and their CFI is
+	// kept in its store. Nil: binaries with a build ID are not looked for.
 	Locator Locator
 	// IgnorePaths stops the Finder from opening the paths a profile names
 	// (for servers, where those paths are not this machine's).
 	IgnorePaths bool
 
 	once  sync.Once
-	cache *lru.Cache[string, found] // by path, build ID and inode
+	cache *lru.Cache[string, found] // binaries without a build ID, by path and inode
 	group singleflight.Group
 }
 
-// Locator is what the Finder needs of the debug-info locator: the
-// executable with build ID buildID (lowercase hex) that perf saw mapped at
-// path, and its separate debug file ("" when none).
+// Locator is what the Finder needs of the owner of loaded debug info: the
+// CFI of the binary with build ID buildID (lowercase hex) that perf saw
+// mapped at path, found by the one search and held, with the rest of what
+// is loaded from that binary, under the one memory budget.
 type Locator interface {
-	LocateCode(ctx context.Context, path, buildID string) (exec, debug string, err error)
+	CFI(ctx context.Context, path, buildID string) (*Object, error)
 }
 
 // A Finder outlives conversions in a server, so what it keeps is bounded:
@@ -64,6 +65,21 @@ func NewFinder(loc Locator) *Finder { return &Finder{Locator: loc} }
 // Object returns the CFI of the binary perf saw mapped at path with the
 // given build ID ("" when perf recorded none) and inode number (0 when unknown).
 func (f *Finder) Object(path, buildID string, inode uint64) (*Object, error) {
+	if buildID != "" {
+		// Held by the Locator's store, once for all its users.
+		bid, err := debuginfod.NormalizeBuildID(buildID)
+		if err != nil {
+			return nil, err
+		}
+		if f.Locator == nil {
+			return nil, fmt.Errorf("%s (build ID %s): no locator to find it by build ID", path, bid)
+		}
+		o, err := f.Locator.CFI(context.Background(), path, bid)
+		if err != nil {
+			return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, err)
+		}
+		return o, nil
+	}
 	f.once.Do(func() { f.cache, _ = lru.New[string, found](finderCacheSize) })
 	key := path + "\x00" + buildID + "\x00" + fmt.Sprint(inode)
 	if r, ok := f.cached(key); ok {
@@ -119,19 +135,16 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		}
 		return o, err
 	}
-	bid, err := debuginfod.NormalizeBuildID(buildID)
-	if err != nil {
-		return nil, err
-	}
-	if f.Locator == nil {
-		return nil, fmt.Errorf("%s (build ID %s): no locator to find it by build ID", path, bid)
-	}
-	execPath, debugPath, err := f.Locator.LocateCode(context.Background(), path, bid)
-	if err != nil {
-		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, err)
-	}
+	return nil, fmt.Errorf("%s: binaries with a build ID are read by the Locator", path)
+}
+
+// ReadObject reads the CFI of the executable at execPath and, when
+// debugPath is not "", of its separate debug file, for the Object of the
+// binary with build ID buildID. named says execPath is the path the profile
+// named (its last symlink is not followed).
+func ReadObject(execPath, debugPath, buildID string, named bool) (*Object, error) {
 	trust := localfile.Configured
-	if execPath == path {
+	if named {
 		trust = localfile.Named
 	}
 	exe, err := openELF(execPath, trust)
@@ -139,20 +152,16 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		return nil, err
 	}
 	defer exe.Close()
-	var debug *localfile.ELF
+	var dbg *elf.File
 	if debugPath != "" {
 		if e, err := openELF(debugPath, localfile.Configured); err == nil {
-			debug = e
 			defer e.Close()
+			dbg = e.File
 		}
-	}
-	var dbg *elf.File
-	if debug != nil {
-		dbg = debug.File
 	}
 	o, err := NewObject(exe.File, dbg)
 	if err == nil {
-		o.buildID = bid
+		o.buildID = buildID
 	}
 	return o, err
 }
