@@ -34,7 +34,10 @@ for size in "${sizes[@]}"; do
 	sym=$(rssof "$pid")
 	failed=0
 	for id in "${ids[@]}"; do
-		curl -sf "http://127.0.0.1:$port/p/$id/types.json" | grep -q '"error"' && failed=$((failed + 1))
+		if curl -sf "http://127.0.0.1:$port/p/$id/types.json" | grep -o '"error":"[^"]*"' >"$tmp/err"; then
+			failed=$((failed + 1))
+			cut -c1-300 "$tmp/err" >&2
+		fi
 	done
 	types=$(rssof "$pid")
 	echo "| $size | $sym | $types |"
