@@ -177,3 +177,73 @@ func TestStoreCallerLeavingDoesNotFailOthers(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A binary larger than the whole budget is loaded, used and dropped when
+// its last user releases it; while it is held, the idle binaries go, so the
+// held bytes come back under the budget as soon as it can.
+func TestStoreDropsABinaryOverTheWholeBudget(t *testing.T) {
+	s := newStore(100)
+	ctx := context.Background()
+	small, big := &fakeObj{size: 40}, &fakeObj{size: 150}
+	es, _ := acquireSymbols(s, ctx, "small", loadFake(small))
+	s.release(es)
+	eb, err := acquireSymbols(s, ctx, "big", loadFake(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.closed.Load() {
+		t.Fatal("the binary over the budget was freed while in use")
+	}
+	if !small.closed.Load() {
+		t.Error("the idle binary was kept although the binary in use is over the budget")
+	}
+	s.release(eb)
+	if !big.closed.Load() {
+		t.Error("the binary over the budget was kept after its use")
+	}
+	if n, bytes := s.stats(); n != 0 || bytes != 0 {
+		t.Errorf("store holds %d entries, %d bytes; want 0, 0", n, bytes)
+	}
+	// Asked for again, it loads again (and is dropped again).
+	eb, _ = acquireSymbols(s, ctx, "big", loadFake(&fakeObj{size: 150}))
+	s.release(eb)
+	if s.loads.Load() != 3 {
+		t.Errorf("%d loads, want 3", s.loads.Load())
+	}
+}
+
+// sizedPart is a facet of a given size that records being closed.
+type sizedPart struct {
+	size   int64
+	closed bool
+}
+
+func (p *sizedPart) Size() int64  { return p.size }
+func (p *sizedPart) Close() error { p.closed = true; return nil }
+
+// A binary's facets share its one entry: counted together against the
+// budget, each loaded once, evicted together.
+func TestStoreFacetsShareTheBinarysEntry(t *testing.T) {
+	s := newStore(100)
+	ctx := context.Background()
+	syms, types := &fakeObj{size: 30}, &sizedPart{size: 50}
+	e1, _ := acquireSymbols(s, ctx, "bin", loadFake(syms))
+	e2, p, err := s.acquire(ctx, "bin", facetTypes, func(context.Context) (part, error) { return types, nil })
+	if err != nil || p != types || e2 != e1 {
+		t.Fatalf("types facet: entry %p vs %p, part %v, %v; want the binary's one entry", e2, e1, p, err)
+	}
+	if _, p2, _ := s.acquire(ctx, "bin", facetTypes, func(context.Context) (part, error) { return &sizedPart{}, nil }); p2 != types {
+		t.Error("the types facet was loaded again")
+	}
+	s.release(e1)
+	s.release(e2)
+	s.release(e2)
+	if n, bytes := s.stats(); n != 1 || bytes != 80 || s.loads.Load() != 2 {
+		t.Errorf("store holds %d entries, %d bytes after %d loads; want 1 entry of 80 bytes, 2 loads", n, bytes, s.loads.Load())
+	}
+	other, _ := acquireSymbols(s, ctx, "other", loadFake(&fakeObj{size: 40}))
+	defer s.release(other)
+	if !syms.closed.Load() || !types.closed {
+		t.Errorf("over budget: symbols closed %v, types closed %v; want the whole binary evicted", syms.closed.Load(), types.closed)
+	}
+}
