@@ -36,8 +36,10 @@ type Config struct {
 	DebugDirs []string
 	// Fetcher fetches from debuginfod when nothing local fits; nil: none.
 	Fetcher Fetcher
-	// CacheBytes bounds the memory held by idle loaded debug info
-	// (--symbol-cache-size); 0 means 1 GiB.
+	// CacheBytes bounds the memory held by what is loaded from binaries
+	// (--symbol-cache-size): symbols, line tables, inline frames, data
+	// types and CFI, in one store; only binaries in use may exceed it.
+	// 0 means 1 GiB.
 	CacheBytes int64
 	// IgnoreVmlinux: resolve the kernel from kallsyms only (perf's --ignore-vmlinux).
 	IgnoreVmlinux bool

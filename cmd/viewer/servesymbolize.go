@@ -34,7 +34,7 @@ type symbolizeFlags struct {
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	f := &symbolizeFlags{cacheSize: 1 << 30, fs: fs}
 	fs.Var(&f.debugDirs, "debug-dir", "a `DIR` with binaries or debug files (build-ID tree or plain files) to symbolize uploads from; may be repeated")
-	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for loaded debug info shared by all profiles (e.g. 1GiB); the data-type page keeps its binaries within the same size")
+	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for what is loaded from binaries (symbols, lines, data types, unwinding tables), shared by all profiles and pages (e.g. 1GiB)")
 	fs.BoolVar(&f.ignoreVmlinux, "ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
 	fs.IntVar(&f.workers, "workers", 2, "profiles symbolized at once")
 	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")

@@ -45,9 +45,10 @@ type Locator interface {
 	CFI(ctx context.Context, path, buildID string) (*Object, error)
 }
 
-// A Finder outlives conversions in a server, so what it keeps is bounded:
-// the CFI of at most finderCacheSize binaries, each for finderTTL, after
-// which a binary that was missing, or has been rebuilt, is looked for again.
+// A Finder outlives conversions in a server, so what it keeps of binaries
+// without a build ID (those with one are the Locator's) is bounded: the CFI
+// of at most finderCacheSize binaries, each for finderTTL, after which a
+// binary that was missing, or has been rebuilt, is looked for again.
 const (
 	finderCacheSize = 256
 	finderTTL       = 10 * time.Minute
