@@ -177,6 +177,9 @@ func TestMemoryWithinBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 20 binaries: skipped with -short")
 	}
+	if raceDetector {
+		t.Skip("measures the heap: the race detector's instrumentation would be measured too (run without -race)")
+	}
 	budget := int64(128 << 20)
 	if v := os.Getenv("VIEWER_MEMORY_BUDGET"); v != "" {
 		b, err := strconv.ParseInt(v, 10, 64)
