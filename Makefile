@@ -9,6 +9,7 @@ TEST_TIMEOUT ?= 12m
 test: deps vet templ-check
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^(TestHostileInputs|TestStackFidelity)$$' -timeout $(TEST_TIMEOUT) ./web/ ./cmd/viewer/
+	$(GO) test -run '^TestMemoryWithinBudget$$' -timeout $(TEST_TIMEOUT) ./symbolize/
 	$(MAKE) fuzz-short
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".

@@ -78,7 +78,7 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 	}
 	if bid != "" && s.cfg.BuildIDCacheDir != "" {
 		for _, p := range []string{
-			filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "kallsyms"),
+			elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/kallsyms"),
 			filepath.Join(s.cfg.BuildIDCacheDir, "[kernel.kallsyms]", bid, "kallsyms"),
 		} {
 			if k, err := loadKallsyms(p); err == nil {
@@ -111,17 +111,16 @@ func (s *Symbolizer) vmlinuxCandidates(bid string) []candidate {
 	var cands []candidate
 	for _, d := range s.cfg.DebugDirs {
 		cands = append(cands,
-			candidate{filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree", false},
-			candidate{filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree", false},
+			candidate{elfsym.BuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree", false},
+			candidate{elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree", false},
 			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout", false},
 			candidate{filepath.Join(d, "vmlinux"), "--debug-dir", false})
 	}
 	if s.cfg.SystemDebugDir != "" {
-		cands = append(cands, candidate{filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree", false})
+		cands = append(cands, candidate{elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree", false})
 	}
 	if s.cfg.BuildIDCacheDir != "" {
-		d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-		cands = append(cands, candidate{filepath.Join(d, "debug"), "perf build-ID cache", false}, candidate{filepath.Join(d, "elf"), "perf build-ID cache", false})
+		cands = append(cands, candidate{elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/debug"), "perf build-ID cache", false}, candidate{elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/elf"), "perf build-ID cache", false})
 	}
 	if r := s.cfg.KernelRelease; r != "" {
 		for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
+	"viewer/symbolize/unwind"
 )
 
 // errNotFound is wrapped by errors saying no usable debug info exists.
@@ -44,11 +46,17 @@ type found struct {
 	unverified bool // the profile had no build ID to check the file against
 }
 
-// acquire returns the store entry for mapping m, searching and loading it
-// when the store does not hold it yet.
-func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping, opt Options, emit func(Event)) (*entry, error) {
-	if e := s.store.lookup(key); e != nil {
-		return e, nil
+// lease is a store entry held by a caller, with its symbols facet.
+type lease struct {
+	e *entry
+	l *loaded
+}
+
+// acquire returns the store entry for mapping m with its symbols, searching
+// and loading them when the store does not hold them yet.
+func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping, opt Options, emit func(Event)) (*lease, error) {
+	if e, p := s.store.lookup(key, facetSymbols); e != nil {
+		return &lease{e, p.(*loaded)}, nil
 	}
 	ev := func(st State, src string, p *debuginfod.Progress) {
 		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: st, Source: src, Fetch: p})
@@ -58,8 +66,21 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	if err != nil {
 		return nil, err
 	}
+	get := func(load func(ctx context.Context) (*loaded, error)) (*lease, error) {
+		e, p, err := s.store.acquire(ctx, key, facetSymbols, func(ctx context.Context) (part, error) {
+			l, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &lease{e, p.(*loaded)}, nil
+	}
 	if IsKernel(m.File) {
-		return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
+		return get(func(ctx context.Context) (*loaded, error) {
 			return s.loadKernel(ctx, bid, opt, ev)
 		})
 	}
@@ -69,7 +90,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	}
 	src := f.debug.path + " (" + f.debug.how + ")"
 	ev(StateLoading, src, nil)
-	return s.store.acquire(ctx, key, func(ctx context.Context) (*loaded, error) {
+	return get(func(ctx context.Context) (*loaded, error) {
 		return openFound(ctx, f, src)
 	})
 }
@@ -112,10 +133,10 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 	base := filepath.Base(file)
 	for _, d := range s.cfg.DebugDirs {
 		if len(bid) > 2 {
-			add(filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree")
-			add(filepath.Join(d, ".build-id", bid[:2], bid[2:]), "--debug-dir build-ID tree")
-			add(filepath.Join(d, bid[:2], bid[2:]+".debug"), "--debug-dir build-ID tree")
-			add(filepath.Join(d, bid[:2], bid[2:]), "--debug-dir build-ID tree")
+			add(elfsym.BuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
+			add(elfsym.BuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
+			add(elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
+			add(elfsym.BareBuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
 			add(filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout")
 			add(filepath.Join(d, bid, "executable"), "--debug-dir debuginfod layout")
 		}
@@ -125,12 +146,12 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 		}
 	}
 	if s.cfg.SystemDebugDir != "" && len(bid) > 2 {
-		add(filepath.Join(s.cfg.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"), "system build-ID tree")
+		add(elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree")
 	}
 	if s.cfg.BuildIDCacheDir != "" && len(bid) > 2 {
-		d := filepath.Join(s.cfg.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-		add(filepath.Join(d, "debug"), "perf build-ID cache")
-		add(filepath.Join(d, "elf"), "perf build-ID cache")
+		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/debug"), "perf build-ID cache")
+		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/elf"), "perf build-ID cache")
+		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/vdso"), "perf build-ID cache")
 	}
 	if s.cfg.DebuginfodCacheDir != "" && len(bid) > 2 {
 		add(filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache")
@@ -365,7 +386,7 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 // overLimit says a file of size bytes is over max (0: no limit).
 func overLimit(path string, size, max int64) error {
 	if max > 0 && size > max {
-		return fmt.Errorf("debug file %s is %d bytes, over --max-debug-file %d", path, size, max)
+		return fmt.Errorf("debug file %s is %d bytes, %w %d", path, size, errOverLimit, max)
 	}
 	return nil
 }
@@ -393,4 +414,250 @@ func (s *Symbolizer) DebugFile(ctx context.Context, path string) (string, error)
 		return path, nil
 	}
 	return res.debug.path, nil
+}
+
+// Need says what a consumer of a binary's files needs from them.
+type Need int
+
+const (
+	// NeedSymbols: the best file for names and lines, DWARF else a symbol
+	// table (the symbolizer and the source view, through Open).
+	NeedSymbols Need = iota
+	// NeedTypes: DWARF and the code it describes, which may be two files
+	// (the data-type page decodes instructions).
+	NeedTypes
+	// NeedCode: the executable with its code and .eh_frame, and a
+	// separate debug file when one is found (the perf.data unwinder).
+	NeedCode
+)
+
+// Located is where a binary's files are.
+type Located struct {
+	// Exec holds the code (empty for NeedSymbols when only a separate
+	// debug file was found); Debug the best debug info, which may be Exec.
+	Exec, Debug string
+	// Source says where the debug info (and, when it differs, the code)
+	// came from: "PATH (how it was found)" or "debuginfod URL (PATH)".
+	Source string
+	// DWARF says Debug has DWARF, not only a symbol table.
+	DWARF bool
+}
+
+// Locate is the one search for a binary's files, used by every consumer:
+// the symbolizer, the data-type page, the unwinder and the source view. It
+// looks where Symbolize looks, in this order: the mapped file (unless
+// IgnoreMappingPaths), the --debug-dir trees, the system build-ID tree,
+// perf's ~/.debug cache, the debuginfod client cache, .gnu_debuglink, then
+// the debuginfod servers unless opt.NoDebuginfod (the upload's or the
+// server's privacy choice) or no Fetcher is configured. Build IDs are
+// checked and files over MaxDebugFile skipped. The kernel's file is the
+// vmlinux with the mapping's build ID, never with IgnoreVmlinux. When the
+// DWARF is in a separate debug file and need asks for code, the executable
+// is a local file with the build ID or else is fetched by build ID.
+// Nothing is loaded into the store; no lock is held while it looks.
+func (s *Symbolizer) Locate(ctx context.Context, m *profile.Mapping, opt Options, need Need) (Located, error) {
+	bid, err := mappingBuildID(m)
+	if err != nil {
+		return Located{}, err
+	}
+	var mu sync.Mutex
+	servers := map[debuginfod.Kind]string{} // who delivered each kind
+	note := func(p debuginfod.Progress) {
+		if p.Phase == debuginfod.PhaseDone && p.Server != "" {
+			mu.Lock()
+			servers[p.Kind] = p.Server
+			mu.Unlock()
+		}
+		if opt.Progress != nil {
+			pp := p
+			opt.Progress(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateFetching, Fetch: &pp})
+		}
+	}
+	describe := func(c candidate, k debuginfod.Kind) string {
+		if !strings.HasPrefix(c.how, "debuginfod ") || c.how == "debuginfod cache" {
+			return c.path + " (" + c.how + ")"
+		}
+		mu.Lock()
+		srv := servers[k]
+		mu.Unlock()
+		if srv == "" {
+			return "debuginfod cache (" + c.path + ")"
+		}
+		return "debuginfod " + srv + " (" + c.path + ")"
+	}
+	fetch := func(k debuginfod.Kind, check func(path string) bool) (string, error) {
+		switch {
+		case opt.NoDebuginfod:
+			return "", errors.New("debuginfod not asked for this profile")
+		case s.cfg.Fetcher == nil:
+			return "", errors.New("debuginfod is not configured (set DEBUGINFOD_URLS)")
+		}
+		p, err := s.cfg.Fetcher.Fetch(ctx, bid, k, note)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return "", fmt.Errorf("debuginfod %s: %w", k, err)
+		}
+		if !check(p) {
+			return "", fmt.Errorf("the %s from debuginfod (%s) does not fit: wrong build ID, no code, or over --max-debug-file", k, p)
+		}
+		return p, nil
+	}
+
+	if IsKernel(m.File) {
+		if s.cfg.IgnoreVmlinux {
+			return Located{}, fmt.Errorf("%w for the kernel: --ignore-vmlinux is set, so no vmlinux is looked for (kernel symbols come from kallsyms, which has no DWARF)", errNotFound)
+		}
+		if bid == "" {
+			return Located{}, fmt.Errorf("%w: the kernel mapping has no build ID to find its vmlinux by", errNotFound)
+		}
+		for _, c := range s.vmlinuxCandidates(bid) {
+			if s.codeFile(c.path, bid, true) {
+				return Located{Exec: c.path, Debug: c.path, Source: c.path + " (" + c.how + ")", DWARF: true}, nil
+			}
+		}
+		p, err := fetch(debuginfod.KindDebuginfo, func(p string) bool { return s.codeFile(p, bid, true) })
+		if err != nil {
+			return Located{}, fmt.Errorf("%w for the kernel: no vmlinux with build ID %s on this machine, and %w; add it with --debug-dir or install the kernel's -dbg package", errNotFound, bid, err)
+		}
+		src := describe(candidate{path: p, how: "debuginfod debuginfo"}, debuginfod.KindDebuginfo)
+		return Located{Exec: p, Debug: p, Source: src, DWARF: true}, nil
+	}
+
+	ev := func(_ State, _ string, p *debuginfod.Progress) {
+		if p != nil {
+			note(*p)
+		}
+	}
+	res, err := s.find(ctx, m, bid, opt, ev)
+	if err != nil {
+		if need != NeedSymbols && bid != "" && errors.Is(err, errNotFound) && ctx.Err() == nil {
+			return Located{}, fmt.Errorf("no executable with build ID %s on this machine: %w", bid, err)
+		}
+		return Located{}, err
+	}
+	loc := Located{Debug: res.debug.path, Exec: res.exe.path, DWARF: res.dwarf, Source: describe(res.debug, debuginfod.KindDebuginfo)}
+	if need == NeedTypes && !res.dwarf {
+		return Located{}, fmt.Errorf("%w: %s has no DWARF (only a symbol table was found), and data types need DWARF; add the -dbg/-dbgsym package's file with --debug-dir or enable debuginfod", errNotFound, res.debug.path)
+	}
+	if need == NeedSymbols {
+		return loc, nil
+	}
+	if loc.Exec == "" && bid != "" {
+		// The search stopped at the DWARF: the code may be in a later candidate.
+		var skipped []string
+		for _, c := range s.candidates(m.File, bid) {
+			if c.path == res.debug.path {
+				continue
+			}
+			if err := s.codeCandidate(ctx, c, bid); err == nil {
+				loc.Exec, res.exe = c.path, c
+				break
+			} else if errors.Is(err, errOverLimit) {
+				skipped = append(skipped, err.Error())
+			}
+		}
+		if loc.Exec == "" {
+			p, err := fetch(debuginfod.KindExecutable, func(p string) bool { return s.codeFile(p, bid, false) })
+			if err != nil {
+				if len(skipped) > 0 {
+					err = fmt.Errorf("%w; skipped: %s", err, strings.Join(skipped, ", "))
+				}
+				return Located{}, fmt.Errorf("%w: the code is not on this machine (%s is a separate debug file), and %w; add the executable with --debug-dir", errNotFound, res.debug.path, err)
+			}
+			loc.Exec = p
+			res.exe = candidate{path: p, how: "debuginfod executable"}
+		}
+	}
+	if loc.Exec == "" {
+		return Located{}, fmt.Errorf("%w: %s is a separate debug file without code, and the mapping has no build ID to find its executable by", errNotFound, res.debug.path)
+	}
+	if res.exe.path != res.debug.path {
+		loc.Source += "; code: " + describe(res.exe, debuginfod.KindExecutable)
+	}
+	return loc, nil
+}
+
+// LocateCode finds the executable perf saw mapped at path with build ID
+// buildID (lowercase hex, not empty), and its separate debug file if any,
+// for the perf.data unwinder (unwind.Locator): Locate with NeedCode, local
+// files and the debuginfod client cache only, as unwinding runs during an
+// upload's conversion, which must not wait on servers.
+func (s *Symbolizer) LocateCode(ctx context.Context, path, buildID string) (exec, debug string, err error) {
+	loc, err := s.Locate(ctx, &profile.Mapping{File: path, BuildID: buildID}, Options{NoDebuginfod: true}, NeedCode)
+	if err != nil {
+		return "", "", err
+	}
+	if loc.Debug == loc.Exec {
+		return loc.Exec, "", nil
+	}
+	return loc.Exec, loc.Debug, nil
+}
+
+// errOverLimit is wrapped by the errors of files over MaxDebugFile.
+var errOverLimit = errors.New("over --max-debug-file")
+
+// codeCandidate checks that candidate c is a regular file within
+// MaxDebugFile with build ID bid and its code, opened as c's trust allows.
+func (s *Symbolizer) codeCandidate(ctx context.Context, c candidate, bid string) error {
+	if _, err := os.Lstat(c.path); err != nil {
+		return err
+	}
+	fi, err := localfile.Stat(ctx, c.path, c.trust())
+	if err != nil {
+		return err
+	}
+	if err := overLimit(c.path, fi.Size(), s.cfg.MaxDebugFile); err != nil {
+		return err
+	}
+	f, err := elfsym.OpenContext(ctx, c.path, c.trust())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if f.BuildID() != bid || !f.HasCode() {
+		return errNotFound
+	}
+	return nil
+}
+
+// CFI returns the call frame information of the binary with build ID
+// buildID (lowercase hex) that perf saw mapped at path, for the perf.data
+// unwinder (unwind.Locator): located with LocateCode and held in the store
+// beside the binary's symbols and data types, under the same budget. The
+// Object stays usable after the store evicts it (it holds only memory).
+func (s *Symbolizer) CFI(ctx context.Context, path, buildID string) (*unwind.Object, error) {
+	m := &profile.Mapping{File: path, BuildID: buildID}
+	e, p, err := s.store.acquire(ctx, binaryKey(m), facetCFI, func(ctx context.Context) (part, error) {
+		exec, debug, err := s.LocateCode(ctx, path, buildID)
+		if err != nil {
+			return nil, err
+		}
+		o, err := unwind.ReadObject(exec, debug, buildID, exec == path)
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.store.release(e)
+	return p.(*unwind.Object), nil
+}
+
+// codeFile reports whether the file at path has build ID bid, its code, and
+// (when dwarf) DWARF, and is within MaxDebugFile.
+func (s *Symbolizer) codeFile(path, bid string, dwarf bool) bool {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || overLimit(path, fi.Size(), s.cfg.MaxDebugFile) != nil {
+		return false
+	}
+	f, err := elfsym.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.BuildID() == bid && f.HasCode() && (!dwarf || f.HasDWARF())
 }

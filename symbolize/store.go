@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
@@ -21,17 +22,44 @@ type object interface {
 	Close() error
 }
 
-// loaded is one object in the store with where it came from.
+// facet is one kind of thing loaded from a binary. A binary's facets are
+// loaded when first asked for, held in its one store entry, counted in the
+// one budget and evicted together.
+type facet uint8
+
+const (
+	facetSymbols facet = iota // names, line tables, inline frames (*loaded)
+	facetTypes                // types, variables, code and CFA for the data-type page (*typesBinary)
+	facetCFI                  // call frame information for the perf.data unwinder (*unwind.Object)
+	nFacets
+)
+
+// part is one facet of a loaded binary. Size is measured again at each
+// release (debug info is decoded lazily, so it grows with use).
+type part interface {
+	Size() int64
+	Close() error
+}
+
+// loaded is a binary's symbols with where they came from.
 type loaded struct {
 	obj    object
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
 }
 
-// store holds loaded debug info keyed by build ID, so every profile and
-// every request shares one copy. Entries in use (refs > 0) are never freed;
-// idle ones are evicted least recently used first once the bytes they hold
-// exceed the budget. Each key is loaded once however many ask at the same time.
+func (l *loaded) Size() int64  { return l.obj.Size() }
+func (l *loaded) Close() error { return l.obj.Close() }
+
+// store is the one owner of what is loaded from binaries, keyed by build ID
+// (binaryKey: the path only for binaries without one), so every profile,
+// every request and every consumer (symbolization, the source view, the
+// data-type page) shares one copy. Entries in use (refs > 0) are never
+// freed; idle ones are evicted least recently used first once the bytes
+// they hold exceed the budget, and an entry larger than the whole budget is
+// dropped as soon as its last user releases it. Each facet of a key is
+// loaded once however many ask at the same time, and no lock is held while
+// it loads.
 type store struct {
 	budget int64
 
@@ -40,14 +68,16 @@ type store struct {
 	idle    *simplelru.LRU[string, *entry] // entries with refs == 0
 	used    int64                          // bytes held by all entries
 
-	group singleflight.Group
+	group   singleflight.Group
+	loads   atomic.Int64 // facets loaded, for tests and stats
+	evicted atomic.Int64 // facets dropped
 }
 
 type entry struct {
-	key  string
-	l    *loaded
-	refs int
-	size int64
+	key   string
+	parts [nFacets]part
+	refs  int
+	size  int64
 }
 
 func newStore(budget int64) *store {
@@ -55,21 +85,29 @@ func newStore(budget int64) *store {
 	return &store{budget: budget, entries: map[string]*entry{}, idle: idle}
 }
 
-// acquire returns the entry for key, loading it with load when absent. Every
-// successful acquire must be paired with release. The load runs once for all
-// concurrent callers; a caller whose context ends stops waiting, and callers
-// still waiting retry if the load failed only because its first caller left.
-func (s *store) acquire(ctx context.Context, key string, load func(ctx context.Context) (*loaded, error)) (*entry, error) {
+// acquire returns the entry for key with facet f loaded, loading it with
+// load when absent. Every successful acquire must be paired with release.
+// The load runs once for all concurrent callers; a caller whose context
+// ends stops waiting, and callers still waiting retry if the load failed
+// only because its first caller left.
+func (s *store) acquire(ctx context.Context, key string, f facet, load func(ctx context.Context) (part, error)) (*entry, part, error) {
 	for {
 		s.mu.Lock()
-		if e, ok := s.entries[key]; ok {
-			e.refs++
-			s.idle.Remove(key)
+		e := s.entries[key]
+		if e == nil {
+			e = &entry{key: key}
+			s.entries[key] = e
+		}
+		// The reference keeps e in the map (only idle entries are evicted)
+		// while the facet loads.
+		e.refs++
+		s.idle.Remove(key)
+		if p := e.parts[f]; p != nil {
 			s.mu.Unlock()
-			return e, nil
+			return e, p, nil
 		}
 		s.mu.Unlock()
-		ch := s.group.DoChan(key, func() (v any, err error) {
+		ch := s.group.DoChan(fmt.Sprintf("%d\x00%s", f, key), func() (v any, err error) {
 			// singleflight runs this in its own goroutine and re-panics
 			// there: a panic while loading a debug file is this load's error.
 			defer func() {
@@ -77,63 +115,89 @@ func (s *store) acquire(ctx context.Context, key string, load func(ctx context.C
 					v, err = nil, fmt.Errorf("loading the debug info panicked: %v", p)
 				}
 			}()
-			l, err := load(ctx)
+			s.mu.Lock()
+			if e := s.entries[key]; e != nil && e.parts[f] != nil {
+				p := e.parts[f] // installed by a load that ended as this one began
+				s.mu.Unlock()
+				return p, nil
+			}
+			s.mu.Unlock()
+			p, err := load(ctx)
 			if err != nil {
 				return nil, err
 			}
-			// Not idle yet: every caller of this load claims it below (or a
-			// goroutine does so for a caller that left), and the last release
-			// makes it idle, so it can be neither freed under a caller nor leak.
-			s.mu.Lock()
-			e := &entry{key: key, l: l, size: l.obj.Size()}
-			s.entries[key] = e
-			s.used += e.size
-			s.evictLocked() // others, idle; e is not idle yet
-			s.mu.Unlock()
-			return e, nil
+			s.loads.Add(1)
+			return p, nil
 		})
 		select {
 		case <-ctx.Done():
 			go func() {
 				if r := <-ch; r.Err == nil {
-					s.release(s.claim(r.Val.(*entry)))
+					s.install(e, f, r.Val.(part))
 				}
+				s.release(e)
 			}()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case r := <-ch:
 			if r.Err != nil {
+				s.release(e)
 				if (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) && ctx.Err() == nil {
 					continue // the load was cancelled by another caller's context
 				}
-				return nil, r.Err
+				return nil, nil, r.Err
 			}
-			return s.claim(r.Val.(*entry)), nil
+			return e, s.install(e, f, r.Val.(part)), nil
 		}
 	}
 }
 
-func (s *store) claim(e *entry) *entry {
-	s.mu.Lock()
-	e.refs++
-	s.idle.Remove(e.key)
-	s.mu.Unlock()
-	return e
-}
-
-// release gives back an entry from acquire. Its size is measured again (debug
-// info is decoded lazily, so it grows with use) and idle entries are evicted
-// while the store is over budget.
-func (s *store) release(e *entry) {
+// install puts a loaded facet in e (held by the caller) unless it is there
+// already, and returns the one in e.
+func (s *store) install(e *entry, f facet, p part) part {
+	n := p.Size()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := e.l.obj.Size()
-	if s.entries[e.key] == e {
-		s.used += n - e.size
+	if q := e.parts[f]; q != nil {
+		if q != p {
+			p.Close() // a second load that raced the first; never handed out
+		}
+		return q
 	}
-	e.size = n
+	e.parts[f] = p
+	e.size += n
+	s.used += n
+	s.evictLocked() // others, idle; e is held
+	return p
+}
+
+// release gives back an entry from acquire. Its size is measured again
+// and idle entries are evicted while the store is over budget.
+func (s *store) release(e *entry) {
+	s.mu.Lock()
+	parts := e.parts
+	s.mu.Unlock()
+	var n int64
+	for _, p := range parts {
+		if p != nil {
+			n += p.Size()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.parts == parts {
+		s.used += n - e.size
+		e.size = n
+	}
 	e.refs--
-	if e.refs == 0 && s.entries[e.key] == e {
-		s.idle.Add(e.key, e)
+	if e.refs == 0 {
+		switch {
+		case e.parts == [nFacets]part{}:
+			delete(s.entries, e.key) // nothing loaded (the loads failed)
+		case e.size > s.budget:
+			s.dropLocked(e) // larger than the whole budget: loaded, used, dropped
+		default:
+			s.idle.Add(e.key, e)
+		}
 	}
 	s.evictLocked()
 }
@@ -144,9 +208,20 @@ func (s *store) evictLocked() {
 		if !ok {
 			return
 		}
-		delete(s.entries, e.key)
-		s.used -= e.size
-		e.l.obj.Close()
+		s.dropLocked(e)
+	}
+}
+
+// dropLocked frees an idle entry.
+func (s *store) dropLocked(e *entry) {
+	s.idle.Remove(e.key)
+	delete(s.entries, e.key)
+	s.used -= e.size
+	for _, p := range e.parts {
+		if p != nil {
+			p.Close()
+			s.evicted.Add(1)
+		}
 	}
 }
 
@@ -157,16 +232,16 @@ func (s *store) stats() (entries int, bytes int64) {
 	return len(s.entries), s.used
 }
 
-// lookup returns the entry for key with a reference taken, or nil when the
-// store does not hold it.
-func (s *store) lookup(key string) *entry {
+// lookup returns the entry for key with a reference taken and its facet f,
+// or nil when the store does not hold that facet.
+func (s *store) lookup(key string, f facet) (*entry, part) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
-	if !ok {
-		return nil
+	if !ok || e.parts[f] == nil {
+		return nil, nil
 	}
 	e.refs++
 	s.idle.Remove(key)
-	return e
+	return e, e.parts[f]
 }

@@ -39,8 +39,10 @@ type Config struct {
 	// Uploaded are the debug files uploaded to this server, searched
 	// after the local ones (uploaded.go); nil: none.
 	Uploaded Uploaded
-	// CacheBytes bounds the memory held by idle loaded debug info
-	// (--symbol-cache-size); 0 means 1 GiB.
+	// CacheBytes bounds the memory held by what is loaded from binaries
+	// (--symbol-cache-size): symbols, line tables, inline frames, data
+	// types and CFI, in one store; only binaries in use may exceed it.
+	// 0 means 1 GiB.
 	CacheBytes int64
 	// IgnoreVmlinux: resolve the kernel from kallsyms only (perf's --ignore-vmlinux).
 	IgnoreVmlinux bool
@@ -355,7 +357,7 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			return fail(StateError, err)
 		}
 	}
-	defer s.store.release(e)
+	defer s.store.release(e.e)
 	r.Source, r.Reason = e.l.source, e.l.note
 	ev(StateLoading, e.l.source, nil)
 
@@ -480,7 +482,7 @@ func (f *functions) get(fr elfsym.Frame) *profile.Function {
 // Handle is one binary's loaded debug info, held in the store until Close.
 type Handle struct {
 	s *Symbolizer
-	e *entry
+	e *lease
 	m profile.Mapping
 }
 
@@ -532,7 +534,7 @@ func (h *Handle) Unit(addr uint64) (elfsym.CompileUnit, bool, error) {
 // Close gives the debug info back to the store.
 func (h *Handle) Close() {
 	if h.e != nil {
-		h.s.store.release(h.e)
+		h.s.store.release(h.e.e)
 		h.e = nil
 	}
 }
@@ -551,6 +553,10 @@ func (s *Symbolizer) Lookup(ctx context.Context, m *profile.Mapping, addr uint64
 // CacheBytes is the memory budget of loaded debug info (Config.CacheBytes,
 // --symbol-cache-size), for other holders of debug info to follow.
 func (s *Symbolizer) CacheBytes() int64 { return s.cfg.CacheBytes }
+
+// Loads counts what the store loaded from binaries (each facet of each
+// binary once while it stays in the budget): a measure of reuse.
+func (s *Symbolizer) Loads() int64 { return s.store.loads.Load() }
 
 // CacheStats reports how many binaries the store holds and their bytes.
 func (s *Symbolizer) CacheStats() (binaries int, bytes int64) { return s.store.stats() }

@@ -799,7 +799,7 @@ func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 // its own) is that load's error.
 func TestPanicWhileLoadingIsAnError(t *testing.T) {
 	st := newStore(1 << 20)
-	_, err := st.acquire(context.Background(), "k", func(context.Context) (*loaded, error) {
+	_, _, err := st.acquire(context.Background(), "k", facetSymbols, func(context.Context) (part, error) {
 		var l *loaded
 		return l, errors.New(l.source) // nil dereference
 	})

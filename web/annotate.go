@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
+	"viewer/symbolize"
 	"viewer/symbolize/annotate"
 	"viewer/symbolize/datatype"
 	"viewer/symbolize/elfsym"
@@ -147,8 +148,7 @@ func (s *Server) annotateListing(c echo.Context) (*Loaded, int, *annotation, err
 		return l, si, a, nil
 	}
 	v, err, _ := as.flight.Do(key, func() (any, error) {
-		cctx := withTypesNoDebuginfod(background(ctx), s.uploadNoDebuginfod(ctx, l.ID))
-		a, err := s.buildAnnotation(cctx, l.Profile, si, fn, in, filter)
+		a, err := s.buildAnnotation(background(ctx), l, si, fn, in, filter)
 		if err != nil {
 			return nil, err
 		}
@@ -164,11 +164,9 @@ func (s *Server) annotateListing(c echo.Context) (*Loaded, int, *annotation, err
 // buildAnnotation finds fn's binary from the samples whose leaf is in fn
 // (the heaviest mapping; the symbol holding its hottest address, or the
 // one named in), else by its name in the sampled binaries' symbol tables.
-func (s *Server) buildAnnotation(ctx context.Context, p *profile.Profile, si int, fn, in string, filter flame.Filter) (*annotation, error) {
-	ts := s.types()
-	ts.mu.Lock()
-	finder := ts.finder
-	ts.mu.Unlock()
+func (s *Server) buildAnnotation(ctx context.Context, l *Loaded, si int, fn, in string, filter flame.Filter) (*annotation, error) {
+	p := l.Profile
+	eng, opt := s.dataTypeEngine(), s.dataTypeOptions(ctx, l.ID, true)
 	var total int64
 	byMapping := map[*profile.Mapping]int64{}
 	fnWeight := map[*profile.Mapping]int64{}
@@ -219,24 +217,24 @@ func (s *Server) buildAnnotation(ctx context.Context, p *profile.Profile, si int
 	if len(order) > 8 {
 		order = order[:8] // the name search opens at most 8 binaries
 	}
-	names := dsoNames(order)
+	names := symbolize.DSONames(order)
 	var why []string
 	for _, m := range order {
-		tb, dbg, err := ts.binary(ctx, finder, m)
+		tb, err := eng.OpenCode(ctx, m, opt)
 		if err != nil {
 			why = append(why, names[m]+": "+err.Error())
 			continue
 		}
-		ts.keep(tb)
-		symPath := dbg.Debug
+		defer tb.Close()
+		symPath := tb.Debug()
 		sf, err := s.annotator().file(symPath)
 		if err != nil {
 			why = append(why, names[m]+": "+err.Error())
 			continue
 		}
 		syms := annotate.Symbols(sf.Symbols())
-		if len(syms) == 0 && dbg.Exec != dbg.Debug {
-			if ef, err := s.annotator().file(dbg.Exec); err == nil {
+		if len(syms) == 0 && tb.Exec() != tb.Debug() {
+			if ef, err := s.annotator().file(tb.Exec()); err == nil {
 				syms = annotate.Symbols(ef.Symbols())
 			}
 		}
@@ -245,7 +243,7 @@ func (s *Server) buildAnnotation(ctx context.Context, p *profile.Profile, si int
 		if in != "" {
 			sym, ok = syms.Named(in)
 		} else if h := hot[m]; h != nil {
-			if a, err := tb.objAddr(m, h.Address); err == nil {
+			if a, err := tb.ObjAddr(m, h.Address); err == nil {
 				sym, ok = syms.At(a)
 			}
 		}
@@ -272,7 +270,7 @@ func (s *Server) buildAnnotation(ctx context.Context, p *profile.Profile, si int
 			if len(leaf) == 0 || leaf[0].Mapping != m {
 				continue
 			}
-			a, err := tb.objAddr(m, leaf[0].Address)
+			a, err := tb.ObjAddr(m, leaf[0].Address)
 			if err != nil {
 				continue
 			}
@@ -284,11 +282,11 @@ func (s *Server) buildAnnotation(ctx context.Context, p *profile.Profile, si int
 				}
 			}
 		}
-		lst, err := annotate.Build(tb.bin, sf, syms, f, samples)
+		lst, err := annotate.Build(tb.Binary(), sf, syms, f, samples)
 		if err != nil {
 			return nil, httpError(http.StatusUnprocessableEntity, "cannot list %s in %s: %v", sym.Name, names[m], err)
 		}
-		a := &annotation{listing: lst, dso: names[m], buildID: m.BuildID, source: dbg.Source, total: total}
+		a := &annotation{listing: lst, dso: names[m], buildID: m.BuildID, source: tb.Source(), total: total}
 		for o := range copies {
 			a.others = append(a.others, o)
 		}
@@ -507,13 +505,13 @@ const maxInlineProbe = 4096
 
 // inlinedIn returns the symbol holding the heaviest sampled address of m
 // whose source frames include fn.
-func inlinedIn(lines annotate.Lines, syms annotate.Symbols, tb *typesBinary, m *profile.Mapping, kept []*profile.Sample, si int, fn string) (elfsym.Symbol, bool) {
+func inlinedIn(lines annotate.Lines, syms annotate.Symbols, tb *symbolize.CodeHandle, m *profile.Mapping, kept []*profile.Sample, si int, fn string) (elfsym.Symbol, bool) {
 	w := map[uint64]int64{}
 	for _, smp := range kept {
 		if len(smp.Location) == 0 || smp.Location[0].Mapping != m {
 			continue
 		}
-		if a, err := tb.objAddr(m, smp.Location[0].Address); err == nil && (len(w) < maxInlineProbe || w[a] > 0) {
+		if a, err := tb.ObjAddr(m, smp.Location[0].Address); err == nil && (len(w) < maxInlineProbe || w[a] > 0) {
 			w[a] += smp.Value[si]
 		}
 	}

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"viewer/symbolize"
 
 	"github.com/chromedp/chromedp"
 
-	"viewer/symbolize/elfsym"
 	"viewer/web"
 	"viewer/web/browsertest"
 )
@@ -25,13 +25,6 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 		t.Skip("chromium test; run without -short")
 	}
 	dir := "../testdata/datatype"
-	exe := filepath.Join(dir, "datatype-dw5-pie")
-	ef, err := elfsym.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ef.BuildID()
-	ef.Close()
 	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +33,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetTypesDebugFinder(testdataFinder{id: id, path: exe})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
 	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"viewer/symbolize"
 
 	"github.com/google/pprof/profile"
 
@@ -130,12 +131,8 @@ func TestAnnotateAgainstPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
-	id := fileBuildID(t, exe)
 	s, ts := newTestServer(t, Config{})
-	s.SetTypesDebugFinder(buildIDFinder{
-		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
-		next: LocalTypesDebugFinder{},
-	})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
 	pid := upload(t, ts.URL, raw)
 	for _, fn := range []string{"sum_list", "inl_keys"} {
 		counts, texts, order := perfAnnotate(t, data, exe, fn)
@@ -238,13 +235,8 @@ func TestTypesTypeStatAndCacheLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
-	id := fileBuildID(t, exe)
 	s, ts := newTestServer(t, Config{})
-	s.SetTypesDebugFinder(buildIDFinder{
-		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
-		next: LocalTypesDebugFinder{},
-	})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
 	pid := upload(t, ts.URL, raw)
 	for _, skid := range []string{"", "&skid=0"} {
 		r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json?si=cpu-clock_count"+skid)
@@ -341,7 +333,7 @@ func TestAnnotateARM64(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, ts := newTestServer(t, Config{})
-	s.SetTypesDebugFinder(buildIDFinder{byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}}, next: LocalTypesDebugFinder{}})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
 	pid := upload(t, ts.URL, buf.Bytes())
 
 	r := getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?fn=sum_list")

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
 )
@@ -122,13 +122,6 @@ func wideStacks(n, scale int) []any {
 // violation. The diff, whose diff.json was once gzipped twice, must draw.
 func TestBrowserEveryPage(t *testing.T) {
 	dir := "../testdata/datatype"
-	exe := filepath.Join(dir, "datatype-dw5-pie")
-	ef, err := elfsym.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bid := ef.BuildID()
-	ef.Close()
 	perfData, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +130,7 @@ func TestBrowserEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetTypesDebugFinder(testdataFinder{id: bid, path: exe})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
 	typed, err := s.Ingest(context.Background(), perfData, "datatype.perf.data")
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
-	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/types.go)
+	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/datatypes.go)
 	// The annotate view, /p/:id/annotate and its JSON (web/annotate.go).
 	s.registerAnnotate()
 	// Filters' compare picker, diff, sandwich, source (web/diff.go).

@@ -84,6 +84,7 @@ type Server struct {
 	stacks   *lru.Cache[treeKey, *flame.Stacks] // zoom.go
 	flight   singleflight.Group
 	sym      *symbolization // nil when symbolization is off
+	types    *dataTypes     // the data-type page (datatypes.go)
 	rep      *replica       // nil unless Config.Replica is set
 
 	// gens counts each profile's Invalidate calls, so that a load begun
@@ -141,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		store:  st,
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
+		types:  newDataTypes(),                   // datatypes.go
 	}
 	var err error
 	if s.profiles, err = lru.New[string, *Loaded](cfg.ProfileCache); err != nil {

@@ -109,7 +109,6 @@ func (s *Server) initSymbolization() {
 	})
 	m.OnStored(s.Invalidate)
 	s.sym = &symbolization{jobs: m, broker: b}
-	s.useSymbolizerForTypes(c) // typesfinder.go: the data-type page uses the same debug info
 }
 
 // CloseSymbolization ends the event streams (so a graceful shutdown does not

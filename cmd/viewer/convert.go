@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/symbolize/unwind"
 	"viewer/views"
 	"viewer/web/ingest"
@@ -51,9 +52,14 @@ func readMapped(name string) ([]byte, error) {
 // binaries of this machine, which the CLI assumes is the one that recorded
 // the profile; a binary that differs from the one perf saw (by build ID, or
 // inode when perf recorded no build ID) is not used.
-func localUnwinding(lim ingest.Limits, on bool) ingest.Limits {
+// The binaries are found by the symbolizer's locator (loc; nil: one that
+// looks where perf and gdb do, /usr/lib/debug and ~/.debug).
+func localUnwinding(lim ingest.Limits, on bool, loc unwind.Locator) ingest.Limits {
+	if loc == nil {
+		loc = symbolize.New(symbolize.Config{})
+	}
 	if on {
-		lim.Binaries = unwind.NewFinder()
+		lim.Binaries = unwind.NewFinder(loc)
 	} else {
 		lim.NoUnwind = "--unwind=false was given"
 	}
@@ -99,7 +105,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, format, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn))
+	p, format, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn, nil))
 	if err != nil {
 		return fmt.Errorf("convert %s: %w", files[0], err)
 	}

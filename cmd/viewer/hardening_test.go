@@ -602,7 +602,7 @@ func TestBehindProxyReadsNoLocalPaths(t *testing.T) {
 			t.Errorf("%v: source view reads local paths %v, want %v", args, sc.LocalPaths, want)
 		}
 		var lim web.Limits
-		if f.unwinding(&lim); (lim.Binaries != nil) != want {
+		if f.unwinding(&lim, nil); (lim.Binaries != nil) != want {
 			t.Errorf("%v: unwinds with local binaries %v, want %v", args, lim.Binaries != nil, want)
 		}
 	}

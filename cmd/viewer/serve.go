@@ -58,7 +58,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	limits.MaxDebugFile = symFlags.debugFileCap // servesymbolize.go: the data-type page's files too
-	symFlags.unwinding(&limits)                 // servesymbolize.go: loopback only
+	symFlags.unwinding(&limits, symCfg)         // servesymbolize.go: loopback only
 	st, replica, stDesc, closeStore, err := stFlags.open(ctx)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ type symbolizeFlags struct {
 func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	f := &symbolizeFlags{cacheSize: 1 << 30, fs: fs}
 	fs.Var(&f.debugDirs, "debug-dir", "a `DIR` with binaries or debug files (build-ID tree or plain files) to symbolize uploads from; may be repeated")
-	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for loaded debug info shared by all profiles (e.g. 1GiB); the data-type page keeps its binaries within the same size")
+	fs.Var(&f.cacheSize, "symbol-cache-size", "memory for what is loaded from binaries (symbols, lines, data types, unwinding tables), shared by all profiles and pages (e.g. 1GiB)")
 	fs.BoolVar(&f.ignoreVmlinux, "ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
 	fs.IntVar(&f.workers, "workers", 2, "profiles symbolized at once")
 	fs.IntVar(&f.queue, "queue", 64, "profiles that may wait for symbolization; beyond it uploads get 503 with Retry-After (and stay stored)")
@@ -105,9 +105,13 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 // stacks unwound with this machine's binaries when serve listens on
 // loopback only (not with --behind-proxy), where uploads are this
 // machine's, as for symbolization by mapping path above.
-func (f *symbolizeFlags) unwinding(lim *web.Limits) {
+func (f *symbolizeFlags) unwinding(lim *web.Limits, sym *web.SymbolizationConfig) {
 	if f.localFiles() {
-		lim.Binaries = unwind.NewFinder()
+		var loc unwind.Locator = symbolize.New(symbolize.Config{DebugDirs: f.debugDirs, IgnoreVmlinux: f.ignoreVmlinux})
+		if sym != nil && sym.Engine != nil {
+			loc = sym.Engine // the one locator: --debug-dir applies to unwinding too
+		}
+		lim.Binaries = unwind.NewFinder(loc)
 		return
 	}
 	lim.NoUnwind = "this server is reachable from other machines, so it does not read the binaries profiles name"

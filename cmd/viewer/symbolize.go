@@ -70,7 +70,9 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 		return fmt.Errorf("symbolize: %w", err)
 	}
 	// Every format the server takes: pprof, perf.data, perf script, ...
-	p, _, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn))
+	// Unwinding finds the binaries as symbolization does: --debug-dir too.
+	loc := symbolize.New(symbolize.Config{DebugDirs: debugDirs, IgnoreVmlinux: *ignoreVmlinux})
+	p, _, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn, loc))
 	if err != nil {
 		return fmt.Errorf("symbolize: %s is not a profile viewer can read: %w", pos[0], err)
 	}

@@ -102,7 +102,7 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader
 	if !dwarf {
 		return file, bytes.NewReader(data), nil
 	}
-	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true).Binaries})
+	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true, nil).Binaries})
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", file, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unsafe"
 
 	"viewer/symbolize/dwarfbuf"
 )
@@ -448,3 +449,9 @@ func (m *machine) run(insts []byte, initial bool) error {
 
 // reader is the shared DWARF cursor (symbolize/dwarfbuf).
 type reader = dwarfbuf.Reader
+
+// size estimates the bytes the table holds: the section, its FDE index and
+// the parsed CIEs.
+func (t *Table) size() int64 {
+	return int64(cap(t.sec)) + int64(cap(t.fdes))*int64(unsafe.Sizeof(fde{})) + int64(len(t.cieCache))*160
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -25,22 +23,32 @@ import (
 // instructions fall in, so libraries reached only by unwinding have none),
 // its inode number equals the one in perf's MMAP2 record.
 type Finder struct {
-	// SystemDebugDir holds separate debug files under .build-id (/usr/lib/debug).
-	SystemDebugDir string
-	// BuildIDCacheDir is perf's build-ID cache (~/.debug): .build-id/xx/rest/{elf,debug}.
-	BuildIDCacheDir string
+	// Locator finds and holds binaries with a build ID: the symbolizer
+	// (symbolize.Symbolizer), so --debug-dir, the build-ID trees and perf's
+	// ~/.debug apply to unwinding as to symbolization, and their CFI is
+	// kept in its store. Nil: binaries with a build ID are not looked for.
+	Locator Locator
 	// IgnorePaths stops the Finder from opening the paths a profile names
 	// (for servers, where those paths are not this machine's).
 	IgnorePaths bool
 
 	once  sync.Once
-	cache *lru.Cache[string, found] // by path, build ID and inode
+	cache *lru.Cache[string, found] // binaries without a build ID, by path and inode
 	group singleflight.Group
 }
 
-// A Finder outlives conversions in a server, so what it keeps is bounded:
-// the CFI of at most finderCacheSize binaries, each for finderTTL, after
-// which a binary that was missing, or has been rebuilt, is looked for again.
+// Locator is what the Finder needs of the owner of loaded debug info: the
+// CFI of the binary with build ID buildID (lowercase hex) that perf saw
+// mapped at path, found by the one search and held, with the rest of what
+// is loaded from that binary, under the one memory budget.
+type Locator interface {
+	CFI(ctx context.Context, path, buildID string) (*Object, error)
+}
+
+// A Finder outlives conversions in a server, so what it keeps of binaries
+// without a build ID (those with one are the Locator's) is bounded: the CFI
+// of at most finderCacheSize binaries, each for finderTTL, after which a
+// binary that was missing, or has been rebuilt, is looked for again.
 const (
 	finderCacheSize = 256
 	finderTTL       = 10 * time.Minute
@@ -52,19 +60,27 @@ type found struct {
 	when time.Time
 }
 
-// NewFinder returns a Finder looking where perf and gdb do: /usr/lib/debug
-// and the invoking user's ~/.debug.
-func NewFinder() *Finder {
-	f := &Finder{SystemDebugDir: "/usr/lib/debug"}
-	if home, err := os.UserHomeDir(); err == nil {
-		f.BuildIDCacheDir = filepath.Join(home, ".debug")
-	}
-	return f
-}
+// NewFinder returns a Finder that looks for binaries with loc.
+func NewFinder(loc Locator) *Finder { return &Finder{Locator: loc} }
 
 // Object returns the CFI of the binary perf saw mapped at path with the
 // given build ID ("" when perf recorded none) and inode number (0 when unknown).
 func (f *Finder) Object(path, buildID string, inode uint64) (*Object, error) {
+	if buildID != "" {
+		// Held by the Locator's store, once for all its users.
+		bid, err := debuginfod.NormalizeBuildID(buildID)
+		if err != nil {
+			return nil, err
+		}
+		if f.Locator == nil {
+			return nil, fmt.Errorf("%s (build ID %s): no locator to find it by build ID", path, bid)
+		}
+		o, err := f.Locator.CFI(context.Background(), path, bid)
+		if err != nil {
+			return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, err)
+		}
+		return o, nil
+	}
 	f.once.Do(func() { f.cache, _ = lru.New[string, found](finderCacheSize) })
 	key := path + "\x00" + buildID + "\x00" + fmt.Sprint(inode)
 	if r, ok := f.cached(key); ok {
@@ -120,70 +136,33 @@ func (f *Finder) load(path, buildID string, inode uint64) (*Object, error) {
 		}
 		return o, err
 	}
-	bid, err := debuginfod.NormalizeBuildID(buildID)
+	return nil, fmt.Errorf("%s: binaries with a build ID are read by the Locator", path)
+}
+
+// ReadObject reads the CFI of the executable at execPath and, when
+// debugPath is not "", of its separate debug file, for the Object of the
+// binary with build ID buildID. named says execPath is the path the profile
+// named (its last symlink is not followed).
+func ReadObject(execPath, debugPath, buildID string, named bool) (*Object, error) {
+	trust := localfile.Configured
+	if named {
+		trust = localfile.Named
+	}
+	exe, err := openELF(execPath, trust)
 	if err != nil {
 		return nil, err
 	}
-	var exe *localfile.ELF
-	var tried []string
-	cands := []string{}
-	if !f.IgnorePaths && filepath.IsAbs(path) {
-		cands = append(cands, path)
-	}
-	if f.BuildIDCacheDir != "" {
-		d := filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:])
-		cands = append(cands, filepath.Join(d, "elf"), filepath.Join(d, "vdso"))
-	}
-	for i, c := range cands {
-		trust := localfile.Configured
-		if i == 0 && c == path {
-			trust = localfile.Named
-		}
-		e, err := openELF(c, trust)
-		if err != nil {
-			continue
-		}
-		if got := elfsym.BuildIDNote(e.File); got != bid {
-			e.Close()
-			tried = append(tried, fmt.Sprintf("%s has build ID %q", c, got))
-			continue
-		}
-		exe = e
-		break
-	}
-	if exe == nil {
-		if len(tried) == 0 {
-			return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %w", path, bid, os.ErrNotExist)
-		}
-		return nil, fmt.Errorf("%s (build ID %s) is not on this machine: %s", path, bid, tried[0])
-	}
 	defer exe.Close()
-	var debug *localfile.ELF
-	var dcands []string
-	if f.SystemDebugDir != "" {
-		dcands = append(dcands, filepath.Join(f.SystemDebugDir, ".build-id", bid[:2], bid[2:]+".debug"))
-	}
-	if f.BuildIDCacheDir != "" {
-		dcands = append(dcands, filepath.Join(f.BuildIDCacheDir, ".build-id", bid[:2], bid[2:], "debug"))
-	}
-	for _, c := range dcands {
-		if e, err := openELF(c, localfile.Configured); err == nil {
-			if elfsym.BuildIDNote(e.File) != bid {
-				e.Close()
-				continue
-			}
-			debug = e
-			defer e.Close()
-			break
-		}
-	}
 	var dbg *elf.File
-	if debug != nil {
-		dbg = debug.File
+	if debugPath != "" {
+		if e, err := openELF(debugPath, localfile.Configured); err == nil {
+			defer e.Close()
+			dbg = e.File
+		}
 	}
 	o, err := NewObject(exe.File, dbg)
 	if err == nil {
-		o.buildID = bid
+		o.buildID = buildID
 	}
 	return o, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // Object is the call frame information of one ELF binary: its .eh_frame
@@ -247,3 +248,18 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 		out = append(out, pc)
 	}
 }
+
+// Size estimates the bytes the Object holds: its sections and their index,
+// for the store that keeps it within the memory budget.
+func (o *Object) Size() int64 {
+	n := int64(len(o.loads))*int64(unsafe.Sizeof(elf.ProgHeader{})) + 256
+	for _, t := range []*Table{o.eh, o.debug} {
+		if t != nil {
+			n += t.size()
+		}
+	}
+	return n
+}
+
+// Close releases nothing: the Object holds only memory.
+func (o *Object) Close() error { return nil }

@@ -10,12 +10,13 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/symbolize/unwind"
 )
 
 // fuzzFinder finds binaries for the unwinding pass of checkParse: the
 // recorded paths (testdata/perf/deep where record.sh ran) and the system's.
-var fuzzFinder = &unwind.Finder{SystemDebugDir: "/usr/lib/debug"}
+var fuzzFinder = unwind.NewFinder(symbolize.New(symbolize.Config{BuildIDCacheDir: "-", DebuginfodCacheDir: "-"}))
 
 // checkParse parses data under limits and requires a valid profile or an
 // error that names perf.data; a panic fails the caller. It converts twice,

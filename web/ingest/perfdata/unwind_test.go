@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"viewer/symbolize"
 	"viewer/symbolize/unwind"
 )
 
@@ -31,7 +32,7 @@ func perfHome(t *testing.T) (home string, finder *unwind.Finder) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perf buildid-cache -a %s: %v\n%s", deep, err, out)
 	}
-	return home, &unwind.Finder{SystemDebugDir: "/usr/lib/debug", BuildIDCacheDir: filepath.Join(home, ".debug")}
+	return home, unwind.NewFinder(symbolize.New(symbolize.Config{SystemDebugDir: "/usr/lib/debug", BuildIDCacheDir: filepath.Join(home, ".debug"), DebuginfodCacheDir: "-"}))
 }
 
 // isKernelDSO tells kernel frames in perf script's output from user ones.
@@ -74,7 +75,7 @@ func TestUnwindAgainstPerfScript(t *testing.T) {
 	// Any other recording of this machine: VIEWER_UNWIND_DATA=/tmp/x.data go test -run AgainstPerfScript
 	if extra := os.Getenv("VIEWER_UNWIND_DATA"); extra != "" {
 		t.Run(filepath.Base(extra), func(t *testing.T) {
-			t.Logf("%d samples compared", compareWithPerfScript(t, extra, unwind.NewFinder()))
+			t.Logf("%d samples compared", compareWithPerfScript(t, extra, unwind.NewFinder(symbolize.New(symbolize.Config{}))))
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"viewer/symbolize"
 )
 
 // TestTypesDebugFileOverLimit: on a server with --max-debug-file below the
@@ -24,10 +26,7 @@ func TestTypesDebugFileOverLimit(t *testing.T) {
 	}
 	limit := fi.Size() - 1
 	s, ts := newTestServer(t, Config{Limits: Limits{MaxDebugFile: limit}})
-	s.SetTypesDebugFinder(buildIDFinder{
-		byID: map[string]TypesDebug{fileBuildID(t, exe): {Exec: exe, Debug: exe, Source: "testdata"}},
-		next: LocalTypesDebugFinder{},
-	})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{MaxDebugFile: limit}))
 	pid := upload(t, ts.URL, data)
 	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
 	want := fmt.Sprintf("debug file %s is %d bytes, over --max-debug-file %d", exe, fi.Size(), limit)
@@ -54,8 +53,9 @@ func TestTypesDebugFileOverLimit(t *testing.T) {
 }
 
 // TestTypesBinariesWithinBudget: the data-type page's opened binaries are
-// kept within a byte budget (--symbol-cache-size), the least recently used
-// evicted first, and what they hold is counted as it grows.
+// held by the engine's one store, within its byte budget
+// (--symbol-cache-size), the least recently used evicted first, and what
+// they hold is counted as it grows; a binary in the budget opens once.
 func TestTypesBinariesWithinBudget(t *testing.T) {
 	var paths []string
 	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie"} {
@@ -65,42 +65,53 @@ func TestTypesBinariesWithinBudget(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
+	hermetic := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}
+	engine := symbolize.New(hermetic)
 	s, ts := newTestServer(t, Config{})
-	svc := s.types()
+	s.SetDataTypeEngine(engine)
 	var ids []string
 	for _, p := range paths {
 		ids = append(ids, upload(t, ts.URL, typesAddrProfile(t, p, p, fileBuildID(t, p))))
 	}
 	sizes := map[string]int64{}
+	var held int64
 	for i, id := range ids {
 		r := getTypesJSON(t, ts.URL+"/p/"+id+"/types.json")
 		checkTypes(t, r)
-		tb, ok := svc.binaries.Peek(paths[i] + "\x00" + paths[i])
-		if !ok || tb.bin == nil {
-			t.Fatalf("%s is not kept after its page", paths[i])
+		n, bytes := engine.CacheStats()
+		if n != i+1 {
+			t.Fatalf("%s is not kept after its page: %d binaries held", paths[i], n)
 		}
-		sizes[paths[i]] = tb.bin.Size()
+		sizes[paths[i]] = bytes - held
+		held = bytes
 		if info := fileSize(t, paths[i]); sizes[paths[i]] < info/4 {
-			t.Errorf("%s: Size() = %d bytes for a %d-byte binary: it does not count the sections it holds", paths[i], sizes[paths[i]], info)
+			t.Errorf("%s: held %d bytes for a %d-byte binary: it does not count the sections it holds", paths[i], sizes[paths[i]], info)
 		}
 	}
-	if got, want := svc.held.Load(), sizes[paths[0]]+sizes[paths[1]]; svc.binaries.Len() != 2 || got != want {
-		t.Fatalf("with the default budget: %d binaries holding %d bytes; want both, %d bytes", svc.binaries.Len(), got, want)
+	if n, got := engine.CacheStats(); n != 2 || got != sizes[paths[0]]+sizes[paths[1]] || engine.Loads() != 2 {
+		t.Fatalf("with the default budget: %d binaries holding %d bytes, %d loads; want both, %d bytes, 2 loads", n, got, engine.Loads(), sizes[paths[0]]+sizes[paths[1]])
+	}
+	s.types.results.Purge() // compute again rather than serve cached pages
+	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[0]+"/types.json"))
+	if engine.Loads() != 2 {
+		t.Errorf("a binary within the budget was opened again: %d loads for 2 binaries", engine.Loads())
 	}
 
 	// A budget smaller than both: opening one evicts the other.
-	svc.budget.Store(sizes[paths[0]] + sizes[paths[1]] - 1)
-	svc.results.Purge() // compute again rather than serve cached pages
-	r := getTypesJSON(t, ts.URL+"/p/"+ids[0]+"/types.json?skid=0")
-	checkTypes(t, r)
-	if _, ok := svc.binaries.Peek(paths[1] + "\x00" + paths[1]); ok || svc.binaries.Len() != 1 {
-		t.Errorf("over budget, the least recently used binary is still kept (%d kept)", svc.binaries.Len())
-	}
-	if got, want := svc.held.Load(), sizes[paths[0]]; got != want {
-		t.Errorf("held %d bytes with one binary of %d", got, want)
+	small := hermetic
+	small.CacheBytes = sizes[paths[0]] + sizes[paths[1]] - 1
+	engine = symbolize.New(small)
+	s.SetDataTypeEngine(engine)
+	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[1]+"/types.json?skid=0"))
+	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[0]+"/types.json?skid=0"))
+	if n, got := engine.CacheStats(); n != 1 || got < sizes[paths[0]] || got > small.CacheBytes {
+		t.Errorf("over budget: %d binaries kept holding %d bytes; want only the most recent one, %d bytes", n, got, sizes[paths[0]])
 	}
 	// The evicted binary opens again when its page is asked for.
-	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[1]+"/types.json?skid=0"))
+	checkTypes(t, getTypesJSON(t, ts.URL+"/p/"+ids[1]+"/types.json"))
+	if engine.Loads() != 3 {
+		t.Errorf("%d loads, want 3: the evicted binary opened again", engine.Loads())
+	}
 }
 
 func fileSize(t *testing.T, path string) int64 {

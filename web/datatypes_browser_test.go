@@ -8,26 +8,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
 )
-
-// testdataFinder serves one test binary by build ID, and looks on this
-// machine for the rest.
-type testdataFinder struct {
-	id   string
-	path string
-}
-
-func (f testdataFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (web.TypesDebug, error) {
-	if m.BuildID == f.id {
-		return web.TypesDebug{Exec: f.path, Debug: f.path, Source: "testdata"}, nil
-	}
-	return web.LocalTypesDebugFinder{}.FindTypesDebug(ctx, m)
-}
 
 // TestTypesPageInBrowser opens the data-type page of a recorded perf.data in
 // headless chromium: expanding struct node shows its layout with the
@@ -35,13 +20,6 @@ func (f testdataFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) 
 // flame graph searched for it.
 func TestTypesPageInBrowser(t *testing.T) {
 	dir := "../testdata/datatype"
-	exe := filepath.Join(dir, "datatype-dw5-pie")
-	ef, err := elfsym.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ef.BuildID()
-	ef.Close()
 	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +28,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetTypesDebugFinder(testdataFinder{id: id, path: exe})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
 	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
 	if err != nil {
 		t.Fatal(err)

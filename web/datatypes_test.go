@@ -11,31 +11,23 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/datatype"
+	"viewer/symbolize"
 	"viewer/symbolize/elfsym"
 )
 
 const typesTestdata = "../testdata/datatype"
 
-// buildIDFinder serves the test binaries by build ID (the perf.data names
-// them by the path they were recorded at, which differs on every checkout)
-// and looks for everything else on this machine.
-type buildIDFinder struct {
-	byID map[string]TypesDebug
-	next TypesDebugFinder
-}
-
-func (f buildIDFinder) FindTypesDebug(ctx context.Context, m *profile.Mapping) (TypesDebug, error) {
-	if d, ok := f.byID[m.BuildID]; ok {
-		return d, nil
-	}
-	return f.next.FindTypesDebug(ctx, m)
+// testdataEngine finds the test binaries under testdata/datatype as
+// --debug-dir finds them (by build ID, named like the binary: the perf.data
+// names them by the path they were recorded at, which differs on every
+// checkout), and looks on this machine for everything else.
+func testdataEngine(cfg symbolize.Config) *symbolize.Symbolizer {
+	cfg.DebugDirs = append(cfg.DebugDirs, typesTestdata)
+	return symbolize.New(cfg)
 }
 
 func fileBuildID(t *testing.T, path string) string {
@@ -68,7 +60,7 @@ func getTypesJSON(t *testing.T, url string) typesResponse {
 
 type typesResponse struct {
 	SampleType string `json:"sampleType"`
-	datatype.Profile
+	symbolize.DataTypeProfile
 }
 
 func getPage(t *testing.T, url string) string {
@@ -97,10 +89,7 @@ func TestTypesEndToEnd(t *testing.T) {
 	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
 	id := fileBuildID(t, exe)
 	s, ts := newTestServer(t, Config{})
-	s.SetTypesDebugFinder(buildIDFinder{
-		byID: map[string]TypesDebug{id: {Exec: exe, Debug: exe, Source: "testdata"}},
-		next: LocalTypesDebugFinder{},
-	})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
 	pid := upload(t, ts.URL, data)
 	l, err := s.Profile(context.Background(), pid)
 	if err != nil {
@@ -121,7 +110,7 @@ func TestTypesEndToEnd(t *testing.T) {
 		t.Errorf("type weights add up to %d, want the total %d", sum, r.Total)
 	}
 	var dsoSum int64
-	var app *datatype.DSO
+	var app *symbolize.DataTypeDSO
 	for i, d := range r.DSOs {
 		dsoSum += d.Samples
 		if d.BuildID == id {
@@ -134,7 +123,7 @@ func TestTypesEndToEnd(t *testing.T) {
 	if dsoSum != r.Total {
 		t.Errorf("DSO samples add up to %d, want %d", dsoSum, r.Total)
 	}
-	if app == nil || app.Name != "datatype-dw5-pie" || app.DebugSource != "testdata" || app.Error != "" || app.Samples*2 < r.Total {
+	if app == nil || app.Name != "datatype-dw5-pie" || !strings.Contains(app.DebugSource, "datatype-dw5-pie (") || app.Error != "" || app.Samples*2 < r.Total {
 		t.Fatalf("test binary's DSO entry = %+v; want datatype-dw5-pie with build ID %s, most samples; all: %+v", app, id, r.DSOs)
 	}
 	if len(r.Types) == 0 || r.Types[0].Name != "struct node" || r.Types[0].DSO != "datatype-dw5-pie" || r.Types[0].Weight*5 < r.Total {
@@ -267,7 +256,7 @@ func TestTypesWithoutDebugInfo(t *testing.T) {
 	pid := upload(t, ts.URL, encodeProfile(t, p, true))
 	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
 	if r.Total != 10 || len(r.Types) != 2 || r.Types[0].Name != "(unknown)" || r.Types[0].Weight != 7 || r.Types[1].Name != "(unknown)" {
-		t.Fatalf("types.json = %+v, want 10 samples all unknown, per binary", r.Profile)
+		t.Fatalf("types.json = %+v, want 10 samples all unknown, per binary", r.DataTypeProfile)
 	}
 	if len(r.DSOs) != 2 || r.DSOs[0].Name != "app" || !strings.Contains(r.DSOs[0].Error, "no executable with build ID abcdef0123") ||
 		r.DSOs[1].Samples != 3 || !strings.Contains(r.DSOs[1].Error, "without an address") {
@@ -358,10 +347,10 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 		Mapping: []*profile.Mapping{m}, Location: []*profile.Location{l1, l2, l3, l4}, Function: []*profile.Function{fn},
 	}
 	s, ts := newTestServer(t, Config{})
-	s.SetTypesDebugFinder(LocalTypesDebugFinder{DebugDir: debugDir})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{debugDir}}))
 	pid := upload(t, ts.URL, encodeProfile(t, p, true))
 	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
-	if len(r.DSOs) != 1 || r.DSOs[0].DebugSource != dbg || r.DSOs[0].Error != "" {
+	if len(r.DSOs) != 1 || !strings.HasPrefix(r.DSOs[0].DebugSource, dbg+" (") || r.DSOs[0].Error != "" {
 		t.Fatalf("DSOs = %+v, want the debug file %s", r.DSOs, dbg)
 	}
 	want := map[string]string{"struct node": "key", "struct outer": "in.y"}
@@ -388,52 +377,19 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 	}
 
 	// Without the debug file, the stripped binary is listed with the reason.
-	s.SetTypesDebugFinder(LocalTypesDebugFinder{DebugDir: t.TempDir()})
-	r = getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
-	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "has no DWARF") {
-		t.Errorf("without debug info: DSOs = %+v", r.DSOs)
-	}
-}
-
-// TestLocalTypesDebugFinder: the mapping's own file is used only when its
-// build ID matches; a FIFO named by a profile is never opened.
-func TestLocalTypesDebugFinder(t *testing.T) {
-	full, err := filepath.Abs(filepath.Join(typesTestdata, "datatype-dw4-nopie"))
+	// (Its copy alone in a --debug-dir: beside the original, its
+	// .gnu_debuglink names the .debug file, which would be found.)
+	alone := t.TempDir()
+	sdata, err := os.ReadFile(stripped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := fileBuildID(t, full)
-	f := LocalTypesDebugFinder{DebugDir: t.TempDir()}
-	ctx := context.Background()
-
-	d, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: strings.ToUpper(id)})
-	if err != nil || d.Exec != full || d.Debug != full || !strings.Contains(d.Source, "own DWARF") {
-		t.Errorf("unstripped binary: %+v, %v", d, err)
-	}
-	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: "00112233"}); err == nil || !strings.Contains(err.Error(), "no executable with build ID 00112233") {
-		t.Errorf("build ID mismatch: %v", err)
-	}
-	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: full, BuildID: "../../etc"}); err == nil || !strings.Contains(err.Error(), "invalid build ID") {
-		t.Errorf("hostile build ID: %v", err)
-	}
-	if _, err := f.FindTypesDebug(ctx, &profile.Mapping{File: "[kernel.kallsyms]", BuildID: "aabbccdd"}); err == nil || !strings.Contains(err.Error(), "no vmlinux with build ID aabbccdd") {
-		t.Errorf("kernel: %v", err)
-	}
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(alone, filepath.Base(stripped)), sdata, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.FindTypesDebug(ctx, &profile.Mapping{File: fifo})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Errorf("a FIFO was accepted as a binary")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("FindTypesDebug blocked on a FIFO named by the profile")
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{alone}, IgnoreMappingPaths: true, SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-"}))
+	r = getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
+	if len(r.DSOs) != 1 || !strings.Contains(r.DSOs[0].Error, "has no DWARF") {
+		t.Errorf("without debug info: DSOs = %+v", r.DSOs)
 	}
 }

@@ -1,0 +1,507 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
+
+	"viewer/symbolize"
+	"viewer/views"
+	"viewer/web/flame"
+	"viewer/web/ingest/perfdata"
+)
+
+// dataTypes is the data-type page's state: the attribution itself, and
+// the binaries it reads, are the symbolization engine's (symbolize.DataTypes,
+// one store and one --symbol-cache-size budget); what stays here are the
+// computed pages of the profiles recently shown.
+type dataTypes struct {
+	mu      sync.Mutex
+	engine  *symbolize.Symbolizer // SetDataTypeEngine's, else the server's
+	local   *symbolize.Symbolizer // made on first use when the server has no engine
+	results *lru.Cache[typesKey, *typesResult]
+	flight  singleflight.Group
+}
+
+func newDataTypes() *dataTypes {
+	results, _ := lru.New[typesKey, *typesResult](16)
+	return &dataTypes{results: results}
+}
+
+type typesKey struct {
+	id, variant string
+	si          int
+	skid        bool
+}
+
+// typesResult is a profile's data-type profile and, for the types flame
+// graph, what each sample's leaf location accesses.
+type typesResult struct {
+	*symbolize.DataTypeResult
+
+	flameOnce sync.Once
+	flame     *encoded // types flame graph JSON, built on first request
+}
+
+// SetDataTypeEngine makes the data-type page read binaries with e (by
+// default the symbolization engine, or one looking on this machine only).
+// Cached results are dropped.
+func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
+	s.types.mu.Lock()
+	s.types.engine = e
+	s.types.mu.Unlock()
+	s.types.results.Purge()
+}
+
+// dataTypeEngine is the engine the data-type page reads binaries with: the
+// one symbolization uses (its locator, store and budget), else one that
+// looks on this machine only, within --max-debug-file.
+func (s *Server) dataTypeEngine() *symbolize.Symbolizer {
+	dt := s.types
+	dt.mu.Lock()
+	defer dt.mu.Unlock()
+	switch {
+	case dt.engine != nil:
+		return dt.engine
+	case s.cfg.Symbolization != nil && s.cfg.Symbolization.Engine != nil:
+		return s.cfg.Symbolization.Engine
+	}
+	if dt.local == nil {
+		dt.local = symbolize.New(symbolize.Config{MaxDebugFile: s.cfg.Limits.MaxDebugFile})
+	}
+	return dt.local
+}
+
+// dataTypeOptions are the choices for profile id's data types: the upload's
+// and the server's debuginfod choices, and --symbolize-timeout.
+func (s *Server) dataTypeOptions(ctx context.Context, id string, skid bool) symbolize.DataTypeOptions {
+	opt := symbolize.DataTypeOptions{Skid: skid}
+	c := s.cfg.Symbolization
+	if c == nil || c.Engine == nil {
+		return opt
+	}
+	opt.Timeout = c.Timeout
+	switch {
+	case s.uploadNoDebuginfod(ctx, id):
+		opt.NoDebuginfod, opt.NoDebuginfodWhy = true, "debuginfod not asked: the upload opted out of sending its build IDs"
+	case !c.Gate.Enabled() || len(c.Servers) == 0:
+		opt.NoDebuginfod, opt.NoDebuginfodWhy = true, "debuginfod is off on this server"
+	}
+	return opt
+}
+
+// uploadNoDebuginfod reads the upload's stored "don't ask debuginfod" choice.
+// When the record cannot be read it answers true: never send build IDs the
+// uploader may have withheld.
+func (s *Server) uploadNoDebuginfod(ctx context.Context, id string) bool {
+	if s.sym == nil {
+		return false
+	}
+	rec, err := s.sym.jobs.Record(ctx, id)
+	if err != nil {
+		s.log.Warn("reading the symbolization record for the data-type page", "id", id, "err", err)
+		return true
+	}
+	return rec.NoDebuginfod
+}
+
+// registerTypes adds the data-type routes: the page and its JSON.
+func (s *Server) registerTypes() {
+	s.e.GET("/p/:id/types", s.handleTypesPage)
+	s.e.GET("/p/:id/types.json", s.handleTypesJSON)
+	s.e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
+	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
+}
+
+// typesJSON is the body of /p/ID/types.json (?si= selects the sample type;
+// ?skid=0 turns skid correction off):
+//
+//	{"id", "sampleType", "unit", "skidCorrection", "total", "skid" (weight
+//	 counted on the access before the sampled instruction),
+//	 "types": [{"name": "struct node", "size": 24, "dso": "app", "weight",
+//	            "members": [{"offset", "size", "name": "in.y", "field", "type",
+//	                         "depth", "weight" (own), "total" (with nested)}],
+//	            "funcs": [{"name", "weight"}]}],          // heaviest first
+//	 "unknown": [{"reason", "func", "insn", "pc", "dso", "weight"}],
+//	 "dsos": [{"name", "buildId", "debugSource" | "error", "samples"}]}
+//
+// "(stack operation)" and "(unknown)" appear as types, per binary.
+type typesJSON struct {
+	ID         string `json:"id"`
+	SampleType string `json:"sampleType"`
+	Unit       string `json:"unit"`
+	// SkidCorrection says samples on instructions that touch no memory
+	// were counted on the access before them (datatype.Aggregator.Skid).
+	SkidCorrection bool `json:"skidCorrection"`
+	*symbolize.DataTypeProfile
+}
+
+func (s *Server) handleTypesJSON(c echo.Context) error {
+	l, i, p, err := s.typesProfile(c)
+	if err != nil {
+		return err
+	}
+	st := l.Meta.SampleTypes[i]
+	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, SkidCorrection: skidParam(c), DataTypeProfile: p})
+}
+
+// typesProfile loads the profile named in the request and its data-type
+// profile for the selected sample type.
+func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *symbolize.DataTypeProfile, error) {
+	ctx := c.Request().Context()
+	l, err := s.Profile(ctx, c.Param("id"))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	r, err := s.typesResult(ctx, l, i, skidParam(c))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return l, i, r.Profile, nil
+}
+
+// skidParam reads ?skid=: skid correction is on unless it is "0". On by
+// default because most profiles are timer-sampled (perf's cpu-clock, and
+// cycles without a precise modifier), whose samples skid.
+func skidParam(c echo.Context) bool { return c.QueryParam("skid") != "0" }
+
+// skidValues is the query that keeps skid correction off in links.
+func skidValues(on bool) url.Values {
+	if on {
+		return nil
+	}
+	return url.Values{"skid": {"0"}}
+}
+
+// typesResult returns the (cached) data-type profile of l for sample type
+// si, with or without skid correction.
+func (s *Server) typesResult(ctx context.Context, l *Loaded, si int, skid bool) (*typesResult, error) {
+	dt := s.types
+	key := typesKey{id: l.ID, variant: l.variant(), si: si, skid: skid}
+	if r, ok := dt.results.Get(key); ok {
+		return r, nil
+	}
+	v, err, _ := dt.flight.Do(fmt.Sprintf("%s/%s/%d/%v", key.id, key.variant, si, skid), func() (any, error) {
+		cctx := background(ctx) // outlives the request that started it; joined by others
+		r := &typesResult{DataTypeResult: s.dataTypeEngine().DataTypes(cctx, l.Profile, si, s.dataTypeOptions(cctx, l.ID, skid))}
+		if !r.Transient {
+			dt.results.Add(key, r)
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*typesResult), nil
+}
+
+// maxTypeRows bounds the types listed on the page (types.json has all).
+const maxTypeRows = 500
+
+func (s *Server) handleTypesPage(c echo.Context) error {
+	l, i, p, err := s.typesProfile(c)
+	if err != nil {
+		return err
+	}
+	id, siq := l.ID, c.QueryParam("si")
+	skid := skidParam(c)
+	st := l.Meta.SampleTypes[i]
+	page := views.TypesPage{
+		Page:        views.Page{Title: displayName(l.Meta, id) + " · data types", Nav: append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})},
+		ID:          id,
+		SampleTypes: sampleTypes(l.Meta, i),
+		SI:          st.Type,
+		Unit:        st.Unit,
+		Total:       views.FormatValue(p.Total, st.Unit),
+		JSONURL:     withQuery(profileURL(id, "/types.json", siq), skidValues(skid)),
+		FlameURL:    profileURL(id, "", siq),
+		Skid:        skid,
+	}
+	page.TypesFlameURL = withQuery(profileURL(id, "/types/flame", siq), skidValues(skid))
+	if skid && p.Skid > 0 {
+		page.SkidShare = views.Percent(p.Skid, p.Total)
+	}
+	page.Nav = dedupeNav(page.Nav)
+	line, lineFrom := cacheLineSize(l.Profile)
+	page.CacheLine, page.CacheLineFrom = fmt.Sprint(line), lineFrom
+	frac := func(v int64) float64 {
+		if p.Total == 0 {
+			return 0
+		}
+		return float64(v) / float64(p.Total)
+	}
+	val := func(v int64) string { return views.FormatValue(v, st.Unit) }
+	flameSearch := func(fn string) string {
+		u := "/p/" + id + "?q=" + url.QueryEscape(regexpQuote(fn))
+		if siq != "" {
+			u += "&si=" + url.QueryEscape(siq)
+		}
+		return u
+	}
+	var attributed int64
+	type fnAcc struct {
+		w     int64
+		types []views.TypeLink
+	}
+	fns := map[string]*fnAcc{}
+	for n, t := range p.Types {
+		special := strings.HasPrefix(t.Name, "(")
+		if !special {
+			attributed += t.Weight
+		}
+		if n >= maxTypeRows {
+			continue
+		}
+		anchor := fmt.Sprintf("t%d", n)
+		row := views.TypeRow{
+			Anchor: anchor, Name: t.Name, DSO: t.DSO, Special: special,
+			Value: val(t.Weight), Pct: views.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
+		}
+		if t.Size > 0 {
+			row.Size = fmt.Sprint(t.Size)
+			row.SizeNum = t.Size
+		}
+		for _, m := range t.Members {
+			name := m.Field
+			if m.Name == "" {
+				name = t.Name
+			}
+			mr := views.MemberRow{
+				Offset: m.Offset, Size: m.Size, Field: name, Type: m.Type, Depth: m.Depth,
+				Pct: views.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
+			}
+			if m.Total > 0 {
+				mr.Value = val(m.Total)
+			}
+			if m.Weight > 0 && m.Weight != m.Total {
+				mr.Self = views.Percent(m.Weight, p.Total)
+			}
+			row.Members = append(row.Members, mr)
+		}
+		if !special {
+			row.CacheLines = cacheLineRows(t, line, p.Total, val)
+		}
+		for _, f := range t.Funcs {
+			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: views.Percent(f.Weight, p.Total)})
+			fa := fns[f.Name]
+			if fa == nil {
+				fa = &fnAcc{}
+				fns[f.Name] = fa
+			}
+			fa.w += f.Weight
+			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: views.Percent(f.Weight, p.Total)})
+		}
+		page.Types = append(page.Types, row)
+	}
+	page.Attributed = views.Percent(attributed, p.Total)
+	for name, fa := range fns {
+		page.Funcs = append(page.Funcs, views.TypeFuncRow{
+			Name: name, Href: flameSearch(name), AnnotateHref: annotateURL(id, name, siq, skid), Value: val(fa.w), Pct: views.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+		})
+	}
+	sort.Slice(page.Funcs, func(a, b int) bool {
+		if page.Funcs[a].Frac != page.Funcs[b].Frac {
+			return page.Funcs[a].Frac > page.Funcs[b].Frac
+		}
+		return page.Funcs[a].Name < page.Funcs[b].Name
+	})
+	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
+		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
+		if r.PC != 0 {
+			ur.PC = fmt.Sprintf("%#x", r.PC)
+		}
+		page.Unknown = append(page.Unknown, ur)
+	}
+	for _, r := range p.TypeStats() {
+		page.TypeStat = append(page.TypeStat, views.TypeStatRow{Category: r.Category, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)})
+		page.Unresolved += r.Weight
+	}
+	page.UnresolvedValue, page.UnresolvedPct = val(page.Unresolved), views.Percent(page.Unresolved, p.Total)
+	for _, d := range p.DSOs {
+		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: views.Percent(d.Samples, p.Total)})
+	}
+	return Render(c, http.StatusOK, views.Types(page))
+}
+
+// dedupeNav drops a second link with the same label (once the core nav
+// lists Types itself, the page's own link is redundant).
+func dedupeNav(links []views.NavLink) []views.NavLink {
+	seen := map[string]int{}
+	var out []views.NavLink
+	for _, l := range links {
+		if i, ok := seen[l.Label]; ok {
+			out[i].Active = out[i].Active || l.Active
+			continue
+		}
+		seen[l.Label] = len(out)
+		out = append(out, l)
+	}
+	return out
+}
+
+// regexpQuote escapes a function name for the flame page's regexp search.
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// typesFlameProfile is p with each sample's stack extended by what its leaf
+// instruction accesses: a frame for the data type and, under it, one for the
+// member, so the flame graph's leaves are the data each stack touched.
+func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symbolize.DataTypeLeaf) *profile.Profile {
+	out := &profile.Profile{
+		SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType,
+		PeriodType: p.PeriodType, Period: p.Period, DurationNanos: p.DurationNanos, TimeNanos: p.TimeNanos,
+		Mapping:  p.Mapping,
+		Location: append([]*profile.Location(nil), p.Location...),
+		Function: append([]*profile.Function(nil), p.Function...),
+	}
+	var locID, fnID uint64
+	for _, l := range p.Location {
+		locID = max(locID, l.ID)
+	}
+	for _, f := range p.Function {
+		fnID = max(fnID, f.ID)
+	}
+	frames := map[string]*profile.Location{}
+	frame := func(name string) *profile.Location {
+		if l, ok := frames[name]; ok {
+			return l
+		}
+		fnID++
+		locID++
+		f := &profile.Function{ID: fnID, Name: name, SystemName: name}
+		l := &profile.Location{ID: locID, Line: []profile.Line{{Function: f}}}
+		out.Function = append(out.Function, f)
+		out.Location = append(out.Location, l)
+		frames[name] = l
+		return l
+	}
+	for _, s := range p.Sample {
+		tag := symbolize.DataTypeLeaf{Type: "(unknown)"}
+		if len(s.Location) > 0 {
+			if t, ok := leaves[s.Location[0]]; ok {
+				tag = t
+			}
+		}
+		locs := make([]*profile.Location, 0, len(s.Location)+2)
+		if tag.Member != "" {
+			locs = append(locs, frame(tag.Type+"."+tag.Member))
+		}
+		locs = append(locs, frame(tag.Type))
+		locs = append(locs, s.Location...)
+		out.Sample = append(out.Sample, &profile.Sample{Location: locs, Value: s.Value, Label: s.Label, NumLabel: s.NumLabel, NumUnit: s.NumUnit})
+	}
+	return out
+}
+
+// handleTypesFlameJSON serves the flame graph data of the types flame graph.
+func (s *Server) handleTypesFlameJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	l, err := s.Profile(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	skid := skidParam(c)
+	r, err := s.typesResult(ctx, l, i, skid)
+	if err != nil {
+		return err
+	}
+	r.flameOnce.Do(func() {
+		body := flame.Build(typesFlameProfile(l.Profile, r.Leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
+		r.flame = &encoded{plain: body, gz: gzipBytes(body),
+			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
+	})
+	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
+}
+
+// handleTypesFlamePage is the flame graph page drawing the types flame graph.
+func (s *Server) handleTypesFlamePage(c echo.Context) error {
+	id := c.Param("id")
+	m, i, err := s.pageMeta(c, id)
+	if err != nil {
+		return err
+	}
+	siq := c.QueryParam("si")
+	page := views.FlamePage{
+		Page: views.Page{Title: displayName(m, id) + " · data-type flame graph",
+			Nav: dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true}))},
+		ID:          id,
+		Name:        m.Name,
+		SampleTypes: sampleTypes(m, i),
+		SI:          m.SampleTypes[i].Type,
+		DataURL:     withQuery(profileURL(id, "/types/flame.json", m.SampleTypes[i].Type), skidValues(skidParam(c))),
+		Stats:       stats(m, i),
+	}
+	return Render(c, http.StatusOK, views.Flame(page))
+}
+
+// cacheLineSize is the cache line size the data-type page groups members
+// by: the recording machine's L1 data line size when perf.data's CACHE
+// header gave it (a profile comment), else datatype.DefaultCacheLine.
+func cacheLineSize(p *profile.Profile) (int64, string) {
+	for _, c := range p.Comments {
+		if v, ok := strings.CutPrefix(c, perfdata.CacheLineComment); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 && n <= 4096 && n&(n-1) == 0 {
+				return n, "the recording machine's L1 data cache (perf.data header)"
+			}
+		}
+	}
+	return symbolize.DefaultCacheLine, "the x86-64 and arm64 default: the recording does not say"
+}
+
+// cacheLineRows is a type's layout grouped by cache line.
+func cacheLineRows(t symbolize.DataTypeStat, line, total int64, val func(int64) string) []views.CacheLineRow {
+	var out []views.CacheLineRow
+	for _, cl := range t.CacheLines(line) {
+		r := views.CacheLineRow{
+			Index: fmt.Sprint(cl.Index), Range: fmt.Sprintf("%d–%d", cl.Lo, cl.Hi-1),
+			Members: strings.Join(cl.Members, ", "), Crossing: strings.Join(cl.Crossing, ", "),
+		}
+		if cl.Weight > 0 {
+			r.Value, r.Pct = val(cl.Weight), views.Percent(cl.Weight, total)
+			r.Frac = float64(cl.Weight) / float64(max(total, 1))
+		}
+		out = append(out, r)
+	}
+	if len(out) < 2 && (len(out) == 0 || out[0].Crossing == "") {
+		return nil // one line: nothing to group
+	}
+	return out
+}
+
+// annotateURL links a function to its annotate view, keeping si and skid.
+func annotateURL(id, fn, si string, skid bool) string {
+	q := url.Values{"fn": {fn}}
+	if si != "" {
+		q.Set("si", si)
+	}
+	if !skid {
+		q.Set("skid", "0")
+	}
+	return "/p/" + id + "/annotate?" + q.Encode()
+}
