@@ -309,7 +309,9 @@ func (s *Symbolizer) OpenCode(ctx context.Context, m *profile.Mapping, opt DataT
 func (h *CodeHandle) Binary() *datatype.Binary { return h.tb.bin }
 
 // ObjAddr turns a runtime address of mapping m into an address in the file.
-func (h *CodeHandle) ObjAddr(m *profile.Mapping, pc uint64) (uint64, error) { return h.tb.objAddr(m, pc) }
+func (h *CodeHandle) ObjAddr(m *profile.Mapping, pc uint64) (uint64, error) {
+	return h.tb.objAddr(m, pc)
+}
 
 // Exec and Debug are the files found for the code and the DWARF (the same
 // file when the binary is not stripped); Source says how they were found.
