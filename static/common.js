@@ -136,11 +136,27 @@ export function frameLinks(name, base = location.pathname) {
 
 // ---- colors ----
 
+/**
+ * hsl(h, s%, l%) as "#rrggbb": canvases parse hex fastest, and a flame
+ * graph sets a fill per frame.
+ */
+export function hsl(h, s, l) {
+  s /= 100;
+  l /= 100;
+  const a = s * Math.min(l, 1 - l);
+  const f = (n) => {
+    const k = (n + h / 30) % 12;
+    const c = l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(255 * c).toString(16).padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
 export const MERGED = '…';
 const UNSYMBOLIZED = /(^0x[0-9a-f]+$)|(\+0x[0-9a-f]+$)/i;
-export const UNSYMBOLIZED_COLOR = ['hsl(215 16% 74%)', 'hsl(215 10% 88%)'];
-export const MERGED_COLOR = ['hsl(30 6% 80%)', 'hsl(30 6% 90%)'];
-const ROOT_COLOR = ['hsl(30 12% 88%)', 'hsl(30 8% 93%)'];
+export const UNSYMBOLIZED_COLOR = [hsl(215, 16, 74), hsl(215, 10, 88)];
+export const MERGED_COLOR = [hsl(30, 6, 80), hsl(30, 6, 90)];
+const ROOT_COLOR = [hsl(30, 12, 88), hsl(30, 8, 93)];
 // GCC's clone suffixes: a C function, not a Go package path.
 const C_SUFFIX = /\.(cold|part|isra|constprop|lto_priv|clone|localalias)(\.\d+)*$/;
 
@@ -201,7 +217,7 @@ export function colorFor(key, name) {
   if (hue > 195) hue += 60; // skip 196..255
   const sat = 58 + ((h >>> 9) % 20);
   const light = 70 + ((h >>> 17) % 8) + (name ? (hash(name) % 5) - 2 : 0);
-  return [`hsl(${hue} ${sat}% ${light}%)`, `hsl(${hue} 20% ${Math.min(light + 14, 93)}%)`];
+  return [hsl(hue, sat, light), hsl(hue, 20, Math.min(light + 14, 93))];
 }
 
 /** The fill of a self share r in [0, 1] of the hottest function: pale yellow to deep red. */
@@ -210,15 +226,15 @@ export function heatColor(r) {
   const s = Math.sqrt(a);
   const hue = Math.round(52 - 52 * s);
   const light = Math.round(88 - 30 * s);
-  return [`hsl(${hue} 90% ${light}%)`, `hsl(${hue} 25% ${Math.min(light + 8, 94)}%)`];
+  return [hsl(hue, 90, light), hsl(hue, 25, Math.min(light + 8, 94))];
 }
 
 /** The fill of a change r in [-1, 1] relative to the largest change: red grew, blue shrank. */
 export function diffColor(r) {
   const a = Math.min(1, Math.abs(r));
-  if (a < 0.01) return 'hsl(30 8% 86%)';
+  if (a < 0.01) return hsl(30, 8, 86);
   const light = Math.round(90 - 38 * Math.sqrt(a));
-  return r > 0 ? `hsl(0 78% ${light}%)` : `hsl(220 78% ${light}%)`;
+  return r > 0 ? hsl(0, 78, light) : hsl(220, 78, light);
 }
 
 /** The color group of name index nm of tree under scheme ('package' or 'binary'). */

@@ -334,6 +334,7 @@ export class FlameGraph {
     this.padTop = 0;
     this.resizeObserver = new ResizeObserver(() => this.schedule());
     this.resizeObserver.observe(container);
+    container.addEventListener('scroll', () => this.schedule(), { passive: true });
     overlay.addEventListener('mousemove', (e) => { if (!this.press) this.pointer(e); });
     overlay.addEventListener('mouseleave', (e) => this.setHover(-1, e));
     overlay.addEventListener('click', (e) => {
@@ -620,7 +621,7 @@ export class FlameGraph {
     const ctx = this.ctx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#fff';
-    ctx.fillRect(0, 0, w, h);
+    ctx.fillRect(0, 0, w, h); // (the band below would do, but a stale row must never show)
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
     this.charWidth = ctx.measureText('M').width || 7.2;
@@ -629,9 +630,17 @@ export class FlameGraph {
     const [vx, vw] = this.range();
     const scale = vw > 0 ? w / vw : 0;
     const hit = this.matched ? this.matched.hit : null;
+    // Only the rows the container shows (and a few more) are drawn: a
+    // scroll draws again (constructor).
+    const cont = this.container;
+    const band0 = Math.max(0, cont.scrollTop - 4 * ROW);
+    const band1 = Math.min(h, cont.scrollTop + Math.max(cont.clientHeight, ROW) + 4 * ROW);
+    this.band = [band0, band1];
+    const flame = this.mode === 'flame';
     // Ancestors of the zoomed frame span the whole width, faded.
     for (let a = t.parent[z]; a >= 0; a = t.parent[a]) {
-      this.frame(ctx, a, 0, w, hit, true);
+      const y = this.rowTop(t.depth[a]);
+      if (y + ROW > band0 && y < band1) this.frame(ctx, a, 0, w, hit, true);
     }
     const drawn = []; // node indices drawn below the zoom, for tests and the console
     for (let i = z; i < t.end[z];) {
@@ -639,6 +648,10 @@ export class FlameGraph {
       if (fw < MIN_WIDTH) { i = t.end[i]; continue; }
       let x = (t.x[i] - vx) * scale;
       if (x >= w || x + fw <= 0) { i = t.end[i]; continue; } // outside the view: its subtree too
+      const y = this.rowTop(t.depth[i]);
+      // Past the band towards the leaves: so is the subtree.
+      if (flame ? y + ROW <= band0 : y >= band1) { i = t.end[i]; continue; }
+      if (flame ? y >= band1 : y + ROW <= band0) { i++; continue; } // rootward of the band: its children may show
       // Only the visible part, so the label sits where it can be read.
       const x1 = Math.min(x + fw, w);
       x = Math.max(x, 0);
@@ -742,6 +755,8 @@ export class FlameGraph {
   }
 }
 
+let mapTrees = 0; // ids of the trees a minimap drew
+
 /**
  * Minimap: the zoomed frame's whole subtree, small, with the part the
  * graph shows outlined (the horizontal view and the rows scrolled into
@@ -796,7 +811,8 @@ export class Minimap {
     const dpr = window.devicePixelRatio || 1;
     const pw = Math.round(cw * dpr);
     const ph = Math.round(ch * dpr);
-    const key = [t, g.zoom, g.mode, g.scheme, pw, ph].join(' ');
+    if (!t.mapID) t.mapID = ++mapTrees;
+    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.colors.length].join(' ');
     if (key !== this.key || !this.image) {
       this.image = this.render(pw, ph);
       this.key = key;
