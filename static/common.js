@@ -262,13 +262,26 @@ export function nameColors(tree, scheme) {
     return out;
   }
   const root = tree.name[0];
+  if (colorCache.size > COLOR_CACHE_MAX) colorCache.clear();
   for (let nm = 0; nm < n; nm++) {
     if (nm === root) { out[nm] = ROOT_COLOR; continue; }
-    const key = groupOf(tree, nm, scheme);
-    out[nm] = key === MERGED || key === 'unsymbolized' ? colorFor(key) : colorFor(key, scheme === 'package' ? tree.names[nm] : '');
+    // Zoomed and reloaded trees repeat their names: color each name once.
+    const ck = `${scheme}\u0000${tree.mappingOfName(nm)}\u0000${tree.names[nm]}`;
+    let c = colorCache.get(ck);
+    if (!c) {
+      const key = groupOf(tree, nm, scheme);
+      c = key === MERGED || key === 'unsymbolized' ? colorFor(key) : colorFor(key, scheme === 'package' ? tree.names[nm] : '');
+      colorCache.set(ck, c);
+    }
+    out[nm] = c;
   }
   return out;
 }
+
+// colorCache: fills by scheme, binary and name, across the trees of
+// one page (bounded: cleared past COLOR_CACHE_MAX names).
+const colorCache = new Map();
+const COLOR_CACHE_MAX = 400000;
 
 /**
  * The legend of a scheme: the n groups with the most value in tree (each

@@ -151,9 +151,9 @@ export async function reload() {
     note.hidden = !json.compacted;
   }
   showCrumbs();
-  showLegend();
   writeURL();
   fetchTop(loads > 0);
+  setTimeout(showLegend, 0); // after the graph is on screen
   timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
   loads++;
   document.body.dataset.loads = String(loads);

@@ -110,6 +110,7 @@ func hueDistance(a, b float64) float64 {
 // heat follows self share; the choice is in the URL.
 func TestBrowserFlameColorsAndLegend(t *testing.T) {
 	b, _ := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
+	waitFor(t, b, "the legend", `document.querySelectorAll('#legend .legend-item').length > 0`)
 	keys := eval[[]string](t, b, `[...document.querySelectorAll('#legend .legend-item')].map(e => e.dataset.key)`)
 	for _, want := range []string{"main", "net/http", "std", "libc.so.6", "unsymbolized", "…"} {
 		if !contains(keys, want) {
@@ -224,6 +225,21 @@ func TestBrowserFlameLayout(t *testing.T) {
 		t.Errorf("at 390 px the top table (y=%.0f) is not below the chart (bottom %.0f)", top.Y, chart.Y+chart.Height)
 	}
 	b.Screenshot(t, "flame-390")
+
+	// Touch: a tap shows the tooltip without zooming, a second tap zooms.
+	// (The full-page screenshot resized the window for a moment.)
+	waitFor(t, b, "the phone's width again", `window.innerWidth === 390 && document.getElementById('flame').getBoundingClientRect().width < 390`)
+	r := frame(t, b, "main.main", "net/http.(*conn).serve")
+	eval[bool](t, b, `(() => { const tip = document.getElementById('tooltip'); window.__tipShown = false;
+		new MutationObserver(() => { if (!tip.hidden && tip.innerText.startsWith('net/http.(*conn).serve')) window.__tipShown = true; })
+			.observe(tip, { attributes: true, childList: true, subtree: true }); return true; })()`)
+	run(t, b, "tap serve", chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "the tooltip after a tap", `window.__tipShown`)
+	if z := currentURL(t, b).Query()["z"]; len(z) != 0 {
+		t.Errorf("one tap zoomed into %q", z)
+	}
+	run(t, b, "double-tap serve", chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2), chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "zoomed by a double tap", `document.querySelector('#crumbs [aria-current]')?.textContent === 'net/http.(*conn).serve'`)
 	noProblems(t, b)
 }
 
