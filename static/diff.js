@@ -6,9 +6,11 @@
 // like the flame graph page, so the page's link reproduces the view.
 
 import { Tree, FlameGraph, ROW, formatValue, formatPct, fitLabel } from './flame.js';
+import { $, readConfig, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink } from './common.js';
 
-const $ = (id) => document.getElementById(id);
-const config = JSON.parse($('diff-config').textContent);
+export { diffColor };
+
+const config = readConfig('diff-config');
 const chart = $('chart');
 const tooltip = $('tooltip');
 const status = $('chart-status');
@@ -19,14 +21,6 @@ function delta(t, i) {
   const now = t.rootTotal > 0 ? t.total[i] / t.rootTotal : 0;
   const was = t.baseTotal > 0 ? t.base[i] / t.baseTotal : 0;
   return now - was;
-}
-
-/** The fill of a change r in [-1, 1] relative to the largest change. */
-export function diffColor(r) {
-  const a = Math.min(1, Math.abs(r));
-  if (a < 0.01) return 'hsl(30 8% 86%)';
-  const light = Math.round(90 - 38 * Math.sqrt(a));
-  return r > 0 ? `hsl(0 78% ${light}%)` : `hsl(220 78% ${light}%)`;
 }
 
 class DiffGraph extends FlameGraph {
@@ -61,11 +55,6 @@ let tree = null;
 const search = $('search');
 const matchOut = $('match');
 
-function compile(q) {
-  if (!q) return null;
-  try { return new RegExp(q, 'i'); } catch { return new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i'); }
-}
-
 /** Shows the matched share in both profiles (nested matches counted once). */
 function showMatch() {
   const m = graph.matched;
@@ -81,7 +70,7 @@ function showMatch() {
 }
 
 function applySearch() {
-  graph.setSearch(compile(search.value));
+  graph.setSearch(compileSearch(search.value));
   showMatch();
   writeURL();
 }
@@ -92,7 +81,7 @@ function readURL() {
   const p = new URLSearchParams(location.search);
   graph.zoomPath = p.getAll('z');
   search.value = p.get('q') || '';
-  graph.re = compile(search.value);
+  graph.re = compileSearch(search.value);
 }
 
 function writeURL() {
@@ -111,18 +100,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape' && tree && graph.zoom !== 0) graph.zoomTo(0);
 });
 
-function row(label, value) {
-  const r = document.createElement('div');
-  r.className = 'tt-row';
-  const l = document.createElement('span');
-  l.className = 'tt-label';
-  l.textContent = label;
-  const v = document.createElement('span');
-  v.className = 'tt-value';
-  v.textContent = value;
-  r.append(l, v);
-  return r;
-}
+const row = (label, value) => tooltipRow(label, value);
 
 function pp(d) {
   const s = (d * 100).toFixed(2);
@@ -151,11 +129,8 @@ graph.onhover = (g, i, e) => {
   name.textContent = d.name;
   tooltip.replaceChildren(name, row('Base', d.base), row('New', d.now), row('Change', d.change));
   tooltip.hidden = false;
-  const box = chart.getBoundingClientRect();
-  let x = e.clientX - box.left + 14;
-  const y = e.clientY - box.top + 16;
-  if (x + tooltip.offsetWidth > box.width) x = Math.max(0, e.clientX - box.left - tooltip.offsetWidth - 14);
-  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+  tooltip.style.position = 'fixed';
+  placeTooltip(tooltip, e);
 };
 
 function renderTop(json) {
@@ -220,11 +195,7 @@ async function load() {
   document.body.dataset.ready = '1';
 }
 
-const copyBtn = $('copy-link');
-copyBtn.addEventListener('click', async () => {
-  writeURL();
-  try { await navigator.clipboard.writeText(location.href); copyBtn.textContent = 'Copied'; } catch { copyBtn.textContent = location.href; }
-});
+wireCopyLink($('copy-link'), writeURL);
 
 const si = $('si');
 if (si) {

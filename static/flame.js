@@ -13,13 +13,13 @@
 // "…" frame's element is "…<minTotal" (the children under the threshold of
 // the tree that drew it), which the server resolves too (flame.json?z=).
 
+import { MERGED, packageOf, colorFor, nameColors } from './common.js';
+
 /** Row height in CSS pixels. */
 export const ROW = 18;
 const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
 const MIN_WIDTH = 0.35; // frames narrower than this many CSS px are not drawn
-const MERGED = '…';
 const MAX_CANVAS_PX = 32000;
-const UNSYMBOLIZED = /\+0x[0-9a-f]+$/i;
 
 /** Tree is the parsed flame.json. */
 export class Tree {
@@ -33,6 +33,11 @@ export class Tree {
     this.names = json.names;
     this.mapping = json.mapping || [];
     this.mappings = json.mappings || [];
+    // Per name: file index and line pairs, and the inlined flag (0 never,
+    // 1 always, 2 at some call sites); absent from older or synthetic trees.
+    this.files = json.files || [];
+    this.src = json.src || [];
+    this.inlined = json.inlined || [];
     // A zoomed tree starts with the chain root > ... > zoomed frame, one
     // node per element of zoom; minTotal is its compaction threshold.
     this.zoom = Array.isArray(json.zoom) ? json.zoom : [];
@@ -75,9 +80,30 @@ export class Tree {
 
   label(i) { return this.names[this.name[i]]; }
 
-  mappingOf(i) {
-    const m = this.mapping[this.name[i]];
+  mappingOf(i) { return this.mappingOfName(this.name[i]); }
+
+  mappingOfName(nm) {
+    const m = this.mapping[nm];
     return m === undefined || m < 0 ? '' : this.mappings[m] || '';
+  }
+
+  /** Node i's function's file:line ('' unknown) and inlined flag (0 no, 1 yes, 2 at some call sites, -1 unknown). */
+  sourceOf(i) {
+    const nm = this.name[i];
+    const f = this.src[2 * nm];
+    const line = this.src[2 * nm + 1];
+    const file = f === undefined || f < 0 ? '' : this.files[f] || '';
+    const inl = this.inlined[nm];
+    return { file: file ? (line > 0 ? `${file}:${line}` : file) : '', inlined: inl === undefined ? -1 : inl };
+  }
+
+  /** Per name index: the self value summed over the tree (cached). */
+  selfByName() {
+    if (this.selfSum) return this.selfSum;
+    const out = new Float64Array(this.names.length);
+    for (let i = 0; i < this.length; i++) out[this.name[i]] += this.self[i];
+    this.selfSum = out;
+    return out;
   }
 
   /** The zoom path element of node i: its name, "…<minTotal" for a merged block. */
@@ -263,33 +289,23 @@ export function formatPct(frac) {
   return `${(frac * 100).toFixed(2)}%`;
 }
 
-// FNV-1a, so a name gets the same colour in every profile and every session.
-function hash(s) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
-/** Stable warm colour for a frame name; grey for merged, blue-grey for raw addresses. */
-export function frameColor(name) {
-  if (name === MERGED) return ['hsl(30 6% 78%)', 'hsl(30 6% 88%)'];
-  const h = hash(name);
-  if (UNSYMBOLIZED.test(name)) {
-    const l = 70 + (h % 10);
-    return [`hsl(215 18% ${l}%)`, `hsl(215 10% ${Math.min(l + 12, 92)}%)`];
-  }
-  const hue = 4 + (h % 47); // red .. amber
-  const sat = 72 + ((h >>> 8) % 22);
-  const light = 56 + ((h >>> 16) % 14);
-  return [`hsl(${hue} ${sat}% ${light}%)`, `hsl(${hue} 22% ${Math.min(light + 22, 90)}%)`];
+/** Stable colour of a frame name by its package (common.js packageOf): [fill, faded fill]. */
+export function frameColor(name, mapping) {
+  const key = packageOf(name, mapping);
+  return colorFor(key, key === MERGED || key === 'unsymbolized' ? '' : name);
 }
 
 const MATCH_COLOR = 'hsl(291 68% 66%)';
+const WHEEL_STEP = 0.0015; // zoom factor per wheel pixel: e^(deltaY * step)
+const DRAG_PX = 4; // a press that moves less is a click or a tap
+const DOUBLE_TAP_MS = 350;
 
-/** FlameGraph draws a Tree on a canvas inside container. */
+/**
+ * FlameGraph draws a Tree on a canvas inside container (which scrolls it
+ * vertically). Zoom is the frame clicked (zoomTo, kept by path); within
+ * it, view is the horizontal range shown, changed by the wheel (at the
+ * pointer), drag and pinch, and reset by the next zoom.
+ */
 export class FlameGraph {
   constructor(container, canvas, overlay) {
     this.container = container;
@@ -299,8 +315,10 @@ export class FlameGraph {
     this.octx = overlay.getContext('2d');
     this.tree = null;
     this.mode = 'icicle'; // root at the top; 'flame' puts it at the bottom
+    this.scheme = 'package'; // colors: 'package', 'binary' or 'heat' (common.js nameColors)
     this.zoomPath = []; // names below the root
     this.zoom = 0;
+    this.view = null; // {x0, w} in value units within the zoomed frame; null: all of it
     this.re = null;
     this.matched = null;
     this.hover = -1;
@@ -310,17 +328,34 @@ export class FlameGraph {
     this.charWidth = 7.2;
     this.onzoom = null; // (graph) => true when it draws the zoom itself
     this.onhover = null; // (graph, index, event) => void
+    this.onselect = null; // (graph, path) => void: a frame was clicked or tapped twice
+    this.ondraw = null; // (graph) => void: after every draw (the minimap follows)
     this.pending = 0;
+    this.padTop = 0;
     this.resizeObserver = new ResizeObserver(() => this.schedule());
     this.resizeObserver.observe(container);
-    overlay.addEventListener('mousemove', (e) => this.pointer(e));
+    container.addEventListener('scroll', () => this.schedule(), { passive: true });
+    overlay.addEventListener('mousemove', (e) => { if (!this.press) this.pointer(e); });
     overlay.addEventListener('mouseleave', (e) => this.setHover(-1, e));
     overlay.addEventListener('click', (e) => {
+      if (this.dragged || this.lastPointer === 'touch') return; // taps are handled on pointerup
       const i = this.frameAt(e.offsetX, e.offsetY);
-      if (i >= 0) this.zoomTo(i);
+      if (i >= 0) this.select(i);
     });
     overlay.tabIndex = 0;
     overlay.addEventListener('keydown', (e) => this.key(e));
+    overlay.addEventListener('wheel', (e) => this.wheel(e), { passive: false });
+    this.pointers = new Map(); // active pointers: id → {x, y}
+    overlay.addEventListener('pointerdown', (e) => this.down(e));
+    overlay.addEventListener('pointermove', (e) => this.move(e));
+    for (const t of ['pointerup', 'pointercancel']) overlay.addEventListener(t, (e) => this.up(e));
+  }
+
+  /** A click (or double tap) on frame i: zoom into it and tell onselect. */
+  select(i) {
+    const path = this.tree.path(i);
+    this.zoomTo(i); // may swap in another tree: tell onselect the path
+    if (this.onselect) this.onselect(this, path);
   }
 
   /**
@@ -348,8 +383,12 @@ export class FlameGraph {
       if (p >= 0) for (let j = p + 1; j < i; j = t.end[j]) next = j;
     } else if (e.key === 'Enter' || e.key === ' ') {
       e.preventDefault();
-      this.zoomTo(i);
+      this.select(i);
       this.keyHover(i);
+      return;
+    } else if (e.key === '+' || e.key === '=' || e.key === '-') {
+      e.preventDefault();
+      this.zoomView(e.key === '-' ? 1.5 : 1 / 1.5, this.width / 2);
       return;
     } else {
       return;
@@ -369,15 +408,28 @@ export class FlameGraph {
   /** Replaces the tree, keeping zoom (by names) and search. */
   setTree(tree) {
     this.tree = tree;
-    this.colors = new Array(tree.names.length);
-    this.dimColors = new Array(tree.names.length);
-    for (let nm = 0; nm < tree.names.length; nm++) {
-      [this.colors[nm], this.dimColors[nm]] = frameColor(tree.names[nm]);
-    }
+    this.view = null; // value offsets differ between trees
+    this.recolor();
     this.zoom = tree.resolve(this.zoomPath);
     this.zoomPath = tree.path(this.zoom);
     this.matched = this.re ? tree.match(this.re) : null;
     this.setHover(-1); // the old index means nothing in the new tree
+    this.draw();
+  }
+
+  /** Computes the per-name fills for the scheme. */
+  recolor() {
+    const t = this.tree;
+    if (!t) return;
+    const cs = nameColors(t, this.scheme);
+    this.colors = cs.map((c) => c[0]);
+    this.dimColors = cs.map((c) => c[1]);
+  }
+
+  /** Colors frames by 'package', 'binary' or 'heat' (self share). */
+  setScheme(scheme) {
+    this.scheme = ['binary', 'heat'].includes(scheme) ? scheme : 'package';
+    this.recolor();
     this.draw();
   }
 
@@ -398,6 +450,7 @@ export class FlameGraph {
     if (!this.tree) return;
     this.zoom = i;
     this.zoomPath = this.tree.path(i);
+    this.view = null;
     this.setHover(-1);
     // onzoom first: it may swap in a kept tree, or fetch a finer one and
     // return true to draw it when it arrives (drawing this one meanwhile
@@ -412,9 +465,133 @@ export class FlameGraph {
     if (this.tree) this.zoomTo(this.tree.resolve(this.zoomPath));
   }
 
+  /** The horizontal range drawn: [first value, width in value units]. */
+  range() {
+    const t = this.tree;
+    const z = this.zoom;
+    return this.view ? [this.view.x0, this.view.w] : [t.x[z], t.total[z]];
+  }
+
+  /** Sets the range drawn within the zoomed frame, clamped; a range as wide as it clears view. */
+  setView(x0, w) {
+    const t = this.tree;
+    const z = this.zoom;
+    const full = t.total[z];
+    if (!(full > 0)) return;
+    w = Math.min(full, Math.max(w, full / 1e6));
+    if (w >= full * 0.9999) {
+      this.view = null;
+    } else {
+      x0 = Math.min(Math.max(x0, t.x[z]), t.x[z] + full - w);
+      this.view = { x0, w };
+    }
+    this.schedule();
+  }
+
+  /** Zooms the range by factor (below 1 zooms in) keeping the value under px (CSS px) in place. */
+  zoomView(factor, px) {
+    if (!this.tree || !this.width) return;
+    const [vx, vw] = this.range();
+    const v = vx + (px / this.width) * vw;
+    const nw = vw * factor;
+    this.setView(v - (px / this.width) * nw, nw);
+  }
+
+  /** Pans the range by dx CSS px (positive shows what is to the left). */
+  panView(dx) {
+    if (!this.tree || !this.view || !this.width) return;
+    const [vx, vw] = this.range();
+    this.setView(vx - (dx / this.width) * vw, vw);
+  }
+
+  // Wheel zooms at the pointer; horizontal wheel or Shift+wheel pans.
+  wheel(e) {
+    if (!this.tree) return;
+    let dx = e.deltaX;
+    let dy = e.deltaY;
+    if (e.deltaMode === 1) { dx *= 16; dy *= 16; } else if (e.deltaMode === 2) { dx *= 400; dy *= 400; }
+    e.preventDefault();
+    if (e.shiftKey && !dx) { dx = dy; dy = 0; }
+    if (Math.abs(dx) > Math.abs(dy)) {
+      this.panView(-dx);
+      return;
+    }
+    if (!this.wheelStart) this.wheelStart = performance.now(); // to the frame that draws it (benchmarks)
+    this.zoomView(Math.exp(dy * WHEEL_STEP * (e.ctrlKey ? 4 : 1)), e.offsetX);
+  }
+
+  // ---- pointer: drag to pan and scroll, taps, pinch ----
+
+  down(e) {
+    this.lastPointer = e.pointerType;
+    if (e.pointerType === 'mouse' && e.button !== 0) return;
+    this.overlay.setPointerCapture?.(e.pointerId);
+    this.pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (this.pointers.size === 1) {
+      this.press = { x: e.clientX, y: e.clientY, t: performance.now(), lastX: e.clientX, lastY: e.clientY, ox: e.offsetX, oy: e.offsetY };
+      this.dragged = false;
+    } else if (this.pointers.size === 2) {
+      this.pinch = this.pinchState();
+      this.dragged = true;
+    }
+  }
+
+  pinchState() {
+    const [a, b] = [...this.pointers.values()];
+    const c = this.overlay.getBoundingClientRect();
+    return { d: Math.hypot(a.x - b.x, a.y - b.y) || 1, mid: (a.x + b.x) / 2 - c.left };
+  }
+
+  move(e) {
+    if (!this.pointers.has(e.pointerId)) return;
+    this.pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (this.pinch && this.pointers.size >= 2) {
+      const now = this.pinchState();
+      this.zoomView(this.pinch.d / now.d, now.mid);
+      this.pinch = now;
+      return;
+    }
+    const p = this.press;
+    if (!p) return;
+    if (!this.dragged && Math.hypot(e.clientX - p.x, e.clientY - p.y) < DRAG_PX) return;
+    if (!this.dragged) {
+      this.dragged = true;
+      this.setHover(-1, null);
+      this.overlay.style.cursor = 'grabbing';
+    }
+    this.panView(e.clientX - p.lastX);
+    this.container.scrollTop -= e.clientY - p.lastY;
+    p.lastX = e.clientX;
+    p.lastY = e.clientY;
+  }
+
+  up(e) {
+    if (!this.pointers.has(e.pointerId)) return;
+    this.pointers.delete(e.pointerId);
+    if (this.pointers.size < 2) this.pinch = null;
+    const p = this.press;
+    if (this.pointers.size > 0) return;
+    this.press = null;
+    this.overlay.style.cursor = this.hover >= 0 ? 'pointer' : 'default';
+    // The click after a drag is not a click.
+    if (this.dragged) { setTimeout(() => { this.dragged = false; }, 0); return; }
+    if (e.type !== 'pointerup' || e.pointerType === 'mouse' || !p) return;
+    // Touch: a tap shows the tooltip, a second tap on the same frame zooms.
+    const i = this.frameAt(p.ox, p.oy);
+    const now = performance.now();
+    const last = this.lastTap;
+    if (i >= 0 && last && last.i === i && now - last.t < DOUBLE_TAP_MS) {
+      this.lastTap = null;
+      this.select(i);
+      return;
+    }
+    this.lastTap = { i, t: now };
+    this.setHover(i, e);
+  }
+
   rows() { return this.tree ? this.tree.maxDepth + 1 : 0; }
 
-  rowTop(d) { return this.mode === 'flame' ? (this.rows() - 1 - d) * ROW : d * ROW; }
+  rowTop(d) { return this.mode === 'flame' ? this.padTop + (this.rows() - 1 - d) * ROW : d * ROW; }
 
   schedule() {
     if (this.pending) return;
@@ -426,7 +603,9 @@ export class FlameGraph {
     if (!t) return;
     const t0 = performance.now();
     const w = Math.max(this.container.clientWidth, 100);
-    const h = this.rows() * ROW;
+    // Flame mode puts the root at the bottom of the box, however shallow the graph.
+    const h = Math.max(this.rows() * ROW, this.mode === 'flame' ? this.container.clientHeight : 0);
+    this.padTop = h - this.rows() * ROW;
     // Canvases stop drawing past 32767 device px a side: very deep stacks
     // get a lower resolution rather than a blank graph.
     const dpr = Math.min(window.devicePixelRatio || 1, MAX_CANVAS_PX / h);
@@ -442,30 +621,49 @@ export class FlameGraph {
     const ctx = this.ctx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#fff';
-    ctx.fillRect(0, 0, w, h);
+    ctx.fillRect(0, 0, w, h); // (the band below would do, but a stale row must never show)
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
     this.charWidth = ctx.measureText('M').width || 7.2;
 
     const z = this.zoom;
-    const vx = t.x[z];
-    const scale = t.total[z] > 0 ? w / t.total[z] : 0;
+    const [vx, vw] = this.range();
+    const scale = vw > 0 ? w / vw : 0;
     const hit = this.matched ? this.matched.hit : null;
+    // Only the rows the container shows (and a few more) are drawn: a
+    // scroll draws again (constructor).
+    const cont = this.container;
+    const band0 = Math.max(0, cont.scrollTop - 4 * ROW);
+    const band1 = Math.min(h, cont.scrollTop + Math.max(cont.clientHeight, ROW) + 4 * ROW);
+    this.band = [band0, band1];
+    const flame = this.mode === 'flame';
     // Ancestors of the zoomed frame span the whole width, faded.
     for (let a = t.parent[z]; a >= 0; a = t.parent[a]) {
-      this.frame(ctx, a, 0, w, hit, true);
+      const y = this.rowTop(t.depth[a]);
+      if (y + ROW > band0 && y < band1) this.frame(ctx, a, 0, w, hit, true);
     }
     const drawn = []; // node indices drawn below the zoom, for tests and the console
     for (let i = z; i < t.end[z];) {
       const fw = t.total[i] * scale;
       if (fw < MIN_WIDTH) { i = t.end[i]; continue; }
-      this.frame(ctx, i, (t.x[i] - vx) * scale, fw, hit, false);
+      let x = (t.x[i] - vx) * scale;
+      if (x >= w || x + fw <= 0) { i = t.end[i]; continue; } // outside the view: its subtree too
+      const y = this.rowTop(t.depth[i]);
+      // Past the band towards the leaves: so is the subtree.
+      if (flame ? y + ROW <= band0 : y >= band1) { i = t.end[i]; continue; }
+      if (flame ? y >= band1 : y + ROW <= band0) { i++; continue; } // rootward of the band: its children may show
+      // Only the visible part, so the label sits where it can be read.
+      const x1 = Math.min(x + fw, w);
+      x = Math.max(x, 0);
+      this.frame(ctx, i, x, x1 - x, hit, false);
       drawn.push(i);
       i++;
     }
     this.drawn = drawn;
     this.drawHover();
     this.lastDrawMs = performance.now() - t0;
+    if (this.wheelStart) { this.lastWheelMs = performance.now() - this.wheelStart; this.wheelStart = 0; }
+    if (this.ondraw) this.ondraw(this);
   }
 
   frame(ctx, i, x, w, hit, faded) {
@@ -481,7 +679,7 @@ export class FlameGraph {
     if (w < this.charWidth * 3 + 6) return;
     const text = fitLabel(t.names[nm], Math.floor((w - 6) / this.charWidth));
     if (!text) return;
-    ctx.fillStyle = faded || (hit && !hit[nm]) ? '#6b5f57' : '#1d1410';
+    ctx.fillStyle = faded || (hit && !hit[nm]) ? '#5c5048' : '#1d1410';
     ctx.fillText(text, x + 3, y + ROW / 2);
   }
 
@@ -489,7 +687,7 @@ export class FlameGraph {
   frameAt(px, py) {
     const t = this.tree;
     if (!t || px < 0 || px > this.width) return -1;
-    const r = Math.floor(py / ROW);
+    const r = Math.floor((py - (this.mode === 'flame' ? this.padTop : 0)) / ROW);
     const d = this.mode === 'flame' ? this.rows() - 1 - r : r;
     if (d < 0 || d > t.maxDepth) return -1;
     const z = this.zoom;
@@ -498,8 +696,9 @@ export class FlameGraph {
       while (t.depth[a] > d) a = t.parent[a];
       return a;
     }
-    const scale = this.width / t.total[z];
-    const v = t.x[z] + px / scale;
+    const [vx, vw] = this.range();
+    const scale = this.width / vw;
+    const v = vx + px / scale;
     let i = z;
     while (t.depth[i] < d) {
       let next = -1;
@@ -512,18 +711,20 @@ export class FlameGraph {
     return t.total[i] * scale >= MIN_WIDTH ? i : -1;
   }
 
-  /** Where node i is drawn, in CSS px relative to the canvas, or null. */
+  /** Where node i is drawn (its visible part), in CSS px relative to the canvas, or null. */
   rectOf(i) {
     const t = this.tree;
     if (!t || i < 0) return null;
     const z = this.zoom;
-    const scale = this.width / t.total[z];
     const y = this.rowTop(t.depth[i]);
     if (t.depth[i] <= t.depth[z]) return { x: 0, y, w: this.width, h: ROW - 1 };
-    const x = (t.x[i] - t.x[z]) * scale;
+    const [vx, vw] = this.range();
+    const scale = this.width / vw;
+    const x = (t.x[i] - vx) * scale;
     const w = t.total[i] * scale;
     if (x + w <= 0 || x >= this.width || w < MIN_WIDTH) return null;
-    return { x, y, w, h: ROW - 1 };
+    const x0 = Math.max(x, 0);
+    return { x: x0, y, w: Math.min(x + w, this.width) - x0, h: ROW - 1 };
   }
 
   pointer(e) {
@@ -551,6 +752,116 @@ export class FlameGraph {
     c.strokeStyle = '#1d1410';
     c.lineWidth = 1.5;
     c.strokeRect(r.x + 0.75, r.y + 0.75, Math.max(r.w - 2.5, 1), r.h - 1.5);
+  }
+}
+
+let mapTrees = 0; // ids of the trees a minimap drew
+
+/**
+ * Minimap: the zoomed frame's whole subtree, small, with the part the
+ * graph shows outlined (the horizontal view and the rows scrolled into
+ * the container). Shown only when the graph is deeper than its box or
+ * zoomed in horizontally; clicking or dragging in it moves there.
+ */
+export class Minimap {
+  constructor(graph, canvas) {
+    this.graph = graph;
+    this.canvas = canvas;
+    this.ctx = canvas.getContext('2d');
+    this.image = null; // offscreen drawing of the subtree, and what it was drawn for
+    this.key = null;
+    graph.container.addEventListener('scroll', () => this.draw(), { passive: true });
+    const to = (e) => {
+      const g = this.graph;
+      const t = g.tree;
+      if (!t) return;
+      const r = canvas.getBoundingClientRect();
+      const fx = (e.clientX - r.left) / r.width;
+      const fy = (e.clientY - r.top) / r.height;
+      const z = g.zoom;
+      const [, vw] = g.range();
+      if (g.view) g.setView(t.x[z] + fx * t.total[z] - vw / 2, vw);
+      const c = g.container;
+      const rowsY = fy * g.rows() * ROW;
+      c.scrollTop = rowsY - c.clientHeight / 2;
+    };
+    canvas.addEventListener('pointerdown', (e) => {
+      canvas.setPointerCapture?.(e.pointerId);
+      this.dragging = true;
+      to(e);
+    });
+    canvas.addEventListener('pointermove', (e) => { if (this.dragging) to(e); });
+    canvas.addEventListener('pointerup', () => { this.dragging = false; });
+  }
+
+  /** Whether the graph needs a map: deeper than its box, or zoomed in horizontally. */
+  needed() {
+    const g = this.graph;
+    return !!g.tree && (g.view !== null || g.rows() * ROW > g.container.clientHeight + 1);
+  }
+
+  draw() {
+    const g = this.graph;
+    const show = this.needed();
+    this.canvas.hidden = !show;
+    if (!show) return;
+    const t = g.tree;
+    const cw = this.canvas.clientWidth || 160;
+    const ch = this.canvas.clientHeight || 96;
+    const dpr = window.devicePixelRatio || 1;
+    const pw = Math.round(cw * dpr);
+    const ph = Math.round(ch * dpr);
+    if (!t.mapID) t.mapID = ++mapTrees;
+    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.colors.length].join(' ');
+    if (key !== this.key || !this.image) {
+      this.image = this.render(pw, ph);
+      this.key = key;
+    }
+    const c = this.ctx;
+    if (this.canvas.width !== pw || this.canvas.height !== ph) { this.canvas.width = pw; this.canvas.height = ph; }
+    c.setTransform(1, 0, 0, 1, 0, 0);
+    c.drawImage(this.image, 0, 0);
+    // The part shown.
+    const z = g.zoom;
+    const [vx, vw] = g.range();
+    const x = ((vx - t.x[z]) / t.total[z]) * pw;
+    const w = Math.max((vw / t.total[z]) * pw, 2);
+    const total = Math.max(g.rows() * ROW + g.padTop, 1);
+    const cont = g.container;
+    const top = (cont.scrollTop / total) * ph;
+    const h = Math.max((Math.min(cont.clientHeight, total) / total) * ph, 2);
+    c.strokeStyle = '#1d1410';
+    c.lineWidth = Math.max(1, dpr);
+    c.fillStyle = 'rgba(29, 20, 16, 0.12)';
+    c.fillRect(x, top, w, h);
+    c.strokeRect(x + 0.5, top + 0.5, w - 1, h - 1);
+  }
+
+  // render draws the zoomed subtree (frames at least a device pixel wide)
+  // on an offscreen canvas of pw × ph.
+  render(pw, ph) {
+    const g = this.graph;
+    const t = g.tree;
+    const off = document.createElement('canvas');
+    off.width = pw;
+    off.height = ph;
+    const c = off.getContext('2d', { alpha: false });
+    c.fillStyle = '#fff';
+    c.fillRect(0, 0, pw, ph);
+    const z = g.zoom;
+    const rows = g.rows();
+    const rh = ph / rows;
+    const scale = t.total[z] > 0 ? pw / t.total[z] : 0;
+    for (let i = z; i < t.end[z];) {
+      const fw = t.total[i] * scale;
+      if (fw < 1) { i = t.end[i]; continue; }
+      const d = t.depth[i];
+      const y = g.mode === 'flame' ? (rows - 1 - d) * rh : d * rh;
+      c.fillStyle = g.colors[t.name[i]];
+      c.fillRect((t.x[i] - t.x[z]) * scale, y, Math.max(fw - (fw > 3 ? 1 : 0), 1), Math.max(rh, 1));
+      i++;
+    }
+    return off;
   }
 }
 

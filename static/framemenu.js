@@ -1,8 +1,11 @@
 // framemenu.js: the flame graph page's frame menu (right-click a frame or a
 // top-table row, or the context-menu key on a hovered frame). It links a frame to its sandwich
-// view (callers and callees), its source, and pprof-style filters on it. It
-// reads the drawn graph from window.viewer (page.js) and keeps si and the
-// filters of the current URL.
+// view (callers and callees), its source, its annotated disassembly and
+// pprof-style filters on it (common.js frameLinks, which the detail strip
+// shows too). It reads the drawn graph from page.js's exports.
+
+import { graph, currentTree, frameRect } from './page.js';
+import { frameLinks } from './common.js';
 
 const overlay = document.getElementById('flame-hover');
 const menu = document.createElement('div');
@@ -11,16 +14,6 @@ menu.id = 'frame-menu';
 menu.setAttribute('role', 'menu');
 menu.hidden = true;
 document.body.append(menu);
-
-const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-function pageURL(suffix, extra) {
-  const cur = new URLSearchParams(location.search);
-  const p = new URLSearchParams();
-  for (const k of ['si', 'f', 'i', 'h', 's']) if (cur.get(k)) p.set(k, cur.get(k));
-  for (const [k, v] of Object.entries(extra)) p.set(k, v);
-  return `${location.pathname.replace(/\/+$/, '')}${suffix}?${p}`;
-}
 
 function item(label, href, title) {
   const a = document.createElement('a');
@@ -32,9 +25,9 @@ function item(label, href, title) {
 }
 
 function open(i, x, y) {
-  const v = window.viewer;
-  if (!v || !v.tree || i <= 0) return false;
-  return openFor(v.tree.label(i), x, y);
+  const tree = currentTree();
+  if (!tree || i <= 0) return false;
+  return openFor(tree.label(i), x, y);
 }
 
 function openFor(name, x, y) {
@@ -42,13 +35,7 @@ function openFor(name, x, y) {
   const head = document.createElement('div');
   head.className = 'frame-menu-name';
   head.textContent = name;
-  const exact = `^${esc(name)}$`;
-  menu.replaceChildren(head,
-    item('Callers and callees (sandwich)', pageURL('/sandwich', { fn: name })),
-    item('Source', pageURL('/source', { fn: name }), 'Source with per-line samples, from this machine or debuginfod'),
-    item('Focus on it', pageURL('', { f: exact }), 'Keep only stacks through this function (pprof -focus)'),
-    item('Ignore it', pageURL('', { i: exact }), 'Drop stacks through this function (pprof -ignore)'),
-    item('Hide it', pageURL('', { h: exact }), 'Remove this frame from stacks (pprof -hide)'));
+  menu.replaceChildren(head, ...frameLinks(name).map((l) => item(l.label, l.href, l.title)));
   menu.hidden = false;
   // Fixed to the viewport, beside the pointer, kept inside the window.
   const mx = Math.min(x, window.innerWidth - menu.offsetWidth - 4);
@@ -63,16 +50,13 @@ function openFor(name, x, y) {
 function close() { menu.hidden = true; }
 
 overlay.addEventListener('contextmenu', (e) => {
-  const v = window.viewer;
-  if (!v || !v.graph) return;
-  const i = v.graph.frameAt(e.offsetX, e.offsetY);
+  const i = graph.frameAt(e.offsetX, e.offsetY);
   if (open(i, e.clientX, e.clientY)) e.preventDefault();
 });
 overlay.addEventListener('keydown', (e) => {
   if (e.key !== 'ContextMenu' && !(e.shiftKey && e.key === 'F10')) return;
-  const v = window.viewer;
-  const i = v && v.graph ? v.graph.hover : -1;
-  const r = i > 0 ? v.graph.rectOf(i) : null;
+  const i = graph.hover;
+  const r = i > 0 ? graph.rectOf(i) : null;
   if (!r) return;
   const c = overlay.getBoundingClientRect();
   if (open(i, c.left + Math.max(0, r.x) + 8, c.top + r.y + r.h)) {
@@ -91,10 +75,10 @@ if (topBody) {
 document.addEventListener('click', (e) => { if (!menu.contains(e.target)) close(); });
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
 
+// For tests and the console.
 window.viewerFrameMenu = { open: (path) => {
-  const v = window.viewer;
-  const i = v.tree.resolve(path);
-  const r = v.frameRect(path);
+  const i = currentTree().resolve(path);
+  const r = frameRect(path);
   return r ? open(i, r.x + 4, r.y + r.height) : false;
 } };
 

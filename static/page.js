@@ -1,22 +1,33 @@
 // page.js wires the flame graph page: it fetches flame.json, hands it to a
-// FlameGraph, and keeps the toolbar, breadcrumb, tooltip, top table and the URL
-// in step. View state (si, q, z = zoom path, mode) lives in the query string
-// via history.replaceState, so a copied link shows the same view.
+// FlameGraph, and keeps the toolbar, breadcrumb, legend, tooltip, detail
+// strip, top table and the URL in step. View state (si, q, z = zoom path,
+// mode, color) lives in the query string via history.replaceState, so a
+// copied link shows the same view.
 //
 // Zooming fetches flame.json?z=PATH, the subtree compacted at the zoomed
 // frame's total, so merged "…" frames open; the top table and the search's
 // matched share come from top.json, computed on the server from every sample.
 //
-// Other modules (on-demand symbolization) import { reload } from this module:
-// it refetches flame.json and redraws, keeping zoom and search.
+// Other modules import from here: reload() refetches flame.json and redraws,
+// keeping zoom and search (symbolize.js); graph, currentTree() and
+// frameRect() are what framemenu.js reads. Shared helpers are in common.js;
+// window.viewer is for tests and the console only.
 
-import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
+import { Tree, FlameGraph, Minimap, formatValue, formatPct } from './flame.js';
+import {
+  $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, tooltipRow, placeTooltip,
+  frameLinks, legendEntries, packageOf, emit,
+} from './common.js';
 
-const $ = (id) => document.getElementById(id);
-const config = JSON.parse($('flame-config').textContent);
+const config = readConfig('flame-config');
 
 const chart = $('chart');
-const graph = new FlameGraph(chart, $('flame'), $('flame-hover'));
+/** The page's flame graph. */
+export const graph = new FlameGraph(chart, $('flame'), $('flame-hover'));
+const minimap = $('minimap') ? new Minimap(graph, $('minimap')) : null;
+const legend = $('legend');
+const schemeSelect = $('color-scheme');
+const detail = $('detail');
 const search = $('search');
 const matchOut = $('match');
 const tooltip = $('tooltip');
@@ -58,17 +69,20 @@ function readURL() {
   search.value = p.get('q') || '';
   graph.mode = p.get('mode') === 'flame' ? 'flame' : 'icicle';
   graph.zoomPath = p.getAll('z');
+  graph.scheme = ['binary', 'heat'].includes(p.get('color')) ? p.get('color') : 'package';
+  if (schemeSelect) schemeSelect.value = graph.scheme;
   setSearchRE(search.value);
   showMode();
 }
 
 function writeURL() {
   const p = new URLSearchParams(location.search);
-  for (const k of ['si', 'q', 'z', 'mode']) p.delete(k);
+  for (const k of ['si', 'q', 'z', 'mode', 'color']) p.delete(k);
   if (si && siInURL) p.set('si', si);
   if (search.value) p.set('q', search.value);
   for (const name of graph.zoomPath) p.append('z', name);
   if (graph.mode === 'flame') p.set('mode', 'flame');
+  if (graph.scheme !== 'package') p.set('color', graph.scheme);
   const qs = p.toString();
   const url = location.pathname + (qs ? `?${qs}` : '') + location.hash;
   if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, '', url);
@@ -84,19 +98,8 @@ function viewURL(file, path, extra) {
   return u.pathname + u.search;
 }
 
-async function getJSON(url, revalidate, marks) {
-  const resp = await fetch(url, { headers: { Accept: 'application/json' }, cache: revalidate ? 'no-cache' : 'default' });
-  if (marks) marks.headers = performance.now();
-  if (!resp.ok) {
-    const body = (await resp.text()).trim();
-    throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
-  }
-  if (!marks) return resp.json();
-  const text = await resp.text();
-  marks.text = performance.now();
-  const json = JSON.parse(text);
-  marks.parsed = performance.now();
-  return json;
+function getJSON(url, revalidate, marks) {
+  return fetchJSON(url, { revalidate, marks });
 }
 
 function keep(path, t) {
@@ -150,12 +153,16 @@ export async function reload() {
   showCrumbs();
   writeURL();
   fetchTop(loads > 0);
+  setTimeout(showLegend, 0); // after the graph is on screen
   timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
-  document.dispatchEvent(new CustomEvent('viewer:drawn', { detail: { loads } }));
+  emit('drawn', { loads });
 }
+
+/** The tree drawn now. */
+export function currentTree() { return tree; }
 
 function showStatus(text, isError) {
   status.textContent = text;
@@ -165,20 +172,8 @@ function showStatus(text, isError) {
 
 // ---- search ----
 
-function escapeRE(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }
-
-/** A case-insensitive RegExp for q; text that is not a valid regex is matched literally. */
-function compile(q) {
-  if (!q) return null;
-  try {
-    return new RegExp(q, 'i');
-  } catch {
-    return new RegExp(escapeRE(q), 'i');
-  }
-}
-
 function setSearchRE(q) {
-  graph.setSearch(compile(q));
+  graph.setSearch(compileSearch(q));
 }
 
 // The matched share is top.json's (every sample with a matching frame);
@@ -272,13 +267,14 @@ async function fetchZoom() {
     tree = t;
     graph.setTree(t);
     showCrumbs();
+    showLegend();
     writeURL();
   }
   const ms = performance.now() - zoomStart;
   const since = (m) => (m ? m - zoomStart : 0);
   zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length, headersMs: since(marks.headers), textMs: since(marks.text), parsedMs: since(marks.parsed), drawMs: graph.lastDrawMs });
   document.body.dataset.zoom = 'ready';
-  document.dispatchEvent(new CustomEvent('viewer:zoomed', { detail: { ms, path: graph.zoomPath } }));
+  emit('zoomed', { ms, path: graph.zoomPath });
 }
 
 function showCrumbs() {
@@ -313,6 +309,7 @@ document.addEventListener('keydown', (e) => {
   const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.target instanceof HTMLTextAreaElement;
   if (e.key === 'Escape') {
     if (e.target === search && search.value) { applySearch(''); return; }
+    if (detail && !detail.hidden) { detail.hidden = true; fitChart(); }
     if (tree && graph.zoom !== 0) { graph.zoomTo(0); e.preventDefault(); }
     return;
   }
@@ -354,71 +351,172 @@ if (siSelect) {
   });
 }
 
-// ---- tooltip ----
-
-function row(label, value, pct) {
-  const r = document.createElement('div');
-  r.className = 'tt-row';
-  const l = document.createElement('span');
-  l.className = 'tt-label';
-  l.textContent = label;
-  const v = document.createElement('span');
-  v.className = 'tt-value';
-  v.textContent = value;
-  const p = document.createElement('span');
-  p.className = 'tt-pct';
-  p.textContent = pct;
-  r.append(l, v, p);
-  return r;
-}
+// ---- tooltip and detail strip ----
 
 graph.onhover = (g, i, e) => {
   if (i < 0 || !tree || !e) { tooltip.hidden = true; return; }
   if (i !== tipFor || tree !== tipTree) {
-    fillTooltip(i);
+    tooltip.replaceChildren(...describe(i, true));
     tipFor = i;
     tipTree = tree;
   }
   tooltip.hidden = false;
-  // Place beside the pointer, inside the chart.
-  const box = chart.getBoundingClientRect();
-  const tw = tooltip.offsetWidth;
-  const th = tooltip.offsetHeight;
-  let x = e.clientX - box.left + 14;
-  let y = e.clientY - box.top + 16;
-  if (x + tw > box.width) x = Math.max(0, e.clientX - box.left - tw - 14);
-  if (e.clientY + 16 + th > window.innerHeight) y = Math.max(0, e.clientY - box.top - th - 12);
-  tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+  placeTooltip(tooltip, e);
 };
 
-function fillTooltip(i) {
+/**
+ * What the page says about frame i: name, package and binary, file:line
+ * and whether it was inlined, total and self (value and share of the
+ * profile), samples when the sample type counts them, and the share of the
+ * zoomed frame. hint adds the tooltip's click hint.
+ */
+function describe(i, hint) {
   const unit = tree.unit;
   const total = tree.total[i];
   const self = tree.self[i];
+  const label = tree.label(i);
   const name = document.createElement('div');
   name.className = 'tt-name';
-  name.textContent = tree.label(i);
+  name.textContent = label;
   const parts = [name];
   const mapping = tree.mappingOf(i);
-  if (mapping) {
+  const pkg = packageOf(label, mapping);
+  const where = [];
+  if (label !== '…' && pkg !== 'unsymbolized') where.push(pkg);
+  if (mapping && !where.includes(mapping)) where.push(mapping);
+  if (where.length) {
     const m = document.createElement('div');
     m.className = 'tt-mapping';
-    m.textContent = mapping;
+    m.textContent = where.join(' · ');
     parts.push(m);
   }
-  parts.push(row('Total', formatValue(total, unit), formatPct(total / tree.rootTotal)));
-  parts.push(row('Self', formatValue(self, unit), formatPct(self / tree.rootTotal)));
+  const src = tree.sourceOf(i);
+  if (label !== '…' && i > 0) {
+    const f = document.createElement('div');
+    f.className = 'tt-file';
+    const inl = src.inlined === 1 ? 'inlined' : src.inlined === 2 ? 'inlined at some call sites' : src.inlined === 0 ? 'not inlined' : '';
+    f.textContent = [src.file || (pkg === 'unsymbolized' ? 'no symbol: raw address' : 'no file:line'), inl].filter(Boolean).join(' · ');
+    parts.push(f);
+  }
+  parts.push(tooltipRow('Total', formatValue(total, unit), formatPct(total / tree.rootTotal)));
+  parts.push(tooltipRow('Self', formatValue(self, unit), formatPct(self / tree.rootTotal)));
+  if (isCount(unit)) parts.push(tooltipRow('Samples', `${formatValue(total, unit)} total`, `${formatValue(self, unit)} self`));
   const z = graph.zoom;
   if (z !== 0 && tree.depth[i] > tree.depth[z]) {
-    parts.push(row('In zoom', '', formatPct(total / tree.total[z])));
+    parts.push(tooltipRow('In zoom', formatValue(total, unit), formatPct(total / tree.total[z])));
   }
-  if (tree.label(i) === '…') {
+  if (label === '…') {
     const n = document.createElement('div');
     n.className = 'tt-note';
     n.textContent = 'Frames too small to draw at this zoom, merged by the server. Click to open them.';
     parts.push(n);
+  } else if (hint) {
+    const n = document.createElement('div');
+    n.className = 'tt-note';
+    n.textContent = 'Click to zoom and for links; right-click for the menu.';
+    parts.push(n);
   }
-  tooltip.replaceChildren(...parts);
+  return parts;
+}
+
+function isCount(unit) { return !unit || unit === 'count' || unit === 'samples'; }
+
+// A click zooms into the frame and opens the detail strip: the same facts
+// and the links about its function.
+graph.onselect = (g, path) => {
+  if (!detail || !tree) return;
+  const i = tree.resolve(path);
+  const label = tree.label(i);
+  if (i <= 0 || label === '…') { detail.hidden = true; fitChart(); return; }
+  const body = document.createElement('div');
+  body.className = 'detail-facts';
+  body.append(...describe(i, false));
+  const links = document.createElement('nav');
+  links.className = 'detail-links';
+  links.setAttribute('aria-label', 'About this function');
+  for (const l of frameLinks(label)) {
+    const a = document.createElement('a');
+    a.href = l.href;
+    a.textContent = l.short;
+    a.className = 'button small';
+    if (l.title) a.title = l.title;
+    links.append(a);
+  }
+  const close = document.createElement('button');
+  close.type = 'button';
+  close.className = 'detail-close';
+  close.setAttribute('aria-label', 'Close the detail strip');
+  close.textContent = '×';
+  close.addEventListener('click', () => { detail.hidden = true; fitChart(); });
+  detail.replaceChildren(body, links, close);
+  detail.dataset.fn = label;
+  detail.hidden = false;
+  fitChart();
+};
+
+// ---- colors and legend ----
+
+function showLegend() {
+  if (!legend || !tree) return;
+  const frag = document.createDocumentFragment();
+  for (const e of legendEntries(tree, graph.scheme)) {
+    const item = document.createElement('span');
+    item.className = 'legend-item';
+    if (e.key) item.dataset.key = e.key;
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.background = e.color;
+    const text = document.createElement('span');
+    text.textContent = e.label;
+    item.title = e.label;
+    item.append(sw, text);
+    frag.append(item);
+  }
+  legend.replaceChildren(frag);
+  legend.dataset.scheme = graph.scheme;
+}
+
+if (schemeSelect) {
+  schemeSelect.addEventListener('change', () => {
+    graph.setScheme(schemeSelect.value);
+    tipFor = -1;
+    showLegend();
+    writeURL();
+  });
+}
+
+// ---- layout: the graph takes the rest of the window ----
+
+const MIN_CHART = 220;
+/** Sizes the chart to the window's height below its top (it scrolls inside itself). */
+function fitChart() {
+  const box = chart.getBoundingClientRect();
+  const top = box.top + window.scrollY;
+  // Below the chart in its column: the detail strip and the help line, and
+  // the page's bottom padding.
+  const main = chart.closest('main');
+  const below = chart.parentElement.getBoundingClientRect().bottom - box.bottom
+    + (main ? parseFloat(getComputedStyle(main).paddingBottom) || 0 : 0) + 2;
+  const h = Math.max(MIN_CHART, Math.floor(window.innerHeight - top - below));
+  if (chart.style.height !== `${h}px`) {
+    chart.style.height = `${h}px`;
+    chart.parentElement.style.setProperty('--chart-h', `${h + 8}px`); // and its top margin
+    document.querySelector('.flame-body').style.setProperty('--chart-room', `${h}px`);
+  }
+}
+window.addEventListener('resize', fitChart);
+window.addEventListener('load', fitChart);
+// Whatever above the chart changes size (the panel folding, the legend, the
+// breadcrumb) moves its top.
+const above = new ResizeObserver(fitChart);
+for (const el of document.querySelectorAll('.page-head, #toolbar, #symbolization, #legend, #crumbs, #flame-note')) above.observe(el);
+graph.ondraw = () => { if (minimap) minimap.draw(); };
+
+// The Filters popover closes on a click elsewhere or Escape.
+const filtersPop = $('filters-pop');
+if (filtersPop) {
+  document.addEventListener('click', (e) => { if (filtersPop.open && !filtersPop.contains(e.target)) filtersPop.open = false; });
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && filtersPop.open) filtersPop.open = false; });
 }
 
 // ---- top functions ----
@@ -454,7 +552,7 @@ async function fetchTop(revalidate) {
   renderTop();
   showMatch();
   topTable.dataset.state = 'ready';
-  document.dispatchEvent(new CustomEvent('viewer:top'));
+  emit('top');
 }
 
 // localTop is top.json computed from the drawn tree, when there is no top.json.
@@ -532,32 +630,12 @@ $('top-all').addEventListener('click', () => { topAll = true; fetchTop(); });
 
 // ---- sharing ----
 
-const copyBtn = $('copy-link');
-let copyTimer = 0;
-copyBtn.addEventListener('click', async () => {
-  writeURL();
-  let ok = false;
-  try {
-    await navigator.clipboard.writeText(location.href);
-    ok = true;
-  } catch {
-    // No clipboard (plain http on another host): select the URL instead.
-    const input = document.createElement('input');
-    input.value = location.href;
-    document.body.append(input);
-    input.select();
-    ok = document.execCommand('copy');
-    input.remove();
-  }
-  copyBtn.textContent = ok ? 'Copied' : 'Copy failed';
-  clearTimeout(copyTimer);
-  copyTimer = setTimeout(() => { copyBtn.textContent = 'Copy link'; }, 1500);
-});
+wireCopyLink($('copy-link'), writeURL);
 
 // ---- for tests and the console ----
 
 /** Where the frame at path (names below the root) is drawn, in viewport px. */
-function frameRect(path) {
+export function frameRect(path) {
   if (!tree) return null;
   const i = tree.resolve(path);
   if (tree.path(i).length !== path.length) return null;
@@ -574,9 +652,10 @@ function drawnFrames() {
 }
 
 window.viewer = {
-  graph, reload, frameRect, drawnFrames,
+  graph, reload, frameRect, drawnFrames, describe: (path) => { const i = tree.resolve(path); return describe(i, false).map((e) => e.textContent); },
   get tree() { return tree; }, get timings() { return timings; }, get zoomTimings() { return zoomTimings; },
 };
 
 readURL();
-reload().catch(() => {});
+fitChart();
+reload().then(fitChart).catch(() => {});

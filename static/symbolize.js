@@ -4,11 +4,20 @@
 // progress. When a copy with more names is stored it redraws the flame graph
 // through page.js's reload(), which keeps zoom and search. It also wires the
 // Skip (one binary), Disable (debuginfod for this profile) and Retry buttons.
+//
+// A fetching row says what is going on: the phase, the bytes so far, the
+// speed, the time since the fetch started and, when the size is known, the
+// time left; before the first byte, how long it has waited. The server
+// reports at least once a second while a fetch is alive, and the row's
+// clock ticks on its own between reports. Long reasons (the kernel's) show
+// one line, with the rest behind a "why" disclosure. When everything is
+// symbolized, the panel folds to its one-line summary.
 
 import { reload } from './page.js';
 import { formatValue } from './flame.js';
+import { readConfig } from './common.js';
 
-const config = JSON.parse(document.getElementById('flame-config').textContent);
+const config = readConfig('flame-config');
 const section = document.getElementById('symbolization');
 const tbody = document.getElementById('binaries');
 const summary = document.getElementById('symbolization-summary');
@@ -21,6 +30,7 @@ const helpURL = section.dataset.helpUrl || '';
 let source = null; // the EventSource while following a job
 let running = false;
 let status = null; // the latest job status
+let folded = false; // folded once when everything resolved; the user may open it again
 
 // ---- panel scaffolding ----
 
@@ -98,16 +108,39 @@ function shortID(id) {
   return id && id.length > 16 ? `${id.slice(0, 12)}…` : (id || '');
 }
 
-// showProgress puts a progress bar and "bytes of total" in the row.
-function showProgress(tr, bytes, total) {
+// live holds, per fetching row (by key), when the fetch was first seen,
+// when its first byte came and recent byte counts for the speed.
+const live = new Map();
+const SPEED_WINDOW_MS = 5000;
+const STALLED_MS = 3000; // no new byte for this long: say it stalled, not slow
+
+function duration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s} s`;
+  const m = Math.floor(s / 60);
+  return m < 120 ? `${m} min ${s % 60} s` : `${(s / 3600).toFixed(1)} h`;
+}
+
+function liveOf(tr) {
+  const key = tr.dataset.key || tr.dataset.buildId;
+  let l = live.get(key);
+  if (!l) {
+    l = { start: performance.now(), first: 0, changed: performance.now(), samples: [], bytes: 0, total: -1, phase: '' };
+    live.set(key, l);
+  }
+  return l;
+}
+
+// showProgress puts a progress bar and the live line in the row.
+function showProgress(tr, bytes, total, phase) {
   const td = tr.cells[4];
   let bar = td.querySelector('progress');
-  let text = td.querySelector('.bytes');
-  if (!bar) {
+  let text = td.querySelector('.live');
+  if (!bar || !text) {
     td.textContent = '';
     bar = document.createElement('progress');
     text = document.createElement('span');
-    text.className = 'bytes';
+    text.className = 'bytes live';
     td.append(bar, ' ', text);
   }
   if (total > 0) {
@@ -116,7 +149,72 @@ function showProgress(tr, bytes, total) {
   } else {
     bar.removeAttribute('value'); // indeterminate
   }
-  text.textContent = bytes > 0 ? (total > 0 ? `${size(bytes)} of ${size(total)}` : size(bytes)) : '';
+  const l = liveOf(tr);
+  const now = performance.now();
+  if (phase) l.phase = phase;
+  if (bytes > 0 && !l.first) l.first = now;
+  if (bytes !== l.bytes || !l.samples.length) { l.samples.push([now, bytes]); l.changed = now; }
+  while (l.samples.length > 2 && now - l.samples[1][0] > SPEED_WINDOW_MS) l.samples.shift();
+  l.bytes = bytes;
+  l.total = total;
+  tr.dataset.phase = l.phase;
+  text.textContent = liveText(l, now);
+}
+
+/** The row's live line: "downloading · 1.2 MiB of 4.0 MiB · 850 KiB/s · 3 s · 4 s left". */
+function liveText(l, now) {
+  const parts = [l.phase || 'fetching'];
+  const elapsed = duration(now - l.start);
+  if (l.bytes <= 0) {
+    parts.push(`waiting for the first byte (${elapsed})`);
+    return parts.join(' · ');
+  }
+  parts.push(l.total > 0 ? `${size(l.bytes)} of ${size(l.total)}` : size(l.bytes));
+  const [t0, b0] = l.samples[0];
+  const span = (now - t0) / 1000;
+  const still = now - l.changed;
+  const speed = span > 0.2 && still < STALLED_MS ? (l.bytes - b0) / span : 0;
+  parts.push(still >= STALLED_MS ? `stalled: no byte for ${duration(still)}` : speed > 0 ? `${size(speed)}/s` : 'starting');
+  parts.push(`${elapsed} elapsed`);
+  if (l.total > 0 && speed > 0 && l.bytes < l.total) parts.push(`${duration(((l.total - l.bytes) / speed) * 1000)} left`);
+  return parts.join(' · ');
+}
+
+// The clock of fetching rows ticks between the server's reports.
+setInterval(() => {
+  const now = performance.now();
+  for (const tr of tbody.rows) {
+    if (tr.dataset.state !== 'fetching') continue;
+    const text = tr.cells[4].querySelector('.live');
+    if (text) text.textContent = liveText(liveOf(tr), now);
+  }
+}, 1000);
+
+// A reason longer than a line shows its first clause, the rest (and the
+// full text, build IDs and all) behind "why".
+const LONG_REASON = 90;
+function showReason(td, reason) {
+  td.textContent = '';
+  if (!reason || reason.length <= LONG_REASON) {
+    td.textContent = reason || '';
+    return;
+  }
+  const m = /^(.*?)[:;(]\s*/.exec(reason);
+  let head = m && m[1].length >= 12 ? m[1] : reason.slice(0, LONG_REASON);
+  head = head.replace(/\b[0-9a-f]{40}\b/gi, (id) => shortID(id));
+  if (head.length > LONG_REASON) head = `${head.slice(0, LONG_REASON - 1)}…`;
+  const line = document.createElement('span');
+  line.className = 'reason-line';
+  line.textContent = `${head} `;
+  const why = document.createElement('details');
+  why.className = 'why';
+  const sum = document.createElement('summary');
+  sum.textContent = 'why';
+  const full = document.createElement('span');
+  full.className = 'reason-full';
+  full.textContent = reason;
+  why.append(sum, full);
+  td.append(line, why);
 }
 
 function updateRow(b) {
@@ -134,9 +232,11 @@ function updateRow(b) {
   tr.cells[3].textContent = src;
   tr.cells[3].title = src;
   if (b.state === 'fetching') {
-    showProgress(tr, b.bytes || 0, b.total || -1);
+    showProgress(tr, b.bytes || 0, b.total || -1, b.phase || '');
   } else {
-    tr.cells[4].textContent = b.reason || '';
+    live.delete(tr.dataset.key || tr.dataset.buildId);
+    delete tr.dataset.phase;
+    showReason(tr.cells[4], b.reason || '');
     if (b.help) {
       const help = document.createElement('span');
       help.className = 'help';
@@ -162,6 +262,11 @@ function updateSummary() {
   let text = rows.length ? `${done} of ${rows.length} symbolized` : 'no binaries to symbolize';
   if (running) text += ' · working…';
   summary.textContent = text;
+  // Everything resolved: fold the panel to this line.
+  const details = section.querySelector('details');
+  const resolved = rows.length > 0 && done === rows.length;
+  if (details && resolved && !running && !folded) { details.open = false; folded = true; }
+  section.dataset.resolved = resolved ? '1' : '';
   retryBtn.hidden = running || missed === 0;
 }
 
@@ -207,7 +312,7 @@ function follow(url) {
     const tr = rowFor(p);
     if (tr.dataset.state !== 'fetching') return;
     if (p.server) { tr.cells[3].textContent = p.server; tr.cells[3].title = p.server; }
-    showProgress(tr, p.bytes || 0, p.total || -1);
+    showProgress(tr, p.bytes || 0, p.total || -1, p.phase || '');
   });
   // A copy with more names is stored: redraw with them.
   source.addEventListener('names', () => { reload().catch(() => {}); });
@@ -290,6 +395,17 @@ document.addEventListener('keydown', (e) => {
 });
 
 // ---- start ----
+
+// The server's rows: long reasons to one line too.
+for (const tr of tbody.rows) {
+  const td = tr.cells[4];
+  if (!td || tr.dataset.state === 'fetching') continue;
+  const help = td.querySelector('.help');
+  const reason = Array.from(td.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join('').trim();
+  if (reason.length <= LONG_REASON) continue;
+  showReason(td, reason);
+  if (help) td.append(help);
+}
 
 if (config.eventsURL) {
   follow(config.eventsURL);

@@ -18,6 +18,17 @@ type FilterBar struct {
 // Active reports whether any filter is set.
 func (f FilterBar) Active() bool { return f.F != "" || f.I != "" || f.H != "" || f.S != "" }
 
+// Count is how many of the four filters are set (the Filters button says it).
+func (f FilterBar) Count() int {
+	n := 0
+	for _, v := range []string{f.F, f.I, f.H, f.S} {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // DiffPage is the differential flame graph at /p/A/diff/B.
 type DiffPage struct {
 	Page

@@ -88,3 +88,14 @@ func binariesSummary(bins []Binary) string {
 	}
 	return strconv.Itoa(n) + " of " + strconv.Itoa(real) + " symbolized"
 }
+
+// allResolved reports whether every binary (pseudo files aside) is
+// symbolized: the panel is then rendered collapsed to its one-line summary.
+func allResolved(bins []Binary) bool {
+	for _, b := range bins {
+		if b.State != StatePseudo && !strings.EqualFold(b.State, "symbolized") {
+			return false
+		}
+	}
+	return true
+}

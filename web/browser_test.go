@@ -524,7 +524,9 @@ func TestBrowserDeepStack(t *testing.T) {
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("never drew: %v; %q", err, b.Problems())
 	}
-	// The deepest frame has colour where it is drawn.
+	// The deepest frame has colour where it is drawn, once the graph (which
+	// scrolls inside its box and draws the rows it shows) is scrolled there.
+	eval[bool](t, b, `new Promise(r => { document.getElementById('chart').scrollTop = 1e9; requestAnimationFrame(() => requestAnimationFrame(() => r(true))); })`)
 	drawn := eval[bool](t, b, `(() => {
 		const g = window.viewer.graph, t = window.viewer.tree, i = t.length - 1;
 		if (t.label(i) !== 'pkg.f2499') return false;

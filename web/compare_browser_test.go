@@ -50,6 +50,7 @@ func TestBrowserDiffLink(t *testing.T) {
 	run(t, b, "open the flame page of the new profile", chromedp.Navigate(base+"/p/"+bID))
 	ready("the flame page")
 	run(t, b, "paste the base profile's link into the compare picker",
+		chromedp.Click(chromedp.CSS("#filters-pop > summary")),
 		chromedp.SendKeys(chromedp.CSS("#compare-base"), base+"/p/"+a),
 		chromedp.Submit(chromedp.CSS("#compare-base")))
 	waitFor(t, b, "the diff page", fmt.Sprintf("location.pathname === %q", "/p/"+a+"/diff/"+bID))

@@ -406,7 +406,9 @@ func (c *Client) attempt(ctx context.Context, f *flight, server, u, bid string, 
 	}
 	emit(0)
 	body := io.LimitReader(resp.Body, limit+1)
+	stopBeat := heartbeat(&received, emit)
 	n, err := copyWithProgress(tmp, body, &received, emit)
+	stopBeat()
 	if err != nil {
 		var we *writeError
 		if errors.As(err, &we) {
@@ -489,6 +491,32 @@ func watchdog(period time.Duration, received *atomic.Int64, stop <-chan struct{}
 			last = n
 		}
 	}
+}
+
+// heartbeatEvery is the longest time between two downloading reports while
+// a body is read, so that a small file (under progressEvery) or a stalled
+// server still shows a live row with its elapsed time.
+const heartbeatEvery = time.Second
+
+// heartbeat reports the bytes received so far every heartbeatEvery until
+// the returned stop is called; stop returns once no report is under way,
+// so a later phase is never followed by a stale downloading report.
+func heartbeat(received *atomic.Int64, report func(int64)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				report(received.Load())
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // writeError marks a failure to write the local file.

@@ -17,9 +17,10 @@ func SourceKind(path string) Kind { return Kind("source" + path) }
 
 // Phase is where one fetch stands. Every Fetch reports exactly one terminal
 // phase last: PhaseCacheHit, PhaseDone, PhaseNotFound or PhaseError.
-// Connecting comes once per server and attempt; downloading at most about
-// once per 64 KiB, from the server that answered first; verifying once the
-// body is in, for debuginfo and executables.
+// Connecting comes once per server and attempt; downloading from the server
+// that answered first, about once per 64 KiB and at least once a second
+// while the body is read (even when no byte came: a live, stalled fetch);
+// verifying once the body is in, for debuginfo and executables.
 type Phase string
 
 const (

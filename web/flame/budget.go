@@ -142,18 +142,29 @@ func (b Budget) fits(t *Tree) bool {
 }
 
 // bytesPerNode bounds the JSON of one node: four integers of up to 20
-// characters and their commas. nameBytes bounds a name's: each byte may be
-// escaped to six characters, plus quotes and a comma.
+// characters and their commas. nameBytes bounds a name's: each byte of a name
+// that needs escaping may take six characters, plus quotes and a comma.
 const bytesPerNode = 84
 
-func nameBytes(s string) int { return 6*len(s) + 3 }
+func nameBytes(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return 6*len(s) + 3
+		}
+	}
+	return len(s) + 3 // plain ASCII is copied as is (appendString)
+}
 
 // encodedSize bounds the bytes of t's flame.json (SVG's markup per node
 // is larger, but it draws far fewer nodes: SVGMinFraction).
 func encodedSize(t *Tree) int {
 	n := 1536 + len(t.SampleType)*6 + len(t.Unit)*6 + bytesPerNode*len(t.Nodes)
+	n += len(t.Names) * t.Source.perName() // file:line and inlined flag
 	for _, s := range t.Names {
 		n += nameBytes(s) + 3 // and its mapping index
+	}
+	for _, s := range t.Source.Files {
+		n += nameBytes(s)
 	}
 	for _, s := range t.Mappings {
 		n += nameBytes(s)
@@ -176,7 +187,7 @@ func (b Budget) cutDepth(t *Tree) (*Tree, int) {
 		maxNodes = b.Nodes
 	}
 	if b.Bytes > 0 {
-		names := encodedSize(&Tree{Names: t.Names, Mappings: t.Mappings})
+		names := encodedSize(&Tree{Names: t.Names, Mappings: t.Mappings, Source: t.Source})
 		maxNodes = min(maxNodes, max(1, (b.Bytes-names)/bytesPerNode))
 	}
 	depth, kept := 0, 0
@@ -211,6 +222,8 @@ func (t *Tree) dropUnusedNames() {
 	newMap := make([]int32, len(t.Mappings))
 	var names, mappings []string
 	var mapping []int32
+	var src Source
+	srcFile := make(map[string]int32)
 	for i := range t.Nodes {
 		o := t.Nodes[i].Name
 		if newName[o] == 0 {
@@ -224,11 +237,18 @@ func (t *Tree) dropUnusedNames() {
 				m = newMap[m] - 1
 			}
 			mapping = append(mapping, m)
+			if int(o) < len(t.Source.File) {
+				file := ""
+				if f := t.Source.File[o]; f >= 0 {
+					file = t.Source.Files[f]
+				}
+				src.add(file, t.Source.Line[o], t.Source.Inlined[o], srcFile)
+			}
 			newName[o] = int32(len(names))
 		}
 		t.Nodes[i].Name = newName[o] - 1
 	}
-	t.Names, t.Mapping, t.Mappings = names, mapping, mappings
+	t.Names, t.Mapping, t.Mappings, t.Source = names, mapping, mappings, src
 }
 
 // appendCompaction appends flame.json's "compacted" member when t was

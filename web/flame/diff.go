@@ -104,6 +104,9 @@ func (f *frames) adopt(g *frames) []int32 {
 		f.names = append(f.names, nm)
 		f.nameMapping = append(f.nameMapping, m)
 		f.byName[nm] = j
+		if f.src != nil {
+			f.src.copyFrom(j, g.src, int32(i))
+		}
 		out[i] = j
 	}
 	return out

@@ -35,6 +35,7 @@ type frames struct {
 	byID  []int32
 	byPtr map[*profile.Location]int32
 	work  *work // checked by long loops (budget.go)
+	src   *nameSources
 }
 
 func newFrames(p *profile.Profile) *frames {
@@ -42,6 +43,7 @@ func newFrames(p *profile.Profile) *frames {
 		names:       []string{RootName},
 		nameMapping: []int32{-1},
 		byName:      make(map[string]int32, nameCount(p)),
+		src:         &nameSources{},
 		off:         make([]int32, 0, len(p.Location)+1),
 		flat:        make([]int32, 0, len(p.Location)+len(p.Location)/4),
 	}
@@ -91,10 +93,14 @@ func newFrames(p *profile.Profile) *frames {
 		if n := len(l.Line); n > 0 {
 			// Line[0] is the innermost (inlined) call; emit outermost first.
 			for j := n - 1; j >= 0; j-- {
-				f.flat = append(f.flat, f.intern(lineName(l, &l.Line[j]), mi))
+				nm := f.intern(lineName(l, &l.Line[j]), mi)
+				f.src.note(nm, &l.Line[j], j < n-1)
+				f.flat = append(f.flat, nm)
 			}
 		} else {
-			f.flat = append(f.flat, f.intern(addrName(l), mi))
+			nm := f.intern(addrName(l), mi)
+			f.src.note(nm, nil, false)
+			f.flat = append(f.flat, nm)
 		}
 		f.off = append(f.off, int32(len(f.flat)))
 	}

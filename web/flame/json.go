@@ -14,10 +14,14 @@ const JSONVersion = 1
 //	{"version":1,"sampleType":"cpu","unit":"nanoseconds","total":N,
 //	 "minTotal":N,"zoom":["main.main",...],
 //	 "names":["root",...],"mapping":[-1,...],"mappings":[...],
+//	 "files":[...],"src":[fileIdx,line, ...],"inlined":[0,...],
 //	 "nodes":[nameIdx,depth,total,self, ...]}
 //
 // nodes is flat, four integers per node, in pre-order. zoom is present
-// only in a zoomed tree.
+// only in a zoomed tree. src (two integers per name: an index into files,
+// -1 for none, and the function's line) and inlined (per name: 0 never,
+// 1 always, 2 at some call sites) are what the tooltip shows; they are
+// absent when the tree has no such information.
 func (t *Tree) AppendJSON(b []byte) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, JSONVersion, 10)
@@ -61,6 +65,7 @@ func (t *Tree) AppendJSON(b []byte) []byte {
 		b = appendString(b, m)
 	}
 	b = append(b, ']')
+	b = t.appendSource(b)
 	b = t.appendCompaction(b) // budget.go
 	b = append(b, `,"nodes":[`...)
 	for i, n := range t.Nodes {
@@ -97,4 +102,37 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendSource appends the "files", "src" and "inlined" members, when t
+// has one entry per name.
+func (t *Tree) appendSource(b []byte) []byte {
+	s := &t.Source
+	if len(s.File) != len(t.Names) {
+		return b
+	}
+	b = append(b, `,"files":[`...)
+	for i, f := range s.Files {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, f)
+	}
+	b = append(b, `],"src":[`...)
+	for i := range s.File {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(s.File[i]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(s.Line[i]), 10)
+	}
+	b = append(b, `],"inlined":[`...)
+	for i, in := range s.Inlined {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(in), 10)
+	}
+	return append(b, ']')
 }

@@ -38,7 +38,7 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	s := &Stacks{
 		// Keep only what labels need: not the locations, so the cached
 		// Stacks does not hold the profile.
-		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName},
+		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName, src: fr.src},
 		ws: ws, sum: make([]int64, len(ws)+1),
 	}
 	for i, w := range ws {

@@ -41,7 +41,10 @@ type Tree struct {
 	Names      []string // distinct labels; Names[0] is RootName
 	Mapping    []int32  // per name: index into Mappings, -1 none
 	Mappings   []string
-	Nodes      []Node // pre-order; Nodes[0] is the root
+	// Source is, per name, its file:line and whether it was inlined
+	// (sources.go); empty for trees built without it.
+	Source Source
+	Nodes  []Node // pre-order; Nodes[0] is the root
 	// Base is, in a differential tree (diff.go), each node's total in the
 	// base profile; nil otherwise.
 	Base []int64
@@ -236,11 +239,12 @@ type treeWriter struct {
 	fr          *frames
 	outName     []int32         // frame name ID → output name index+1
 	outMap      map[int32]int32 // frames mapping → output mapping
+	outFile     map[string]int32
 	mergedLabel int32
 }
 
 func newTreeWriter(fr *frames) *treeWriter {
-	return &treeWriter{t: &Tree{}, fr: fr, outName: make([]int32, len(fr.names)), outMap: make(map[int32]int32), mergedLabel: -1}
+	return &treeWriter{t: &Tree{}, fr: fr, outName: make([]int32, len(fr.names)), outMap: make(map[int32]int32), outFile: make(map[string]int32), mergedLabel: -1}
 }
 
 // label is the output name index of frame name nm.
@@ -261,6 +265,8 @@ func (w *treeWriter) label(nm int32) int32 {
 		}
 	}
 	t.Mapping = append(t.Mapping, m)
+	file, line, inl := fr.src.of(nm)
+	t.Source.add(file, line, inl, w.outFile)
 	w.outName[nm] = o + 1
 	return o
 }
@@ -271,6 +277,7 @@ func (w *treeWriter) merged() int32 {
 		w.mergedLabel = int32(len(w.t.Names))
 		w.t.Names = append(w.t.Names, MergedName)
 		w.t.Mapping = append(w.t.Mapping, -1)
+		w.t.Source.add("", 0, NotInlined, w.outFile)
 	}
 	return w.mergedLabel
 }

@@ -1,0 +1,331 @@
+// common.js: the code every page script shares (the flame graph, diff,
+// sandwich and data-type pages). Modules import what they need from here and
+// talk to each other through exported functions or DOM events named
+// "viewer:*" (on), never through window globals: window.viewer is left for
+// tests and the console.
+//
+// API (all pure or DOM-local; nothing runs on import):
+//
+//	$(id)                       document.getElementById
+//	readConfig(id)              the page's JSON config script element, parsed
+//	getJSON(url, {revalidate, marks})  fetch + JSON, errors name the status and the server's text
+//	escapeRE(s), compileSearch(q)      a case-insensitive RegExp; invalid regex text is matched literally
+//	wireCopyLink(button, before)       "Copy link" with the current URL (before() runs first)
+//	tooltipRow(label, value, pct)      one label/value/share row of a tooltip
+//	placeTooltip(tip, e)               puts tip (position: fixed) beside the pointer, inside the window
+//	frameLinks(name, base)             [{label, href, title}] to sandwich, source, annotate, focus, ignore, hide
+//	packageOf(name, mapping)           the color group of a frame: Go package, C++ namespace, Rust crate or binary
+//	colorFor(key, name), heatColor(r), diffColor(r)   fills; UNSYMBOLIZED_COLOR, MERGED_COLOR
+//	nameColors(tree, scheme)           per name: [fill, faded fill] for scheme 'package' | 'binary' | 'heat'
+//	legendEntries(tree, scheme, n)     the n widest groups of the scheme, for a legend
+//	emit(type, detail), on(type, fn)   document-level "viewer:TYPE" CustomEvents
+
+export const $ = (id) => document.getElementById(id);
+
+/** The page's config: the JSON script element with this id, parsed ({} when absent). */
+export function readConfig(id) {
+  const el = $(id);
+  return el ? JSON.parse(el.textContent) : {};
+}
+
+/**
+ * Fetches url as JSON. revalidate asks the server again (names may have
+ * changed); marks, when given, gets the times the headers, the text and
+ * the parsed JSON arrived (for benchmarks).
+ */
+export async function getJSON(url, { revalidate = false, marks = null } = {}) {
+  const resp = await fetch(url, { headers: { Accept: 'application/json' }, cache: revalidate ? 'no-cache' : 'default' });
+  if (marks) marks.headers = performance.now();
+  if (!resp.ok) {
+    const body = (await resp.text()).trim();
+    throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
+  }
+  if (!marks) return resp.json();
+  const text = await resp.text();
+  marks.text = performance.now();
+  const json = JSON.parse(text);
+  marks.parsed = performance.now();
+  return json;
+}
+
+export function escapeRE(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }
+
+/** A case-insensitive RegExp for q; text that is not a valid regex is matched literally. */
+export function compileSearch(q) {
+  if (!q) return null;
+  try {
+    return new RegExp(q, 'i');
+  } catch {
+    return new RegExp(escapeRE(q), 'i');
+  }
+}
+
+/** Makes button copy the page's URL (after before(), which may update it), saying "Copied". */
+export function wireCopyLink(button, before) {
+  if (!button) return;
+  const label = button.textContent;
+  let timer = 0;
+  button.addEventListener('click', async () => {
+    if (before) before();
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(location.href);
+      ok = true;
+    } catch {
+      // No clipboard (plain http on another host): select the URL instead.
+      const input = document.createElement('input');
+      input.value = location.href;
+      document.body.append(input);
+      input.select();
+      ok = document.execCommand('copy');
+      input.remove();
+    }
+    button.textContent = ok ? 'Copied' : 'Copy failed';
+    clearTimeout(timer);
+    timer = setTimeout(() => { button.textContent = label; }, 1500);
+  });
+}
+
+/** One row of a tooltip or detail strip: label, value and (optional) share. */
+export function tooltipRow(label, value, pct) {
+  const r = document.createElement('div');
+  r.className = 'tt-row';
+  for (const [cls, text] of [['tt-label', label], ['tt-value', value], ['tt-pct', pct || '']]) {
+    const s = document.createElement('span');
+    s.className = cls;
+    s.textContent = text;
+    r.append(s);
+  }
+  return r;
+}
+
+/** Places tip (position: fixed) beside the pointer event e, kept inside the window. */
+export function placeTooltip(tip, e) {
+  const tw = tip.offsetWidth;
+  const th = tip.offsetHeight;
+  let x = e.clientX + 14;
+  let y = e.clientY + 16;
+  if (x + tw > window.innerWidth - 4) x = Math.max(4, Math.min(e.clientX - tw - 14, window.innerWidth - tw - 4));
+  if (y + th > window.innerHeight - 4) y = Math.max(4, e.clientY - th - 12);
+  tip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+}
+
+/**
+ * The pages about one function, keeping si and the filters of the current
+ * URL: base is the profile's path (/p/ID).
+ */
+export function frameLinks(name, base = location.pathname) {
+  const cur = new URLSearchParams(location.search);
+  const root = base.replace(/\/(sandwich|source|annotate|top)$/, '').replace(/\/+$/, '');
+  const url = (suffix, extra) => {
+    const p = new URLSearchParams();
+    for (const k of ['si', 'f', 'i', 'h', 's']) if (cur.get(k)) p.set(k, cur.get(k));
+    for (const [k, v] of Object.entries(extra)) p.set(k, v);
+    return `${root}${suffix}?${p}`;
+  };
+  const exact = `^${escapeRE(name)}$`;
+  return [
+    { label: 'Callers and callees (sandwich)', short: 'Callers/callees', href: url('/sandwich', { fn: name }) },
+    { label: 'Source', short: 'Source', href: url('/source', { fn: name }), title: 'Source with per-line samples, from this machine or debuginfod' },
+    { label: 'Annotate', short: 'Annotate', href: url('/annotate', { fn: name }), title: 'Disassembly with per-instruction samples' },
+    { label: 'Focus on it', short: 'Focus', href: url('', { f: exact }), title: 'Keep only stacks through this function (pprof -focus)' },
+    { label: 'Ignore it', short: 'Ignore', href: url('', { i: exact }), title: 'Drop stacks through this function (pprof -ignore)' },
+    { label: 'Hide it', short: 'Hide', href: url('', { h: exact }), title: 'Remove this frame from stacks (pprof -hide)' },
+  ];
+}
+
+// ---- colors ----
+
+/**
+ * hsl(h, s%, l%) as "#rrggbb": canvases parse hex fastest, and a flame
+ * graph sets a fill per frame.
+ */
+export function hsl(h, s, l) {
+  s /= 100;
+  l /= 100;
+  const a = s * Math.min(l, 1 - l);
+  const f = (n) => {
+    const k = (n + h / 30) % 12;
+    const c = l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(255 * c).toString(16).padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
+export const MERGED = '…';
+const UNSYMBOLIZED = /(^0x[0-9a-f]+$)|(\+0x[0-9a-f]+$)/i;
+export const UNSYMBOLIZED_COLOR = [hsl(215, 16, 74), hsl(215, 10, 88)];
+export const MERGED_COLOR = [hsl(30, 6, 80), hsl(30, 6, 90)];
+const ROOT_COLOR = [hsl(30, 12, 88), hsl(30, 8, 93)];
+// GCC's clone suffixes: a C function, not a Go package path.
+const C_SUFFIX = /\.(cold|part|isra|constprop|lto_priv|clone|localalias)(\.\d+)*$/;
+
+// FNV-1a, so a name gets the same colour in every profile and every session.
+export function hash(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+function basename(p) {
+  const i = p.lastIndexOf('/');
+  return i >= 0 ? p.slice(i + 1) : p;
+}
+
+/** Whether name is a raw address (binary+0xOFFSET or 0xADDR), not a function. */
+export function isUnsymbolized(name) { return UNSYMBOLIZED.test(name); }
+
+/**
+ * The color group of a frame: its Go package ("net/http"), C++ namespace or
+ * Rust crate (the first "::" component, "std", "core"), else the binary it
+ * is in ("libc.so.6"; mapping is its path). "…" and raw addresses are
+ * groups of their own: MERGED and "unsymbolized".
+ */
+export function packageOf(name, mapping) {
+  if (name === MERGED) return MERGED;
+  if (isUnsymbolized(name)) return 'unsymbolized';
+  let s = name;
+  // "<alloc::vec::Vec<T> as core::ops::Drop>::drop": the type's crate.
+  if (s.startsWith('<')) s = s.slice(1);
+  // Drop arguments and template parameters before looking for separators.
+  const cut = s.search(/[(<]/);
+  if (cut > 0) s = s.slice(0, cut);
+  s = s.trim();
+  // "void ns::f" (a demangled return type): the last word.
+  if (s.includes(' ')) s = s.slice(s.lastIndexOf(' ') + 1);
+  const colons = s.indexOf('::');
+  if (colons > 0) return s.slice(0, colons);
+  if (!C_SUFFIX.test(s)) {
+    // Go: the package path is up to the first '.' after the last '/'.
+    const slash = s.lastIndexOf('/');
+    const dot = s.indexOf('.', slash + 1);
+    if (dot > 0 && /^[\w./-]+$/.test(s.slice(0, dot))) return s.slice(0, dot);
+  }
+  return mapping ? basename(mapping) : '(no binary)';
+}
+
+/** The fill of a group key (package or binary), varied a little by name so neighbours differ. */
+export function colorFor(key, name) {
+  if (key === MERGED) return MERGED_COLOR;
+  if (key === 'unsymbolized') return UNSYMBOLIZED_COLOR;
+  const h = hash(key);
+  // Hues all round the wheel but the unsymbolized blue-grey and the search's purple.
+  let hue = h % 300;
+  if (hue > 195) hue += 60; // skip 196..255
+  const sat = 58 + ((h >>> 9) % 20);
+  const light = 70 + ((h >>> 17) % 8) + (name ? (hash(name) % 5) - 2 : 0);
+  return [hsl(hue, sat, light), hsl(hue, 20, Math.min(light + 14, 93))];
+}
+
+/** The fill of a self share r in [0, 1] of the hottest function: pale yellow to deep red. */
+export function heatColor(r) {
+  const a = Math.max(0, Math.min(1, r));
+  const s = Math.sqrt(a);
+  const hue = Math.round(52 - 52 * s);
+  const light = Math.round(88 - 30 * s);
+  return [hsl(hue, 90, light), hsl(hue, 25, Math.min(light + 8, 94))];
+}
+
+/** The fill of a change r in [-1, 1] relative to the largest change: red grew, blue shrank. */
+export function diffColor(r) {
+  const a = Math.min(1, Math.abs(r));
+  if (a < 0.01) return hsl(30, 8, 86);
+  const light = Math.round(90 - 38 * Math.sqrt(a));
+  return r > 0 ? hsl(0, 78, light) : hsl(220, 78, light);
+}
+
+/** The color group of name index nm of tree under scheme ('package' or 'binary'). */
+export function groupOf(tree, nm, scheme) {
+  const name = tree.names[nm];
+  const mapping = tree.mappingOfName(nm);
+  if (scheme === 'binary') {
+    if (name === MERGED) return MERGED;
+    return mapping ? basename(mapping) : '(no binary)';
+  }
+  return packageOf(name, mapping);
+}
+
+/** Per name index of tree: [fill, faded fill] under scheme 'package', 'binary' or 'heat'. */
+export function nameColors(tree, scheme) {
+  const n = tree.names.length;
+  const out = new Array(n);
+  if (scheme === 'heat') {
+    const self = tree.selfByName();
+    let max = 0;
+    for (let nm = 0; nm < n; nm++) if (tree.names[nm] !== MERGED && nm !== tree.name[0]) max = Math.max(max, self[nm]);
+    for (let nm = 0; nm < n; nm++) {
+      out[nm] = tree.names[nm] === MERGED ? MERGED_COLOR : nm === tree.name[0] ? ROOT_COLOR : heatColor(max > 0 ? self[nm] / max : 0);
+    }
+    return out;
+  }
+  const root = tree.name[0];
+  if (colorCache.size > COLOR_CACHE_MAX) colorCache.clear();
+  for (let nm = 0; nm < n; nm++) {
+    if (nm === root) { out[nm] = ROOT_COLOR; continue; }
+    // Zoomed and reloaded trees repeat their names: color each name once.
+    const ck = `${scheme}\u0000${tree.mappingOfName(nm)}\u0000${tree.names[nm]}`;
+    let c = colorCache.get(ck);
+    if (!c) {
+      const key = groupOf(tree, nm, scheme);
+      c = key === MERGED || key === 'unsymbolized' ? colorFor(key) : colorFor(key, scheme === 'package' ? tree.names[nm] : '');
+      colorCache.set(ck, c);
+    }
+    out[nm] = c;
+  }
+  return out;
+}
+
+// colorCache: fills by scheme, binary and name, across the trees of
+// one page (bounded: cleared past COLOR_CACHE_MAX names).
+const colorCache = new Map();
+const COLOR_CACHE_MAX = 400000;
+
+/**
+ * The legend of a scheme: the n groups with the most value in tree (each
+ * counted once per stack: the group's frames nearest the root), then the
+ * unsymbolized and merged swatches. Heat's legend is its scale.
+ */
+export function legendEntries(tree, scheme, n = 6) {
+  if (scheme === 'heat') {
+    return [
+      { label: 'little self time', color: heatColor(0)[0] },
+      { label: 'half', color: heatColor(0.5)[0] },
+      { label: 'most self time', color: heatColor(1)[0] },
+      { label: 'merged (…)', color: MERGED_COLOR[0], key: MERGED },
+    ];
+  }
+  const byName = new Array(tree.names.length);
+  const value = new Map();
+  // The value of a group: its frames whose parent is in another group.
+  for (let i = 1; i < tree.length; i++) {
+    const nm = tree.name[i];
+    if (byName[nm] === undefined) byName[nm] = groupOf(tree, nm, scheme);
+    const key = byName[nm];
+    const p = tree.parent[i];
+    const pk = p > 0 ? (byName[tree.name[p]] ?? (byName[tree.name[p]] = groupOf(tree, tree.name[p], scheme))) : null;
+    if (pk !== key) value.set(key, (value.get(key) || 0) + tree.total[i]);
+  }
+  const top = [...value.entries()].filter(([k]) => k !== MERGED && k !== 'unsymbolized')
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, n);
+  const out = top.map(([k]) => ({ label: k, color: colorFor(k)[0], key: k }));
+  out.push({ label: 'unsymbolized', color: UNSYMBOLIZED_COLOR[0], key: 'unsymbolized' });
+  out.push({ label: 'merged (…)', color: MERGED_COLOR[0], key: MERGED });
+  return out;
+}
+
+// ---- events ----
+
+/** Dispatches "viewer:type" on document with detail. */
+export function emit(type, detail) {
+  document.dispatchEvent(new CustomEvent(`viewer:${type}`, { detail }));
+}
+
+/** Calls fn(detail) on each "viewer:type" event; returns the unsubscribe function. */
+export function on(type, fn) {
+  const h = (e) => fn(e.detail);
+  document.addEventListener(`viewer:${type}`, h);
+  return () => document.removeEventListener(`viewer:${type}`, h);
+}
