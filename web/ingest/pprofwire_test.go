@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -154,4 +155,31 @@ func FuzzDecodePprof(f *testing.F) {
 		f.Add(rawProfile(f, p))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { sameAsPprof(t, raw) })
+}
+
+// BenchmarkDecodePprof compares pprof's decoder with decodePprof on the
+// benchmark generator's profile (VIEWER_BENCH_SAMPLES samples, default
+// 200,000, over a quarter as many stacks), uncompressed, in one run:
+//
+//	go test -run '^$' -bench DecodePprof -benchtime 3x -benchmem ./web/ingest/
+func BenchmarkDecodePprof(b *testing.B) {
+	n := 200000
+	if s := os.Getenv("VIEWER_BENCH_SAMPLES"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	raw := rawProfile(b, gen.Generate(n, n/4, n/10, 20, 1))
+	for _, d := range []struct {
+		name   string
+		decode func([]byte) (*profile.Profile, error)
+	}{{"pprof", profile.ParseUncompressed}, {"protowire", decodePprof}} {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
