@@ -39,7 +39,15 @@ func TestHugeProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gen.Generate(2000000, 500000, 100000, 20, 1).Write(f); err != nil {
+	// VIEWER_HUGE_SAMPLES=200000 checks the same things quickly on the
+	// 200k benchmark profile's shape.
+	n := 2000000
+	if s := os.Getenv("VIEWER_HUGE_SAMPLES"); s != "" {
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("VIEWER_HUGE_SAMPLES=%q: %v", s, err)
+		}
+	}
+	if err := gen.Generate(n, n/4, n/20, 20, 1).Write(f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
