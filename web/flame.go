@@ -71,18 +71,24 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return e, nil
 	}
 	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s/%s", id, key.variant, i, kind, key.filter), func() (any, error) {
+		// The whole tree is cut from the profile's sorted stacks, the index
+		// its top tables, zooms and searches share (zoom.go): one build of
+		// the stacks per profile, sample type and filter serves them all.
+		st, err := s.stacksFor(ctx, l, i, f)
+		if err != nil {
+			return nil, err
+		}
 		var body []byte
 		var werr error
-		err := s.render(ctx, func(opt flame.Options) {
-			opt.Filter = f
+		err = s.render(ctx, func(opt flame.Options) {
 			switch kind {
 			case "json":
 				opt.MinFraction = flame.DefaultMinFraction
-				body = flame.Build(l.Profile, i, opt).JSON()
+				body = st.Tree(nil, opt).JSON()
 			case "svg":
 				var b bytes.Buffer
 				opt.MinFraction = flame.SVGMinFraction
-				t := flame.Build(l.Profile, i, opt)
+				t := st.Tree(nil, opt)
 				title := l.Meta.Name
 				if title == "" {
 					title = id

@@ -129,9 +129,12 @@ func sniffPprof(head []byte) bool {
 }
 
 func parsePprof(data []byte, lim Limits) (*profile.Profile, error) {
-	// data is already decompressed; ParseUncompressed avoids pprof's own
-	// unbounded gunzip.
-	p, err := profile.ParseUncompressed(data)
+	// data is already decompressed. decodePprof (pprofwire.go) is the
+	// fast path; on input it does not expect, pprof's own decoder decides.
+	p, err := decodePprof(data)
+	if err != nil {
+		p, err = profile.ParseUncompressed(data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("invalid pprof protobuf: %v", err)
 	}

@@ -18,15 +18,18 @@ type wireCounts struct {
 	other                int64 // bytes of the remaining fields (comments, sample types)
 }
 
-// memory estimates the bytes profile.ParseUncompressed allocates for a
-// profile with these counts, on top of the input itself. The per-item sizes
-// are those of pprof's structs and slices on 64-bit Go, doubled where
-// append growth can leave up to half a slice unused.
+// memory estimates the bytes decodePprof (pprofwire.go) allocates for a
+// profile with these counts, on top of the input itself, when no two
+// sample records merge: per record its place in the input (24) and, as a
+// distinct sample, its struct, pointer and hash entry (136+8+16), per
+// location ID of a sample one pointer. The other sizes are those of
+// pprof's structs and slices on 64-bit Go, doubled where append growth can
+// leave up to half a slice unused.
 func (c wireCounts) memory() int64 {
 	return 2*c.stringBytes + 2*16*c.strings + // string table: copies and headers
-		c.samples*(136+8) + 2*16*c.locIDs + 2*8*c.values + 80*c.labels +
-		c.locations*(104+8) + 2*56*c.lines +
-		c.functions*(96+8) + c.mappings*(176+8) + c.other
+		c.samples*(24+136+8+16) + 8*c.locIDs + 2*8*c.values + 80*c.labels +
+		c.locations*(104+8+8) + 2*56*c.lines +
+		c.functions*(96+8+8) + c.mappings*(176+8+8) + c.other
 }
 
 // prescanPprof walks the top-level fields of a pprof protobuf and the

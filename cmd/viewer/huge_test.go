@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"viewer/testdata/bench/gen"
+)
+
+// hugeMemory is the memory budget the 2M-sample profile must be served
+// within (issue 18): the server runs under GOMEMLIMIT at it.
+const hugeMemory = "1536MiB"
+
+// TestHugeProfile uploads the benchmark generator's 2M-sample profile
+// (500k stacks, 100k functions) to `viewer serve` running under GOMEMLIMIT
+// at the budget, and checks what a user would against `go tool pprof -top`
+// on the same file: flame.json's total, the top table's flat and cum of
+// the 20 heaviest functions, and the downloaded profile.pb.gz's own
+// `pprof -top`, identical to the original's. The server's peak RSS is
+// logged (the benchmark, testdata/bench/huge.sh, reports the ratios).
+func TestHugeProfile(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("heavy: a 2M-sample profile (about 1 minute); not with -short or -race")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "huge.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// VIEWER_HUGE_SAMPLES=200000 checks the same things quickly on the
+	// 200k benchmark profile's shape.
+	n := 2000000
+	if s := os.Getenv("VIEWER_HUGE_SAMPLES"); s != "" {
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("VIEWER_HUGE_SAMPLES=%q: %v", s, err)
+		}
+	}
+	if err := gen.Generate(n, n/4, n/20, 20, 1).Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	bin := buildViewer(t)
+	// The default --max-frames (50M) refuses this profile's 70M frames.
+	v := startViewer(t, []string{"GOMEMLIMIT=" + hugeMemory}, nil, bin, "--data", filepath.Join(dir, "data"),
+		"--max-frames", "0", "--ingest-memory", "1200MiB", "--render-timeout", "10m", "--no-local-files")
+
+	// pprof reads the file meanwhile, as a user comparing the two would.
+	wantTop := make(chan pprofResult, 1)
+	go func() { wantTop <- runPprofTop(path, dir) }()
+
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 10 * time.Minute}
+	resp, err := client.Post(v.base+"/api/profiles", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %s: %s", resp.Status, b)
+	}
+	var up struct{ URL string }
+	if err := json.Unmarshal(b, &up); err != nil {
+		t.Fatal(err)
+	}
+	get := func(suffix string) []byte {
+		t.Helper()
+		resp, err := client.Get(v.base + up.URL + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %v: %.300s", suffix, resp.Status, err, b)
+		}
+		return b
+	}
+	var tree struct {
+		SampleType string `json:"sampleType"`
+		Total      int64  `json:"total"`
+	}
+	if err := json.Unmarshal(get("/flame.json?si=cpu"), &tree); err != nil {
+		t.Fatal(err)
+	}
+	var top struct {
+		Total int64    `json:"total"`
+		Rows  [][3]any `json:"rows"`
+	}
+	if err := json.Unmarshal(get("/top.json?si=cpu&sort=flat&n=40"), &top); err != nil {
+		t.Fatal(err)
+	}
+	download := filepath.Join(dir, "download.pb.gz")
+	if err := os.WriteFile(download, get("/profile.pb.gz"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server peak RSS %d MiB under GOMEMLIMIT=%s", v.peakRSS(t)>>20, hugeMemory)
+	v.kill()
+
+	want := <-wantTop
+	if want.err != nil {
+		t.Fatal(want.err)
+	}
+	if tree.Total != want.total || top.Total != want.total {
+		t.Errorf("flame.json total %d, top.json total %d; go tool pprof -top: %d", tree.Total, top.Total, want.total)
+	}
+	// Rows of equal flat may come in another order: match by name.
+	byName := map[string][2]int64{}
+	for _, r := range top.Rows {
+		name, _ := r[0].(string)
+		flat, _ := r[1].(float64)
+		cum, _ := r[2].(float64)
+		byName[name] = [2]int64{int64(flat), int64(cum)}
+	}
+	for i, w := range want.rows[:20] {
+		g, ok := byName[w.name]
+		if !ok || g[0] != w.flat || g[1] != w.cum {
+			t.Errorf("top row %d %s: in top.json %v, flat %d cum %d; pprof: flat %d cum %d", i+1, w.name, ok, g[0], g[1], w.flat, w.cum)
+		}
+	}
+	got := runPprofTop(download, dir)
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if got.text != want.text {
+		t.Errorf("pprof -top of the downloaded profile.pb.gz differs from the original's:\n%s\nwant\n%s", got.text, want.text)
+	}
+}
+
+// pprofResult is what `go tool pprof -top` printed: the total, the rows
+// (values in nanoseconds) and the table's text.
+type pprofResult struct {
+	total int64
+	rows  []pprofRow
+	text  string
+	err   error
+}
+
+type pprofRow struct {
+	name      string
+	flat, cum int64
+}
+
+var pprofTotalRE = regexp.MustCompile(`of (\d+)ns total`)
+
+// runPprofTop runs go tool pprof -top on path for the cpu sample type, in
+// nanoseconds, every function counted.
+func runPprofTop(path, tmp string) pprofResult {
+	cmd := exec.Command("go", "tool", "pprof", "-top", "-unit=ns", "-sample_index=cpu", "-nodefraction=0", "-nodecount=20", path)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return pprofResult{err: fmt.Errorf("go tool pprof -top %s: %v\n%s", path, err, out)}
+	}
+	var r pprofResult
+	m := pprofTotalRE.FindSubmatch(out)
+	if m == nil {
+		return pprofResult{err: fmt.Errorf("no total in go tool pprof -top:\n%s", out)}
+	}
+	r.total, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	header := false
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 5 && f[0] == "flat" {
+			header = true
+			continue
+		}
+		if !header || len(f) < 6 {
+			continue
+		}
+		flat, err1 := strconv.ParseInt(strings.TrimSuffix(f[0], "ns"), 10, 64)
+		cum, err2 := strconv.ParseInt(strings.TrimSuffix(f[3], "ns"), 10, 64)
+		if err1 != nil || err2 != nil {
+			return pprofResult{err: fmt.Errorf("go tool pprof -top row %q", l)}
+		}
+		name := strings.Join(f[5:], " ")
+		name = strings.TrimSuffix(strings.TrimSuffix(name, " (partial-inline)"), " (inline)")
+		r.rows = append(r.rows, pprofRow{name: name, flat: flat, cum: cum})
+		r.text += l + "\n"
+	}
+	if len(r.rows) < 20 {
+		return pprofResult{err: fmt.Errorf("go tool pprof -top listed %d rows:\n%s", len(r.rows), out)}
+	}
+	return r
+}
+
+// TestHugePerfData records a system-wide perf.data of at least 500,000
+// cpu-clock samples (perf record -a at a high rate, capped at 15 s), uploads
+// it to `viewer serve` under GOMEMLIMIT at the budget, and checks the
+// sample count flame.json gives against the sum of `perf report --stdio
+// -n`'s Samples column for the same file.
+func TestHugePerfData(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("heavy: records and reads a 500k-sample perf.data; not with -short or -race")
+	}
+	perf := needTool(t, "perf", "linux-perf")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "huge.data")
+	rec := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "-F", "40000", "-a", "-g", "-o", data, "--", "sleep", "15")
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	rep, err := exec.Command(perf, "report", "--stdio", "-n", "--no-children", "-g", "none", "--sort", "comm", "-i", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("perf report: %v\n%s", err, rep)
+	}
+	var want int64
+	for _, l := range strings.Split(string(rep), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && strings.HasSuffix(f[0], "%") && !strings.HasPrefix(l, "#") {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatalf("perf report line %q", l)
+			}
+			want += n
+		}
+	}
+	if want < 500000 {
+		t.Fatalf("perf record took %d samples in 15 s, want at least 500,000 (is perf_event_max_sample_rate lowered?)", want)
+	}
+	bin := buildViewer(t)
+	v := startViewer(t, []string{"GOMEMLIMIT=" + hugeMemory}, nil, bin, "--data", filepath.Join(dir, "data"),
+		"--ingest-memory", "1200MiB", "--max-upload", "1GiB", "--render-timeout", "10m", "--no-local-files")
+	body, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 10 * time.Minute}
+	resp, err := client.Post(v.base+"/api/profiles", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload of %d bytes: %s: %s", len(body), resp.Status, b)
+	}
+	var up struct{ URL string }
+	if err := json.Unmarshal(b, &up); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = client.Get(v.base + up.URL + "/flame.json?si=cpu-clock_count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("flame.json: %s: %.300s", resp.Status, b)
+	}
+	var tree struct {
+		Total int64 `json:"total"`
+	}
+	if err := json.Unmarshal(b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d samples, %d bytes; server peak RSS %d MiB under GOMEMLIMIT=%s", want, len(body), v.peakRSS(t)>>20, hugeMemory)
+	if tree.Total != want {
+		t.Errorf("flame.json counts %d samples; perf report --stdio -n: %d", tree.Total, want)
+	}
+}

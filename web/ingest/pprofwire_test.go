@@ -1,0 +1,185 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/testdata/bench/gen"
+)
+
+// sameAsPprof checks that decodePprof reads raw as profile.ParseUncompressed
+// does: equal once each is merged by pprof (profile.Merge folds samples of
+// equal stacks and labels, which decodePprof has done already), with no
+// more samples than pprof's and the same value totals.
+func sameAsPprof(t testing.TB, raw []byte) {
+	t.Helper()
+	want, wantErr := profile.ParseUncompressed(raw)
+	got, err := decodePprof(raw)
+	if err != nil {
+		return // the caller falls back to ParseUncompressed: nothing to compare
+	}
+	if wantErr != nil {
+		t.Fatalf("decodePprof read what pprof rejects (%v)", wantErr)
+	}
+	if len(got.Sample) > len(want.Sample) {
+		t.Fatalf("%d samples, pprof has %d", len(got.Sample), len(want.Sample))
+	}
+	if len(got.Location) != len(want.Location) || len(got.Function) != len(want.Function) || len(got.Mapping) != len(want.Mapping) {
+		t.Fatalf("locations/functions/mappings %d/%d/%d, pprof %d/%d/%d",
+			len(got.Location), len(got.Function), len(got.Mapping), len(want.Location), len(want.Function), len(want.Mapping))
+	}
+	total := func(p *profile.Profile) []int64 {
+		out := make([]int64, len(p.SampleType))
+		for _, s := range p.Sample {
+			for i := range min(len(out), len(s.Value)) {
+				out[i] += s.Value[i]
+			}
+		}
+		return out
+	}
+	gt, wt := total(got), total(want)
+	for i := range wt {
+		if gt[i] != wt[i] {
+			t.Fatalf("sample type %d totals %d, pprof %d", i, gt[i], wt[i])
+		}
+	}
+	if (got.CheckValid() == nil) != (want.CheckValid() == nil) {
+		t.Fatalf("CheckValid: %v, pprof's: %v", got.CheckValid(), want.CheckValid())
+	}
+	if want.CheckValid() != nil {
+		return // Merge needs a valid profile
+	}
+	gm, err := profile.Merge([]*profile.Profile{got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, err := profile.Merge([]*profile.Profile{want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := gm.String(), wm.String(); g != w {
+		t.Fatalf("decoded profile differs from pprof's:\n got %.2000s\nwant %.2000s", g, w)
+	}
+}
+
+func rawProfile(t testing.TB, p *profile.Profile) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := p.WriteUncompressed(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestDecodePprof compares decodePprof with pprof's decoder on every
+// legacy peer profile written as profile.proto (labels, inlined lines,
+// kernel mappings, comments), on the benchmark generator's profile with
+// labels added, and on a profile whose repeated stacks it merges.
+func TestDecodePprof(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
+	for _, f := range files {
+		if filepath.Base(f) == "LICENSE" {
+			continue
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.ParseData(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw := rawProfile(t, p)
+			if _, err := decodePprof(raw); err != nil {
+				t.Fatalf("decodePprof: %v", err)
+			}
+			sameAsPprof(t, raw)
+		})
+	}
+	t.Run("generated with labels", func(t *testing.T) {
+		p := gen.Generate(20000, 2000, 500, 4, 7)
+		for i, s := range p.Sample {
+			switch i % 4 {
+			case 1:
+				s.Label = map[string][]string{"thread": {"a"}, "x": {"1", "2"}}
+			case 2:
+				s.NumLabel = map[string][]int64{"bytes": {int64(i % 3)}, "n": {1, 2}}
+				s.NumUnit = map[string][]string{"bytes": {"bytes"}}
+			case 3:
+				s.Label = map[string][]string{"thread": {"b"}}
+				s.NumLabel = map[string][]int64{"n": {7}}
+			}
+		}
+		p.Comments = []string{"one", "two"}
+		p.DropFrames, p.KeepFrames, p.DocURL = "runtime\\..*", "main", "https://example.com/doc"
+		p.Mapping[0].File = "[kernel.kallsyms]_text"
+		raw := rawProfile(t, p)
+		sameAsPprof(t, raw)
+		got, err := decodePprof(raw)
+		if err != nil {
+			t.Fatalf("decodePprof: %v", err)
+		}
+		if got.Mapping[0].KernelRelocationSymbol != "_text" || got.DocURL != p.DocURL || len(got.Comments) != 2 {
+			t.Errorf("kernel symbol %q, doc %q, comments %q", got.Mapping[0].KernelRelocationSymbol, got.DocURL, got.Comments)
+		}
+	})
+	t.Run("repeated stacks merge", func(t *testing.T) {
+		p := gen.Generate(1000, 10, 50, 2, 1)
+		raw := rawProfile(t, p)
+		got, err := decodePprof(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Sample) <= 10 || len(got.Sample) > 10 {
+			t.Fatalf("%d records over 10 stacks decoded to %d samples", len(p.Sample), len(got.Sample))
+		}
+		sameAsPprof(t, raw)
+	})
+}
+
+// FuzzDecodePprof checks, on arbitrary bytes, that whatever decodePprof
+// accepts pprof reads the same way: go test -fuzz FuzzDecodePprof ./web/ingest.
+func FuzzDecodePprof(f *testing.F) {
+	f.Add(rawProfile(f, gen.Generate(200, 40, 30, 2, 1)))
+	b, err := os.ReadFile(filepath.Join("../../testdata/peers", "pprof", "cppbench.heap"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if p, err := profile.ParseData(b); err == nil {
+		f.Add(rawProfile(f, p))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { sameAsPprof(t, raw) })
+}
+
+// BenchmarkDecodePprof compares pprof's decoder with decodePprof on the
+// benchmark generator's profile (VIEWER_BENCH_SAMPLES samples, default
+// 200,000, over a quarter as many stacks), uncompressed, in one run:
+//
+//	go test -run '^$' -bench DecodePprof -benchtime 3x -benchmem ./web/ingest/
+func BenchmarkDecodePprof(b *testing.B) {
+	n := 200000
+	if s := os.Getenv("VIEWER_BENCH_SAMPLES"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	raw := rawProfile(b, gen.Generate(n, n/4, n/10, 20, 1))
+	for _, d := range []struct {
+		name   string
+		decode func([]byte) (*profile.Profile, error)
+	}{{"pprof", profile.ParseUncompressed}, {"protowire", decodePprof}} {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
