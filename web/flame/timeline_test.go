@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/testdata/bench/gen"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -75,4 +76,32 @@ func TestBuildTimeline(t *testing.T) {
 	if tl := BuildTimeline(handProfile(), 1); len(tl.Rows) != 0 || tl.BucketNanos != 0 {
 		t.Errorf("a profile without times has a timeline: %+v", tl)
 	}
+}
+
+// BenchmarkTimeRange measures what a timeline selection costs the server
+// on the benchmark profile with times (genprofile -times 8): the tree and
+// the top table of a 5 s range of its 60 s.
+func BenchmarkTimeRange(b *testing.B) {
+	p := benchProfile(b)
+	gen.AddTimes(p, 8, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+	r, _ := ParseTimeRange("10-15")
+	f := Filter{Time: r}
+	b.Run("tree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Build(p, 1, Options{MinFraction: DefaultMinFraction, Filter: f}).JSON()
+		}
+	})
+	b.Run("top", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			TopFiltered(p, 1, f)
+		}
+	})
+	b.Run("timeline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			BuildTimeline(p, 1).JSON()
+		}
+	})
 }
