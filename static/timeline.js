@@ -34,8 +34,10 @@ function fmtSec(s) {
   return s.toFixed(digits);
 }
 
+/** timeline.json beside the profile's flame.json; null for other trees (the data-type flame graph). */
 function url() {
   const u = new URL(config.dataURL, location.href);
+  if (!/^\/p\/[^/]+\/flame\.json$/.test(u.pathname)) return null;
   u.pathname = u.pathname.replace(/\/flame\.json$/, '/timeline.json');
   const si = u.searchParams.get('si');
   u.search = si ? `?si=${encodeURIComponent(si)}` : '';
@@ -43,6 +45,7 @@ function url() {
 }
 
 async function load() {
+  if (!url()) return;
   const resp = await fetch(url(), { headers: { Accept: 'application/json' } });
   if (!resp.ok) return;
   data = await resp.json();
