@@ -324,6 +324,16 @@ func (ts *typesService) profile(ctx context.Context, l *Loaded, si int, skid boo
 // noAddressDSO collects samples whose leaf has no address to attribute.
 const noAddressDSO = "(no address)"
 
+// leafFunc is the profile's name of the innermost function at loc ("" when
+// it has none): the data-type page names the unattributed share's
+// functions with it.
+func leafFunc(loc *profile.Location) string {
+	if len(loc.Line) > 0 && loc.Line[0].Function != nil {
+		return loc.Line[0].Function.Name
+	}
+	return ""
+}
+
 // compute attributes every sample's leaf address. Binaries without code or
 // debug info are listed with the reason and their samples count as unknown:
 // one bad binary never fails the page.
@@ -355,7 +365,7 @@ func (ts *typesService) compute(ctx context.Context, p *profile.Profile, si int,
 			groups[loc.Mapping] = g
 			order = append(order, loc.Mapping)
 		}
-		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w})
+		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w, Func: leafFunc(loc)})
 		g.locs = append(g.locs, loc)
 	}
 	agg := datatype.NewAggregator()
