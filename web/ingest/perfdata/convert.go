@@ -169,10 +169,15 @@ const TimeLabel = "time"
 // resolution, and the factor by which keeping time multiplies the samples.
 const MaxTimeBuckets = 500
 
-// TimeBucket is the smallest 1, 2 or 5 × 10^k nanoseconds that splits span
-// into at most MaxTimeBuckets buckets.
+// MinTimeBucket is the finest time bucket: 1 ms, about perf record's
+// default sampling interval, so a short recording's samples of one stack
+// are not kept apart per sample.
+const MinTimeBucket = 1_000_000
+
+// TimeBucket is the smallest 1, 2 or 5 × 10^k nanoseconds, at least
+// MinTimeBucket, that splits span into at most MaxTimeBuckets buckets.
 func TimeBucket(span uint64) uint64 {
-	for b := uint64(1); ; b *= 10 {
+	for b := uint64(MinTimeBucket); ; b *= 10 {
 		for _, m := range []uint64{1, 2, 5} {
 			if span/(b*m) < MaxTimeBuckets {
 				return b * m
