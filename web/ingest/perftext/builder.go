@@ -42,14 +42,15 @@ type builder struct {
 	maps       map[string]*profile.Mapping
 	locs       map[locKey]*profile.Location
 	samples    map[string]*profile.Sample
+	key        []byte
+	locBuf     []*profile.Location
+	n          int
+
 	// at is the time (ns) of the sample add adds next, 0 when the input
 	// gives none; timed remembers each timed sample, so that finish can
 	// split the aggregated samples by time bucket (perfdata.TimeLabel).
-	at     int64
-	timed  []timedSample
-	key    []byte
-	locBuf []*profile.Location
-	n      int
+	at    int64
+	timed []timedSample
 
 	bad      int
 	badLines []string
