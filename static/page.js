@@ -163,6 +163,25 @@ export async function reload() {
 
 /** The tree drawn now. */
 export function currentTree() { return tree; }
+/**
+ * Sets query parameter key of every view (the timeline's t=; '' removes it)
+ * in the page's URL, its data and its links, and redraws (static/timeline.js).
+ */
+export function setViewParam(key, value) {
+  const set = (url) => {
+    const u = new URL(url, location.href);
+    if (value) u.searchParams.set(key, value); else u.searchParams.delete(key);
+    return u.pathname + u.search + u.hash;
+  };
+  config.dataURL = set(config.dataURL);
+  dataURL = set(dataURL);
+  for (const id of ['svg-link', 'top-link']) {
+    const a = $(id);
+    if (a) a.href = set(a.getAttribute('href'));
+  }
+  history.replaceState(history.state, '', set(location.href));
+  return reload();
+}
 
 function showStatus(text, isError) {
   status.textContent = text;

@@ -2,7 +2,10 @@
 // sandwich.json (two trees in the flame.json format, each rooted at the
 // function, built on the server from every sample). The callers tree is drawn
 // root at the bottom so the function sits in the middle of the sandwich.
-// Clicking a frame makes that function the sandwiched one (URL fn=).
+// Clicking a frame makes that function the sandwiched one (URL fn=). The
+// search box highlights matching frames in both (URL q=), and the Flame
+// graph link opens the flame graph zoomed at the function on its hottest
+// call path (z=, the widest caller at each step).
 
 import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
 
@@ -74,8 +77,61 @@ async function load() {
   status.hidden = true;
   callers.setTree(new Tree(data.callers));
   callees.setTree(new Tree(data.callees));
+  zoomLink(callers.tree);
+  applySearch();
   document.body.dataset.ready = '1';
 }
+
+/** Points the Flame graph link at the function on its hottest call path. */
+function zoomLink(t) {
+  const a = $('flame-at');
+  if (!a || !t || t.length === 0) return;
+  // From the function (the callers tree's root) up through the widest
+  // caller at each step to the outermost frame: the zoom path reversed.
+  const path = [];
+  for (let i = 0; ;) {
+    path.push(t.label(i));
+    let best = -1;
+    for (let j = i + 1; j < t.end[i]; j = t.end[j]) if (best < 0 || t.total[j] > t.total[best]) best = j;
+    if (best < 0 || t.label(best) === '…') break;
+    i = best;
+  }
+  path.reverse();
+  const u = new URL(a.dataset.flameUrl, location.href);
+  u.searchParams.delete('z');
+  for (const name of path) u.searchParams.append('z', name);
+  a.href = u.pathname + u.search;
+}
+
+const search = $('search');
+const matchOut = $('match');
+
+function applySearch() {
+  const q = search.value;
+  let re = null;
+  if (q) {
+    try { re = new RegExp(q, 'i'); } catch { re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i'); }
+  }
+  let frames = 0;
+  for (const g of [callers, callees]) {
+    if (!g.tree) continue;
+    const m = g.setSearch(re);
+    if (m) frames += m.frames;
+  }
+  matchOut.hidden = !q;
+  matchOut.textContent = q ? (frames ? `${frames.toLocaleString('en-US')} frame${frames === 1 ? '' : 's'} match` : 'no match') : '';
+  const u = new URL(location.href);
+  if (q) u.searchParams.set('q', q); else u.searchParams.delete('q');
+  history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+}
+search.value = new URLSearchParams(location.search).get('q') || '';
+search.addEventListener('input', applySearch);
+document.addEventListener('keydown', (e) => {
+  if (e.key === '/' && document.activeElement !== search && !e.ctrlKey && !e.metaKey) {
+    e.preventDefault();
+    search.focus();
+  }
+});
 
 const si = $('si');
 if (si) si.addEventListener('change', () => { const p = new URLSearchParams(location.search); p.set('si', si.value); location.search = p.toString(); });

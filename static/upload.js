@@ -1,7 +1,8 @@
-// upload.js: the index page. Picking a file submits the form (a plain
-// multipart POST to /upload that redirects to the profile); dropping a file
-// anywhere on the page uploads it with fetch to the JSON API and then opens
-// the returned link.
+// upload.js: the index page. Picking a file, or dropping one anywhere on the
+// page, uploads it with fetch to the JSON API and then opens the returned
+// link (without scripts the form is a plain multipart POST to /upload). Each
+// upload is remembered in this browser's localStorage only, and listed
+// under "Recent uploads"; the server keeps no such list.
 
 import { formatValue } from './flame.js';
 
@@ -23,10 +24,52 @@ function size(n) {
 input.addEventListener('change', () => {
   const f = input.files && input.files[0];
   if (!f) return;
-  say(`Uploading ${f.name} (${size(f.size)})…`, 'busy');
-  form.classList.add('busy');
-  form.requestSubmit();
+  upload(f);
 });
+
+// ---- recent uploads (localStorage) ----
+
+const RECENT = 'viewer.recent';
+const RECENT_KEPT = 12;
+
+function recent() {
+  try {
+    const v = JSON.parse(localStorage.getItem(RECENT) || '[]');
+    return Array.isArray(v) ? v.filter((r) => r && typeof r.url === 'string' && r.url.startsWith('/p/')) : [];
+  } catch { return []; }
+}
+
+function remember(file, url) {
+  const list = recent().filter((r) => r.url !== url);
+  list.unshift({ name: file.name, size: file.size, url, at: Date.now() });
+  try { localStorage.setItem(RECENT, JSON.stringify(list.slice(0, RECENT_KEPT))); } catch { /* storage full or off */ }
+}
+
+function showRecent() {
+  const box = document.getElementById('recent');
+  const ul = document.getElementById('recent-list');
+  if (!box || !ul) return;
+  const list = recent();
+  ul.textContent = '';
+  for (const r of list) {
+    const li = document.createElement('li');
+    const a = document.createElement('a');
+    a.href = r.url;
+    a.textContent = r.name || r.url;
+    const meta = document.createElement('span');
+    meta.className = 'muted';
+    meta.textContent = ` ${size(r.size || 0)} · ${new Date(r.at).toLocaleString()}`;
+    li.append(a, meta);
+    ul.append(li);
+  }
+  box.hidden = list.length === 0;
+}
+
+document.getElementById('recent-clear')?.addEventListener('click', () => {
+  localStorage.removeItem(RECENT);
+  showRecent();
+});
+showRecent();
 
 async function upload(file) {
   say(`Uploading ${file.name} (${size(file.size)})…`, 'busy');
@@ -42,6 +85,7 @@ async function upload(file) {
       const msg = (json && (json.error || json.message)) || text.trim() || resp.statusText;
       throw new Error(`${file.name}: ${msg} (HTTP ${resp.status})`);
     }
+    remember(file, json.url);
     say(`Uploaded; opening ${json.url}…`, 'ok');
     location.assign(json.url);
   } catch (err) {

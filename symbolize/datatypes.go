@@ -64,6 +64,16 @@ type DataTypeResult struct {
 // noAddressDSO collects samples whose leaf has no address to attribute.
 const noAddressDSO = "(no address)"
 
+// leafFunc is the profile's name of the innermost function at loc ("" when
+// it has none): the data-type page names the unattributed share's
+// functions with it.
+func leafFunc(loc *profile.Location) string {
+	if len(loc.Line) > 0 && loc.Line[0].Function != nil {
+		return loc.Line[0].Function.Name
+	}
+	return ""
+}
+
 // typesBinary is a binary's data-type facet in the store: its code and
 // DWARF indexed for attribution, and how its addresses map.
 type typesBinary struct {
@@ -190,7 +200,7 @@ func (s *Symbolizer) DataTypes(ctx context.Context, p *profile.Profile, si int, 
 			groups[loc.Mapping] = g
 			order = append(order, loc.Mapping)
 		}
-		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w})
+		g.samples = append(g.samples, datatype.Sample{PC: loc.Address, Weight: w, Func: leafFunc(loc)})
 		g.locs = append(g.locs, loc)
 	}
 	agg := datatype.NewAggregator()

@@ -1,6 +1,9 @@
 package views
 
-import "net/url"
+import (
+	"net/url"
+	"strconv"
+)
 
 // FilterBar is the pprof-style filter form of a profile's pages: focus (f),
 // ignore (i), hide (h) and show (s) regexps, kept in the URL, and the
@@ -88,8 +91,9 @@ type SourcePage struct {
 	Total    string // the function's cum
 	Lines    []SourceLine
 	FlameURL string
-	// AnnotateURL is the function's annotate view ("" for a file's page).
-	AnnotateURL string
+	// SandwichURL and AnnotateURL are the function's callers and
+	// callees, and its disassembly with per-instruction values.
+	SandwichURL, AnnotateURL string
 	// Others lists other files the function's samples fall in (inlined
 	// code), as links.
 	Others []NavLink
@@ -105,3 +109,22 @@ type SourceLine struct {
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// hottestLine is the line with the largest cum (0 when no line has any).
+func hottestLine(lines []SourceLine) int {
+	best, n := 0.0, 0
+	for _, l := range lines {
+		if l.CumFrac > best {
+			best, n = l.CumFrac, l.N
+		}
+	}
+	return n
+}
+
+// fracPct is a 0..1 share as the tables print it ("12.34%"), "" for none.
+func fracPct(f float64) string {
+	if f <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
+}

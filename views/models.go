@@ -16,6 +16,29 @@ type NavLink struct {
 	Active      bool
 }
 
+// navLinks is links with one link per label, in first-seen order: a page
+// that adds a link its profile's navigation already has (Types) marks
+// that one active instead of repeating it.
+func navLinks(links []NavLink) []NavLink {
+	out := make([]NavLink, 0, len(links))
+	for _, l := range links {
+		dup := false
+		for i := range out {
+			if out[i].Label == l.Label {
+				out[i].Active = out[i].Active || l.Active
+				if l.Active {
+					out[i].Href = l.Href
+				}
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // IndexPage is the upload page at /.
 type IndexPage struct {
 	Page

@@ -1,5 +1,10 @@
 package views
 
+import (
+	"strconv"
+	"strings"
+)
+
 // TypesPage is the data-type page at /p/ID/types: which data types and
 // members the samples' instructions access, like `perf report -s
 // type,typeoff` and `perf annotate --data-type`.
@@ -110,4 +115,52 @@ type UnknownRow struct {
 type TypeDSO struct {
 	Name, BuildID, Source, Error string
 	Samples, Pct                 string
+}
+
+// collapsedMembers is a type's layout with the elements of each array left
+// out when none of them (nor anything inside them) was hit: the array's
+// own row (`char comm[16]`) stands for them, as one row. An array with a
+// hit element keeps all its element rows, so the hit one shows in place.
+func collapsedMembers(rows []MemberRow) []MemberRow {
+	out := make([]MemberRow, 0, len(rows))
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		if !strings.HasPrefix(r.Field, "[") {
+			out = append(out, r)
+			i++
+			continue
+		}
+		// The run of this array's elements: rows at its depth or deeper.
+		j, hit := i, false
+		for j < len(rows) && rows[j].Depth >= r.Depth && (rows[j].Depth > r.Depth || strings.HasPrefix(rows[j].Field, "[")) {
+			hit = hit || rows[j].Accessed
+			j++
+		}
+		if hit {
+			out = append(out, rows[i:j]...)
+		}
+		i = j
+	}
+	return out
+}
+
+// plural is n and noun, with an s unless n is 1 ("1 reason", "3 reasons").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// valueHeader heads the column of values beside the shares: "Samples"
+// when the sample type counts samples (perf report's "(N samples)"),
+// else the unit.
+func valueHeader(unit string) string {
+	switch unit {
+	case "", "count":
+		return "Samples"
+	case "nanoseconds":
+		return "Time"
+	}
+	return "Value"
 }

@@ -12,10 +12,14 @@ import (
 	"viewer/web/flame"
 )
 
-// queryFilter reads pprof's f, i, h and s parameters (400 on a bad regexp).
+// queryFilter reads pprof's f, i, h and s parameters and the timeline's
+// t (400 on a bad regexp or range).
 func queryFilter(c echo.Context) (flame.Filter, error) {
 	f, err := flame.ParseFilter(c.QueryParam("f"), c.QueryParam("i"), c.QueryParam("h"), c.QueryParam("s"))
 	if err != nil {
+		return flame.Filter{}, httpError(http.StatusBadRequest, "%v", err)
+	}
+	if f.Time, err = flame.ParseTimeRange(c.QueryParam("t")); err != nil { // the timeline's range (timeline.go)
 		return flame.Filter{}, httpError(http.StatusBadRequest, "%v", err)
 	}
 	return f, nil
@@ -31,11 +35,11 @@ func filterETag(f flame.Filter) string {
 	return "-f" + hex.EncodeToString(sum[:6])
 }
 
-// filterQuery is the f, i, h and s parameters of c's request, to carry
+// filterQuery is the f, i, h, s and t parameters of c's request, to carry
 // over to other links ("" when none).
 func filterQuery(c echo.Context) url.Values {
 	v := url.Values{}
-	for _, k := range flame.FilterParams {
+	for _, k := range append(flame.FilterParams[:], "t") {
 		if q := c.QueryParam(k); q != "" {
 			v.Set(k, q)
 		}
@@ -64,5 +68,14 @@ func flameFilterBar(c echo.Context, id string) views.FilterBar {
 		Action: "/p/" + id, SI: c.QueryParam("si"),
 		F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
 		CompareAction: "/p/" + id + "/compare",
+		Keep:          keepTime(c),
 	}
+}
+
+// keepTime carries the timeline's range (t) through a filter form.
+func keepTime(c echo.Context) [][2]string {
+	if t := c.QueryParam("t"); t != "" {
+		return [][2]string{{"t", t}}
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/top.json", s.handleTopJSON) // the flame page's table and search share (zoom.go)
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
+	e.GET("/p/:id/timeline.json", s.handleTimelineJSON) // samples per thread over time; t= filters every view (timeline.go)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/datatypes.go)
 	// The annotate view, /p/:id/annotate and its JSON (web/annotate.go).

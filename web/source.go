@@ -382,6 +382,9 @@ func (s *Server) handleSource(c echo.Context) error {
 		Fn:       what,
 		Unit:     st.Unit,
 		FlameURL: profileURL(id, "", c.QueryParam("si")),
+		// Callers of the function, and its instructions (annotate).
+		SandwichURL: "/p/" + id + "/sandwich?" + url.Values{"fn": {fn}, "si": {st.Type}}.Encode(),
+		AnnotateURL: "/p/" + id + "/annotate?" + url.Values{"fn": {fn}, "si": {st.Type}}.Encode(),
 	}
 	if fn != "" {
 		page.AnnotateURL = annotateURL(id, fn, c.QueryParam("si"), true)

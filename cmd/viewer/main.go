@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -78,6 +79,10 @@ func runWith(ctx context.Context, args []string, s stdio) error {
 		}
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+		fmt.Fprintln(s.out, version())
+		return nil
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		return usageError{fmt.Sprintf("unknown subcommand %q; run 'viewer help' for the list", args[0])}
@@ -96,6 +101,36 @@ func usage() string {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-16s %s\n", n, commands[n].summary)
 	}
-	b.WriteString("\nRun 'viewer <subcommand> -h' for its flags.\n")
+	b.WriteString("\nRun 'viewer <subcommand> -h' for its flags, 'viewer --version' for the build.\n")
 	return b.String()
+}
+
+// version is the build's module version, VCS revision and time, and the Go
+// release it was built with, from the binary's own build information.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "viewer (no build information)"
+	}
+	v := "viewer " + bi.Main.Version
+	var rev, at, dirty string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.time":
+			at = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	if at != "" {
+		v += " " + at
+	}
+	return v + ", " + bi.GoVersion
 }

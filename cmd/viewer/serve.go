@@ -205,6 +205,25 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// limitSize is a sizeFlag that may also be 0 (no limit, or the default
+// bound, as the flag says).
+type limitSize sizeFlag
+
+func (f limitSize) String() string {
+	if f == 0 {
+		return "0"
+	}
+	return sizeFlag(f).String()
+}
+
+func (f *limitSize) Set(s string) error {
+	if strings.TrimSpace(s) == "0" {
+		*f = 0
+		return nil
+	}
+	return (*sizeFlag)(f).Set(s)
+}
+
 // sizeFlag is a byte count given as 512MiB, 2GiB, 100MB, 4096 and so on.
 type sizeFlag int64
 

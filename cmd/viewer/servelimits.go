@@ -17,12 +17,13 @@ import (
 // handled at once, and the optional upload token.
 type limitFlags struct {
 	samples, locations, functions, mappings, records int
-	frames, depth, strs, line                        int
+	frames, depth, strs                              int
+	line, renderBytes                                limitSize // sizes, 0: no limit
 	ingestMemory, minRate, memoryLimit               sizeFlag
 	uploads                                          int
 	uploadWait, uploadIdle, uploadDeadline           time.Duration
 	renderTimeout                                    time.Duration
-	renderNodes, renderBytes                         int
+	renderNodes                                      int
 	token, tokenFile                                 string
 	behindProxy                                      bool
 }
@@ -37,7 +38,8 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together; 0: no limit")
 	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
-	fs.IntVar(&f.line, "max-line", ingest.DefaultMaxLineBytes, "longest line, in bytes, of a text profile (folded stacks, perf script); 0: the text parsers' own bound, which is also the most it can be")
+	f.line = limitSize(ingest.DefaultMaxLineBytes)
+	fs.Var(&f.line, "max-line", "longest line of a text profile (folded stacks, perf script), e.g. 4MiB; 0: the text parsers' own bound, which is also the most it can be")
 	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
 	fs.Var(&f.ingestMemory, "ingest-memory", "memory shared by all uploads being parsed, each taking its estimated cost first (e.g. 1GiB); an upload needing more is refused with 413, one finding it taken waits --upload-wait, then gets 503")
 	fs.Var(&f.memoryLimit, "memory-limit", "soft limit on the server's Go heap, which makes garbage collection work harder near it (as GOMEMLIMIT, which wins when set; default --ingest-memory plus 256MiB)")
@@ -46,7 +48,8 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.DurationVar(&f.uploadDeadline, "upload-deadline", web.DefaultUploadDeadline, "longest an upload body may take in all")
 	fs.DurationVar(&f.renderTimeout, "render-timeout", web.DefaultRenderTimeout, "longest the building of one view (flame.json, flame.svg, diff, sandwich) may take; then it is answered 503")
 	fs.IntVar(&f.renderNodes, "render-nodes", flame.DefaultBudgetNodes, "most frames one built view holds; larger trees are compacted by width, then depth, and say so")
-	fs.IntVar(&f.renderBytes, "render-bytes", flame.DefaultBudgetBytes, "about the most bytes one built view's encoding holds; larger trees are compacted")
+	f.renderBytes = limitSize(flame.DefaultBudgetBytes)
+	fs.Var(&f.renderBytes, "render-bytes", "about the most one built view's encoding holds (e.g. 32MiB); larger trees are compacted; 0: no limit")
 	fs.IntVar(&f.uploads, "max-concurrent-uploads", web.DefaultMaxConcurrentUploads, "uploads parsed at once (once their body is read); more wait up to --upload-wait, then get 503 with Retry-After")
 	fs.DurationVar(&f.uploadWait, "upload-wait", 2*time.Second, "how long an upload waits for a free slot before it is refused as busy")
 	fs.DurationVar(&f.uploadIdle, "upload-idle", 30*time.Second, "drop an upload whose body stops arriving for this long")
@@ -64,7 +67,7 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		}
 		return n
 	}
-	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records, f.frames, f.depth, f.strs, f.line, f.renderNodes, f.renderBytes} {
+	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records, f.frames, f.depth, f.strs, int(f.line), f.renderNodes, int(f.renderBytes)} {
 		if n < 0 {
 			return web.Limits{}, "", usageError{"serve: --max-samples, --max-locations, --max-functions, --max-mappings, --max-records, --max-frames, --max-stack-depth, --max-strings, --max-line, --render-nodes and --render-bytes must be 0 (no limit) or more"}
 		}
@@ -84,9 +87,9 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 	lim := web.Limits{
 		MaxSamples: count(f.samples), MaxLocations: count(f.locations), MaxFunctions: count(f.functions),
 		MaxMappings: count(f.mappings), MaxRecords: count(f.records),
-		MaxFrames: count(f.frames), MaxStackDepth: count(f.depth), MaxStrings: count(f.strs), MaxLineBytes: count(f.line),
+		MaxFrames: count(f.frames), MaxStackDepth: count(f.depth), MaxStrings: count(f.strs), MaxLineBytes: count(int(f.line)),
 		IngestMemory: int64(f.ingestMemory), MinUploadRate: int64(f.minRate), UploadDeadline: f.uploadDeadline,
-		RenderTimeout: f.renderTimeout, RenderNodes: count(f.renderNodes), RenderBytes: count(f.renderBytes),
+		RenderTimeout: f.renderTimeout, RenderNodes: count(f.renderNodes), RenderBytes: count(int(f.renderBytes)),
 		MaxConcurrentUploads: f.uploads, UploadWait: f.uploadWait, UploadIdle: f.uploadIdle,
 	}
 	tok := strings.TrimSpace(f.token)

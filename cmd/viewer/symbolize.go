@@ -37,7 +37,8 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 	fs.Var(&debugDirs, "debug-dir", "a `DIR` with binaries or debug files (build-ID tree or plain files); may be repeated")
 	out := fs.String("o", "", "write the symbolized profile to `OUT.pb.gz`")
 	ignoreVmlinux := fs.Bool("ignore-vmlinux", false, "resolve the kernel from kallsyms only, not from a vmlinux")
-	cacheSize := fs.Int64("symbol-cache-size", 1<<30, "`BYTES` of loaded debug info to keep")
+	cacheSize := sizeFlag(1 << 30)
+	fs.Var(&cacheSize, "symbol-cache-size", "memory for loaded debug info (e.g. 1GiB)")
 	unwindOn := unwindFlag(fs)
 	dflags := debuginfod.RegisterFlags(fs)
 	fs.Usage = func() {
@@ -83,7 +84,7 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 		}
 	}
 
-	cfg := symbolize.Config{DebugDirs: debugDirs, CacheBytes: *cacheSize, IgnoreVmlinux: *ignoreVmlinux}
+	cfg := symbolize.Config{DebugDirs: debugDirs, CacheBytes: int64(cacheSize), IgnoreVmlinux: *ignoreVmlinux}
 	dcfg, err := dflags.Config(os.Getenv)
 	if err != nil {
 		return usageError{"symbolize: " + err.Error()}

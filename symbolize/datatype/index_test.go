@@ -219,7 +219,7 @@ func TestProfileArrayIndex(t *testing.T) {
 	constant := findInsn(t, funcs, "load_third", "(%rdi)")
 	agg := NewAggregator()
 	agg.AddDSO(DSO{Name: "index", DebugSource: path})
-	agg.Add("index", b, []Sample{{variable, 47}, {constant, 3}})
+	agg.Add("index", b, []Sample{{PC: variable, Weight: 47}, {PC: constant, Weight: 3}})
 	p := agg.Profile()
 	rows := map[string]MemberStat{}
 	for _, ts := range p.Types {

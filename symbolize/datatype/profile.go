@@ -12,6 +12,10 @@ import (
 type Sample struct {
 	PC     uint64
 	Weight int64
+	// Func is the profile's name for the sample's leaf function, if it has
+	// one: it names the functions of samples whose binary has no debug
+	// info (a Go binary built without DWARF still has its names).
+	Func string
 }
 
 // DSO describes one binary that contributed samples, for the page's list of
@@ -152,24 +156,35 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 	d := &a.dsos[a.dsoIdx[dso]]
 	if b == nil {
 		acc := unknown("%s", why)
-		var w int64
-		minPC, seen := uint64(0), false
+		// Per function the profile names (Sample.Func), in first-seen order.
+		type fnAcc struct {
+			w     int64
+			minPC uint64
+		}
+		byFn := map[string]*fnAcc{}
+		var fns []string
 		for _, s := range samples {
 			if s.Weight <= 0 {
 				continue
 			}
-			w += s.Weight
-			if !seen || s.PC < minPC {
-				minPC, seen = s.PC, true
+			f := byFn[s.Func]
+			if f == nil {
+				f = &fnAcc{minPC: s.PC}
+				byFn[s.Func] = f
+				fns = append(fns, s.Func)
 			}
+			f.w += s.Weight
+			f.minPC = min(f.minPC, s.PC)
+			d.Samples += s.Weight
+			a.total += s.Weight
 			if a.KeepAccesses {
 				a.keep(dso, s.PC, acc)
 			}
 		}
-		d.Samples += w
-		a.total += w
-		if seen {
-			a.addAccess(dso, nil, minPC, acc, w)
+		for _, fn := range fns {
+			fa := acc
+			fa.Func = fn
+			a.addAccess(dso, nil, byFn[fn].minPC, fa, byFn[fn].w)
 		}
 		return
 	}

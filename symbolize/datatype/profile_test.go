@@ -20,9 +20,9 @@ func TestProfile(t *testing.T) {
 	push := findInsn(t, funcs, "make_node", "push %rbx")
 	agg := NewAggregator()
 	agg.AddDSO(DSO{Name: "datatype", BuildID: "abc", DebugSource: path})
-	agg.Add("datatype", b, []Sample{{key, 3}, {y, 2}, {local, 2}, {key, 2}, {add, 1}, {push, 1}, {push, 0}})
+	agg.Add("datatype", b, []Sample{{PC: key, Weight: 3}, {PC: y, Weight: 2}, {PC: local, Weight: 2}, {PC: key, Weight: 2}, {PC: add, Weight: 1}, {PC: push, Weight: 1}, {PC: push, Weight: 0}})
 	agg.AddDSO(DSO{Name: "libmissing.so", Error: "no debug info found for build ID ff00"})
-	agg.Add("libmissing.so", nil, []Sample{{0x1234, 3}})
+	agg.Add("libmissing.so", nil, []Sample{{PC: 0x1234, Weight: 3}})
 	p := agg.Profile()
 
 	if p.Total != 14 {

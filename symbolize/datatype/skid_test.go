@@ -34,7 +34,7 @@ func TestSkid(t *testing.T) {
 		agg := NewAggregator()
 		agg.Skid = skid
 		agg.KeepAccesses = true
-		agg.Add("skid", b, []Sample{{pc, 1}})
+		agg.Add("skid", b, []Sample{{PC: pc, Weight: 1}})
 		a, ok := agg.Access("skid", pc)
 		if !ok {
 			t.Fatalf("no access kept for %#x", pc)

@@ -3,8 +3,12 @@ package flame
 import (
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest/perfdata"
 )
 
 // Filter selects samples and frames by regular expressions on frame names,
@@ -22,6 +26,55 @@ import (
 // case-sensitive, as pprof's are.
 type Filter struct {
 	Focus, Ignore, Hide, Show *regexp.Regexp
+	// Time, when set, keeps only the samples taken in it (t=).
+	Time *TimeRange
+}
+
+// TimeRange is a half-open range [From, To) of nanoseconds since a
+// recording's first sample, as the t query parameter gives it in seconds
+// ("1.5-2.25"). It keeps the samples whose perfdata.TimeLabel is in it; a
+// profile without times has none in any range.
+type TimeRange struct{ From, To int64 }
+
+// ParseTimeRange reads t=FROM-TO, in seconds since the first sample; ""
+// is no range.
+func ParseTimeRange(t string) (*TimeRange, error) {
+	if t == "" {
+		return nil, nil
+	}
+	from, to, ok := strings.Cut(t, "-")
+	a, err1 := strconv.ParseFloat(from, 64)
+	b, err2 := strconv.ParseFloat(to, 64)
+	if !ok || err1 != nil || err2 != nil || a < 0 || b <= a || b > 1e9 {
+		return nil, fmt.Errorf("t=%q is not a time range: give FROM-TO in seconds since the first sample, FROM below TO (t=1.5-2.25)", t)
+	}
+	return &TimeRange{From: int64(a * 1e9), To: int64(b * 1e9)}, nil
+}
+
+// String is the range as the t parameter writes it.
+func (r TimeRange) String() string {
+	return strconv.FormatFloat(float64(r.From)/1e9, 'f', -1, 64) + "-" + strconv.FormatFloat(float64(r.To)/1e9, 'f', -1, 64)
+}
+
+// Has reports whether sample s was taken in r.
+func (r TimeRange) Has(s *profile.Sample) bool {
+	ts := s.NumLabel[perfdata.TimeLabel]
+	return len(ts) == 1 && ts[0] >= r.From && ts[0] < r.To
+}
+
+// inTime is p's samples that f.Time keeps, as a profile of only those
+// (what groupStacks reads); p when f has no range.
+func (f Filter) inTime(p *profile.Profile) *profile.Profile {
+	if f.Time == nil {
+		return p
+	}
+	q := &profile.Profile{Sample: make([]*profile.Sample, 0, len(p.Sample)/4)}
+	for _, s := range p.Sample {
+		if f.Time.Has(s) {
+			q.Sample = append(q.Sample, s)
+		}
+	}
+	return q
 }
 
 // FilterParams are the query parameter names of Filter's fields, in order.
@@ -49,7 +102,7 @@ func ParseFilter(focus, ignore, hide, show string) (Filter, error) {
 
 // Active reports whether f filters anything.
 func (f Filter) Active() bool {
-	return f.Focus != nil || f.Ignore != nil || f.Hide != nil || f.Show != nil
+	return f.Focus != nil || f.Ignore != nil || f.Hide != nil || f.Show != nil || f.Time != nil
 }
 
 // Key is a string that differs between filters that select differently,
@@ -64,7 +117,11 @@ func (f Filter) Key() string {
 		}
 		return re.String()
 	}
-	return fmt.Sprintf("%q%q%q%q", s(f.Focus), s(f.Ignore), s(f.Hide), s(f.Show))
+	k := fmt.Sprintf("%q%q%q%q", s(f.Focus), s(f.Ignore), s(f.Hide), s(f.Show))
+	if f.Time != nil {
+		k += fmt.Sprintf("t%d-%d", f.Time.From, f.Time.To)
+	}
+	return k
 }
 
 // matcher caches, per frame name ID, whether each of a filter's regexps
@@ -144,7 +201,7 @@ func (m *matcher) apply(seq, out []int32) (_ []int32, ok bool) {
 // stacks returns the samples of p for si that pass f, as frames.
 func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 	m := newMatcher(f, fr)
-	uniq := groupStacks(p, si)
+	uniq := groupStacks(f.inTime(p), si)
 	ws := make([]weighted, 0, len(uniq))
 	// The kept frames of every stack go in one buffer, sliced at the end.
 	var all []int32

@@ -120,3 +120,18 @@ func Generate(nSamples, nStacks, nFuncs, nMaps int, seed uint64) *profile.Profil
 	}
 	return p
 }
+
+// AddTimes gives each of p's samples (one per event, as Generate makes
+// them) a time bucket over p's duration and one of threads thread IDs, as
+// the perf.data converter labels them (perfdata.TimeLabel, at most
+// perfdata.MaxTimeBuckets buckets): the benchmark profile of the timeline.
+// Samples are in random order, so every bucket holds a mix of stacks.
+func AddTimes(p *profile.Profile, threads int, bucket int64) {
+	n := int64(len(p.Sample))
+	for i, s := range p.Sample {
+		at := int64(i) * p.DurationNanos / n / bucket * bucket
+		s.NumLabel = map[string][]int64{"time": {at}, "pid": {1}, "tid": {int64(1 + i%threads)}}
+		s.NumUnit = map[string][]string{"time": {"nanoseconds"}}
+		s.Label = map[string][]string{"comm": {"bench-server"}}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"viewer/testdata/bench/gen"
+	"viewer/web/ingest/perfdata"
 )
 
 func main() {
@@ -21,8 +22,12 @@ func main() {
 	functions := flag.Int("functions", 20000, "number of functions")
 	mappings := flag.Int("mappings", 20, "number of mappings")
 	seed := flag.Uint64("seed", 1, "random seed")
+	threads := flag.Int("times", 0, "give the samples times over the 60 s and this many threads (0: no times), for the timeline")
 	flag.Parse()
 	p := gen.Generate(*samples, *stacks, *functions, *mappings, *seed)
+	if *threads > 0 {
+		gen.AddTimes(p, *threads, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+	}
 	f, err := os.Create(*out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

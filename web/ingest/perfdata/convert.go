@@ -153,6 +153,37 @@ type converter struct {
 	unwindBinErrs             map[string]error // binaries the unwinder could not use
 	frameBuf                  []uint64
 	first, last               uint64
+	t0, bucket                uint64 // the time label's origin and bucket width (ns); bucket 0: no label
+}
+
+// TimeLabel is the numeric label (unit nanoseconds) that holds when a
+// sample was taken: the start of its time bucket, as an offset from the
+// first sample. Samples of one stack and thread are kept apart per bucket,
+// so a profile has at most MaxTimeBuckets times as many samples as
+// distinct stacks (and never more than perf.data's sample records): the
+// timeline and the t= time range filter read it, and go tool pprof
+// reads it with -tagfocus=time=1s:2s.
+const TimeLabel = "time"
+
+// MaxTimeBuckets bounds the time buckets of a recording: the timeline's
+// resolution, and the factor by which keeping time multiplies the samples.
+const MaxTimeBuckets = 500
+
+// MinTimeBucket is the finest time bucket: 1 ms, about perf record's
+// default sampling interval, so a short recording's samples of one stack
+// are not kept apart per sample.
+const MinTimeBucket = 1_000_000
+
+// TimeBucket is the smallest 1, 2 or 5 × 10^k nanoseconds, at least
+// MinTimeBucket, that splits span into at most MaxTimeBuckets buckets.
+func TimeBucket(span uint64) uint64 {
+	for b := uint64(MinTimeBucket); ; b *= 10 {
+		for _, m := range []uint64{1, 2, 5} {
+			if span/(b*m) < MaxTimeBuckets {
+				return b * m
+			}
+		}
+	}
 }
 
 type locKey struct {
@@ -206,6 +237,18 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() }) {
 		recs = append([]Record(nil), recs...)
 		sort.SliceStable(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() })
+	}
+	var t0, t1 uint64
+	for _, r := range recs {
+		if s, ok := r.(*Sample); ok && s.Time != 0 {
+			if t0 == 0 {
+				t0 = s.Time
+			}
+			t1 = s.Time
+		}
+	}
+	if t0 != 0 {
+		c.t0, c.bucket = t0, TimeBucket(t1-t0)
 	}
 	for _, r := range recs {
 		var err error
@@ -410,6 +453,12 @@ func (c *converter) sample(s *Sample) error {
 	key = append(key, ',')
 	key = append(key, comm...)
 	key = append(key, 0)
+	var at int64 = -1 // the sample's time bucket start
+	if c.bucket > 0 && s.Time >= c.t0 {
+		at = int64((s.Time - c.t0) / c.bucket * c.bucket)
+		key = strconv.AppendInt(key, at, 36)
+		key = append(key, ';')
+	}
 	for _, l := range locs {
 		key = strconv.AppendUint(key, l.ID, 36)
 		key = append(key, ',')
@@ -428,6 +477,10 @@ func (c *converter) sample(s *Sample) error {
 		}
 		if comm == "" {
 			delete(ps.Label, "comm")
+		}
+		if at >= 0 {
+			ps.NumLabel[TimeLabel] = []int64{at}
+			ps.NumUnit = map[string][]string{TimeLabel: {"nanoseconds"}}
 		}
 		c.p.Sample = append(c.p.Sample, ps)
 		c.samples[string(key)] = ps

@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/elfsym"
+	"viewer/web/ingest/perfdata"
 )
 
 // ErrLimit is wrapped by errors about inputs over a caller's limits.
@@ -44,6 +45,12 @@ type builder struct {
 	key        []byte
 	locBuf     []*profile.Location
 	n          int
+
+	// at is the time (ns) of the sample add adds next, 0 when the input
+	// gives none; timed remembers each timed sample, so that finish can
+	// split the aggregated samples by time bucket (perfdata.TimeLabel).
+	at    int64
+	timed []timedSample
 
 	bad      int
 	badLines []string
@@ -190,7 +197,82 @@ func (b *builder) add(event string, frames []Frame, count, period int64, comm st
 	s.Value[ei] += count
 	s.Value[ei+1] += period
 	b.n++
+	if b.at > 0 {
+		b.timed = append(b.timed, timedSample{s: s, ei: int32(ei), at: b.at, count: count, period: period})
+	}
 	return nil
+}
+
+// timedSample is one input sample with a time: what it added to s.
+type timedSample struct {
+	s             *profile.Sample
+	ei            int32
+	at            int64
+	count, period int64
+}
+
+// splitByTime moves each timed sample's values out of its stack's
+// aggregate into a sample of that stack and time bucket, labelled as the
+// perf.data converter labels them (perfdata.TimeLabel, buckets of
+// perfdata.TimeBucket of the span): at most perfdata.MaxTimeBuckets
+// samples per stack, never more than the input's samples. An aggregate
+// left with nothing (every sample of it was timed) is dropped.
+func (b *builder) splitByTime() {
+	if len(b.timed) == 0 {
+		return
+	}
+	t0, t1 := b.timed[0].at, b.timed[0].at
+	for _, e := range b.timed {
+		t0, t1 = min(t0, e.at), max(t1, e.at)
+	}
+	w := int64(perfdata.TimeBucket(uint64(t1 - t0)))
+	type cell struct {
+		s  *profile.Sample
+		at int64
+	}
+	if b.maxSamples > 0 {
+		seen := map[cell]bool{}
+		for _, e := range b.timed {
+			seen[cell{e.s, (e.at - t0) / w * w}] = true
+		}
+		if len(b.p.Sample)+len(seen) > b.maxSamples {
+			b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: sample times dropped: kept per time bucket, the profile would hold %d samples, over the limit of %d; it has no timeline", len(b.p.Sample)+len(seen), b.maxSamples))
+			b.timed = nil
+			return
+		}
+	}
+	cells := map[cell]*profile.Sample{}
+	var added []*profile.Sample
+	for _, e := range b.timed {
+		at := (e.at - t0) / w * w
+		c := cell{e.s, at}
+		n := cells[c]
+		if n == nil {
+			n = &profile.Sample{Location: e.s.Location, Value: make([]int64, len(e.s.Value)), Label: e.s.Label}
+			n.NumLabel = map[string][]int64{perfdata.TimeLabel: {at}}
+			for k, v := range e.s.NumLabel {
+				n.NumLabel[k] = v
+			}
+			n.NumUnit = map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+			cells[c] = n
+			added = append(added, n)
+		}
+		n.Value[e.ei] += e.count
+		n.Value[e.ei+1] += e.period
+		e.s.Value[e.ei] -= e.count
+		e.s.Value[e.ei+1] -= e.period
+	}
+	kept := b.p.Sample[:0]
+	for _, s := range b.p.Sample {
+		for _, v := range s.Value {
+			if v != 0 {
+				kept = append(kept, s)
+				break
+			}
+		}
+	}
+	b.p.Sample = append(kept, added...)
+	b.timed = nil
 }
 
 // finish returns the profile, or an error when nothing could be read.
@@ -209,6 +291,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		b.p.DefaultSampleType = t.Type
 		b.p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
+	b.splitByTime()
 	b.dropMissingPeriods()
 	return b.p, nil
 }

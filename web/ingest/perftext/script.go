@@ -366,6 +366,7 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 		if event == "" {
 			event = "samples"
 		}
+		b.at = cur.time
 		return b.add(event, cur.frames, 1, cur.period, cur.comm, cur.pid, cur.tid)
 	}
 	start := func(h scriptHeader) {

@@ -1,0 +1,283 @@
+package web_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"viewer/symbolize/elfsym"
+	"viewer/web"
+)
+
+var updateScreens = flag.Bool("update", false, "rewrite testdata/screenshots (TestScreenshots)")
+
+// tourPage is one page of the tour: every page a user meets.
+type tourPage struct {
+	name, path string
+	ready      string // JS true once the page shows what it is for
+}
+
+// pageTour serves a viewer with a profile for every page: a pprof profile
+// (flame, top, sandwich, source, and a diff against a second one), a
+// perf.data with data types (types) and one with times (the flame page's
+// timeline), and the upload page.
+func pageTour(t *testing.T) (string, []tourPage) {
+	t.Helper()
+	dir := "../testdata/datatype"
+	exe := filepath.Join(dir, "datatype-dw5-pie")
+	ef, err := elfsym.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bid := ef.BuildID()
+	ef.Close()
+	typedData, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	systemData, err := os.ReadFile("../testdata/perf/system.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetTypesDebugFinder(testdataFinder{id: bid, path: exe})
+	ctx := context.Background()
+	typed, err := s.Ingest(ctx, typedData, "datatype.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	system, err := s.Ingest(ctx, systemData, "system.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	a := postProfile(t, ts.URL, "before.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
+	b := postProfile(t, ts.URL, "after.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
+	drawn := `document.body.dataset.ready === '1'`
+	return ts.URL, []tourPage{
+		{"upload", "/", `document.readyState === 'complete'`},
+		{"flame", "/p/" + system, drawn + ` && window.viewerTimeline && window.viewerTimeline.data && !document.getElementById('timeline').hidden`},
+		{"top", "/p/" + a + "/top", drawn + ` && document.querySelectorAll('#top tbody tr').length > 10`},
+		{"diff", "/p/" + a + "/diff/" + b, drawn + ` && document.querySelector('#diff-top tbody tr')`},
+		{"sandwich", "/p/" + a + "/sandwich?fn=pkg.work3", drawn},
+		{"source", "/p/" + a + "/source?fn=pkg.work3", `document.readyState === 'complete'`},
+		{"types", "/p/" + typed + "/types", `document.querySelector('#types > tbody > tr')`},
+	}
+}
+
+// emulate sets the viewport to w×h CSS px, as a phone when mobile.
+func emulate(t *testing.T, b *strictBrowser, w, h int64, mobile bool) {
+	t.Helper()
+	run(t, b.Browser, fmt.Sprintf("viewport %dx%d", w, h), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: w, Height: h, DeviceScaleFactor: 1, Mobile: mobile})
+		return err
+	}))
+}
+
+func openTour(t *testing.T, b *strictBrowser, base string, p tourPage) {
+	t.Helper()
+	run(t, b.Browser, "open the "+p.name+" page", chromedp.Navigate(base+p.path))
+	waitFor(t, b.Browser, "the "+p.name+" page", p.ready)
+	// Fonts and late layout (the top table's pages, the timeline).
+	time.Sleep(200 * time.Millisecond)
+}
+
+// TestBrowserPhoneWidth opens every page but the flame graph's at 390×844
+// (a phone, emulated as mobile) and fails when the page scrolls sideways,
+// naming the widest elements; on the data-type page, type names must get
+// a column wide enough to read (not one character per line).
+func TestBrowserPhoneWidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	base, pages := pageTour(t)
+	b := startStrict(t)
+	emulate(t, b, 390, 844, true)
+	for _, p := range pages {
+		if p.name == "flame" {
+			continue // the flame graph's own layout is issue 22's other half
+		}
+		openTour(t, b, base, p)
+		type over struct {
+			Width, Scroll float64
+			Wide          []string
+		}
+		o := eval[over](t, b.Browser, `(() => {
+			const vw = document.documentElement.clientWidth;
+			const wide = [];
+			for (const el of document.querySelectorAll('body *')) {
+				const r = el.getBoundingClientRect();
+				if (r.width === 0 || r.right <= vw + 1) continue;
+				// Inside a scrolling box, it scrolls there, not the page.
+				let p = el.parentElement, clipped = false;
+				for (; p && p !== document.body; p = p.parentElement) {
+					const ox = getComputedStyle(p).overflowX;
+					if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { clipped = true; break; }
+				}
+				if (!clipped) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') + ' right=' + Math.round(r.right));
+			}
+			return { Width: vw, Scroll: document.documentElement.scrollWidth, Wide: wide.slice(0, 8) };
+		})()`)
+		if o.Scroll > o.Width+1 {
+			t.Errorf("%s at 390 px: the page is %v px wide (viewport %v): %s", p.name, o.Scroll, o.Width, strings.Join(o.Wide, "; "))
+		}
+		if p.name == "types" {
+			narrow := eval[[]string](t, b.Browser, `Array.from(document.querySelectorAll('#types td.type-cell')).filter((td) => td.getBoundingClientRect().width < 96).map((td) => td.textContent.trim().slice(0, 40) + ' ' + Math.round(td.getBoundingClientRect().width) + 'px')`)
+			if len(narrow) > 0 {
+				t.Errorf("types at 390 px: type names squeezed under 96 px: %q", narrow)
+			}
+		}
+		b.check(t, p.name+" at 390 px")
+	}
+}
+
+// contrastJS lists the text on the page whose color against its
+// background is under WCAG 2 AA (4.5:1, or 3:1 for large text: 24 px, or
+// 18.66 px bold), with the relative luminance formula of WCAG 2.1. The
+// background is the first opaque one up the tree, alpha-composited over
+// what is below it. Disabled controls are exempt, as WCAG exempts inactive
+// components; placeholders count.
+const contrastJS = `(() => {
+	const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return [0, 0, 0, 0]; const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+	const over = (top, under) => { const a = top[3]; return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat([1]); };
+	const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }; return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+	const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+	const bg = (el) => {
+		const layers = [];
+		for (let e = el; e; e = e.parentElement) {
+			const c = parse(getComputedStyle(e).backgroundColor);
+			if (c[3] > 0) layers.push(c);
+			if (c[3] >= 1) break;
+		}
+		let out = [255, 255, 255, 1];
+		for (let i = layers.length - 1; i >= 0; i--) out = over(layers[i], out);
+		return out;
+	};
+	const bad = [];
+	const check = (el, color, what) => {
+		const cs = getComputedStyle(el);
+		const size = parseFloat(cs.fontSize), bold = Number(cs.fontWeight) >= 700;
+		const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+		const b = bg(el);
+		let fg = parse(color);
+		fg = over([fg[0], fg[1], fg[2], fg[3] * Number(cs.opacity)], b);
+		const r = ratio(fg, b);
+		if (r < need - 0.005) bad.push(what.slice(0, 50) + ' (' + el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '') + '): ' + r.toFixed(2) + ':1, needs ' + need);
+	};
+	for (const el of document.querySelectorAll('body *')) {
+		if (el.closest('[hidden], svg, canvas, noscript, :disabled, [aria-disabled=true], .visually-hidden')) continue;
+		const r = el.getBoundingClientRect();
+		if (r.width === 0 || r.height === 0) continue;
+		const cs = getComputedStyle(el);
+		if (cs.visibility === 'hidden' || Number(cs.opacity) === 0) continue;
+		const own = Array.from(el.childNodes).filter((n) => n.nodeType === 3 && n.textContent.trim()).map((n) => n.textContent.trim()).join(' ');
+		if (own) check(el, cs.color, own);
+		if ((el.tagName === 'INPUT' || el.tagName === 'TEXTAREA') && el.placeholder && !el.value) check(el, getComputedStyle(el, '::placeholder').color, 'placeholder ' + el.placeholder);
+	}
+	return bad;
+})()`
+
+// TestBrowserContrast checks every page, the flame graph's included, at
+// 1440×900 and at 390×844, for text under WCAG AA contrast (contrastJS),
+// including the flame page's symbolization panel, timeline and tooltip
+// once shown.
+func TestBrowserContrast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	base, pages := pageTour(t)
+	b := startStrict(t)
+	for _, vp := range [][3]int64{{1440, 900, 0}, {390, 844, 1}} {
+		emulate(t, b, vp[0], vp[1], vp[2] == 1)
+		for _, p := range pages {
+			openTour(t, b, base, p)
+			if p.name == "top" {
+				// The search box's "no match" and the pages' buttons.
+				run(t, b.Browser, "search", chromedp.SendKeys(chromedp.CSS("#top-search"), "work1"))
+			}
+			for _, bad := range eval[[]string](t, b.Browser, contrastJS) {
+				t.Errorf("%s at %d px: %s", p.name, vp[0], bad)
+			}
+		}
+	}
+}
+
+// TestScreenshots renders every page at 1440×900 and at 390×844 (a phone)
+// and compares them with testdata/screenshots, which the README shows:
+// each must exist and have the page's size. With -update it rewrites
+// them:
+//
+//	go test -run TestScreenshots -update ./web/
+func TestScreenshots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	base, pages := pageTour(t)
+	b := startStrict(t)
+	dir := filepath.Join("..", "testdata", "screenshots")
+	if *updateScreens {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, vp := range []struct {
+		name   string
+		w, h   int64
+		mobile bool
+	}{{"1440", 1440, 900, false}, {"390", 390, 844, true}} {
+		emulate(t, b, vp.w, vp.h, vp.mobile)
+		for _, p := range pages {
+			openTour(t, b, base, p)
+			file := filepath.Join(dir, p.name+"-"+vp.name+".png")
+			if !*updateScreens {
+				f, err := os.Open(file)
+				if err != nil {
+					t.Errorf("%s: %v: regenerate with go test -run TestScreenshots -update ./web/", p.name, err)
+					continue
+				}
+				cfg, err := png.DecodeConfig(f)
+				f.Close()
+				if err != nil || int64(cfg.Width) != vp.w || int64(cfg.Height) != vp.h {
+					t.Errorf("%s is %dx%d (%v), want %dx%d: regenerate with go test -run TestScreenshots -update ./web/", file, cfg.Width, cfg.Height, err, vp.w, vp.h)
+				}
+				continue
+			}
+			shot, err := b.ViewportPNG()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !*updateScreens {
+		// The README shows each.
+		readme, err := os.ReadFile("../README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pages {
+			for _, w := range []string{"1440", "390"} {
+				if f := "testdata/screenshots/" + p.name + "-" + w + ".png"; !strings.Contains(string(readme), f) {
+					t.Errorf("README.md does not show %s", f)
+				}
+			}
+		}
+	}
+}
