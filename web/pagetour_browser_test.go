@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web"
 )
 
@@ -34,13 +34,6 @@ type tourPage struct {
 func pageTour(t *testing.T) (string, []tourPage) {
 	t.Helper()
 	dir := "../testdata/datatype"
-	exe := filepath.Join(dir, "datatype-dw5-pie")
-	ef, err := elfsym.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bid := ef.BuildID()
-	ef.Close()
 	typedData, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +46,7 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetTypesDebugFinder(testdataFinder{id: bid, path: exe})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
 	ctx := context.Background()
 	typed, err := s.Ingest(ctx, typedData, "datatype.perf.data")
 	if err != nil {
