@@ -227,14 +227,6 @@ func (s *Server) types() *typesService {
 	return v.(*typesService)
 }
 
-// registerTypes adds the data-type routes: the page and its JSON.
-func (s *Server) registerTypes() {
-	s.e.GET("/p/:id/types", s.handleTypesPage)
-	s.e.GET("/p/:id/types.json", s.handleTypesJSON)
-	s.e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
-	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
-}
-
 // typesJSON is the body of /p/ID/types.json (?si= selects the sample type;
 // ?skid=0 turns skid correction off):
 //

@@ -21,7 +21,7 @@ type treeKey struct {
 	id, variant string
 	si          int
 	kind        string // "json" or "svg"
-	filter      string // flame.Filter.Key(); "" when unfiltered (filter.go)
+	filter      string // flame.Filter.Key(); "" when unfiltered (filterquery.go)
 	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
 
@@ -243,7 +243,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		TopURL:      withQuery(profileURL(id, "/top", si), filterQuery(c)),
 		Exact:       true, // top.json, flame.json?z= (zoom.go)
 		Stats:       stats(m, i),
-		Filter:      flameFilterBar(c, id), // filter.go
+		Filter:      flameFilterBar(c, id), // filterquery.go
 	}
 	page.Binaries = mappingRows(m)
 	s.fillSymbolization(c.Request().Context(), id, m, &page) // symbolization.go
