@@ -63,7 +63,7 @@ func TestSymbolizedRewriteChangesETag(t *testing.T) {
 	}
 	for pass, name := range []string{"main.firstPass", "main.secondPass"} {
 		// What the symbolization job does: write the copy, then invalidate
-		// this replica's caches (jobs.Manager.OnStored).
+		// this replica's caches (ondemand.Manager.OnStored).
 		if err := writer.Store().Put(context.Background(), id+"/"+web.KeySymbolized, bytes.NewReader(namedProfile(t, name))); err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/store"
 )
 
@@ -38,8 +38,8 @@ type jobRecord struct {
 	// owner's clock at that write.
 	Seq       int64         `json:"seq"`
 	Heartbeat time.Time     `json:"heartbeat"`
-	Status    jobs.Status   `json:"status"`
-	Binaries  []jobs.Binary `json:"binaries"`
+	Status    ondemand.Status   `json:"status"`
+	Binaries  []ondemand.Binary `json:"binaries"`
 }
 
 // claim is this replica's claim on a profile's job.
@@ -171,7 +171,7 @@ func (s *Server) followRemote(ctx context.Context, id string) bool {
 // know it is alive. It ends with the job: "done" when the job stored its
 // outcome, "abandoned" when it stopped short (shutdown), so another replica
 // takes it over at once.
-func (s *Server) replicate(j *jobs.Job) {
+func (s *Server) replicate(j *ondemand.Job) {
 	r := s.rep
 	if r == nil || j == nil || j.Done() {
 		return
@@ -212,7 +212,7 @@ func (s *Server) replicate(j *jobs.Job) {
 	}()
 }
 
-func (s *Server) mirror(j *jobs.Job, c claim) {
+func (s *Server) mirror(j *ondemand.Job, c claim) {
 	r := s.rep
 	id := j.ID()
 	jr := &jobRecord{Owner: r.cfg.ID, Gen: c.gen, Token: c.token}
@@ -276,7 +276,7 @@ type follower struct {
 }
 
 // followedBinaries is the panel of a job this replica follows, or nil.
-func (s *Server) followedBinaries(id string) ([]jobs.Binary, bool) {
+func (s *Server) followedBinaries(id string) ([]ondemand.Binary, bool) {
 	r := s.rep
 	if r == nil {
 		return nil, false
@@ -288,9 +288,9 @@ func (s *Server) followedBinaries(id string) ([]jobs.Binary, bool) {
 		return nil, false
 	}
 	if f.last == nil {
-		return []jobs.Binary{}, true
+		return []ondemand.Binary{}, true
 	}
-	return append([]jobs.Binary(nil), f.last.Binaries...), true
+	return append([]ondemand.Binary(nil), f.last.Binaries...), true
 }
 
 func (s *Server) startFollower(id string, minGen int) {
@@ -315,7 +315,7 @@ func (s *Server) startFollower(id string, minGen int) {
 		delete(r.followers, id)
 		r.mu.Unlock()
 		if takeOver {
-			j, err := s.sym.jobs.Submit(id, jobs.Options{})
+			j, err := s.sym.jobs.Submit(id, ondemand.Options{})
 			if err != nil {
 				s.log.Error("taking over the symbolization job", "id", id, "err", err)
 				return
@@ -335,8 +335,8 @@ func (s *Server) follow(f *follower) bool {
 	var seq int64 = -1
 	gen := -1
 	changedAt := time.Now()
-	rows := map[string]jobs.Binary{}
-	var lastStatus jobs.Status
+	rows := map[string]ondemand.Binary{}
+	var lastStatus ondemand.Status
 	names, _ := s.symbolizedVersion(r.ctx, id)
 	tick := time.NewTicker(r.cfg.Poll)
 	defer tick.Stop()
@@ -366,7 +366,7 @@ func (s *Server) follow(f *follower) bool {
 				st := jr.Status
 				st.Binaries = nil
 				data, _ := json.Marshal(st)
-				topic.Publish("job", jobs.EventJob, data)
+				topic.Publish("job", ondemand.EventJob, data)
 			}
 			for _, b := range jr.Binaries {
 				if old, ok := rows[b.Key]; ok && old == b {
@@ -374,7 +374,7 @@ func (s *Server) follow(f *follower) bool {
 				}
 				rows[b.Key] = b
 				data, _ := json.Marshal(b)
-				topic.Publish("binary:"+b.Key, jobs.EventBinary, data)
+				topic.Publish("binary:"+b.Key, ondemand.EventBinary, data)
 			}
 		}
 		if v, err := s.symbolizedVersion(r.ctx, id); err == nil && v != names {
@@ -382,12 +382,12 @@ func (s *Server) follow(f *follower) bool {
 			s.Invalidate(id)
 			n := 0
 			for _, b := range rows {
-				if b.State == jobs.StateSymbolized {
+				if b.State == ondemand.StateSymbolized {
 					n++
 				}
 			}
-			data, _ := json.Marshal(jobs.Names{Resolved: n})
-			topic.Publish("names", jobs.EventNames, data)
+			data, _ := json.Marshal(ondemand.Names{Resolved: n})
+			topic.Publish("names", ondemand.EventNames, data)
 		}
 		switch {
 		case jr != nil && jr.State == "done":
@@ -397,7 +397,7 @@ func (s *Server) follow(f *follower) bool {
 			st.Binaries = jr.Binaries
 			data, _ := json.Marshal(st)
 			topic.Forget("names")
-			topic.Finish("symbolized", jobs.EventSymbolized, data)
+			topic.Finish("symbolized", ondemand.EventSymbolized, data)
 			return false
 		case jr != nil && jr.State == jobAbandoned, time.Since(changedAt) >= r.cfg.TakeoverAfter:
 			// The next run after the newest one seen or lost (a claim's
@@ -456,7 +456,7 @@ func (s *Server) replicaEvents(ctx context.Context, id string) {
 	if err != nil || !rec.Done {
 		return
 	}
-	st := jobs.Status{State: "done", Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
+	st := ondemand.Status{State: "done", Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if st.Servers == nil {
 		st.Servers = []string{}
 	}
@@ -465,23 +465,23 @@ func (s *Server) replicaEvents(ctx context.Context, id string) {
 	}
 	for _, b := range rec.Binaries {
 		switch b.State {
-		case jobs.StateSymbolized:
+		case ondemand.StateSymbolized:
 			st.Resolved++
-		case jobs.StateNotFound, jobs.StateSkipped, jobs.StateError:
+		case ondemand.StateNotFound, ondemand.StateSkipped, ondemand.StateError:
 			st.Missed++
 		}
 	}
 	data, _ := json.Marshal(st)
 	topic := s.sym.broker.Topic(id)
 	if !topic.Finished() {
-		topic.Finish("symbolized", jobs.EventSymbolized, data)
+		topic.Finish("symbolized", ondemand.EventSymbolized, data)
 	}
 }
 
 // replicateSubmit mirrors a job just submitted; when the submit failed
 // (a full queue) it gives up the claim at once, marking the run abandoned so
 // another replica with room can take it instead of waiting TakeoverAfter.
-func (s *Server) replicateSubmit(id string, j *jobs.Job, err error) {
+func (s *Server) replicateSubmit(id string, j *ondemand.Job, err error) {
 	r := s.rep
 	if r == nil {
 		return
@@ -551,7 +551,7 @@ func (s *Server) forwardControl(ctx context.Context, id, key string, disable boo
 
 // applyControl applies the Skip and Disable requests other replicas stored
 // for this run of a local job; seen tracks the control object's version.
-func (s *Server) applyControl(j *jobs.Job, gen int, seen *string, applied map[string]bool) {
+func (s *Server) applyControl(j *ondemand.Job, gen int, seen *string, applied map[string]bool) {
 	ctx := s.rep.ctx
 	id := j.ID()
 	info, err := s.store.Stat(ctx, Key(id, KeyControl))

@@ -16,7 +16,7 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/ingest"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/sse"
 	"viewer/web/store"
 )
@@ -29,7 +29,7 @@ type SymbolizationConfig struct {
 	// Engine was built with Gate as its Fetcher (or none).
 	Engine *symbolize.Symbolizer
 	// Gate wraps the debuginfod client (nil client: debuginfod off).
-	Gate *jobs.Gate
+	Gate *ondemand.Gate
 	// Servers are the debuginfod servers build IDs may be sent to.
 	Servers []string
 	// Workers and Queue bound the work (defaults 2 and 64).
@@ -41,13 +41,13 @@ type SymbolizationConfig struct {
 	// in parallel; what resolved by then is kept.
 	Timeout time.Duration
 	// ProfileTimeout bounds one run over a whole profile, all its binaries
-	// together (0: none); see jobs.Config.ProfileTimeout.
+	// together (0: none); see ondemand.Config.ProfileTimeout.
 	ProfileTimeout time.Duration
 }
 
 // symbolization is the server's on-demand symbolization state.
 type symbolization struct {
-	jobs   *jobs.Manager
+	jobs   *ondemand.Manager
 	broker *sse.Broker
 }
 
@@ -57,7 +57,7 @@ type engine struct {
 	timeout time.Duration
 }
 
-func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) (err error) {
+func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req ondemand.Request) (err error) {
 	// A panic on one binary's debug info fails that binary, not the server
 	// (the job runs outside any request).
 	defer func() {
@@ -73,7 +73,7 @@ func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Requ
 	_, err = e.s.Symbolize(ctx, p, symbolize.Options{
 		NoDebuginfod: req.NoDebuginfod,
 		Progress: func(ev symbolize.Event) {
-			req.Update(jobs.Update{BuildID: ev.BuildID, File: ev.File, State: jobs.State(ev.State), Source: ev.Source, Err: ev.Err})
+			req.Update(ondemand.Update{BuildID: ev.BuildID, File: ev.File, State: ondemand.State(ev.State), Source: ev.Source, Err: ev.Err})
 		},
 	})
 	return err
@@ -90,7 +90,7 @@ func (s *Server) initSymbolization() {
 		ev.ClientKey = clientAddr // per-client stream cap (security.go)
 	}
 	b := sse.NewBroker(ev)
-	m := jobs.New(jobs.Config{
+	m := ondemand.New(ondemand.Config{
 		Symbolizer: engine{c.Engine, c.Timeout},
 		Store:      s.store,
 		Load:       s.loadOriginal,
@@ -114,7 +114,7 @@ func (s *Server) initSymbolization() {
 
 // CloseSymbolization ends the event streams (so a graceful shutdown does not
 // wait for them; call it from http.Server.RegisterOnShutdown) and stops the
-// jobs. Uploads stay stored; opening their page queues them again.
+// ondemand. Uploads stay stored; opening their page queues them again.
 func (s *Server) CloseSymbolization() {
 	if s.sym == nil {
 		return
@@ -124,7 +124,7 @@ func (s *Server) CloseSymbolization() {
 }
 
 // Jobs is the symbolization job manager, nil when symbolization is off.
-func (s *Server) Jobs() *jobs.Manager {
+func (s *Server) Jobs() *ondemand.Manager {
 	if s.sym == nil {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (s *Server) loadOriginal(ctx context.Context, id string) (*profile.Profile,
 // QueueSymbolization queues symbolization of a stored profile when it has
 // addresses without names. noDebuginfod records the uploader's choice not to
 // send its build IDs anywhere (the strictest choice for the same bytes
-// wins). A full queue is a *jobs.QueueFullError: the profile stays stored
+// wins). A full queue is a *ondemand.QueueFullError: the profile stays stored
 // and opening its page queues it again.
 func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod bool) error {
 	if s.sym == nil {
@@ -184,7 +184,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if s.followRemote(ctx, id) {
 		return nil // another replica runs it (replicajobs.go)
 	}
-	j, err := s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
+	j, err := s.sym.jobs.Submit(id, ondemand.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
 	s.replicateSubmit(id, j, err)
 	return err
 }
@@ -195,7 +195,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 // queues it); the browser form goes on to the page, which says so.
 func (s *Server) queueUpload(c echo.Context, id string) error {
 	err := s.QueueSymbolization(c.Request().Context(), id, noDebuginfodParam(c.QueryParam("debuginfod")))
-	var full *jobs.QueueFullError
+	var full *ondemand.QueueFullError
 	switch {
 	case err == nil:
 		return nil
@@ -245,7 +245,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 			return
 		}
 		if err := s.QueueSymbolization(ctx, id, false); err != nil {
-			var full *jobs.QueueFullError
+			var full *ondemand.QueueFullError
 			if errors.As(err, &full) {
 				for i := range page.Binaries {
 					if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
@@ -329,11 +329,11 @@ func withPseudoRows(rows []views.Binary, m *Meta) []views.Binary {
 	return rows
 }
 
-func binaryRows(bs []jobs.Binary) []views.Binary {
+func binaryRows(bs []ondemand.Binary) []views.Binary {
 	rows := make([]views.Binary, 0, len(bs))
 	for _, b := range bs {
 		detail := b.Reason
-		if b.State == jobs.StateFetching && b.Bytes > 0 {
+		if b.State == ondemand.StateFetching && b.Bytes > 0 {
 			detail = humanBytes(b.Bytes)
 			if b.Total > 0 {
 				detail += " of " + humanBytes(b.Total)
@@ -408,12 +408,12 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st := jobs.Status{State: "none", Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
+	st := ondemand.Status{State: "none", Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
 		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if rec.Done {
 		st.State = "done"
 	} else if len(rec.Binaries) > 0 {
-		st.State = "interrupted" // the server stopped mid-run (jobs.Job.recordProgress); Retry resumes
+		st.State = "interrupted" // the server stopped mid-run (ondemand.Job.recordProgress); Retry resumes
 	}
 	if st.Servers == nil {
 		st.Servers = []string{}
@@ -442,10 +442,10 @@ func (s *Server) handleSymbolizationSkip(c echo.Context) error {
 		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
 	}
 	if err := s.sym.jobs.Skip(id, key); err != nil {
-		if errors.Is(err, jobs.ErrNoJob) && s.forwardControl(c.Request().Context(), id, key, false) {
+		if errors.Is(err, ondemand.ErrNoJob) && s.forwardControl(c.Request().Context(), id, key, false) {
 			return c.JSON(http.StatusOK, map[string]string{"skipped": key}) // to the replica running it (replicajobs.go)
 		}
-		if errors.Is(err, jobs.ErrNoJob) {
+		if errors.Is(err, ondemand.ErrNoJob) {
 			return httpError(http.StatusConflict, "no symbolization is running for this profile")
 		}
 		return httpError(http.StatusNotFound, "%v", err)
@@ -482,15 +482,15 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 	if err := sameOrigin(c); err != nil {
 		return err
 	}
-	j, err := s.sym.jobs.Retry(id, jobs.Options{})
+	j, err := s.sym.jobs.Retry(id, ondemand.Options{})
 	s.replicate(j)
-	var full *jobs.QueueFullError
+	var full *ondemand.QueueFullError
 	switch {
 	case errors.As(err, &full):
 		secs := int(full.RetryAfter.Round(time.Second) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return httpError(http.StatusServiceUnavailable, "the symbolization queue is full; retry in %d s", secs)
-	case errors.Is(err, jobs.ErrRunning):
+	case errors.Is(err, ondemand.ErrRunning):
 		return httpError(http.StatusConflict, "symbolization is still running for this profile")
 	case err != nil:
 		return err

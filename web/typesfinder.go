@@ -9,7 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 )
 
 // SymbolizerTypesFinder finds the data-type page's files with the
@@ -22,7 +22,7 @@ type SymbolizerTypesFinder struct {
 	Engine *symbolize.Symbolizer
 	// Gate is the engine's Fetcher; a disabled gate, or no Servers, means
 	// debuginfod is off (--no-debuginfod): nothing is asked.
-	Gate    *jobs.Gate
+	Gate    *ondemand.Gate
 	Servers []string
 	// Timeout bounds the search and downloads for one binary
 	// (--symbolize-timeout; 0: none): the page's computation outlives the

@@ -1,9 +1,9 @@
-// Package jobs runs on-demand symbolization of uploaded profiles: a bounded
+// Package ondemand runs on-demand symbolization of uploaded profiles: a bounded
 // queue and a worker pool, one job per profile, each binary's state (found
 // locally, being fetched from a debuginfod server, not found...) streamed to
 // the page over server-sent events, Skip/Disable/Retry, and the symbolized
 // profile stored next to the original so later visits serve it.
-package jobs
+package ondemand
 
 import (
 	"path"
