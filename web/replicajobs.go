@@ -36,8 +36,8 @@ type jobRecord struct {
 	State string `json:"state"`
 	// Seq increases with each write by the owner; Heartbeat is the
 	// owner's clock at that write.
-	Seq       int64         `json:"seq"`
-	Heartbeat time.Time     `json:"heartbeat"`
+	Seq       int64             `json:"seq"`
+	Heartbeat time.Time         `json:"heartbeat"`
 	Status    ondemand.Status   `json:"status"`
 	Binaries  []ondemand.Binary `json:"binaries"`
 }
