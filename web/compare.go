@@ -13,6 +13,7 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // maxDiffTop bounds the rows of diff.json's top table.
@@ -24,7 +25,7 @@ var linkedID = regexp.MustCompile(`(?:^|/p/)([a-z2-7]{20})(?:$|[/?#])`)
 
 func parseLinkedID(s string) (string, bool) {
 	m := linkedID.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
-	if m == nil || !ValidID(m[1]) {
+	if m == nil || !profiles.ValidID(m[1]) {
 		return "", false
 	}
 	return m[1], true
@@ -53,7 +54,7 @@ func diffURL(base, id, suffix string) string { return "/p/" + base + "/diff/" + 
 // diffSI resolves si for both profiles: by name in each, so a diff of two
 // profiles with their sample types in different orders compares like
 // with like.
-func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i int, err error) {
+func (s *Server) diffSI(ctx context.Context, base, id *profiles.Loaded, si string) (bi, i int, err error) {
 	if i, err = resolveSI(id.Meta, si); err != nil {
 		return 0, 0, err
 	}
@@ -67,7 +68,7 @@ func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i
 
 // sampleTypesDiffer is the diff's error when the base profile lacks the
 // sample type shown: it lists what each side has, and those in common.
-func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string) error {
+func sampleTypesDiffer(baseID string, bm *profiles.Meta, id string, m *profiles.Meta, name string) error {
 	has := map[string]bool{}
 	for _, t := range sampleTypeNames(bm) {
 		has[t] = true
@@ -87,7 +88,7 @@ func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string)
 		id, name, baseID, strings.Join(sampleTypeNames(bm), ", "), strings.Join(sampleTypeNames(m), ", "), next))
 }
 
-func sampleTypeNames(m *Meta) []string {
+func sampleTypeNames(m *profiles.Meta) []string {
 	var out []string
 	for _, st := range m.SampleTypes {
 		out = append(out, st.Type)
@@ -114,7 +115,7 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 		return err
 	}
 	// Diffs share the tree cache, keyed by both profiles.
-	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.variant() + "/" + cur.variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
+	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.Variant() + "/" + cur.Variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
 	if e, ok := s.trees.Get(k); ok {
 		return serveEncoded(c, e, echo.MIMEApplicationJSON)
 	}
@@ -127,7 +128,7 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 			return nil, err
 		}
 		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
-			strings.TrimSuffix(base.variant(), ".pb.gz"), strings.TrimSuffix(cur.variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
+			strings.TrimSuffix(base.Variant(), ".pb.gz"), strings.TrimSuffix(cur.Variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
 		s.trees.Add(k, e)
 		return e, nil
 	})
@@ -231,7 +232,7 @@ func (s *Server) handleSandwichJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	k := treeKey{id: l.ID, variant: l.variant(), si: i, kind: "sandwich\x00" + fn, filter: f.Key()}
+	k := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "sandwich\x00" + fn, filter: f.Key()}
 	if e, ok := s.trees.Get(k); ok {
 		return serveEncoded(c, e, echo.MIMEApplicationJSON)
 	}
@@ -243,7 +244,7 @@ func (s *Server) handleSandwichJSON(c echo.Context) error {
 		}); err != nil {
 			return nil, err
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.variant(), i, fnHash(fn), filterETag(f))}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.Variant(), i, fnHash(fn), filterETag(f))}
 		s.trees.Add(k, e)
 		return e, nil
 	})

@@ -490,7 +490,7 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "?debuginfod=0", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	s, _ := finalEvent(t, base, id)
-	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != ondemand.StateNotFound {
+	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateNotFound {
 		t.Errorf("final status %+v, want debuginfod off and the binary not found", s)
 	}
 	if n := dsrv.Requests(bid); n != 0 {
@@ -563,7 +563,7 @@ func post(t testing.TB, url string, header http.Header) (int, string, http.Heade
 }
 
 // waitState polls /p/ID/symbolization until the binary reaches state.
-func waitState(t testing.TB, base, id string, state ondemand.State) {
+func waitState(t testing.TB, base, id string, state symbolize.State) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -589,7 +589,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
-	waitState(t, base, id, ondemand.StateFetching)
+	waitState(t, base, id, symbolize.StateFetching)
 
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip", nil); code != http.StatusBadRequest || !strings.Contains(body, "build_id") {
 		t.Errorf("skip without a build ID: %d %q", code, body)
@@ -608,7 +608,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the job ended %v after Skip: the fetch was not cancelled", took)
 	}
-	if len(s.Binaries) != 1 || s.Binaries[0].State != ondemand.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
+	if len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
 		t.Fatalf("after Skip: %+v", s.Binaries)
 	}
 	if functionNames(t, base, id)["ondemand_hash_block"] {
@@ -633,12 +633,12 @@ func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 	dsrv.SetRate(32 << 10)
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
-	waitState(t, base, id, ondemand.StateFetching)
+	waitState(t, base, id, symbolize.StateFetching)
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/disable", nil); code != http.StatusOK {
 		t.Fatalf("disable: %d %s", code, body)
 	}
 	s, _ := finalEvent(t, base, id)
-	if s.Debuginfod || !s.Disabled || s.Binaries[0].State != ondemand.StateSkipped || !strings.Contains(s.Binaries[0].Reason, "disabled") {
+	if s.Debuginfod || !s.Disabled || s.Binaries[0].State != symbolize.StateSkipped || !strings.Contains(s.Binaries[0].Reason, "disabled") {
 		t.Errorf("after Disable: %+v", s)
 	}
 }
@@ -685,7 +685,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 		if i == 0 {
 			var r struct{ ID string }
 			json.Unmarshal(body, &r)
-			waitState(t, ts.URL, r.ID, ondemand.StateFetching) // the worker holds it
+			waitState(t, ts.URL, r.ID, symbolize.StateFetching) // the worker holds it
 		}
 	}
 	// One running, one queued: the other three are refused.

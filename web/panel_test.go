@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/ondemand"
 )
@@ -105,7 +106,7 @@ func TestPanelNoSymbolsSaysWhatToDo(t *testing.T) {
 		t.Fatalf("final event binaries %+v, want the one executable", st.Binaries)
 	}
 	b := st.Binaries[0]
-	if b.State != ondemand.StateNotFound || string(b.State) != views.StateNoSymbols {
+	if b.State != symbolize.StateNotFound || string(b.State) != views.StateNoSymbols {
 		t.Errorf("state %q, want %q", b.State, views.StateNoSymbols)
 	}
 	if !strings.Contains(b.Reason, abs) || !strings.Contains(b.Reason, "stripped") {

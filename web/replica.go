@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/store"
@@ -70,10 +68,9 @@ func randomToken() string {
 
 // replica is the server's state for sharing a store with other servers.
 type replica struct {
-	cfg     ReplicaConfig
-	ctx     context.Context
-	cancel  context.CancelFunc
-	checked *lru.Cache[string, check] // profile ID → last look at its symbolized copy
+	cfg    ReplicaConfig
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	mirrors   map[string]bool      // profile IDs whose local job is written to the store
@@ -82,21 +79,14 @@ type replica struct {
 	wg        sync.WaitGroup
 }
 
-// check is what the store said of a profile's symbolized copy, and when.
-type check struct {
-	at      time.Time
-	version string
-}
-
 func (s *Server) initReplica() {
 	if s.cfg.Replica == nil {
 		return
 	}
 	cfg := *s.cfg.Replica
 	cfg.defaults()
-	checked, _ := lru.New[string, check](8192)
 	ctx, cancel := context.WithCancel(context.Background())
-	s.rep = &replica{cfg: cfg, ctx: ctx, cancel: cancel, checked: checked,
+	s.rep = &replica{cfg: cfg, ctx: ctx, cancel: cancel,
 		mirrors: map[string]bool{}, followers: map[string]*follower{}, claims: map[string]claim{}}
 }
 
@@ -127,51 +117,6 @@ func (s *Server) CloseReplica() {
 	}
 	r.cancel()
 	r.wg.Wait()
-}
-
-// symbolizedVersion identifies the stored symbolized copy of a profile:
-// its ETag where the store has one, else its size and time; "" when there
-// is none.
-func (s *Server) symbolizedVersion(ctx context.Context, id string) (string, error) {
-	info, err := s.store.Stat(ctx, Key(id, KeySymbolized))
-	if isNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return info.ETag + "/" + strconv.FormatInt(info.Size, 10) + "/" + info.ModTime.UTC().Format(time.RFC3339Nano), nil
-}
-
-// revalidate drops what is cached of a profile when another replica stored
-// a new symbolized copy since this one loaded it. It asks the store at most
-// once per Recheck per profile; a store error is left for the read that
-// follows to report.
-func (s *Server) revalidate(ctx context.Context, id string) {
-	r := s.rep
-	if r == nil {
-		return
-	}
-	now := time.Now()
-	prev, seen := r.checked.Get(id)
-	if seen && now.Sub(prev.at) < r.cfg.Recheck {
-		return
-	}
-	v, err := s.symbolizedVersion(ctx, id)
-	if err != nil {
-		return
-	}
-	r.checked.Add(id, check{at: now, version: v})
-	switch {
-	case seen && prev.version == v:
-	case seen:
-		s.Invalidate(id)
-	case v != "":
-		// First look: a cached original is stale once a copy exists.
-		if l, ok := s.profiles.Peek(id); !ok || !l.Symbolized {
-			s.Invalidate(id)
-		}
-	}
 }
 
 // storeUnavailable turns an object store outage into 503 with Retry-After,

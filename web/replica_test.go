@@ -264,7 +264,7 @@ func testTakeover(t *testing.T, crash bool) {
 		seed = 93
 	}
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", seed))
-	waitState(t, a, id, ondemand.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 
 	// B's page shows A's job and links its event stream.
 	code, _, page := fetch(t, b+"/p/"+id)
@@ -293,7 +293,7 @@ func testTakeover(t *testing.T, crash bool) {
 	next("A's fetch from its debuginfod", func(ev sseEvent) bool {
 		var bin ondemand.Binary
 		return ev.typ == ondemand.EventBinary && json.Unmarshal([]byte(ev.data), &bin) == nil &&
-			bin.State == ondemand.StateFetching && bin.Server == slow.URL
+			bin.State == symbolize.StateFetching && bin.Server == slow.URL
 	})
 	var jr struct {
 		Owner string `json:"owner"`
@@ -321,7 +321,7 @@ func testTakeover(t *testing.T, crash bool) {
 	if err := json.Unmarshal([]byte(final.data), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != ondemand.StateSymbolized {
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("final status on B: %+v", st)
 	}
 	if took := time.Since(stopped); !crash && took > 20*time.Second {
@@ -373,7 +373,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
 
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
-	waitState(t, a, id, ondemand.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, page := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
 		t.Fatalf("B's page does not follow A's job: %d", code)
 	}
@@ -384,7 +384,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	cEvents := streamEvents(t, ctx, c+"/p/"+id+"/events")
 	close(release)
 	st, types := finalEvent(t, b, id)
-	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != ondemand.StateSymbolized {
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("B's final event for A's job: %+v (events %v)", st, types)
 	}
 	if !strings.Contains(strings.Join(types, " "), ondemand.EventBinary) {
@@ -534,7 +534,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 		func(c *web.ReplicaConfig) { c.TakeoverAfter = time.Minute })
 
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
-	waitState(t, a, id, ondemand.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, _ := fetch(t, b+"/p/"+id); code != 200 {
 		t.Fatalf("B's page: %d", code)
 	}
@@ -546,7 +546,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 		t.Fatalf("skip on B: %d %s", code, body)
 	}
 	st, _ := finalEvent(t, b, id)
-	if len(st.Binaries) != 1 || st.Binaries[0].State != ondemand.StateSkipped {
+	if len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSkipped {
 		t.Fatalf("B's final event after a skip forwarded to A: %+v", st)
 	}
 	if code, _, _ := post(t, b+"/p/"+id+"/symbolize/skip?build_id="+bid, nil); code != http.StatusConflict {

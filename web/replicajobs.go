@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	"viewer/symbolize"
 	"viewer/web/ondemand"
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
@@ -61,13 +63,13 @@ type absentPutter interface {
 }
 
 func (s *Server) readJobRecord(ctx context.Context, id string) (*jobRecord, error) {
-	b, err := store.ReadAll(ctx, s.store, Key(id, KeyJob), 16<<20)
+	b, err := store.ReadAll(ctx, s.store, profiles.Key(id, KeyJob), 16<<20)
 	if err != nil {
 		return nil, err
 	}
 	jr := new(jobRecord)
 	if err := json.Unmarshal(b, jr); err != nil {
-		return nil, fmt.Errorf("%s: %w", Key(id, KeyJob), err)
+		return nil, fmt.Errorf("%s: %w", profiles.Key(id, KeyJob), err)
 	}
 	return jr, nil
 }
@@ -77,7 +79,7 @@ func (s *Server) writeJobRecord(ctx context.Context, id string, jr *jobRecord) e
 	if err != nil {
 		return err
 	}
-	return s.store.Put(ctx, Key(id, KeyJob), bytes.NewReader(b))
+	return s.store.Put(ctx, profiles.Key(id, KeyJob), bytes.NewReader(b))
 }
 
 // live reports whether a job record says another replica is working on the
@@ -99,7 +101,7 @@ func (s *Server) claimJob(ctx context.Context, id string, gen int) (bool, error)
 	r := s.rep
 	token := randomToken()
 	b, _ := json.Marshal(claimRecord{Owner: r.cfg.ID, Token: token, At: time.Now().UTC()})
-	key := Key(id, "claim-"+strconv.Itoa(gen)+".json")
+	key := profiles.Key(id, "claim-"+strconv.Itoa(gen)+".json")
 	if ap, ok := s.store.(absentPutter); ok {
 		won, err := ap.PutIfAbsent(ctx, key, bytes.NewReader(b))
 		if err != nil || !won {
@@ -337,7 +339,7 @@ func (s *Server) follow(f *follower) bool {
 	changedAt := time.Now()
 	rows := map[string]ondemand.Binary{}
 	var lastStatus ondemand.Status
-	names, _ := s.symbolizedVersion(r.ctx, id)
+	names, _ := s.prof.SymbolizedVersion(r.ctx, id)
 	tick := time.NewTicker(r.cfg.Poll)
 	defer tick.Stop()
 	for {
@@ -377,12 +379,12 @@ func (s *Server) follow(f *follower) bool {
 				topic.Publish("binary:"+b.Key, ondemand.EventBinary, data)
 			}
 		}
-		if v, err := s.symbolizedVersion(r.ctx, id); err == nil && v != names {
+		if v, err := s.prof.SymbolizedVersion(r.ctx, id); err == nil && v != names {
 			names = v
 			s.Invalidate(id)
 			n := 0
 			for _, b := range rows {
-				if b.State == ondemand.StateSymbolized {
+				if b.State == symbolize.StateSymbolized {
 					n++
 				}
 			}
@@ -465,9 +467,9 @@ func (s *Server) replicaEvents(ctx context.Context, id string) {
 	}
 	for _, b := range rec.Binaries {
 		switch b.State {
-		case ondemand.StateSymbolized:
+		case symbolize.StateSymbolized:
 			st.Resolved++
-		case ondemand.StateNotFound, ondemand.StateSkipped, ondemand.StateError:
+		case symbolize.StateNotFound, symbolize.StateSkipped, symbolize.StateError:
 			st.Missed++
 		}
 	}
@@ -531,7 +533,7 @@ func (s *Server) forwardControl(ctx context.Context, id, key string, disable boo
 		return false
 	}
 	cr := controlRecord{Gen: jr.Gen}
-	if b, err := store.ReadAll(ctx, s.store, Key(id, KeyControl), 1<<20); err == nil {
+	if b, err := store.ReadAll(ctx, s.store, profiles.Key(id, KeyControl), 1<<20); err == nil {
 		var cur controlRecord
 		if json.Unmarshal(b, &cur) == nil && cur.Gen == jr.Gen {
 			cr = cur
@@ -542,7 +544,7 @@ func (s *Server) forwardControl(ctx context.Context, id, key string, disable boo
 	}
 	cr.Disable = cr.Disable || disable
 	b, _ := json.Marshal(cr)
-	if err := s.store.Put(ctx, Key(id, KeyControl), bytes.NewReader(b)); err != nil {
+	if err := s.store.Put(ctx, profiles.Key(id, KeyControl), bytes.NewReader(b)); err != nil {
 		s.log.Warn("forwarding a symbolization request", "id", id, "err", err)
 		return false
 	}
@@ -554,7 +556,7 @@ func (s *Server) forwardControl(ctx context.Context, id, key string, disable boo
 func (s *Server) applyControl(j *ondemand.Job, gen int, seen *string, applied map[string]bool) {
 	ctx := s.rep.ctx
 	id := j.ID()
-	info, err := s.store.Stat(ctx, Key(id, KeyControl))
+	info, err := s.store.Stat(ctx, profiles.Key(id, KeyControl))
 	if err != nil {
 		return
 	}
@@ -562,7 +564,7 @@ func (s *Server) applyControl(j *ondemand.Job, gen int, seen *string, applied ma
 	if v == *seen {
 		return
 	}
-	b, err := store.ReadAll(ctx, s.store, Key(id, KeyControl), 1<<20)
+	b, err := store.ReadAll(ctx, s.store, profiles.Key(id, KeyControl), 1<<20)
 	if err != nil {
 		return
 	}

@@ -15,10 +15,9 @@ import (
 
 	"viewer/symbolize"
 	"viewer/views"
-	"viewer/web/ingest"
 	"viewer/web/ondemand"
+	"viewer/web/profiles"
 	"viewer/web/sse"
-	"viewer/web/store"
 )
 
 // SymbolizationConfig turns on on-demand symbolization: uploads whose
@@ -73,7 +72,11 @@ func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req ondemand.
 	_, err = e.s.Symbolize(ctx, p, symbolize.Options{
 		NoDebuginfod: req.NoDebuginfod,
 		Progress: func(ev symbolize.Event) {
-			req.Update(ondemand.Update{BuildID: ev.BuildID, File: ev.File, State: ondemand.State(ev.State), Source: ev.Source, Err: ev.Err})
+			key := ""
+			if ev.Mapping != nil {
+				key = symbolize.BinaryKey(ev.Mapping)
+			}
+			req.Update(ondemand.Update{Key: key, BuildID: ev.BuildID, File: ev.File, State: symbolize.State(ev.State), Source: ev.Source, Err: ev.Err})
 		},
 	})
 	return err
@@ -93,7 +96,7 @@ func (s *Server) initSymbolization() {
 	m := ondemand.New(ondemand.Config{
 		Symbolizer: engine{c.Engine, c.Timeout},
 		Store:      s.store,
-		Load:       s.loadOriginal,
+		Load:       s.prof.Converted, // the job symbolizes its own copy, never the original again
 		Broker:     b,
 		Gate:       c.Gate,
 		Servers:    c.Servers,
@@ -137,17 +140,6 @@ func (s *Server) debuginfodServers() []string {
 		return nil
 	}
 	return s.sym.jobs.Servers()
-}
-
-// loadOriginal parses the uploaded bytes afresh: the job symbolizes its own
-// copy, never one that requests are reading.
-func (s *Server) loadOriginal(ctx context.Context, id string) (*profile.Profile, error) {
-	data, err := store.ReadAll(ctx, s.store, Key(id, KeyOriginal), 0)
-	if err != nil {
-		return nil, err
-	}
-	p, _, err := ingest.Parse(data, s.storedLimits())
-	return p, err
 }
 
 // QueueSymbolization queues symbolization of a stored profile when it has
@@ -225,7 +217,7 @@ func noDebuginfodParam(v string) bool {
 // fillSymbolization sets the flame page's symbolization panel and its event
 // stream, queueing the profile if it needs work nobody started (after a
 // restart, or when the queue was full at upload).
-func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page *views.FlamePage) {
+func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.Meta, page *views.FlamePage) {
 	if s.sym == nil {
 		return
 	}
@@ -272,8 +264,8 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 
 // allSymbolized reports whether meta.json says every mapping that is a
 // real file has names (pseudo mappings such as [vdso] have none to get).
-func allSymbolized(m *Meta) bool {
-	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= maxMetaMappings {
+func allSymbolized(m *profiles.Meta) bool {
+	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= profiles.MaxMetaMappings {
 		return false
 	}
 	return unnamedBinaries(m) == 0
@@ -281,7 +273,7 @@ func allSymbolized(m *Meta) bool {
 
 // unnamedBinaries counts the mappings of meta.json that are real files
 // without names.
-func unnamedBinaries(m *Meta) int {
+func unnamedBinaries(m *profiles.Meta) int {
 	n := 0
 	for _, mp := range m.Mappings {
 		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
@@ -293,7 +285,7 @@ func unnamedBinaries(m *Meta) int {
 
 // mappingRows is the panel as meta.json alone tells it: each mapping
 // symbolized or not, pseudo mappings in their neutral state.
-func mappingRows(m *Meta) []views.Binary {
+func mappingRows(m *profiles.Meta) []views.Binary {
 	var rows []views.Binary
 	for _, mp := range m.Mappings {
 		state := "unsymbolized"
@@ -309,7 +301,7 @@ func mappingRows(m *Meta) []views.Binary {
 	return rows
 }
 
-func pseudoRow(mp MappingMeta) views.Binary {
+func pseudoRow(mp profiles.MappingMeta) views.Binary {
 	file := mp.File
 	if file == "" {
 		file = "(anonymous)"
@@ -320,7 +312,7 @@ func pseudoRow(mp MappingMeta) views.Binary {
 
 // withPseudoRows adds meta.json's pseudo mappings to a job's rows, which
 // hold only the binaries it worked on.
-func withPseudoRows(rows []views.Binary, m *Meta) []views.Binary {
+func withPseudoRows(rows []views.Binary, m *profiles.Meta) []views.Binary {
 	for _, mp := range m.Mappings {
 		if !mp.HasFunctions && symbolize.IsPseudo(mp.File) {
 			rows = append(rows, pseudoRow(mp))
@@ -333,7 +325,7 @@ func binaryRows(bs []ondemand.Binary) []views.Binary {
 	rows := make([]views.Binary, 0, len(bs))
 	for _, b := range bs {
 		detail := b.Reason
-		if b.State == ondemand.StateFetching && b.Bytes > 0 {
+		if b.State == symbolize.StateFetching && b.Bytes > 0 {
 			detail = humanBytes(b.Bytes)
 			if b.Total > 0 {
 				detail += " of " + humanBytes(b.Total)

@@ -26,6 +26,7 @@ import (
 	"viewer/symbolize/localfile"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // TypesDebug is where a binary's code and debug info are: the executable
@@ -261,7 +262,7 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 
 // typesProfile loads the profile named in the request and its data-type
 // profile for the selected sample type.
-func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *datatype.Profile, error) {
+func (s *Server) typesProfile(c echo.Context) (*profiles.Loaded, int, *datatype.Profile, error) {
 	ctx := c.Request().Context()
 	l, err := s.Profile(ctx, c.Param("id"))
 	if err != nil {
@@ -293,8 +294,8 @@ func skidValues(on bool) url.Values {
 
 // profile returns the (cached) data-type profile of l for sample type si,
 // with or without skid correction.
-func (ts *typesService) profile(ctx context.Context, l *Loaded, si int, skid bool) (*typesResult, error) {
-	key := typesKey{id: l.ID, variant: l.variant(), si: si, skid: skid}
+func (ts *typesService) profile(ctx context.Context, l *profiles.Loaded, si int, skid bool) (*typesResult, error) {
+	key := typesKey{id: l.ID, variant: l.Variant(), si: si, skid: skid}
 	if r, ok := ts.results.Get(key); ok {
 		return r, nil
 	}
@@ -728,7 +729,7 @@ func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	r.flameOnce.Do(func() {
 		body := flame.Build(typesFlameProfile(l.Profile, r.leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
 		r.flame = &encoded{plain: body, gz: gzipBytes(body),
-			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
+			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.Variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
 	})
 	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
 )
@@ -67,7 +68,7 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		gs, _ := m.groups(opt.Profile)
 		for _, g := range gs {
 			b := j.binaryLocked(g.key, g.first.File, g.first.BuildID)
-			b.State = StateQueued
+			b.State = symbolize.StateQueued
 		}
 		j.opts.Profile = nil // not kept: only the rows were wanted
 	} else if prev != nil {
@@ -143,9 +144,9 @@ func (j *Job) statusLocked() Status {
 	}
 	for _, k := range j.order {
 		switch j.bins[k].State {
-		case StateSymbolized:
+		case symbolize.StateSymbolized:
 			s.Resolved++
-		case StateNotFound, StateSkipped, StateError:
+		case symbolize.StateNotFound, symbolize.StateSkipped, symbolize.StateError:
 			s.Missed++
 		}
 	}
@@ -160,6 +161,10 @@ func (j *Job) debuginfodLocked() bool {
 func (j *Job) Skip(key string) error {
 	j.mu.Lock()
 	b := j.bins[key]
+	if b == nil { // ?build_id= of the kernel
+		key = j.fetchKeyLocked(key)
+		b = j.bins[key]
+	}
 	if b == nil {
 		j.mu.Unlock()
 		return fmt.Errorf("no binary %q in this profile", key)
@@ -170,7 +175,7 @@ func (j *Job) Skip(key string) error {
 		cancels = append(cancels, c)
 	}
 	if !b.State.Final() && j.state != "done" {
-		b.State, b.Reason = StateSkipped, "skipped by the user"
+		b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		b.Phase, b.Bytes, b.Total = "", 0, 0
 		j.publishBinaryLocked(b)
 	}
@@ -191,8 +196,8 @@ func (j *Job) Disable() {
 		cancels = append(cancels, j.cancelsLocked(k)...)
 	}
 	for _, k := range j.order {
-		if b := j.bins[k]; b.State == StateFetching {
-			b.State, b.Reason = StateSkipped, "debuginfod disabled for this profile"
+		if b := j.bins[k]; b.State == symbolize.StateFetching {
+			b.State, b.Reason = symbolize.StateSkipped, "debuginfod disabled for this profile"
 			b.Phase, b.Bytes, b.Total = "", 0, 0
 			j.publishBinaryLocked(b)
 		}
@@ -215,9 +220,9 @@ func (j *Job) cancelsLocked(key string) []context.CancelFunc {
 // refusal is the error a fetch for buildID gets because of the user or the
 // upload's choices, or nil.
 func (j *Job) refusal(buildID string) error {
-	key := normBuildID(buildID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	key := j.fetchKeyLocked(buildID)
 	switch {
 	case j.opts.NoDebuginfod:
 		return fmt.Errorf("the upload asked not to use debuginfod: %w", ErrSkipped)
@@ -235,9 +240,9 @@ func (j *Job) startFetch(ctx context.Context, buildID string) (context.Context, 
 	if err := j.refusal(buildID); err != nil {
 		return nil, nil, err
 	}
-	key := normBuildID(buildID)
 	fctx, cancel := context.WithCancel(ctx)
 	j.mu.Lock()
+	key := j.fetchKeyLocked(buildID)
 	if j.fetches[key] == nil {
 		j.fetches[key] = map[*context.CancelFunc]struct{}{}
 	}
@@ -257,9 +262,9 @@ func (j *Job) startFetch(ctx context.Context, buildID string) (context.Context, 
 // fetchProgress records one step of a fetch: a phase change is a binary
 // event, bytes are throttled progress events.
 func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
-	key := normBuildID(buildID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	key := j.fetchKeyLocked(buildID)
 	if j.skipped[key] || j.disabled || j.state == "done" {
 		return
 	}
@@ -271,8 +276,8 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 	phase := string(p.Phase)
 	switch p.Phase {
 	case debuginfod.PhaseConnecting, debuginfod.PhaseDownloading, debuginfod.PhaseVerifying:
-		changed := b.State != StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
-		b.State, b.Phase = StateFetching, phase
+		changed := b.State != symbolize.StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
+		b.State, b.Phase = symbolize.StateFetching, phase
 		if p.Server != "" {
 			b.Server, b.Source = p.Server, p.Server
 		}
@@ -304,7 +309,10 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 
 // update applies one of the engine's state changes.
 func (j *Job) update(u Update) {
-	key := normBuildID(u.BuildID)
+	key := u.Key
+	if key == "" {
+		key = normBuildID(u.BuildID)
+	}
 	if key == "" {
 		key = "file:" + u.File
 	}
@@ -314,7 +322,7 @@ func (j *Job) update(u Update) {
 		return
 	}
 	b := j.binaryLocked(key, u.File, u.BuildID)
-	if b.State == StateSkipped && (j.skipped[key] || j.disabled) && u.State != StateSymbolized {
+	if b.State == symbolize.StateSkipped && (j.skipped[key] || j.disabled) && u.State != symbolize.StateSymbolized {
 		return // the user's choice stands over the cancelled fetch's error
 	}
 	before := *b
@@ -329,13 +337,13 @@ func (j *Job) update(u Update) {
 	}
 	switch {
 	case u.Err != nil && errors.Is(u.Err, ErrSkipped):
-		b.State, b.Reason = StateSkipped, u.Err.Error()
+		b.State, b.Reason = symbolize.StateSkipped, u.Err.Error()
 	case u.Err != nil:
 		b.Reason = u.Err.Error()
-	case u.State == StateSymbolized:
+	case u.State == symbolize.StateSymbolized:
 		b.Reason = ""
 	}
-	if b.State != StateFetching {
+	if b.State != symbolize.StateFetching {
 		b.Phase, b.Bytes, b.Total = "", 0, 0
 		j.topic.Forget("progress:" + key)
 	}
@@ -366,7 +374,7 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 		}
 		return b
 	}
-	b := &Binary{Key: key, File: file, Name: binaryName(file), BuildID: normBuildID(buildID), State: StateQueued}
+	b := &Binary{Key: key, File: file, Name: binaryName(file), BuildID: normBuildID(buildID), State: symbolize.StateQueued}
 	j.bins[key] = b
 	j.order = append(j.order, key)
 	return b
@@ -374,7 +382,7 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 
 func (j *Job) publishBinaryLocked(b *Binary) {
 	b.Help = ""
-	if b.State == StateNotFound {
+	if b.State == symbolize.StateNotFound {
 		b.Help = NoSymbolsHelp
 	}
 	data, _ := json.Marshal(b)
@@ -402,6 +410,17 @@ func (j *Job) abandon() {
 	j.state, j.errMsg = "done", "the server shut down before symbolization started; reload the page to queue it again"
 	j.mu.Unlock()
 	close(j.done)
+}
+
+// fetchKeyLocked is the row a fetch by build ID belongs to: the binary
+// with that build ID, or the kernel's row (symbolize.BinaryKey prefixes it
+// with "kernel:") when the fetch is the kernel's vmlinux.
+func (j *Job) fetchKeyLocked(buildID string) string {
+	k := normBuildID(buildID)
+	if j.bins[k] == nil && j.bins["kernel:"+k] != nil {
+		return "kernel:" + k
+	}
+	return k
 }
 
 // normBuildID is the form build IDs take as keys and in events.

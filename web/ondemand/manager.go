@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -35,18 +34,13 @@ type Request struct {
 
 // Update is one binary's state change as the engine reports it.
 type Update struct {
+	// Key is the binary's symbolize.BinaryKey; when empty it is derived
+	// from BuildID and File.
+	Key           string
 	BuildID, File string
-	State         State
+	State         symbolize.State
 	Source        string // where the debug info was found
 	Err           error  // why it failed or was skipped
-}
-
-// Store is where profiles live: ID/original, ID/symbolized.pb.gz.
-// *store.Dir is one.
-type Store interface {
-	Put(ctx context.Context, key string, r io.Reader) error
-	Get(ctx context.Context, key string) (io.ReadCloser, error)
-	Stat(ctx context.Context, key string) (store.Info, error)
 }
 
 // Loader parses a stored upload (ID/original, whatever its format).
@@ -58,7 +52,7 @@ func SymbolizedKey(id string) string { return id + "/symbolized.pb.gz" }
 // Config wires a Manager; Symbolizer, Store, Load and Broker are required.
 type Config struct {
 	Symbolizer Symbolizer
-	Store      Store
+	Store      store.Store
 	Load       Loader
 	Broker     *sse.Broker
 	// Gate is the Fetcher the Symbolizer was built with; nil or a gate with

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ type Record struct {
 
 // ReadRecord returns the profile's record and its modification time; a
 // profile without one gets the zero Record and time.
-func ReadRecord(ctx context.Context, st Store, id string) (Record, time.Time, error) {
+func ReadRecord(ctx context.Context, st store.Store, id string) (Record, time.Time, error) {
 	var r Record
 	info, err := st.Stat(ctx, RecordKey(id))
 	if errors.Is(err, store.ErrNotFound) {
@@ -49,10 +50,17 @@ func ReadRecord(ctx context.Context, st Store, id string) (Record, time.Time, er
 	if err := json.NewDecoder(rc).Decode(&r); err != nil {
 		return Record{}, time.Time{}, fmt.Errorf("%s: %w", RecordKey(id), err)
 	}
+	for i := range r.Binaries {
+		// Records written before the kernel's rows were keyed by
+		// symbolize.BinaryKey named it by its bare build ID.
+		if b := &r.Binaries[i]; symbolize.IsKernel(b.File) && !strings.HasPrefix(b.Key, "kernel:") {
+			b.Key = "kernel:" + b.BuildID
+		}
+	}
 	return r, info.ModTime, nil
 }
 
-func writeRecord(ctx context.Context, st Store, id string, r Record) (time.Time, error) {
+func writeRecord(ctx context.Context, st store.Store, id string, r Record) (time.Time, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return time.Time{}, err
@@ -340,11 +348,11 @@ func (j *Job) adoptStored(rec Record) {
 	j.mu.Lock()
 	for _, rb := range rec.Binaries {
 		b := j.binaryLocked(rb.Key, rb.File, rb.BuildID)
-		if b.State == StateSymbolized {
+		if b.State == symbolize.StateSymbolized {
 			continue
 		}
 		*b = rb
-		if rb.State == StateSymbolized {
+		if rb.State == symbolize.StateSymbolized {
 			b.Source = "symbolized elsewhere: " + rb.Source
 		}
 		j.topic.Forget("progress:" + b.Key)
@@ -385,9 +393,9 @@ func (j *Job) initBinaries(p *profile.Profile) ([]group, []*profile.Profile) {
 	for _, g := range gs {
 		m := g.first
 		b := j.binaryLocked(g.key, m.File, m.BuildID)
-		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: StateQueued}
+		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: symbolize.StateQueued}
 		if j.skipped[g.key] {
-			b.State, b.Reason = StateSkipped, "skipped by the user"
+			b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		}
 		j.publishBinaryLocked(b)
 	}
@@ -437,12 +445,12 @@ func extract(p *profile.Profile, gs []group) []*profile.Profile {
 func (m *Manager) groups(p *profile.Profile) ([]group, []*profile.Profile) {
 	need := map[string]bool{}
 	for _, mp := range unsymbolized(p) {
-		need[BinaryKey(mp)] = true
+		need[symbolize.BinaryKey(mp)] = true
 	}
 	var gs []group
 	idx := map[string]int{}
 	for _, mp := range p.Mapping {
-		k := BinaryKey(mp)
+		k := symbolize.BinaryKey(mp)
 		if !need[k] {
 			continue
 		}
@@ -477,14 +485,14 @@ func (j *Job) settle(key string, mini *profile.Profile, err error) {
 		return
 	}
 	switch {
-	case resolved && b.State != StateSymbolized:
-		b.State, b.Reason = StateSymbolized, ""
-	case !resolved && b.State == StateSymbolized:
-		b.State, b.Reason = StateNotFound, "the debug info names none of the sampled addresses"
+	case resolved && b.State != symbolize.StateSymbolized:
+		b.State, b.Reason = symbolize.StateSymbolized, ""
+	case !resolved && b.State == symbolize.StateSymbolized:
+		b.State, b.Reason = symbolize.StateNotFound, "the debug info names none of the sampled addresses"
 	case !resolved && !b.State.Final():
-		b.State = StateNotFound
+		b.State = symbolize.StateNotFound
 		if err != nil {
-			b.State, b.Reason = StateError, err.Error()
+			b.State, b.Reason = symbolize.StateError, err.Error()
 		} else if b.Reason == "" {
 			b.Reason = "no debug info found for this build ID"
 		}
@@ -521,10 +529,10 @@ func (j *Job) timedOut(key string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	b := j.bins[key]
-	if b == nil || b.State == StateSymbolized || b.State == StateNotFound || b.State == StateSkipped {
+	if b == nil || b.State == symbolize.StateSymbolized || b.State == symbolize.StateNotFound || b.State == symbolize.StateSkipped {
 		return
 	}
-	b.State = StateError
+	b.State = symbolize.StateError
 	b.Reason = fmt.Sprintf("timed out after %v (%s); retry to look again", j.m.cfg.ProfileTimeout, j.m.cfg.ProfileTimeoutName)
 	b.Phase, b.Bytes, b.Total = "", 0, 0
 	j.topic.Forget("progress:" + key)
@@ -564,12 +572,12 @@ func resolvedKeys(p *profile.Profile) map[string]bool {
 	res := map[string]bool{}
 	for _, m := range p.Mapping {
 		if m.HasFunctions {
-			res[BinaryKey(m)] = true
+			res[symbolize.BinaryKey(m)] = true
 		}
 	}
 	for _, l := range p.Location {
 		if l.Mapping != nil && len(l.Line) > 0 {
-			res[BinaryKey(l.Mapping)] = true
+			res[symbolize.BinaryKey(l.Mapping)] = true
 		}
 	}
 	return res

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
 )
 
 // merger folds the names found for one binary (in its extracted copy) into
@@ -194,7 +196,7 @@ func (j *Job) publishNames() {
 	j.mu.Lock()
 	n := 0
 	for _, k := range j.order {
-		if j.bins[k].State == StateSymbolized {
+		if j.bins[k].State == symbolize.StateSymbolized {
 			n++
 		}
 	}

@@ -7,45 +7,20 @@ package ondemand
 
 import (
 	"path"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
 )
 
-// State is where one binary stands. The values match the symbolization
-// engine's event states so they can be passed through.
-type State string
-
-const (
-	StateQueued     State = "queued"
-	StateSearching  State = "searching"
-	StateFetching   State = "fetching"
-	StateLoading    State = "loading"
-	StateSymbolized State = "symbolized"
-	StateNotFound   State = "no symbols" // neutral: what was checked is in Reason, what to do in Help
-	StateSkipped    State = "skipped"
-	StateError      State = "error"
-)
-
-// Final reports whether s is an end state for this run.
-func (s State) Final() bool {
-	switch s {
-	case StateSymbolized, StateNotFound, StateSkipped, StateError:
-		return true
-	}
-	return false
-}
-
 // Binary is one mapping's row in the page's symbolization panel and the
 // payload of its "binary" events.
 type Binary struct {
-	Key     string `json:"key"` // build ID, or "file:" + path when there is none
-	Name    string `json:"name"`
-	File    string `json:"file"`
-	BuildID string `json:"build_id"`
-	State   State  `json:"state"`
+	Key     string          `json:"key"` // build ID, or "file:" + path when there is none
+	Name    string          `json:"name"`
+	File    string          `json:"file"`
+	BuildID string          `json:"build_id"`
+	State   symbolize.State `json:"state"`
 	// Source is where the debug info came from (a local path or a server
 	// URL), or the server it is being fetched from.
 	Source string `json:"source,omitempty"`
@@ -94,15 +69,6 @@ type Status struct {
 	Binaries []Binary `json:"binaries,omitempty"`
 }
 
-// BinaryKey names a mapping's binary: its build ID, or its file when it has
-// none.
-func BinaryKey(m *profile.Mapping) string {
-	if m.BuildID != "" {
-		return strings.ToLower(m.BuildID)
-	}
-	return "file:" + m.File
-}
-
 // unsymbolized returns the mappings that hold locations without names, in
 // the profile's order, one per binary.
 func unsymbolized(p *profile.Profile) []*profile.Mapping {
@@ -116,10 +82,10 @@ func unsymbolized(p *profile.Profile) []*profile.Mapping {
 	var ms []*profile.Mapping
 	seen := map[string]bool{}
 	for _, m := range p.Mapping {
-		if !need[m] || seen[BinaryKey(m)] {
+		if !need[m] || seen[symbolize.BinaryKey(m)] {
 			continue
 		}
-		seen[BinaryKey(m)] = true
+		seen[symbolize.BinaryKey(m)] = true
 		ms = append(ms, m)
 	}
 	return ms
