@@ -20,6 +20,7 @@ import (
 
 	"viewer/web/flame"
 	"viewer/web/ingest"
+	"viewer/web/ondemand"
 	"viewer/web/profiles"
 	"viewer/web/store"
 )
@@ -78,8 +79,8 @@ type Server struct {
 	tops   *lru.Cache[treeKey, *topResult]
 	stacks *lru.Cache[treeKey, *flame.Stacks] // zoom.go
 	flight singleflight.Group
-	sym    *symbolization // nil when symbolization is off
-	rep    *replica       // nil unless Config.Replica is set
+	sym    *symbolization       // nil when symbolization is off
+	coord  ondemand.Coordinator // Local, or the store lease of Config.Replica
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -130,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 		store:  st,
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
+		coord:  ondemand.Local{},
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {
@@ -154,7 +156,6 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.initSymbolization()
-	s.initReplica() // replica.go
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError

@@ -111,6 +111,9 @@ func (s *Server) initSymbolization() {
 		},
 	})
 	m.OnStored(s.Invalidate)
+	if s.cfg.Replica != nil {
+		s.coord = ondemand.NewLease(m, s.cfg.Replica.lease(), s.log)
+	}
 	s.sym = &symbolization{jobs: m, broker: b}
 	s.useSymbolizerForTypes(c) // typesfinder.go: the data-type page uses the same debug info
 }
@@ -162,7 +165,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if m, err := s.Meta(ctx, id); err == nil && allSymbolized(m) {
 		return nil // the common case costs no parse and no store read
 	}
-	rec, err := s.sym.jobs.Record(ctx, id)
+	rec, err := s.sym.jobs.Outcome(ctx, id)
 	if err != nil || rec.Done {
 		return err
 	}
@@ -173,11 +176,15 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if !symbolize.NeedsSymbolization(l.Profile) {
 		return nil
 	}
-	if s.followRemote(ctx, id) {
-		return nil // another replica runs it (replicajobs.go)
+	if !s.coord.Claim(ctx, id) {
+		return nil // another replica runs it, and this one follows it
 	}
 	j, err := s.sym.jobs.Submit(id, ondemand.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
-	s.replicateSubmit(id, j, err)
+	if err != nil {
+		s.coord.Release(id) // a full queue: let a replica with room take it
+	} else {
+		s.coord.Heartbeat(j)
+	}
 	return err
 }
 
@@ -227,7 +234,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.M
 		return
 	}
 	if j == nil {
-		rec, err := s.sym.jobs.Record(ctx, id)
+		rec, err := s.sym.jobs.Outcome(ctx, id)
 		if err != nil {
 			s.log.Error("reading the symbolization record", "id", id, "err", err)
 			return
@@ -249,7 +256,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.M
 			return
 		}
 		if j = s.sym.jobs.Job(id); j == nil {
-			if bs, ok := s.followedBinaries(id); ok { // run by another replica
+			if bs, ok := s.coord.Followed(id); ok { // run by another replica
 				page.Binaries = withPseudoRows(binaryRows(bs), m)
 				page.EventsURL = "/p/" + id + "/events"
 			}
@@ -376,7 +383,7 @@ func (s *Server) handleSymbolizationEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica (replicajobs.go)
+	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica
 	err = s.sym.jobs.Events(c.Response(), c.Request(), id)
 	if errors.Is(err, sse.ErrTooManySubscribers) {
 		return nil // answered 503 with Retry-After
@@ -396,16 +403,16 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 		st.Binaries = j.Binaries()
 		return c.JSON(http.StatusOK, st)
 	}
-	rec, err := s.sym.jobs.Record(c.Request().Context(), id)
+	rec, err := s.sym.jobs.Outcome(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	st := ondemand.Status{State: "none", Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
+	st := ondemand.Status{State: ondemand.RunNone, Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
 		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if rec.Done {
-		st.State = "done"
+		st.State = ondemand.RunDone
 	} else if len(rec.Binaries) > 0 {
-		st.State = "interrupted" // the server stopped mid-run (ondemand.Job.recordProgress); Retry resumes
+		st.State = ondemand.RunInterrupted // the server stopped mid-run (ondemand.Job.recordProgress); Retry resumes
 	}
 	if st.Servers == nil {
 		st.Servers = []string{}
@@ -434,7 +441,7 @@ func (s *Server) handleSymbolizationSkip(c echo.Context) error {
 		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
 	}
 	if err := s.sym.jobs.Skip(id, key); err != nil {
-		if errors.Is(err, ondemand.ErrNoJob) && s.forwardControl(c.Request().Context(), id, key, false) {
+		if errors.Is(err, ondemand.ErrNoJob) && s.coord.Forward(c.Request().Context(), id, key, false) {
 			return c.JSON(http.StatusOK, map[string]string{"skipped": key}) // to the replica running it (replicajobs.go)
 		}
 		if errors.Is(err, ondemand.ErrNoJob) {
@@ -456,7 +463,7 @@ func (s *Server) handleSymbolizationDisable(c echo.Context) error {
 		return err
 	}
 	if err := s.sym.jobs.Disable(id); err != nil {
-		if s.forwardControl(c.Request().Context(), id, "", true) {
+		if s.coord.Forward(c.Request().Context(), id, "", true) {
 			return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false}) // to the replica running it
 		}
 		return httpError(http.StatusConflict, "no symbolization is running for this profile")
@@ -475,7 +482,7 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 		return err
 	}
 	j, err := s.sym.jobs.Retry(id, ondemand.Options{})
-	s.replicate(j)
+	s.coord.Heartbeat(j)
 	var full *ondemand.QueueFullError
 	switch {
 	case errors.As(err, &full):
@@ -488,4 +495,33 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"events": "/p/" + id + "/events"})
+}
+
+// replicaEvents prepares this replica to answer /p/ID/events when its page
+// was served by another replica (a load balancer without affinity, or an
+// EventSource reconnecting elsewhere): it follows, or queues, the job as a
+// page view would, and for a job finished elsewhere it answers with the
+// final event so the page redraws once.
+func (s *Server) replicaEvents(ctx context.Context, id string) {
+	if s.coord.ID() == "" || s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.coord.Followed(id); ok {
+		return
+	}
+	if s.sym.broker.Lookup(id) != nil {
+		return
+	}
+	if err := s.QueueSymbolization(ctx, id, false); err != nil {
+		s.log.Warn("queueing symbolization for an event stream", "id", id, "err", err)
+	}
+	if s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.coord.Followed(id); ok {
+		return
+	}
+	if rec, err := s.sym.jobs.Outcome(ctx, id); err == nil {
+		s.sym.jobs.PublishOutcome(id, rec)
+	}
 }

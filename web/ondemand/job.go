@@ -2,7 +2,6 @@ package ondemand
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,15 +12,6 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
-)
-
-// Event types and keys on a profile's topic.
-const (
-	EventJob        = "job"        // Status, while queued and running
-	EventBinary     = "binary"     // Binary, on each state change
-	EventProgress   = "progress"   // Progress, at most ten a second per fetch
-	EventNames      = "names"      // Names, after a copy with more names was stored
-	EventSymbolized = "symbolized" // Status with Binaries, once at the end
 )
 
 // errSymbolizedElsewhere cancels a job whose profile was symbolized by
@@ -37,7 +27,7 @@ type Job struct {
 	done  chan struct{}
 
 	mu        sync.Mutex
-	state     string // queued, running, done
+	state     RunState
 	bins      map[string]*Binary
 	order     []string
 	fetches   map[string]map[*context.CancelFunc]struct{} // key → cancels of running fetches
@@ -59,7 +49,7 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		m: m, id: id, opts: opt, topic: topic, retry: retry,
 		runs:    map[string]context.CancelFunc{},
 		done:    make(chan struct{}),
-		state:   "queued",
+		state:   RunQueued,
 		bins:    map[string]*Binary{},
 		fetches: map[string]map[*context.CancelFunc]struct{}{},
 		skipped: map[string]bool{},
@@ -174,7 +164,7 @@ func (j *Job) Skip(key string) error {
 	if c := j.runs[key]; c != nil {
 		cancels = append(cancels, c)
 	}
-	if !b.State.Final() && j.state != "done" {
+	if !b.State.Final() && j.state != RunDone {
 		b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		b.Phase, b.Bytes, b.Total = "", 0, 0
 		j.publishBinaryLocked(b)
@@ -265,7 +255,7 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	key := j.fetchKeyLocked(buildID)
-	if j.skipped[key] || j.disabled || j.state == "done" {
+	if j.skipped[key] || j.disabled || j.state == RunDone {
 		return
 	}
 	b := j.binaryLocked(key, "", key)
@@ -285,9 +275,8 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		if changed {
 			j.publishBinaryLocked(b)
 		}
-		data, _ := json.Marshal(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
-			Phase: phase, Bytes: p.Bytes, Total: p.Total})
-		j.topic.PublishThrottled("progress:"+key, EventProgress, data, j.m.cfg.ProgressEvery)
+		events{j.topic}.progress(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
+			Phase: phase, Bytes: p.Bytes, Total: p.Total}, j.m.cfg.ProgressEvery)
 	case debuginfod.PhaseDone, debuginfod.PhaseCacheHit:
 		// The engine loads the file next and reports "loading".
 		b.Phase, b.Bytes, b.Total = phase, p.Bytes, p.Total
@@ -296,14 +285,14 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		} else if p.Path != "" {
 			b.Source = p.Path
 		}
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 		j.publishBinaryLocked(b)
 	case debuginfod.PhaseNotFound, debuginfod.PhaseError:
 		b.Phase = phase
 		if p.Err != nil {
 			b.Reason = p.Err.Error()
 		}
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 	}
 }
 
@@ -318,7 +307,7 @@ func (j *Job) update(u Update) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state == "done" {
+	if j.state == RunDone {
 		return
 	}
 	b := j.binaryLocked(key, u.File, u.BuildID)
@@ -345,7 +334,7 @@ func (j *Job) update(u Update) {
 	}
 	if b.State != symbolize.StateFetching {
 		b.Phase, b.Bytes, b.Total = "", 0, 0
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 	}
 	if *b != before {
 		j.publishBinaryLocked(b) // one event per change, not per download step
@@ -356,7 +345,7 @@ func (j *Job) update(u Update) {
 		j.recordAt = time.AfterFunc(recordEvery, func() {
 			j.mu.Lock()
 			j.recordAt = nil
-			done := j.state == "done"
+			done := j.state == RunDone
 			j.mu.Unlock()
 			if !done {
 				j.recordProgress(context.Background(), true)
@@ -381,17 +370,11 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 }
 
 func (j *Job) publishBinaryLocked(b *Binary) {
-	b.Help = ""
-	if b.State == symbolize.StateNotFound {
-		b.Help = NoSymbolsHelp
-	}
-	data, _ := json.Marshal(b)
-	j.topic.Publish("binary:"+b.Key, EventBinary, data)
+	events{j.topic}.binary(b)
 }
 
 func (j *Job) publishStatusLocked() {
-	data, _ := json.Marshal(j.statusLocked())
-	j.topic.Publish("job", EventJob, data)
+	events{j.topic}.job(j.statusLocked())
 }
 
 // publishAll sends the job's state to its topic (on submit).
@@ -407,7 +390,7 @@ func (j *Job) publishAll() {
 // abandon ends a job that never ran because the server is shutting down.
 func (j *Job) abandon() {
 	j.mu.Lock()
-	j.state, j.errMsg = "done", "the server shut down before symbolization started; reload the page to queue it again"
+	j.state, j.errMsg = RunDone, "the server shut down before symbolization started; reload the page to queue it again"
 	j.mu.Unlock()
 	close(j.done)
 }

@@ -20,6 +20,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/web/profiles"
 	"viewer/web/sse"
 	"viewer/web/store"
 )
@@ -234,7 +235,7 @@ func (h *harness) upload(id string, p *profile.Profile) {
 
 func (h *harness) stored(id string) *profile.Profile {
 	h.t.Helper()
-	rc, err := h.st.Get(context.Background(), SymbolizedKey(id))
+	rc, err := h.st.Get(context.Background(), profiles.Key(id, profiles.KeySymbolized))
 	if err != nil {
 		h.t.Fatalf("symbolized copy of %s: %v", id, err)
 	}
@@ -631,7 +632,7 @@ func TestRetryRerunsOnlyMissedBinaries(t *testing.T) {
 	}
 	// After a restart (a new manager on the same store) the record still
 	// lists the binaries, and Retry works without an in-memory job.
-	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, err := ReadOutcome(context.Background(), h.st, "p1")
 	if err != nil || !rec.Done || len(rec.Binaries) != 2 || fmt.Sprint(rec.Asked) != "["+server+"]" {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
@@ -677,12 +678,12 @@ func TestSymbolizedElsewhereMeanwhileIsAdopted(t *testing.T) {
 	}
 	var b bytes.Buffer
 	other.Write(&b)
-	h.st.Put(context.Background(), SymbolizedKey("p1"), bytes.NewReader(b.Bytes()))
-	rec := Record{Done: true, Asked: []string{"http://other.test"}, Binaries: []Binary{
+	h.st.Put(context.Background(), profiles.Key("p1", profiles.KeySymbolized), bytes.NewReader(b.Bytes()))
+	rec := Outcome{Done: true, Asked: []string{"http://other.test"}, Binaries: []Binary{
 		{Key: "aa01", BuildID: "aa01", File: "/usr/lib/libaa01.so", State: symbolize.StateSymbolized, Source: "http://other.test"},
 		{Key: "bb02", BuildID: "bb02", File: "/usr/lib/libbb02.so", State: symbolize.StateSymbolized, Source: "http://other.test"},
 	}}
-	if _, err := writeRecord(context.Background(), h.st, "p1", rec); err != nil {
+	if _, err := writeOutcome(context.Background(), h.st, "p1", rec); err != nil {
 		t.Fatal(err)
 	}
 	close(release) // aa01's fetch ends: the job checks the store
@@ -692,7 +693,7 @@ func TestSymbolizedElsewhereMeanwhileIsAdopted(t *testing.T) {
 	if fb["bb02"].State != symbolize.StateSymbolized || !strings.Contains(fb["bb02"].Source, "elsewhere") {
 		t.Errorf("bb02 %+v, want taken from the copy stored meanwhile", fb["bb02"])
 	}
-	rc, _ := h.st.Get(context.Background(), SymbolizedKey("p1"))
+	rc, _ := h.st.Get(context.Background(), profiles.Key("p1", profiles.KeySymbolized))
 	var now bytes.Buffer
 	now.ReadFrom(rc)
 	rc.Close()
@@ -836,7 +837,7 @@ func TestNamesAreServedAsEachBinaryResolves(t *testing.T) {
 	if len(p.Sample) != 4 || p.Sample[0].Value[0] != 10 {
 		t.Errorf("the stored copy lost samples: %d", len(p.Sample))
 	}
-	rec, _, _ := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, _ := ReadOutcome(context.Background(), h.st, "p1")
 	if rec.Done {
 		t.Error("record says done mid-run")
 	}
@@ -863,7 +864,7 @@ func TestNoDebuginfodRecordedAndStrictestWins(t *testing.T) {
 	if h.fetch.count("aa01") != 0 {
 		t.Error("debuginfod asked despite the upload's choice")
 	}
-	rec, _ := h.m.Record(ctx, "p1")
+	rec, _ := h.m.Outcome(ctx, "p1")
 	if !rec.NoDebuginfod || !rec.Done {
 		t.Errorf("record %+v", rec)
 	}
@@ -904,7 +905,7 @@ func TestProfileTimeoutEndsTheRunOnce(t *testing.T) {
 	if names := functionNames(h.stored("p1")); !names["libaa01.so:fn10010"] {
 		t.Errorf("the resolved binary's names were not stored: %v", names)
 	}
-	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, err := ReadOutcome(context.Background(), h.st, "p1")
 	if err != nil || !rec.Done {
 		t.Fatalf("record after the time limit: %+v, %v; not done means every page view queues the profile again", rec, err)
 	}
@@ -1002,7 +1003,7 @@ func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 	if !names["libaa01.so:fn10010"] || !names["libcc03.so:fn30010"] || names["libbb02.so:fn20010"] {
 		t.Errorf("stored names: %v", names)
 	}
-	if rec, _, err := ReadRecord(context.Background(), h.st, "p1"); err != nil || !rec.Done {
+	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
 		t.Errorf("record: %+v, %v", rec, err)
 	}
 }

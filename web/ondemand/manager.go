@@ -46,9 +46,6 @@ type Update struct {
 // Loader parses a stored upload (ID/original, whatever its format).
 type Loader func(ctx context.Context, id string) (*profile.Profile, error)
 
-// SymbolizedKey is the store key of a profile's symbolized copy.
-func SymbolizedKey(id string) string { return id + "/symbolized.pb.gz" }
-
 // Config wires a Manager; Symbolizer, Store, Load and Broker are required.
 type Config struct {
 	Symbolizer Symbolizer
@@ -350,9 +347,9 @@ func (m *Manager) Events(w http.ResponseWriter, r *http.Request, id string) erro
 	return err
 }
 
-// Record reads the profile's stored symbolization record (zero when none).
-func (m *Manager) Record(ctx context.Context, id string) (Record, error) {
-	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+// Outcome reads the profile's stored Outcome (zero when none).
+func (m *Manager) Outcome(ctx context.Context, id string) (Outcome, error) {
+	r, _, err := ReadOutcome(ctx, m.cfg.Store, id)
 	return r, err
 }
 
@@ -363,13 +360,13 @@ func (m *Manager) Record(ctx context.Context, id string) (Record, error) {
 func (m *Manager) SetNoDebuginfod(ctx context.Context, id string) error {
 	m.recMu.Lock()
 	defer m.recMu.Unlock()
-	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+	r, _, err := ReadOutcome(ctx, m.cfg.Store, id)
 	if err != nil {
 		return err
 	}
 	if !r.NoDebuginfod {
 		r.NoDebuginfod = true
-		if _, err := writeRecord(ctx, m.cfg.Store, id, r); err != nil {
+		if _, err := writeOutcome(ctx, m.cfg.Store, id, r); err != nil {
 			return err
 		}
 	}

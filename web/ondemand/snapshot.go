@@ -3,13 +3,13 @@ package ondemand
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/web/profiles"
 )
 
 // merger folds the names found for one binary (in its extracted copy) into
@@ -181,7 +181,7 @@ func (w *writer) write() {
 	}
 	j := w.j
 	ctx := context.Background()
-	if err := j.m.cfg.Store.Put(ctx, SymbolizedKey(j.id), bytes.NewReader(data)); err != nil {
+	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), bytes.NewReader(data)); err != nil {
 		j.m.cfg.Logf("symbolize %s: storing a snapshot: %v", j.id, err)
 		w.mg.mu.Lock()
 		w.mg.dirty = true
@@ -201,6 +201,5 @@ func (j *Job) publishNames() {
 		}
 	}
 	j.mu.Unlock()
-	data, _ := json.Marshal(Names{Resolved: n})
-	j.topic.Publish("names", EventNames, data)
+	events{j.topic}.names(n)
 }

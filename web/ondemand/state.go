@@ -13,6 +13,26 @@ import (
 	"viewer/symbolize"
 )
 
+// RunState is where a profile's job stands, the one set of values its
+// Status, its lease record and the status endpoint use.
+type RunState string
+
+const (
+	RunNone    RunState = "none"   // no job and no outcome stored
+	RunQueued  RunState = "queued" // waiting for a worker
+	RunRunning RunState = "running"
+	RunDone    RunState = "done"
+	// RunInterrupted: the server stopped mid-run (the outcome record holds
+	// rows but is not done); opening the page or Retry resumes.
+	RunInterrupted RunState = "interrupted"
+	// RunAbandoned: the owner of a replicated job stopped before finishing
+	// (shutdown, a full queue); another replica takes it over at once.
+	RunAbandoned RunState = "abandoned"
+)
+
+// Active reports whether a job in state s is still to end.
+func (s RunState) Active() bool { return s == RunQueued || s == RunRunning }
+
 // Binary is one mapping's row in the page's symbolization panel and the
 // payload of its "binary" events.
 type Binary struct {
@@ -53,7 +73,7 @@ type Progress struct {
 // Status is the payload of the "job" event and of the final "symbolized"
 // event: the job's own state and what the page says about debuginfod.
 type Status struct {
-	State string `json:"state"` // queued, running, done
+	State RunState `json:"state"`
 	// Debuginfod is false when this upload or the server said not to ask.
 	Debuginfod bool `json:"debuginfod"`
 	// Servers are the debuginfod servers build IDs may be sent to; Asked

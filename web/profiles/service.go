@@ -482,7 +482,13 @@ type readCloser struct {
 // its ETag where the store has one, else its size and time; "" when there
 // is none.
 func (s *Service) SymbolizedVersion(ctx context.Context, id string) (string, error) {
-	info, err := s.store.Stat(ctx, Key(id, KeySymbolized))
+	return SymbolizedVersion(ctx, s.store, id)
+}
+
+// SymbolizedVersion is Service.SymbolizedVersion for a store without a
+// Service (a replica following another's job).
+func SymbolizedVersion(ctx context.Context, st store.Store, id string) (string, error) {
+	info, err := st.Stat(ctx, Key(id, KeySymbolized))
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
