@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
@@ -50,38 +49,6 @@ type symbolization struct {
 	broker *sse.Broker
 }
 
-// engine adapts the symbolization engine to what the job manager needs.
-type engine struct {
-	s       *symbolize.Symbolizer
-	timeout time.Duration
-}
-
-func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req ondemand.Request) (err error) {
-	// A panic on one binary's debug info fails that binary, not the server
-	// (the job runs outside any request).
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", r)
-		}
-	}()
-	if e.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.timeout)
-		defer cancel()
-	}
-	_, err = e.s.Symbolize(ctx, p, symbolize.Options{
-		NoDebuginfod: req.NoDebuginfod,
-		Progress: func(ev symbolize.Event) {
-			key := ""
-			if ev.Mapping != nil {
-				key = symbolize.BinaryKey(ev.Mapping)
-			}
-			req.Update(ondemand.Update{Key: key, BuildID: ev.BuildID, File: ev.File, State: symbolize.State(ev.State), Source: ev.Source, Err: ev.Err})
-		},
-	})
-	return err
-}
-
 // initSymbolization starts the job manager when the config asks for it.
 func (s *Server) initSymbolization() {
 	c := s.cfg.Symbolization
@@ -94,7 +61,7 @@ func (s *Server) initSymbolization() {
 	}
 	b := sse.NewBroker(ev)
 	m := ondemand.New(ondemand.Config{
-		Symbolizer: engine{c.Engine, c.Timeout},
+		Symbolizer: ondemand.Engine{Symbolizer: c.Engine, Timeout: c.Timeout},
 		Store:      s.store,
 		Load:       s.prof.Converted, // the job symbolizes its own copy, never the original again
 		Broker:     b,
