@@ -3,6 +3,7 @@ package profiles_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,5 +65,56 @@ func BenchmarkColdLoad(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkUpload is an upload's parse and store (original, meta and the
+// converted copy, each fsynced by store.Dir) against its parse alone and
+// the encoding of the copy, to show what storing the copy adds at upload.
+//
+//	go test -run '^$' -bench Upload -benchtime 20x ./web/profiles
+func BenchmarkUpload(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"dwarf.data", "fp.script"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lim := ingest.Limits{Binaries: unwind.NewFinder()}
+		b.Run(name+"/parse", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := ingest.Parse(data, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/encode", func(b *testing.B) {
+			p, _, err := ingest.Parse(data, lim)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := p.Write(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/ingest", func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				st, err := store.NewDir(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := profiles.New(profiles.Config{Store: st, Limits: lim})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := s.Ingest(ctx, data, name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
