@@ -192,7 +192,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 // Viewing the diff queues the symbolization, as viewing the profile does.
 func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	m, err := s.Meta(ctx, id)
-	if err != nil || len(m.Mappings) == 0 || allSymbolized(m) {
+	if err != nil || len(m.Mappings) == 0 || m.AllNamed() {
 		return ""
 	}
 	if l, err := s.Profile(ctx, id); err == nil && l.Symbolized {
@@ -203,7 +203,7 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	if fp.EventsURL != "" {
 		return fmt.Sprintf("The %s profile is being symbolized. Frames are matched by name, so its raw addresses do not meet the other profile's functions yet: reload this diff when it is done.", role)
 	}
-	n, real := unnamedBinaries(m), 0
+	n, real := m.Unnamed(), 0
 	for _, mp := range m.Mappings {
 		if !symbolize.IsPseudo(mp.File) {
 			real++

@@ -129,7 +129,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if j := s.sym.jobs.Job(id); j != nil {
 		return nil // queued, running or done in this process
 	}
-	if m, err := s.Meta(ctx, id); err == nil && allSymbolized(m) {
+	if m, err := s.Meta(ctx, id); err == nil && m.AllNamed() {
 		return nil // the common case costs no parse and no store read
 	}
 	rec, err := s.sym.jobs.Outcome(ctx, id)
@@ -197,7 +197,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.M
 	}
 	page.StatusURL = "/p/" + id + "/symbolization"
 	j := s.sym.jobs.Job(id)
-	if j == nil && allSymbolized(m) {
+	if j == nil && m.AllNamed() {
 		return
 	}
 	if j == nil {
@@ -234,27 +234,6 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.M
 	if !j.Done() {
 		page.EventsURL = "/p/" + id + "/events"
 	}
-}
-
-// allSymbolized reports whether meta.json says every mapping that is a
-// real file has names (pseudo mappings such as [vdso] have none to get).
-func allSymbolized(m *profiles.Meta) bool {
-	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= profiles.MaxMetaMappings {
-		return false
-	}
-	return unnamedBinaries(m) == 0
-}
-
-// unnamedBinaries counts the mappings of meta.json that are real files
-// without names.
-func unnamedBinaries(m *profiles.Meta) int {
-	n := 0
-	for _, mp := range m.Mappings {
-		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
-			n++
-		}
-	}
-	return n
 }
 
 // mappingRows is the panel as meta.json alone tells it: each mapping

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
 )
 
 // Meta is the small description stored next to a profile (meta.json), enough
@@ -64,6 +66,28 @@ func NewMeta(p *profile.Profile, name, format string, size int64) *Meta {
 		m.Mappings = append(m.Mappings, MappingMeta{File: mp.File, BuildID: mp.BuildID, HasFunctions: mp.HasFunctions})
 	}
 	return m
+}
+
+// AllNamed reports whether meta.json says every mapping that is a real file
+// has names (pseudo mappings such as [vdso] have none to get). A Meta with
+// no mappings, or one whose list may be cut (MaxMetaMappings), does not say.
+func (m *Meta) AllNamed() bool {
+	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= MaxMetaMappings {
+		return false
+	}
+	return m.Unnamed() == 0
+}
+
+// Unnamed counts the mappings of meta.json that are real files without
+// names.
+func (m *Meta) Unnamed() int {
+	n := 0
+	for _, mp := range m.Mappings {
+		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
+			n++
+		}
+	}
+	return n
 }
 
 // ProfileStub is a profile holding only the meta's sample types, so that
