@@ -115,7 +115,7 @@ func (s *Symbolizer) typesBinary(ctx context.Context, m *profile.Mapping, opt Da
 		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
 	}
-	e, p, err := s.store.acquire(ctx, binaryKey(m), facetTypes, func(ctx context.Context) (part, error) {
+	e, p, err := s.store.acquire(ctx, BinaryKey(m), facetTypes, func(ctx context.Context) (part, error) {
 		loc, err := s.Locate(ctx, m, Options{NoDebuginfod: opt.NoDebuginfod}, NeedTypes)
 		if err != nil {
 			return nil, err

@@ -629,7 +629,7 @@ func (s *Symbolizer) codeCandidate(ctx context.Context, c candidate, bid string)
 // Object stays usable after the store evicts it (it holds only memory).
 func (s *Symbolizer) CFI(ctx context.Context, path, buildID string) (*unwind.Object, error) {
 	m := &profile.Mapping{File: path, BuildID: buildID}
-	e, p, err := s.store.acquire(ctx, binaryKey(m), facetCFI, func(ctx context.Context) (part, error) {
+	e, p, err := s.store.acquire(ctx, BinaryKey(m), facetCFI, func(ctx context.Context) (part, error) {
 		exec, debug, err := s.LocateCode(ctx, path, buildID)
 		if err != nil {
 			return nil, err

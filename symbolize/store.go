@@ -52,7 +52,7 @@ func (l *loaded) Size() int64  { return l.obj.Size() }
 func (l *loaded) Close() error { return l.obj.Close() }
 
 // store is the one owner of what is loaded from binaries, keyed by build ID
-// (binaryKey: the path only for binaries without one), so every profile,
+// (BinaryKey: the path only for binaries without one), so every profile,
 // every request and every consumer (symbolization, the source view, the
 // data-type page) shares one copy. Entries in use (refs > 0) are never
 // freed; idle ones are evicted least recently used first once the bytes

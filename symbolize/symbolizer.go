@@ -130,7 +130,8 @@ func defaultDebuginfodCache(getenv func(string) string, home string) string {
 	return filepath.Join(home, ".cache", "debuginfod_client")
 }
 
-// State is where one binary stands during Symbolize.
+// State is where one binary stands during Symbolize; the job rows, their
+// events and stored records use the same values.
 type State string
 
 const (
@@ -143,6 +144,15 @@ const (
 	StateSkipped    State = "skipped"
 	StateError      State = "error"
 )
+
+// Final reports whether s is an end state for this run.
+func (s State) Final() bool {
+	switch s {
+	case StateSymbolized, StateNotFound, StateSkipped, StateError:
+		return true
+	}
+	return false
+}
 
 // Options are one Symbolize call's choices.
 type Options struct {
@@ -239,8 +249,12 @@ func IsKernel(name string) bool {
 	return strings.HasPrefix(name, "[kernel.kallsyms]") || name == "[kernel]" || strings.HasPrefix(name, "/proc/kcore")
 }
 
-// binaryKey groups mappings of one binary.
-func binaryKey(m *profile.Mapping) string {
+// BinaryKey names the binary a mapping belongs to, the one key every
+// package uses for it (job rows, Skip, the store of loaded debug info):
+// "kernel:" + build ID for the kernel itself (it is loaded differently from
+// an ELF file of the same build ID: kallsyms, KASLR), else the lower-case
+// build ID, else "file:" + the mapping's file.
+func BinaryKey(m *profile.Mapping) string {
 	if IsKernel(m.File) {
 		return "kernel:" + strings.ToLower(m.BuildID)
 	}
@@ -271,7 +285,7 @@ func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Opti
 		if !needs(l) {
 			continue
 		}
-		k := binaryKey(l.Mapping)
+		k := BinaryKey(l.Mapping)
 		g := byKey[k]
 		if g == nil {
 			g = &group{key: k}
@@ -494,7 +508,7 @@ func (s *Symbolizer) Open(ctx context.Context, m *profile.Mapping, opt Options) 
 			opt.Progress(ev)
 		}
 	}
-	e, err := s.acquire(ctx, binaryKey(m), m, opt, emit)
+	e, err := s.acquire(ctx, BinaryKey(m), m, opt, emit)
 	if err != nil {
 		return nil, err
 	}

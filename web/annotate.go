@@ -20,6 +20,7 @@ import (
 	"viewer/symbolize/elfsym"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // The annotate view (/p/ID/annotate?fn=NAME): a function's instructions
@@ -46,12 +47,6 @@ func (s *Server) annotator() *annotateService {
 	as.listings, _ = lru.New[string, *annotation](32)
 	v, _ := annotateServices.LoadOrStore(s, as)
 	return v.(*annotateService)
-}
-
-// registerAnnotate adds the annotate view and its JSON.
-func (s *Server) registerAnnotate() {
-	s.e.GET("/p/:id/annotate", s.handleAnnotatePage)
-	s.e.GET("/p/:id/annotate.json", s.handleAnnotateJSON)
 }
 
 // annotation is one listing with what the page says around it.
@@ -122,7 +117,7 @@ func hasFunc(l *profile.Location, fn string) bool {
 }
 
 // annotateListing computes (or returns the cached) listing of fn.
-func (s *Server) annotateListing(c echo.Context) (*Loaded, int, *annotation, error) {
+func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *annotation, error) {
 	ctx := c.Request().Context()
 	fn := c.QueryParam("fn")
 	if fn == "" {
@@ -142,7 +137,7 @@ func (s *Server) annotateListing(c echo.Context) (*Loaded, int, *annotation, err
 	}
 	in := c.QueryParam("in")
 	skid := skidParam(c)
-	key := fmt.Sprintf("%s/%s/%d/%q/%q/%s/%v", l.ID, l.variant(), si, fn, in, filter.Key(), skid)
+	key := fmt.Sprintf("%s/%s/%d/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, filter.Key(), skid)
 	as := s.annotator()
 	if a, ok := as.listings.Get(key); ok {
 		return l, si, a, nil
@@ -164,7 +159,7 @@ func (s *Server) annotateListing(c echo.Context) (*Loaded, int, *annotation, err
 // buildAnnotation finds fn's binary from the samples whose leaf is in fn
 // (the heaviest mapping; the symbol holding its hottest address, or the
 // one named in), else by its name in the sampled binaries' symbol tables.
-func (s *Server) buildAnnotation(ctx context.Context, l *Loaded, si int, fn, in string, filter flame.Filter) (*annotation, error) {
+func (s *Server) buildAnnotation(ctx context.Context, l *profiles.Loaded, si int, fn, in string, filter flame.Filter) (*annotation, error) {
 	p := l.Profile
 	eng, opt := s.dataTypeEngine(), s.dataTypeOptions(ctx, l.ID, true)
 	var total int64

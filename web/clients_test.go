@@ -20,7 +20,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/web"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/sse"
 )
 
@@ -117,7 +117,7 @@ func heldJobServer(t *testing.T, token string, events sse.Config) (base, id stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	engine := symbolize.New(symbolize.Config{Fetcher: gate, SystemDebugDir: "-", BuildIDCacheDir: "-",
 		KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none", IgnoreMappingPaths: true})
 	s, err := web.New(web.Config{DataDir: t.TempDir(), AuthToken: token, Symbolization: &web.SymbolizationConfig{
@@ -148,7 +148,7 @@ func heldJobServer(t *testing.T, token string, events sse.Config) (base, id stri
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, ts.URL, r.ID, jobs.StateFetching)
+	waitState(t, ts.URL, r.ID, symbolize.StateFetching)
 	return ts.URL, r.ID
 }
 
@@ -201,17 +201,17 @@ func TestControlsNeedTheToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st jobs.Status
+	var st ondemand.Status
 	json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
-	if st.State != "running" || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateFetching {
+	if st.State != "running" || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateFetching {
 		t.Fatalf("controls without the token changed the job: %+v", st)
 	}
 	resp, text := do(t, c, http.MethodPost, base+"/p/"+id+controls[0], nil, "Authorization", "Bearer "+token)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("skip with the token: %d %s", resp.StatusCode, text)
 	}
-	waitState(t, base, id, jobs.StateSkipped)
+	waitState(t, base, id, symbolize.StateSkipped)
 	resp, text = do(t, c, http.MethodPost, base+"/p/"+id+controls[2], nil, "Authorization", "Bearer "+token)
 	if resp.StatusCode == http.StatusUnauthorized {
 		t.Errorf("retry with the token: %d %s", resp.StatusCode, text)

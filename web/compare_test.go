@@ -14,6 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web"
+	"viewer/web/profiles"
 )
 
 // stacksPB is a gzipped pprof profile of "main;a;b" stacks (root first)
@@ -345,7 +346,7 @@ func TestDiffAcrossSymbolization(t *testing.T) {
 	}
 
 	// Symbolization stores the named copy next to the original.
-	if err := s.Store().Put(t.Context(), web.Key(a, web.KeySymbolized), bytes.NewReader(named)); err != nil {
+	if err := s.Store().Put(t.Context(), profiles.Key(a, profiles.KeySymbolized), bytes.NewReader(named)); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := web.New(web.Config{DataDir: dir})

@@ -18,6 +18,7 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/profiles"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -107,20 +108,12 @@ func (s *Server) uploadNoDebuginfod(ctx context.Context, id string) bool {
 	if s.sym == nil {
 		return false
 	}
-	rec, err := s.sym.jobs.Record(ctx, id)
+	rec, err := s.sym.jobs.Outcome(ctx, id)
 	if err != nil {
 		s.log.Warn("reading the symbolization record for the data-type page", "id", id, "err", err)
 		return true
 	}
 	return rec.NoDebuginfod
-}
-
-// registerTypes adds the data-type routes: the page and its JSON.
-func (s *Server) registerTypes() {
-	s.e.GET("/p/:id/types", s.handleTypesPage)
-	s.e.GET("/p/:id/types.json", s.handleTypesJSON)
-	s.e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
-	s.e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
 }
 
 // typesJSON is the body of /p/ID/types.json (?si= selects the sample type;
@@ -157,7 +150,7 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 
 // typesProfile loads the profile named in the request and its data-type
 // profile for the selected sample type.
-func (s *Server) typesProfile(c echo.Context) (*Loaded, int, *symbolize.DataTypeProfile, error) {
+func (s *Server) typesProfile(c echo.Context) (*profiles.Loaded, int, *symbolize.DataTypeProfile, error) {
 	ctx := c.Request().Context()
 	l, err := s.Profile(ctx, c.Param("id"))
 	if err != nil {
@@ -189,9 +182,9 @@ func skidValues(on bool) url.Values {
 
 // typesResult returns the (cached) data-type profile of l for sample type
 // si, with or without skid correction.
-func (s *Server) typesResult(ctx context.Context, l *Loaded, si int, skid bool) (*typesResult, error) {
+func (s *Server) typesResult(ctx context.Context, l *profiles.Loaded, si int, skid bool) (*typesResult, error) {
 	dt := s.types
-	key := typesKey{id: l.ID, variant: l.variant(), si: si, skid: skid}
+	key := typesKey{id: l.ID, variant: l.Variant(), si: si, skid: skid}
 	if r, ok := dt.results.Get(key); ok {
 		return r, nil
 	}
@@ -434,7 +427,7 @@ func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	r.flameOnce.Do(func() {
 		body := flame.Build(typesFlameProfile(l.Profile, r.Leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
 		r.flame = &encoded{plain: body, gz: gzipBytes(body),
-			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
+			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.Variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
 	})
 	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
 }

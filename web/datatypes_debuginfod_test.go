@@ -19,7 +19,7 @@ import (
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/symbolize/elfsym"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 )
 
 // typesSymbolizingServer is a viewer with symbolization configured as
@@ -33,7 +33,7 @@ func typesSymbolizingServer(t *testing.T, urls []string, timeout time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	engine := symbolize.New(symbolize.Config{
 		Fetcher: gate, DebuginfodCacheDir: cache, IgnoreMappingPaths: true,
 		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",

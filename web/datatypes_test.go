@@ -17,6 +17,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/elfsym"
+	"viewer/web/profiles"
 )
 
 const typesTestdata = "../testdata/datatype"
@@ -266,7 +267,7 @@ func TestTypesWithoutDebugInfo(t *testing.T) {
 	if !strings.Contains(page, "no executable with build ID abcdef0123") {
 		t.Errorf("types page does not say why app has no debug info")
 	}
-	resp, err := http.Get(ts.URL + "/p/" + strings.Repeat("a", IDLen) + "/types.json")
+	resp, err := http.Get(ts.URL + "/p/" + strings.Repeat("a", profiles.IDLen) + "/types.json")
 	if err != nil {
 		t.Fatal(err)
 	}

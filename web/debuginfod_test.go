@@ -23,7 +23,7 @@ import (
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/debuginfo"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/store"
 	"viewer/web/store/storetest"
 )
@@ -75,7 +75,7 @@ func debuginfoServer(t testing.TB, o dopts) *dserver {
 		o.serve = "open"
 	}
 	files := debuginfo.New(debuginfo.Config{Store: o.st, Upstream: o.upstream, MaxFile: o.maxFile,
-		TempDir: t.TempDir(), ProfileOf: jobs.JobID})
+		TempDir: t.TempDir(), ProfileOf: ondemand.JobID})
 	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
 	if o.sym != nil {
 		cfg.Symbolization = o.sym(files)
@@ -525,7 +525,7 @@ func TestDebuginfoSymbolizesProfiles(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
 	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
-		gate := jobs.NewGate(nil) // no debuginfod at all
+		gate := ondemand.NewGate(nil) // no debuginfod at all
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
@@ -578,7 +578,7 @@ func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
 	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
-		gate := jobs.NewGate(nil)
+		gate := ondemand.NewGate(nil)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"viewer/web"
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
@@ -63,8 +64,8 @@ func TestSymbolizedRewriteChangesETag(t *testing.T) {
 	}
 	for pass, name := range []string{"main.firstPass", "main.secondPass"} {
 		// What the symbolization job does: write the copy, then invalidate
-		// this replica's caches (jobs.Manager.OnStored).
-		if err := writer.Store().Put(context.Background(), id+"/"+web.KeySymbolized, bytes.NewReader(namedProfile(t, name))); err != nil {
+		// this replica's caches (ondemand.Manager.OnStored).
+		if err := writer.Store().Put(context.Background(), id+"/"+profiles.KeySymbolized, bytes.NewReader(namedProfile(t, name))); err != nil {
 			t.Fatal(err)
 		}
 		writer.Invalidate(id)

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/net/html"
 
 	"viewer/symbolize/elfsym"
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
@@ -377,7 +378,7 @@ func TestProfileCountLimits(t *testing.T) {
 		if resp.StatusCode != 413 || !strings.Contains(e.Error, tt.want) {
 			t.Errorf("%+v: %d %q, want 413 with %q", tt.lim, resp.StatusCode, e.Error, tt.want)
 		}
-		if ok, _ := store.Exists(context.Background(), s.Store(), Key(NewID(data), KeyOriginal)); ok {
+		if ok, _ := store.Exists(context.Background(), s.Store(), profiles.Key(profiles.NewID(data), profiles.KeyOriginal)); ok {
 			t.Errorf("%+v: the refused profile was stored", tt.lim)
 		}
 	}
@@ -557,11 +558,11 @@ func TestDiskFullIs507(t *testing.T) {
 	if resp.StatusCode != http.StatusInsufficientStorage || !strings.Contains(e.Error, "disk is full") {
 		t.Fatalf("upload to a full disk: %d %q; want 507", resp.StatusCode, e.Error)
 	}
-	id := NewID(data)
+	id := profiles.NewID(data)
 	if f := get(t, ts.URL+"/p/"+id); f.status != 404 {
 		t.Errorf("profile page after a failed store: %d, want 404", f.status)
 	}
-	if _, err := d.Stat(context.Background(), Key(id, KeyOriginal)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.Stat(context.Background(), profiles.Key(id, profiles.KeyOriginal)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("original stored after a full-disk failure: %v", err)
 	}
 }

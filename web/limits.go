@@ -110,19 +110,6 @@ func (l Limits) ingest(maxUpload int64) ingest.Limits {
 	}
 }
 
-// storedLimits are the limits for re-reading a stored profile: its bytes
-// passed the count limits when uploaded, and a limit lowered since must
-// not make it unviewable; but its stacks are cut to the depth limit as
-// they were, and it is parsed within the memory budget.
-func (s *Server) storedLimits() ingest.Limits {
-	return ingest.Limits{
-		MaxStackDepth: s.limits.MaxStackDepth,
-		Memory:        s.limits.Memory,
-		Binaries:      s.limits.Binaries,
-		NoUnwind:      s.limits.NoUnwind,
-	}
-}
-
 // busy is the 503 for an upload that found the ingest memory taken.
 func busy(err error) error {
 	return httpError(http.StatusServiceUnavailable, "%v", err)

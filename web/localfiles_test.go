@@ -24,7 +24,6 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
-	"viewer/web/jobs"
 )
 
 // trapsC is a program whose debug info names, through #line, source files
@@ -313,7 +312,7 @@ func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 		p.Write(&b)
 		id := uploadAPI(t, base, "", b.Bytes())
 		st, _ := finalEvent(t, base, id)
-		if len(st.Binaries) != 1 || st.Binaries[0].State == jobs.StateSymbolized || !strings.Contains(st.Binaries[0].Reason, tc.want) {
+		if len(st.Binaries) != 1 || st.Binaries[0].State == symbolize.StateSymbolized || !strings.Contains(st.Binaries[0].Reason, tc.want) {
 			t.Errorf("mapping %s: binaries %+v, want one failed saying %q", tc.path, st.Binaries, tc.want)
 		}
 		if strings.Contains(fmt.Sprint(st.Binaries), "root:") || strings.Contains(fmt.Sprint(st.Binaries), "PATH=") {
@@ -331,7 +330,7 @@ func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 	var b bytes.Buffer
 	p.Write(&b)
 	id := uploadAPI(t, base, "", b.Bytes())
-	if st, _ := finalEvent(t, base, id); len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
+	if st, _ := finalEvent(t, base, id); len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("the profile after the traps: %+v", st.Binaries)
 	}
 	if !functionNames(t, base, id)["compute"] {

@@ -32,7 +32,7 @@ import (
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/browsertest"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 )
 
 // The on-demand tests use testdata/ondemand: a stripped PIE (bin/ondemand,
@@ -146,7 +146,7 @@ func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	scfg := symbolize.Config{
 		Fetcher: gate, DebuginfodCacheDir: cache,
 		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",
@@ -192,7 +192,7 @@ func uploadAPI(t testing.TB, base, query string, data []byte) string {
 
 // finalEvent follows /p/ID/events until the "symbolized" event and returns
 // it with the types of the events seen before.
-func finalEvent(t testing.TB, base, id string) (jobs.Status, []string) {
+func finalEvent(t testing.TB, base, id string) (ondemand.Status, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -216,7 +216,7 @@ func finalEvent(t testing.TB, base, id string) (jobs.Status, []string) {
 			typ = line[7:]
 			types = append(types, typ)
 		case strings.HasPrefix(line, "data: ") && typ == "symbolized":
-			var s jobs.Status
+			var s ondemand.Status
 			if err := json.Unmarshal([]byte(line[6:]), &s); err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func finalEvent(t testing.TB, base, id string) (jobs.Status, []string) {
 		}
 	}
 	t.Fatalf("events of %s ended without a symbolized event (saw %v): %v", id, types, sc.Err())
-	return jobs.Status{}, nil
+	return ondemand.Status{}, nil
 }
 
 // functionNames fetches /p/ID/profile.pb.gz and lists its function names.
@@ -498,7 +498,7 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "?debuginfod=0", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	s, _ := finalEvent(t, base, id)
-	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != jobs.StateNotFound {
+	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateNotFound {
 		t.Errorf("final status %+v, want debuginfod off and the binary not found", s)
 	}
 	if n := dsrv.Requests(bid); n != 0 {
@@ -571,7 +571,7 @@ func post(t testing.TB, url string, header http.Header) (int, string, http.Heade
 }
 
 // waitState polls /p/ID/symbolization until the binary reaches state.
-func waitState(t testing.TB, base, id string, state jobs.State) {
+func waitState(t testing.TB, base, id string, state symbolize.State) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -579,7 +579,7 @@ func waitState(t testing.TB, base, id string, state jobs.State) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s jobs.Status
+		var s ondemand.Status
 		json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
 		if len(s.Binaries) > 0 && s.Binaries[0].State == state {
@@ -597,7 +597,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
-	waitState(t, base, id, jobs.StateFetching)
+	waitState(t, base, id, symbolize.StateFetching)
 
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip", nil); code != http.StatusBadRequest || !strings.Contains(body, "build_id") {
 		t.Errorf("skip without a build ID: %d %q", code, body)
@@ -616,7 +616,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the job ended %v after Skip: the fetch was not cancelled", took)
 	}
-	if len(s.Binaries) != 1 || s.Binaries[0].State != jobs.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
+	if len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
 		t.Fatalf("after Skip: %+v", s.Binaries)
 	}
 	if functionNames(t, base, id)["ondemand_hash_block"] {
@@ -641,12 +641,12 @@ func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 	dsrv.SetRate(32 << 10)
 	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
 	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
-	waitState(t, base, id, jobs.StateFetching)
+	waitState(t, base, id, symbolize.StateFetching)
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/disable", nil); code != http.StatusOK {
 		t.Fatalf("disable: %d %s", code, body)
 	}
 	s, _ := finalEvent(t, base, id)
-	if s.Debuginfod || !s.Disabled || s.Binaries[0].State != jobs.StateSkipped || !strings.Contains(s.Binaries[0].Reason, "disabled") {
+	if s.Debuginfod || !s.Disabled || s.Binaries[0].State != symbolize.StateSkipped || !strings.Contains(s.Binaries[0].Reason, "disabled") {
 		t.Errorf("after Disable: %+v", s)
 	}
 }
@@ -656,7 +656,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
 	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
 		Gate:   gate, Servers: client.Servers(), Workers: 1, Queue: 1,
@@ -693,7 +693,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 		if i == 0 {
 			var r struct{ ID string }
 			json.Unmarshal(body, &r)
-			waitState(t, ts.URL, r.ID, jobs.StateFetching) // the worker holds it
+			waitState(t, ts.URL, r.ID, symbolize.StateFetching) // the worker holds it
 		}
 	}
 	// One running, one queued: the other three are refused.
@@ -728,7 +728,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: dir, Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
 		Gate:   gate, Servers: client.Servers(),

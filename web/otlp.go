@@ -3,10 +3,8 @@ package web
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -63,14 +61,14 @@ func (s *Server) handleOTLP(c echo.Context) error {
 	ctx := req.Context()
 	res, err := ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits)
 	if err != nil {
-		return ingestError(err)
+		return httpStatusError(err)
 	}
 	var ids []string
 	for _, op := range res.Profiles {
 		id, err := s.storeOTLP(ctx, op)
 		if err != nil {
 			if errors.Is(err, ingest.ErrBusy) || ctx.Err() != nil {
-				return ingestError(err)
+				return httpStatusError(err)
 			}
 			res.Rejected++
 			res.Reasons = append(res.Reasons, ErrorMessage(err))
@@ -122,8 +120,7 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 	if name == "" {
 		name = "OTLP profile"
 	}
-	data := buf.Bytes()
-	id, err := s.stored(ctx, sha256.Sum256(data), op.Profile, newMeta(op.Profile, name, "OTLP profiles", int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, buf.Bytes(), name, "OTLP profiles"))
 	if err != nil {
 		return "", err
 	}

@@ -9,8 +9,9 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/views"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 )
 
 // goLikeProfile is a named Go program with the pseudo mappings every Go
@@ -62,7 +63,7 @@ func TestPanelPseudoMappingsAreNeutral(t *testing.T) {
 			t.Errorf("the page has %q: a pseudo mapping counted as missing", bad)
 		}
 	}
-	var st jobs.Status
+	var st ondemand.Status
 	_, _, sb := fetch(t, base+"/p/"+id+"/symbolization")
 	if err := json.Unmarshal(sb, &st); err != nil || st.State != "none" {
 		t.Errorf("symbolization status %s (%v): want none, there is nothing to symbolize", sb, err)
@@ -105,7 +106,7 @@ func TestPanelNoSymbolsSaysWhatToDo(t *testing.T) {
 		t.Fatalf("final event binaries %+v, want the one executable", st.Binaries)
 	}
 	b := st.Binaries[0]
-	if b.State != jobs.StateNotFound || string(b.State) != views.StateNoSymbols {
+	if b.State != symbolize.StateNotFound || string(b.State) != views.StateNoSymbols {
 		t.Errorf("state %q, want %q", b.State, views.StateNoSymbols)
 	}
 	if !strings.Contains(b.Reason, abs) || !strings.Contains(b.Reason, "stripped") {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/jobs"
+	"viewer/symbolize"
 )
 
 // TestHostileDebuginfodRedirects checks, through the viewer's binary rows,
@@ -57,7 +57,7 @@ func TestHostileDebuginfodRedirects(t *testing.T) {
 	st, _ := finalEvent(t, base, uploadAPI(t, base, "", b.Bytes()))
 	reason := map[string]string{}
 	for _, bin := range st.Binaries {
-		if bin.State == jobs.StateSymbolized {
+		if bin.State == symbolize.StateSymbolized {
 			t.Errorf("%s symbolized from a hostile server", bin.BuildID)
 		}
 		reason[bin.BuildID] = bin.Reason

@@ -1,27 +1,20 @@
 package web
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"strconv"
-	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
 
+	"viewer/web/ondemand"
 	"viewer/web/store"
 )
 
 // ReplicaConfig is set when several servers share one store (an object
 // store bucket): any of them may serve a link, whichever stored it, and a
 // symbolization one of them runs is followed, and taken over when its owner
-// goes quiet, by the others (replicajobs.go).
+// goes quiet, by the others (web/ondemand.Lease).
 type ReplicaConfig struct {
 	// ID names this replica in the store's job records; empty means
 	// HOSTNAME-PID-RANDOM.
@@ -43,136 +36,19 @@ type ReplicaConfig struct {
 	TakeoverAfter time.Duration
 }
 
-func (c *ReplicaConfig) defaults() {
-	if c.ID == "" {
-		host, _ := os.Hostname()
-		c.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomToken()[:8])
-	}
-	if c.Recheck <= 0 {
-		c.Recheck = time.Second
-	}
-	if c.Poll <= 0 {
-		c.Poll = 500 * time.Millisecond
-	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = 2 * time.Second
-	}
-	if c.TakeoverAfter <= 0 {
-		c.TakeoverAfter = 30 * time.Second
-	}
+// lease is the ondemand store-lease coordinator's config for c.
+func (c *ReplicaConfig) lease() ondemand.LeaseConfig {
+	return ondemand.LeaseConfig{ID: c.ID, Poll: c.Poll, Heartbeat: c.Heartbeat, TakeoverAfter: c.TakeoverAfter}
 }
 
-func randomToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// replica is the server's state for sharing a store with other servers.
-type replica struct {
-	cfg     ReplicaConfig
-	ctx     context.Context
-	cancel  context.CancelFunc
-	checked *lru.Cache[string, check] // profile ID → last look at its symbolized copy
-
-	mu        sync.Mutex
-	mirrors   map[string]bool      // profile IDs whose local job is written to the store
-	followers map[string]*follower // profile IDs whose remote job is followed
-	claims    map[string]claim     // profile IDs this replica claimed
-	wg        sync.WaitGroup
-}
-
-// check is what the store said of a profile's symbolized copy, and when.
-type check struct {
-	at      time.Time
-	version string
-}
-
-func (s *Server) initReplica() {
-	if s.cfg.Replica == nil {
-		return
-	}
-	cfg := *s.cfg.Replica
-	cfg.defaults()
-	checked, _ := lru.New[string, check](8192)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.rep = &replica{cfg: cfg, ctx: ctx, cancel: cancel, checked: checked,
-		mirrors: map[string]bool{}, followers: map[string]*follower{}, claims: map[string]claim{}}
-}
-
-// ReplicaID is this replica's name in job records ("" when not replicated).
-func (s *Server) ReplicaID() string {
-	if s.rep == nil {
-		return ""
-	}
-	return s.rep.cfg.ID
-}
+// ReplicaID is this replica's name in job records ("" when not replicated
+// or symbolization is off).
+func (s *Server) ReplicaID() string { return s.coord.ID() }
 
 // CloseReplica stops following other replicas' jobs and writing this one's
-// (a crash looks the same to the others: its records stop changing).
-func (s *Server) CloseReplica() {
-	if s.rep == nil {
-		return
-	}
-	r := s.rep
-	// Let mirrors of jobs that just stopped (CloseSymbolization) write
-	// their last record, so others take the jobs over at once.
-	for deadline := time.Now().Add(3 * r.cfg.Poll); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		r.mu.Lock()
-		n := len(r.mirrors)
-		r.mu.Unlock()
-		if n == 0 {
-			break
-		}
-	}
-	r.cancel()
-	r.wg.Wait()
-}
-
-// symbolizedVersion identifies the stored symbolized copy of a profile:
-// its ETag where the store has one, else its size and time; "" when there
-// is none.
-func (s *Server) symbolizedVersion(ctx context.Context, id string) (string, error) {
-	info, err := s.store.Stat(ctx, Key(id, KeySymbolized))
-	if isNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return info.ETag + "/" + strconv.FormatInt(info.Size, 10) + "/" + info.ModTime.UTC().Format(time.RFC3339Nano), nil
-}
-
-// revalidate drops what is cached of a profile when another replica stored
-// a new symbolized copy since this one loaded it. It asks the store at most
-// once per Recheck per profile; a store error is left for the read that
-// follows to report.
-func (s *Server) revalidate(ctx context.Context, id string) {
-	r := s.rep
-	if r == nil {
-		return
-	}
-	now := time.Now()
-	prev, seen := r.checked.Get(id)
-	if seen && now.Sub(prev.at) < r.cfg.Recheck {
-		return
-	}
-	v, err := s.symbolizedVersion(ctx, id)
-	if err != nil {
-		return
-	}
-	r.checked.Add(id, check{at: now, version: v})
-	switch {
-	case seen && prev.version == v:
-	case seen:
-		s.Invalidate(id)
-	case v != "":
-		// First look: a cached original is stale once a copy exists.
-		if l, ok := s.profiles.Peek(id); !ok || !l.Symbolized {
-			s.Invalidate(id)
-		}
-	}
-}
+// (a crash looks the same to the others: its records stop changing). Call
+// it after CloseSymbolization, so its jobs' last records get written.
+func (s *Server) CloseReplica() { s.coord.Close() }
 
 // storeUnavailable turns an object store outage into 503 with Retry-After,
 // saying that an upload was not stored, so clients retry instead of taking

@@ -21,7 +21,7 @@ import (
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/store"
 	"viewer/web/store/storetest"
 )
@@ -240,7 +240,7 @@ func testTakeover(t *testing.T, crash bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
 	cfgA := none
 	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
@@ -264,7 +264,7 @@ func testTakeover(t *testing.T, crash bool) {
 		seed = 93
 	}
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", seed))
-	waitState(t, a, id, jobs.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 
 	// B's page shows A's job and links its event stream.
 	code, _, page := fetch(t, b+"/p/"+id)
@@ -291,9 +291,9 @@ func testTakeover(t *testing.T, crash bool) {
 		}
 	}
 	next("A's fetch from its debuginfod", func(ev sseEvent) bool {
-		var bin jobs.Binary
-		return ev.typ == jobs.EventBinary && json.Unmarshal([]byte(ev.data), &bin) == nil &&
-			bin.State == jobs.StateFetching && bin.Server == slow.URL
+		var bin ondemand.Binary
+		return ev.typ == ondemand.EventBinary && json.Unmarshal([]byte(ev.data), &bin) == nil &&
+			bin.State == symbolize.StateFetching && bin.Server == slow.URL
 	})
 	var jr struct {
 		Owner string `json:"owner"`
@@ -316,12 +316,12 @@ func testTakeover(t *testing.T, crash bool) {
 		time.Sleep(10 * time.Millisecond) // A's fetch was cancelled
 	}
 
-	final := next("the final event", func(ev sseEvent) bool { return ev.typ == jobs.EventSymbolized })
-	var st jobs.Status
+	final := next("the final event", func(ev sseEvent) bool { return ev.typ == ondemand.EventSymbolized })
+	var st ondemand.Status
 	if err := json.Unmarshal([]byte(final.data), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("final status on B: %+v", st)
 	}
 	if took := time.Since(stopped); !crash && took > 20*time.Second {
@@ -365,7 +365,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
 	cfgA := none
 	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
@@ -373,7 +373,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
 
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
-	waitState(t, a, id, jobs.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, page := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
 		t.Fatalf("B's page does not follow A's job: %d", code)
 	}
@@ -384,10 +384,10 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	cEvents := streamEvents(t, ctx, c+"/p/"+id+"/events")
 	close(release)
 	st, types := finalEvent(t, b, id)
-	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSymbolized {
+	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("B's final event for A's job: %+v (events %v)", st, types)
 	}
-	if !strings.Contains(strings.Join(types, " "), jobs.EventBinary) {
+	if !strings.Contains(strings.Join(types, " "), ondemand.EventBinary) {
 		t.Fatalf("B's stream carried no binary rows: %v", types)
 	}
 	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "ondemand_hash_block") {
@@ -396,11 +396,11 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	var cTypes []string
 	for ev := range cEvents {
 		cTypes = append(cTypes, ev.typ)
-		if ev.typ == jobs.EventSymbolized {
+		if ev.typ == ondemand.EventSymbolized {
 			break
 		}
 	}
-	if len(cTypes) == 0 || cTypes[len(cTypes)-1] != jobs.EventSymbolized {
+	if len(cTypes) == 0 || cTypes[len(cTypes)-1] != ondemand.EventSymbolized {
 		t.Fatalf("C's stream, opened without its page, ended without the final event: %v", cTypes)
 	}
 	// D starts after the job finished: its stream gives the final event
@@ -525,7 +525,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
 	cfgA := none
 	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
@@ -534,7 +534,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 		func(c *web.ReplicaConfig) { c.TakeoverAfter = time.Minute })
 
 	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
-	waitState(t, a, id, jobs.StateFetching)
+	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, _ := fetch(t, b+"/p/"+id); code != 200 {
 		t.Fatalf("B's page: %d", code)
 	}
@@ -546,7 +546,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 		t.Fatalf("skip on B: %d %s", code, body)
 	}
 	st, _ := finalEvent(t, b, id)
-	if len(st.Binaries) != 1 || st.Binaries[0].State != jobs.StateSkipped {
+	if len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSkipped {
 		t.Fatalf("B's final event after a skip forwarded to A: %+v", st)
 	}
 	if code, _, _ := post(t, b+"/p/"+id+"/symbolize/skip?build_id="+bid, nil); code != http.StatusConflict {

@@ -8,8 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// routes registers every route: the one place to add more (symbolization
-// events, the data-type page).
+// routes registers every route: the one place to add more. Handlers live in
+// one file per feature (upload.go, flamepage.go, toppage.go, zoom.go,
+// compare.go, source.go, types.go, symbolization.go, security.go, static.go).
 func (s *Server) routes() {
 	e := s.e
 	// Outermost: it renders the error the others return, as echo would.
@@ -32,12 +33,22 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/timeline.json", s.handleTimelineJSON) // samples per thread over time; t= filters every view (timeline.go)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
-	s.registerTypes() // /p/:id/types, /p/:id/types.json (web/datatypes.go)
-	// The annotate view, /p/:id/annotate and its JSON (web/annotate.go).
-	s.registerAnnotate()
-	// Filters' compare picker, diff, sandwich, source (web/diff.go).
-	s.registerCompare()
-	// On-demand symbolization (web/symbolization.go).
+	// Data types (datatypes.go).
+	e.GET("/p/:id/types", s.handleTypesPage)
+	e.GET("/p/:id/types.json", s.handleTypesJSON)
+	e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
+	e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
+	// The annotate view (annotate.go).
+	e.GET("/p/:id/annotate", s.handleAnnotatePage)
+	e.GET("/p/:id/annotate.json", s.handleAnnotateJSON)
+	// Filters' compare picker, diff, sandwich (compare.go); source (source.go).
+	e.GET("/p/:id/compare", s.handleCompare)
+	e.GET("/p/:base/diff/:id", s.handleDiffPage)
+	e.GET("/p/:base/diff/:id/diff.json", s.handleDiffJSON)
+	e.GET("/p/:id/sandwich", s.handleSandwichPage)
+	e.GET("/p/:id/sandwich.json", s.handleSandwichJSON)
+	e.GET("/p/:id/source", s.handleSource)
+	// On-demand symbolization (symbolization.go).
 	e.GET("/p/:id/events", s.handleSymbolizationEvents)
 	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)
 	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip)
@@ -56,6 +67,9 @@ func (s *Server) routes() {
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)
 	e.GET("/README.md", s.handleReadme) // the panels link to its sections
+	// The upload token's login (security.go).
+	e.GET("/login", s.handleLoginPage)
+	e.POST("/login", newLoginBackoff().guard(s.handleLogin))
 }
 
 // compressOnce gzips responses of 1 KiB or more for clients that accept it,

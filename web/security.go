@@ -34,12 +34,10 @@ const tokenCookie = "viewer_upload"
 
 // useHardening installs the middleware every request passes through, outermost
 // first: a request ID, panic recovery, security headers, and the upload
-// guard (token, concurrency, full disk).
+// guard (token, concurrency, full disk). The /login routes are in routes.go.
 func (s *Server) useHardening(e *echo.Echo) {
 	slots := newUploadSlots(s.cfg.Limits)
 	e.Use(requestID, s.recoverPanics, hardenHeaders, s.guardUploads(slots))
-	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", newLoginBackoff().guard(s.handleLogin))
 }
 
 // Login backoff: after loginFreeFailures wrong tokens from one client

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
@@ -20,6 +20,8 @@ import (
 
 	"viewer/web/flame"
 	"viewer/web/ingest"
+	"viewer/web/ondemand"
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
@@ -77,20 +79,14 @@ type Server struct {
 	log    *slog.Logger
 	limits ingest.Limits
 
-	profiles *lru.Cache[string, *Loaded]
-	metas    *lru.Cache[string, *Meta]
-	trees    *lru.Cache[treeKey, *encoded]
-	tops     *lru.Cache[treeKey, *topResult]
-	stacks   *lru.Cache[treeKey, *flame.Stacks] // zoom.go
-	flight   singleflight.Group
-	sym      *symbolization // nil when symbolization is off
-	types    *dataTypes     // the data-type page (datatypes.go)
-	rep      *replica       // nil unless Config.Replica is set
-
-	// gens counts each profile's Invalidate calls, so that a load begun
-	// before one is neither joined nor cached after it (profile.go).
-	gensMu sync.Mutex
-	gens   map[string]uint64
+	prof   *profiles.Service // IDs, meta, storing and loading profiles
+	trees  *lru.Cache[treeKey, *encoded]
+	tops   *lru.Cache[treeKey, *topResult]
+	stacks *lru.Cache[treeKey, *flame.Stacks] // zoom.go
+	flight singleflight.Group
+	sym    *symbolization       // nil when symbolization is off
+	coord  ondemand.Coordinator // Local, or the store lease of Config.Replica
+	types  *dataTypes           // the data-type page (datatypes.go)
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -137,20 +133,26 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
-		gens:   map[string]uint64{},
 		cfg:    cfg,
 		store:  st,
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
 		types:  newDataTypes(),                   // datatypes.go
+		coord:  ondemand.Local{},
 	}
-	var err error
-	if s.profiles, err = lru.New[string, *Loaded](cfg.ProfileCache); err != nil {
+	var recheck time.Duration
+	if cfg.Replica != nil {
+		recheck = cfg.Replica.Recheck
+		if recheck <= 0 {
+			recheck = time.Second
+		}
+	}
+	prof, err := profiles.New(profiles.Config{Store: st, Limits: s.limits, ProfileCache: cfg.ProfileCache, Recheck: recheck, Log: log})
+	if err != nil {
 		return nil, err
 	}
-	if s.metas, err = lru.New[string, *Meta](1024); err != nil {
-		return nil, err
-	}
+	s.prof = prof
+	prof.OnInvalidate(s.dropViews)
 	if s.trees, err = lru.New[treeKey, *encoded](cfg.TreeCache); err != nil {
 		return nil, err
 	}
@@ -161,7 +163,6 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.initSymbolization()
-	s.initReplica() // replica.go
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
@@ -181,12 +182,11 @@ func (s *Server) Store() store.Store { return s.store }
 
 // Invalidate drops everything cached for id, e.g. after a symbolized copy
 // was stored, so the next request loads it.
-func (s *Server) Invalidate(id string) {
-	s.gensMu.Lock()
-	s.gens[id]++
-	s.gensMu.Unlock()
-	s.profiles.Remove(id)
-	s.metas.Remove(id)
+func (s *Server) Invalidate(id string) { s.prof.Invalidate(id) }
+
+// dropViews drops the flame trees, tables and stacks built from profile id
+// (called on each profiles.Service.Invalidate).
+func (s *Server) dropViews(id string) {
 	for _, k := range s.trees.Keys() {
 		if k.id == id {
 			s.trees.Remove(k)
@@ -204,26 +204,7 @@ func (s *Server) Invalidate(id string) {
 	}
 }
 
-// generation is how many times id was invalidated.
-func (s *Server) generation(id string) uint64 {
-	s.gensMu.Lock()
-	defer s.gensMu.Unlock()
-	return s.gens[id]
-}
-
-// cacheLoaded caches l, read at generation gen, unless id was invalidated
-// since: its bytes may be the ones the invalidating write replaced.
-func (s *Server) cacheLoaded(id string, gen uint64, l *Loaded) {
-	s.gensMu.Lock()
-	defer s.gensMu.Unlock()
-	if s.gens[id] != gen {
-		return
-	}
-	s.profiles.Add(id, l)
-	s.metas.Add(id, l.Meta)
-}
-
-// isNotFound reports whether err means a profile does not exist.
+// isNotFound reports whether err means a stored object does not exist.
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 // background is a context for work that must outlive a request, such as a

@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
@@ -111,7 +112,7 @@ func upload(t *testing.T, base string, data []byte) string {
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("upload: status %d, %v", resp.StatusCode, err)
 	}
-	if r.URL != "/p/"+r.ID || !ValidID(r.ID) {
+	if r.URL != "/p/"+r.ID || !profiles.ValidID(r.ID) {
 		t.Fatalf("upload answered %+v", r)
 	}
 	return r.ID
@@ -285,7 +286,7 @@ func TestSymbolizedPreferred(t *testing.T) {
 	p.Function = append(p.Function, f)
 	p.Location[3].Line = []profile.Line{{Function: f}}
 	p.Mapping[1].HasFunctions = true
-	if err := s.Store().Put(context.Background(), Key(id, KeySymbolized), bytes.NewReader(encodeProfile(t, p, true))); err != nil {
+	if err := s.Store().Put(context.Background(), profiles.Key(id, profiles.KeySymbolized), bytes.NewReader(encodeProfile(t, p, true))); err != nil {
 		t.Fatal(err)
 	}
 	s.Invalidate(id)
@@ -344,37 +345,37 @@ func TestRestart(t *testing.T) {
 		}
 	}
 	// The original bytes are kept as uploaded.
-	got, err := os.ReadFile(filepath.Join(dir, id, KeyOriginal))
+	got, err := os.ReadFile(filepath.Join(dir, id, profiles.KeyOriginal))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("original bytes not kept: %v", err)
 	}
 
 	// A crash between writing the original and meta.json loses nothing:
 	// the page still works and meta.json is rebuilt.
-	os.Remove(filepath.Join(dir, id, KeyMeta))
+	os.Remove(filepath.Join(dir, id, profiles.KeyMeta))
 	_, ts3 := newTestServer(t, Config{DataDir: dir})
 	if r := get(t, ts3.URL+"/p/"+id); r.status != 200 {
 		t.Fatalf("without meta.json: status %d", r.status)
 	}
-	if _, err := os.Stat(filepath.Join(dir, id, KeyMeta)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, id, profiles.KeyMeta)); err != nil {
 		t.Errorf("meta.json not rebuilt: %v", err)
 	}
 }
 
 func TestID(t *testing.T) {
-	a := NewID([]byte("profile one"))
-	if len(a) != IDLen || !ValidID(a) {
-		t.Fatalf("NewID = %q, not a valid %d-character ID", a, IDLen)
+	a := profiles.NewID([]byte("profile one"))
+	if len(a) != profiles.IDLen || !profiles.ValidID(a) {
+		t.Fatalf("profiles.NewID = %q, not a valid %d-character ID", a, profiles.IDLen)
 	}
-	if NewID([]byte("profile one")) != a {
+	if profiles.NewID([]byte("profile one")) != a {
 		t.Fatal("same bytes gave different IDs")
 	}
-	if NewID([]byte("profile two")) == a {
+	if profiles.NewID([]byte("profile two")) == a {
 		t.Fatal("different bytes gave the same ID")
 	}
 	for _, bad := range []string{"", "short", a + "a", strings.ToUpper(a), a[:19] + "1", a[:19] + "/", "../../../../etc/passwd", a[:18] + ".."} {
-		if ValidID(bad) {
-			t.Errorf("ValidID(%q) = true", bad)
+		if profiles.ValidID(bad) {
+			t.Errorf("profiles.ValidID(%q) = true", bad)
 		}
 	}
 }
@@ -384,8 +385,8 @@ func TestIdempotentUpload(t *testing.T) {
 	data := encodeProfile(t, testProfile(), true)
 	id1 := upload(t, ts.URL, data)
 	id2 := upload(t, ts.URL, data)
-	if id1 != id2 || id1 != NewID(data) {
-		t.Fatalf("IDs %q, %q; want both %q", id1, id2, NewID(data))
+	if id1 != id2 || id1 != profiles.NewID(data) {
+		t.Fatalf("IDs %q, %q; want both %q", id1, id2, profiles.NewID(data))
 	}
 	// The same profile uncompressed is different bytes: a different ID.
 	if id3 := upload(t, ts.URL, encodeProfile(t, testProfile(), false)); id3 == id1 {
@@ -496,14 +497,16 @@ func TestUpload(t *testing.T) {
 				}
 				return
 			}
-			id := NewID(tt.body)
+			id := profiles.NewID(tt.body)
 			if tt.status == 303 {
 				if loc := resp.Header.Get("Location"); loc != "/p/"+id {
 					t.Errorf("redirect to %q, want /p/%s", loc, id)
 				}
 			}
 			ents := dirEntries(t, dir)
-			want := []string{"/" + id, "/" + id + "/meta.json", "/" + id + "/original"}
+			// The original, its meta, and the converted profile (stored once
+			// so that nothing parses the original again).
+			want := []string{"/" + id, "/" + id + "/meta.json", "/" + id + "/original", "/" + id + "/" + profiles.KeyConverted}
 			if fmt.Sprint(ents) != fmt.Sprint(want) {
 				t.Errorf("stored %v, want %v", ents, want)
 			}
@@ -543,7 +546,7 @@ func TestStoreInterface(t *testing.T) {
 func TestDamagedSymbolizedCopy(t *testing.T) {
 	s, ts := newTestServer(t, Config{})
 	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
-	if err := s.Store().Put(context.Background(), Key(id, KeySymbolized), strings.NewReader("\x1f\x8bjunk")); err != nil {
+	if err := s.Store().Put(context.Background(), profiles.Key(id, profiles.KeySymbolized), strings.NewReader("\x1f\x8bjunk")); err != nil {
 		t.Fatal(err)
 	}
 	s.Invalidate(id)

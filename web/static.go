@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -83,9 +82,9 @@ func (s *Server) handleHealth(c echo.Context) error {
 	return c.String(http.StatusOK, "ok\n")
 }
 
-// handleProfileDownload serves the profile as gzipped pprof: the symbolized
-// copy when stored, else the original when it already is gzipped pprof,
-// else the parsed profile re-encoded.
+// handleProfileDownload serves the profile as gzipped pprof
+// (profiles.Service.Download: the symbolized copy, the original when it
+// is pprof, else the converted copy).
 func (s *Server) handleProfileDownload(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
@@ -93,32 +92,13 @@ func (s *Server) handleProfileDownload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rc, err := s.prof.Download(ctx, id)
+	if err != nil {
+		return httpStatusError(err)
+	}
+	defer rc.Close()
 	h := c.Response().Header()
 	name := strings.TrimSuffix(strings.TrimSuffix(displayName(m, id), ".gz"), ".pb") + ".pb.gz"
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+strings.NewReplacer(`"`, "", "\n", "", "\r", "").Replace(name)+`"`)
-	for _, key := range []string{KeySymbolized, KeyOriginal} {
-		rc, err := s.store.Get(ctx, Key(id, key))
-		if isNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		head := make([]byte, 2)
-		n, _ := io.ReadFull(rc, head)
-		if key == KeySymbolized || (m.Format == "pprof" && n == 2 && head[0] == 0x1f && head[1] == 0x8b) {
-			return c.Stream(http.StatusOK, "application/gzip", io.MultiReader(bytes.NewReader(head[:n]), rc))
-		}
-		break
-	}
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	if err := l.Profile.Write(&b); err != nil {
-		return err
-	}
-	return c.Blob(http.StatusOK, "application/gzip", b.Bytes())
+	return c.Stream(http.StatusOK, "application/gzip", rc)
 }

@@ -10,15 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
 	"viewer/views"
-	"viewer/web/ingest"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
+	"viewer/web/profiles"
 	"viewer/web/sse"
-	"viewer/web/store"
 )
 
 // SymbolizationConfig turns on on-demand symbolization: uploads whose
@@ -29,7 +27,7 @@ type SymbolizationConfig struct {
 	// Engine was built with Gate as its Fetcher (or none).
 	Engine *symbolize.Symbolizer
 	// Gate wraps the debuginfod client (nil client: debuginfod off).
-	Gate *jobs.Gate
+	Gate *ondemand.Gate
 	// Servers are the debuginfod servers build IDs may be sent to.
 	Servers []string
 	// Workers and Queue bound the work (defaults 2 and 64).
@@ -41,42 +39,14 @@ type SymbolizationConfig struct {
 	// in parallel; what resolved by then is kept.
 	Timeout time.Duration
 	// ProfileTimeout bounds one run over a whole profile, all its binaries
-	// together (0: none); see jobs.Config.ProfileTimeout.
+	// together (0: none); see ondemand.Config.ProfileTimeout.
 	ProfileTimeout time.Duration
 }
 
 // symbolization is the server's on-demand symbolization state.
 type symbolization struct {
-	jobs   *jobs.Manager
+	jobs   *ondemand.Manager
 	broker *sse.Broker
-}
-
-// engine adapts the symbolization engine to what the job manager needs.
-type engine struct {
-	s       *symbolize.Symbolizer
-	timeout time.Duration
-}
-
-func (e engine) Symbolize(ctx context.Context, p *profile.Profile, req jobs.Request) (err error) {
-	// A panic on one binary's debug info fails that binary, not the server
-	// (the job runs outside any request).
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", r)
-		}
-	}()
-	if e.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.timeout)
-		defer cancel()
-	}
-	_, err = e.s.Symbolize(ctx, p, symbolize.Options{
-		NoDebuginfod: req.NoDebuginfod,
-		Progress: func(ev symbolize.Event) {
-			req.Update(jobs.Update{BuildID: ev.BuildID, File: ev.File, State: jobs.State(ev.State), Source: ev.Source, Err: ev.Err})
-		},
-	})
-	return err
 }
 
 // initSymbolization starts the job manager when the config asks for it.
@@ -90,10 +60,10 @@ func (s *Server) initSymbolization() {
 		ev.ClientKey = clientAddr // per-client stream cap (security.go)
 	}
 	b := sse.NewBroker(ev)
-	m := jobs.New(jobs.Config{
-		Symbolizer: engine{c.Engine, c.Timeout},
+	m := ondemand.New(ondemand.Config{
+		Symbolizer: ondemand.Engine{Symbolizer: c.Engine, Timeout: c.Timeout},
 		Store:      s.store,
-		Load:       s.loadOriginal,
+		Load:       s.prof.Converted, // the job symbolizes its own copy, never the original again
 		Broker:     b,
 		Gate:       c.Gate,
 		Servers:    c.Servers,
@@ -108,12 +78,15 @@ func (s *Server) initSymbolization() {
 		},
 	})
 	m.OnStored(s.Invalidate)
+	if s.cfg.Replica != nil {
+		s.coord = ondemand.NewLease(m, s.cfg.Replica.lease(), s.log)
+	}
 	s.sym = &symbolization{jobs: m, broker: b}
 }
 
 // CloseSymbolization ends the event streams (so a graceful shutdown does not
 // wait for them; call it from http.Server.RegisterOnShutdown) and stops the
-// jobs. Uploads stay stored; opening their page queues them again.
+// ondemand. Uploads stay stored; opening their page queues them again.
 func (s *Server) CloseSymbolization() {
 	if s.sym == nil {
 		return
@@ -123,7 +96,7 @@ func (s *Server) CloseSymbolization() {
 }
 
 // Jobs is the symbolization job manager, nil when symbolization is off.
-func (s *Server) Jobs() *jobs.Manager {
+func (s *Server) Jobs() *ondemand.Manager {
 	if s.sym == nil {
 		return nil
 	}
@@ -138,21 +111,10 @@ func (s *Server) debuginfodServers() []string {
 	return s.sym.jobs.Servers()
 }
 
-// loadOriginal parses the uploaded bytes afresh: the job symbolizes its own
-// copy, never one that requests are reading.
-func (s *Server) loadOriginal(ctx context.Context, id string) (*profile.Profile, error) {
-	data, err := store.ReadAll(ctx, s.store, Key(id, KeyOriginal), 0)
-	if err != nil {
-		return nil, err
-	}
-	p, _, err := ingest.Parse(data, s.storedLimits())
-	return p, err
-}
-
 // QueueSymbolization queues symbolization of a stored profile when it has
 // addresses without names. noDebuginfod records the uploader's choice not to
 // send its build IDs anywhere (the strictest choice for the same bytes
-// wins). A full queue is a *jobs.QueueFullError: the profile stays stored
+// wins). A full queue is a *ondemand.QueueFullError: the profile stays stored
 // and opening its page queues it again.
 func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod bool) error {
 	if s.sym == nil {
@@ -166,10 +128,10 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if j := s.sym.jobs.Job(id); j != nil {
 		return nil // queued, running or done in this process
 	}
-	if m, err := s.Meta(ctx, id); err == nil && allSymbolized(m) {
+	if m, err := s.Meta(ctx, id); err == nil && m.AllNamed() {
 		return nil // the common case costs no parse and no store read
 	}
-	rec, err := s.sym.jobs.Record(ctx, id)
+	rec, err := s.sym.jobs.Outcome(ctx, id)
 	if err != nil || rec.Done {
 		return err
 	}
@@ -180,11 +142,15 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 	if !symbolize.NeedsSymbolization(l.Profile) {
 		return nil
 	}
-	if s.followRemote(ctx, id) {
-		return nil // another replica runs it (replicajobs.go)
+	if !s.coord.Claim(ctx, id) {
+		return nil // another replica runs it, and this one follows it
 	}
-	j, err := s.sym.jobs.Submit(id, jobs.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
-	s.replicateSubmit(id, j, err)
+	j, err := s.sym.jobs.Submit(id, ondemand.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
+	if err != nil {
+		s.coord.Release(id) // a full queue: let a replica with room take it
+	} else {
+		s.coord.Heartbeat(j)
+	}
 	return err
 }
 
@@ -194,7 +160,7 @@ func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod
 // queues it); the browser form goes on to the page, which says so.
 func (s *Server) queueUpload(c echo.Context, id string) error {
 	err := s.QueueSymbolization(c.Request().Context(), id, noDebuginfodParam(c.QueryParam("debuginfod")))
-	var full *jobs.QueueFullError
+	var full *ondemand.QueueFullError
 	switch {
 	case err == nil:
 		return nil
@@ -224,17 +190,17 @@ func noDebuginfodParam(v string) bool {
 // fillSymbolization sets the flame page's symbolization panel and its event
 // stream, queueing the profile if it needs work nobody started (after a
 // restart, or when the queue was full at upload).
-func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page *views.FlamePage) {
+func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.Meta, page *views.FlamePage) {
 	if s.sym == nil {
 		return
 	}
 	page.StatusURL = "/p/" + id + "/symbolization"
 	j := s.sym.jobs.Job(id)
-	if j == nil && allSymbolized(m) {
+	if j == nil && m.AllNamed() {
 		return
 	}
 	if j == nil {
-		rec, err := s.sym.jobs.Record(ctx, id)
+		rec, err := s.sym.jobs.Outcome(ctx, id)
 		if err != nil {
 			s.log.Error("reading the symbolization record", "id", id, "err", err)
 			return
@@ -244,7 +210,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 			return
 		}
 		if err := s.QueueSymbolization(ctx, id, false); err != nil {
-			var full *jobs.QueueFullError
+			var full *ondemand.QueueFullError
 			if errors.As(err, &full) {
 				for i := range page.Binaries {
 					if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
@@ -256,7 +222,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 			return
 		}
 		if j = s.sym.jobs.Job(id); j == nil {
-			if bs, ok := s.followedBinaries(id); ok { // run by another replica
+			if bs, ok := s.coord.Followed(id); ok { // run by another replica
 				page.Binaries = withPseudoRows(binaryRows(bs), m)
 				page.EventsURL = "/p/" + id + "/events"
 			}
@@ -269,30 +235,9 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *Meta, page
 	}
 }
 
-// allSymbolized reports whether meta.json says every mapping that is a
-// real file has names (pseudo mappings such as [vdso] have none to get).
-func allSymbolized(m *Meta) bool {
-	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= maxMetaMappings {
-		return false
-	}
-	return unnamedBinaries(m) == 0
-}
-
-// unnamedBinaries counts the mappings of meta.json that are real files
-// without names.
-func unnamedBinaries(m *Meta) int {
-	n := 0
-	for _, mp := range m.Mappings {
-		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
-			n++
-		}
-	}
-	return n
-}
-
 // mappingRows is the panel as meta.json alone tells it: each mapping
 // symbolized or not, pseudo mappings in their neutral state.
-func mappingRows(m *Meta) []views.Binary {
+func mappingRows(m *profiles.Meta) []views.Binary {
 	var rows []views.Binary
 	for _, mp := range m.Mappings {
 		state := "unsymbolized"
@@ -308,7 +253,7 @@ func mappingRows(m *Meta) []views.Binary {
 	return rows
 }
 
-func pseudoRow(mp MappingMeta) views.Binary {
+func pseudoRow(mp profiles.MappingMeta) views.Binary {
 	file := mp.File
 	if file == "" {
 		file = "(anonymous)"
@@ -319,7 +264,7 @@ func pseudoRow(mp MappingMeta) views.Binary {
 
 // withPseudoRows adds meta.json's pseudo mappings to a job's rows, which
 // hold only the binaries it worked on.
-func withPseudoRows(rows []views.Binary, m *Meta) []views.Binary {
+func withPseudoRows(rows []views.Binary, m *profiles.Meta) []views.Binary {
 	for _, mp := range m.Mappings {
 		if !mp.HasFunctions && symbolize.IsPseudo(mp.File) {
 			rows = append(rows, pseudoRow(mp))
@@ -328,11 +273,11 @@ func withPseudoRows(rows []views.Binary, m *Meta) []views.Binary {
 	return rows
 }
 
-func binaryRows(bs []jobs.Binary) []views.Binary {
+func binaryRows(bs []ondemand.Binary) []views.Binary {
 	rows := make([]views.Binary, 0, len(bs))
 	for _, b := range bs {
 		detail := b.Reason
-		if b.State == jobs.StateFetching && b.Bytes > 0 {
+		if b.State == symbolize.StateFetching && b.Bytes > 0 {
 			detail = humanBytes(b.Bytes)
 			if b.Total > 0 {
 				detail += " of " + humanBytes(b.Total)
@@ -383,7 +328,7 @@ func (s *Server) handleSymbolizationEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica (replicajobs.go)
+	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica
 	err = s.sym.jobs.Events(c.Response(), c.Request(), id)
 	if errors.Is(err, sse.ErrTooManySubscribers) {
 		return nil // answered 503 with Retry-After
@@ -403,16 +348,16 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 		st.Binaries = j.Binaries()
 		return c.JSON(http.StatusOK, st)
 	}
-	rec, err := s.sym.jobs.Record(c.Request().Context(), id)
+	rec, err := s.sym.jobs.Outcome(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	st := jobs.Status{State: "none", Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
+	st := ondemand.Status{State: ondemand.RunNone, Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
 		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
 	if rec.Done {
-		st.State = "done"
+		st.State = ondemand.RunDone
 	} else if len(rec.Binaries) > 0 {
-		st.State = "interrupted" // the server stopped mid-run (jobs.Job.recordProgress); Retry resumes
+		st.State = ondemand.RunInterrupted // the server stopped mid-run (ondemand.Job.recordProgress); Retry resumes
 	}
 	if st.Servers == nil {
 		st.Servers = []string{}
@@ -441,10 +386,10 @@ func (s *Server) handleSymbolizationSkip(c echo.Context) error {
 		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
 	}
 	if err := s.sym.jobs.Skip(id, key); err != nil {
-		if errors.Is(err, jobs.ErrNoJob) && s.forwardControl(c.Request().Context(), id, key, false) {
+		if errors.Is(err, ondemand.ErrNoJob) && s.coord.Forward(c.Request().Context(), id, key, false) {
 			return c.JSON(http.StatusOK, map[string]string{"skipped": key}) // to the replica running it (replicajobs.go)
 		}
-		if errors.Is(err, jobs.ErrNoJob) {
+		if errors.Is(err, ondemand.ErrNoJob) {
 			return httpError(http.StatusConflict, "no symbolization is running for this profile")
 		}
 		return httpError(http.StatusNotFound, "%v", err)
@@ -463,7 +408,7 @@ func (s *Server) handleSymbolizationDisable(c echo.Context) error {
 		return err
 	}
 	if err := s.sym.jobs.Disable(id); err != nil {
-		if s.forwardControl(c.Request().Context(), id, "", true) {
+		if s.coord.Forward(c.Request().Context(), id, "", true) {
 			return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false}) // to the replica running it
 		}
 		return httpError(http.StatusConflict, "no symbolization is running for this profile")
@@ -481,18 +426,47 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 	if err := sameOrigin(c); err != nil {
 		return err
 	}
-	j, err := s.sym.jobs.Retry(id, jobs.Options{})
-	s.replicate(j)
-	var full *jobs.QueueFullError
+	j, err := s.sym.jobs.Retry(id, ondemand.Options{})
+	s.coord.Heartbeat(j)
+	var full *ondemand.QueueFullError
 	switch {
 	case errors.As(err, &full):
 		secs := int(full.RetryAfter.Round(time.Second) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return httpError(http.StatusServiceUnavailable, "the symbolization queue is full; retry in %d s", secs)
-	case errors.Is(err, jobs.ErrRunning):
+	case errors.Is(err, ondemand.ErrRunning):
 		return httpError(http.StatusConflict, "symbolization is still running for this profile")
 	case err != nil:
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"events": "/p/" + id + "/events"})
+}
+
+// replicaEvents prepares this replica to answer /p/ID/events when its page
+// was served by another replica (a load balancer without affinity, or an
+// EventSource reconnecting elsewhere): it follows, or queues, the job as a
+// page view would, and for a job finished elsewhere it answers with the
+// final event so the page redraws once.
+func (s *Server) replicaEvents(ctx context.Context, id string) {
+	if s.coord.ID() == "" || s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.coord.Followed(id); ok {
+		return
+	}
+	if s.sym.broker.Lookup(id) != nil {
+		return
+	}
+	if err := s.QueueSymbolization(ctx, id, false); err != nil {
+		s.log.Warn("queueing symbolization for an event stream", "id", id, "err", err)
+	}
+	if s.sym.jobs.Job(id) != nil {
+		return
+	}
+	if _, ok := s.coord.Followed(id); ok {
+		return
+	}
+	if rec, err := s.sym.jobs.Outcome(ctx, id); err == nil {
+		s.sym.jobs.PublishOutcome(id, rec)
+	}
 }

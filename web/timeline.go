@@ -22,11 +22,11 @@ func (s *Server) handleTimelineJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	k := treeKey{id: l.ID, variant: l.variant(), si: i, kind: "timeline"}
+	k := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "timeline"}
 	e, ok := s.trees.Get(k)
 	if !ok {
 		body := flame.BuildTimeline(l.Profile, i).JSON()
-		e = &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"tl-%s-%s-%d"`, l.ID, l.variant(), i)}
+		e = &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"tl-%s-%s-%d"`, l.ID, l.Variant(), i)}
 		s.trees.Add(k, e)
 	}
 	return serveEncoded(c, e, echo.MIMEApplicationJSON)

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // stacksCache is how many profiles' sorted stacks (flame.Stacks, about
@@ -39,8 +40,8 @@ func zoomETag(key string) string {
 // stacksFor returns the sorted stacks of l for sample index si after f,
 // building them once however many requests ask at the same time, within
 // the rendering time limit (s.render).
-func (s *Server) stacksFor(ctx context.Context, l *Loaded, si int, f flame.Filter) (*flame.Stacks, error) {
-	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "stacks", filter: f.Key()}
+func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f flame.Filter) (*flame.Stacks, error) {
+	key := treeKey{id: l.ID, variant: l.Variant(), si: si, kind: "stacks", filter: f.Key()}
 	if st, ok := s.stacks.Get(key); ok {
 		return st, nil
 	}
@@ -86,7 +87,7 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 	if err != nil {
 		return nil, err
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
+	key := treeKey{id: id, variant: l.Variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
 	if e, ok := s.trees.Get(key); ok {
 		return e, nil
 	}
@@ -117,8 +118,8 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 // whole profile): what /top renders and top.json encodes, computed once
 // within the rendering time limit (s.render). Its rows are one per
 // function; the handlers bound how many they encode (topFit).
-func (s *Server) topTable(ctx context.Context, l *Loaded, si int, f flame.Filter, z []string) (*topResult, error) {
-	key := treeKey{id: l.ID, variant: l.variant(), si: si, kind: "top", filter: f.Key(), zoom: zoomKey(z)}
+func (s *Server) topTable(ctx context.Context, l *profiles.Loaded, si int, f flame.Filter, z []string) (*topResult, error) {
+	key := treeKey{id: l.ID, variant: l.Variant(), si: si, kind: "top", filter: f.Key(), zoom: zoomKey(z)}
 	if t, ok := s.tops.Get(key); ok {
 		return t, nil
 	}

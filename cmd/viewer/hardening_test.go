@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	webprofiles "viewer/web/profiles"
 
 	"github.com/google/pprof/profile"
 
@@ -304,7 +305,7 @@ func TestKillDuringUploads(t *testing.T) {
 	for id, b := range acked {
 		checkReadable(t, q.base, id, b)
 	}
-	if st, _ := fetch(t, q.base+"/p/"+web.NewID(half)); st != 404 {
+	if st, _ := fetch(t, q.base+"/p/"+webprofiles.NewID(half)); st != 404 {
 		t.Errorf("the upload cut off mid-body answers %d after the restart, want 404", st)
 	}
 	// Whatever is on disk is either whole or not served.
@@ -314,7 +315,7 @@ func TestKillDuringUploads(t *testing.T) {
 	}
 	var whole, partial, temps int
 	for _, d := range dirs {
-		if !d.IsDir() || !web.ValidID(d.Name()) {
+		if !d.IsDir() || !webprofiles.ValidID(d.Name()) {
 			continue
 		}
 		id := d.Name()
@@ -327,10 +328,10 @@ func TestKillDuringUploads(t *testing.T) {
 			}
 		}
 		st, _ := fetch(t, q.base+"/p/"+id)
-		if have[web.KeyOriginal] {
-			b, err := os.ReadFile(filepath.Join(data, id, web.KeyOriginal))
-			if err != nil || web.NewID(b) != id {
-				t.Errorf("%s/original is not the uploaded bytes (%d bytes, ID %s)", id, len(b), web.NewID(b))
+		if have[webprofiles.KeyOriginal] {
+			b, err := os.ReadFile(filepath.Join(data, id, webprofiles.KeyOriginal))
+			if err != nil || webprofiles.NewID(b) != id {
+				t.Errorf("%s/original is not the uploaded bytes (%d bytes, ID %s)", id, len(b), webprofiles.NewID(b))
 			}
 			if st != 200 {
 				t.Errorf("stored profile %s: status %d", id, st)
@@ -339,7 +340,7 @@ func TestKillDuringUploads(t *testing.T) {
 			continue
 		}
 		partial++
-		if have[web.KeyMeta] {
+		if have[webprofiles.KeyMeta] {
 			t.Errorf("%s has meta.json without its original", id)
 		}
 		if st != 404 {
@@ -397,7 +398,7 @@ func TestFullDisk(t *testing.T) {
 			if !strings.Contains(msg, "disk is full") {
 				t.Errorf("507 message %q does not say the disk is full", msg)
 			}
-			id := web.NewID(b)
+			id := webprofiles.NewID(b)
 			// The original either did not land, or landed whole (only its
 			// meta.json did not fit).
 			if st, body := fetch(t, p.base+"/p/"+id+"/profile.pb.gz"); st != 404 && (st != 200 || body != string(b)) {

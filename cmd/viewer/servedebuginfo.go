@@ -9,7 +9,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/debuginfo"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 	"viewer/web/store"
 )
 
@@ -58,7 +58,7 @@ func (f *debuginfoFlags) config(st store.Store, sym *symbolizeFlags, token strin
 	cfg := debuginfo.Config{
 		Store:     st,
 		MaxFile:   sym.debugFileCap,
-		ProfileOf: jobs.JobID,
+		ProfileOf: ondemand.JobID,
 	}
 	if sym.client != nil {
 		cfg.Upstream = sym.client

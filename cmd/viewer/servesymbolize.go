@@ -11,7 +11,7 @@ import (
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/unwind"
 	"viewer/web"
-	"viewer/web/jobs"
+	"viewer/web/ondemand"
 )
 
 // symbolizeFlags are serve's switches for on-demand symbolization.
@@ -72,7 +72,7 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 	}
 	// The client answers from its cache even with no server; the gate
 	// lets each upload refuse servers and the user skip or disable.
-	gate := jobs.NewGate(client)
+	gate := ondemand.NewGate(client)
 	f.client = client
 	scfg := symbolize.Config{
 		DebugDirs:     f.debugDirs,

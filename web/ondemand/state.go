@@ -1,51 +1,46 @@
-// Package jobs runs on-demand symbolization of uploaded profiles: a bounded
+// Package ondemand runs on-demand symbolization of uploaded profiles: a bounded
 // queue and a worker pool, one job per profile, each binary's state (found
 // locally, being fetched from a debuginfod server, not found...) streamed to
 // the page over server-sent events, Skip/Disable/Retry, and the symbolized
 // profile stored next to the original so later visits serve it.
-package jobs
+package ondemand
 
 import (
 	"path"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
 )
 
-// State is where one binary stands. The values match the symbolization
-// engine's event states so they can be passed through.
-type State string
+// RunState is where a profile's job stands, the one set of values its
+// Status, its lease record and the status endpoint use.
+type RunState string
 
 const (
-	StateQueued     State = "queued"
-	StateSearching  State = "searching"
-	StateFetching   State = "fetching"
-	StateLoading    State = "loading"
-	StateSymbolized State = "symbolized"
-	StateNotFound   State = "no symbols" // neutral: what was checked is in Reason, what to do in Help
-	StateSkipped    State = "skipped"
-	StateError      State = "error"
+	RunNone    RunState = "none"   // no job and no outcome stored
+	RunQueued  RunState = "queued" // waiting for a worker
+	RunRunning RunState = "running"
+	RunDone    RunState = "done"
+	// RunInterrupted: the server stopped mid-run (the outcome record holds
+	// rows but is not done); opening the page or Retry resumes.
+	RunInterrupted RunState = "interrupted"
+	// RunAbandoned: the owner of a replicated job stopped before finishing
+	// (shutdown, a full queue); another replica takes it over at once.
+	RunAbandoned RunState = "abandoned"
 )
 
-// Final reports whether s is an end state for this run.
-func (s State) Final() bool {
-	switch s {
-	case StateSymbolized, StateNotFound, StateSkipped, StateError:
-		return true
-	}
-	return false
-}
+// Active reports whether a job in state s is still to end.
+func (s RunState) Active() bool { return s == RunQueued || s == RunRunning }
 
 // Binary is one mapping's row in the page's symbolization panel and the
 // payload of its "binary" events.
 type Binary struct {
-	Key     string `json:"key"` // build ID, or "file:" + path when there is none
-	Name    string `json:"name"`
-	File    string `json:"file"`
-	BuildID string `json:"build_id"`
-	State   State  `json:"state"`
+	Key     string          `json:"key"` // build ID, or "file:" + path when there is none
+	Name    string          `json:"name"`
+	File    string          `json:"file"`
+	BuildID string          `json:"build_id"`
+	State   symbolize.State `json:"state"`
 	// Source is where the debug info came from (a local path or a server
 	// URL), or the server it is being fetched from.
 	Source string `json:"source,omitempty"`
@@ -78,7 +73,7 @@ type Progress struct {
 // Status is the payload of the "job" event and of the final "symbolized"
 // event: the job's own state and what the page says about debuginfod.
 type Status struct {
-	State string `json:"state"` // queued, running, done
+	State RunState `json:"state"`
 	// Debuginfod is false when this upload or the server said not to ask.
 	Debuginfod bool `json:"debuginfod"`
 	// Servers are the debuginfod servers build IDs may be sent to; Asked
@@ -94,15 +89,6 @@ type Status struct {
 	Binaries []Binary `json:"binaries,omitempty"`
 }
 
-// BinaryKey names a mapping's binary: its build ID, or its file when it has
-// none.
-func BinaryKey(m *profile.Mapping) string {
-	if m.BuildID != "" {
-		return strings.ToLower(m.BuildID)
-	}
-	return "file:" + m.File
-}
-
 // unsymbolized returns the mappings that hold locations without names, in
 // the profile's order, one per binary.
 func unsymbolized(p *profile.Profile) []*profile.Mapping {
@@ -116,10 +102,10 @@ func unsymbolized(p *profile.Profile) []*profile.Mapping {
 	var ms []*profile.Mapping
 	seen := map[string]bool{}
 	for _, m := range p.Mapping {
-		if !need[m] || seen[BinaryKey(m)] {
+		if !need[m] || seen[symbolize.BinaryKey(m)] {
 			continue
 		}
-		seen[BinaryKey(m)] = true
+		seen[symbolize.BinaryKey(m)] = true
 		ms = append(ms, m)
 	}
 	return ms

@@ -13,18 +13,8 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
-
-// registerCompare adds the diff, sandwich and source routes.
-func (s *Server) registerCompare() {
-	e := s.e
-	e.GET("/p/:id/compare", s.handleCompare)
-	e.GET("/p/:base/diff/:id", s.handleDiffPage)
-	e.GET("/p/:base/diff/:id/diff.json", s.handleDiffJSON)
-	e.GET("/p/:id/sandwich", s.handleSandwichPage)
-	e.GET("/p/:id/sandwich.json", s.handleSandwichJSON)
-	e.GET("/p/:id/source", s.handleSource)
-}
 
 // maxDiffTop bounds the rows of diff.json's top table.
 const maxDiffTop = 500
@@ -35,7 +25,7 @@ var linkedID = regexp.MustCompile(`(?:^|/p/)([a-z2-7]{20})(?:$|[/?#])`)
 
 func parseLinkedID(s string) (string, bool) {
 	m := linkedID.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
-	if m == nil || !ValidID(m[1]) {
+	if m == nil || !profiles.ValidID(m[1]) {
 		return "", false
 	}
 	return m[1], true
@@ -64,7 +54,7 @@ func diffURL(base, id, suffix string) string { return "/p/" + base + "/diff/" + 
 // diffSI resolves si for both profiles: by name in each, so a diff of two
 // profiles with their sample types in different orders compares like
 // with like.
-func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i int, err error) {
+func (s *Server) diffSI(ctx context.Context, base, id *profiles.Loaded, si string) (bi, i int, err error) {
 	if i, err = resolveSI(id.Meta, si); err != nil {
 		return 0, 0, err
 	}
@@ -78,7 +68,7 @@ func (s *Server) diffSI(ctx context.Context, base, id *Loaded, si string) (bi, i
 
 // sampleTypesDiffer is the diff's error when the base profile lacks the
 // sample type shown: it lists what each side has, and those in common.
-func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string) error {
+func sampleTypesDiffer(baseID string, bm *profiles.Meta, id string, m *profiles.Meta, name string) error {
 	has := map[string]bool{}
 	for _, t := range sampleTypeNames(bm) {
 		has[t] = true
@@ -98,7 +88,7 @@ func sampleTypesDiffer(baseID string, bm *Meta, id string, m *Meta, name string)
 		id, name, baseID, strings.Join(sampleTypeNames(bm), ", "), strings.Join(sampleTypeNames(m), ", "), next))
 }
 
-func sampleTypeNames(m *Meta) []string {
+func sampleTypeNames(m *profiles.Meta) []string {
 	var out []string
 	for _, st := range m.SampleTypes {
 		out = append(out, st.Type)
@@ -125,7 +115,7 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 		return err
 	}
 	// Diffs share the tree cache, keyed by both profiles.
-	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.variant() + "/" + cur.variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
+	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.Variant() + "/" + cur.Variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
 	if e, ok := s.trees.Get(k); ok {
 		return serveEncoded(c, e, echo.MIMEApplicationJSON)
 	}
@@ -138,7 +128,7 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 			return nil, err
 		}
 		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
-			strings.TrimSuffix(base.variant(), ".pb.gz"), strings.TrimSuffix(cur.variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
+			strings.TrimSuffix(base.Variant(), ".pb.gz"), strings.TrimSuffix(cur.Variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
 		s.trees.Add(k, e)
 		return e, nil
 	})
@@ -202,7 +192,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 // Viewing the diff queues the symbolization, as viewing the profile does.
 func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	m, err := s.Meta(ctx, id)
-	if err != nil || len(m.Mappings) == 0 || allSymbolized(m) {
+	if err != nil || len(m.Mappings) == 0 || m.AllNamed() {
 		return ""
 	}
 	if l, err := s.Profile(ctx, id); err == nil && l.Symbolized {
@@ -213,11 +203,97 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	if fp.EventsURL != "" {
 		return fmt.Sprintf("The %s profile is being symbolized. Frames are matched by name, so its raw addresses do not meet the other profile's functions yet: reload this diff when it is done.", role)
 	}
-	n, real := unnamedBinaries(m), 0
+	n, real := m.Unnamed(), 0
 	for _, mp := range m.Mappings {
 		if !symbolize.IsPseudo(mp.File) {
 			real++
 		}
 	}
 	return fmt.Sprintf("%d of the %s profile's %d binaries have no names (see its page for why). Frames are matched by name, so their raw addresses only meet the same binary's addresses in the other profile.", n, role, real)
+}
+
+// handleSandwichJSON serves /p/ID/sandwich.json?fn=NAME: the function's
+// merged callers and callees, built on the server from every sample so
+// that frames merged away in flame.json still count (format in README).
+func (s *Server) handleSandwichJSON(c echo.Context) error {
+	fn := c.QueryParam("fn")
+	if fn == "" {
+		return httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph shows it")
+	}
+	f, err := queryFilter(c)
+	if err != nil {
+		return err
+	}
+	l, err := s.Profile(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	if err != nil {
+		return err
+	}
+	k := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "sandwich\x00" + fn, filter: f.Key()}
+	if e, ok := s.trees.Get(k); ok {
+		return serveEncoded(c, e, echo.MIMEApplicationJSON)
+	}
+	v, err, _ := s.flight.Do(fmt.Sprintf("sandwich:%#v", k), func() (any, error) {
+		var body []byte
+		if err := s.render(c.Request().Context(), func(opt flame.Options) {
+			opt.MinFraction, opt.Filter = flame.DefaultMinFraction, f
+			body = flame.BuildSandwich(l.Profile, i, fn, opt).JSON()
+		}); err != nil {
+			return nil, err
+		}
+		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.Variant(), i, fnHash(fn), filterETag(f))}
+		s.trees.Add(k, e)
+		return e, nil
+	})
+	if err != nil {
+		return err
+	}
+	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
+}
+
+func fnHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+func (s *Server) handleSandwichPage(c echo.Context) error {
+	id := c.Param("id")
+	fn := c.QueryParam("fn")
+	if fn == "" {
+		return httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph shows it")
+	}
+	if _, err := queryFilter(c); err != nil {
+		return err
+	}
+	m, i, err := s.pageMeta(c, id)
+	if err != nil {
+		return err
+	}
+	si := m.SampleTypes[i].Type
+	q := filterQuery(c)
+	data := url.Values{"fn": {fn}, "si": {si}}
+	for k, v := range q {
+		data[k] = v
+	}
+	page := views.SandwichPage{
+		Page:        views.Page{Title: displayName(m, id) + " · " + fn, Nav: nav(id, c.QueryParam("si"), "")},
+		ID:          id,
+		Fn:          fn,
+		DataURL:     "/p/" + id + "/sandwich.json?" + data.Encode(),
+		FlameURL:    withQuery(profileURL(id, "", si), q),
+		SourceURL:   "/p/" + id + "/source?" + url.Values{"fn": {fn}, "si": {si}}.Encode(),
+		SampleTypes: sampleTypes(m, i),
+		SI:          si,
+		Filter: views.FilterBar{
+			Action: "/p/" + id + "/sandwich", SI: c.QueryParam("si"), Keep: [][2]string{{"fn", fn}},
+			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
+		},
+	}
+	return Render(c, http.StatusOK, views.Sandwich(page))
 }

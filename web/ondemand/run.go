@@ -1,4 +1,4 @@
-package jobs
+package ondemand
 
 import (
 	"bytes"
@@ -7,22 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/web/profiles"
 	"viewer/web/store"
 )
 
-// RecordKey is the store key of a profile's symbolization record.
-func RecordKey(id string) string { return id + "/symbolize.json" }
-
-// Record is what is kept of symbolization next to the profile: the upload's
-// privacy choice and, once a run finished, its outcome, so the panel
-// survives restarts and other replicas can tell the work is done.
-type Record struct {
+// Outcome is the durable record of a profile's symbolization, ID/symbolize.json
+// (profiles.KeyOutcome): the upload's privacy choice and, once a run
+// finished, each binary's outcome, so the panel survives restarts and other
+// replicas can tell the work is done. The live state of a running job that
+// replicas share is the other record, the lease (lease.go, job.json).
+type Outcome struct {
 	NoDebuginfod bool      `json:"noDebuginfod,omitempty"`
 	Done         bool      `json:"done"`
 	Finished     time.Time `json:"finished,omitzero"`
@@ -30,37 +31,44 @@ type Record struct {
 	Binaries     []Binary  `json:"binaries,omitempty"`
 }
 
-// ReadRecord returns the profile's record and its modification time; a
-// profile without one gets the zero Record and time.
-func ReadRecord(ctx context.Context, st Store, id string) (Record, time.Time, error) {
-	var r Record
-	info, err := st.Stat(ctx, RecordKey(id))
+// ReadOutcome returns the profile's record and its modification time; a
+// profile without one gets the zero Outcome and time.
+func ReadOutcome(ctx context.Context, st store.Store, id string) (Outcome, time.Time, error) {
+	var r Outcome
+	info, err := st.Stat(ctx, profiles.Key(id, profiles.KeyOutcome))
 	if errors.Is(err, store.ErrNotFound) {
 		return r, time.Time{}, nil
 	}
 	if err != nil {
 		return r, time.Time{}, err
 	}
-	rc, err := st.Get(ctx, RecordKey(id))
+	rc, err := st.Get(ctx, profiles.Key(id, profiles.KeyOutcome))
 	if err != nil {
 		return r, time.Time{}, err
 	}
 	defer rc.Close()
 	if err := json.NewDecoder(rc).Decode(&r); err != nil {
-		return Record{}, time.Time{}, fmt.Errorf("%s: %w", RecordKey(id), err)
+		return Outcome{}, time.Time{}, fmt.Errorf("%s: %w", profiles.Key(id, profiles.KeyOutcome), err)
+	}
+	for i := range r.Binaries {
+		// Records written before the kernel's rows were keyed by
+		// symbolize.BinaryKey named it by its bare build ID.
+		if b := &r.Binaries[i]; symbolize.IsKernel(b.File) && !strings.HasPrefix(b.Key, "kernel:") {
+			b.Key = "kernel:" + b.BuildID
+		}
 	}
 	return r, info.ModTime, nil
 }
 
-func writeRecord(ctx context.Context, st Store, id string, r Record) (time.Time, error) {
+func writeOutcome(ctx context.Context, st store.Store, id string, r Outcome) (time.Time, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if err := st.Put(ctx, RecordKey(id), bytes.NewReader(b)); err != nil {
+	if err := st.Put(ctx, profiles.Key(id, profiles.KeyOutcome), bytes.NewReader(b)); err != nil {
 		return time.Time{}, err
 	}
-	info, err := st.Stat(ctx, RecordKey(id))
+	info, err := st.Stat(ctx, profiles.Key(id, profiles.KeyOutcome))
 	return info.ModTime, err
 }
 
@@ -79,7 +87,7 @@ func (j *Job) run(parent context.Context) {
 	defer tcancel()
 	st := j.m.cfg.Store
 
-	rec, stamp, err := ReadRecord(ctx, st, j.id)
+	rec, stamp, err := ReadOutcome(ctx, st, j.id)
 	if err != nil {
 		j.finish(fmt.Errorf("reading the symbolization record: %w", err))
 		return
@@ -94,7 +102,7 @@ func (j *Job) run(parent context.Context) {
 			j.publishBinaryLocked(b)
 		}
 	}
-	j.state, j.stamp, j.cancelRun = "running", stamp, cancel
+	j.state, j.stamp, j.cancelRun = RunRunning, stamp, cancel
 	j.publishStatusLocked()
 	j.mu.Unlock()
 	if rec.Done && !j.retry {
@@ -106,7 +114,7 @@ func (j *Job) run(parent context.Context) {
 	// A retry, or a run interrupted by a restart, continues from the
 	// stored copy, whose resolved mappings are left alone.
 	var p *profile.Profile
-	if _, serr := st.Stat(ctx, SymbolizedKey(j.id)); serr == nil {
+	if _, serr := st.Stat(ctx, profiles.Key(j.id, profiles.KeySymbolized)); serr == nil {
 		p, err = j.loadSymbolized(ctx)
 	} else {
 		p, err = j.m.cfg.Load(ctx, j.id)
@@ -175,7 +183,7 @@ func (j *Job) run(parent context.Context) {
 	}
 	w.stop()
 	if errors.Is(context.Cause(ctx), errSymbolizedElsewhere) {
-		rec, _, err := ReadRecord(context.WithoutCancel(ctx), st, j.id)
+		rec, _, err := ReadOutcome(context.WithoutCancel(ctx), st, j.id)
 		if err != nil {
 			j.finish(fmt.Errorf("reading the record written elsewhere: %w", err))
 			return
@@ -208,7 +216,7 @@ func (j *Job) recordProgress(ctx context.Context, now bool) {
 		return
 	}
 	j.recorded = time.Now()
-	rec := Record{NoDebuginfod: j.opts.NoDebuginfod, Asked: append([]string(nil), j.asked...)}
+	rec := Outcome{NoDebuginfod: j.opts.NoDebuginfod, Asked: append([]string(nil), j.asked...)}
 	for _, k := range j.order {
 		rec.Binaries = append(rec.Binaries, *j.bins[k])
 	}
@@ -216,12 +224,12 @@ func (j *Job) recordProgress(ctx context.Context, now bool) {
 	j.mu.Unlock()
 	j.m.recMu.Lock()
 	defer j.m.recMu.Unlock()
-	cur, curStamp, err := ReadRecord(ctx, st, j.id)
+	cur, curStamp, err := ReadOutcome(ctx, st, j.id)
 	if err != nil || cur.Done && !curStamp.Equal(stamp) && !j.retry {
 		return
 	}
 	rec.NoDebuginfod = rec.NoDebuginfod || cur.NoDebuginfod
-	if stamp, err = writeRecord(ctx, st, j.id, rec); err != nil {
+	if stamp, err = writeOutcome(ctx, st, j.id, rec); err != nil {
 		j.m.cfg.Logf("symbolize %s: storing the record in progress: %v", j.id, err)
 		return
 	}
@@ -235,7 +243,7 @@ func (j *Job) recordProgress(ctx context.Context, now bool) {
 func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 	st := j.m.cfg.Store
 	// Someone else may have finished while the last binary loaded.
-	if rec, stamp, err := ReadRecord(ctx, st, j.id); err == nil && rec.Done && !stamp.Equal(j.stampNow()) && !j.retry {
+	if rec, stamp, err := ReadOutcome(ctx, st, j.id); err == nil && rec.Done && !stamp.Equal(j.stampNow()) && !j.retry {
 		j.adoptStored(rec)
 		return
 	}
@@ -246,16 +254,16 @@ func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 		}
 	}
 	j.mu.Lock()
-	rec := Record{NoDebuginfod: j.opts.NoDebuginfod, Done: true, Finished: time.Now().UTC().Truncate(time.Second), Asked: append([]string(nil), j.asked...)}
+	rec := Outcome{NoDebuginfod: j.opts.NoDebuginfod, Done: true, Finished: time.Now().UTC().Truncate(time.Second), Asked: append([]string(nil), j.asked...)}
 	for _, k := range j.order {
 		rec.Binaries = append(rec.Binaries, *j.bins[k])
 	}
 	j.mu.Unlock()
 	j.m.recMu.Lock()
-	if cur, _, err := ReadRecord(ctx, st, j.id); err == nil && cur.NoDebuginfod {
+	if cur, _, err := ReadOutcome(ctx, st, j.id); err == nil && cur.NoDebuginfod {
 		rec.NoDebuginfod = true // set by an upload while this ran
 	}
-	stamp, err := writeRecord(ctx, st, j.id, rec)
+	stamp, err := writeOutcome(ctx, st, j.id, rec)
 	j.m.recMu.Unlock()
 	if err != nil {
 		j.finish(fmt.Errorf("storing the symbolization record: %w", err))
@@ -280,7 +288,7 @@ func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
 	if err := p.Write(&buf); err != nil {
 		return fmt.Errorf("encoding the symbolized profile: %w", err)
 	}
-	if err := j.m.cfg.Store.Put(ctx, SymbolizedKey(j.id), &buf); err != nil {
+	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), &buf); err != nil {
 		return fmt.Errorf("storing the symbolized profile: %w", err)
 	}
 	j.m.stored(j.id)
@@ -316,17 +324,17 @@ func (j *Job) afterFetch() {
 		return
 	}
 	ctx := context.Background()
-	info, err := j.m.cfg.Store.Stat(ctx, RecordKey(j.id))
+	info, err := j.m.cfg.Store.Stat(ctx, profiles.Key(j.id, profiles.KeyOutcome))
 	if err != nil || info.ModTime.Equal(stamp) {
 		return
 	}
-	if rec, _, err := ReadRecord(ctx, j.m.cfg.Store, j.id); err == nil && rec.Done {
+	if rec, _, err := ReadOutcome(ctx, j.m.cfg.Store, j.id); err == nil && rec.Done {
 		cancel(errSymbolizedElsewhere)
 	}
 }
 
 func (j *Job) loadSymbolized(ctx context.Context) (*profile.Profile, error) {
-	rc, err := j.m.cfg.Store.Get(ctx, SymbolizedKey(j.id))
+	rc, err := j.m.cfg.Store.Get(ctx, profiles.Key(j.id, profiles.KeySymbolized))
 	if err != nil {
 		return nil, err
 	}
@@ -335,19 +343,19 @@ func (j *Job) loadSymbolized(ctx context.Context) (*profile.Profile, error) {
 }
 
 // adoptStored ends the run with the outcome another replica stored.
-func (j *Job) adoptStored(rec Record) {
+func (j *Job) adoptStored(rec Outcome) {
 	j.m.stored(j.id)
 	j.mu.Lock()
 	for _, rb := range rec.Binaries {
 		b := j.binaryLocked(rb.Key, rb.File, rb.BuildID)
-		if b.State == StateSymbolized {
+		if b.State == symbolize.StateSymbolized {
 			continue
 		}
 		*b = rb
-		if rb.State == StateSymbolized {
+		if rb.State == symbolize.StateSymbolized {
 			b.Source = "symbolized elsewhere: " + rb.Source
 		}
-		j.topic.Forget("progress:" + b.Key)
+		events{j.topic}.endProgress(b.Key)
 		j.publishBinaryLocked(b)
 	}
 	for _, s := range rec.Asked {
@@ -385,9 +393,9 @@ func (j *Job) initBinaries(p *profile.Profile) ([]group, []*profile.Profile) {
 	for _, g := range gs {
 		m := g.first
 		b := j.binaryLocked(g.key, m.File, m.BuildID)
-		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: StateQueued}
+		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: symbolize.StateQueued}
 		if j.skipped[g.key] {
-			b.State, b.Reason = StateSkipped, "skipped by the user"
+			b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		}
 		j.publishBinaryLocked(b)
 	}
@@ -437,12 +445,12 @@ func extract(p *profile.Profile, gs []group) []*profile.Profile {
 func (m *Manager) groups(p *profile.Profile) ([]group, []*profile.Profile) {
 	need := map[string]bool{}
 	for _, mp := range unsymbolized(p) {
-		need[BinaryKey(mp)] = true
+		need[symbolize.BinaryKey(mp)] = true
 	}
 	var gs []group
 	idx := map[string]int{}
 	for _, mp := range p.Mapping {
-		k := BinaryKey(mp)
+		k := symbolize.BinaryKey(mp)
 		if !need[k] {
 			continue
 		}
@@ -477,14 +485,14 @@ func (j *Job) settle(key string, mini *profile.Profile, err error) {
 		return
 	}
 	switch {
-	case resolved && b.State != StateSymbolized:
-		b.State, b.Reason = StateSymbolized, ""
-	case !resolved && b.State == StateSymbolized:
-		b.State, b.Reason = StateNotFound, "the debug info names none of the sampled addresses"
+	case resolved && b.State != symbolize.StateSymbolized:
+		b.State, b.Reason = symbolize.StateSymbolized, ""
+	case !resolved && b.State == symbolize.StateSymbolized:
+		b.State, b.Reason = symbolize.StateNotFound, "the debug info names none of the sampled addresses"
 	case !resolved && !b.State.Final():
-		b.State = StateNotFound
+		b.State = symbolize.StateNotFound
 		if err != nil {
-			b.State, b.Reason = StateError, err.Error()
+			b.State, b.Reason = symbolize.StateError, err.Error()
 		} else if b.Reason == "" {
 			b.Reason = "no debug info found for this build ID"
 		}
@@ -492,7 +500,7 @@ func (j *Job) settle(key string, mini *profile.Profile, err error) {
 		return
 	}
 	b.Phase, b.Bytes, b.Total = "", 0, 0
-	j.topic.Forget("progress:" + key)
+	events{j.topic}.endProgress(key)
 	j.publishBinaryLocked(b)
 }
 
@@ -521,20 +529,20 @@ func (j *Job) timedOut(key string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	b := j.bins[key]
-	if b == nil || b.State == StateSymbolized || b.State == StateNotFound || b.State == StateSkipped {
+	if b == nil || b.State == symbolize.StateSymbolized || b.State == symbolize.StateNotFound || b.State == symbolize.StateSkipped {
 		return
 	}
-	b.State = StateError
+	b.State = symbolize.StateError
 	b.Reason = fmt.Sprintf("timed out after %v (%s); retry to look again", j.m.cfg.ProfileTimeout, j.m.cfg.ProfileTimeoutName)
 	b.Phase, b.Bytes, b.Total = "", 0, 0
-	j.topic.Forget("progress:" + key)
+	events{j.topic}.endProgress(key)
 	j.publishBinaryLocked(b)
 }
 
 // finish ends the job with the final "symbolized" event.
 func (j *Job) finish(err error) {
 	j.mu.Lock()
-	j.state = "done"
+	j.state = RunDone
 	j.cancelRun = nil
 	if err != nil {
 		j.errMsg = err.Error()
@@ -545,13 +553,11 @@ func (j *Job) finish(err error) {
 		s.Binaries = append(s.Binaries, *j.bins[k])
 	}
 	j.mu.Unlock()
-	data, _ := json.Marshal(s)
-	j.topic.Forget("names") // the final event makes pages redraw anyway
 	// Under the manager's lock: a Retry or page view prompted by the final
 	// event waits for it and finds the job done, and a Submit never sees the
 	// job done before its topic is finished (it would not reopen it).
 	j.m.mu.Lock()
-	j.topic.Finish("symbolized", EventSymbolized, data)
+	events{j.topic}.final(s)
 	j.mu.Lock()
 	j.published = true
 	j.mu.Unlock()
@@ -564,12 +570,12 @@ func resolvedKeys(p *profile.Profile) map[string]bool {
 	res := map[string]bool{}
 	for _, m := range p.Mapping {
 		if m.HasFunctions {
-			res[BinaryKey(m)] = true
+			res[symbolize.BinaryKey(m)] = true
 		}
 	}
 	for _, l := range p.Location {
 		if l.Mapping != nil && len(l.Line) > 0 {
-			res[BinaryKey(l.Mapping)] = true
+			res[symbolize.BinaryKey(l.Mapping)] = true
 		}
 	}
 	return res

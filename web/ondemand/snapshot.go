@@ -1,13 +1,15 @@
-package jobs
+package ondemand
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+	"viewer/web/profiles"
 )
 
 // merger folds the names found for one binary (in its extracted copy) into
@@ -179,7 +181,7 @@ func (w *writer) write() {
 	}
 	j := w.j
 	ctx := context.Background()
-	if err := j.m.cfg.Store.Put(ctx, SymbolizedKey(j.id), bytes.NewReader(data)); err != nil {
+	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), bytes.NewReader(data)); err != nil {
 		j.m.cfg.Logf("symbolize %s: storing a snapshot: %v", j.id, err)
 		w.mg.mu.Lock()
 		w.mg.dirty = true
@@ -194,11 +196,10 @@ func (j *Job) publishNames() {
 	j.mu.Lock()
 	n := 0
 	for _, k := range j.order {
-		if j.bins[k].State == StateSymbolized {
+		if j.bins[k].State == symbolize.StateSymbolized {
 			n++
 		}
 	}
 	j.mu.Unlock()
-	data, _ := json.Marshal(Names{Resolved: n})
-	j.topic.Publish("names", EventNames, data)
+	events{j.topic}.names(n)
 }

@@ -1,8 +1,7 @@
-package jobs
+package ondemand
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,17 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
-)
-
-// Event types and keys on a profile's topic.
-const (
-	EventJob        = "job"        // Status, while queued and running
-	EventBinary     = "binary"     // Binary, on each state change
-	EventProgress   = "progress"   // Progress, at most ten a second per fetch
-	EventNames      = "names"      // Names, after a copy with more names was stored
-	EventSymbolized = "symbolized" // Status with Binaries, once at the end
 )
 
 // errSymbolizedElsewhere cancels a job whose profile was symbolized by
@@ -36,7 +27,7 @@ type Job struct {
 	done  chan struct{}
 
 	mu        sync.Mutex
-	state     string // queued, running, done
+	state     RunState
 	bins      map[string]*Binary
 	order     []string
 	fetches   map[string]map[*context.CancelFunc]struct{} // key → cancels of running fetches
@@ -58,7 +49,7 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		m: m, id: id, opts: opt, topic: topic, retry: retry,
 		runs:    map[string]context.CancelFunc{},
 		done:    make(chan struct{}),
-		state:   "queued",
+		state:   RunQueued,
 		bins:    map[string]*Binary{},
 		fetches: map[string]map[*context.CancelFunc]struct{}{},
 		skipped: map[string]bool{},
@@ -67,7 +58,7 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		gs, _ := m.groups(opt.Profile)
 		for _, g := range gs {
 			b := j.binaryLocked(g.key, g.first.File, g.first.BuildID)
-			b.State = StateQueued
+			b.State = symbolize.StateQueued
 		}
 		j.opts.Profile = nil // not kept: only the rows were wanted
 	} else if prev != nil {
@@ -143,9 +134,9 @@ func (j *Job) statusLocked() Status {
 	}
 	for _, k := range j.order {
 		switch j.bins[k].State {
-		case StateSymbolized:
+		case symbolize.StateSymbolized:
 			s.Resolved++
-		case StateNotFound, StateSkipped, StateError:
+		case symbolize.StateNotFound, symbolize.StateSkipped, symbolize.StateError:
 			s.Missed++
 		}
 	}
@@ -160,6 +151,10 @@ func (j *Job) debuginfodLocked() bool {
 func (j *Job) Skip(key string) error {
 	j.mu.Lock()
 	b := j.bins[key]
+	if b == nil { // ?build_id= of the kernel
+		key = j.fetchKeyLocked(key)
+		b = j.bins[key]
+	}
 	if b == nil {
 		j.mu.Unlock()
 		return fmt.Errorf("no binary %q in this profile", key)
@@ -169,8 +164,8 @@ func (j *Job) Skip(key string) error {
 	if c := j.runs[key]; c != nil {
 		cancels = append(cancels, c)
 	}
-	if !b.State.Final() && j.state != "done" {
-		b.State, b.Reason = StateSkipped, "skipped by the user"
+	if !b.State.Final() && j.state != RunDone {
+		b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		b.Phase, b.Bytes, b.Total = "", 0, 0
 		j.publishBinaryLocked(b)
 	}
@@ -191,8 +186,8 @@ func (j *Job) Disable() {
 		cancels = append(cancels, j.cancelsLocked(k)...)
 	}
 	for _, k := range j.order {
-		if b := j.bins[k]; b.State == StateFetching {
-			b.State, b.Reason = StateSkipped, "debuginfod disabled for this profile"
+		if b := j.bins[k]; b.State == symbolize.StateFetching {
+			b.State, b.Reason = symbolize.StateSkipped, "debuginfod disabled for this profile"
 			b.Phase, b.Bytes, b.Total = "", 0, 0
 			j.publishBinaryLocked(b)
 		}
@@ -215,9 +210,9 @@ func (j *Job) cancelsLocked(key string) []context.CancelFunc {
 // refusal is the error a fetch for buildID gets because of the user or the
 // upload's choices, or nil.
 func (j *Job) refusal(buildID string) error {
-	key := normBuildID(buildID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	key := j.fetchKeyLocked(buildID)
 	switch {
 	case j.opts.NoDebuginfod:
 		return fmt.Errorf("the upload asked not to use debuginfod: %w", ErrSkipped)
@@ -235,9 +230,9 @@ func (j *Job) startFetch(ctx context.Context, buildID string) (context.Context, 
 	if err := j.refusal(buildID); err != nil {
 		return nil, nil, err
 	}
-	key := normBuildID(buildID)
 	fctx, cancel := context.WithCancel(ctx)
 	j.mu.Lock()
+	key := j.fetchKeyLocked(buildID)
 	if j.fetches[key] == nil {
 		j.fetches[key] = map[*context.CancelFunc]struct{}{}
 	}
@@ -257,10 +252,10 @@ func (j *Job) startFetch(ctx context.Context, buildID string) (context.Context, 
 // fetchProgress records one step of a fetch: a phase change is a binary
 // event, bytes are throttled progress events.
 func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
-	key := normBuildID(buildID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.skipped[key] || j.disabled || j.state == "done" {
+	key := j.fetchKeyLocked(buildID)
+	if j.skipped[key] || j.disabled || j.state == RunDone {
 		return
 	}
 	b := j.binaryLocked(key, "", key)
@@ -271,8 +266,8 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 	phase := string(p.Phase)
 	switch p.Phase {
 	case debuginfod.PhaseConnecting, debuginfod.PhaseDownloading, debuginfod.PhaseVerifying:
-		changed := b.State != StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
-		b.State, b.Phase = StateFetching, phase
+		changed := b.State != symbolize.StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
+		b.State, b.Phase = symbolize.StateFetching, phase
 		if p.Server != "" {
 			b.Server, b.Source = p.Server, p.Server
 		}
@@ -280,9 +275,8 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		if changed {
 			j.publishBinaryLocked(b)
 		}
-		data, _ := json.Marshal(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
-			Phase: phase, Bytes: p.Bytes, Total: p.Total})
-		j.topic.PublishThrottled("progress:"+key, EventProgress, data, j.m.cfg.ProgressEvery)
+		events{j.topic}.progress(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
+			Phase: phase, Bytes: p.Bytes, Total: p.Total}, j.m.cfg.ProgressEvery)
 	case debuginfod.PhaseDone, debuginfod.PhaseCacheHit:
 		// The engine loads the file next and reports "loading".
 		b.Phase, b.Bytes, b.Total = phase, p.Bytes, p.Total
@@ -291,30 +285,33 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		} else if p.Path != "" {
 			b.Source = p.Path
 		}
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 		j.publishBinaryLocked(b)
 	case debuginfod.PhaseNotFound, debuginfod.PhaseError:
 		b.Phase = phase
 		if p.Err != nil {
 			b.Reason = p.Err.Error()
 		}
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 	}
 }
 
 // update applies one of the engine's state changes.
 func (j *Job) update(u Update) {
-	key := normBuildID(u.BuildID)
+	key := u.Key
+	if key == "" {
+		key = normBuildID(u.BuildID)
+	}
 	if key == "" {
 		key = "file:" + u.File
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state == "done" {
+	if j.state == RunDone {
 		return
 	}
 	b := j.binaryLocked(key, u.File, u.BuildID)
-	if b.State == StateSkipped && (j.skipped[key] || j.disabled) && u.State != StateSymbolized {
+	if b.State == symbolize.StateSkipped && (j.skipped[key] || j.disabled) && u.State != symbolize.StateSymbolized {
 		return // the user's choice stands over the cancelled fetch's error
 	}
 	before := *b
@@ -329,15 +326,15 @@ func (j *Job) update(u Update) {
 	}
 	switch {
 	case u.Err != nil && errors.Is(u.Err, ErrSkipped):
-		b.State, b.Reason = StateSkipped, u.Err.Error()
+		b.State, b.Reason = symbolize.StateSkipped, u.Err.Error()
 	case u.Err != nil:
 		b.Reason = u.Err.Error()
-	case u.State == StateSymbolized:
+	case u.State == symbolize.StateSymbolized:
 		b.Reason = ""
 	}
-	if b.State != StateFetching {
+	if b.State != symbolize.StateFetching {
 		b.Phase, b.Bytes, b.Total = "", 0, 0
-		j.topic.Forget("progress:" + key)
+		events{j.topic}.endProgress(key)
 	}
 	if *b != before {
 		j.publishBinaryLocked(b) // one event per change, not per download step
@@ -348,7 +345,7 @@ func (j *Job) update(u Update) {
 		j.recordAt = time.AfterFunc(recordEvery, func() {
 			j.mu.Lock()
 			j.recordAt = nil
-			done := j.state == "done"
+			done := j.state == RunDone
 			j.mu.Unlock()
 			if !done {
 				j.recordProgress(context.Background(), true)
@@ -366,24 +363,18 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 		}
 		return b
 	}
-	b := &Binary{Key: key, File: file, Name: binaryName(file), BuildID: normBuildID(buildID), State: StateQueued}
+	b := &Binary{Key: key, File: file, Name: binaryName(file), BuildID: normBuildID(buildID), State: symbolize.StateQueued}
 	j.bins[key] = b
 	j.order = append(j.order, key)
 	return b
 }
 
 func (j *Job) publishBinaryLocked(b *Binary) {
-	b.Help = ""
-	if b.State == StateNotFound {
-		b.Help = NoSymbolsHelp
-	}
-	data, _ := json.Marshal(b)
-	j.topic.Publish("binary:"+b.Key, EventBinary, data)
+	events{j.topic}.binary(b)
 }
 
 func (j *Job) publishStatusLocked() {
-	data, _ := json.Marshal(j.statusLocked())
-	j.topic.Publish("job", EventJob, data)
+	events{j.topic}.job(j.statusLocked())
 }
 
 // publishAll sends the job's state to its topic (on submit).
@@ -399,9 +390,20 @@ func (j *Job) publishAll() {
 // abandon ends a job that never ran because the server is shutting down.
 func (j *Job) abandon() {
 	j.mu.Lock()
-	j.state, j.errMsg = "done", "the server shut down before symbolization started; reload the page to queue it again"
+	j.state, j.errMsg = RunDone, "the server shut down before symbolization started; reload the page to queue it again"
 	j.mu.Unlock()
 	close(j.done)
+}
+
+// fetchKeyLocked is the row a fetch by build ID belongs to: the binary
+// with that build ID, or the kernel's row (symbolize.BinaryKey prefixes it
+// with "kernel:") when the fetch is the kernel's vmlinux.
+func (j *Job) fetchKeyLocked(buildID string) string {
+	k := normBuildID(buildID)
+	if j.bins[k] == nil && j.bins["kernel:"+k] != nil {
+		return "kernel:" + k
+	}
+	return k
 }
 
 // normBuildID is the form build IDs take as keys and in events.

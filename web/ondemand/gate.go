@@ -1,17 +1,13 @@
-package jobs
+package ondemand
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 )
-
-// Fetcher fetches a debug file by build ID; *debuginfod.Client is one.
-type Fetcher interface {
-	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
-}
 
 // ErrSkipped is returned (wrapped) for fetches the user skipped or disabled,
 // or that the upload asked not to make.
@@ -21,13 +17,13 @@ var ErrSkipped = errors.New("not asked")
 // job (found through the context the job passes to the engine) report their
 // progress to that job, and can be cancelled by its Skip and Disable without
 // touching other jobs that wait for the same download; other fetches pass
-// straight through. A nil inner Fetcher means debuginfod is off.
+// straight through. A nil inner symbolize.Fetcher means debuginfod is off.
 type Gate struct {
-	inner Fetcher
+	inner symbolize.Fetcher
 }
 
 // NewGate wraps the debuginfod client; inner may be nil.
-func NewGate(inner Fetcher) *Gate { return &Gate{inner: inner} }
+func NewGate(inner symbolize.Fetcher) *Gate { return &Gate{inner: inner} }
 
 // Enabled reports whether there is a debuginfod client behind the gate.
 func (g *Gate) Enabled() bool { return g != nil && g.inner != nil }
@@ -49,7 +45,7 @@ func jobFrom(ctx context.Context) *Job {
 	return j
 }
 
-// Fetch implements Fetcher. No lock is held while the download runs.
+// Fetch implements symbolize.Fetcher. No lock is held while the download runs.
 func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
 	if g.inner == nil {
 		return "", fmt.Errorf("debuginfod is off on this server: %w", ErrSkipped)

@@ -54,7 +54,7 @@ func (s *Server) handleTop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := queryFilter(c) // filter.go
+	f, err := queryFilter(c) // filterquery.go
 	if err != nil {
 		return err
 	}

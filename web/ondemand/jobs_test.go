@@ -1,4 +1,4 @@
-package jobs
+package ondemand
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/web/profiles"
 	"viewer/web/sse"
 	"viewer/web/store"
 )
@@ -87,7 +88,7 @@ func (f *fakeFetcher) count(id string) int {
 // in local, then fetched through the fetcher (the Gate), concurrently, and
 // its locations named "<base>:fn<address>".
 type fakeSymbolizer struct {
-	fetcher Fetcher
+	fetcher symbolize.Fetcher
 	local   map[string]bool
 	mu      sync.Mutex
 	calls   map[string]int // per build ID: how many runs looked at it
@@ -115,28 +116,28 @@ func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, req 
 			s.mu.Lock()
 			s.calls[m.BuildID]++
 			s.mu.Unlock()
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateSearching})
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateSearching})
 			source := ""
 			if s.local[m.BuildID] {
 				source = "/usr/lib/debug/.build-id/" + m.BuildID
 			} else if req.NoDebuginfod {
-				req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateNotFound, Err: errors.New("not found locally")})
+				req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateNotFound, Err: errors.New("not found locally")})
 				return
 			} else {
 				path, err := s.fetcher.Fetch(ctx, m.BuildID, debuginfod.KindDebuginfo, nil)
 				if err != nil {
-					st := StateNotFound
+					st := symbolize.StateNotFound
 					if !errors.Is(err, debuginfod.ErrNotFound) && !errors.Is(err, ErrSkipped) {
-						st = StateError
+						st = symbolize.StateError
 					}
 					req.Update(Update{BuildID: m.BuildID, File: m.File, State: st, Err: err})
 					return
 				}
 				source = path
 			}
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateLoading, Source: source})
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateLoading, Source: source})
 			name(p, m)
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateSymbolized, Source: source})
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateSymbolized, Source: source})
 		}()
 	}
 	wg.Wait()
@@ -234,7 +235,7 @@ func (h *harness) upload(id string, p *profile.Profile) {
 
 func (h *harness) stored(id string) *profile.Profile {
 	h.t.Helper()
-	rc, err := h.st.Get(context.Background(), SymbolizedKey(id))
+	rc, err := h.st.Get(context.Background(), profiles.Key(id, profiles.KeySymbolized))
 	if err != nil {
 		h.t.Fatalf("symbolized copy of %s: %v", id, err)
 	}
@@ -345,7 +346,7 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 	// The page is rendered before the job ran: the panel lists every
 	// binary as queued.
 	bs := byKey(h.m.Binaries("p1"))
-	if len(bs) != 3 || bs["bb02"].State != StateQueued || bs["bb02"].Name != "libbb02.so" {
+	if len(bs) != 3 || bs["bb02"].State != symbolize.StateQueued || bs["bb02"].Name != "libbb02.so" {
 		t.Fatalf("before the run, binaries = %+v", bs)
 	}
 	ch := h.stream("p1")
@@ -354,7 +355,7 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 	// The fetched binary is shown fetching, with its server, while the
 	// download runs; then it resolves.
 	var evs []event
-	var states []State
+	var states []symbolize.State
 	for e := range ch {
 		evs = append(evs, e)
 		if e.Type != EventBinary {
@@ -368,7 +369,7 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 		if len(states) == 0 || states[len(states)-1] != b.State {
 			states = append(states, b.State)
 		}
-		if b.State == StateFetching {
+		if b.State == symbolize.StateFetching {
 			if b.Server != server {
 				t.Errorf("fetching event without its server: %s", e.Data)
 			}
@@ -394,13 +395,13 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 	}
 	// States only move forward; a subscriber may skip a state that was
 	// superseded before it was written (the stream sends the latest).
-	order := map[State]int{StateQueued: 0, StateSearching: 1, StateFetching: 2, StateLoading: 3, StateSymbolized: 4}
+	order := map[symbolize.State]int{symbolize.StateQueued: 0, symbolize.StateSearching: 1, symbolize.StateFetching: 2, symbolize.StateLoading: 3, symbolize.StateSymbolized: 4}
 	for i := 1; i < len(states); i++ {
 		if order[states[i]] <= order[states[i-1]] {
 			t.Errorf("bb02 went through %v: not forward", states)
 		}
 	}
-	if states[0] != StateQueued || states[len(states)-1] != StateSymbolized {
+	if states[0] != symbolize.StateQueued || states[len(states)-1] != symbolize.StateSymbolized {
 		t.Errorf("bb02 went through %v, want queued ... symbolized", states)
 	}
 	if progress == 0 {
@@ -411,13 +412,13 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 		t.Errorf("final status %+v", s)
 	}
 	fb := byKey(s.Binaries)
-	if fb["aa01"].State != StateSymbolized || !strings.Contains(fb["aa01"].Source, "/usr/lib/debug") {
+	if fb["aa01"].State != symbolize.StateSymbolized || !strings.Contains(fb["aa01"].Source, "/usr/lib/debug") {
 		t.Errorf("local binary: %+v", fb["aa01"])
 	}
-	if fb["bb02"].State != StateSymbolized || fb["bb02"].Source != "/cache/bb02" {
+	if fb["bb02"].State != symbolize.StateSymbolized || fb["bb02"].Source != "/cache/bb02" {
 		t.Errorf("fetched binary: %+v", fb["bb02"])
 	}
-	if fb["cc03"].State != StateNotFound || !strings.Contains(fb["cc03"].Reason, "not found") {
+	if fb["cc03"].State != symbolize.StateNotFound || !strings.Contains(fb["cc03"].Reason, "not found") {
 		t.Errorf("missing binary: %+v", fb["cc03"])
 	}
 
@@ -520,16 +521,16 @@ func TestSkipCancelsOneFetch(t *testing.T) {
 	}
 	// The skipped binary is reported at once, while bb02 still fetches.
 	b := byKey(h.m.Binaries("p1"))
-	if b["aa01"].State != StateSkipped || b["bb02"].State != StateFetching {
+	if b["aa01"].State != symbolize.StateSkipped || b["bb02"].State != symbolize.StateFetching {
 		t.Errorf("after Skip: %+v", b)
 	}
 	close(release)
 	s := final(t, h.events("p1"))
 	fb := byKey(s.Binaries)
-	if fb["aa01"].State != StateSkipped || fb["aa01"].Reason != "skipped by the user" {
+	if fb["aa01"].State != symbolize.StateSkipped || fb["aa01"].Reason != "skipped by the user" {
 		t.Errorf("skipped binary ended %+v", fb["aa01"])
 	}
-	if fb["bb02"].State != StateSymbolized {
+	if fb["bb02"].State != symbolize.StateSymbolized {
 		t.Errorf("the other binary ended %+v", fb["bb02"])
 	}
 }
@@ -553,11 +554,11 @@ func TestDisableCancelsFetchesAndStopsAsking(t *testing.T) {
 	}
 	fb := byKey(s.Binaries)
 	for _, id := range []string{"aa01", "bb02", "cc03"} {
-		if fb[id].State != StateSkipped || !strings.Contains(fb[id].Reason, "disabled") {
+		if fb[id].State != symbolize.StateSkipped || !strings.Contains(fb[id].Reason, "disabled") {
 			t.Errorf("%s ended %+v, want skipped because debuginfod was disabled", id, fb[id])
 		}
 	}
-	if fb["dd04"].State != StateSymbolized {
+	if fb["dd04"].State != symbolize.StateSymbolized {
 		t.Errorf("local binary ended %+v: Disable must not stop local lookups", fb["dd04"])
 	}
 	// A fetch asked after Disable never reaches the client.
@@ -583,7 +584,7 @@ func TestNoDebuginfodUploadAsksNoServer(t *testing.T) {
 	if !h.sym.reqs[0].NoDebuginfod || s.Debuginfod || len(s.Asked) != 0 {
 		t.Errorf("request %+v, status %+v", h.sym.reqs[0], s)
 	}
-	if fb := byKey(s.Binaries); fb["bb02"].State != StateSymbolized || fb["aa01"].State != StateNotFound {
+	if fb := byKey(s.Binaries); fb["bb02"].State != symbolize.StateSymbolized || fb["aa01"].State != symbolize.StateNotFound {
 		t.Errorf("binaries %+v", fb)
 	}
 }
@@ -631,7 +632,7 @@ func TestRetryRerunsOnlyMissedBinaries(t *testing.T) {
 	}
 	// After a restart (a new manager on the same store) the record still
 	// lists the binaries, and Retry works without an in-memory job.
-	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, err := ReadOutcome(context.Background(), h.st, "p1")
 	if err != nil || !rec.Done || len(rec.Binaries) != 2 || fmt.Sprint(rec.Asked) != "["+server+"]" {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
@@ -677,22 +678,22 @@ func TestSymbolizedElsewhereMeanwhileIsAdopted(t *testing.T) {
 	}
 	var b bytes.Buffer
 	other.Write(&b)
-	h.st.Put(context.Background(), SymbolizedKey("p1"), bytes.NewReader(b.Bytes()))
-	rec := Record{Done: true, Asked: []string{"http://other.test"}, Binaries: []Binary{
-		{Key: "aa01", BuildID: "aa01", File: "/usr/lib/libaa01.so", State: StateSymbolized, Source: "http://other.test"},
-		{Key: "bb02", BuildID: "bb02", File: "/usr/lib/libbb02.so", State: StateSymbolized, Source: "http://other.test"},
+	h.st.Put(context.Background(), profiles.Key("p1", profiles.KeySymbolized), bytes.NewReader(b.Bytes()))
+	rec := Outcome{Done: true, Asked: []string{"http://other.test"}, Binaries: []Binary{
+		{Key: "aa01", BuildID: "aa01", File: "/usr/lib/libaa01.so", State: symbolize.StateSymbolized, Source: "http://other.test"},
+		{Key: "bb02", BuildID: "bb02", File: "/usr/lib/libbb02.so", State: symbolize.StateSymbolized, Source: "http://other.test"},
 	}}
-	if _, err := writeRecord(context.Background(), h.st, "p1", rec); err != nil {
+	if _, err := writeOutcome(context.Background(), h.st, "p1", rec); err != nil {
 		t.Fatal(err)
 	}
 	close(release) // aa01's fetch ends: the job checks the store
 
 	s := final(t, h.events("p1"))
 	fb := byKey(s.Binaries)
-	if fb["bb02"].State != StateSymbolized || !strings.Contains(fb["bb02"].Source, "elsewhere") {
+	if fb["bb02"].State != symbolize.StateSymbolized || !strings.Contains(fb["bb02"].Source, "elsewhere") {
 		t.Errorf("bb02 %+v, want taken from the copy stored meanwhile", fb["bb02"])
 	}
-	rc, _ := h.st.Get(context.Background(), SymbolizedKey("p1"))
+	rc, _ := h.st.Get(context.Background(), profiles.Key("p1", profiles.KeySymbolized))
 	var now bytes.Buffer
 	now.ReadFrom(rc)
 	rc.Close()
@@ -737,7 +738,7 @@ func TestConcurrentUploadsSharingABinary(t *testing.T) {
 	}
 	for _, j := range jobs {
 		j.Wait(context.Background())
-		if b := byKey(j.Binaries())["11bc"]; b.State != StateSymbolized {
+		if b := byKey(j.Binaries())["11bc"]; b.State != symbolize.StateSymbolized {
 			t.Errorf("%s: shared binary %+v", j.ID(), b)
 		}
 	}
@@ -836,7 +837,7 @@ func TestNamesAreServedAsEachBinaryResolves(t *testing.T) {
 	if len(p.Sample) != 4 || p.Sample[0].Value[0] != 10 {
 		t.Errorf("the stored copy lost samples: %d", len(p.Sample))
 	}
-	rec, _, _ := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, _ := ReadOutcome(context.Background(), h.st, "p1")
 	if rec.Done {
 		t.Error("record says done mid-run")
 	}
@@ -863,7 +864,7 @@ func TestNoDebuginfodRecordedAndStrictestWins(t *testing.T) {
 	if h.fetch.count("aa01") != 0 {
 		t.Error("debuginfod asked despite the upload's choice")
 	}
-	rec, _ := h.m.Record(ctx, "p1")
+	rec, _ := h.m.Outcome(ctx, "p1")
 	if !rec.NoDebuginfod || !rec.Done {
 		t.Errorf("record %+v", rec)
 	}
@@ -894,17 +895,17 @@ func TestProfileTimeoutEndsTheRunOnce(t *testing.T) {
 		t.Errorf("the run ended with error %q; a time limit is not a failure of the run", s.Error)
 	}
 	b := byKey(s.Binaries)
-	if b["aa01"].State != StateSymbolized {
+	if b["aa01"].State != symbolize.StateSymbolized {
 		t.Errorf("aa01 ended %+v", b["aa01"])
 	}
 	want := "timed out after 300ms (--symbolize-profile-timeout)"
-	if b["bb02"].State != StateError || !strings.Contains(b["bb02"].Reason, want) {
+	if b["bb02"].State != symbolize.StateError || !strings.Contains(b["bb02"].Reason, want) {
 		t.Errorf("bb02 ended %+v, want state error with reason %q", b["bb02"], want)
 	}
 	if names := functionNames(h.stored("p1")); !names["libaa01.so:fn10010"] {
 		t.Errorf("the resolved binary's names were not stored: %v", names)
 	}
-	rec, _, err := ReadRecord(context.Background(), h.st, "p1")
+	rec, _, err := ReadOutcome(context.Background(), h.st, "p1")
 	if err != nil || !rec.Done {
 		t.Fatalf("record after the time limit: %+v, %v; not done means every page view queues the profile again", rec, err)
 	}
@@ -924,7 +925,7 @@ func TestProfileTimeoutEndsTheRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = final(t, h.events("p1"))
-	if b := byKey(s.Binaries); b["bb02"].State != StateSymbolized || s.Resolved != 2 {
+	if b := byKey(s.Binaries); b["bb02"].State != symbolize.StateSymbolized || s.Resolved != 2 {
 		t.Errorf("after retry: %+v", s)
 	}
 	if names := functionNames(h.stored("p1")); !names["libbb02.so:fn20010"] {
@@ -949,7 +950,7 @@ func TestProfileTimeoutCoversWaitingBinaries(t *testing.T) {
 		t.Errorf("the run took %v with a 300ms limit", d)
 	}
 	for _, k := range []string{"aa01", "bb02"} {
-		if b := byKey(s.Binaries)[k]; b.State != StateError || !strings.Contains(b.Reason, "timed out after 300ms (the profile's symbolization time limit)") {
+		if b := byKey(s.Binaries)[k]; b.State != symbolize.StateError || !strings.Contains(b.Reason, "timed out after 300ms (the profile's symbolization time limit)") {
 			t.Errorf("%s ended %+v", k, b)
 		}
 	}
@@ -968,7 +969,7 @@ type panicky struct {
 func (s panicky) Symbolize(ctx context.Context, p *profile.Profile, req Request) error {
 	for _, m := range p.Mapping {
 		if m.BuildID == s.bad {
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: StateLoading, Source: "/debug/" + m.BuildID})
+			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateLoading, Source: "/debug/" + m.BuildID})
 			var idx []int
 			_ = idx[len(p.Mapping)+3] // index out of range
 		}
@@ -989,10 +990,10 @@ func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 	}
 	s := final(t, h.events("p1"))
 	b := byKey(s.Binaries)
-	if b["aa01"].State != StateSymbolized || b["cc03"].State != StateSymbolized {
+	if b["aa01"].State != symbolize.StateSymbolized || b["cc03"].State != symbolize.StateSymbolized {
 		t.Errorf("the other binaries ended %+v and %+v", b["aa01"], b["cc03"])
 	}
-	if b["bb02"].State != StateError || !strings.Contains(b["bb02"].Reason, "index out of range") || !strings.Contains(b["bb02"].Reason, "stays unsymbolized") {
+	if b["bb02"].State != symbolize.StateError || !strings.Contains(b["bb02"].Reason, "index out of range") || !strings.Contains(b["bb02"].Reason, "stays unsymbolized") {
 		t.Errorf("the panicking binary ended %+v, want an error naming the panic", b["bb02"])
 	}
 	if s.Error != "" || s.Resolved != 2 || s.Missed != 1 {
@@ -1002,7 +1003,7 @@ func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 	if !names["libaa01.so:fn10010"] || !names["libcc03.so:fn30010"] || names["libbb02.so:fn20010"] {
 		t.Errorf("stored names: %v", names)
 	}
-	if rec, _, err := ReadRecord(context.Background(), h.st, "p1"); err != nil || !rec.Done {
+	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
 		t.Errorf("record: %+v, %v", rec, err)
 	}
 }

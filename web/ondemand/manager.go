@@ -1,10 +1,9 @@
-package jobs
+package ondemand
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -35,30 +34,22 @@ type Request struct {
 
 // Update is one binary's state change as the engine reports it.
 type Update struct {
+	// Key is the binary's symbolize.BinaryKey; when empty it is derived
+	// from BuildID and File.
+	Key           string
 	BuildID, File string
-	State         State
+	State         symbolize.State
 	Source        string // where the debug info was found
 	Err           error  // why it failed or was skipped
-}
-
-// Store is where profiles live: ID/original, ID/symbolized.pb.gz.
-// *store.Dir is one.
-type Store interface {
-	Put(ctx context.Context, key string, r io.Reader) error
-	Get(ctx context.Context, key string) (io.ReadCloser, error)
-	Stat(ctx context.Context, key string) (store.Info, error)
 }
 
 // Loader parses a stored upload (ID/original, whatever its format).
 type Loader func(ctx context.Context, id string) (*profile.Profile, error)
 
-// SymbolizedKey is the store key of a profile's symbolized copy.
-func SymbolizedKey(id string) string { return id + "/symbolized.pb.gz" }
-
 // Config wires a Manager; Symbolizer, Store, Load and Broker are required.
 type Config struct {
 	Symbolizer Symbolizer
-	Store      Store
+	Store      store.Store
 	Load       Loader
 	Broker     *sse.Broker
 	// Gate is the Fetcher the Symbolizer was built with; nil or a gate with
@@ -356,9 +347,9 @@ func (m *Manager) Events(w http.ResponseWriter, r *http.Request, id string) erro
 	return err
 }
 
-// Record reads the profile's stored symbolization record (zero when none).
-func (m *Manager) Record(ctx context.Context, id string) (Record, error) {
-	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+// Outcome reads the profile's stored Outcome (zero when none).
+func (m *Manager) Outcome(ctx context.Context, id string) (Outcome, error) {
+	r, _, err := ReadOutcome(ctx, m.cfg.Store, id)
 	return r, err
 }
 
@@ -369,13 +360,13 @@ func (m *Manager) Record(ctx context.Context, id string) (Record, error) {
 func (m *Manager) SetNoDebuginfod(ctx context.Context, id string) error {
 	m.recMu.Lock()
 	defer m.recMu.Unlock()
-	r, _, err := ReadRecord(ctx, m.cfg.Store, id)
+	r, _, err := ReadOutcome(ctx, m.cfg.Store, id)
 	if err != nil {
 		return err
 	}
 	if !r.NoDebuginfod {
 		r.NoDebuginfod = true
-		if _, err := writeRecord(ctx, m.cfg.Store, id, r); err != nil {
+		if _, err := writeOutcome(ctx, m.cfg.Store, id, r); err != nil {
 			return err
 		}
 	}

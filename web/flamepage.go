@@ -14,6 +14,7 @@ import (
 	"viewer/views"
 	"viewer/web/flame"
 	"viewer/web/ingest"
+	"viewer/web/profiles"
 )
 
 // treeKey identifies a cached encoding of a profile's tree.
@@ -21,7 +22,7 @@ type treeKey struct {
 	id, variant string
 	si          int
 	kind        string // "json" or "svg"
-	filter      string // flame.Filter.Key(); "" when unfiltered (filter.go)
+	filter      string // flame.Filter.Key(); "" when unfiltered (filterquery.go)
 	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
 
@@ -33,8 +34,8 @@ type encoded struct {
 
 // resolveSI turns the si query parameter into a sample index (400 on an
 // unknown sample type).
-func resolveSI(m *Meta, si string) (int, error) {
-	i, err := flame.SampleIndex(m.profileStub(), si)
+func resolveSI(m *profiles.Meta, si string) (int, error) {
+	i, err := flame.SampleIndex(m.ProfileStub(), si)
 	if err != nil {
 		return 0, httpError(http.StatusBadRequest, "%v", err)
 	}
@@ -43,7 +44,7 @@ func resolveSI(m *Meta, si string) (int, error) {
 
 // pageMeta reads profile id's meta.json and resolves the request's si
 // against its sample types: what every page handler starts with.
-func (s *Server) pageMeta(c echo.Context, id string) (*Meta, int, error) {
+func (s *Server) pageMeta(c echo.Context, id string) (*profiles.Meta, int, error) {
 	m, err := s.Meta(c.Request().Context(), id)
 	if err != nil {
 		return nil, 0, err
@@ -66,7 +67,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 	if err != nil {
 		return nil, err
 	}
-	key := treeKey{id: id, variant: l.variant(), si: i, kind: kind, filter: f.Key()}
+	key := treeKey{id: id, variant: l.Variant(), si: i, kind: kind, filter: f.Key()}
 	if e, ok := s.trees.Get(key); ok {
 		return e, nil
 	}
@@ -214,7 +215,7 @@ func nav(id, si, active string) []views.NavLink {
 	}
 }
 
-func sampleTypes(m *Meta, si int) []views.SampleType {
+func sampleTypes(m *profiles.Meta, si int) []views.SampleType {
 	out := make([]views.SampleType, len(m.SampleTypes))
 	for i, st := range m.SampleTypes {
 		out[i] = views.SampleType{Index: i, Name: st.Type, Unit: st.Unit, Selected: i == si}
@@ -222,7 +223,7 @@ func sampleTypes(m *Meta, si int) []views.SampleType {
 	return out
 }
 
-func displayName(m *Meta, id string) string {
+func displayName(m *profiles.Meta, id string) string {
 	if m.Name != "" {
 		return m.Name
 	}
@@ -250,20 +251,20 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		TopURL:      withQuery(profileURL(id, "/top", si), filterQuery(c)),
 		Exact:       true, // top.json, flame.json?z= (zoom.go)
 		Stats:       stats(m, i),
-		Filter:      flameFilterBar(c, id), // filter.go
+		Filter:      flameFilterBar(c, id), // filterquery.go
 	}
 	page.Binaries = mappingRows(m)
 	s.fillSymbolization(c.Request().Context(), id, m, &page) // symbolization.go
 	return Render(c, http.StatusOK, views.Flame(page))
 }
 
-func stats(m *Meta, si int) []views.Stat {
+func stats(m *profiles.Meta, si int) []views.Stat {
 	st := m.SampleTypes[si]
 	// Samples as perf and pprof count them, from the sample type that
 	// counts the selected one's samples; without one, the sample records
 	// are all there is, and they are distinct stacks (ingest/samplecount.go).
 	samples := views.Stat{Label: "Stacks", Value: views.FormatCount(int64(m.Samples))}
-	if ci := ingest.CountIndex(m.profileStub().SampleType, si); ci >= 0 {
+	if ci := ingest.CountIndex(m.ProfileStub().SampleType, si); ci >= 0 {
 		samples = views.Stat{Label: "Samples", Value: views.FormatCount(m.SampleTypes[ci].Total)}
 	}
 	out := []views.Stat{

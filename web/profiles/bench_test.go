@@ -1,0 +1,121 @@
+package profiles_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"viewer/symbolize"
+	"viewer/symbolize/unwind"
+	"viewer/web/ingest"
+	"viewer/web/profiles"
+	"viewer/web/store"
+)
+
+// BenchmarkColdLoad is a profile's first load after a restart: from the
+// converted copy stored at upload ("converted"), against parsing and
+// unwinding the original as before the copy existed ("original": the
+// copy is removed before each load, as in a data directory of then).
+//
+//	go test -run '^$' -bench ColdLoad -benchtime 20x ./web/profiles
+func BenchmarkColdLoad(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"dwarf.data", "fp.script"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := b.TempDir()
+		st, err := store.NewDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lim := ingest.Limits{Binaries: unwind.NewFinder(symbolize.New(symbolize.Config{}))}
+		up, err := profiles.New(profiles.Config{Store: st, Limits: lim})
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, err := up.Ingest(ctx, data, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conv, err := os.ReadFile(filepath.Join(dir, id, profiles.KeyConverted))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, from := range []string{"converted", "original"} {
+			b.Run(name+"/"+from, func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					if from == "original" {
+						os.Remove(filepath.Join(dir, id, profiles.KeyConverted))
+					} else if err := st.Put(ctx, profiles.Key(id, profiles.KeyConverted), bytes.NewReader(conv)); err != nil {
+						b.Fatal(err)
+					}
+					s, err := profiles.New(profiles.Config{Store: st, Limits: lim})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if _, err := s.Profile(ctx, id); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkUpload is an upload's parse and store (original, meta and the
+// converted copy, each fsynced by store.Dir) against its parse alone and
+// the encoding of the copy, to show what storing the copy adds at upload.
+//
+//	go test -run '^$' -bench Upload -benchtime 20x ./web/profiles
+func BenchmarkUpload(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"dwarf.data", "fp.script"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lim := ingest.Limits{Binaries: unwind.NewFinder(symbolize.New(symbolize.Config{}))}
+		b.Run(name+"/parse", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := ingest.Parse(data, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/encode", func(b *testing.B) {
+			p, _, err := ingest.Parse(data, lim)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := p.Write(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/ingest", func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				st, err := store.NewDir(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := profiles.New(profiles.Config{Store: st, Limits: lim})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := s.Ingest(ctx, data, name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

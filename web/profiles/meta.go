@@ -1,0 +1,124 @@
+package profiles
+
+import (
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/symbolize"
+)
+
+// Meta is the small description stored next to a profile (meta.json), enough
+// to render its page without parsing it.
+type Meta struct {
+	Name              string        `json:"name,omitempty"`
+	Format            string        `json:"format"`
+	Size              int64         `json:"size"`
+	Uploaded          time.Time     `json:"uploaded"`
+	SampleTypes       []SampleType  `json:"sampleTypes"`
+	DefaultSampleType string        `json:"defaultSampleType,omitempty"`
+	Samples           int           `json:"samples"` // sample records (distinct stacks); samples are counted by ingest.CountIndex
+	DurationNanos     int64         `json:"durationNanos,omitempty"`
+	Mappings          []MappingMeta `json:"mappings,omitempty"`
+}
+
+// SampleType is a profile's sample type with the sum of its values.
+type SampleType struct {
+	Type  string `json:"type"`
+	Unit  string `json:"unit"`
+	Total int64  `json:"total"`
+}
+
+// MappingMeta is one binary of the profile.
+type MappingMeta struct {
+	File         string `json:"file"`
+	BuildID      string `json:"buildID,omitempty"`
+	HasFunctions bool   `json:"hasFunctions"`
+}
+
+// MaxMetaMappings bounds the mappings listed in meta.json; a Meta listing
+// this many may have left some out.
+const MaxMetaMappings = 1000
+
+// NewMeta describes p, uploaded as name in format, of size bytes.
+func NewMeta(p *profile.Profile, name, format string, size int64) *Meta {
+	m := &Meta{
+		Name:              name,
+		Format:            format,
+		Size:              size,
+		Uploaded:          time.Now().UTC().Truncate(time.Second),
+		DefaultSampleType: p.DefaultSampleType,
+		Samples:           len(p.Sample),
+		DurationNanos:     p.DurationNanos,
+	}
+	for _, st := range p.SampleType {
+		m.SampleTypes = append(m.SampleTypes, SampleType{Type: st.Type, Unit: st.Unit})
+	}
+	for _, s := range p.Sample {
+		for i := range min(len(s.Value), len(m.SampleTypes)) {
+			m.SampleTypes[i].Total += s.Value[i]
+		}
+	}
+	for _, mp := range p.Mapping {
+		if len(m.Mappings) == MaxMetaMappings {
+			break
+		}
+		m.Mappings = append(m.Mappings, MappingMeta{File: mp.File, BuildID: mp.BuildID, HasFunctions: mp.HasFunctions})
+	}
+	return m
+}
+
+// AllNamed reports whether meta.json says every mapping that is a real file
+// has names (pseudo mappings such as [vdso] have none to get). A Meta with
+// no mappings, or one whose list may be cut (MaxMetaMappings), does not say.
+func (m *Meta) AllNamed() bool {
+	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= MaxMetaMappings {
+		return false
+	}
+	return m.Unnamed() == 0
+}
+
+// Unnamed counts the mappings of meta.json that are real files without
+// names.
+func (m *Meta) Unnamed() int {
+	n := 0
+	for _, mp := range m.Mappings {
+		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
+			n++
+		}
+	}
+	return n
+}
+
+// ProfileStub is a profile holding only the meta's sample types, so that
+// flame.SampleIndex can resolve si without parsing the stored profile.
+func (m *Meta) ProfileStub() *profile.Profile {
+	p := &profile.Profile{DefaultSampleType: m.DefaultSampleType}
+	for _, st := range m.SampleTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: st.Type, Unit: st.Unit})
+	}
+	return p
+}
+
+// Loaded is a parsed profile with its metadata.
+type Loaded struct {
+	ID      string
+	Meta    *Meta
+	Profile *profile.Profile
+	// Symbolized is true when Profile was read from symbolized.pb.gz
+	// rather than the converted upload.
+	Symbolized bool
+	// Version is a hash of the stored bytes Profile was parsed from: each
+	// rewrite of the symbolized copy changes it.
+	Version string
+}
+
+// Variant names the bytes a cached result came from: which copy, and its
+// content hash. Cache keys and ETags include it, so a second symbolization
+// pass that rewrites the copy gets new keys and new ETags.
+func (l *Loaded) Variant() string {
+	if l.Symbolized {
+		return "symbolized-" + l.Version
+	}
+	return "original-" + l.Version
+}

@@ -1,0 +1,536 @@
+// Package profiles is the profile service: IDs, the Meta stored beside each
+// profile, storing an upload once (its original bytes, the converted
+// profile and meta.json) and loading it back, with the caches in front. It
+// returns typed errors (ErrNotFound, web/ingest's) that the web layer maps
+// to HTTP statuses.
+//
+// An upload is parsed once: the converted profile is stored beside the
+// original, and cold loads after a restart, symbolization jobs and other
+// replicas read it (a DWARF-mode perf.data is not unwound again).
+package profiles
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/pprof/profile"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"viewer/web/ingest"
+	"viewer/web/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Store keeps the profiles; required.
+	Store store.Store
+	// Limits bound what an upload may hold (web/ingest).
+	Limits ingest.Limits
+	// ProfileCache bounds how many parsed profiles are kept (default 8).
+	ProfileCache int
+	// Recheck, when set, is how long a cached profile is served before the
+	// store is asked again whether another replica stored a newer
+	// symbolized copy of it (several servers share Store).
+	Recheck time.Duration
+	// Log receives errors nobody else sees; nil discards them.
+	Log *slog.Logger
+}
+
+// Service stores and loads profiles. It is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	store    store.Store
+	log      *slog.Logger
+	profiles *lru.Cache[string, *Loaded]
+	metas    *lru.Cache[string, *Meta]
+	checked  *lru.Cache[string, check] // Recheck: profile ID → last look at its symbolized copy
+	flight   singleflight.Group
+
+	// conversions counts parses of uploaded bytes (ingest.Parse and
+	// ParseFile of an original): one per upload.
+	conversions atomic.Int64
+
+	// gens counts each profile's Invalidate calls, so that a load begun
+	// before one is neither joined nor cached after it.
+	mu           sync.Mutex
+	gens         map[string]uint64
+	onInvalidate []func(id string)
+}
+
+// check is what the store said of a profile's symbolized copy, and when.
+type check struct {
+	at      time.Time
+	version string
+}
+
+// New returns a Service for cfg.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("profiles: no store")
+	}
+	if cfg.ProfileCache <= 0 {
+		cfg.ProfileCache = 8
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Service{cfg: cfg, store: cfg.Store, log: log, gens: map[string]uint64{}}
+	var err error
+	if s.profiles, err = lru.New[string, *Loaded](cfg.ProfileCache); err != nil {
+		return nil, err
+	}
+	if s.metas, err = lru.New[string, *Meta](1024); err != nil {
+		return nil, err
+	}
+	if s.checked, err = lru.New[string, check](8192); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Store is where the profiles are kept.
+func (s *Service) Store() store.Store { return s.store }
+
+// Conversions is how many times uploaded bytes were parsed and converted
+// (once per distinct upload; zero for profiles stored before this process
+// started, whatever is done with them).
+func (s *Service) Conversions() int64 { return s.conversions.Load() }
+
+// OnInvalidate registers f to be called on each Invalidate, so that caches
+// built from a profile (flame trees, tables) are dropped with it.
+func (s *Service) OnInvalidate(f func(id string)) {
+	s.mu.Lock()
+	s.onInvalidate = append(s.onInvalidate, f)
+	s.mu.Unlock()
+}
+
+// Invalidate drops everything cached for id, e.g. after a symbolized copy
+// was stored, so the next request loads it.
+func (s *Service) Invalidate(id string) {
+	s.mu.Lock()
+	s.gens[id]++
+	fs := slices.Clone(s.onInvalidate)
+	s.mu.Unlock()
+	s.profiles.Remove(id)
+	s.metas.Remove(id)
+	for _, f := range fs {
+		f(id)
+	}
+}
+
+func (s *Service) generation(id string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens[id]
+}
+
+// cacheLoaded caches l, read at generation gen, unless id was invalidated
+// since: its bytes may be the ones the invalidating write replaced.
+func (s *Service) cacheLoaded(id string, gen uint64, l *Loaded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gens[id] != gen {
+		return
+	}
+	s.profiles.Add(id, l)
+	s.metas.Add(id, l.Meta)
+}
+
+// storedLimits are the limits for re-reading a stored profile: its bytes
+// passed the count limits when uploaded, and a limit lowered since must
+// not make it unviewable; but its stacks are cut to the depth limit as
+// they were, and it is parsed within the memory budget.
+func (s *Service) storedLimits() ingest.Limits {
+	l := s.cfg.Limits
+	return ingest.Limits{MaxStackDepth: l.MaxStackDepth, Memory: l.Memory, Binaries: l.Binaries, NoUnwind: l.NoUnwind}
+}
+
+// Ingest parses data, and when it is a profile stores it (once: the same
+// bytes give the same ID) and returns its ID and whether this call stored
+// it. Bad input is an ingest error (ingest.ErrCorrupt, ErrTooLarge ...);
+// nothing is stored on any error.
+func (s *Service) Ingest(ctx context.Context, data []byte, name string) (string, error) {
+	s.conversions.Add(1)
+	p, format, err := ingest.Parse(data, s.cfg.Limits)
+	if err != nil {
+		return "", err
+	}
+	return s.stored(ctx, sha256.Sum256(data), p, NewMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+}
+
+// IngestFile is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum: it is parsed within the ingest memory budget, and
+// stored from the file.
+func (s *Service) IngestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
+	s.conversions.Add(1)
+	p, format, err := ingest.ParseFile(ctx, f, s.cfg.Limits)
+	if err != nil {
+		return "", err
+	}
+	return s.stored(ctx, sum, p, NewMeta(p, name, format, size), func() io.Reader { return io.NewSectionReader(f, 0, size) })
+}
+
+// StoreParsed stores a profile that was parsed elsewhere (an OTLP request's
+// profile) as data, its pprof encoding, named name, without parsing data
+// again; the same bytes give the same ID.
+func (s *Service) StoreParsed(ctx context.Context, p *profile.Profile, data []byte, name, format string) (string, error) {
+	return s.stored(ctx, sha256.Sum256(data), p, NewMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+}
+
+// stored stores a parsed upload whose bytes (of SHA-256 sum) body gives,
+// unless stored before, and keeps the profile for its first view.
+func (s *Service) stored(ctx context.Context, sum [sha256.Size]byte, p *profile.Profile, meta *Meta, body func() io.Reader) (string, error) {
+	id := IDOfSum(sum)
+	// The shared store write must finish even if this client goes away.
+	type result struct {
+		created bool
+		version string
+	}
+	v, err, _ := s.flight.Do("put:"+id, func() (any, error) {
+		created, version, err := s.put(context.WithoutCancel(ctx), id, body(), p, meta)
+		return result{created, version}, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("storing profile %s: %w", id, err)
+	}
+	// Keep the parsed profile for the first view, unless the bytes were
+	// stored before (a symbolized copy may exist and must win).
+	if r := v.(result); r.created {
+		s.profiles.Add(id, &Loaded{ID: id, Meta: meta, Profile: p, Version: r.version})
+		s.metas.Add(id, meta)
+	}
+	return id, nil
+}
+
+// put writes the original bytes, meta.json, then the converted profile,
+// each unless already stored, and reports whether it wrote the original
+// and the converted copy's version.
+func (s *Service) put(ctx context.Context, id string, data io.Reader, p *profile.Profile, meta *Meta) (created bool, version string, err error) {
+	ok, err := store.Exists(ctx, s.store, Key(id, KeyOriginal))
+	if err != nil {
+		return false, "", err
+	}
+	if !ok {
+		if err := s.store.Put(ctx, Key(id, KeyOriginal), data); err != nil {
+			return false, "", err
+		}
+	}
+	// meta.json before the converted copy: a copy is only ever read with
+	// the meta that names the upload's format.
+	hasMeta, err := store.Exists(ctx, s.store, Key(id, KeyMeta))
+	if err != nil {
+		return false, "", err
+	}
+	if !hasMeta {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return false, "", err
+		}
+		if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
+			return false, "", err
+		}
+	}
+	if hasConv, err := store.Exists(ctx, s.store, Key(id, KeyConverted)); err != nil {
+		return false, "", err
+	} else if !hasConv || !ok {
+		b, err := encode(p)
+		if err != nil {
+			return false, "", err
+		}
+		if err := s.store.Put(ctx, Key(id, KeyConverted), bytes.NewReader(b)); err != nil {
+			return false, "", err
+		}
+		version = contentVersion(b)
+	}
+	return !ok, version, nil
+}
+
+// encode is p as gzipped pprof.
+func encode(p *profile.Profile) ([]byte, error) {
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		return nil, fmt.Errorf("encoding the converted profile: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Meta returns a profile's metadata without parsing it when meta.json
+// exists. An unknown ID is a *NotFoundError.
+func (s *Service) Meta(ctx context.Context, id string) (*Meta, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	s.revalidate(ctx, id) // another replica may have stored a copy
+	if m, ok := s.metas.Get(id); ok {
+		return m, nil
+	}
+	b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20)
+	if errors.Is(err, store.ErrNotFound) {
+		// Stored before its meta.json (a crash between the two writes):
+		// derive it from the profile.
+		l, err := s.Profile(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return l.Meta, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := new(Meta)
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("profile %s: bad meta.json: %w", id, err)
+	}
+	s.metas.Add(id, m)
+	return m, nil
+}
+
+// Profile loads and parses a profile, preferring its symbolized copy when
+// one is stored, and caches it. Concurrent callers share one load. An
+// unknown ID is a *NotFoundError.
+func (s *Service) Profile(ctx context.Context, id string) (*Loaded, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	s.revalidate(ctx, id)
+	if l, ok := s.profiles.Get(id); ok {
+		return l, nil
+	}
+	// A load that began before the last Invalidate may hold the bytes it
+	// replaced: later callers don't join it, and it is not cached.
+	gen := s.generation(id)
+	v, err, _ := s.flight.Do(fmt.Sprintf("load:%s@%d", id, gen), func() (any, error) {
+		return s.load(context.WithoutCancel(ctx), id, gen)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Loaded), nil
+}
+
+// Cached returns the profile when it is in memory, without loading it.
+func (s *Service) Cached(id string) (*Loaded, bool) { return s.profiles.Peek(id) }
+
+func (s *Service) load(ctx context.Context, id string, gen uint64) (*Loaded, error) {
+	p, format, size, symbolized, version, err := s.parseStored(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var meta *Meta
+	if b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20); err == nil {
+		meta = new(Meta)
+		if err := json.Unmarshal(b, meta); err != nil {
+			meta = nil
+		}
+	}
+	if meta == nil {
+		meta = NewMeta(p, "", format, size)
+		if b, err := json.Marshal(meta); err == nil && !symbolized {
+			if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
+				s.log.Error("rewriting meta.json", "id", id, "err", err)
+			}
+		}
+	}
+	l := &Loaded{ID: id, Meta: meta, Profile: p, Symbolized: symbolized, Version: version}
+	s.cacheLoaded(id, gen, l)
+	return l, nil
+}
+
+// parseStored parses the symbolized copy of a profile when there is one and
+// it parses, else the converted one. A damaged symbolized copy is logged
+// and skipped rather than making the profile unviewable.
+func (s *Service) parseStored(ctx context.Context, id string) (p *profile.Profile, format string, size int64, symbolized bool, version string, err error) {
+	data, err := store.ReadAll(ctx, s.store, Key(id, KeySymbolized), 0)
+	switch {
+	case err == nil:
+		p, format, err := ingest.Parse(data, s.storedLimits())
+		if errors.Is(err, ingest.ErrBusy) {
+			return nil, "", 0, false, "", err // the ingest memory is taken: try again
+		}
+		if err == nil {
+			return p, format, int64(len(data)), true, contentVersion(data), nil
+		}
+		s.log.Error("ignoring symbolized copy", "id", id, "err", fmt.Errorf("profile %s: stored %s does not parse: %w", id, KeySymbolized, err))
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, "", 0, false, "", err
+	}
+	conv, err := s.converted(ctx, id)
+	if err != nil {
+		return nil, "", 0, false, "", err
+	}
+	return conv.p, conv.format, conv.size, false, conv.version, nil
+}
+
+// convertedProfile is a profile read from its converted copy.
+type convertedProfile struct {
+	p       *profile.Profile
+	format  string // of the original upload, when it had to be converted here
+	size    int64
+	version string
+}
+
+// converted parses the converted copy of a profile. A profile stored before
+// converted copies existed (or whose copy is damaged) has its original
+// parsed, and the copy written, so that this happens once.
+func (s *Service) converted(ctx context.Context, id string) (*convertedProfile, error) {
+	data, err := store.ReadAll(ctx, s.store, Key(id, KeyConverted), 0)
+	switch {
+	case err == nil:
+		p, _, err := ingest.Parse(data, s.storedLimits())
+		if err == nil {
+			return &convertedProfile{p: p, format: "pprof", size: int64(len(data)), version: contentVersion(data)}, nil
+		}
+		if errors.Is(err, ingest.ErrBusy) {
+			return nil, err
+		}
+		s.log.Error("converting the original again", "id", id, "err", fmt.Errorf("profile %s: stored %s does not parse: %w", id, KeyConverted, err))
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	data, err = store.ReadAll(ctx, s.store, Key(id, KeyOriginal), 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Stored bytes passed the limits when uploaded; don't apply a limit
+	// lowered since. Unwind as the upload was (serve on loopback).
+	s.conversions.Add(1)
+	p, format, err := ingest.Parse(data, s.storedLimits())
+	if errors.Is(err, ingest.ErrBusy) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: stored %s does not parse: %w", id, KeyOriginal, err)
+	}
+	b, err := encode(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.Put(ctx, Key(id, KeyConverted), bytes.NewReader(b)); err != nil {
+		s.log.Error("storing the converted profile", "id", id, "err", err)
+	}
+	return &convertedProfile{p: p, format: format, size: int64(len(data)), version: contentVersion(b)}, nil
+}
+
+// Converted is a fresh parse of the profile's converted copy, for work that
+// changes it (a symbolization job symbolizes its own copy, never one that
+// requests are reading). It never parses the original when the copy exists.
+func (s *Service) Converted(ctx context.Context, id string) (*profile.Profile, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	c, err := s.converted(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.p, nil
+}
+
+// Download is the profile as gzipped pprof: the symbolized copy when
+// stored, else the original when it already is gzipped pprof (its exact
+// bytes), else the converted copy.
+func (s *Service) Download(ctx context.Context, id string) (io.ReadCloser, error) {
+	m, err := s.Meta(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range []string{KeySymbolized, KeyOriginal, KeyConverted} {
+		rc, err := s.store.Get(ctx, Key(id, key))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if key == KeyOriginal {
+			head := make([]byte, 2)
+			n, _ := io.ReadFull(rc, head)
+			if m.Format != "pprof" || n != 2 || head[0] != 0x1f || head[1] != 0x8b {
+				rc.Close()
+				continue
+			}
+			return readCloser{io.MultiReader(bytes.NewReader(head[:n]), rc), rc}, nil
+		}
+		return rc, nil
+	}
+	c, err := s.converted(ctx, id) // stored before converted copies: writes one
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(c.p)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// SymbolizedVersion identifies the stored symbolized copy of a profile:
+// its ETag where the store has one, else its size and time; "" when there
+// is none.
+func (s *Service) SymbolizedVersion(ctx context.Context, id string) (string, error) {
+	return SymbolizedVersion(ctx, s.store, id)
+}
+
+// SymbolizedVersion is Service.SymbolizedVersion for a store without a
+// Service (a replica following another's job).
+func SymbolizedVersion(ctx context.Context, st store.Store, id string) (string, error) {
+	info, err := st.Stat(ctx, Key(id, KeySymbolized))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return info.ETag + "/" + strconv.FormatInt(info.Size, 10) + "/" + info.ModTime.UTC().Format(time.RFC3339Nano), nil
+}
+
+// revalidate drops what is cached of a profile when another replica stored
+// a new symbolized copy since this one loaded it (Config.Recheck). It asks
+// the store at most once per Recheck per profile; a store error is left for
+// the read that follows to report.
+func (s *Service) revalidate(ctx context.Context, id string) {
+	if s.cfg.Recheck <= 0 {
+		return
+	}
+	now := time.Now()
+	prev, seen := s.checked.Get(id)
+	if seen && now.Sub(prev.at) < s.cfg.Recheck {
+		return
+	}
+	v, err := s.SymbolizedVersion(ctx, id)
+	if err != nil {
+		return
+	}
+	s.checked.Add(id, check{at: now, version: v})
+	switch {
+	case seen && prev.version == v:
+	case seen:
+		s.Invalidate(id)
+	case v != "":
+		// First look: a cached original is stale once a copy exists.
+		if l, ok := s.profiles.Peek(id); !ok || !l.Symbolized {
+			s.Invalidate(id)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"os"
+
+	"viewer/web/ingest"
+	"viewer/web/profiles"
+)
+
+// httpStatusError maps the services' typed errors to the HTTP status they
+// deserve: an unknown profile is 404, bad input 400 or 413, the ingest
+// memory taken 503. Other errors pass through (500, or storeUnavailable's
+// 503).
+func httpStatusError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, profiles.ErrNotFound):
+		return httpError(http.StatusNotFound, "%v", err)
+	case errors.Is(err, ingest.ErrTooLarge):
+		return httpError(http.StatusRequestEntityTooLarge, "%v", err)
+	case errors.Is(err, ingest.ErrBusy):
+		return busy(err)
+	case errors.Is(err, ingest.ErrEmpty), errors.Is(err, ingest.ErrCorrupt), errors.Is(err, ingest.ErrUnknownFormat):
+		return httpError(http.StatusBadRequest, "%v", err)
+	}
+	return err
+}
+
+// Ingest parses data, and when it is a profile stores it (once: the same
+// bytes give the same ID) and returns its ID. Errors from bad input are
+// *echo.HTTPError with status 400 or 413; nothing is stored on any error.
+func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, error) {
+	id, err := s.prof.Ingest(ctx, data, name)
+	return s.afterUpload(id, err)
+}
+
+// ingestFile is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum.
+func (s *Server) ingestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
+	id, err := s.prof.IngestFile(ctx, f, size, sum, name)
+	return s.afterUpload(id, err)
+}
+
+func (s *Server) afterUpload(id string, err error) (string, error) {
+	if err != nil {
+		return "", httpStatusError(err)
+	}
+	if s.cfg.AfterUpload != nil {
+		s.cfg.AfterUpload(id)
+	}
+	return id, nil
+}
+
+// Meta returns a profile's metadata (profiles.Service.Meta); unknown IDs
+// give a 404 *echo.HTTPError.
+func (s *Server) Meta(ctx context.Context, id string) (*profiles.Meta, error) {
+	m, err := s.prof.Meta(ctx, id)
+	return m, httpStatusError(err)
+}
+
+// Profile loads a profile (profiles.Service.Profile); unknown IDs give a
+// 404 *echo.HTTPError.
+func (s *Server) Profile(ctx context.Context, id string) (*profiles.Loaded, error) {
+	l, err := s.prof.Profile(ctx, id)
+	return l, httpStatusError(err)
+}
+
+// Profiles is the profile service.
+func (s *Server) Profiles() *profiles.Service { return s.prof }
