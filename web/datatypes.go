@@ -18,8 +18,8 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/flame"
-	"viewer/web/profiles"
 	"viewer/web/ingest/perfdata"
+	"viewer/web/profiles"
 )
 
 // dataTypes is the data-type page's state: the attribution itself, and
