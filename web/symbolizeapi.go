@@ -61,13 +61,11 @@ type apiFrame struct {
 	Inlined  bool   `json:"inlined"`
 }
 
-// addressEngine returns the server's symbolization engine, or a 503 saying
-// symbolization is off.
+// addressEngine is the engine the symbolization APIs use: the server's,
+// or, when it runs without symbolization, the local-only one the
+// data-type page uses (datatypes.go).
 func (s *Server) addressEngine() (*symbolize.Symbolizer, error) {
-	if s.cfg.Symbolization == nil || s.cfg.Symbolization.Engine == nil {
-		return nil, httpError(http.StatusServiceUnavailable, "this server does not symbolize (it was started without symbolization)")
-	}
-	return s.cfg.Symbolization.Engine, nil
+	return s.dataTypeEngine(), nil
 }
 
 // handleSymbolizeAPI names file-relative addresses of binaries given by
