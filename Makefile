@@ -15,6 +15,7 @@ test: deps vet templ-check
 # Every fuzz target of a parser of untrusted bytes, as "package target".
 FUZZ_TARGETS = \
 	./web/ingest:FuzzParse \
+	./web/ingest:FuzzDecodePprof \
 	./web/flame:FuzzBuild \
 	./web/ingest/perfdata:FuzzPerfData \
 	./web/ingest/perftext:FuzzScript \

@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"viewer/web/ingest/otlptest"
 )
 
 // fuzzLimits keep one fuzz input from expanding past what a test may spend.
@@ -56,6 +59,14 @@ func FuzzParse(f *testing.F) {
 			f.Fatalf("seed %s: %v", name, err)
 		}
 		f.Add(b[:min(len(b), 8192)])
+	}
+	// OpenTelemetry profiles, protobuf and JSON (otlp_test.go).
+	otlpReq := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(nativeProfile(), checkoutResource))
+	if b, err := otlpReq.MarshalProto(); err == nil {
+		f.Add(b)
+	}
+	if b, err := otlpReq.MarshalJSON(); err == nil {
+		f.Add(b)
 	}
 	f.Add([]byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)"}}],"startTime":0,"endTime":1,"samples":[1],"timeDeltas":[1]}`))
 	f.Add([]byte("# callgrind format\nevents: Ir\nfn=main\n16 200\n"))
