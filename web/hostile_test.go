@@ -332,7 +332,10 @@ var hostileRows = []hostileRow{
 		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
 	}, want: 413, msg: "decompresses to more than", peak: 128 * mib, shape: hostileShape{early: true}},
 	{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib, shape: hostileShape{early: true}},
-	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 512 * mib, views: 1536 * mib,
+	// The upload also encodes and stores the converted copy (web/profiles),
+	// 531 MiB measured where it was 350 MiB before; the README's formula,
+	// asserted too, says 658 MiB.
+	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 768 * mib, views: 1536 * mib,
 		shape: hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 19_000, frames: 1_900_000, locations: 1_900_000, stacks: 19_000, depth: 100}},
 	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib,
 		shape: hostileShape{textLines: 2_100_000}},
