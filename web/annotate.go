@@ -123,11 +123,7 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *annota
 	if fn == "" {
 		return nil, 0, nil, httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph or top table shows it")
 	}
-	l, err := s.Profile(ctx, c.Param("id"))
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	si, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, si, err := s.requestProfile(c)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -152,11 +152,7 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 // profile for the selected sample type.
 func (s *Server) typesProfile(c echo.Context) (*profiles.Loaded, int, *symbolize.DataTypeProfile, error) {
 	ctx := c.Request().Context()
-	l, err := s.Profile(ctx, c.Param("id"))
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -411,11 +407,7 @@ func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symboliz
 // handleTypesFlameJSON serves the flame graph data of the types flame graph.
 func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	ctx := c.Request().Context()
-	l, err := s.Profile(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/labstack/echo/v4"
+
 	"viewer/web/ingest"
 	"viewer/web/profiles"
 )
@@ -68,6 +70,27 @@ func (s *Server) Meta(ctx context.Context, id string) (*profiles.Meta, error) {
 func (s *Server) Profile(ctx context.Context, id string) (*profiles.Loaded, error) {
 	l, err := s.prof.Profile(ctx, id)
 	return l, httpStatusError(err)
+}
+
+// profileSample loads profile id and resolves si (the ?si= parameter)
+// against its sample types: what every handler that reads samples starts
+// with. An unknown profile is 404 (httpStatusError), an unknown sample type
+// 400 (resolveSI).
+func (s *Server) profileSample(ctx context.Context, id, si string) (*profiles.Loaded, int, error) {
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := resolveSI(l.Meta, si)
+	if err != nil {
+		return nil, 0, err
+	}
+	return l, i, nil
+}
+
+// requestProfile is profileSample for the request's :id and ?si=.
+func (s *Server) requestProfile(c echo.Context) (*profiles.Loaded, int, error) {
+	return s.profileSample(c.Request().Context(), c.Param("id"), c.QueryParam("si"))
 }
 
 // Profiles is the profile service.

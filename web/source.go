@@ -367,11 +367,7 @@ func (s *Server) handleSource(c echo.Context) error {
 	if fn == "" {
 		what = want
 	}
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.profileSample(ctx, id, c.QueryParam("si"))
 	if err != nil {
 		return err
 	}
