@@ -56,12 +56,13 @@ type typesResult struct {
 
 // SetDataTypeEngine makes the data-type page read binaries with e (by
 // default the symbolization engine, or one looking on this machine only).
-// Cached results are dropped.
+// Cached results, and the annotate view's listings, are dropped.
 func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
 	s.types.mu.Lock()
 	s.types.engine = e
 	s.types.mu.Unlock()
 	s.types.results.Purge()
+	s.annotations.listings.Purge() // listed with the engine replaced
 }
 
 // dataTypeEngine is the engine the data-type page reads binaries with: the

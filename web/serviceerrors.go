@@ -9,14 +9,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize"
 	"viewer/web/ingest"
 	"viewer/web/profiles"
 )
 
 // httpStatusError maps the services' typed errors to the HTTP status they
 // deserve: an unknown profile is 404, bad input 400 or 413, the ingest
-// memory taken 503. Other errors pass through (500, or storeUnavailable's
-// 503).
+// memory taken 503, an annotated listing of a function not found 404 and
+// one that cannot be decoded 422. Other errors pass through (500, or
+// storeUnavailable's 503).
 func httpStatusError(err error) error {
 	switch {
 	case err == nil:
@@ -29,6 +31,13 @@ func httpStatusError(err error) error {
 		return busy(err)
 	case errors.Is(err, ingest.ErrEmpty), errors.Is(err, ingest.ErrCorrupt), errors.Is(err, ingest.ErrUnknownFormat):
 		return httpError(http.StatusBadRequest, "%v", err)
+	}
+	var le *symbolize.ListingError
+	if errors.As(err, &le) {
+		if le.NotFound {
+			return httpError(http.StatusNotFound, "%v", err)
+		}
+		return httpError(http.StatusUnprocessableEntity, "%v", err)
 	}
 	return err
 }
