@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -136,7 +136,7 @@ func (b *builder) location(f Frame) *profile.Location {
 		}
 		fn := b.funcs[name]
 		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: elfsym.Demangle(name, false), SystemName: name}
+			fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: symbolize.Demangle(name), SystemName: name}
 			b.funcs[name] = fn
 			b.p.Function = append(b.p.Function, fn)
 		}
