@@ -1195,3 +1195,32 @@ func TestCallSitesOfAnOldCopy(t *testing.T) {
 		t.Errorf("stored copy has no call-site mark: %q", got.Comments)
 	}
 }
+
+// TestBinaryTimeoutStopsOneBinary: the per-binary limit (--symbolize-timeout)
+// reaches the engine through the binary's context: a binary whose fetch
+// stalls past it ends timed out, naming the flag, while the other binary
+// resolves and the run completes.
+func TestBinaryTimeoutStopsOneBinary(t *testing.T) {
+	h := newHarness(t, Config{BinaryTimeout: 200 * time.Millisecond, BinaryTimeoutName: "--symbolize-timeout"})
+	h.sym.local["aa01"] = true
+	h.fetch.have["bb02"] = true
+	h.fetch.block["bb02"] = make(chan struct{}) // never released
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := final(t, h.events("p1"))
+	b := byKey(s.Binaries)
+	if b["aa01"].State != symbolize.StateSymbolized {
+		t.Errorf("aa01 ended %+v", b["aa01"])
+	}
+	if want := "timed out after 200ms (--symbolize-timeout)"; b["bb02"].State != symbolize.StateError || !strings.Contains(b["bb02"].Reason, want) {
+		t.Errorf("bb02 ended %+v, want an error naming %q", b["bb02"], want)
+	}
+	if s.Error != "" {
+		t.Errorf("the run ended with error %q", s.Error)
+	}
+	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
+		t.Errorf("record: %+v, %v", rec, err)
+	}
+}
