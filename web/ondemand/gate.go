@@ -88,3 +88,14 @@ func JobID(ctx context.Context) string {
 	}
 	return ""
 }
+
+// ForgetMiss drops the misses the debuginfod client remembers for buildID
+// (its negative cache), when the client can: the file just arrived.
+func (g *Gate) ForgetMiss(buildID string) {
+	if !g.Enabled() {
+		return
+	}
+	if f, ok := g.inner.(interface{ ForgetMiss(string) }); ok {
+		f.ForgetMiss(buildID)
+	}
+}

@@ -442,3 +442,10 @@ func (j *Job) fetchKeyLocked(buildID string) string {
 
 // normBuildID is the form build IDs take as keys and in events.
 func normBuildID(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
+
+// arrived reports whether the arrival of debug info queued this run.
+func (j *Job) arrived() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.opts.Arrived
+}

@@ -103,6 +103,9 @@ type Options struct {
 	// Profile, when the caller has it parsed already (an upload), lists
 	// the binaries at once so the page shows them queued; it is not kept.
 	Profile *profile.Profile
+	// Arrived: the run was queued because debug info the last run missed
+	// arrived (Service.Arrived), not by a user.
+	Arrived bool
 }
 
 // Manager queues and runs symbolization jobs, one per profile at a time.
@@ -363,4 +366,30 @@ func (m *Manager) SetNoDebuginfod(ctx context.Context, id string) error {
 		j.Disable()
 	}
 	return nil
+}
+
+// Missing lists the profiles whose last job in this process ended leaving
+// the binary with buildID (lower-case hex) without symbols.
+func (m *Manager) Missing(buildID string) []string {
+	buildID = normBuildID(buildID)
+	m.mu.Lock()
+	jobs := make([]*Job, 0, len(m.jobs))
+	for _, j := range m.jobs {
+		jobs = append(jobs, j)
+	}
+	m.mu.Unlock()
+	var ids []string
+	for _, j := range jobs {
+		if !j.Done() {
+			continue
+		}
+		for _, b := range j.Binaries() {
+			if b.BuildID == buildID && b.State == symbolize.StateNotFound {
+				ids = append(ids, j.id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -252,8 +252,19 @@ func (s *Service) Disable(ctx context.Context, id string) error {
 
 // Retry runs the binaries that missed again (Manager.Retry), telling the
 // other replicas this one runs it.
+// A run that the arrival of debug info started is what a Retry would do,
+// so a Retry during it gets that run rather than ErrRunning.
 func (s *Service) Retry(ctx context.Context, id string) (*Job, error) {
-	j, err := s.jobs.Retry(id, Options{})
+	return s.retry(id, Options{})
+}
+
+func (s *Service) retry(id string, opt Options) (*Job, error) {
+	j, err := s.jobs.Retry(id, opt)
+	if errors.Is(err, ErrRunning) && !opt.Arrived {
+		if cur := s.jobs.Job(id); cur != nil && cur.arrived() {
+			return cur, nil
+		}
+	}
 	s.coord.Heartbeat(j)
 	return j, err
 }
@@ -290,4 +301,24 @@ func (s *Service) prepareEvents(ctx context.Context, id string) {
 	if rec, err := s.jobs.Outcome(ctx, id); err == nil {
 		s.jobs.PublishOutcome(id, rec)
 	}
+}
+
+// Arrived is told that debug info for buildID arrived at this server (an
+// upload): the misses remembered for it are forgotten, and each profile
+// whose last job here left it without symbols runs again for the binaries
+// that missed, so an open page (which watches a job that ended with
+// misses) gets the names without a reload. It returns the profiles queued.
+func (s *Service) Arrived(buildID string) []string {
+	s.cfg.Gate.ForgetMiss(buildID)
+	var queued []string
+	for _, id := range s.jobs.Missing(buildID) {
+		if _, err := s.retry(id, Options{Arrived: true}); err != nil {
+			if !errors.Is(err, ErrRunning) {
+				s.log.Warn("symbolizing again after a debug file arrived", "id", id, "build_id", buildID, "err", err)
+			}
+			continue
+		}
+		queued = append(queued, id)
+	}
+	return queued
 }
