@@ -63,20 +63,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	asked := upstream.Requests(bid)
 
-	var mb bytes.Buffer
-	mw := multipart.NewWriter(&mb)
-	fw, _ := mw.CreateFormFile("file", filepath.Base(debugFile))
-	fw.Write(mustRead(t, debugFile))
-	mw.Close()
-	resp, err := http.Post(ds.URL+"/api/debuginfo", mw.FormDataContentType(), &mb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload of the debug file: %d %s", resp.StatusCode, body)
-	}
+	uploadDebugFile(t, ds.URL, debugFile)
 
 	// The page polls the status of a job that ended with misses.
 	deadline := time.Now().Add(30 * time.Second)
@@ -111,5 +98,25 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	if n := upstream.Requests(bid); n != asked {
 		t.Errorf("the upstream was asked %d more times; the uploaded file comes first", n-asked)
+	}
+}
+
+// uploadDebugFile sends path as viewer upload-debuginfo does (multipart
+// POST /api/debuginfo) and checks it was stored.
+func uploadDebugFile(t testing.TB, base, path string) {
+	t.Helper()
+	var mb bytes.Buffer
+	mw := multipart.NewWriter(&mb)
+	fw, _ := mw.CreateFormFile("file", filepath.Base(path))
+	fw.Write(mustRead(t, path))
+	mw.Close()
+	resp, err := http.Post(base+"/api/debuginfo", mw.FormDataContentType(), &mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload of the debug file: %d %s", resp.StatusCode, body)
 	}
 }
