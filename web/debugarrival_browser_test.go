@@ -18,6 +18,9 @@ import (
 // place once its debug file is uploaded to the server, without Retry and
 // without a reload.
 func TestBrowserNamesArriveWithTheDebugFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs chromium")
+	}
 	exe, debugFile := ondemandFiles(t)
 	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil) // no debuginfod: only the upload can name it
