@@ -326,6 +326,7 @@ function follow(url) {
     updateSummary();
     section.dataset.job = 'done';
     reload().then(() => { section.dataset.redrawn = '1'; }).catch(() => {});
+    watch();
   });
   source.addEventListener('error', () => {
     if (source && source.readyState === EventSource.CLOSED) {
@@ -334,6 +335,39 @@ function follow(url) {
       updateSummary();
     }
   });
+}
+
+// ---- waiting for debug info ----
+
+// A job that ended with binaries left without symbols runs again by itself
+// when their debug info is uploaded to this server (viewer
+// upload-debuginfo): the page asks for the status now and then, and follows
+// the new run (or, when it already ended, takes its outcome) without a
+// reload.
+const WATCH_MS = 5000;
+let watchTimer = null;
+
+function watch() {
+  clearTimeout(watchTimer);
+  watchTimer = null;
+  if (running || !config.statusURL) return;
+  if (!Array.from(tbody.rows).some((tr) => tr.dataset.state === 'no symbols')) return;
+  watchTimer = setTimeout(async () => {
+    watchTimer = null;
+    if (running) return;
+    try {
+      const r = await fetch(config.statusURL, { headers: { Accept: 'application/json' } });
+      const s = r.ok ? await r.json() : null;
+      const known = status ? status.resolved : 0;
+      if (s && (s.state === 'queued' || s.state === 'running' || (s.state === 'done' && s.resolved !== known))) {
+        follow(`${base}/events`);
+        return;
+      }
+    } catch (err) {
+      // the server is away: ask again later
+    }
+    watch();
+  }, WATCH_MS);
 }
 
 // ---- buttons ----
@@ -421,6 +455,7 @@ if (config.eventsURL) {
       showStatus(s);
       updateSummary();
       section.dataset.job = s.state;
+      watch();
     })
     .catch(() => {});
 }

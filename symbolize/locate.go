@@ -59,7 +59,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 		return &lease{e, p.(*loaded)}, nil
 	}
 	ev := func(st State, src string, p *debuginfod.Progress) {
-		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: st, Source: src, Fetch: p})
+		emit(Event{Mapping: m, Key: key, File: m.File, BuildID: m.BuildID, State: st, Source: src, Fetch: p})
 	}
 	ev(StateSearching, "", nil)
 	bid, err := mappingBuildID(m)

@@ -17,15 +17,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 )
-
-// Fetcher gets a file by build ID from debuginfod servers; the debuginfod
-// client implements it. It returns the local path of the file.
-type Fetcher interface {
-	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
-}
 
 // Config says where a Symbolizer looks for debug info and how much memory
 // loaded debug info may hold.
@@ -161,10 +154,21 @@ type Options struct {
 	Progress func(Event)
 	// NoDebuginfod: use local debug info only for this profile.
 	NoDebuginfod bool
-	// MappingContext, when set, gives the context one binary is worked on
-	// under, so a caller can cancel just that binary (a Skip button). A
-	// binary whose context ends is reported as skipped.
-	MappingContext func(ctx context.Context, m *profile.Mapping) context.Context
+	// Binary, when set, gives the context one binary (key is its
+	// BinaryKey, m its first mapping) is worked on under, so a caller can
+	// cancel just that binary (a Skip button) or bound its time; the engine
+	// calls the returned cancel once the binary has its outcome. A binary
+	// whose context ends is reported skipped, its Err wrapping the
+	// context's cause; one whose context ended already is not started.
+	Binary func(ctx context.Context, key string, m *profile.Mapping) (context.Context, context.CancelFunc)
+	// Parallel bounds how many binaries are worked on at once; 0 means
+	// max(2, GOMAXPROCS).
+	Parallel int
+	// Names, when set, is held while the engine writes a binary's names
+	// into the profile, so a caller may read the profile under it (store
+	// or serve the names found so far) while other binaries still resolve.
+	// Each binary's final event comes after its names are in the profile.
+	Names sync.Locker
 }
 
 // Event is one state change of one binary. Mappings of one binary (same
@@ -172,12 +176,13 @@ type Options struct {
 // the first of them.
 type Event struct {
 	Mapping *profile.Mapping
+	Key     string // BinaryKey of the binary
 	File    string
 	BuildID string
 	State   State
-	Source  string               // where the debug info was found
-	Fetch   *debuginfod.Progress // with StateFetching
-	Err     error                // why it was not found, skipped or failed
+	Source  string         // where the debug info was found
+	Fetch   *FetchProgress // with StateFetching
+	Err     error          // why it was not found, skipped or failed
 }
 
 // Report says what happened to each binary.
@@ -187,6 +192,7 @@ type Report struct {
 
 // MappingReport is the outcome for one binary.
 type MappingReport struct {
+	Key           string // BinaryKey
 	File, BuildID string
 	Mappings      int // how many of the profile's mappings are this binary
 	State         State
@@ -306,13 +312,17 @@ func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Opti
 	rep := &Report{Mappings: make([]MappingReport, len(groups))}
 	for i, g := range groups {
 		m := g.mappings[0]
-		rep.Mappings[i] = MappingReport{File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), State: StateQueued}
-		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateQueued})
+		rep.Mappings[i] = MappingReport{Key: g.key, File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), State: StateQueued}
+		emit(Event{Mapping: m, Key: g.key, File: m.File, BuildID: m.BuildID, State: StateQueued})
 	}
-	fn := newFunctions(p)
+	fn := newFunctions(p, opt.Names)
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range min(len(groups), max(2, runtime.GOMAXPROCS(0))) {
+	workers := opt.Parallel
+	if workers <= 0 {
+		workers = max(2, runtime.GOMAXPROCS(0))
+	}
+	for range min(len(groups), workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -321,11 +331,16 @@ func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Opti
 			}
 		}()
 	}
+dispatch:
 	for i := range groups {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- i
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break dispatch // binaries never started stay queued in the report
+		}
 	}
 	close(work)
 	wg.Wait()
@@ -338,13 +353,15 @@ func (s *Symbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt Opti
 // symbolizeGroup finds, loads and applies the debug info of one binary.
 func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, emit func(Event), fn *functions) (r MappingReport) {
 	m := g.mappings[0]
-	r = MappingReport{File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), Unresolved: len(g.locs)}
+	r = MappingReport{Key: g.key, File: m.File, BuildID: m.BuildID, Mappings: len(g.mappings), Unresolved: len(g.locs)}
 	mctx := ctx
-	if opt.MappingContext != nil {
-		mctx = opt.MappingContext(ctx, m)
+	if opt.Binary != nil {
+		var cancel context.CancelFunc
+		mctx, cancel = opt.Binary(ctx, g.key, m)
+		defer cancel()
 	}
 	ev := func(st State, src string, err error) {
-		emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: st, Source: src, Err: err})
+		emit(Event{Mapping: m, Key: g.key, File: m.File, BuildID: m.BuildID, State: st, Source: src, Err: err})
 	}
 	fail := func(st State, err error) MappingReport {
 		r.State, r.Reason = st, err.Error()
@@ -358,11 +375,17 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			r = fail(StateError, fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", p))
 		}
 	}()
+	switch {
+	case ctx.Err() != nil:
+		return fail(StateSkipped, fmt.Errorf("stopped: %w", context.Cause(ctx)))
+	case mctx.Err() != nil:
+		return fail(StateSkipped, fmt.Errorf("skipped: %w", context.Cause(mctx)))
+	}
 	e, err := s.acquire(mctx, g.key, m, opt, emit)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			return fail(StateSkipped, fmt.Errorf("stopped: %w", ctx.Err()))
+			return fail(StateSkipped, fmt.Errorf("stopped: %w", context.Cause(ctx)))
 		case mctx.Err() != nil:
 			return fail(StateSkipped, fmt.Errorf("skipped: %w", context.Cause(mctx)))
 		case errors.Is(err, errNotFound):
@@ -445,13 +468,13 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 	if firstErr != nil && r.Reason == "" {
 		r.Reason = fmt.Sprintf("some addresses only partly resolved: %v", firstErr)
 	}
-	emit(Event{Mapping: m, File: m.File, BuildID: m.BuildID, State: StateSymbolized, Source: e.l.source})
+	emit(Event{Mapping: m, Key: g.key, File: m.File, BuildID: m.BuildID, State: StateSymbolized, Source: e.l.source})
 	return r
 }
 
 // functions hands out one profile.Function per distinct function.
 type functions struct {
-	mu   sync.Mutex
+	mu   sync.Locker
 	p    *profile.Profile
 	byID map[funcKey]*profile.Function
 	next uint64
@@ -462,8 +485,11 @@ type funcKey struct {
 	start      int
 }
 
-func newFunctions(p *profile.Profile) *functions {
-	f := &functions{p: p, byID: map[funcKey]*profile.Function{}}
+func newFunctions(p *profile.Profile, mu sync.Locker) *functions {
+	if mu == nil {
+		mu = new(sync.Mutex)
+	}
+	f := &functions{p: p, mu: mu, byID: map[funcKey]*profile.Function{}}
 	for _, fn := range p.Function {
 		f.next = max(f.next, fn.ID)
 		f.byID[funcKey{fn.SystemName, fn.Filename, int(fn.StartLine)}] = fn

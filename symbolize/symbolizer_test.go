@@ -462,12 +462,12 @@ func TestSkipOneMapping(t *testing.T) {
 	cancels := map[string]context.CancelFunc{}
 	var mu sync.Mutex
 	rep, err := s.Symbolize(context.Background(), p, Options{
-		MappingContext: func(ctx context.Context, m *profile.Mapping) context.Context {
+		Binary: func(ctx context.Context, _ string, m *profile.Mapping) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(ctx)
 			mu.Lock()
 			cancels[m.File] = cancel
 			mu.Unlock()
-			return ctx
+			return ctx, cancel
 		},
 		Progress: func(ev Event) {
 			if ev.State == StateFetching && ev.File == hang.File {

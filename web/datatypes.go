@@ -109,7 +109,7 @@ func (s *Server) uploadNoDebuginfod(ctx context.Context, id string) bool {
 	if s.sym == nil {
 		return false
 	}
-	rec, err := s.sym.jobs.Outcome(ctx, id)
+	rec, err := s.sym.Outcome(ctx, id)
 	if err != nil {
 		s.log.Warn("reading the symbolization record for the data-type page", "id", id, "err", err)
 		return true

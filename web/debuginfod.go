@@ -106,7 +106,7 @@ func (s *Server) handleBuildID(c echo.Context) error {
 	if kind != "debuginfo" && kind != "executable" {
 		return s.dText(c, "other", http.StatusNotFound, "unknown debuginfod request type %q: use debuginfo, executable, source/PATH or section/NAME", kind)
 	}
-	return s.serveBuildID(c, kind, symbolize.FileKind(kind), "")
+	return s.serveBuildID(c, kind, symbolize.FetchKind(kind), "")
 }
 
 // handleBuildIDSource serves /buildid/ID/source/PATH: an uploaded source
@@ -129,7 +129,7 @@ func (s *Server) handleBuildIDSection(c echo.Context) error {
 	return s.serveBuildID(c, "section", "", name)
 }
 
-func (s *Server) serveBuildID(c echo.Context, typ string, kind symbolize.FileKind, section string) error {
+func (s *Server) serveBuildID(c echo.Context, typ string, kind symbolize.FetchKind, section string) error {
 	files, err := s.debuginfoOn(c, typ)
 	if files == nil {
 		return err
@@ -216,7 +216,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	ctx := req.Context()
 	switch kind {
 	case "debuginfo", "executable":
-		es, err := files.Put(ctx, req.Body, name, bid, symbolize.FileKind(kind))
+		es, err := files.Put(ctx, req.Body, name, bid, symbolize.FetchKind(kind))
 		if err != nil {
 			return s.uploadRefused(c, err)
 		}

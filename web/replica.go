@@ -43,12 +43,21 @@ func (c *ReplicaConfig) lease() ondemand.LeaseConfig {
 
 // ReplicaID is this replica's name in job records ("" when not replicated
 // or symbolization is off).
-func (s *Server) ReplicaID() string { return s.coord.ID() }
+func (s *Server) ReplicaID() string {
+	if s.sym == nil {
+		return ""
+	}
+	return s.sym.ReplicaID()
+}
 
 // CloseReplica stops following other replicas' jobs and writing this one's
 // (a crash looks the same to the others: its records stop changing). Call
 // it after CloseSymbolization, so its jobs' last records get written.
-func (s *Server) CloseReplica() { s.coord.Close() }
+func (s *Server) CloseReplica() {
+	if s.sym != nil {
+		s.sym.CloseReplica()
+	}
+}
 
 // storeUnavailable turns an object store outage into 503 with Retry-After,
 // saying that an upload was not stored, so clients retry instead of taking

@@ -84,9 +84,8 @@ type Server struct {
 	tops   *lru.Cache[treeKey, *topResult]
 	stacks *lru.Cache[treeKey, *flame.Stacks] // zoom.go
 	flight singleflight.Group
-	sym    *symbolization       // nil when symbolization is off
-	coord  ondemand.Coordinator // Local, or the store lease of Config.Replica
-	types  *dataTypes           // the data-type page (datatypes.go)
+	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
+	types  *dataTypes        // the data-type page (datatypes.go)
 
 	annotations *annotations // the annotate view's listings (annotate.go)
 }
@@ -140,7 +139,6 @@ func New(cfg Config) (*Server, error) {
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
 		types:  newDataTypes(),                   // datatypes.go
-		coord:  ondemand.Local{},
 
 		annotations: newAnnotations(), // annotate.go
 	}

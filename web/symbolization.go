@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,80 +18,36 @@ import (
 	"viewer/web/sse"
 )
 
-// SymbolizationConfig turns on on-demand symbolization: uploads whose
-// addresses have no names are queued, symbolized by Engine (local debug info,
-// then debuginfod through Gate), their progress streamed to the page, and
-// the result stored next to the original.
-type SymbolizationConfig struct {
-	// Engine was built with Gate as its Fetcher (or none).
-	Engine *symbolize.Symbolizer
-	// Gate wraps the debuginfod client (nil client: debuginfod off).
-	Gate *ondemand.Gate
-	// Servers are the debuginfod servers build IDs may be sent to.
-	Servers []string
-	// Workers and Queue bound the work (defaults 2 and 64).
-	Workers, Queue int
-	// Events bounds the event streams.
-	Events sse.Config
-	// Timeout bounds the symbolization of each binary of a profile (its
-	// debug info search, download and lookups; 0: none). Binaries run
-	// in parallel; what resolved by then is kept.
-	Timeout time.Duration
-	// ProfileTimeout bounds one run over a whole profile, all its binaries
-	// together (0: none); see ondemand.Config.ProfileTimeout.
-	ProfileTimeout time.Duration
-}
+// SymbolizationConfig turns on on-demand symbolization; its policy lives
+// in web/ondemand (Service), this file only its HTTP side.
+type SymbolizationConfig = ondemand.ServiceConfig
 
-// symbolization is the server's on-demand symbolization state.
-type symbolization struct {
-	jobs   *ondemand.Manager
-	broker *sse.Broker
-}
-
-// initSymbolization starts the job manager when the config asks for it.
+// initSymbolization starts the symbolization service when the config asks
+// for it.
 func (s *Server) initSymbolization() {
 	c := s.cfg.Symbolization
 	if c == nil || c.Engine == nil {
 		return
 	}
-	ev := c.Events
-	if ev.ClientKey == nil {
-		ev.ClientKey = clientAddr // per-client stream cap (security.go)
+	cfg := *c
+	if cfg.Events.ClientKey == nil {
+		cfg.Events.ClientKey = clientAddr // per-client stream cap (security.go)
 	}
-	b := sse.NewBroker(ev)
-	m := ondemand.New(ondemand.Config{
-		Symbolizer: ondemand.Engine{Symbolizer: c.Engine, Timeout: c.Timeout},
-		Store:      s.store,
-		Load:       s.prof.Converted, // the job symbolizes its own copy, never the original again
-		Broker:     b,
-		Gate:       c.Gate,
-		Servers:    c.Servers,
-		Workers:    c.Workers,
-		Queue:      c.Queue,
-		Needs:      symbolize.NeedsSymbolization,
-		// Named by the flag: the reason a timed-out binary shows says what to change.
-		ProfileTimeout:     c.ProfileTimeout,
-		ProfileTimeoutName: "--symbolize-profile-timeout",
-		Logf: func(format string, args ...any) {
-			s.log.Warn(fmt.Sprintf(format, args...))
-		},
-	})
-	m.OnStored(s.Invalidate)
+	var lease *ondemand.LeaseConfig
 	if s.cfg.Replica != nil {
-		s.coord = ondemand.NewLease(m, s.cfg.Replica.lease(), s.log)
+		l := s.cfg.Replica.lease()
+		lease = &l
 	}
-	s.sym = &symbolization{jobs: m, broker: b}
+	s.sym = ondemand.NewService(cfg, s.prof, lease, s.log)
 }
 
 // CloseSymbolization ends the event streams (so a graceful shutdown does not
 // wait for them; call it from http.Server.RegisterOnShutdown) and stops the
-// ondemand. Uploads stay stored; opening their page queues them again.
+// jobs. Uploads stay stored; opening their page queues them again.
 func (s *Server) CloseSymbolization() {
-	if s.sym == nil {
-		return
+	if s.sym != nil {
+		s.sym.Close()
 	}
-	s.sym.broker.Shutdown()
-	s.sym.jobs.Close()
 }
 
 // Jobs is the symbolization job manager, nil when symbolization is off.
@@ -100,7 +55,7 @@ func (s *Server) Jobs() *ondemand.Manager {
 	if s.sym == nil {
 		return nil
 	}
-	return s.sym.jobs
+	return s.sym.Jobs()
 }
 
 // debuginfodServers lists where build IDs may be sent, for the pages.
@@ -108,50 +63,17 @@ func (s *Server) debuginfodServers() []string {
 	if s.sym == nil {
 		return nil
 	}
-	return s.sym.jobs.Servers()
+	return s.sym.Servers()
 }
 
 // QueueSymbolization queues symbolization of a stored profile when it has
-// addresses without names. noDebuginfod records the uploader's choice not to
-// send its build IDs anywhere (the strictest choice for the same bytes
-// wins). A full queue is a *ondemand.QueueFullError: the profile stays stored
-// and opening its page queues it again.
+// addresses without names (ondemand.Service.Queue); unknown IDs give a 404
+// *echo.HTTPError, a full queue a *ondemand.QueueFullError.
 func (s *Server) QueueSymbolization(ctx context.Context, id string, noDebuginfod bool) error {
 	if s.sym == nil {
 		return nil
 	}
-	if noDebuginfod {
-		if err := s.sym.jobs.SetNoDebuginfod(ctx, id); err != nil {
-			return err
-		}
-	}
-	if j := s.sym.jobs.Job(id); j != nil {
-		return nil // queued, running or done in this process
-	}
-	if m, err := s.Meta(ctx, id); err == nil && m.AllNamed() {
-		return nil // the common case costs no parse and no store read
-	}
-	rec, err := s.sym.jobs.Outcome(ctx, id)
-	if err != nil || rec.Done {
-		return err
-	}
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !symbolize.NeedsSymbolization(l.Profile) {
-		return nil
-	}
-	if !s.coord.Claim(ctx, id) {
-		return nil // another replica runs it, and this one follows it
-	}
-	j, err := s.sym.jobs.Submit(id, ondemand.Options{NoDebuginfod: noDebuginfod, Profile: l.Profile})
-	if err != nil {
-		s.coord.Release(id) // a full queue: let a replica with room take it
-	} else {
-		s.coord.Heartbeat(j)
-	}
-	return err
+	return httpStatusError(s.sym.Queue(ctx, id, noDebuginfod))
 }
 
 // queueUpload is called for every upload once it is stored: it queues
@@ -188,49 +110,26 @@ func noDebuginfodParam(v string) bool {
 }
 
 // fillSymbolization sets the flame page's symbolization panel and its event
-// stream, queueing the profile if it needs work nobody started (after a
-// restart, or when the queue was full at upload).
+// stream (ondemand.Service.Panel, which queues the profile if it needs work
+// nobody started).
 func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.Meta, page *views.FlamePage) {
 	if s.sym == nil {
 		return
 	}
 	page.StatusURL = "/p/" + id + "/symbolization"
-	j := s.sym.jobs.Job(id)
-	if j == nil && m.AllNamed() {
-		return
-	}
-	if j == nil {
-		rec, err := s.sym.jobs.Outcome(ctx, id)
-		if err != nil {
-			s.log.Error("reading the symbolization record", "id", id, "err", err)
-			return
-		}
-		if rec.Done {
-			page.Binaries = withPseudoRows(binaryRows(rec.Binaries), m)
-			return
-		}
-		if err := s.QueueSymbolization(ctx, id, false); err != nil {
-			var full *ondemand.QueueFullError
-			if errors.As(err, &full) {
-				for i := range page.Binaries {
-					if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
-						page.Binaries[i].State = "queued"
-						page.Binaries[i].Detail = "the symbolization queue is full; reload in " + views.FormatValue(full.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
-					}
-				}
+	p := s.sym.Panel(ctx, id, m.AllNamed())
+	if p.QueueFull != nil {
+		for i := range page.Binaries {
+			if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
+				page.Binaries[i].State = "queued"
+				page.Binaries[i].Detail = "the symbolization queue is full; reload in " + views.FormatValue(p.QueueFull.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
 			}
-			return
-		}
-		if j = s.sym.jobs.Job(id); j == nil {
-			if bs, ok := s.coord.Followed(id); ok { // run by another replica
-				page.Binaries = withPseudoRows(binaryRows(bs), m)
-				page.EventsURL = "/p/" + id + "/events"
-			}
-			return // nothing to do
 		}
 	}
-	page.Binaries = withPseudoRows(binaryRows(j.Binaries()), m)
-	if !j.Done() {
+	if p.Rows != nil {
+		page.Binaries = withPseudoRows(binaryRows(p.Rows), m)
+	}
+	if p.Follow {
 		page.EventsURL = "/p/" + id + "/events"
 	}
 }
@@ -328,8 +227,7 @@ func (s *Server) handleSymbolizationEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.replicaEvents(c.Request().Context(), id) // the page may come from another replica
-	err = s.sym.jobs.Events(c.Response(), c.Request(), id)
+	err = s.sym.Events(c.Response(), c.Request(), id)
 	if errors.Is(err, sse.ErrTooManySubscribers) {
 		return nil // answered 503 with Retry-After
 	}
@@ -343,27 +241,9 @@ func (s *Server) handleSymbolizationStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if j := s.sym.jobs.Job(id); j != nil {
-		st := j.Status()
-		st.Binaries = j.Binaries()
-		return c.JSON(http.StatusOK, st)
-	}
-	rec, err := s.sym.jobs.Outcome(c.Request().Context(), id)
+	st, err := s.sym.Status(c.Request().Context(), id)
 	if err != nil {
 		return err
-	}
-	st := ondemand.Status{State: ondemand.RunNone, Debuginfod: !rec.NoDebuginfod && len(s.debuginfodServers()) > 0,
-		Servers: s.debuginfodServers(), Asked: rec.Asked, Binaries: rec.Binaries}
-	if rec.Done {
-		st.State = ondemand.RunDone
-	} else if len(rec.Binaries) > 0 {
-		st.State = ondemand.RunInterrupted // the server stopped mid-run (ondemand.Job.recordProgress); Retry resumes
-	}
-	if st.Servers == nil {
-		st.Servers = []string{}
-	}
-	if st.Asked == nil {
-		st.Asked = []string{}
 	}
 	return c.JSON(http.StatusOK, st)
 }
@@ -385,13 +265,10 @@ func (s *Server) handleSymbolizationSkip(c echo.Context) error {
 	if key == "" {
 		return httpError(http.StatusBadRequest, "say which binary to skip with ?build_id=HEX")
 	}
-	if err := s.sym.jobs.Skip(id, key); err != nil {
-		if errors.Is(err, ondemand.ErrNoJob) && s.coord.Forward(c.Request().Context(), id, key, false) {
-			return c.JSON(http.StatusOK, map[string]string{"skipped": key}) // to the replica running it (replicajobs.go)
-		}
-		if errors.Is(err, ondemand.ErrNoJob) {
-			return httpError(http.StatusConflict, "no symbolization is running for this profile")
-		}
+	switch err := s.sym.Skip(c.Request().Context(), id, key); {
+	case errors.Is(err, ondemand.ErrNoJob):
+		return httpError(http.StatusConflict, "no symbolization is running for this profile")
+	case err != nil:
 		return httpError(http.StatusNotFound, "%v", err)
 	}
 	return c.JSON(http.StatusOK, map[string]string{"skipped": key})
@@ -407,10 +284,7 @@ func (s *Server) handleSymbolizationDisable(c echo.Context) error {
 	if err := sameOrigin(c); err != nil {
 		return err
 	}
-	if err := s.sym.jobs.Disable(id); err != nil {
-		if s.coord.Forward(c.Request().Context(), id, "", true) {
-			return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false}) // to the replica running it
-		}
+	if err := s.sym.Disable(c.Request().Context(), id); err != nil {
 		return httpError(http.StatusConflict, "no symbolization is running for this profile")
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"debuginfod": false})
@@ -426,8 +300,7 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 	if err := sameOrigin(c); err != nil {
 		return err
 	}
-	j, err := s.sym.jobs.Retry(id, ondemand.Options{})
-	s.coord.Heartbeat(j)
+	_, err = s.sym.Retry(c.Request().Context(), id)
 	var full *ondemand.QueueFullError
 	switch {
 	case errors.As(err, &full):
@@ -440,33 +313,4 @@ func (s *Server) handleSymbolizationRetry(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"events": "/p/" + id + "/events"})
-}
-
-// replicaEvents prepares this replica to answer /p/ID/events when its page
-// was served by another replica (a load balancer without affinity, or an
-// EventSource reconnecting elsewhere): it follows, or queues, the job as a
-// page view would, and for a job finished elsewhere it answers with the
-// final event so the page redraws once.
-func (s *Server) replicaEvents(ctx context.Context, id string) {
-	if s.coord.ID() == "" || s.sym.jobs.Job(id) != nil {
-		return
-	}
-	if _, ok := s.coord.Followed(id); ok {
-		return
-	}
-	if s.sym.broker.Lookup(id) != nil {
-		return
-	}
-	if err := s.QueueSymbolization(ctx, id, false); err != nil {
-		s.log.Warn("queueing symbolization for an event stream", "id", id, "err", err)
-	}
-	if s.sym.jobs.Job(id) != nil {
-		return
-	}
-	if _, ok := s.coord.Followed(id); ok {
-		return
-	}
-	if rec, err := s.sym.jobs.Outcome(ctx, id); err == nil {
-		s.sym.jobs.PublishOutcome(id, rec)
-	}
 }

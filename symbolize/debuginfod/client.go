@@ -278,6 +278,34 @@ func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
 	return path, e == entryHit
 }
 
+// ForgetMiss drops the misses remembered for buildID, of every kind (in
+// memory and the cache's 0-byte files), so the next Fetch asks the servers
+// again before cache_miss_s ends: its file has just arrived somewhere (an
+// upload to the server this client may ask). Hits are kept.
+func (c *Client) ForgetMiss(buildID string) {
+	bid, err := NormalizeBuildID(buildID)
+	if err != nil {
+		return
+	}
+	for _, kind := range []Kind{KindDebuginfo, KindExecutable} {
+		file, err := kindFile(kind)
+		if err != nil {
+			continue
+		}
+		key := bid + "/" + file
+		if m, ok := c.memo.Get(key); ok && m.path == "" {
+			c.memo.Remove(key)
+		}
+		if c.cache.dir == "" {
+			continue
+		}
+		p := c.cache.path(bid, file)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+			os.Remove(p)
+		}
+	}
+}
+
 // Fetch returns the local path of kind for buildID: from the memo or the
 // cache when there, else downloaded from the first server that has it,
 // verified and cached. progress, if not nil, gets reports one at a time,

@@ -569,6 +569,36 @@ func TestMissesRememberedForCacheMissSeconds(t *testing.T) {
 	}
 }
 
+// ForgetMiss (a file for the build ID arrived) drops the miss from memory
+// and the cache, so the next Fetch asks the server again at once.
+func TestForgetMissAsksAgain(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int64) { http.NotFound(w, r) })
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	c := newClient(t, debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cacheDir})
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.Fetch(ctx, absentID, debuginfod.KindDebuginfo, nil); !errors.Is(err, debuginfod.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.n.Load(); n != 1 {
+		t.Fatalf("%d requests before ForgetMiss, want 1 (the miss remembered)", n)
+	}
+	neg := filepath.Join(cacheDir, absentID, "debuginfo")
+	if _, err := os.Stat(neg); err != nil {
+		t.Fatalf("no negative entry on disk: %v", err)
+	}
+	c.ForgetMiss(strings.ToUpper(absentID))
+	if _, err := os.Stat(neg); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("negative entry still on disk after ForgetMiss: %v", err)
+	}
+	c.Fetch(ctx, absentID, debuginfod.KindDebuginfo, nil)
+	if n := srv.n.Load(); n != 2 {
+		t.Errorf("%d requests after ForgetMiss, want 2", n)
+	}
+}
+
 // file:/// URLs read a local tree laid out like a server, as elfutils allows.
 func TestFileURLServer(t *testing.T) {
 	t.Parallel()

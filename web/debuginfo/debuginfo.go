@@ -126,12 +126,12 @@ func ValidBuildID(id string) error {
 	return nil
 }
 
-func metaKey(bid string, kind symbolize.FileKind) string {
+func metaKey(bid string, kind symbolize.FetchKind) string {
 	return prefix + bid + "/" + string(kind) + ".json"
 }
 
 // entry reads the meta of bid's stored file of kind.
-func (s *Store) entry(ctx context.Context, bid string, kind symbolize.FileKind) (*Entry, error) {
+func (s *Store) entry(ctx context.Context, bid string, kind symbolize.FetchKind) (*Entry, error) {
 	b, err := store.ReadAll(ctx, s.st, metaKey(bid, kind), 1<<20)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
@@ -255,7 +255,7 @@ func openPath(path, origin string) (*File, error) {
 // an uploaded one, else one in the local debug directories, else, when
 // federate is set, one fetched from upstream. It returns ErrNotFound when
 // none has it.
-func (s *Store) Open(ctx context.Context, bid string, kind symbolize.FileKind, federate bool) (*File, error) {
+func (s *Store) Open(ctx context.Context, bid string, kind symbolize.FetchKind, federate bool) (*File, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ type UpstreamError struct{ Err error }
 func (e *UpstreamError) Error() string { return "upstream debuginfod: " + e.Err.Error() }
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-func (s *Store) openStored(ctx context.Context, bid string, kind symbolize.FileKind) (*File, error) {
+func (s *Store) openStored(ctx context.Context, bid string, kind symbolize.FetchKind) (*File, error) {
 	if p, ok := sourceOf(kind); ok {
 		return s.openSource(ctx, bid, p)
 	}
@@ -305,7 +305,7 @@ func (s *Store) openStored(ctx context.Context, bid string, kind symbolize.FileK
 }
 
 // sourceOf returns PATH of a source/PATH kind.
-func sourceOf(kind symbolize.FileKind) (string, bool) {
+func sourceOf(kind symbolize.FetchKind) (string, bool) {
 	p, ok := strings.CutPrefix(string(kind), "source")
 	return p, ok
 }
@@ -314,7 +314,7 @@ func sourceOf(kind symbolize.FileKind) (string, bool) {
 // (debuginfo or executable), for viewer's own symbolizer: the store's own
 // file when the store is a local directory, else a copy under TempDir made
 // once per uploaded version.
-func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FileKind) (string, error) {
+func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FetchKind) (string, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return "", err
 	}
@@ -360,7 +360,7 @@ func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FileKi
 // being symbolized as a user of the files, for the index page.
 func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
 	var out []string
-	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
+	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		if p, err := s.LocalPath(ctx, bid, k); err == nil {
 			out = append(out, p)
 		}

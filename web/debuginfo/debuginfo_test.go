@@ -35,7 +35,7 @@ func TestPutBothKinds(t *testing.T) {
 	if len(es) != 2 || es[0].Kind != "debuginfo" || es[1].Kind != "executable" || es[0].Object != es[1].Object {
 		t.Fatalf("entries: %+v", es)
 	}
-	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
+	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		got, err := s.Open(ctx, bid, k, false)
 		if err != nil {
 			t.Fatal(err)

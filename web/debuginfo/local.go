@@ -10,7 +10,7 @@ import (
 // localPath finds bid's file of kind in the local debug directories
 // (--serve-local-debug), checking the build ID and contents of each
 // candidate, or returns "".
-func (s *Store) localPath(bid string, kind symbolize.FileKind) string {
+func (s *Store) localPath(bid string, kind symbolize.FetchKind) string {
 	if len(bid) < 4 {
 		return ""
 	}
@@ -42,7 +42,7 @@ func (s *Store) localPath(bid string, kind symbolize.FileKind) string {
 
 // fileIs reports whether the file at p is an ELF file with build ID bid
 // that can serve as kind.
-func fileIs(p, bid string, kind symbolize.FileKind) bool {
+func fileIs(p, bid string, kind symbolize.FetchKind) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false

@@ -20,7 +20,7 @@ func (s *Store) Section(ctx context.Context, bid, name string, federate bool) (*
 		return nil, err
 	}
 	var last error = ErrNotFound
-	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
+	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		f, err := s.Open(ctx, bid, k, federate)
 		if err != nil {
 			if !errors.Is(err, ErrNotFound) {

@@ -26,8 +26,8 @@ type contents struct {
 
 // kinds are the kinds a file with these contents is stored as: code makes
 // an executable, DWARF (or, without code, a symbol table) a debuginfo.
-func (c contents) kinds() []symbolize.FileKind {
-	var k []symbolize.FileKind
+func (c contents) kinds() []symbolize.FetchKind {
+	var k []symbolize.FetchKind
 	if c.dwarf || (c.symtab && !c.code) {
 		k = append(k, symbolize.KindDebuginfo)
 	}
@@ -91,7 +91,7 @@ func classify(r io.ReaderAt) (c contents, err error) {
 // /buildid/BUILDID/KIND), must match the file. The body is spooled to a
 // temporary file, never held in memory. A later upload of the same build ID
 // and kind replaces the earlier one (better debug info later).
-func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want symbolize.FileKind) ([]Entry, error) {
+func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want symbolize.FetchKind) ([]Entry, error) {
 	if wantBID != "" {
 		if err := ValidBuildID(wantBID); err != nil {
 			return nil, refused("%v", err)
@@ -179,7 +179,7 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 	return out, nil
 }
 
-func hasKind(ks []symbolize.FileKind, k symbolize.FileKind) bool {
+func hasKind(ks []symbolize.FetchKind, k symbolize.FetchKind) bool {
 	for _, x := range ks {
 		if x == k {
 			return true

@@ -17,49 +17,150 @@ const (
 	EventSymbolized = "symbolized" // Status with Binaries, once at the end
 )
 
-// events is the one place that turns a job's state into the server-sent
-// events its pages read, for a job run here and one followed from another
-// replica alike. Each kind of event has its topic key, so a late
-// subscriber gets the latest of each.
-type events struct{ topic *sse.Topic }
-
-// job publishes the job's summary.
-func (e events) job(st Status) {
-	data, _ := json.Marshal(st)
-	e.topic.Publish("job", EventJob, data)
+// Snapshot is a job's state at one moment, taken under the job's lock and
+// never changed after: what its pages are told. A local Job takes one on
+// each change; a replica following a job another replica runs makes one
+// from the lease record it reads (lease.go). publisher turns successive
+// snapshots into events.
+type Snapshot struct {
+	Status   Status   // the job's summary (its Binaries unset)
+	Binaries []Binary // the rows, in profile order
+	// Names counts the copies with more names stored so far; each new
+	// one is a "names" event, so pages fetch the names found.
+	Names int
+	// Final: the job ended; the final event carries Status and Binaries.
+	Final bool
 }
 
-// binary publishes one row, with the help its state calls for.
-func (e events) binary(b *Binary) {
-	b.Help = ""
-	if b.State == symbolize.StateNotFound {
-		b.Help = NoSymbolsHelp
+// Names is the payload of "names" events: a copy with more names is stored
+// and flame.json serves it.
+type Names struct {
+	Resolved int `json:"resolved"`
+}
+
+// publisher is the one place that turns a job's snapshots into the
+// server-sent events its pages read, for a job run here and one followed
+// from another replica alike: each event says what changed since the last
+// snapshot it was given. Each kind of event has its topic key, so a late
+// subscriber gets the latest of each. It is not safe for concurrent use;
+// its owner serializes calls (the job's lock, the follower's goroutine).
+type publisher struct {
+	topic *sse.Topic
+	sent  bool
+	last  Snapshot
+	rows  map[string]Binary // last published row per key
+}
+
+func newPublisher(topic *sse.Topic) *publisher {
+	return &publisher{topic: topic, rows: map[string]Binary{}}
+}
+
+// publish sends the events that take pages from the last snapshot to s.
+func (p *publisher) publish(s Snapshot) {
+	if !s.Final && (!p.sent || !sameStatus(s.Status, p.last.Status)) {
+		st := s.Status
+		st.Binaries = nil
+		data, _ := json.Marshal(st)
+		p.topic.Publish("job", EventJob, data)
 	}
-	data, _ := json.Marshal(b)
-	e.topic.Publish("binary:"+b.Key, EventBinary, data)
+	resolved := 0
+	for _, b := range s.Binaries {
+		if b.State == symbolize.StateSymbolized {
+			resolved++
+		}
+		if old, ok := p.rows[b.Key]; ok && sameRow(old, b) {
+			continue
+		}
+		p.rows[b.Key] = b
+		if !(b.State == symbolize.StateFetching && fetchRunning(b.Phase)) {
+			p.topic.Forget("progress:" + b.Key) // its fetch ended
+		}
+		b.Help = ""
+		if b.State == symbolize.StateNotFound {
+			b.Help = NoSymbolsHelp
+		}
+		data, _ := json.Marshal(b)
+		p.topic.Publish("binary:"+b.Key, EventBinary, data)
+	}
+	if s.Names > p.last.Names && !s.Final {
+		data, _ := json.Marshal(Names{Resolved: resolved})
+		p.topic.Publish("names", EventNames, data)
+	}
+	if s.Final {
+		// Pages redraw on the final event, so a pending names event is
+		// dropped.
+		st := s.Status
+		st.Binaries = withHelp(s.Binaries)
+		data, _ := json.Marshal(st)
+		p.topic.Forget("names")
+		p.topic.Finish("symbolized", EventSymbolized, data)
+	}
+	p.sent, p.last = true, s
 }
 
 // progress publishes a fetch's progress, at most once per every.
-func (e events) progress(p Progress, every time.Duration) {
-	data, _ := json.Marshal(p)
-	e.topic.PublishThrottled("progress:"+p.Key, EventProgress, data, every)
+func (p *publisher) progress(pr Progress, every time.Duration) {
+	data, _ := json.Marshal(pr)
+	p.topic.PublishThrottled("progress:"+pr.Key, EventProgress, data, every)
 }
 
-// endProgress drops a binary's last progress event once its fetch ended.
-func (e events) endProgress(key string) { e.topic.Forget("progress:" + key) }
-
-// names announces a stored copy with more names (resolved binaries so far).
-func (e events) names(resolved int) {
-	data, _ := json.Marshal(Names{Resolved: resolved})
-	e.topic.Publish("names", EventNames, data)
+// fetchRunning reports whether a fetch in this phase still sends progress.
+func fetchRunning(phase string) bool {
+	switch symbolize.FetchPhase(phase) {
+	case symbolize.PhaseConnecting, symbolize.PhaseDownloading, symbolize.PhaseVerifying:
+		return true
+	}
+	return false
 }
 
-// final ends the topic with the job's last Status and rows; pages redraw on
-// it, so a pending names event is dropped.
-func (e events) final(st Status) {
-	data, _ := json.Marshal(st)
-	e.topic.Forget("names")
-	e.topic.Finish("symbolized", EventSymbolized, data)
+// sameRow compares rows but for their byte counts, which progress events
+// carry: one binary event per change, not per download step.
+func sameRow(a, b Binary) bool {
+	a.Bytes, a.Total, a.Help = b.Bytes, b.Total, b.Help
+	return a == b
+}
+
+func sameStatus(a, b Status) bool {
+	return a.State == b.State && a.Debuginfod == b.Debuginfod && a.Resolved == b.Resolved && a.Missed == b.Missed &&
+		a.Disabled == b.Disabled && a.Error == b.Error && slicesEqual(a.Servers, b.Servers) && slicesEqual(a.Asked, b.Asked)
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// withHelp is the rows as the final event carries them.
+func withHelp(bs []Binary) []Binary {
+	out := make([]Binary, len(bs))
+	for i, b := range bs {
+		b.Help = ""
+		if b.State == symbolize.StateNotFound {
+			b.Help = NoSymbolsHelp
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// counts fills a status's tally of resolved and missed rows.
+func counts(st *Status, bs []Binary) {
+	st.Resolved, st.Missed = 0, 0
+	for _, b := range bs {
+		switch b.State {
+		case symbolize.StateSymbolized:
+			st.Resolved++
+		case symbolize.StateNotFound, symbolize.StateSkipped, symbolize.StateError:
+			st.Missed++
+		}
+	}
 }
 
 // PublishOutcome answers the event stream of a profile whose job finished
@@ -70,23 +171,16 @@ func (m *Manager) PublishOutcome(id string, rec Outcome) {
 	if !rec.Done || m.Job(id) != nil {
 		return
 	}
-	st := Status{State: RunDone, Servers: m.Servers(), Asked: rec.Asked, Binaries: rec.Binaries}
+	st := Status{State: RunDone, Servers: m.Servers(), Asked: rec.Asked}
 	if st.Servers == nil {
 		st.Servers = []string{}
 	}
 	if st.Asked == nil {
 		st.Asked = []string{}
 	}
-	for _, b := range rec.Binaries {
-		switch b.State {
-		case symbolize.StateSymbolized:
-			st.Resolved++
-		case symbolize.StateNotFound, symbolize.StateSkipped, symbolize.StateError:
-			st.Missed++
-		}
-	}
+	counts(&st, rec.Binaries)
 	topic := m.cfg.Broker.Topic(id)
 	if !topic.Finished() {
-		events{topic}.final(st)
+		newPublisher(topic).publish(Snapshot{Status: st, Binaries: rec.Binaries, Final: true})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 )
 
 // ErrSkipped is returned (wrapped) for fetches the user skipped or disabled,
@@ -29,9 +28,9 @@ func NewGate(inner symbolize.Fetcher) *Gate { return &Gate{inner: inner} }
 func (g *Gate) Enabled() bool { return g != nil && g.inner != nil }
 
 // cacher is implemented by clients that can answer from their cache alone
-// (*debuginfod.Client does).
+// (the debuginfod client does).
 type cacher interface {
-	Cached(buildID string, kind debuginfod.Kind) (string, bool)
+	Cached(buildID string, kind symbolize.FetchKind) (string, bool)
 }
 
 type jobKey struct{}
@@ -46,7 +45,7 @@ func jobFrom(ctx context.Context) *Job {
 }
 
 // Fetch implements symbolize.Fetcher. No lock is held while the download runs.
-func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
+func (g *Gate) Fetch(ctx context.Context, buildID string, kind symbolize.FetchKind, progress func(symbolize.FetchProgress)) (string, error) {
 	if g.inner == nil {
 		return "", fmt.Errorf("debuginfod is off on this server: %w", ErrSkipped)
 	}
@@ -64,7 +63,7 @@ func (g *Gate) Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, 
 		}
 		return "", err
 	}
-	path, err := g.inner.Fetch(fctx, buildID, kind, func(p debuginfod.Progress) {
+	path, err := g.inner.Fetch(fctx, buildID, kind, func(p symbolize.FetchProgress) {
 		j.fetchProgress(buildID, p)
 		if progress != nil {
 			progress(p)
@@ -88,4 +87,15 @@ func JobID(ctx context.Context) string {
 		return j.id
 	}
 	return ""
+}
+
+// ForgetMiss drops the misses the debuginfod client remembers for buildID
+// (its negative cache), when the client can: the file just arrived.
+func (g *Gate) ForgetMiss(buildID string) {
+	if !g.Enabled() {
+		return
+	}
+	if f, ok := g.inner.(interface{ ForgetMiss(string) }); ok {
+		f.ForgetMiss(buildID)
+	}
 }

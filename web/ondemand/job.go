@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/web/sse"
 )
 
@@ -18,12 +17,16 @@ import (
 // another upload of the same bytes or another replica while it ran.
 var errSymbolizedElsewhere = errors.New("symbolized elsewhere")
 
-// Job is one run of symbolization over one profile.
+// Job is one run of symbolization over one profile, and the single source
+// of truth about it: its rows and status change only under its lock, and
+// every change is published as an immutable Snapshot (events.go turns
+// snapshots into events; the lease mirrors them to other replicas).
 type Job struct {
 	m     *Manager
 	id    string
 	opts  Options
 	topic *sse.Topic
+	pub   *publisher // guarded by mu
 	done  chan struct{}
 
 	mu        sync.Mutex
@@ -34,7 +37,8 @@ type Job struct {
 	skipped   map[string]bool
 	disabled  bool
 	asked     []string
-	runs      map[string]context.CancelFunc // key → cancel of its engine call
+	runs      map[string]func() // key → cancel of its binary's work in the engine
+	names     int               // copies with more names stored by this run
 	cancelRun context.CancelCauseFunc
 	stamp     time.Time // ModTime of the record when the run started; zero if absent
 	errMsg    string
@@ -46,8 +50,8 @@ type Job struct {
 
 func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, retry bool) *Job {
 	j := &Job{
-		m: m, id: id, opts: opt, topic: topic, retry: retry,
-		runs:    map[string]context.CancelFunc{},
+		m: m, id: id, opts: opt, topic: topic, retry: retry, pub: newPublisher(topic),
+		runs:    map[string]func(){},
 		done:    make(chan struct{}),
 		state:   RunQueued,
 		bins:    map[string]*Binary{},
@@ -55,9 +59,8 @@ func newJob(m *Manager, id string, opt Options, topic *sse.Topic, prev *Job, ret
 		skipped: map[string]bool{},
 	}
 	if opt.Profile != nil {
-		gs, _ := m.groups(opt.Profile)
-		for _, g := range gs {
-			b := j.binaryLocked(g.key, g.first.File, g.first.BuildID)
+		for _, mp := range unsymbolized(opt.Profile) {
+			b := j.binaryLocked(symbolize.BinaryKey(mp), mp.File, mp.BuildID)
 			b.State = symbolize.StateQueued
 		}
 		j.opts.Profile = nil // not kept: only the rows were wanted
@@ -103,11 +106,35 @@ func (j *Job) Wait(ctx context.Context) error {
 func (j *Job) Binaries() []Binary {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.rowsLocked()
+}
+
+func (j *Job) rowsLocked() []Binary {
 	bs := make([]Binary, 0, len(j.order))
 	for _, k := range j.order {
 		bs = append(bs, *j.bins[k])
 	}
-	return bs
+	return withHelp(bs)
+}
+
+// Snapshot returns the job's state as of now; it is the caller's to keep.
+func (j *Job) Snapshot() Snapshot {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.snapshotLocked()
+}
+
+func (j *Job) snapshotLocked() Snapshot {
+	s := Snapshot{Status: j.statusLocked(), Binaries: j.rowsLocked(), Names: j.names, Final: j.state == RunDone}
+	if s.Final {
+		s.Status.Binaries = s.Binaries
+	}
+	return s
+}
+
+// publishLocked publishes the job's state; events.go sends what changed.
+func (j *Job) publishLocked() {
+	j.pub.publish(j.snapshotLocked())
 }
 
 // Status returns the job's summary as the "job" event carries it.
@@ -167,7 +194,7 @@ func (j *Job) Skip(key string) error {
 	if !b.State.Final() && j.state != RunDone {
 		b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		b.Phase, b.Bytes, b.Total = "", 0, 0
-		j.publishBinaryLocked(b)
+		j.publishLocked()
 	}
 	j.mu.Unlock()
 	for _, c := range cancels {
@@ -189,10 +216,9 @@ func (j *Job) Disable() {
 		if b := j.bins[k]; b.State == symbolize.StateFetching {
 			b.State, b.Reason = symbolize.StateSkipped, "debuginfod disabled for this profile"
 			b.Phase, b.Bytes, b.Total = "", 0, 0
-			j.publishBinaryLocked(b)
 		}
 	}
-	j.publishStatusLocked()
+	j.publishLocked()
 	j.mu.Unlock()
 	for _, c := range cancels {
 		c()
@@ -251,7 +277,7 @@ func (j *Job) startFetch(ctx context.Context, buildID string) (context.Context, 
 
 // fetchProgress records one step of a fetch: a phase change is a binary
 // event, bytes are throttled progress events.
-func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
+func (j *Job) fetchProgress(buildID string, p symbolize.FetchProgress) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	key := j.fetchKeyLocked(buildID)
@@ -259,25 +285,26 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		return
 	}
 	b := j.binaryLocked(key, "", key)
+	changed := false
 	if p.Server != "" && !slices.Contains(j.asked, p.Server) {
 		j.asked = append(j.asked, p.Server)
-		j.publishStatusLocked()
+		changed = true
 	}
 	phase := string(p.Phase)
 	switch p.Phase {
-	case debuginfod.PhaseConnecting, debuginfod.PhaseDownloading, debuginfod.PhaseVerifying:
-		changed := b.State != symbolize.StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
+	case symbolize.PhaseConnecting, symbolize.PhaseDownloading, symbolize.PhaseVerifying:
+		changed = changed || b.State != symbolize.StateFetching || b.Phase != phase || (p.Server != "" && b.Server != p.Server)
 		b.State, b.Phase = symbolize.StateFetching, phase
 		if p.Server != "" {
 			b.Server, b.Source = p.Server, p.Server
 		}
 		b.Bytes, b.Total = p.Bytes, p.Total
 		if changed {
-			j.publishBinaryLocked(b)
+			j.publishLocked()
 		}
-		events{j.topic}.progress(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
+		j.pub.progress(Progress{Key: key, BuildID: b.BuildID, File: b.File, Server: b.Server,
 			Phase: phase, Bytes: p.Bytes, Total: p.Total}, j.m.cfg.ProgressEvery)
-	case debuginfod.PhaseDone, debuginfod.PhaseCacheHit:
+	case symbolize.PhaseDone, symbolize.PhaseCacheHit:
 		// The engine loads the file next and reports "loading".
 		b.Phase, b.Bytes, b.Total = phase, p.Bytes, p.Total
 		if p.Server != "" {
@@ -285,20 +312,26 @@ func (j *Job) fetchProgress(buildID string, p debuginfod.Progress) {
 		} else if p.Path != "" {
 			b.Source = p.Path
 		}
-		events{j.topic}.endProgress(key)
-		j.publishBinaryLocked(b)
-	case debuginfod.PhaseNotFound, debuginfod.PhaseError:
+		j.publishLocked()
+	case symbolize.PhaseNotFound, symbolize.PhaseError:
 		b.Phase = phase
 		if p.Err != nil {
 			b.Reason = p.Err.Error()
 		}
-		events{j.topic}.endProgress(key)
+		j.publishLocked()
+	default:
+		if changed {
+			j.publishLocked()
+		}
 	}
 }
 
-// update applies one of the engine's state changes.
-func (j *Job) update(u Update) {
+// update applies one of the engine's state changes (its Progress events).
+func (j *Job) update(u symbolize.Event) {
 	key := u.Key
+	if key == "" && u.Mapping != nil {
+		key = symbolize.BinaryKey(u.Mapping)
+	}
 	if key == "" {
 		key = normBuildID(u.BuildID)
 	}
@@ -324,7 +357,11 @@ func (j *Job) update(u Update) {
 			b.Source = "debuginfod " + b.Server
 		}
 	}
+	var limit *timeLimit
 	switch {
+	case u.Err != nil && errors.As(u.Err, &limit):
+		// The profile's or this binary's time limit stopped it.
+		b.State, b.Reason = symbolize.StateError, limit.Error()
 	case u.Err != nil && errors.Is(u.Err, ErrSkipped):
 		b.State, b.Reason = symbolize.StateSkipped, u.Err.Error()
 	case u.Err != nil:
@@ -334,10 +371,9 @@ func (j *Job) update(u Update) {
 	}
 	if b.State != symbolize.StateFetching {
 		b.Phase, b.Bytes, b.Total = "", 0, 0
-		events{j.topic}.endProgress(key)
 	}
 	if *b != before {
-		j.publishBinaryLocked(b) // one event per change, not per download step
+		j.publishLocked()
 	}
 	if b.State != before.State && j.recordAt == nil {
 		// Keep the stored rows near the truth (run.go: recordProgress),
@@ -369,22 +405,20 @@ func (j *Job) binaryLocked(key, file, buildID string) *Binary {
 	return b
 }
 
-func (j *Job) publishBinaryLocked(b *Binary) {
-	events{j.topic}.binary(b)
-}
-
-func (j *Job) publishStatusLocked() {
-	events{j.topic}.job(j.statusLocked())
-}
-
 // publishAll sends the job's state to its topic (on submit).
 func (j *Job) publishAll() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.publishStatusLocked()
-	for _, k := range j.order {
-		j.publishBinaryLocked(j.bins[k])
-	}
+	j.publishLocked()
+}
+
+// storedNames counts a copy with more names stored by this run: pages are
+// told with a "names" event.
+func (j *Job) storedNames() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.names++
+	j.publishLocked()
 }
 
 // abandon ends a job that never ran because the server is shutting down.
@@ -408,3 +442,10 @@ func (j *Job) fetchKeyLocked(buildID string) string {
 
 // normBuildID is the form build IDs take as keys and in events.
 func normBuildID(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
+
+// arrived reports whether the arrival of debug info queued this run.
+func (j *Job) arrived() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.opts.Arrived
+}

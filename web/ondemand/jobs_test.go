@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +22,6 @@ import (
 	"go.uber.org/goleak"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/web/profiles"
 	"viewer/web/sse"
 	"viewer/web/store"
@@ -49,13 +51,13 @@ func newFakeFetcher() *fakeFetcher {
 	return &fakeFetcher{calls: map[string]int{}, have: map[string]bool{}, block: map[string]chan struct{}{}, started: make(chan string, 100), steps: 3}
 }
 
-func (f *fakeFetcher) Fetch(ctx context.Context, id string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error) {
+func (f *fakeFetcher) Fetch(ctx context.Context, id string, kind symbolize.FetchKind, progress func(symbolize.FetchProgress)) (string, error) {
 	f.mu.Lock()
 	f.calls[id]++
 	have, block := f.have[id], f.block[id]
 	f.mu.Unlock()
 	f.started <- id
-	progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseConnecting, Total: -1})
+	progress(symbolize.FetchProgress{BuildID: id, Kind: kind, Server: server, Phase: symbolize.PhaseConnecting, Total: -1})
 	if block != nil {
 		select {
 		case <-block:
@@ -64,17 +66,17 @@ func (f *fakeFetcher) Fetch(ctx context.Context, id string, kind debuginfod.Kind
 		}
 	}
 	if !have {
-		progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseNotFound, Err: debuginfod.ErrNotFound})
-		return "", fmt.Errorf("%s: %w", id, debuginfod.ErrNotFound)
+		progress(symbolize.FetchProgress{BuildID: id, Kind: kind, Server: server, Phase: symbolize.PhaseNotFound, Err: symbolize.ErrFetchNotFound})
+		return "", fmt.Errorf("%s: %w", id, symbolize.ErrFetchNotFound)
 	}
 	for i := 1; i <= f.steps; i++ {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseDownloading, Bytes: int64(i * 100), Total: int64(f.steps * 100)})
+		progress(symbolize.FetchProgress{BuildID: id, Kind: kind, Server: server, Phase: symbolize.PhaseDownloading, Bytes: int64(i * 100), Total: int64(f.steps * 100)})
 		time.Sleep(f.gap)
 	}
-	progress(debuginfod.Progress{BuildID: id, Kind: kind, Server: server, Phase: debuginfod.PhaseDone, Bytes: int64(f.steps * 100), Total: int64(f.steps * 100), Path: "/cache/" + id})
+	progress(symbolize.FetchProgress{BuildID: id, Kind: kind, Server: server, Phase: symbolize.PhaseDone, Bytes: int64(f.steps * 100), Total: int64(f.steps * 100), Path: "/cache/" + id})
 	return "/cache/" + id, nil
 }
 
@@ -84,64 +86,140 @@ func (f *fakeFetcher) count(id string) int {
 	return f.calls[id]
 }
 
-// fakeSymbolizer plays the engine: each unsymbolized mapping is looked up
-// in local, then fetched through the fetcher (the Gate), concurrently, and
-// its locations named "<base>:fn<address>".
+// fakeSymbolizer plays the engine, keeping its contract (symbolize.Options):
+// each unsymbolized binary is worked on under the context opt.Binary gives
+// (one that ended is not started, one that ends is reported skipped with
+// its cause), at most opt.Parallel at once, looked up in local, then
+// fetched through the fetcher (the Gate); its locations are named
+// "<base>:fn<address>" under opt.Names, before its final event.
 type fakeSymbolizer struct {
 	fetcher symbolize.Fetcher
 	local   map[string]bool
 	mu      sync.Mutex
 	calls   map[string]int // per build ID: how many runs looked at it
 	gate    chan struct{}  // when set, Symbolize waits for it first
-	reqs    []Request
+	reqs    []symbolize.Options
 }
 
-func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, req Request) error {
+func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt symbolize.Options) (*symbolize.Report, error) {
 	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
+	s.reqs = append(s.reqs, opt)
 	gate := s.gate
 	s.mu.Unlock()
 	if gate != nil {
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return ctx.Err()
+			return &symbolize.Report{}, ctx.Err()
 		}
 	}
+	symbolize.CallSites(p) // as the engine does, for a copy stored before the convention
+	emit := func(ev symbolize.Event) {
+		if opt.Progress != nil {
+			opt.Progress(ev)
+		}
+	}
+	names := opt.Names
+	if names == nil {
+		names = new(sync.Mutex)
+	}
+	ms := unsymbolized(p)
+	rep := &symbolize.Report{Mappings: make([]symbolize.MappingReport, len(ms))}
+	for i, m := range ms {
+		k := symbolize.BinaryKey(m)
+		rep.Mappings[i] = symbolize.MappingReport{Key: k, File: m.File, BuildID: m.BuildID, State: symbolize.StateQueued}
+		emit(symbolize.Event{Mapping: m, Key: k, File: m.File, BuildID: m.BuildID, State: symbolize.StateQueued})
+	}
+	one := func(i int, m *profile.Mapping) {
+		key := symbolize.BinaryKey(m)
+		mctx := ctx
+		if opt.Binary != nil {
+			var cancel context.CancelFunc
+			mctx, cancel = opt.Binary(ctx, key, m)
+			defer cancel()
+		}
+		ev := func(st symbolize.State, src string, err error) {
+			emit(symbolize.Event{Mapping: m, Key: key, File: m.File, BuildID: m.BuildID, State: st, Source: src, Err: err})
+		}
+		end := func(st symbolize.State, src string, err error) {
+			r := &rep.Mappings[i]
+			r.State, r.Source = st, src
+			if err != nil {
+				r.Reason = err.Error()
+			}
+			ev(st, src, err)
+		}
+		stopped := func() bool {
+			switch {
+			case ctx.Err() != nil:
+				end(symbolize.StateSkipped, "", fmt.Errorf("stopped: %w", context.Cause(ctx)))
+			case mctx.Err() != nil:
+				end(symbolize.StateSkipped, "", fmt.Errorf("skipped: %w", context.Cause(mctx)))
+			default:
+				return false
+			}
+			return true
+		}
+		if stopped() {
+			return
+		}
+		s.mu.Lock()
+		s.calls[m.BuildID]++
+		s.mu.Unlock()
+		ev(symbolize.StateSearching, "", nil)
+		source := ""
+		if s.local[m.BuildID] {
+			source = "/usr/lib/debug/.build-id/" + m.BuildID
+		} else if opt.NoDebuginfod {
+			end(symbolize.StateNotFound, "", errors.New("not found locally"))
+			return
+		} else {
+			path, err := s.fetcher.Fetch(mctx, m.BuildID, symbolize.KindDebuginfo, nil)
+			if err != nil {
+				if stopped() {
+					return
+				}
+				st := symbolize.StateNotFound
+				if !errors.Is(err, symbolize.ErrFetchNotFound) && !errors.Is(err, ErrSkipped) {
+					st = symbolize.StateError
+				}
+				end(st, "", err)
+				return
+			}
+			source = path
+		}
+		ev(symbolize.StateLoading, source, nil)
+		names.Lock()
+		name(p, m)
+		names.Unlock()
+		end(symbolize.StateSymbolized, source, nil)
+	}
+	workers := opt.Parallel
+	if workers <= 0 {
+		workers = 2
+	}
+	work := make(chan int)
 	var wg sync.WaitGroup
-	for _, m := range unsymbolized(p) {
+	for range min(workers, len(ms)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.mu.Lock()
-			s.calls[m.BuildID]++
-			s.mu.Unlock()
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateSearching})
-			source := ""
-			if s.local[m.BuildID] {
-				source = "/usr/lib/debug/.build-id/" + m.BuildID
-			} else if req.NoDebuginfod {
-				req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateNotFound, Err: errors.New("not found locally")})
-				return
-			} else {
-				path, err := s.fetcher.Fetch(ctx, m.BuildID, debuginfod.KindDebuginfo, nil)
-				if err != nil {
-					st := symbolize.StateNotFound
-					if !errors.Is(err, debuginfod.ErrNotFound) && !errors.Is(err, ErrSkipped) {
-						st = symbolize.StateError
-					}
-					req.Update(Update{BuildID: m.BuildID, File: m.File, State: st, Err: err})
-					return
-				}
-				source = path
+			for i := range work {
+				one(i, ms[i])
 			}
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateLoading, Source: source})
-			name(p, m)
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateSymbolized, Source: source})
 		}()
 	}
+dispatch:
+	for i := range ms {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break dispatch
+		}
+	}
+	close(work)
 	wg.Wait()
-	return nil
+	return rep, ctx.Err()
 }
 
 var nameMu sync.Mutex
@@ -353,11 +431,23 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 	close(h.sym.gate)
 
 	// The fetched binary is shown fetching, with its server, while the
-	// download runs; then it resolves.
+	// download runs; then it resolves. The download is held until the
+	// stream carried its progress (a fetch's progress is dropped from the
+	// stream once it ended, so a subscriber slower than the download may
+	// see none).
 	var evs []event
 	var states []symbolize.State
+	sawFetching := false
 	for e := range ch {
 		evs = append(evs, e)
+		if e.Type == EventProgress && release != nil && sawFetching {
+			var p Progress
+			json.Unmarshal(e.Data, &p)
+			if p.BuildID == "bb02" {
+				close(release)
+				release = nil
+			}
+		}
 		if e.Type != EventBinary {
 			continue
 		}
@@ -370,27 +460,28 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 			states = append(states, b.State)
 		}
 		if b.State == symbolize.StateFetching {
+			sawFetching = true
 			if b.Server != server {
 				t.Errorf("fetching event without its server: %s", e.Data)
-			}
-			if release != nil {
-				close(release)
-				release = nil
 			}
 		}
 	}
 	if release != nil {
-		t.Fatal("never saw bb02 fetching")
+		t.Fatal("never saw bb02 fetching, with its progress")
 	}
 	progress := 0
 	for _, e := range evs {
 		if e.Type == EventProgress {
 			var p Progress
 			json.Unmarshal(e.Data, &p)
-			if p.BuildID != "bb02" || p.Server != server || (p.Phase == "downloading" && p.Total != 300) {
+			// cc03 is asked too (the server has not got it), so its
+			// fetch may report before it ends.
+			if (p.BuildID != "bb02" && p.BuildID != "cc03") || p.Server != server || (p.Phase == "downloading" && p.Total != 300) {
 				t.Errorf("progress event %s", e.Data)
 			}
-			progress++
+			if p.BuildID == "bb02" {
+				progress++
+			}
 		}
 	}
 	// States only move forward; a subscriber may skip a state that was
@@ -405,7 +496,7 @@ func TestJobSymbolizesStreamsAndStores(t *testing.T) {
 		t.Errorf("bb02 went through %v, want queued ... symbolized", states)
 	}
 	if progress == 0 {
-		t.Error("no progress event for the fetch")
+		t.Error("no progress event for bb02's fetch")
 	}
 	s := final(t, evs)
 	if s.Resolved != 2 || s.Missed != 1 || fmt.Sprint(s.Asked) != "["+server+"]" || !s.Debuginfod {
@@ -563,7 +654,7 @@ func TestDisableCancelsFetchesAndStopsAsking(t *testing.T) {
 	}
 	// A fetch asked after Disable never reaches the client.
 	j := h.m.Job("p1")
-	if _, err := h.m.cfg.Gate.Fetch(withJob(context.Background(), j), "ee05", debuginfod.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
+	if _, err := h.m.cfg.Gate.Fetch(withJob(context.Background(), j), "ee05", symbolize.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
 		t.Errorf("fetch after Disable: %v", err)
 	}
 	if h.fetch.count("ee05") != 0 {
@@ -959,49 +1050,98 @@ func TestProfileTimeoutCoversWaitingBinaries(t *testing.T) {
 	}
 }
 
-// panicky panics on the binary with build ID bad, as an engine reading
-// hostile debug info might, and hands the others to the fake engine.
-type panicky struct {
-	Symbolizer
-	bad string
+// panickingFetcher panics on the build ID bad, as a client or a reader of
+// hostile debug info might, inside the engine's work on that one binary.
+type panickingFetcher struct{ bad string }
+
+func (f panickingFetcher) Fetch(_ context.Context, id string, _ symbolize.FetchKind, _ func(symbolize.FetchProgress)) (string, error) {
+	if id == f.bad {
+		var idx []int
+		_ = idx[len(id)+3] // index out of range
+	}
+	return "", fmt.Errorf("%s: %w", id, symbolize.ErrFetchNotFound)
 }
 
-func (s panicky) Symbolize(ctx context.Context, p *profile.Profile, req Request) error {
-	for _, m := range p.Mapping {
-		if m.BuildID == s.bad {
-			req.Update(Update{BuildID: m.BuildID, File: m.File, State: symbolize.StateLoading, Source: "/debug/" + m.BuildID})
-			var idx []int
-			_ = idx[len(p.Mapping)+3] // index out of range
+// mapTestBinary maps testdata/symbolize/NAME's executable segment at base,
+// as the kernel would, with one location at its main.
+func mapTestBinary(t *testing.T, p *profile.Profile, name string, base uint64) *profile.Mapping {
+	t.Helper()
+	path, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "symbolize", name))
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var m *profile.Mapping
+	for _, pr := range f.Progs {
+		if pr.Type == elf.PT_LOAD && pr.Flags&elf.PF_X != 0 {
+			m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), Start: base + pr.Vaddr&^0xfff, Limit: (base + pr.Vaddr + pr.Memsz + 0xfff) &^ 0xfff,
+				Offset: pr.Off &^ 0xfff, File: path}
+			break
 		}
 	}
-	return s.Symbolizer.Symbolize(ctx, p, req)
+	for _, sec := range f.Sections {
+		if sec.Name == ".note.gnu.build-id" {
+			d, _ := sec.Data()
+			m.BuildID = hex.EncodeToString(d[16:])
+		}
+	}
+	syms, _ := f.Symbols()
+	for _, sym := range syms {
+		if sym.Name == "main" {
+			l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m, Address: base + sym.Value}
+			p.Location = append(p.Location, l)
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: []int64{1}})
+		}
+	}
+	if m == nil || m.BuildID == "" || len(p.Location) == 0 {
+		t.Fatalf("%s: no executable segment, build ID or main", path)
+	}
+	p.Mapping = append(p.Mapping, m)
+	return m
 }
 
-// TestPanicOnOneBinaryFailsOnlyThatBinary: the engine panics on one
-// binary; the process survives, the other binaries resolve and are stored,
-// the job completes, and the panic is that binary's error.
+// TestPanicOnOneBinaryFailsOnlyThatBinary: the real engine panics on one
+// binary (its fetch); the process survives, the other binaries resolve and
+// are stored, the job completes, and the panic is that binary's error.
 func TestPanicOnOneBinaryFailsOnlyThatBinary(t *testing.T) {
 	h := newHarness(t, Config{})
-	h.m.cfg.Symbolizer = panicky{Symbolizer: h.sym, bad: "bb02"}
-	h.sym.local["aa01"], h.sym.local["bb02"], h.sym.local["cc03"] = true, true, true
-	h.upload("p1", addrProfile("aa01", "bb02", "cc03"))
+	const bad = "0123456789abcdef0123456789abcdef01234567"
+	gate := NewGate(panickingFetcher{bad: bad})
+	h.m.cfg.Gate = gate
+	h.m.cfg.Symbolizer = symbolize.New(symbolize.Config{Fetcher: gate, SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-",
+		KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}}
+	aa := mapTestBinary(t, p, "c-nopie-dwarf4", 0)
+	bb := &profile.Mapping{ID: 2, Start: 0x7f0000000000, Limit: 0x7f0000100000, File: "/nonexistent/libhostile.so", BuildID: bad}
+	p.Mapping = append(p.Mapping, bb)
+	bl := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: bb, Address: 0x7f0000000010}
+	p.Location = append(p.Location, bl)
+	p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{bl}, Value: []int64{1}})
+	cc := mapTestBinary(t, p, "c-pie-dwarf5", 0x555500000000)
+	h.upload("p1", p)
 	if _, err := h.m.Submit("p1", Options{}); err != nil {
 		t.Fatal(err)
 	}
 	s := final(t, h.events("p1"))
 	b := byKey(s.Binaries)
-	if b["aa01"].State != symbolize.StateSymbolized || b["cc03"].State != symbolize.StateSymbolized {
-		t.Errorf("the other binaries ended %+v and %+v", b["aa01"], b["cc03"])
+	if b[aa.BuildID].State != symbolize.StateSymbolized || b[cc.BuildID].State != symbolize.StateSymbolized {
+		t.Errorf("the other binaries ended %+v and %+v", b[aa.BuildID], b[cc.BuildID])
 	}
-	if b["bb02"].State != symbolize.StateError || !strings.Contains(b["bb02"].Reason, "index out of range") || !strings.Contains(b["bb02"].Reason, "stays unsymbolized") {
-		t.Errorf("the panicking binary ended %+v, want an error naming the panic", b["bb02"])
+	if b[bad].State != symbolize.StateError || !strings.Contains(b[bad].Reason, "index out of range") || !strings.Contains(b[bad].Reason, "stays unsymbolized") {
+		t.Errorf("the panicking binary ended %+v, want an error naming the panic", b[bad])
 	}
 	if s.Error != "" || s.Resolved != 2 || s.Missed != 1 {
 		t.Errorf("job ended %+v", s)
 	}
-	names := functionNames(h.stored("p1"))
-	if !names["libaa01.so:fn10010"] || !names["libcc03.so:fn30010"] || names["libbb02.so:fn20010"] {
-		t.Errorf("stored names: %v", names)
+	named := map[string]bool{}
+	for _, l := range h.stored("p1").Location {
+		if len(l.Line) > 0 && l.Line[0].Function != nil && l.Line[0].Function.Name == "main" {
+			named[l.Mapping.BuildID] = true
+		}
+	}
+	if !named[aa.BuildID] || !named[cc.BuildID] || named[bad] {
+		t.Errorf("stored copy names main in %v; want both good binaries, not the panicking one", named)
 	}
 	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
 		t.Errorf("record: %+v, %v", rec, err)
@@ -1030,13 +1170,13 @@ func TestDoneOnceTheFinalEventIsOut(t *testing.T) {
 	final(t, h.events("p1"))
 }
 
-// TestCallSitesBeforeTheSplit runs a job on a profile stored before the
+// TestCallSitesOfAnOldCopy runs a job on a profile stored before the
 // call-site convention (no mark, callers at their return addresses). The
-// engine gets per-binary copies where every location is a leaf, so the
-// job must turn callers into call sites first: a caller is looked up at
-// address − 1, a location that is also a leaf keeps its address for the
-// leaf, and the stored copy is marked so that nothing shifts again.
-func TestCallSitesBeforeTheSplit(t *testing.T) {
+// engine, given the whole profile, turns callers into call sites first: a
+// caller is looked up at address − 1, a location that is also a leaf keeps
+// its address for the leaf, and the stored copy is marked so that nothing
+// shifts again.
+func TestCallSitesOfAnOldCopy(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.sym.local["aa01"] = true
 	p := addrProfile("aa01")
@@ -1066,5 +1206,34 @@ func TestCallSitesBeforeTheSplit(t *testing.T) {
 	}
 	if !symbolize.HasCallSites(got) {
 		t.Errorf("stored copy has no call-site mark: %q", got.Comments)
+	}
+}
+
+// TestBinaryTimeoutStopsOneBinary: the per-binary limit (--symbolize-timeout)
+// reaches the engine through the binary's context: a binary whose fetch
+// stalls past it ends timed out, naming the flag, while the other binary
+// resolves and the run completes.
+func TestBinaryTimeoutStopsOneBinary(t *testing.T) {
+	h := newHarness(t, Config{BinaryTimeout: 200 * time.Millisecond, BinaryTimeoutName: "--symbolize-timeout"})
+	h.sym.local["aa01"] = true
+	h.fetch.have["bb02"] = true
+	h.fetch.block["bb02"] = make(chan struct{}) // never released
+	h.upload("p1", addrProfile("aa01", "bb02"))
+	if _, err := h.m.Submit("p1", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := final(t, h.events("p1"))
+	b := byKey(s.Binaries)
+	if b["aa01"].State != symbolize.StateSymbolized {
+		t.Errorf("aa01 ended %+v", b["aa01"])
+	}
+	if want := "timed out after 200ms (--symbolize-timeout)"; b["bb02"].State != symbolize.StateError || !strings.Contains(b["bb02"].Reason, want) {
+		t.Errorf("bb02 ended %+v, want an error naming %q", b["bb02"], want)
+	}
+	if s.Error != "" {
+		t.Errorf("the run ended with error %q", s.Error)
+	}
+	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
+		t.Errorf("record: %+v, %v", rec, err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"viewer/symbolize"
 	"viewer/web/profiles"
 	"viewer/web/store"
 )
@@ -217,8 +216,9 @@ func (l *Lease) mirror(j *Job, c claim) {
 			l.applyControl(j, c.gen, &controlSeen, applied)
 		}
 		done := j.Done()
-		st := j.Status()
-		jr.State, jr.Status, jr.Binaries = st.State, st, j.Binaries()
+		snap := j.Snapshot()
+		jr.State, jr.Status, jr.Binaries = snap.Status.State, snap.Status, snap.Binaries
+		jr.Status.Binaries = nil
 		if done {
 			jr.State = RunDone
 			if rec, err := l.m.Outcome(l.ctx, id); err != nil || !rec.Done {
@@ -316,12 +316,12 @@ func (l *Lease) startFollower(id string, minGen int) {
 // replica claimed the job because its owner went quiet or gave it up.
 func (l *Lease) follow(f *follower) bool {
 	id := f.id
-	ev := events{l.m.cfg.Broker.Topic(id)}
+	pub := newPublisher(l.m.cfg.Broker.Topic(id))
 	var seq int64 = -1
 	gen := -1
 	changedAt := time.Now()
-	rows := map[string]Binary{}
-	var lastStatus Status
+	var cur *jobRecord // the newest record read
+	stored := 0        // newer symbolized copies seen
 	names, _ := profiles.SymbolizedVersion(l.ctx, l.store, id)
 	tick := time.NewTicker(l.cfg.Poll)
 	defer tick.Stop()
@@ -341,43 +341,36 @@ func (l *Lease) follow(f *follower) bool {
 		if jr.Gen < f.minGen {
 			jr = nil // the winner of a claim has not written yet
 		}
+		changed := false
 		if jr != nil && (jr.Seq != seq || jr.Gen != gen) {
 			seq, gen, changedAt = jr.Seq, jr.Gen, time.Now()
 			l.mu.Lock()
 			f.last = jr
 			l.mu.Unlock()
-			if !reflect.DeepEqual(jr.Status, lastStatus) && jr.State != RunDone {
-				lastStatus = jr.Status
-				st := jr.Status
-				st.Binaries = nil
-				ev.job(st)
-			}
-			for _, b := range jr.Binaries {
-				if old, ok := rows[b.Key]; ok && old == b {
-					continue
-				}
-				rows[b.Key] = b
-				ev.binary(&b)
-			}
+			cur, changed = jr, true
 		}
 		if v, err := profiles.SymbolizedVersion(l.ctx, l.store, id); err == nil && v != names {
 			names = v
 			l.m.stored(id)
-			n := 0
-			for _, b := range rows {
-				if b.State == symbolize.StateSymbolized {
-					n++
-				}
+			stored++
+			changed = true
+		}
+		if jr != nil && jr.State == RunDone {
+			l.m.stored(id)
+		}
+		if changed && cur != nil {
+			// The same events a local job sends: a snapshot of the
+			// owner's job, as its record says.
+			snap := Snapshot{Status: cur.Status, Binaries: cur.Binaries, Names: stored, Final: cur.State == RunDone}
+			snap.Status.Binaries = nil
+			if snap.Final {
+				snap.Status.State = RunDone
+				snap.Status.Binaries = cur.Binaries
 			}
-			ev.names(n)
+			pub.publish(snap)
 		}
 		switch {
 		case jr != nil && jr.State == RunDone:
-			l.m.stored(id)
-			st := jr.Status
-			st.State = RunDone
-			st.Binaries = jr.Binaries
-			ev.final(st)
 			return false
 		case jr != nil && jr.State == RunAbandoned, time.Since(changedAt) >= l.cfg.TakeoverAfter:
 			// The next run after the newest one seen or lost (a claim's

@@ -16,31 +16,15 @@ import (
 	"viewer/web/store"
 )
 
-// Symbolizer fills in a profile's functions and lines in place, leaving
-// mappings that are already symbolized alone, and reports each binary's
-// state changes through req.Update. Fetches it makes must go through the
-// Gate with the context it was given (or one derived from it).
+// Symbolizer is the symbolization engine (*symbolize.Symbolizer): it fills
+// in a profile's functions and lines in place, binary by binary, leaving
+// mappings that are already symbolized alone. Each binary's state changes
+// arrive through opt.Progress, its work runs under the context opt.Binary
+// gives (Skip, a per-binary time limit), and its names are written under
+// opt.Names. Fetches it makes must go through the Gate with the context it
+// was given (or one derived from it).
 type Symbolizer interface {
-	Symbolize(ctx context.Context, p *profile.Profile, req Request) error
-}
-
-// Request is one job's call to the Symbolizer.
-type Request struct {
-	// NoDebuginfod: find debug info locally only.
-	NoDebuginfod bool
-	// Update is called (from any goroutine) when a binary's state changes.
-	Update func(Update)
-}
-
-// Update is one binary's state change as the engine reports it.
-type Update struct {
-	// Key is the binary's symbolize.BinaryKey; when empty it is derived
-	// from BuildID and File.
-	Key           string
-	BuildID, File string
-	State         symbolize.State
-	Source        string // where the debug info was found
-	Err           error  // why it failed or was skipped
+	Symbolize(ctx context.Context, p *profile.Profile, opt symbolize.Options) (*symbolize.Report, error)
 }
 
 // Loader parses a stored upload (ID/original, whatever its format).
@@ -62,6 +46,12 @@ type Config struct {
 	// Parallel bounds how many binaries of one job are symbolized at once
 	// (default 8).
 	Parallel int
+	// BinaryTimeout bounds the work on each binary of a profile (its debug
+	// info search, download and lookups; 0: none); a binary it stops is
+	// reported timed out, naming BinaryTimeoutName (e.g.
+	// "--symbolize-timeout"). What other binaries resolved is kept.
+	BinaryTimeout     time.Duration
+	BinaryTimeoutName string
 	// SnapshotEvery is the shortest interval between two stored copies of
 	// a profile while its binaries resolve (default 500ms).
 	SnapshotEvery time.Duration
@@ -78,10 +68,6 @@ type Config struct {
 	// ProfileTimeoutName is how a timed-out binary's reason names the
 	// limit, e.g. "--symbolize-profile-timeout".
 	ProfileTimeoutName string
-	// Needs reports whether a profile has addresses the Symbolizer would
-	// name (default symbolize.NeedsSymbolization); binaries for which it says no on
-	// their own, such as anonymous memory, are not listed.
-	Needs func(*profile.Profile) bool
 	// Logf reports failures nobody else sees (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -117,6 +103,9 @@ type Options struct {
 	// Profile, when the caller has it parsed already (an upload), lists
 	// the binaries at once so the page shows them queued; it is not kept.
 	Profile *profile.Profile
+	// Arrived: the run was queued because debug info the last run missed
+	// arrived (Service.Arrived), not by a user.
+	Arrived bool
 }
 
 // Manager queues and runs symbolization jobs, one per profile at a time.
@@ -178,8 +167,8 @@ func New(cfg Config) *Manager {
 	if cfg.ProfileTimeoutName == "" {
 		cfg.ProfileTimeoutName = "the profile's symbolization time limit"
 	}
-	if cfg.Needs == nil {
-		cfg.Needs = symbolize.NeedsSymbolization
+	if cfg.BinaryTimeoutName == "" {
+		cfg.BinaryTimeoutName = "the time limit of one binary's symbolization"
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -377,4 +366,30 @@ func (m *Manager) SetNoDebuginfod(ctx context.Context, id string) error {
 		j.Disable()
 	}
 	return nil
+}
+
+// Missing lists the profiles whose last job in this process ended leaving
+// the binary with buildID (lower-case hex) without symbols.
+func (m *Manager) Missing(buildID string) []string {
+	buildID = normBuildID(buildID)
+	m.mu.Lock()
+	jobs := make([]*Job, 0, len(m.jobs))
+	for _, j := range m.jobs {
+		jobs = append(jobs, j)
+	}
+	m.mu.Unlock()
+	var ids []string
+	for _, j := range jobs {
+		if !j.Done() {
+			continue
+		}
+		for _, b := range j.Binaries() {
+			if b.BuildID == buildID && b.State == symbolize.StateNotFound {
+				ids = append(ids, j.id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

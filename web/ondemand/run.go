@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -72,8 +71,10 @@ func writeOutcome(ctx context.Context, st store.Store, id string, r Outcome) (ti
 	return info.ModTime, err
 }
 
-// run symbolizes the profile, one engine call per binary so names are
-// merged and served as each binary resolves, and stores the result.
+// run symbolizes the profile with one engine call, which works binary by
+// binary: each binary's events update its row, and each binary that
+// resolves makes the writer store and announce a copy with its names, so
+// pages redraw as binaries resolve. Then it stores the result.
 func (j *Job) run(parent context.Context) {
 	defer close(j.done)
 	ctx, cancel := context.WithCancelCause(parent)
@@ -82,7 +83,7 @@ func (j *Job) run(parent context.Context) {
 	// is not a shutdown: the run still completes with what resolved.
 	tctx, tcancel := ctx, context.CancelFunc(func() {})
 	if d := j.m.cfg.ProfileTimeout; d > 0 {
-		tctx, tcancel = context.WithTimeoutCause(ctx, d, errProfileTimeout)
+		tctx, tcancel = context.WithTimeoutCause(ctx, d, &timeLimit{d, j.m.cfg.ProfileTimeoutName})
 	}
 	defer tcancel()
 	st := j.m.cfg.Store
@@ -99,11 +100,10 @@ func (j *Job) run(parent context.Context) {
 		for _, rb := range rec.Binaries {
 			b := j.binaryLocked(rb.Key, rb.File, rb.BuildID)
 			*b = rb
-			j.publishBinaryLocked(b)
 		}
 	}
 	j.state, j.stamp, j.cancelRun = RunRunning, stamp, cancel
-	j.publishStatusLocked()
+	j.publishLocked()
 	j.mu.Unlock()
 	if rec.Done && !j.retry {
 		// Done by another replica since this one last looked.
@@ -123,64 +123,37 @@ func (j *Job) run(parent context.Context) {
 		j.finish(fmt.Errorf("loading the profile: %w", err))
 		return
 	}
-	// Before the profile is cut into per-binary copies, where every
-	// location is a leaf: a copy stored before the convention gets it here.
-	symbolize.CallSites(p)
-	groups, minis := j.initBinaries(p)
-	if len(groups) == 0 {
+	keys := j.initBinaries(p)
+	if len(keys) == 0 {
 		j.complete(ctx, p, false)
 		return
 	}
 	j.recordProgress(ctx, true) // a kill -9 from here on leaves the rows
-	mg := newMerger(p)
+	pc := &partial{p: p}
 	j.mu.Lock()
 	noDebuginfod := !j.debuginfodLocked()
 	j.mu.Unlock()
-	w := j.startWriter(mg)
-
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, j.m.cfg.Parallel)
-	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-tctx.Done():
-				return // never started: timed out below, or shutting down
-			}
-			defer func() { <-sem }()
-			if tctx.Err() != nil {
+	w := j.startWriter(ctx, pc)
+	rep, err := j.symbolize(withJob(tctx, j), p, symbolize.Options{
+		NoDebuginfod: noDebuginfod,
+		Parallel:     j.m.cfg.Parallel,
+		Names:        &pc.mu,
+		Binary:       j.binaryContext,
+		Progress: func(ev symbolize.Event) {
+			j.update(ev)
+			if !ev.State.Final() {
 				return
 			}
-			bctx, done, ok := j.startBinary(tctx, g.key)
-			if !ok {
-				return // skipped before it started
-			}
-			err := j.symbolizeOne(withJob(bctx, j), minis[i], Request{NoDebuginfod: noDebuginfod, Update: j.update})
-			done()
 			if ctx.Err() != nil {
-				return
+				return // shutting down, or symbolized elsewhere: nothing more is stored
 			}
-			if err != nil {
-				j.m.cfg.Logf("symbolize %s, %s: %v", j.id, g.key, err)
-			}
-			if mg.merge(minis[i]) {
+			if ev.State == symbolize.StateSymbolized {
+				pc.named()
 				w.poke()
 			}
-			j.settle(g.key, minis[i], err)
-			if tctx.Err() != nil {
-				j.timedOut(g.key)
-			}
 			j.recordProgress(ctx, false)
-		}()
-	}
-	wg.Wait()
-	if ctx.Err() == nil && tctx.Err() != nil {
-		for _, g := range groups {
-			j.timedOut(g.key) // those that never started
-		}
-	}
+		},
+	})
 	w.stop()
 	if errors.Is(context.Cause(ctx), errSymbolizedElsewhere) {
 		rec, _, err := ReadOutcome(context.WithoutCancel(ctx), st, j.id)
@@ -197,8 +170,52 @@ func (j *Job) run(parent context.Context) {
 		j.finish(fmt.Errorf("stopped: %w", context.Cause(ctx)))
 		return
 	}
-	j.complete(ctx, p, mg.changed())
+	j.settle(keys, rep, context.Cause(tctx), err)
+	j.complete(ctx, p, pc.changed())
 }
+
+// symbolize is the job's one engine call. The engine recovers a panic on
+// one binary's debug info as that binary's error; a panic outside any
+// binary's work becomes the call's error, so it ends this job's binaries
+// that had no outcome yet, never the process (the job runs outside any
+// request, so nothing else would catch it).
+func (j *Job) symbolize(ctx context.Context, p *profile.Profile, opt symbolize.Options) (rep *symbolize.Report, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.m.cfg.Logf("symbolize %s: panic: %v\n%s", j.id, r, debug.Stack())
+			err = fmt.Errorf("symbolization failed (%v); the binaries not done stay unsymbolized", r)
+		}
+	}()
+	return j.m.cfg.Symbolizer.Symbolize(ctx, p, opt)
+}
+
+// binaryContext is the engine's Options.Binary: the context one binary is
+// worked on under, which Skip cancels (a binary skipped before it started
+// gets one that ended already) and Config.BinaryTimeout bounds.
+func (j *Job) binaryContext(ctx context.Context, key string, _ *profile.Mapping) (context.Context, context.CancelFunc) {
+	bctx, cancel := context.WithCancelCause(ctx)
+	wctx, tcancel := bctx, context.CancelFunc(func() {})
+	if d := j.m.cfg.BinaryTimeout; d > 0 {
+		wctx, tcancel = context.WithTimeoutCause(bctx, d, &timeLimit{d, j.m.cfg.BinaryTimeoutName})
+	}
+	skip := func() { cancel(errSkippedByUser) }
+	j.mu.Lock()
+	if j.skipped[key] {
+		skip()
+	}
+	j.runs[key] = skip
+	j.mu.Unlock()
+	return wctx, func() {
+		j.mu.Lock()
+		delete(j.runs, key)
+		j.mu.Unlock()
+		tcancel()
+		cancel(nil)
+	}
+}
+
+// errSkippedByUser ends the work on a binary the user skipped.
+var errSkippedByUser = errors.New("skipped by the user")
 
 // recordEvery bounds how often a run rewrites its record in progress.
 const recordEvery = time.Second
@@ -295,24 +312,6 @@ func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
 	return nil
 }
 
-// startBinary gives one binary's engine call a context Skip can cancel.
-func (j *Job) startBinary(ctx context.Context, key string) (context.Context, func(), bool) {
-	bctx, cancel := context.WithCancel(ctx)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.skipped[key] {
-		cancel()
-		return nil, nil, false
-	}
-	j.runs[key] = cancel
-	return bctx, func() {
-		j.mu.Lock()
-		delete(j.runs, key)
-		j.mu.Unlock()
-		cancel()
-	}, true
-}
-
 // afterFetch checks, once a download ended, whether the profile was
 // symbolized meanwhile by another replica; if so the run stops and uses
 // that instead of loading more debug info.
@@ -355,8 +354,6 @@ func (j *Job) adoptStored(rec Outcome) {
 		if rb.State == symbolize.StateSymbolized {
 			b.Source = "symbolized elsewhere: " + rb.Source
 		}
-		events{j.topic}.endProgress(b.Key)
-		j.publishBinaryLocked(b)
 	}
 	for _, s := range rec.Asked {
 		if !contains(j.asked, s) {
@@ -376,167 +373,77 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// group is one binary: its key and its mappings in the profile.
-type group struct {
-	key      string
-	mappings map[*profile.Mapping]bool
-	first    *profile.Mapping
-}
-
-// initBinaries lists the binaries still to symbolize as queued, keeping
-// resolved rows of a previous run, and returns them in profile order with
-// the copy of each the engine will work on.
-func (j *Job) initBinaries(p *profile.Profile) ([]group, []*profile.Profile) {
-	gs, minis := j.m.groups(p)
+// initBinaries lists the binaries still to symbolize (those the engine
+// will work on: symbolize.NeedsName, one row per symbolize.BinaryKey) as
+// queued, keeping resolved rows of a previous run, and returns their keys
+// in profile order.
+func (j *Job) initBinaries(p *profile.Profile) []string {
+	ms := unsymbolized(p)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, g := range gs {
-		m := g.first
-		b := j.binaryLocked(g.key, m.File, m.BuildID)
+	keys := make([]string, 0, len(ms))
+	for _, m := range ms {
+		k := symbolize.BinaryKey(m)
+		b := j.binaryLocked(k, m.File, m.BuildID)
 		*b = Binary{Key: b.Key, Name: binaryName(m.File), File: m.File, BuildID: normBuildID(m.BuildID), State: symbolize.StateQueued}
-		if j.skipped[g.key] {
+		if j.skipped[k] {
 			b.State, b.Reason = symbolize.StateSkipped, "skipped by the user"
 		}
-		j.publishBinaryLocked(b)
+		keys = append(keys, k)
 	}
-	return gs, minis
+	j.publishLocked()
+	return keys
 }
 
-// extract copies each binary's mappings and unnamed locations into a small
-// profile of its own (one pass over the locations), so the engine can work
-// on it while the names of other binaries are merged into the main copy and
-// served.
-func extract(p *profile.Profile, gs []group) []*profile.Profile {
-	minis := make([]*profile.Profile, len(gs))
-	copies := map[*profile.Mapping]*profile.Mapping{}
-	owner := map[*profile.Mapping]int{}
-	for i, g := range gs {
-		mini := &profile.Profile{PeriodType: p.PeriodType, Period: p.Period}
-		for _, st := range p.SampleType {
-			c := *st
-			mini.SampleType = append(mini.SampleType, &c)
+// settle gives each binary of the run that the engine's events left
+// without an outcome its final state, once the engine returned: timed out
+// when the profile's time limit ended the run (cause), else the engine's
+// report, else the engine call's error (a panic outside any binary).
+func (j *Job) settle(keys []string, rep *symbolize.Report, cause, err error) {
+	reports := map[string]symbolize.MappingReport{}
+	if rep != nil {
+		for _, r := range rep.Mappings {
+			reports[r.Key] = r
 		}
-		for _, m := range p.Mapping {
-			if g.mappings[m] {
-				c := *m
-				copies[m] = &c
-				owner[m] = i
-				mini.Mapping = append(mini.Mapping, &c)
+	}
+	var limit *timeLimit
+	timedOut := errors.As(cause, &limit)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, k := range keys {
+		b := j.bins[k]
+		if b == nil || b.State.Final() {
+			continue
+		}
+		r, ok := reports[k]
+		switch {
+		case timedOut:
+			b.State, b.Reason = symbolize.StateError, limit.Error()
+		case ok && r.State.Final():
+			b.State, b.Reason = r.State, r.Reason
+			if r.Source != "" {
+				b.Source = r.Source
 			}
-		}
-		minis[i] = mini
-	}
-	for _, l := range p.Location {
-		c := copies[l.Mapping]
-		if c == nil || len(l.Line) > 0 {
-			continue
-		}
-		mini := minis[owner[l.Mapping]]
-		ml := &profile.Location{ID: l.ID, Mapping: c, Address: l.Address}
-		mini.Location = append(mini.Location, ml)
-		mini.Sample = append(mini.Sample, &profile.Sample{Location: []*profile.Location{ml}, Value: make([]int64, len(mini.SampleType))})
-	}
-	return minis
-}
-
-// groups returns the profile's binaries that hold unnamed addresses, in
-// profile order, with the copy of each the engine would work on; binaries
-// the engine would not touch (Config.Needs) are left out.
-func (m *Manager) groups(p *profile.Profile) ([]group, []*profile.Profile) {
-	need := map[string]bool{}
-	for _, mp := range unsymbolized(p) {
-		need[symbolize.BinaryKey(mp)] = true
-	}
-	var gs []group
-	idx := map[string]int{}
-	for _, mp := range p.Mapping {
-		k := symbolize.BinaryKey(mp)
-		if !need[k] {
-			continue
-		}
-		i, ok := idx[k]
-		if !ok {
-			i = len(gs)
-			idx[k] = i
-			gs = append(gs, group{key: k, mappings: map[*profile.Mapping]bool{}, first: mp})
-		}
-		gs[i].mappings[mp] = true
-	}
-	all := extract(p, gs)
-	var kept []group
-	var minis []*profile.Profile
-	for i, g := range gs {
-		if m.cfg.Needs(all[i]) {
-			kept = append(kept, g)
-			minis = append(minis, all[i])
-		}
-	}
-	return kept, minis
-}
-
-// settle gives the binary a final state once its engine call returned,
-// from what its copy now holds, unless the engine already gave one.
-func (j *Job) settle(key string, mini *profile.Profile, err error) {
-	resolved := resolvedKeys(mini)[key]
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	b := j.bins[key]
-	if b == nil {
-		return
-	}
-	switch {
-	case resolved && b.State != symbolize.StateSymbolized:
-		b.State, b.Reason = symbolize.StateSymbolized, ""
-	case !resolved && b.State == symbolize.StateSymbolized:
-		b.State, b.Reason = symbolize.StateNotFound, "the debug info names none of the sampled addresses"
-	case !resolved && !b.State.Final():
-		b.State = symbolize.StateNotFound
-		if err != nil {
+		case err != nil:
 			b.State, b.Reason = symbolize.StateError, err.Error()
-		} else if b.Reason == "" {
-			b.Reason = "no debug info found for this build ID"
+		default:
+			b.State, b.Reason = symbolize.StateNotFound, "no debug info found for this build ID"
 		}
-	default:
-		return
+		b.Phase, b.Bytes, b.Total = "", 0, 0
 	}
-	b.Phase, b.Bytes, b.Total = "", 0, 0
-	events{j.topic}.endProgress(key)
-	j.publishBinaryLocked(b)
+	j.publishLocked()
 }
 
-// symbolizeOne is one binary's engine call. A panic in it (the engine reads
-// untrusted debug info) fails that binary only: the job runs outside any
-// request, so nothing else would catch it before it ended the process.
-func (j *Job) symbolizeOne(ctx context.Context, p *profile.Profile, req Request) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			j.m.cfg.Logf("symbolize %s: panic: %v\n%s", j.id, r, debug.Stack())
-			err = fmt.Errorf("symbolization failed on this binary's debug info (%v); it stays unsymbolized", r)
-		}
-	}()
-	return j.m.cfg.Symbolizer.Symbolize(ctx, p, req)
+// timeLimit is the cause of a context ended by a time limit: the
+// profile's (Config.ProfileTimeout) or one binary's (Config.BinaryTimeout).
+// A binary it stopped is reported with it as its reason.
+type timeLimit struct {
+	d    time.Duration
+	name string
 }
 
-// errProfileTimeout ends the binaries' work of a run that took longer than
-// Config.ProfileTimeout.
-var errProfileTimeout = errors.New("profile symbolization time limit reached")
-
-// timedOut reports a binary the profile's time limit stopped: one still
-// looking, waiting, or whose engine call ended in an error (the cancelled
-// work's). A binary that resolved, was not found or was skipped keeps that
-// outcome.
-func (j *Job) timedOut(key string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	b := j.bins[key]
-	if b == nil || b.State == symbolize.StateSymbolized || b.State == symbolize.StateNotFound || b.State == symbolize.StateSkipped {
-		return
-	}
-	b.State = symbolize.StateError
-	b.Reason = fmt.Sprintf("timed out after %v (%s); retry to look again", j.m.cfg.ProfileTimeout, j.m.cfg.ProfileTimeoutName)
-	b.Phase, b.Bytes, b.Total = "", 0, 0
-	events{j.topic}.endProgress(key)
-	j.publishBinaryLocked(b)
+func (e *timeLimit) Error() string {
+	return fmt.Sprintf("timed out after %v (%s); retry to look again", e.d, e.name)
 }
 
 // finish ends the job with the final "symbolized" event.
@@ -548,35 +455,14 @@ func (j *Job) finish(err error) {
 		j.errMsg = err.Error()
 		j.m.cfg.Logf("symbolize %s: %v", j.id, err)
 	}
-	s := j.statusLocked()
-	for _, k := range j.order {
-		s.Binaries = append(s.Binaries, *j.bins[k])
-	}
 	j.mu.Unlock()
 	// Under the manager's lock: a Retry or page view prompted by the final
 	// event waits for it and finds the job done, and a Submit never sees the
 	// job done before its topic is finished (it would not reopen it).
 	j.m.mu.Lock()
-	events{j.topic}.final(s)
 	j.mu.Lock()
+	j.publishLocked()
 	j.published = true
 	j.mu.Unlock()
 	j.m.mu.Unlock()
-}
-
-// resolvedKeys reports, per binary key, whether the engine named any of its
-// sampled locations (or marked its mapping symbolized).
-func resolvedKeys(p *profile.Profile) map[string]bool {
-	res := map[string]bool{}
-	for _, m := range p.Mapping {
-		if m.HasFunctions {
-			res[symbolize.BinaryKey(m)] = true
-		}
-	}
-	for _, l := range p.Location {
-		if l.Mapping != nil && len(l.Line) > 0 {
-			res[symbolize.BinaryKey(l.Mapping)] = true
-		}
-	}
-	return res
 }
