@@ -15,6 +15,13 @@ type weighted struct {
 // node's base total. The build checks w (WithContext) as it goes.
 func buildTrie(ws []weighted, withBase bool, work *work) *full {
 	sortStacks(ws, work)
+	return buildSortedTrie(ws, withBase, work)
+}
+
+// buildSortedTrie is buildTrie for stacks already in sortStacks' order
+// (a Stacks' runs): sorting them again cost a tenth of the first
+// flame.json's tree on the 2M-sample benchmark profile.
+func buildSortedTrie(ws []weighted, withBase bool, work *work) *full {
 	// Shared prefixes make the node count well under the frame count.
 	frames := 0
 	for _, w := range ws {
