@@ -19,7 +19,8 @@
 # reused. INGEST_MEMORY sets serve's --ingest-memory (default 16GiB, no
 # squeeze; TestHugeProfile runs under 1200MiB). PERF_RECORD=1 also records
 # the server with perf (cpu-clock, call graphs) during the sequence, into
-# $BENCH_CACHE/serve-SHAPE.perf.data.
+# $BENCH_CACHE/serve-SHAPE.perf.data. VIEWER=BINARY runs that viewer instead of
+# building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -33,7 +34,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/viewer" ./cmd/viewer
+if [ -n "${VIEWER:-}" ]; then
+	cp "$VIEWER" "$work/viewer" # a prebuilt viewer, e.g. an older commit's
+else
+	go build -o "$work/viewer" ./cmd/viewer
+fi
 go build -o "$work/genprofile" ./testdata/bench/genprofile
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
