@@ -13,8 +13,8 @@
 # 20m scales samples by 10 but stacks by 4 and functions by 2: a recording
 # ten times longer revisits the stacks it saw rather than finding ten times
 # as many (the 2M shape already has 4 samples per stack), and a linear
-# 5M-stack shape would need about 10 GB in the server and 8 GB in the
-# generator, more than this shared 24 GB machine can spare.
+# 5M-stack shape would need about 10 GB in the server, more than this
+# shared 24 GB machine can spare. 20m is written by genprofile -stream.
 # Profiles are generated into $BENCH_CACHE (default /tmp/viewer-bench) and
 # reused. INGEST_MEMORY sets serve's --ingest-memory (default 16GiB, no
 # squeeze; TestHugeProfile runs under 1200MiB). PERF_RECORD=1 also records
@@ -58,7 +58,7 @@ for shape in "${@:-200k 2m 20m}"; do
 	case $shape in
 	200k) args=(-samples 200000 -stacks 50000 -functions 20000); n=200000 ;;
 	2m) args=(-samples 2000000 -stacks 500000 -functions 100000); n=2000000 ;;
-	20m) args=(-samples 20000000 -stacks 2000000 -functions 200000); n=20000000 ;;
+	20m) args=(-stream -samples 20000000 -stacks 2000000 -functions 200000); n=20000000 ;;
 	*) echo "unknown shape $shape (200k, 2m, 20m)" >&2; exit 2 ;;
 	esac
 	f=$cache/bench-$shape.pb.gz
