@@ -65,3 +65,30 @@ func TestServeStoreErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestServeStoreGCS runs `viewer serve --store gs://profiles` twice on the
+// GCS fake (the default build's gs:// driver, reached the way the Cloud
+// Storage client reaches an emulator): the profile one replica loaded is
+// served by the other, from the objects the fake holds.
+func TestServeStoreGCS(t *testing.T) {
+	g := storetest.NewGCS(t)
+	file := writeTestProfile(t, t.TempDir())
+	a, outA, _ := startServe(t, "--store", g.URL, "--replica-id", "web1", file)
+	if !strings.Contains(outA.String(), "profiles in gs://profiles") {
+		t.Errorf("serve should name the bucket: %q", outA.String())
+	}
+	id := waitFor(t, outA, regexp.MustCompile(`http://\S+/p/([a-z2-7]{20})\t`))[1]
+	b, _, _ := startServe(t, "--store", g.URL, "--replica-id", "web2")
+	for _, base := range []string{a, b} {
+		if code, body := fetch(t, base+"/p/"+id+"/flame.json"); code != 200 || !strings.Contains(body, `"main.hot"`) {
+			t.Fatalf("%s flame.json: %d %.200s", base, code, body)
+		}
+	}
+	if _, ok := g.Object(".viewer-check"); !ok {
+		t.Error("serve did not check the bucket at start-up (.viewer-check)")
+	}
+	err := runServe(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", "gs://no-such-bucket"}, stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "bucket does not exist") {
+		t.Errorf("serve --store gs://no-such-bucket = %v; want the bucket does not exist", err)
+	}
+}

@@ -203,12 +203,30 @@ func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 	m := newMatcher(f, fr)
 	uniq := groupStacks(f.inTime(p), si)
 	ws := make([]weighted, 0, len(uniq))
-	// The kept frames of every stack go in one buffer, sliced at the end.
-	var all []int32
-	var ends []int
+	// The kept frames of every stack go in one buffer, sliced at the end,
+	// sized up front from the stacks' locations and the profile's frames
+	// per location (growing it by appends copied it twice over).
+	locs := 0
+	for _, s := range uniq {
+		locs += len(s.locs)
+	}
+	perLoc := 1.0
+	if n := len(fr.off) - 1; n > 0 {
+		perLoc = float64(len(fr.flat)) / float64(n)
+	}
+	all := make([]int32, 0, int(float64(locs)*perLoc*1.05)+16)
+	ends := make([]int, 0, len(uniq))
 	var buf []int32
+	plain := f.Focus == nil && f.Ignore == nil && f.Hide == nil && f.Show == nil
 	for _, s := range uniq {
 		fr.tick()
+		if plain {
+			// Nothing to match: the frames go straight to the buffer.
+			all = fr.expand(s, all)
+			ends = append(ends, len(all))
+			ws = append(ws, weighted{v: s.v})
+			continue
+		}
 		buf = fr.expand(s, buf[:0])
 		var ok bool
 		if all, ok = m.apply(buf, all); !ok {

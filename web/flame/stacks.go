@@ -191,7 +191,7 @@ func (s *Stacks) Tree(path []string, opt Options) *Tree {
 	}
 	fr := s.withWork(opt.work)
 	z := s.resolve(path, fr.work)
-	ft := buildTrie(s.below(z, z.depth, fr.work), false, fr.work)
+	ft := buildSortedTrie(s.below(z, z.depth, fr.work), false, fr.work) // below keeps ws's order
 	build := func(minFrac float64) *Tree {
 		w := newTreeWriter(fr)
 		w.label(0)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sync/singleflight"
 
 	"viewer/web/ingest"
@@ -259,10 +260,20 @@ func (s *Service) put(ctx context.Context, id string, data io.Reader, p *profile
 	return !ok, version, nil
 }
 
-// encode is p as gzipped pprof.
+// encode is p as gzipped pprof, compressed by klauspost/compress at its
+// fastest level: profile.Write's standard-library gzip at the default
+// level took a quarter of a 200k-sample upload's CPU time, and 3.6 times
+// as long as this for a copy only 8% smaller.
 func encode(p *profile.Profile) ([]byte, error) {
 	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WriteUncompressed(zw); err != nil {
+		return nil, fmt.Errorf("encoding the converted profile: %w", err)
+	}
+	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("encoding the converted profile: %w", err)
 	}
 	return b.Bytes(), nil

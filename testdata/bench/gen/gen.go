@@ -5,9 +5,12 @@ package gen
 import (
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 var (
@@ -20,6 +23,18 @@ var (
 // stacks of depth 10–60 made of nFuncs functions in nMaps mappings, with
 // Zipf-like frequencies; the same arguments give the same profile.
 func Generate(nSamples, nStacks, nFuncs, nMaps int, seed uint64) *profile.Profile {
+	p, samples := generate(nSamples, nStacks, nFuncs, nMaps, seed)
+	p.Sample = make([]*profile.Sample, 0, nSamples)
+	samples(func(locs []*profile.Location, ns int64) {
+		p.Sample = append(p.Sample, &profile.Sample{Location: locs, Value: []int64{1, ns}})
+	})
+	return p
+}
+
+// generate is Generate's profile without its samples, and a function that
+// calls yield with each sample's locations (leaf first) and CPU time, in
+// Generate's order.
+func generate(nSamples, nStacks, nFuncs, nMaps int, seed uint64) (*profile.Profile, func(yield func([]*profile.Location, int64))) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	p := &profile.Profile{
 		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
@@ -114,11 +129,48 @@ func Generate(nSamples, nStacks, nFuncs, nMaps int, seed uint64) *profile.Profil
 		order = append(order, int(stackZipf.Uint64()))
 	}
 	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	for _, si := range order {
-		ns := p.Period + int64(r.IntN(1000))
-		p.Sample = append(p.Sample, &profile.Sample{Location: leafFirst[si], Value: []int64{1, ns}})
+	return p, func(yield func([]*profile.Location, int64)) {
+		for _, si := range order {
+			yield(leafFirst[si], p.Period+int64(r.IntN(1000)))
+		}
 	}
-	return p
+}
+
+// WriteStream writes Generate's profile to w, gzipped, without holding its
+// samples: the profile without samples, then each sample appended as a
+// Profile.sample field (protobuf concatenation appends repeated fields).
+// Generate's 20M-sample profile would need about 16 GB before it is
+// written; this needs its stacks only.
+func WriteStream(w io.Writer, nSamples, nStacks, nFuncs, nMaps int, seed uint64) error {
+	p, samples := generate(nSamples, nStacks, nFuncs, nMaps, seed)
+	zw := gzip.NewWriter(w)
+	if err := p.WriteUncompressed(zw); err != nil {
+		return err
+	}
+	var msg, buf []byte
+	var err error
+	samples(func(locs []*profile.Location, ns int64) {
+		if err != nil {
+			return
+		}
+		msg = msg[:0]
+		var ids []byte
+		for _, l := range locs {
+			ids = protowire.AppendVarint(ids, l.ID)
+		}
+		msg = protowire.AppendTag(msg, 1, protowire.BytesType) // location_id, packed
+		msg = protowire.AppendBytes(msg, ids)
+		vals := protowire.AppendVarint(protowire.AppendVarint(nil, 1), uint64(ns))
+		msg = protowire.AppendTag(msg, 2, protowire.BytesType) // value, packed
+		msg = protowire.AppendBytes(msg, vals)
+		buf = protowire.AppendTag(buf[:0], 2, protowire.BytesType) // Profile.sample
+		buf = protowire.AppendBytes(buf, msg)
+		_, err = zw.Write(buf)
+	})
+	if err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // AddTimes gives each of p's samples (one per event, as Generate makes

@@ -23,7 +23,26 @@ func main() {
 	mappings := flag.Int("mappings", 20, "number of mappings")
 	seed := flag.Uint64("seed", 1, "random seed")
 	threads := flag.Int("times", 0, "give the samples times over the 60 s and this many threads (0: no times), for the timeline")
+	stream := flag.Bool("stream", false, "write samples as they are made instead of building the whole profile first (the same profile; for tens of millions of samples; not with -times)")
 	flag.Parse()
+	if *stream {
+		if *threads > 0 {
+			fmt.Fprintln(os.Stderr, "genprofile: -stream cannot add -times")
+			os.Exit(2)
+		}
+		f, err := os.Create(*out)
+		if err == nil {
+			err = gen.WriteStream(f, *samples, *stacks, *functions, *mappings, *seed)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	p := gen.Generate(*samples, *stacks, *functions, *mappings, *seed)
 	if *threads > 0 {
 		gen.AddTimes(p, *threads, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))

@@ -1,6 +1,7 @@
 // Package storetest runs a real S3 server (gofakes3 with its in-memory
 // backend) on loopback for tests, so the AWS SDK behind gocloud's s3blob
-// speaks the S3 protocol over HTTP exactly as it would to S3 or MinIO.
+// speaks the S3 protocol over HTTP exactly as it would to S3 or MinIO, and
+// a fake of Google Cloud Storage's JSON API for the gs:// driver (gcs.go).
 package storetest
 
 import (
