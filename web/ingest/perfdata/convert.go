@@ -54,7 +54,7 @@ const MaxUnwindDepth = 256
 
 // Parse reads a perf.data held in memory and converts it to a profile.
 func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
-	f, err := Read(data, Options{MaxDecompressed: maxDecompressed})
+	f, err := Scan(data, Options{MaxDecompressed: maxDecompressed})
 	if err != nil {
 		return nil, err
 	}
@@ -233,28 +233,13 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 	}
 	c.p.DefaultSampleType = c.p.SampleType[1].Type
 
-	recs := f.Records
-	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() }) {
-		recs = append([]Record(nil), recs...)
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() })
+	if t0 := f.sampleFirst; t0 != 0 {
+		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
 	}
-	var t0, t1 uint64
-	for _, r := range recs {
-		if s, ok := r.(*Sample); ok && s.Time != 0 {
-			if t0 == 0 {
-				t0 = s.Time
-			}
-			t1 = s.Time
-		}
-	}
-	if t0 != 0 {
-		c.t0, c.bucket = t0, TimeBucket(t1-t0)
-	}
-	for _, r := range recs {
-		var err error
+	err := f.each(func(r Record) error {
 		switch r := r.(type) {
 		case *Sample:
-			err = c.sample(r)
+			return c.sample(r)
 		case *Mmap:
 			c.mmap(r)
 		case *Comm:
@@ -269,12 +254,13 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		case *Lost:
 			c.lost += r.Lost
 		}
-		if err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.nSamples == 0 {
-		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", len(f.Records))
+		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
 	}
 	c.finish()
 	return c.p, nil
