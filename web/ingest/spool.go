@@ -90,15 +90,15 @@ func readFile(ctx context.Context, f *os.File, lim Limits, what string, mapPerf 
 		}
 	}
 	if mapPerf && perfdata.Sniff(head) {
-		release, err = lim.Memory.take(ctx, mappedPerfMemory(size), what)
+		give, err := lim.Memory.take(ctx, mappedPerfMemory(size), what)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		data, evict, unmap, err := mapFile(src, size)
 		if err == nil {
-			return data, nil, evict, func() { unmap(); release() }, nil
+			return data, nil, evict, func() { unmap(); give() }, nil
 		}
-		release() // read it into memory, at that cost
+		give() // read it into memory, at that cost
 	}
 	est, pprofErr, err := estimate(io.NewSectionReader(src, 0, size), size, head, lim)
 	if err != nil {

@@ -1,6 +1,7 @@
 package perfdata
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -137,8 +138,16 @@ type converter struct {
 	comms    map[uint32]string
 	accs     map[string]*mappingAcc
 	locs     map[locKey]*profile.Location
-	samples  map[string]*profile.Sample
-	key      []byte
+	samples  map[sampleKey]*profile.Sample
+	// stacks numbers each distinct stack by its location IDs (4 bytes
+	// each, leaf first); key is the buffer its keys are made in.
+	stacks map[string]uint32
+	key    []byte
+	// Samples of one comm, or one thread and time bucket, share their
+	// label maps (nothing changes one sample's labels alone).
+	commLabels map[string]map[string][]string
+	numLabels  map[numKey]map[string][]int64
+	timeUnit   map[string][]string
 	locBuf   []*profile.Location
 	lastRead map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
 	exe      map[uint32]*vmap  // each process's program mapping
@@ -186,6 +195,21 @@ func TimeBucket(span uint64) uint64 {
 	}
 }
 
+// sampleKey is what keeps pprof samples apart: the event, the thread,
+// its comm, the time bucket and the stack.
+type sampleKey struct {
+	attr     int
+	pid, tid uint32
+	comm     string
+	at       int64
+	stack    uint32
+}
+
+type numKey struct {
+	pid, tid uint32
+	at       int64
+}
+
 type locKey struct {
 	acc  *mappingAcc
 	addr uint64
@@ -203,7 +227,12 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		comms:    map[uint32]string{},
 		accs:     map[string]*mappingAcc{},
 		locs:     map[locKey]*profile.Location{},
-		samples:  map[string]*profile.Sample{},
+		samples:  map[sampleKey]*profile.Sample{},
+		stacks:   map[string]uint32{},
+
+		commLabels: map[string]map[string][]string{},
+		numLabels:  map[numKey]map[string][]int64{},
+		timeUnit:   map[string][]string{TimeLabel: {"nanoseconds"}},
 		lastRead: map[uint64]uint64{},
 		exe:      map[uint32]*vmap{},
 		perPid:   map[uint32]int{},
@@ -430,27 +459,22 @@ func (c *converter) sample(s *Sample) error {
 	c.locBuf = locs
 	comm := c.comms[s.Tid]
 
-	key := c.key[:0]
-	key = strconv.AppendInt(key, int64(s.Attr), 36)
-	key = append(key, ',')
-	key = strconv.AppendUint(key, uint64(s.Pid), 36)
-	key = append(key, ',')
-	key = strconv.AppendUint(key, uint64(s.Tid), 36)
-	key = append(key, ',')
-	key = append(key, comm...)
-	key = append(key, 0)
 	var at int64 = -1 // the sample's time bucket start
 	if c.bucket > 0 && s.Time >= c.t0 {
 		at = int64((s.Time - c.t0) / c.bucket * c.bucket)
-		key = strconv.AppendInt(key, at, 36)
-		key = append(key, ';')
 	}
+	k := c.key[:0]
 	for _, l := range locs {
-		key = strconv.AppendUint(key, l.ID, 36)
-		key = append(key, ',')
+		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
 	}
-	c.key = key
-	ps := c.samples[string(key)]
+	c.key = k
+	stack, ok := c.stacks[string(k)]
+	if !ok {
+		stack = uint32(len(c.stacks))
+		c.stacks[string(k)] = stack
+	}
+	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm, at: at, stack: stack}
+	ps := c.samples[key]
 	if ps == nil {
 		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
 			return fmt.Errorf("%w: perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", ErrLimit, c.opt.MaxSamples)
@@ -458,18 +482,30 @@ func (c *converter) sample(s *Sample) error {
 		ps = &profile.Sample{
 			Location: append([]*profile.Location(nil), locs...),
 			Value:    make([]int64, len(c.p.SampleType)),
-			Label:    map[string][]string{"comm": {comm}},
-			NumLabel: map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}},
 		}
-		if comm == "" {
-			delete(ps.Label, "comm")
+		if comm != "" {
+			lab := c.commLabels[comm]
+			if lab == nil {
+				lab = map[string][]string{"comm": {comm}}
+				c.commLabels[comm] = lab
+			}
+			ps.Label = lab
 		}
+		nk := numKey{s.Pid, s.Tid, at}
+		num := c.numLabels[nk]
+		if num == nil {
+			num = map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}}
+			if at >= 0 {
+				num[TimeLabel] = []int64{at}
+			}
+			c.numLabels[nk] = num
+		}
+		ps.NumLabel = num
 		if at >= 0 {
-			ps.NumLabel[TimeLabel] = []int64{at}
-			ps.NumUnit = map[string][]string{TimeLabel: {"nanoseconds"}}
+			ps.NumUnit = c.timeUnit
 		}
 		c.p.Sample = append(c.p.Sample, ps)
-		c.samples[string(key)] = ps
+		c.samples[key] = ps
 	}
 	if a.SampleType&sRead != 0 && len(s.Read) > 0 && a.ReadFormat&rfID != 0 {
 		// As perf does: each counter read is a sample of its own event whose

@@ -87,6 +87,9 @@ type File struct {
 	Skipped map[string]int
 	// Warnings describe what was skipped or damaged, one line each.
 	Warnings []string
+	// UserRegsSamples counts the samples with user registers
+	// (--call-graph=dwarf), whose user stacks only unwinding recovers.
+	UserRegsSamples int
 
 	byID       map[uint64]int
 	idPos      int // index of the ID among a sample's leading u64s, -1 if none
@@ -106,6 +109,7 @@ type File struct {
 	keep       bool   // Read: keep Records
 	evict      func(lo, hi int)
 	progress   func(phase string, done, total int64)
+	scratch    Sample // what a Scan decodes samples into
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
@@ -732,11 +736,16 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		}
 		t := r.time()
 		f.refs = append(f.refs, recRef{t, pos})
-		if _, ok := r.(*Sample); ok && t != 0 {
-			if f.sampleFirst == 0 || t < f.sampleFirst {
-				f.sampleFirst = t
+		if s, ok := r.(*Sample); ok {
+			if s.HasRegsUser {
+				f.UserRegsSamples++
 			}
-			f.sampleLast = max(f.sampleLast, t)
+			if t != 0 {
+				if f.sampleFirst == 0 || t < f.sampleFirst {
+					f.sampleFirst = t
+				}
+				f.sampleLast = max(f.sampleLast, t)
+			}
 		}
 		if f.keep {
 			f.Records = append(f.Records, r)
@@ -944,7 +953,14 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 	a := f.Attrs[ai]
 	st := a.SampleType
 	d := dec{b: body, o: f.ByteOrder}
-	s := &Sample{Attr: ai, CPUMode: misc & 7}
+	var s *Sample
+	if f.keep {
+		s = &Sample{Attr: ai, CPUMode: misc & 7}
+	} else { // a Scan uses each sample at once: decode into one
+		chain := f.scratch.Callchain
+		s = &f.scratch
+		*s = Sample{Attr: ai, CPUMode: misc & 7, Callchain: chain[:0]}
+	}
 	if st&sIdentifier != 0 {
 		s.ID = d.u64()
 	}
@@ -981,7 +997,11 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 		if n > maxCallchain || n*8 > uint64(len(d.b)) {
 			return nil, fmt.Errorf("callchain of %d entries does not fit the record", n)
 		}
-		s.Callchain = make([]uint64, n)
+		if uint64(cap(s.Callchain)) >= n {
+			s.Callchain = s.Callchain[:n]
+		} else {
+			s.Callchain = make([]uint64, n)
+		}
 		for i := range s.Callchain {
 			s.Callchain[i] = d.o.Uint64(d.b[8*i:])
 		}
