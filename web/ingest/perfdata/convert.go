@@ -148,10 +148,10 @@ type converter struct {
 	commLabels map[string]map[string][]string
 	numLabels  map[numKey]map[string][]int64
 	timeUnit   map[string][]string
-	locBuf   []*profile.Location
-	lastRead map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
-	exe      map[uint32]*vmap  // each process's program mapping
-	perPid   map[uint32]int    // samples per process
+	locBuf     []*profile.Location
+	lastRead   map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
+	exe        map[uint32]*vmap  // each process's program mapping
+	perPid     map[uint32]int    // samples per process
 
 	topPid                    uint32
 	topExe                    *vmap // the program of the most sampled process
@@ -233,9 +233,9 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		commLabels: map[string]map[string][]string{},
 		numLabels:  map[numKey]map[string][]int64{},
 		timeUnit:   map[string][]string{TimeLabel: {"nanoseconds"}},
-		lastRead: map[uint64]uint64{},
-		exe:      map[uint32]*vmap{},
-		perPid:   map[uint32]int{},
+		lastRead:   map[uint64]uint64{},
+		exe:        map[uint32]*vmap{},
+		perPid:     map[uint32]int{},
 	}
 	for _, b := range f.Features.BuildIDs {
 		id := hex.EncodeToString(b.ID)
