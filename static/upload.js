@@ -98,7 +98,9 @@ async function upload(file) {
       const msg = (json && (json.error || json.message)) || text.trim() || `HTTP ${status}`;
       throw new Error(`${file.name}: ${msg} (HTTP ${status})`);
     }
-    await server.ended; // its last phases, shown before the page goes
+    // The server's last phases, shown before the page goes: they may
+    // come a little after the answer, on the other connection.
+    await Promise.race([server.ended, new Promise((r) => setTimeout(r, 2000))]);
     remember(file, json.url);
     say(`Uploaded; opening ${json.url}…`, 'ok');
     location.assign(json.url);
@@ -150,13 +152,12 @@ const BYTE_PHASES = new Set(['receiving', 'inflating', 'reading records']);
 
 // follow shows the server's side of the upload keyed key. opened resolves
 // once the stream is open (or could not be), ended when the server says
-// the upload ended (or after a second more, if it never does).
+// the upload ended (or the stream failed).
 function follow(key, file, bar) {
   const state = { phase: '', close() { es.close(); } };
   let open, end;
   state.opened = new Promise((r) => { open = r; });
-  const ended = new Promise((r) => { end = r; });
-  state.ended = Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
+  state.ended = new Promise((r) => { end = r; });
   const es = new EventSource(`/api/uploads/${key}/progress`);
   es.addEventListener('open', open);
   es.addEventListener('error', () => { open(); if (es.readyState === EventSource.CLOSED) end(); });
