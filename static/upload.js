@@ -1,5 +1,6 @@
 // upload.js: the index page. Picking a file, or dropping one anywhere on the
-// page, uploads it with fetch to the JSON API and then opens the returned
+// page, uploads it to the JSON API, showing the bytes sent and then the
+// server's conversion phases under a progress bar, and then opens the returned
 // link (without scripts the form is a plain multipart POST to /upload). Each
 // upload is remembered in this browser's localStorage only, and listed
 // under "Recent uploads"; the server keeps no such list.
@@ -71,27 +72,114 @@ document.getElementById('recent-clear')?.addEventListener('click', () => {
 });
 showRecent();
 
+// upload sends file with XMLHttpRequest, whose upload events give the
+// bytes sent, and follows the server's side of it on an event stream keyed
+// by a random key the request names (X-Upload-Progress): the bytes it
+// received, then each phase of the conversion, then the end.
 async function upload(file) {
   say(`Uploading ${file.name} (${size(file.size)})…`, 'busy');
   form.classList.add('busy');
+  const bar = progressBar();
+  const key = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+  const server = follow(key, file, bar);
+  await server.opened;
   const body = new FormData();
   body.append('file', file, file.name);
   try {
-    const resp = await fetch(form.dataset.api, { method: 'POST', body, headers: { Accept: 'application/json' } });
-    const text = await resp.text();
+    const { status, text } = await send(form.dataset.api, body, key, (sent, total) => {
+      if (server.phase) return; // the server's phases take over
+      bar.max = total;
+      bar.value = sent;
+      say(`Uploading ${file.name}: ${size(sent)} of ${size(total)} (${Math.floor((100 * sent) / total)}%)`, 'busy');
+    });
     let json = null;
     try { json = JSON.parse(text); } catch { /* plain-text error */ }
-    if (!resp.ok || !json || !json.url) {
-      const msg = (json && (json.error || json.message)) || text.trim() || resp.statusText;
-      throw new Error(`${file.name}: ${msg} (HTTP ${resp.status})`);
+    if (status !== 201 || !json || !json.url) {
+      const msg = (json && (json.error || json.message)) || text.trim() || `HTTP ${status}`;
+      throw new Error(`${file.name}: ${msg} (HTTP ${status})`);
     }
+    // The server's last phases, shown before the page goes: they may
+    // come a little after the answer, on the other connection.
+    await Promise.race([server.ended, new Promise((r) => setTimeout(r, 2000))]);
     remember(file, json.url);
     say(`Uploaded; opening ${json.url}…`, 'ok');
     location.assign(json.url);
   } catch (err) {
     form.classList.remove('busy');
+    bar.remove();
     say(err.message, 'error');
+  } finally {
+    server.close();
   }
+}
+
+// send POSTs body, telling onSent the bytes sent of the total as they go;
+// it resolves with the answer's status and text.
+function send(url, body, key, onSent) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', url);
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.setRequestHeader('X-Upload-Progress', key);
+    xhr.upload.addEventListener('progress', (e) => { if (e.lengthComputable) onSent(e.loaded, e.total); });
+    xhr.addEventListener('load', () => resolve({ status: xhr.status, text: xhr.responseText }));
+    xhr.addEventListener('error', () => reject(new Error('the upload failed: the server could not be reached or closed the connection')));
+    xhr.addEventListener('abort', () => reject(new Error('the upload was aborted')));
+    xhr.send(body);
+  });
+}
+
+// progressBar is a <progress> under the status line.
+function progressBar() {
+  let bar = document.getElementById('upload-progress');
+  if (!bar) {
+    bar = document.createElement('progress');
+    bar.id = 'upload-progress';
+    bar.className = 'upload-progress';
+    status.after(bar);
+  }
+  return bar;
+}
+
+const PHASES = {
+  receiving: 'The server is receiving it',
+  converting: 'Converting',
+  inflating: 'Decompressing',
+  'reading records': 'Reading its records',
+  'aggregating stacks': 'Aggregating its stacks',
+};
+const BYTE_PHASES = new Set(['receiving', 'inflating', 'reading records']);
+
+// follow shows the server's side of the upload keyed key. opened resolves
+// once the stream is open (or could not be), ended when the server says
+// the upload ended (or the stream failed).
+function follow(key, file, bar) {
+  const state = { phase: '', close() { es.close(); } };
+  let open, end;
+  state.opened = new Promise((r) => { open = r; });
+  state.ended = new Promise((r) => { end = r; });
+  const es = new EventSource(`/api/uploads/${key}/progress`);
+  es.addEventListener('open', open);
+  es.addEventListener('error', () => { open(); if (es.readyState === EventSource.CLOSED) end(); });
+  setTimeout(open, 2000);
+  es.addEventListener('message', (e) => {
+    let ev;
+    try { ev = JSON.parse(e.data); } catch { return; }
+    if (ev.finished) { es.close(); end(); return; }
+    if (ev.phase === 'receiving' && ev.done < ev.total) return; // the browser's own count is ahead
+    state.phase = ev.phase;
+    const what = PHASES[ev.phase] || ev.phase;
+    if (ev.total > 0) {
+      bar.max = ev.total;
+      bar.value = ev.done;
+      const n = BYTE_PHASES.has(ev.phase) ? `${size(ev.done)} of ${size(ev.total)}` : `${ev.done.toLocaleString()} of ${ev.total.toLocaleString()}`;
+      say(`${file.name}: ${what}: ${n} (${Math.floor((100 * ev.done) / ev.total)}%)`, 'busy');
+    } else {
+      bar.removeAttribute('value'); // indeterminate
+      say(`${file.name}: ${what}…`, 'busy');
+    }
+  });
+  return state;
 }
 
 // Drag and drop anywhere on the page; the drop zone lights up.

@@ -77,8 +77,9 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	fs.SetOutput(s.err)
 	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")
 	unwindOn := unwindFlag(fs)
+	progress := addProgressFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz   (IN may be - for standard input)")
+		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz [--progress]   (IN may be - for standard input)")
 		fmt.Fprintln(s.err, "IN may be perf.data (file or pipe mode), perf script output, folded stacks,")
 		fmt.Fprintln(s.err, "perf data convert --to-json output or pprof, gzipped or not.")
 		fs.PrintDefaults()
@@ -93,21 +94,11 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	if *out == "" {
 		return usageError{"convert: give the output file with -o OUT.pb.gz"}
 	}
-	var data []byte
-	if files[0] == "-" {
-		data, err = io.ReadAll(s.in)
-	} else {
-		data, err = readMapped(files[0])
-	}
+	m := progress.meter(s.err)
+	p, format, err := convertInput(ctx, files[0], s.in, localUnwinding(ingest.Limits{}, *unwindOn, nil), m)
+	m.finish()
 	if err != nil {
-		return fmt.Errorf("convert: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
 		return err
-	}
-	p, format, err := ingest.Parse(data, localUnwinding(ingest.Limits{}, *unwindOn, nil))
-	if err != nil {
-		return fmt.Errorf("convert %s: %w", files[0], err)
 	}
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
@@ -134,6 +125,46 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 		}
 	}
 	return nil
+}
+
+// convertInput parses the input named name (stdin when "-"): a file as an
+// upload is (ingest.ParseFile: a perf.data is mapped and aggregated as it
+// is read, gzip is inflated to a temporary file), standard input from
+// memory. m shows the phases and how far each is.
+func convertInput(ctx context.Context, name string, stdin io.Reader, lim ingest.Limits, m *phaseMeter) (*profile.Profile, string, error) {
+	if name == "-" {
+		data, err := io.ReadAll(&countingReader{r: stdin, m: m, phase: "reading"})
+		if err != nil {
+			return nil, "", fmt.Errorf("convert: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, "", err
+		}
+		m.show("converting", 0, 0, false)
+		p, format, err := ingest.Parse(data, lim)
+		if err != nil {
+			return nil, "", fmt.Errorf("convert %s: %w", name, err)
+		}
+		return p, format, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("convert: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		// A pipe or device: read it whole, as standard input.
+		return convertInput(ctx, "-", f, lim, m)
+	}
+	if m != nil {
+		ctx = ingest.WithProgress(ctx, m.report)
+		m.show("converting", 0, 0, false)
+	}
+	p, format, err := ingest.ParseFile(ctx, f, lim)
+	if err != nil {
+		return nil, "", fmt.Errorf("convert %s: %w", name, err)
+	}
+	return p, format, nil
 }
 
 // sampleSummary says how many samples p holds, as perf report counts them:

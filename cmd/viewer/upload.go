@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"viewer/symbolize"
@@ -34,8 +32,9 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	// The token's default is read after parsing so -h never prints it.
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	unwindOn := unwindFlag(fs)
+	progress := addProgressFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN]")
+		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN] [--progress]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -48,14 +47,17 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if *token == "" {
 		*token = os.Getenv("VIEWER_TOKEN")
 	}
-	name, body, err := uploadBody(files[0], *unwindOn, s.err)
+	m := progress.meter(s.err)
+	defer m.finish()
+	name, body, size, err := uploadBody(files[0], *unwindOn, s.err, m)
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
 	if c, ok := body.(io.Closer); ok {
 		defer c.Close()
 	}
-	link, err := upload(ctx, strings.TrimRight(server, "/"), name, body, strings.TrimSpace(*token))
+	link, err := upload(ctx, strings.TrimRight(server, "/"), name, body, size, strings.TrimSpace(*token), m)
+	m.finish()
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -63,84 +65,73 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	return nil
 }
 
-// uploadBody opens what to send for file: the file itself, or, for a
-// perf.data with --call-graph=dwarf samples, a pprof converted here with
-// their user stacks unwound, since only this machine has the binaries the
-// unwinder needs (the server would show those samples' leaf frames only).
-func uploadBody(file string, unwindOn bool, stderr io.Writer) (string, io.Reader, error) {
+// uploadBody opens what to send for file, and its size: the file itself,
+// or, for a perf.data with --call-graph=dwarf samples, a pprof converted
+// here with their user stacks unwound, since only this machine has the
+// binaries the unwinder needs (the server would show those samples' leaf
+// frames only). m shows the reading and the conversion.
+func uploadBody(file string, unwindOn bool, stderr io.Writer, m *phaseMeter) (string, io.Reader, int64, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
 	if !unwindOn || !perfdata.Sniff(head[:n]) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			f.Close()
-			return "", nil, err
+		st, err := f.Stat()
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
 		}
-		return file, f, nil
+		if err != nil {
+			f.Close()
+			return "", nil, 0, err
+		}
+		return file, f, st.Size(), nil
 	}
 	f.Close()
-	data, err := os.ReadFile(file)
+	data, err := readMapped(file)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
-	// Read once, keeping the stack copies (slices of data), and convert that
-	// same File only when it holds DWARF-mode samples.
-	pf, err := perfdata.Read(data, perfdata.Options{UserStacks: true})
+	// Scan once, keeping the stack copies (slices of data), and convert
+	// that same File only when it holds DWARF-mode samples.
+	pf, err := perfdata.Scan(data, perfdata.Options{UserStacks: true, Progress: m.report})
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", file, err)
+		return "", nil, 0, fmt.Errorf("%s: %w", file, err)
 	}
-	dwarf := false
-	for _, r := range pf.Records {
-		if s, ok := r.(*perfdata.Sample); ok && s.HasRegsUser {
-			dwarf = true
-			break
-		}
-	}
-	if !dwarf {
-		return file, bytes.NewReader(data), nil
+	if pf.UserRegsSamples == 0 {
+		return file, bytes.NewReader(data), int64(len(data)), nil
 	}
 	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true, nil).Binaries})
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", file, err)
+		return "", nil, 0, fmt.Errorf("%s: %w", file, err)
 	}
 	symbolize.CallSites(p) // as ingest.Parse would: the pprof sent holds call sites
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
+	m.finish()
 	for _, c := range p.Comments {
 		if strings.HasPrefix(c, "perf.data: unwound ") || strings.HasPrefix(c, "warning: cannot unwind") {
 			fmt.Fprintln(stderr, c)
 		}
 	}
 	fmt.Fprintf(stderr, "sending %s as pprof converted here, with its --call-graph=dwarf stacks unwound (--unwind=false sends the perf.data as is)\n", file)
-	return file + ".pb.gz", &buf, nil
+	return file + ".pb.gz", &buf, int64(buf.Len()), nil
 }
 
-// upload streams body to server's /api/profiles as multipart field "file"
-// named name and returns the profile's full link.
-func upload(ctx context.Context, server, name string, f io.Reader, token string) (string, error) {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		fw, err := mw.CreateFormFile("file", filepath.Base(name))
-		if err == nil {
-			_, err = io.Copy(fw, f)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, server+"/api/profiles", pr)
+// upload streams body (of size bytes) to server's /api/profiles as
+// multipart field "file" named name and returns the profile's full link;
+// m shows the bytes sent, then the wait for the server's conversion.
+func upload(ctx context.Context, server, name string, f io.Reader, size int64, token string, m *phaseMeter) (string, error) {
+	form, contentType := multipartFile(name, &sentReader{r: f, m: m}, size, m)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, server+"/api/profiles", form)
 	if err != nil {
-		pr.Close()
+		form.Close()
 		return "", err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -169,4 +160,19 @@ func upload(ctx context.Context, server, name string, f io.Reader, token string)
 		return "", fmt.Errorf("%s: %s", name, r.Error)
 	}
 	return server + r.URL, nil
+}
+
+// sentReader shows, once r is read to its end, that the server is
+// converting what it was sent.
+type sentReader struct {
+	r io.Reader
+	m *phaseMeter
+}
+
+func (s *sentReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		s.m.show("sent; the server is converting it", 0, 0, false)
+	}
+	return n, err
 }

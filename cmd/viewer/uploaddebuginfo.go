@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,8 +28,9 @@ func runUploadDebuginfo(ctx context.Context, args []string, s stdio) error {
 	fs.StringVar(&server, "server", server, "viewer server `URL`: $VIEWER_SERVER when set")
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	sources := fs.String("sources", "", "a tar `FILE` (.tar, .tar.gz, .tar.zst) of the source files, by absolute path as the DWARF names them (tar -C / -czf src.tar.gz home/me/app), stored for each FILE's build ID")
+	progress := addProgressFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload-debuginfo FILE... [--sources SRC.tar.gz] [--server URL] [--token TOKEN]")
+		fmt.Fprintln(s.err, "usage: viewer upload-debuginfo FILE... [--sources SRC.tar.gz] [--server URL] [--token TOKEN] [--progress]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -45,6 +45,8 @@ func runUploadDebuginfo(ctx context.Context, args []string, s stdio) error {
 	}
 	server = strings.TrimRight(server, "/")
 	tok := strings.TrimSpace(*token)
+	m := progress.meter(s.err)
+	defer m.finish()
 	failed := 0
 	done := map[string]bool{}
 	for _, file := range files {
@@ -54,7 +56,8 @@ func runUploadDebuginfo(ctx context.Context, args []string, s stdio) error {
 			failed++
 			continue
 		}
-		stored, err := uploadDebugFile(ctx, server, file, tok)
+		stored, err := uploadDebugFile(ctx, server, file, tok, m)
+		m.finish()
 		if err != nil {
 			fmt.Fprintf(s.err, "viewer: %s: %v\n", file, err)
 			failed++
@@ -79,25 +82,19 @@ func runUploadDebuginfo(ctx context.Context, args []string, s stdio) error {
 }
 
 // uploadDebugFile streams file to /api/debuginfo and returns the kinds the
-// server stored it as.
-func uploadDebugFile(ctx context.Context, server, file, token string) ([]string, error) {
+// server stored it as; m shows the bytes sent.
+func uploadDebugFile(ctx context.Context, server, file, token string, m *phaseMeter) ([]string, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		fw, err := mw.CreateFormFile("file", filepath.Base(file))
-		if err == nil {
-			_, err = io.Copy(fw, f)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	body, contentType := multipartFile(file, f, size, m)
+	defer body.Close()
 	var reply struct {
 		Results []struct {
 			Stored []struct {
@@ -106,7 +103,7 @@ func uploadDebugFile(ctx context.Context, server, file, token string) ([]string,
 			Error string `json:"error"`
 		} `json:"results"`
 	}
-	if err := debuginfoRequest(ctx, http.MethodPost, server+"/api/debuginfo", mw.FormDataContentType(), pr, token, &reply); err != nil {
+	if err := debuginfoRequest(ctx, http.MethodPost, server+"/api/debuginfo", contentType, body, token, &reply); err != nil {
 		return nil, err
 	}
 	if len(reply.Results) != 1 {

@@ -11,7 +11,7 @@
 #     peak RSS (pprof's /ui/flamegraph is not run: it passed 21 GB);
 #  3. with PERF.DATA: viewer upload + page + flame.json against
 #     `perf report --stdio` on the same file, time and peak RSS.
-# Set SKIP_2M=1 to leave out step 2. Profiles are generated into
+# Set SKIP_2M=1 to leave out step 2, SKIP_200K=1 step 1. Profiles are generated into
 # $BENCH_CACHE (default /tmp/viewer-bench) and reused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,6 +72,7 @@ view() {
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- 1. 200k: pprof launch + /ui/flamegraph vs viewer upload + page + flame.json
+if [ -z "${SKIP_200K:-}" ]; then
 serve
 read -r v_up v_view < <(view "$p200k")
 v_rss=$(hwm "$vpid")
@@ -88,6 +89,7 @@ p_rss=$(hwm "$ppid")
 kill "$ppid"; wait "$ppid" 2>/dev/null || true
 awk -v p="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" -v v="$v_view" -v vr="$v_rss" -v pr="$p_rss" 'BEGIN {
 	printf "200k: pprof launch + /ui/flamegraph %.2f s, %.0f MB | viewer upload + page + flame.json %.2f s, %.0f MB | time ratio %.3f (goal <= 0.10), RSS ratio %.3f\n", p, pr / 1e6, v, vr / 1e6, v / p, vr / pr }'
+fi
 
 # --- 2. 2M: viewer upload + first flame.json, peak RSS
 if [ -z "${SKIP_2M:-}" ]; then

@@ -53,6 +53,11 @@ type Limits struct {
 	// not, for the profile's warning, when it is nil.
 	Binaries perfdata.Binaries
 	NoUnwind string
+
+	// Set by ParseFile: where it reports progress, and how a mapped
+	// input's pages are dropped once read (readFile).
+	progress Progress
+	evict    func(lo, hi int)
 }
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in

@@ -526,7 +526,7 @@ const otlpMemoryFactor = 8
 // OTLP JSON when json is set, else protobuf) within lim and its memory budget, and converts
 // each of its profiles (FromOTLP).
 func ParseOTLPFile(ctx context.Context, f *os.File, json bool, lim Limits) (*OTLPResult, error) {
-	data, _, release, err := readFile(ctx, f, lim, "OTLP request")
+	data, _, _, release, err := readFile(ctx, f, lim, "OTLP request", false)
 	if err != nil {
 		return nil, err
 	}

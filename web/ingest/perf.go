@@ -21,9 +21,9 @@ var (
 )
 
 func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
-	f, err := perfdata.Read(data, perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil})
-	if err == nil && lim.MaxRecords > 0 && len(f.Records) > lim.MaxRecords {
-		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, len(f.Records), lim.MaxRecords)
+	f, err := perfdata.Scan(data, perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil, Evict: lim.evict, Progress: lim.progress})
+	if err == nil && lim.MaxRecords > 0 && f.NumRecords() > lim.MaxRecords {
+		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, f.NumRecords(), lim.MaxRecords)
 	}
 	var p *profile.Profile
 	if err == nil {

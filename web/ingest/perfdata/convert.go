@@ -1,6 +1,7 @@
 package perfdata
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ const MaxUnwindDepth = 256
 
 // Parse reads a perf.data held in memory and converts it to a profile.
 func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
-	f, err := Read(data, Options{MaxDecompressed: maxDecompressed})
+	f, err := Scan(data, Options{MaxDecompressed: maxDecompressed})
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +138,20 @@ type converter struct {
 	comms    map[uint32]string
 	accs     map[string]*mappingAcc
 	locs     map[locKey]*profile.Location
-	samples  map[string]*profile.Sample
-	key      []byte
-	locBuf   []*profile.Location
-	lastRead map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
-	exe      map[uint32]*vmap  // each process's program mapping
-	perPid   map[uint32]int    // samples per process
+	samples  map[sampleKey]*profile.Sample
+	// stacks numbers each distinct stack by its location IDs (4 bytes
+	// each, leaf first); key is the buffer its keys are made in.
+	stacks map[string]uint32
+	key    []byte
+	// Samples of one comm, or one thread and time bucket, share their
+	// label maps (nothing changes one sample's labels alone).
+	commLabels map[string]map[string][]string
+	numLabels  map[numKey]map[string][]int64
+	timeUnit   map[string][]string
+	locBuf     []*profile.Location
+	lastRead   map[uint64]uint64 // PERF_SAMPLE_READ: the last value per event ID
+	exe        map[uint32]*vmap  // each process's program mapping
+	perPid     map[uint32]int    // samples per process
 
 	topPid                    uint32
 	topExe                    *vmap // the program of the most sampled process
@@ -186,6 +195,21 @@ func TimeBucket(span uint64) uint64 {
 	}
 }
 
+// sampleKey is what keeps pprof samples apart: the event, the thread,
+// its comm, the time bucket and the stack.
+type sampleKey struct {
+	attr     int
+	pid, tid uint32
+	comm     string
+	at       int64
+	stack    uint32
+}
+
+type numKey struct {
+	pid, tid uint32
+	at       int64
+}
+
 type locKey struct {
 	acc  *mappingAcc
 	addr uint64
@@ -203,10 +227,15 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		comms:    map[uint32]string{},
 		accs:     map[string]*mappingAcc{},
 		locs:     map[locKey]*profile.Location{},
-		samples:  map[string]*profile.Sample{},
-		lastRead: map[uint64]uint64{},
-		exe:      map[uint32]*vmap{},
-		perPid:   map[uint32]int{},
+		samples:  map[sampleKey]*profile.Sample{},
+		stacks:   map[string]uint32{},
+
+		commLabels: map[string]map[string][]string{},
+		numLabels:  map[numKey]map[string][]int64{},
+		timeUnit:   map[string][]string{TimeLabel: {"nanoseconds"}},
+		lastRead:   map[uint64]uint64{},
+		exe:        map[uint32]*vmap{},
+		perPid:     map[uint32]int{},
 	}
 	for _, b := range f.Features.BuildIDs {
 		id := hex.EncodeToString(b.ID)
@@ -233,28 +262,13 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 	}
 	c.p.DefaultSampleType = c.p.SampleType[1].Type
 
-	recs := f.Records
-	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() }) {
-		recs = append([]Record(nil), recs...)
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() })
+	if t0 := f.sampleFirst; t0 != 0 {
+		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
 	}
-	var t0, t1 uint64
-	for _, r := range recs {
-		if s, ok := r.(*Sample); ok && s.Time != 0 {
-			if t0 == 0 {
-				t0 = s.Time
-			}
-			t1 = s.Time
-		}
-	}
-	if t0 != 0 {
-		c.t0, c.bucket = t0, TimeBucket(t1-t0)
-	}
-	for _, r := range recs {
-		var err error
+	err := f.each(func(r Record) error {
 		switch r := r.(type) {
 		case *Sample:
-			err = c.sample(r)
+			return c.sample(r)
 		case *Mmap:
 			c.mmap(r)
 		case *Comm:
@@ -269,12 +283,13 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		case *Lost:
 			c.lost += r.Lost
 		}
-		if err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.nSamples == 0 {
-		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", len(f.Records))
+		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
 	}
 	c.finish()
 	return c.p, nil
@@ -444,27 +459,22 @@ func (c *converter) sample(s *Sample) error {
 	c.locBuf = locs
 	comm := c.comms[s.Tid]
 
-	key := c.key[:0]
-	key = strconv.AppendInt(key, int64(s.Attr), 36)
-	key = append(key, ',')
-	key = strconv.AppendUint(key, uint64(s.Pid), 36)
-	key = append(key, ',')
-	key = strconv.AppendUint(key, uint64(s.Tid), 36)
-	key = append(key, ',')
-	key = append(key, comm...)
-	key = append(key, 0)
 	var at int64 = -1 // the sample's time bucket start
 	if c.bucket > 0 && s.Time >= c.t0 {
 		at = int64((s.Time - c.t0) / c.bucket * c.bucket)
-		key = strconv.AppendInt(key, at, 36)
-		key = append(key, ';')
 	}
+	k := c.key[:0]
 	for _, l := range locs {
-		key = strconv.AppendUint(key, l.ID, 36)
-		key = append(key, ',')
+		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
 	}
-	c.key = key
-	ps := c.samples[string(key)]
+	c.key = k
+	stack, ok := c.stacks[string(k)]
+	if !ok {
+		stack = uint32(len(c.stacks))
+		c.stacks[string(k)] = stack
+	}
+	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm, at: at, stack: stack}
+	ps := c.samples[key]
 	if ps == nil {
 		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
 			return fmt.Errorf("%w: perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", ErrLimit, c.opt.MaxSamples)
@@ -472,18 +482,30 @@ func (c *converter) sample(s *Sample) error {
 		ps = &profile.Sample{
 			Location: append([]*profile.Location(nil), locs...),
 			Value:    make([]int64, len(c.p.SampleType)),
-			Label:    map[string][]string{"comm": {comm}},
-			NumLabel: map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}},
 		}
-		if comm == "" {
-			delete(ps.Label, "comm")
+		if comm != "" {
+			lab := c.commLabels[comm]
+			if lab == nil {
+				lab = map[string][]string{"comm": {comm}}
+				c.commLabels[comm] = lab
+			}
+			ps.Label = lab
 		}
+		nk := numKey{s.Pid, s.Tid, at}
+		num := c.numLabels[nk]
+		if num == nil {
+			num = map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}}
+			if at >= 0 {
+				num[TimeLabel] = []int64{at}
+			}
+			c.numLabels[nk] = num
+		}
+		ps.NumLabel = num
 		if at >= 0 {
-			ps.NumLabel[TimeLabel] = []int64{at}
-			ps.NumUnit = map[string][]string{TimeLabel: {"nanoseconds"}}
+			ps.NumUnit = c.timeUnit
 		}
 		c.p.Sample = append(c.p.Sample, ps)
-		c.samples[string(key)] = ps
+		c.samples[key] = ps
 	}
 	if a.SampleType&sRead != 0 && len(s.Read) > 0 && a.ReadFormat&rfID != 0 {
 		// As perf does: each counter read is a sample of its own event whose

@@ -8,12 +8,14 @@ package perfdata
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/bits"
 	"slices"
+	"sort"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -59,6 +61,16 @@ type Options struct {
 	// bytes stay in the input and are not referenced, so a converter that
 	// will not unwind does not keep them alive.
 	UserStacks bool
+	// Evict, when set, is told that data[lo:hi] (page-aligned or not) will
+	// not be read for a while, so that a caller whose data maps a file can
+	// drop those pages from memory: Scan and Convert read a mapped
+	// recording with about a window of it resident. They may read the
+	// same bytes again later, so the caller must keep them readable.
+	Evict func(lo, hi int)
+	// Progress, when set, is told how far Scan and Convert are: "reading
+	// records" (bytes of the record stream) and "aggregating stacks"
+	// (records), every few megabytes or thousand records.
+	Progress func(phase string, done, total int64)
 }
 
 // File is a decoded perf.data: its events, the records it holds in file
@@ -75,6 +87,9 @@ type File struct {
 	Skipped map[string]int
 	// Warnings describe what was skipped or damaged, one line each.
 	Warnings []string
+	// UserRegsSamples counts the samples with user registers
+	// (--call-graph=dwarf), whose user stacks only unwinding recovers.
+	UserRegsSamples int
 
 	byID       map[uint64]int
 	idPos      int // index of the ID among a sample's leading u64s, -1 if none
@@ -83,7 +98,32 @@ type File struct {
 	userStacks bool // Options.UserStacks
 	descs      []eventDesc
 	firstBad   string
+
+	// The records in file order (compressed ones after the rest), each by
+	// its time and position: Convert visits them in time order, decoding
+	// each again from stream or plain, so a Scan keeps no decoded record.
+	refs       []recRef
+	stream     []byte // the data section
+	streamBase uint64 // its offset in the file
+	plain      []byte // the COMPRESSED records' payloads, decompressed
+	keep       bool   // Read: keep Records
+	evict      func(lo, hi int)
+	progress   func(phase string, done, total int64)
+	scratch    Sample // what a Scan decodes samples into
+	// sampleFirst and sampleLast are the earliest and latest non-zero
+	// sample times.
+	sampleFirst, sampleLast uint64
 }
+
+// recRef is one record's time and position: its offset in the data
+// section, or, with posPlain set, in the decompressed stream.
+type recRef struct{ time, pos uint64 }
+
+const posPlain = 1 << 63
+
+// NumRecords is how many records of use to a profile the file holds
+// (samples, mappings, comms, forks, kernel symbols, lost counts).
+func (f *File) NumRecords() int { return len(f.refs) }
 
 // Attr is one event: its perf_event_attr fields this reader needs and the
 // sample IDs that point at it.
@@ -374,13 +414,23 @@ func sub(data []byte, s section, what string) ([]byte, error) {
 	return data[s.off : s.off+s.size], nil
 }
 
-// Read decodes a whole perf.data held in memory.
-func Read(data []byte, opt Options) (*File, error) {
+// Read decodes a whole perf.data held in memory, keeping every record in
+// Records.
+func Read(data []byte, opt Options) (*File, error) { return read(data, opt, true) }
+
+// Scan reads a perf.data's headers and indexes its records without
+// keeping them decoded: Convert decodes each again as it aggregates it,
+// so what a conversion keeps is proportional to the distinct stacks, not
+// to the records (16 bytes of index each). data must stay readable until
+// Convert returns; a Scan'ed File has no Records.
+func Scan(data []byte, opt Options) (*File, error) { return read(data, opt, false) }
+
+func read(data []byte, opt Options, keep bool) (*File, error) {
 	order, ok := byteOrder(data)
 	if !ok {
 		return nil, ErrNotPerfData
 	}
-	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}, userStacks: opt.UserStacks}
+	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}, userStacks: opt.UserStacks, keep: keep, evict: opt.Evict, progress: opt.Progress}
 	if len(data) < pipeHeaderSize {
 		return nil, fmt.Errorf("perf.data is truncated: %d bytes, shorter than its %d-byte header", len(data), pipeHeaderSize)
 	}
@@ -403,8 +453,9 @@ func Read(data []byte, opt Options) (*File, error) {
 	default:
 		return nil, fmt.Errorf("perf.data header size is %d; this reader knows file mode (104) and pipe mode (16)", hsize)
 	}
+	f.stream, f.streamBase = stream, streamBase
 	var compressed [][]byte
-	if err := f.readRecords(stream, streamBase, &compressed); err != nil {
+	if err := f.readRecords(stream, streamBase, false, &compressed); err != nil {
 		return nil, err
 	}
 	if len(compressed) > 0 {
@@ -603,10 +654,20 @@ func (f *File) attrFor(id uint64, hasID bool) int {
 	return -1
 }
 
-// readRecords walks the record stream. base is the stream's file offset, for messages.
-func (f *File) readRecords(stream []byte, base uint64, compressed *[][]byte) error {
+// readRecords walks the record stream. base is the stream's file offset,
+// for messages; plain says it is the decompressed stream.
+func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[][]byte) error {
 	off := uint64(0)
+	evicted, reported := uint64(0), uint64(0)
 	for off < uint64(len(stream)) {
+		if !plain && f.evict != nil && off-evicted >= evictWindow {
+			f.evict(int(base+evicted), int(base+off))
+			evicted = off
+		}
+		if f.progress != nil && off-reported >= progressBytes {
+			f.progress("reading records", int64(off), int64(len(stream)))
+			reported = off
+		}
 		rest := stream[off:]
 		if len(rest) < 8 {
 			return fmt.Errorf("perf.data is truncated: %d stray bytes at offset %d where a record header should be", len(rest), base+off)
@@ -633,77 +694,62 @@ func (f *File) readRecords(stream []byte, base uint64, compressed *[][]byte) err
 		if extra > uint64(len(rest))-size {
 			return fmt.Errorf("perf.data is truncated: the %s record at offset %d is followed by %d bytes of data but only %d remain", RecordName(typ), base+off, extra, uint64(len(rest))-size)
 		}
-		if err := f.record(typ, misc, body, base+off, compressed); err != nil {
+		pos := off
+		if plain {
+			pos |= posPlain
+		}
+		if err := f.record(typ, misc, body, base+off, pos, compressed); err != nil {
 			return err
 		}
 		off += size + extra
 	}
+	if !plain && f.evict != nil {
+		f.evict(int(base+evicted), int(base+off))
+	}
+	if f.progress != nil {
+		f.progress("reading records", int64(off), int64(len(stream)))
+	}
 	return nil
 }
 
-// record decodes one record, appending it to f.Records when it is of use.
-func (f *File) record(typ uint32, misc uint16, body []byte, off uint64, compressed *[][]byte) error {
+// progressBytes is how many bytes of records are read between two calls
+// to Options.Progress.
+const progressBytes = 4 << 20
+
+// evictWindow is how many bytes of a mapped recording are read between
+// two calls to Options.Evict (a variable for tests).
+var evictWindow uint64 = 16 << 20
+
+// record decodes one record and indexes it when it is of use (keeping it
+// in f.Records for Read); off is its file offset, for messages, and pos its
+// position for the index.
+func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, compressed *[][]byte) error {
 	switch typ {
-	case recSample:
-		if len(f.Attrs) == 0 {
+	case recSample, recMmap, recMmap2, recComm, recFork, recExit, recKsymbol, recLost, recLostSamples:
+		if typ == recSample && len(f.Attrs) == 0 {
 			return fmt.Errorf("perf.data is corrupt: a SAMPLE record at offset %d comes before any event attribute", off)
 		}
-		s, err := f.decodeSample(misc, body)
+		r, err := f.decode(typ, misc, body)
 		if err != nil {
 			f.bad(typ, off, err)
 			return nil
 		}
-		f.Records = append(f.Records, s)
-	case recMmap, recMmap2:
-		m, err := f.decodeMmap(typ, misc, body)
-		if err != nil {
-			f.bad(typ, off, err)
-			return nil
+		t := r.time()
+		f.refs = append(f.refs, recRef{t, pos})
+		if s, ok := r.(*Sample); ok {
+			if s.HasRegsUser {
+				f.UserRegsSamples++
+			}
+			if t != 0 {
+				if f.sampleFirst == 0 || t < f.sampleFirst {
+					f.sampleFirst = t
+				}
+				f.sampleLast = max(f.sampleLast, t)
+			}
 		}
-		f.Records = append(f.Records, m)
-	case recComm:
-		d := dec{b: body, o: f.ByteOrder}
-		c := &Comm{Pid: d.u32(), Tid: d.u32(), Exec: misc&(1<<13) != 0}
-		name, trailer, err := f.splitString(d.b)
-		if err != nil || d.bad {
-			f.bad(typ, off, errOr(err, "too short"))
-			return nil
+		if f.keep {
+			f.Records = append(f.Records, r)
 		}
-		c.Comm, c.SampleID = name, trailer
-		f.Records = append(f.Records, c)
-	case recFork, recExit:
-		d := dec{b: body, o: f.ByteOrder}
-		r := &Fork{Pid: d.u32(), PPid: d.u32(), Tid: d.u32(), PTid: d.u32(), ForkTime: d.u64(), Exit: typ == recExit}
-		if d.bad {
-			f.bad(typ, off, errors.New("too short"))
-			return nil
-		}
-		r.SampleID = f.trailer(d.b)
-		f.Records = append(f.Records, r)
-	case recKsymbol:
-		d := dec{b: body, o: f.ByteOrder}
-		k := &Ksymbol{Addr: d.u64(), Len: d.u32(), KsymType: d.u16()}
-		k.Unregister = d.u16()&1 != 0
-		name, trailer, err := f.splitString(d.b)
-		if err != nil || d.bad {
-			f.bad(typ, off, errOr(err, "too short"))
-			return nil
-		}
-		k.Name, k.SampleID = name, trailer
-		f.Records = append(f.Records, k)
-	case recLost, recLostSamples:
-		d := dec{b: body, o: f.ByteOrder}
-		l := &Lost{}
-		if typ == recLost {
-			d.u64() // id
-		}
-		l.Lost = d.u64()
-		if d.bad {
-			f.bad(typ, off, errors.New("too short"))
-			return nil
-		}
-		l.SampleID = f.trailer(d.b)
-		f.Records = append(f.Records, l)
 	case recHeaderAttr:
 		if len(body) < 8 {
 			f.bad(typ, off, errors.New("too short"))
@@ -746,6 +792,67 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off uint64, compress
 		// Known records with nothing for a profile (THROTTLE, SWITCH, ID_INDEX, ...) are left out silently.
 	}
 	return nil
+}
+
+// decode decodes one record of a type Record holds.
+func (f *File) decode(typ uint32, misc uint16, body []byte) (Record, error) {
+	switch typ {
+	case recSample:
+		return f.decodeSample(misc, body)
+	case recMmap, recMmap2:
+		return f.decodeMmap(typ, misc, body)
+	case recComm:
+		d := dec{b: body, o: f.ByteOrder}
+		c := &Comm{Pid: d.u32(), Tid: d.u32(), Exec: misc&(1<<13) != 0}
+		name, trailer, err := f.splitString(d.b)
+		if err != nil || d.bad {
+			return nil, errOr(err, "too short")
+		}
+		c.Comm, c.SampleID = name, trailer
+		return c, nil
+	case recFork, recExit:
+		d := dec{b: body, o: f.ByteOrder}
+		r := &Fork{Pid: d.u32(), PPid: d.u32(), Tid: d.u32(), PTid: d.u32(), ForkTime: d.u64(), Exit: typ == recExit}
+		if d.bad {
+			return nil, errors.New("too short")
+		}
+		r.SampleID = f.trailer(d.b)
+		return r, nil
+	case recKsymbol:
+		d := dec{b: body, o: f.ByteOrder}
+		k := &Ksymbol{Addr: d.u64(), Len: d.u32(), KsymType: d.u16()}
+		k.Unregister = d.u16()&1 != 0
+		name, trailer, err := f.splitString(d.b)
+		if err != nil || d.bad {
+			return nil, errOr(err, "too short")
+		}
+		k.Name, k.SampleID = name, trailer
+		return k, nil
+	case recLost, recLostSamples:
+		d := dec{b: body, o: f.ByteOrder}
+		l := &Lost{}
+		if typ == recLost {
+			d.u64() // id
+		}
+		l.Lost = d.u64()
+		if d.bad {
+			return nil, errors.New("too short")
+		}
+		l.SampleID = f.trailer(d.b)
+		return l, nil
+	}
+	return nil, fmt.Errorf("record type %s is not decoded", RecordName(typ))
+}
+
+// at decodes again the record indexed at pos.
+func (f *File) at(pos uint64) (Record, error) {
+	stream := f.stream
+	if pos&posPlain != 0 {
+		stream, pos = f.plain, pos&^posPlain
+	}
+	rest := stream[pos:]
+	size := uint64(f.ByteOrder.Uint16(rest[6:]))
+	return f.decode(f.ByteOrder.Uint32(rest), f.ByteOrder.Uint16(rest[4:]), rest[8:size])
 }
 
 func errOr(err error, msg string) error {
@@ -846,7 +953,14 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 	a := f.Attrs[ai]
 	st := a.SampleType
 	d := dec{b: body, o: f.ByteOrder}
-	s := &Sample{Attr: ai, CPUMode: misc & 7}
+	var s *Sample
+	if f.keep {
+		s = &Sample{Attr: ai, CPUMode: misc & 7}
+	} else { // a Scan uses each sample at once: decode into one
+		chain := f.scratch.Callchain
+		s = &f.scratch
+		*s = Sample{Attr: ai, CPUMode: misc & 7, Callchain: chain[:0]}
+	}
 	if st&sIdentifier != 0 {
 		s.ID = d.u64()
 	}
@@ -883,7 +997,11 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 		if n > maxCallchain || n*8 > uint64(len(d.b)) {
 			return nil, fmt.Errorf("callchain of %d entries does not fit the record", n)
 		}
-		s.Callchain = make([]uint64, n)
+		if uint64(cap(s.Callchain)) >= n {
+			s.Callchain = s.Callchain[:n]
+		} else {
+			s.Callchain = make([]uint64, n)
+		}
 		for i := range s.Callchain {
 			s.Callchain[i] = d.o.Uint64(d.b[8*i:])
 		}
@@ -1065,8 +1183,9 @@ func (f *File) readCompressed(chunks [][]byte, opt Options) error {
 	if opt.MaxDecompressed > 0 && int64(len(plain)) > opt.MaxDecompressed {
 		return fmt.Errorf("%w: perf.data's compressed records expand to more than %d bytes", ErrLimit, opt.MaxDecompressed)
 	}
+	f.plain = plain
 	var nested [][]byte
-	if err := f.readRecords(plain, 0, &nested); err != nil {
+	if err := f.readRecords(plain, 0, true, &nested); err != nil {
 		return fmt.Errorf("in the decompressed records: %w", err)
 	}
 	if len(nested) > 0 {
@@ -1074,3 +1193,73 @@ func (f *File) readCompressed(chunks [][]byte, opt Options) error {
 	}
 	return nil
 }
+
+// each calls fn with every record in time order (records of equal time in
+// file order), as perf's ordered events would: a Read File's Records, or,
+// for a Scan, each record decoded again from its position. Scanning in time
+// order walks the file about in order, so a mapped recording's pages
+// behind the earliest record still to come are evicted as it goes.
+func (f *File) each(fn func(Record) error) error {
+	if f.keep {
+		recs := f.Records
+		if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() }) {
+			recs = append([]Record(nil), recs...)
+			sort.SliceStable(recs, func(i, j int) bool { return recs[i].time() < recs[j].time() })
+		}
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	refs := f.refs
+	byTime := func(a, b recRef) int {
+		if c := cmp.Compare(a.time, b.time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	}
+	if !slices.IsSortedFunc(refs, byTime) {
+		slices.SortFunc(refs, byTime) // positions are unique: the sort is stable
+	}
+	// low[k] is the lowest data-section position of refs[k*evictRefs:].
+	var low []uint64
+	if f.evict != nil {
+		low = make([]uint64, (len(refs)+evictRefs-1)/evictRefs)
+		m := uint64(len(f.stream))
+		for i := len(refs) - 1; i >= 0; i-- {
+			if p := refs[i].pos; p&posPlain == 0 {
+				m = min(m, p)
+			}
+			if i%evictRefs == 0 {
+				low[i/evictRefs] = m
+			}
+		}
+	}
+	evicted := uint64(0)
+	for i, ref := range refs {
+		if f.progress != nil && i%evictRefs == 0 {
+			f.progress("aggregating stacks", int64(i), int64(len(refs)))
+		}
+		if low != nil && i%evictRefs == 0 && low[i/evictRefs]-evicted >= evictWindow {
+			f.evict(int(f.streamBase+evicted), int(f.streamBase+low[i/evictRefs]))
+			evicted = low[i/evictRefs]
+		}
+		r, err := f.at(ref.pos)
+		if err != nil { // Scan decoded it once already
+			return fmt.Errorf("perf.data: decoding a record again: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if f.progress != nil {
+		f.progress("aggregating stacks", int64(len(refs)), int64(len(refs)))
+	}
+	return nil
+}
+
+// evictRefs is how many records each is given between two looks at what
+// it may evict (a variable for tests).
+var evictRefs = 1 << 12

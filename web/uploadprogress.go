@@ -1,0 +1,231 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"viewer/web/ingest"
+	"viewer/web/sse"
+)
+
+// UploadProgressHeader names the key an upload's progress is followed by:
+// a page that sends it with POST /api/profiles can read the bytes the
+// server received and each phase of the conversion from
+// GET /api/uploads/KEY/progress, an event stream, while the POST runs.
+const UploadProgressHeader = "X-Upload-Progress"
+
+// progressKeyPattern is what a key must look like: 16 to 64 letters,
+// digits, '-' or '_' (the page sends 32 random hex digits). Being random,
+// the key is the only way to the upload's progress, which tells nothing
+// but phases and byte counts.
+var progressKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{16,64}$`)
+
+// uploadEvent is one event of the progress stream: a phase ("receiving",
+// "converting", then ingest's: "inflating", "reading records",
+// "aggregating stacks"), done of total (bytes or records; 0 unknown), and,
+// last, finished with the upload's error if it failed.
+type uploadEvent struct {
+	Phase    string `json:"phase"`
+	Done     int64  `json:"done"`
+	Total    int64  `json:"total"`
+	Finished bool   `json:"finished,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// uploadTrack is one key's progress: the last event of each phase in
+// order, so that a subscriber sees every phase even when it joins late.
+type uploadTrack struct {
+	mu      sync.Mutex
+	events  []uploadEvent
+	seq     int           // bumped on every change
+	changed chan struct{} // closed and replaced on every change
+	ended   time.Time     // when finished; zero while running
+	started time.Time
+}
+
+func (t *uploadTrack) report(phase string, done, total int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended.IsZero() {
+		return
+	}
+	ev := uploadEvent{Phase: phase, Done: done, Total: total}
+	if n := len(t.events); n > 0 && t.events[n-1].Phase == phase {
+		t.events[n-1] = ev
+	} else if n < maxUploadPhases {
+		t.events = append(t.events, ev)
+	}
+	t.bump()
+}
+
+func (t *uploadTrack) finish(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ev := uploadEvent{Phase: "done", Finished: true}
+	if err != nil {
+		ev.Phase, ev.Error = "failed", err.Error()
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			if m, ok := he.Message.(string); ok {
+				ev.Error = m
+			}
+		}
+	}
+	t.events = append(t.events, ev)
+	t.ended = time.Now()
+	t.bump()
+}
+
+func (t *uploadTrack) bump() {
+	t.seq++
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// maxUploadPhases bounds one track's events.
+const maxUploadPhases = 16
+
+// uploadTracks are the tracks of the uploads in flight and of those that
+// ended in the last uploadTrackTTL, process-wide (keys are random).
+var uploadTracks = struct {
+	mu sync.Mutex
+	m  map[string]*uploadTrack
+}{m: map[string]*uploadTrack{}}
+
+const (
+	uploadTrackTTL = time.Minute
+	// maxUploadTracks bounds the tracks kept; a new key past it is not
+	// followed (the upload itself goes on).
+	maxUploadTracks = 4096
+	// uploadTrackIdle forgets a track no upload came for.
+	uploadTrackIdle = 10 * time.Minute
+)
+
+// track is key's track, made when new (nil when there are too many).
+func track(key string) *uploadTrack {
+	uploadTracks.mu.Lock()
+	defer uploadTracks.mu.Unlock()
+	now := time.Now()
+	if t := uploadTracks.m[key]; t != nil {
+		return t
+	}
+	for k, t := range uploadTracks.m {
+		t.mu.Lock()
+		old := !t.ended.IsZero() && now.Sub(t.ended) > uploadTrackTTL || t.ended.IsZero() && now.Sub(t.started) > uploadTrackIdle && len(t.events) == 0
+		t.mu.Unlock()
+		if old {
+			delete(uploadTracks.m, k)
+		}
+	}
+	if len(uploadTracks.m) >= maxUploadTracks {
+		return nil
+	}
+	t := &uploadTrack{changed: make(chan struct{}), started: now}
+	uploadTracks.m[key] = t
+	return t
+}
+
+// withUploadProgress follows an upload that names a progress key
+// (UploadProgressHeader): the request body's bytes as "receiving", then
+// the parse's phases (ingest.WithProgress), then its end.
+func withUploadProgress(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key := c.Request().Header.Get(UploadProgressHeader)
+		if !progressKeyPattern.MatchString(key) {
+			return h(c)
+		}
+		t := track(key)
+		if t == nil {
+			return h(c)
+		}
+		r := c.Request()
+		r.Body = &receivedBody{ReadCloser: r.Body, t: t, total: r.ContentLength}
+		c.SetRequest(r.WithContext(ingest.WithProgress(r.Context(), t.report)))
+		err := h(c)
+		t.finish(err)
+		return err
+	}
+}
+
+// receivedBody reports the bytes read of an upload, then "converting"
+// once it is read to its end.
+type receivedBody struct {
+	io.ReadCloser
+	t           *uploadTrack
+	done, total int64
+	last        time.Time
+}
+
+func (b *receivedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.done += int64(n)
+	switch {
+	case err == io.EOF:
+		b.t.report("receiving", b.done, max(b.total, b.done))
+		b.t.report("converting", 0, 0)
+	case time.Since(b.last) >= 50*time.Millisecond:
+		b.last = time.Now()
+		b.t.report("receiving", b.done, b.total)
+	}
+	return n, err
+}
+
+// handleUploadProgress streams the progress of the upload keyed :key as
+// server-sent events (uploadEvent JSON), each phase's latest, until the
+// upload ends; a key no upload has named yet is waited for.
+func handleUploadProgress(c echo.Context) error {
+	key := c.Param("key")
+	if !progressKeyPattern.MatchString(key) {
+		return echo.NewHTTPError(http.StatusBadRequest, "the progress key must be 16 to 64 letters, digits, '-' or '_'")
+	}
+	t := track(key)
+	if t == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many uploads are followed; retry shortly")
+	}
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	ctx := c.Request().Context()
+	sent, sentSeq := 0, -1
+	keepAlive := time.NewTicker(15 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		t.mu.Lock()
+		evs := append([]uploadEvent(nil), t.events...)
+		seq, changed := t.seq, t.changed
+		t.mu.Unlock()
+		if seq != sentSeq {
+			from := max(sent-1, 0) // the last sent phase may have moved on
+			for i := from; i < len(evs); i++ {
+				data, _ := json.Marshal(evs[i])
+				if err := sse.Write(w, sse.Event{Data: data}); err != nil {
+					return nil
+				}
+			}
+			w.Flush()
+			sent, sentSeq = len(evs), seq
+			if n := len(evs); n > 0 && evs[n-1].Finished {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			time.Sleep(50 * time.Millisecond) // coalesce bursts
+		case <-keepAlive.C:
+			if sse.WriteComment(w, "keep-alive") != nil {
+				return nil
+			}
+			w.Flush()
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUploadProgressStream follows an upload of a perf.data by its key:
+// the stream, opened before the upload, gives the bytes received, then
+// each phase of the conversion to its total, then the end; a key that is
+// not one is refused, and an upload that fails ends its stream with the
+// error it answered.
+func TestUploadProgressStream(t *testing.T) {
+	base := startServer(t)
+	data, err := os.ReadFile("../testdata/perf/dwarf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow := func(key string, body []byte) ([]map[string]any, int) {
+		t.Helper()
+		resp, err := http.Get(base + "/api/uploads/" + key + "/progress")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+			t.Fatalf("progress stream: %s, %q", resp.Status, ct)
+		}
+		status := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", base+"/api/profiles", bytes.NewReader(body))
+			req.Header.Set("X-Upload-Progress", key)
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				status <- 0
+				return
+			}
+			r.Body.Close()
+			status <- r.StatusCode
+		}()
+		var evs []map[string]any
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("event %q: %v", line, err)
+			}
+			evs = append(evs, ev)
+			if ev["finished"] == true {
+				break
+			}
+		}
+		select {
+		case code := <-status:
+			return evs, code
+		case <-time.After(20 * time.Second):
+			t.Fatal("the upload did not answer")
+		}
+		return nil, 0
+	}
+	evs, code := follow("0123456789abcdef0123456789abcdef", data)
+	if code != http.StatusCreated {
+		t.Fatalf("upload answered %d", code)
+	}
+	last := map[string]map[string]any{}
+	var order []string
+	for _, ev := range evs {
+		p := ev["phase"].(string)
+		if _, ok := last[p]; !ok {
+			order = append(order, p)
+		}
+		last[p] = ev
+	}
+	if got, want := strings.Join(order, ","), "receiving,converting,reading records,aggregating stacks,done"; got != want {
+		t.Errorf("phases %s, want %s (events %v)", got, want, evs)
+	}
+	if r := last["receiving"]; r == nil || r["done"] != float64(len(data)) || r["total"] != float64(len(data)) {
+		t.Errorf("receiving ended at %v; want %d of %d bytes", r, len(data), len(data))
+	}
+	for _, p := range []string{"reading records", "aggregating stacks"} {
+		if e := last[p]; e == nil || e["done"] != e["total"] || e["total"] == float64(0) {
+			t.Errorf("%s ended at %v; want its total", p, e)
+		}
+	}
+
+	evs, code = follow("fedcba9876543210fedcba9876543210", []byte("not a profile"))
+	end := evs[len(evs)-1]
+	if code != http.StatusUnprocessableEntity && code != http.StatusBadRequest || end["phase"] != "failed" || !strings.Contains(end["error"].(string), "not a recognised profile") {
+		t.Errorf("a bad upload (HTTP %d) ended its stream with %v", code, end)
+	}
+
+	resp, err := http.Get(base + "/api/uploads/short/progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed key: %s, want 400", resp.Status)
+	}
+}
