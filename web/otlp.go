@@ -99,18 +99,16 @@ func (s *Server) handleOTLP(c echo.Context) error {
 }
 
 // storeOTLP stores one converted OTLP profile as pprof, named by its
-// resource, and queues its symbolization. It is stored as converted: the
-// pprof bytes are not parsed again.
+// resource, and queues its symbolization. It is stored once, as the
+// converted copy every load reads (no second encoding of the same
+// profile), and not parsed again.
 func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, error) {
-	// Stored gzipped as pprof, at gzip's fastest level: an OTLP fleet sends
-	// many profiles, and compressing them at pprof's default level took a
-	// third of the intake's CPU.
-	var raw, buf bytes.Buffer
-	if err := op.Profile.WriteUncompressed(&raw); err != nil {
-		return "", err
-	}
+	// Gzipped at gzip's fastest level: an OTLP fleet sends many profiles,
+	// and compressing them at pprof's default level took a third of the
+	// intake's CPU.
+	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if _, err := zw.Write(raw.Bytes()); err != nil {
+	if err := op.Profile.WriteUncompressed(zw); err != nil {
 		return "", err
 	}
 	if err := zw.Close(); err != nil {

@@ -11,6 +11,8 @@ const (
 	// KeyConverted is the profile as the upload was converted to pprof
 	// (gzipped protobuf), written once at upload so that nothing parses
 	// the original again: cold loads, jobs and other replicas read it.
+	// A profile parsed elsewhere (an OTLP profile, a merge) has only this
+	// copy and no original (Service.StoreParsed).
 	KeyConverted = "profile.pb.gz"
 	// KeyMeta is the Meta (meta.json).
 	KeyMeta = "meta.json"
