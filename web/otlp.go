@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
@@ -107,7 +108,9 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 	// and compressing them at pprof's default level took a third of the
 	// intake's CPU.
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw := otlpGzip.Get().(*gzip.Writer)
+	defer otlpGzip.Put(zw)
+	zw.Reset(&buf)
 	if err := op.Profile.WriteUncompressed(zw); err != nil {
 		return "", err
 	}
@@ -127,6 +130,13 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 	}
 	return id, nil
 }
+
+// otlpGzip keeps the fastest-level gzip writers of storeOTLP: a new one
+// allocates and clears its window each time.
+var otlpGzip = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
 
 // otlpEncoding reads the request's Content-Type: protobuf or JSON, as
 // OTLP/HTTP allows; anything else is 415.

@@ -375,7 +375,19 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 
 	stacks := c.dict.StackTable()
 	samples := pr.Samples()
+	// Samples, their values and their stacks' location lists are
+	// allocated together, a few arrays per profile rather than three
+	// objects per sample.
 	c.p.Sample = make([]*profile.Sample, 0, samples.Len())
+	recs := make([]profile.Sample, samples.Len())
+	values := make([]int64, samples.Len())
+	nframes := 0
+	for i := range samples.Len() {
+		if si := samples.At(i).StackIndex(); si >= 0 && int(si) < stacks.Len() {
+			nframes += stacks.At(int(si)).LocationIndices().Len()
+		}
+	}
+	frames := make([]*profile.Location, nframes)
 	var key []byte
 	for i := range samples.Len() {
 		s := samples.At(i)
@@ -393,7 +405,9 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 		if vals.Len() == 0 {
 			v = int64(max(1, s.TimestampsUnixNano().Len()))
 		}
-		ps := &profile.Sample{Value: []int64{v}, Label: base}
+		values[i] = v
+		ps := &recs[i]
+		ps.Value, ps.Label = values[i:i+1:i+1], base
 		if ai := s.AttributeIndices(); ai.Len() > 0 {
 			key = key[:0]
 			for j := range ai.Len() {
@@ -417,7 +431,7 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 			ps.Label, ps.NumLabel, ps.NumUnit = sl.str, sl.num, sl.units
 		}
 		lis := stacks.At(int(si)).LocationIndices()
-		ps.Location = make([]*profile.Location, lis.Len())
+		ps.Location, frames = frames[:lis.Len():lis.Len()], frames[lis.Len():]
 		for j := range lis.Len() {
 			loc, err := c.location(lis.At(j))
 			if err != nil {
