@@ -25,6 +25,8 @@ func (s *Server) routes() {
 	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)    // serve --otlp (otlp.go)
 	e.POST("/api/symbolize", s.handleSymbolizeAPI)   // symbolizeapi.go
 	e.POST("/symbolicate/v5", s.handleSymbolicateV5) // the Firefox Profiler's API (symbolicate.go)
+	e.GET("/services", s.handleServices)             // OTLP profiles by service.name (services.go)
+	e.GET("/s/:service", s.handleServiceMerge)       // a service's time range merged, redirected to its /p/ID
 
 	e.GET("/p/:id", s.handleFlamePage)
 	e.GET("/p/:id/top", s.handleTop)
