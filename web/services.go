@@ -161,8 +161,15 @@ func parseRangeTime(name, v string) (time.Time, error) {
 // give the same ID) and shown at its /p/ID, where it is redirected. Only
 // members of the oldest member's sample types are merged; others are
 // counted in the profile's comments.
+//
+// A merge stores a profile, so with --auth-token it needs the token, as
+// an upload does (the /login cookie in the browser).
 func (s *Server) handleServiceMerge(c echo.Context) error {
 	ctx := c.Request().Context()
+	if !s.authorized(c) {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer uploads"`)
+		return httpError(http.StatusUnauthorized, "merging stores a profile, so on this server it needs its token: send Authorization: Bearer TOKEN, or sign in at /login")
+	}
 	service, err := url.PathUnescape(c.Param("service"))
 	if err != nil || service == "" {
 		return httpError(http.StatusBadRequest, "the service name in the URL is not valid; link to /s/ followed by the escaped service.name")

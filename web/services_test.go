@@ -159,3 +159,31 @@ func stackKey(locs []*profile.Location) string {
 	}
 	return b.String()
 }
+
+// TestServiceMergeToken: with --auth-token a merge, which stores a
+// profile, needs the token as an upload does; /services is readable.
+func TestServiceMergeToken(t *testing.T) {
+	s, err := web.New(web.Config{DataDir: t.TempDir(), OTLP: true, AuthToken: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	if r, body := getNoRedirect(t, ts.URL+"/s/checkout"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "token") {
+		t.Errorf("merge without the token: %s %q", r.Status, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/s/checkout", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound { // authorized; no such service yet
+		t.Errorf("merge with the token: %s, want 404 (no profiles yet)", resp.Status)
+	}
+	if r, _ := getNoRedirect(t, ts.URL+"/services"); r.StatusCode != 200 {
+		t.Errorf("/services: %s", r.Status)
+	}
+}
