@@ -37,16 +37,22 @@ func CallSites(p *profile.Profile) bool {
 		return false
 	}
 	const keep, call = 1, 2
-	use := map[*profile.Location]uint8{}
+	// What each location is, and how stacks use it, by its position in
+	// p.Location: a stack's frames far outnumber the locations, and a map
+	// lookup and the mapping's name tests per frame were most of the
+	// time an OTLP intake spent here.
+	loc := newLocationIndex(p)
+	use := make([]uint8, len(p.Location))
 	for _, s := range p.Sample {
 		for i, l := range s.Location {
-			if !needs(l) {
+			j := loc.pos(l)
+			if j < 0 || !loc.needs(j) {
 				continue
 			}
-			if interrupted(s.Location, i) {
-				use[l] |= keep
+			if loc.interrupted(s.Location, i) {
+				use[j] |= keep
 			} else {
-				use[l] |= call
+				use[j] |= call
 			}
 		}
 	}
@@ -57,8 +63,8 @@ func CallSites(p *profile.Profile) bool {
 	// Where each final address is held: locations that keep theirs first,
 	// so that a caller whose call site is some leaf's address joins it.
 	at := map[key]*profile.Location{}
-	for _, l := range p.Location {
-		if use[l]&keep != 0 {
+	for j, l := range p.Location {
+		if use[j]&keep != 0 {
 			if _, ok := at[key{l.Mapping, l.Address}]; !ok {
 				at[key{l.Mapping, l.Address}] = l
 			}
@@ -68,17 +74,17 @@ func CallSites(p *profile.Profile) bool {
 	for _, l := range p.Location {
 		next = max(next, l.ID)
 	}
-	site := map[*profile.Location]*profile.Location{} // caller use → its call-site location
-	changed := false
-	for _, l := range p.Location[:len(p.Location):len(p.Location)] {
-		u := use[l]
+	site := make([]*profile.Location, len(p.Location)) // caller use → its call-site location
+	changed, split := false, false
+	for j, l := range p.Location[:len(p.Location):len(p.Location)] {
+		u := use[j]
 		if u&call == 0 || l.Address == 0 {
 			continue
 		}
 		k := key{l.Mapping, l.Address - 1}
 		changed = true
 		if t := at[k]; t != nil {
-			site[l] = t
+			site[j], split = t, true
 			continue
 		}
 		if u&keep == 0 { // only ever a caller: move it
@@ -90,13 +96,14 @@ func CallSites(p *profile.Profile) bool {
 		t := &profile.Location{ID: next, Mapping: l.Mapping, Address: l.Address - 1, IsFolded: l.IsFolded}
 		p.Location = append(p.Location, t)
 		at[k] = t
-		site[l] = t
+		site[j], split = t, true
 	}
-	if len(site) > 0 {
+	if split {
 		for _, s := range p.Sample {
 			for i, l := range s.Location {
-				if t := site[l]; t != nil && !interrupted(s.Location, i) {
-					s.Location[i] = t
+				j := loc.pos(l)
+				if j >= 0 && j < len(site) && site[j] != nil && !loc.interrupted(s.Location, i) {
+					s.Location[i] = site[j]
 				}
 			}
 		}
@@ -104,13 +111,69 @@ func CallSites(p *profile.Profile) bool {
 	return changed
 }
 
+// locationIndex finds a location's position in its profile's Location
+// list, and keeps what CallSites asks of each (needs a name, is the
+// kernel's) so that it is worked out once per location, not per frame.
+type locationIndex struct {
+	locs  []*profile.Location
+	flags []uint8
+	byPtr map[*profile.Location]int // only when IDs are not positions + 1
+}
+
+const (
+	locNeeds uint8 = 1 << iota
+	locKernel
+)
+
+func newLocationIndex(p *profile.Profile) *locationIndex {
+	x := &locationIndex{locs: p.Location, flags: make([]uint8, len(p.Location))}
+	for j, l := range p.Location {
+		if needs(l) {
+			x.flags[j] |= locNeeds
+		}
+		if kernelFrame(l) {
+			x.flags[j] |= locKernel
+		}
+		if l.ID != uint64(j+1) && x.byPtr == nil {
+			x.byPtr = make(map[*profile.Location]int, len(p.Location))
+		}
+	}
+	if x.byPtr != nil {
+		for j, l := range p.Location {
+			x.byPtr[l] = j
+		}
+	}
+	return x
+}
+
+// pos is l's position in the profile's Location list, -1 when it is not
+// in it.
+func (x *locationIndex) pos(l *profile.Location) int {
+	if j := int(l.ID) - 1; l.ID > 0 && j < len(x.locs) && x.locs[j] == l {
+		return j
+	}
+	if j, ok := x.byPtr[l]; ok {
+		return j
+	}
+	return -1
+}
+
+func (x *locationIndex) needs(j int) bool { return x.flags[j]&locNeeds != 0 }
+
+func (x *locationIndex) kernel(l *profile.Location) bool {
+	if j := x.pos(l); j >= 0 {
+		return x.flags[j]&locKernel != 0
+	}
+	return kernelFrame(l)
+}
+
 // interrupted reports whether frame i of a stack (leaf first) is where the
 // program was stopped rather than a caller: the leaf, or the first frame
 // after a switch between kernel and user space (the user pc a syscall or
 // interrupt stopped, or the first kernel frame of a callchain perf gives
 // user first).
-func interrupted(stack []*profile.Location, i int) bool {
-	return i == 0 || kernelFrame(stack[i]) != kernelFrame(stack[i-1])
+func (x *locationIndex) interrupted(stack []*profile.Location, i int) bool {
+	return i == 0 || x.kernel(stack[i]) != x.kernel(stack[i-1])
 }
 
 // kernelFrame reports whether a location is in the kernel or one of its

@@ -8,7 +8,9 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
+	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
@@ -99,36 +101,52 @@ func (s *Server) handleOTLP(c echo.Context) error {
 }
 
 // storeOTLP stores one converted OTLP profile as pprof, named by its
-// resource, and queues its symbolization. It is stored as converted: the
-// pprof bytes are not parsed again.
+// resource, and queues its symbolization. It is stored once, as the
+// converted copy every load reads (no second encoding of the same
+// profile), and not parsed again.
 func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, error) {
-	// Stored gzipped as pprof, at gzip's fastest level: an OTLP fleet sends
-	// many profiles, and compressing them at pprof's default level took a
-	// third of the intake's CPU.
-	var raw, buf bytes.Buffer
-	if err := op.Profile.WriteUncompressed(&raw); err != nil {
-		return "", err
-	}
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
+	gz, err := gzipFast(op.Profile)
+	if err != nil {
 		return "", err
 	}
 	name := op.Title
 	if name == "" {
 		name = "OTLP profile"
 	}
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, buf.Bytes(), name, "OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles"))
 	if err != nil {
 		return "", err
 	}
+	s.indexService(ctx, op, id)
 	if err := s.QueueSymbolization(ctx, id, false); err != nil {
 		s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
 	}
 	return id, nil
 }
+
+// gzipFast is p as gzipped pprof at gzip's fastest level: an OTLP fleet
+// sends many profiles, and compressing them at pprof's default level took
+// a third of the intake's CPU.
+func gzipFast(p *profile.Profile) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := otlpGzip.Get().(*gzip.Writer)
+	defer otlpGzip.Put(zw)
+	zw.Reset(&buf)
+	if err := p.WriteUncompressed(zw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// otlpGzip keeps gzipFast's writers: a new one allocates and clears its
+// window each time.
+var otlpGzip = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
 
 // otlpEncoding reads the request's Content-Type: protobuf or JSON, as
 // OTLP/HTTP allows; anything else is 415.

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"viewer/web/ingest/otlptest"
+	"viewer/web/profiles"
+	"viewer/web/store"
 )
 
 // otlpResource is the resource an OTLP exporter names its process with.
@@ -160,5 +164,47 @@ func TestOTLPOff(t *testing.T) {
 	resp, body := postOTLP(t, ts.URL, "application/x-protobuf", pb, false)
 	if _, msg := rpcStatus(t, "application/x-protobuf", body); resp.StatusCode != 404 || !strings.Contains(msg, "--otlp") {
 		t.Errorf("OTLP off: %d %q, want 404 naming --otlp", resp.StatusCode, msg)
+	}
+}
+
+// TestOTLPStoredOnce: an OTLP profile is stored in one encoding, the
+// converted pprof copy that every load and the download read (an OTLP
+// request has no original bytes of its own to keep), and a restart reads
+// it back without converting anything.
+func TestOTLPStoredOnce(t *testing.T) {
+	dir := t.TempDir()
+	s, ts := newTestServer(t, Config{OTLP: true, DataDir: dir})
+	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalProto()
+	resp, body := postOTLP(t, ts.URL, "application/x-protobuf", pb, false)
+	id, _, _ := strings.Cut(resp.Header.Get("X-Viewer-Profiles"), ",")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("%s %q", resp.Status, body)
+	}
+	keys, err := s.prof.Store().(store.Lister).List(context.Background(), id+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	want := []string{profiles.Key(id, profiles.KeyMeta), profiles.Key(id, profiles.KeyConverted)}
+	if !slices.Equal(keys, want) {
+		t.Errorf("stored %q, want only %q", keys, want)
+	}
+	dl, err := s.prof.Download(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := profile.Parse(dl)
+	dl.Close()
+	if err != nil || len(got.Sample) != len(testProfile().Sample) {
+		t.Fatalf("download: %v, %+v", err, got)
+	}
+	// A second server on the same directory (a restart) loads it from
+	// that copy, converting nothing.
+	s2, _ := newTestServer(t, Config{OTLP: true, DataDir: dir})
+	if _, err := s2.prof.Profile(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if n := s2.prof.Conversions(); n != 0 {
+		t.Errorf("the restart converted %d times, want 0", n)
 	}
 }

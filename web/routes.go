@@ -23,9 +23,15 @@ func (s *Server) routes() {
 	e.POST("/api/profiles", withUploadProgress(s.handleAPIUpload))
 	e.GET("/api/uploads/:key/progress", handleUploadProgress) // an upload's progress, by its key (uploadprogress.go)
 	e.POST("/upload", s.handleFormUpload)
-	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)    // serve --otlp (otlp.go)
-	e.POST("/api/symbolize", s.handleSymbolizeAPI)   // symbolizeapi.go
-	e.POST("/symbolicate/v5", s.handleSymbolicateV5) // the Firefox Profiler's API (symbolicate.go)
+	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)  // serve --otlp (otlp.go)
+	e.POST("/api/symbolize", s.handleSymbolizeAPI) // symbolizeapi.go
+	// The Firefox Profiler's API (symbolicate.go), with CORS for profiler.firefox.com.
+	e.Match([]string{http.MethodPost, http.MethodOptions}, "/symbolicate/v5", s.handleSymbolicateV5, symbolicateCORS)
+
+	// OTLP profiles by service.name; a time range merged, redirected to
+	// its /p/ID (services.go).
+	e.GET("/services", s.handleServices)
+	e.GET("/s/:service", s.handleServiceMerge)
 
 	e.GET("/p/:id", s.handleFlamePage)
 	e.GET("/p/:id/top", s.handleTop)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"viewer/symbolize"
 )
@@ -17,6 +18,22 @@ import (
 // is a breakpad ID (the build ID's first 16 bytes as a GUID, plus an age
 // digit), or the whole build ID as a code ID. Offsets are from the
 // module's image base.
+
+// SymbolicateOrigins are the pages allowed to call /symbolicate/v5 from
+// the browser (CORS): the Firefox Profiler. Other routes send no CORS
+// headers.
+var SymbolicateOrigins = []string{"https://profiler.firefox.com"}
+
+// symbolicateCORS answers the browser's preflight of /symbolicate/v5 and
+// marks its answers readable by SymbolicateOrigins, so that
+// profiler.firefox.com can use this server as its symbol server. A server
+// with --auth-token refuses it: the profiler sends no token.
+var symbolicateCORS = middleware.CORSWithConfig(middleware.CORSConfig{
+	AllowOrigins: SymbolicateOrigins,
+	AllowMethods: []string{http.MethodPost},
+	AllowHeaders: []string{echo.HeaderContentType},
+	MaxAge:       86400,
+})
 
 // symbolicateJob is one set of stacks with their modules.
 type symbolicateJob struct {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -256,10 +257,24 @@ type otlpConverter struct {
 	lim  Limits
 	p    *profile.Profile
 
-	mappings  map[int32]*profile.Mapping
-	functions map[int32]*profile.Function
-	locations map[int32]*profile.Location
+	// What each dictionary index became, made the first time a sample
+	// names it; slices indexed by the dictionary's indices, as a map
+	// lookup per frame was a fifth of the conversion.
+	mappings  []*profile.Mapping
+	functions []*profile.Function
+	locations []*profile.Location
 	frames    int
+	// labels are the label maps of samples with attributes, by their
+	// attribute indices: samples with the same attributes share one, as
+	// samples without share the profile's.
+	labels map[string]sampleLabels
+}
+
+// sampleLabels are the labels of samples with the same attributes.
+type sampleLabels struct {
+	str   map[string][]string
+	num   map[string][]int64
+	units map[string][]string
 }
 
 // errIndex is a dictionary index out of its table.
@@ -332,9 +347,10 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 	if pt, err := c.valueType(pr.PeriodType()); err == nil && pt.Type != "" {
 		c.p.PeriodType = pt
 	}
-	c.mappings = map[int32]*profile.Mapping{}
-	c.functions = map[int32]*profile.Function{}
-	c.locations = map[int32]*profile.Location{}
+	c.mappings = make([]*profile.Mapping, c.dict.MappingTable().Len())
+	c.functions = make([]*profile.Function, c.dict.FunctionTable().Len())
+	c.locations = make([]*profile.Location, c.dict.LocationTable().Len())
+	c.labels = map[string]sampleLabels{}
 
 	// Labels every sample carries: the resource's, the scope's and the
 	// profile's own attributes.
@@ -359,6 +375,20 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 
 	stacks := c.dict.StackTable()
 	samples := pr.Samples()
+	// Samples, their values and their stacks' location lists are
+	// allocated together, a few arrays per profile rather than three
+	// objects per sample.
+	c.p.Sample = make([]*profile.Sample, 0, samples.Len())
+	recs := make([]profile.Sample, samples.Len())
+	values := make([]int64, samples.Len())
+	nframes := 0
+	for i := range samples.Len() {
+		if si := samples.At(i).StackIndex(); si >= 0 && int(si) < stacks.Len() {
+			nframes += stacks.At(int(si)).LocationIndices().Len()
+		}
+	}
+	frames := make([]*profile.Location, nframes)
+	var key []byte
 	for i := range samples.Len() {
 		s := samples.At(i)
 		si := s.StackIndex()
@@ -375,27 +405,39 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 		if vals.Len() == 0 {
 			v = int64(max(1, s.TimestampsUnixNano().Len()))
 		}
-		ps := &profile.Sample{Value: []int64{v}, Label: base}
-		if s.AttributeIndices().Len() > 0 {
-			lab := make(map[string][]string, len(base)+s.AttributeIndices().Len())
-			for k, v := range base {
-				lab[k] = v
+		values[i] = v
+		ps := &recs[i]
+		ps.Value, ps.Label = values[i:i+1:i+1], base
+		if ai := s.AttributeIndices(); ai.Len() > 0 {
+			key = key[:0]
+			for j := range ai.Len() {
+				key = binary.LittleEndian.AppendUint32(key, uint32(ai.At(j)))
 			}
-			num, units := map[string][]int64{}, map[string][]string{}
-			if err := c.attrs(s.AttributeIndices(), lab, num, units); err != nil {
-				return nil, err
+			sl, ok := c.labels[string(key)]
+			if !ok {
+				sl.str = make(map[string][]string, len(base)+ai.Len())
+				for k, v := range base {
+					sl.str[k] = v
+				}
+				num, units := map[string][]int64{}, map[string][]string{}
+				if err := c.attrs(ai, sl.str, num, units); err != nil {
+					return nil, err
+				}
+				if len(num) > 0 {
+					sl.num, sl.units = num, units
+				}
+				c.labels[string(key)] = sl
 			}
-			ps.Label = lab
-			if len(num) > 0 {
-				ps.NumLabel, ps.NumUnit = num, units
-			}
+			ps.Label, ps.NumLabel, ps.NumUnit = sl.str, sl.num, sl.units
 		}
-		for _, li := range stacks.At(int(si)).LocationIndices().All() {
-			loc, err := c.location(li)
+		lis := stacks.At(int(si)).LocationIndices()
+		ps.Location, frames = frames[:lis.Len():lis.Len()], frames[lis.Len():]
+		for j := range lis.Len() {
+			loc, err := c.location(lis.At(j))
 			if err != nil {
 				return nil, err
 			}
-			ps.Location = append(ps.Location, loc)
+			ps.Location[j] = loc
 		}
 		c.frames += len(ps.Location)
 		if c.lim.MaxFrames > 0 && c.frames > c.lim.MaxFrames {
@@ -418,14 +460,14 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 }
 
 func (c *otlpConverter) location(i int32) (*profile.Location, error) {
-	if l, ok := c.locations[i]; ok {
+	if i < 0 || int(i) >= len(c.locations) {
+		return nil, errIndex("location", i, len(c.locations))
+	}
+	if l := c.locations[i]; l != nil {
 		return l, nil
 	}
 	table := c.dict.LocationTable()
-	if i < 0 || int(i) >= table.Len() {
-		return nil, errIndex("location", i, table.Len())
-	}
-	if c.lim.MaxLocations > 0 && len(c.locations) >= c.lim.MaxLocations {
+	if c.lim.MaxLocations > 0 && len(c.p.Location) >= c.lim.MaxLocations {
 		return nil, fmt.Errorf("%w: a profile has more than %d locations (--max-locations)", ErrTooLarge, c.lim.MaxLocations)
 	}
 	ol := table.At(int(i))
@@ -453,14 +495,14 @@ func (c *otlpConverter) location(i int32) (*profile.Location, error) {
 }
 
 func (c *otlpConverter) mapping(i int32) (*profile.Mapping, error) {
-	if m, ok := c.mappings[i]; ok {
+	if int(i) >= len(c.mappings) {
+		return nil, errIndex("mapping", i, len(c.mappings))
+	}
+	if m := c.mappings[i]; m != nil {
 		return m, nil
 	}
 	table := c.dict.MappingTable()
-	if int(i) >= table.Len() {
-		return nil, errIndex("mapping", i, table.Len())
-	}
-	if c.lim.MaxMappings > 0 && len(c.mappings) >= c.lim.MaxMappings {
+	if c.lim.MaxMappings > 0 && len(c.p.Mapping) >= c.lim.MaxMappings {
 		return nil, fmt.Errorf("%w: a profile has more than %d mappings (--max-mappings)", ErrTooLarge, c.lim.MaxMappings)
 	}
 	om := table.At(int(i))
@@ -488,14 +530,14 @@ func (c *otlpConverter) mapping(i int32) (*profile.Mapping, error) {
 }
 
 func (c *otlpConverter) function(i int32) (*profile.Function, error) {
-	if f, ok := c.functions[i]; ok {
+	if i < 0 || int(i) >= len(c.functions) {
+		return nil, errIndex("function", i, len(c.functions))
+	}
+	if f := c.functions[i]; f != nil {
 		return f, nil
 	}
 	table := c.dict.FunctionTable()
-	if i < 0 || int(i) >= table.Len() {
-		return nil, errIndex("function", i, table.Len())
-	}
-	if c.lim.MaxFunctions > 0 && len(c.functions) >= c.lim.MaxFunctions {
+	if c.lim.MaxFunctions > 0 && len(c.p.Function) >= c.lim.MaxFunctions {
 		return nil, fmt.Errorf("%w: a profile has more than %d functions (--max-functions)", ErrTooLarge, c.lim.MaxFunctions)
 	}
 	of := table.At(int(i))

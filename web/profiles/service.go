@@ -186,15 +186,28 @@ func (s *Service) IngestFile(ctx context.Context, f *os.File, size int64, sum [s
 }
 
 // StoreParsed stores a profile that was parsed elsewhere (an OTLP request's
-// profile) as data, its pprof encoding, named name, without parsing data
-// again; the same bytes give the same ID.
-func (s *Service) StoreParsed(ctx context.Context, p *profile.Profile, data []byte, name, format string) (string, error) {
-	return s.stored(ctx, sha256.Sum256(data), p, NewMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
+// profile, a merge) from gz, its gzipped pprof encoding, named name. It is
+// stored once, as the converted copy (there are no other original bytes to
+// keep), and never parsed again here; the same bytes give the same ID.
+func (s *Service) StoreParsed(ctx context.Context, p *profile.Profile, gz []byte, name, format string) (string, error) {
+	meta := NewMeta(p, name, format, int64(len(gz)))
+	return s.storedWith(ctx, sha256.Sum256(gz), p, meta, func(ctx context.Context, id string) (bool, string, error) {
+		return s.putConverted(ctx, id, gz, meta)
+	})
 }
 
 // stored stores a parsed upload whose bytes (of SHA-256 sum) body gives,
 // unless stored before, and keeps the profile for its first view.
 func (s *Service) stored(ctx context.Context, sum [sha256.Size]byte, p *profile.Profile, meta *Meta, body func() io.Reader) (string, error) {
+	return s.storedWith(ctx, sum, p, meta, func(ctx context.Context, id string) (bool, string, error) {
+		return s.put(ctx, id, body(), p, meta)
+	})
+}
+
+// storedWith runs put (which reports whether it stored the profile and
+// the converted copy's version) once for concurrent stores of the same
+// ID, and keeps the profile for its first view.
+func (s *Service) storedWith(ctx context.Context, sum [sha256.Size]byte, p *profile.Profile, meta *Meta, put func(ctx context.Context, id string) (bool, string, error)) (string, error) {
 	id := IDOfSum(sum)
 	// The shared store write must finish even if this client goes away.
 	type result struct {
@@ -202,7 +215,7 @@ func (s *Service) stored(ctx context.Context, sum [sha256.Size]byte, p *profile.
 		version string
 	}
 	v, err, _ := s.flight.Do("put:"+id, func() (any, error) {
-		created, version, err := s.put(context.WithoutCancel(ctx), id, body(), p, meta)
+		created, version, err := put(context.WithoutCancel(ctx), id)
 		return result{created, version}, err
 	})
 	if err != nil {
@@ -258,6 +271,25 @@ func (s *Service) put(ctx context.Context, id string, data io.Reader, p *profile
 		version = contentVersion(b)
 	}
 	return !ok, version, nil
+}
+
+// putConverted writes meta.json, then gz as the converted copy, unless
+// the copy is stored already, and reports whether it wrote it.
+func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *Meta) (created bool, version string, err error) {
+	if ok, err := store.Exists(ctx, s.store, Key(id, KeyConverted)); err != nil || ok {
+		return false, "", err
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return false, "", err
+	}
+	if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
+		return false, "", err
+	}
+	if err := s.store.Put(ctx, Key(id, KeyConverted), bytes.NewReader(gz)); err != nil {
+		return false, "", err
+	}
+	return true, contentVersion(gz), nil
 }
 
 // encode is p as gzipped pprof, compressed by klauspost/compress at its

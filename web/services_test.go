@@ -1,0 +1,189 @@
+package web_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"viewer/web"
+	"viewer/web/ingest/otlptest"
+)
+
+// sendService posts one eBPF-like profile of n samples (its time seed
+// seconds after the epoch) as service svc over OTLP and returns its ID.
+func sendService(t testing.TB, base, svc string, n, seed int) string {
+	t.Helper()
+	body, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(ebpfLikeProfile(n, seed), map[string]string{"service.name": svc, "host.name": "h"})).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+web.OTLPPath, "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get("X-Viewer-Profiles")
+	if resp.StatusCode != 200 || id == "" || strings.Contains(id, ",") {
+		t.Fatalf("OTLP: %s, profiles %q", resp.Status, id)
+	}
+	return id
+}
+
+// getNoRedirect GETs url without following a redirect.
+func getNoRedirect(t testing.TB, u string) (*http.Response, string) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestServiceMerge: /s/SERVICE?from=…&to=… merges the service's profiles
+// in the range on the server; the merged profile's totals, and each
+// stack's count, are the sum of its members' (as downloaded); the same
+// range gives the same link (stored content-addressed), also after a
+// restart; a range without profiles and a bad time say what is wrong.
+func TestServiceMerge(t *testing.T) {
+	dir := t.TempDir()
+	start := func() string {
+		s, err := web.New(web.Config{DataDir: dir, OTLP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := loopbackServer(t, s.Handler())
+		ts.Start()
+		t.Cleanup(ts.Close)
+		return ts.URL
+	}
+	base := start()
+	a := sendService(t, base, "checkout", 1000, 100)
+	b := sendService(t, base, "checkout", 2000, 200)
+	sendService(t, base, "checkout", 3000, 300) // outside the range
+	sendService(t, base, "cart", 500, 150)      // another service
+
+	merge := base + "/s/checkout?from=1970-01-01T00:01:40Z&to=250"
+	resp, body := getNoRedirect(t, merge)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/p/") {
+		t.Fatalf("merge: %s Location %q: %s", resp.Status, loc, body)
+	}
+	id := strings.TrimPrefix(loc, "/p/")
+	got := downloadProfile(t, base, id)
+	var members [][]int64
+	stacks := map[string]int64{}
+	for _, m := range []string{a, b} {
+		p := downloadProfile(t, base, m)
+		tot := make([]int64, len(p.SampleType))
+		for _, s := range p.Sample {
+			for i, v := range s.Value {
+				tot[i] += v
+			}
+			stacks[stackKey(s.Location)] += s.Value[0]
+		}
+		members = append(members, tot)
+	}
+	for i := range got.SampleType {
+		var want, have int64
+		for _, tot := range members {
+			want += tot[i]
+		}
+		for _, s := range got.Sample {
+			have += s.Value[i]
+		}
+		if have != want || want == 0 {
+			t.Errorf("merged %s total %d, members' sum %d", got.SampleType[i].Type, have, want)
+		}
+	}
+	gotStacks := map[string]int64{}
+	for _, s := range got.Sample {
+		gotStacks[stackKey(s.Location)] += s.Value[0]
+	}
+	for k, v := range stacks {
+		if gotStacks[k] != v {
+			t.Errorf("stack %s: merged %d, members' sum %d", k, gotStacks[k], v)
+			break
+		}
+	}
+	if len(gotStacks) != len(stacks) {
+		t.Errorf("merged %d stacks, members have %d", len(gotStacks), len(stacks))
+	}
+
+	// Content-addressed: the same range, asked again and after a restart,
+	// is the same link.
+	if r, _ := getNoRedirect(t, merge); r.Header.Get("Location") != loc {
+		t.Errorf("asked again: %q, first %q", r.Header.Get("Location"), loc)
+	}
+	base = start()
+	if r, _ := getNoRedirect(t, base+"/s/checkout?from=1970-01-01T00:01:40Z&to=250"); r.Header.Get("Location") != loc {
+		t.Errorf("after a restart: %q, first %q", r.Header.Get("Location"), loc)
+	}
+
+	for _, tc := range []struct {
+		q      string
+		status int
+		says   string
+	}{
+		{"/s/checkout?from=1970-01-01T01:00:00Z", 404, "widen the range"},
+		{"/s/nosuch", 404, "/services"},
+		{"/s/checkout?to=yesterday", 400, "RFC 3339"},
+	} {
+		r, body := getNoRedirect(t, base+tc.q)
+		if r.StatusCode != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("%s: %s %q, want %d naming %q", tc.q, r.Status, body, tc.status, tc.says)
+		}
+	}
+	// A service name that needs escaping is its own listing.
+	sendService(t, base, "billing/eu west", 100, 400)
+	if r, body := getNoRedirect(t, base+"/s/"+url.PathEscape("billing/eu west")); r.StatusCode != http.StatusSeeOther {
+		t.Errorf("escaped service: %s %s", r.Status, body)
+	}
+}
+
+// stackKey names a stack by its frames' mapping files and addresses.
+func stackKey(locs []*profile.Location) string {
+	var b strings.Builder
+	for _, l := range locs {
+		fmt.Fprintf(&b, "%s+%x;", l.Mapping.File, l.Address-l.Mapping.Start)
+	}
+	return b.String()
+}
+
+// TestServiceMergeToken: with --auth-token a merge, which stores a
+// profile, needs the token as an upload does; /services is readable.
+func TestServiceMergeToken(t *testing.T) {
+	s, err := web.New(web.Config{DataDir: t.TempDir(), OTLP: true, AuthToken: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	if r, body := getNoRedirect(t, ts.URL+"/s/checkout"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "token") {
+		t.Errorf("merge without the token: %s %q", r.Status, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/s/checkout", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound { // authorized; no such service yet
+		t.Errorf("merge with the token: %s, want 404 (no profiles yet)", resp.Status)
+	}
+	if r, _ := getNoRedirect(t, ts.URL+"/services"); r.StatusCode != 200 {
+		t.Errorf("/services: %s", r.Status)
+	}
+}
