@@ -3,6 +3,7 @@ package flame
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -370,7 +371,8 @@ func (w *treeWriter) subtree(ft *full, thresh int64, rootLabel, depth int32) {
 			}
 			order = append(order, c)
 		}
-		sort.Slice(order, func(i, j int) bool { return fr.names[ft.name[order[i]]] < fr.names[ft.name[order[j]]] })
+		// (slices.SortFunc: sort.Slice allocates at each of the tree's nodes.)
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(fr.names[ft.name[a]], fr.names[ft.name[b]]) })
 		// The merged node takes its place by name among its siblings.
 		mergedAt := -1
 		if nmerged > 0 {
