@@ -5,7 +5,7 @@
 // shrank, the most changed frame at full strength. Zoom is kept in the URL (z)
 // like the flame graph page, so the page's link reproduces the view.
 
-import { Tree, FlameGraph, ROW, formatValue, formatPct, fitLabel } from './flame.js';
+import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
 import { $, readConfig, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink } from './common.js';
 
 export { diffColor };
@@ -33,19 +33,18 @@ class DiffGraph extends FlameGraph {
     super.setTree(t);
   }
 
-  frame(ctx, i, x, w, hit, faded) {
-    const t = this.tree;
-    const y = this.rowTop(t.depth[i]);
-    ctx.globalAlpha = faded || (hit && !hit[t.name[i]]) ? 0.3 : 1;
-    ctx.fillStyle = this.nodeColor[i];
-    const gap = w >= 3 ? 1 : 0;
-    ctx.fillRect(x, y, w - gap, ROW - 1);
-    ctx.globalAlpha = 1;
-    if (w < this.charWidth * 3 + 6) return;
-    const text = fitLabel(t.label(i), Math.floor((w - 6) / this.charWidth));
-    if (!text) return;
-    ctx.fillStyle = '#1d1410';
-    ctx.fillText(text, x + 3, y + ROW / 2);
+  recolor() {
+    super.recolor();
+    // Per node: the change's fill, and the same at 0.3 opacity for faded
+    // ancestors and frames the search does not match.
+    const c = this.nodeColor || [];
+    this.nodeId = Int32Array.from(c, (x) => this.paint(x));
+    this.nodeDimId = Int32Array.from(c, (x) => this.paint(x, 0.3));
+    this.textColors = ['#1d1410', '#1d1410'];
+  }
+
+  fillId(i, hit, faded) {
+    return faded || (hit && !hit[this.tree.name[i]]) ? this.nodeDimId[i] : this.nodeId[i];
   }
 }
 

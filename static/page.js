@@ -124,10 +124,11 @@ export async function reload() {
   trees.clear();
   const t0 = performance.now();
   const path = graph.zoomPath.slice();
+  const marks = {};
   let json;
   try {
     // After the first load, revalidate: names may have changed on the server.
-    json = await getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0);
+    json = await getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0, marks);
   } catch (err) {
     if (gen === generation) showStatus(`Could not load the flame graph: ${err.message}`, true);
     throw err;
@@ -154,7 +155,10 @@ export async function reload() {
   writeURL();
   fetchTop(loads > 0);
   setTimeout(showLegend, 0); // after the graph is on screen
-  timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
+  timings = {
+    fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
+    buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
+  };
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
