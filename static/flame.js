@@ -13,7 +13,7 @@
 // "…" frame's element is "…<minTotal" (the children under the threshold of
 // the tree that drew it), which the server resolves too (flame.json?z=).
 
-import { MERGED, packageOf, colorFor, nameColors } from './common.js';
+import { MERGED, packageOf, colorFor, nameColor, heatMaxOf } from './common.js';
 
 /** Row height in CSS pixels. */
 export const ROW = 18;
@@ -316,7 +316,7 @@ export class FlameGraph {
     this.octx = overlay.getContext('2d');
     this.tree = null;
     this.mode = 'icicle'; // root at the top; 'flame' puts it at the bottom
-    this.scheme = 'package'; // colors: 'package', 'binary' or 'heat' (common.js nameColors)
+    this.scheme = 'package'; // colors: 'package', 'binary' or 'heat' (common.js nameColor)
     this.zoomPath = []; // names below the root
     this.zoom = 0;
     this.view = null; // {x0, w} in value units within the zoomed frame; null: all of it
@@ -324,8 +324,7 @@ export class FlameGraph {
     this.matched = null;
     this.hover = -1;
     this.width = 0;
-    this.colors = [];
-    this.dimColors = [];
+    this.fills = [];
     this.resetPalette(); // fills by index (paint), so a draw sets each color once
     this.textColors = ['#1d1410', '#5c5048']; // labels: normal, muted
     this.batch = null; // frames queued by a draw (frame, flush)
@@ -426,14 +425,23 @@ export class FlameGraph {
   recolor() {
     const t = this.tree;
     if (!t) return;
-    const cs = nameColors(t, this.scheme);
-    this.colors = cs.map((c) => c[0]);
-    this.dimColors = cs.map((c) => c[1]);
+    // Per name, computed when first drawn (fills): a tree has many more
+    // names than a drawing shows.
+    this.fills = new Array(t.names.length);
+    this.heatMax = this.scheme === 'heat' ? heatMaxOf(t) : 0;
     if (this.palette.length > 4096) this.resetPalette(); // bounded across many trees
-    this.colorId = Int32Array.from(this.colors, (c) => this.paint(c));
-    this.dimId = Int32Array.from(this.dimColors, (c) => this.paint(c));
+    this.colorId = new Int32Array(t.names.length).fill(-1);
+    this.dimId = new Int32Array(t.names.length).fill(-1);
     this.matchId = this.paint(MATCH_COLOR);
   }
+
+  /** [fill, faded fill] of name index nm under the scheme. */
+  fillsOf(nm) {
+    return this.fills[nm] || (this.fills[nm] = nameColor(this.tree, nm, ['binary', 'heat'].includes(this.scheme) ? this.scheme : 'package', this.heatMax));
+  }
+
+  /** The fill of name index nm (a CSS color). */
+  colorOf(nm) { return this.fillsOf(nm)[0]; }
 
   resetPalette() {
     this.palette = [];
@@ -796,8 +804,13 @@ export class FlameGraph {
   /** The palette index of node i's fill. */
   fillId(i, hit, faded) {
     const nm = this.tree.name[i];
-    if (hit) return hit[nm] ? this.matchId : this.dimId[nm];
-    return faded ? this.dimId[nm] : this.colorId[nm];
+    if (hit && hit[nm]) return this.matchId;
+    if (hit || faded) {
+      const id = this.dimId[nm];
+      return id >= 0 ? id : (this.dimId[nm] = this.paint(this.fillsOf(nm)[1]));
+    }
+    const id = this.colorId[nm];
+    return id >= 0 ? id : (this.colorId[nm] = this.paint(this.fillsOf(nm)[0]));
   }
 
   /** Whether node i's label is drawn muted (faded or not matching the search). */
@@ -986,7 +999,7 @@ export class Minimap {
     const pw = Math.round(cw * dpr);
     const ph = Math.round(ch * dpr);
     if (!t.mapID) t.mapID = ++mapTrees;
-    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.colors.length].join(' ');
+    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.fills.length].join(' ');
     if (key !== this.key || !this.image) {
       this.image = this.render(pw, ph);
       this.key = key;
@@ -1031,7 +1044,7 @@ export class Minimap {
       if (fw < 1) { i = t.end[i]; continue; }
       const d = t.depth[i];
       const y = g.mode === 'flame' ? (rows - 1 - d) * rh : d * rh;
-      c.fillStyle = g.colors[t.name[i]];
+      c.fillStyle = g.colorOf(t.name[i]);
       c.fillRect((t.x[i] - t.x[z]) * scale, y, Math.max(fw - (fw > 3 ? 1 : 0), 1), Math.max(rh, 1));
       i++;
     }

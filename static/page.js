@@ -154,7 +154,8 @@ export async function reload() {
   showCrumbs();
   writeURL();
   fetchTop(loads > 0);
-  setTimeout(showLegend, 0); // after the graph is on screen
+  // After the graph is on screen: idle time, so the frame showing it comes first.
+  if (window.requestIdleCallback) requestIdleCallback(showLegend, { timeout: 300 }); else setTimeout(showLegend, 0);
   timings = {
     fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
     buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
