@@ -19,6 +19,7 @@
 //	nameColors(tree, scheme)           per name: [fill, faded fill] for scheme 'package' | 'binary' | 'heat'
 //	nameColor(tree, nm, scheme, max)   the same for one name (heatMaxOf(tree) gives heat's max)
 //	legendEntries(tree, scheme, n)     the n widest groups of the scheme, for a legend
+//	renderLegend(el, entries, scheme)  draws those entries as the legend row
 //	emit(type, detail), on(type, fn)   document-level "viewer:TYPE" CustomEvents
 
 export const $ = (id) => document.getElementById(id);
@@ -344,6 +345,26 @@ export function legendEntries(tree, scheme, n = 6) {
   out.push({ label: 'unsymbolized', color: UNSYMBOLIZED_COLOR[0], key: 'unsymbolized' });
   out.push({ label: 'merged (…)', color: MERGED_COLOR[0], key: MERGED });
   return out;
+}
+
+/** Fills el (the legend row) with entries ({label, color, key}) of scheme. */
+export function renderLegend(el, entries, scheme) {
+  const frag = document.createDocumentFragment();
+  for (const e of entries) {
+    const item = document.createElement('span');
+    item.className = 'legend-item';
+    if (e.key) item.dataset.key = e.key;
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.background = e.color;
+    const text = document.createElement('span');
+    text.textContent = e.label;
+    item.title = e.label;
+    item.append(sw, text);
+    frag.append(item);
+  }
+  el.replaceChildren(frag);
+  el.dataset.scheme = scheme;
 }
 
 // ---- events ----

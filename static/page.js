@@ -16,7 +16,7 @@
 import { Tree, FlameGraph, Minimap, formatValue, formatPct } from './flame.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, tooltipRow, placeTooltip,
-  frameLinks, legendEntries, packageOf, emit,
+  frameLinks, legendEntries, renderLegend, packageOf, emit,
 } from './common.js';
 
 const config = readConfig('flame-config');
@@ -482,22 +482,7 @@ graph.onselect = (g, path) => {
 
 function showLegend() {
   if (!legend || !tree) return;
-  const frag = document.createDocumentFragment();
-  for (const e of legendEntries(tree, graph.scheme)) {
-    const item = document.createElement('span');
-    item.className = 'legend-item';
-    if (e.key) item.dataset.key = e.key;
-    const sw = document.createElement('span');
-    sw.className = 'swatch';
-    sw.style.background = e.color;
-    const text = document.createElement('span');
-    text.textContent = e.label;
-    item.title = e.label;
-    item.append(sw, text);
-    frag.append(item);
-  }
-  legend.replaceChildren(frag);
-  legend.dataset.scheme = graph.scheme;
+  renderLegend(legend, legendEntries(tree, graph.scheme), graph.scheme);
 }
 
 if (schemeSelect) {
