@@ -17,7 +17,9 @@
 //	packageOf(name, mapping)           the color group of a frame: Go package, C++ namespace, Rust crate or binary
 //	colorFor(key, name), heatColor(r), diffColor(r)   fills; UNSYMBOLIZED_COLOR, MERGED_COLOR
 //	nameColors(tree, scheme)           per name: [fill, faded fill] for scheme 'package' | 'binary' | 'heat'
+//	nameColor(tree, nm, scheme, max)   the same for one name (heatMaxOf(tree) gives heat's max)
 //	legendEntries(tree, scheme, n)     the n widest groups of the scheme, for a legend
+//	renderLegend(el, entries, scheme)  draws those entries as the legend row
 //	emit(type, detail), on(type, fn)   document-level "viewer:TYPE" CustomEvents
 
 export const $ = (id) => document.getElementById(id);
@@ -237,10 +239,32 @@ export function diffColor(r) {
   return r > 0 ? hsl(0, 78, light) : hsl(220, 78, light);
 }
 
-/** The color group of name index nm of tree under scheme ('package' or 'binary'). */
+/** The color group of name index nm of tree under scheme ('package' or 'binary'), cached per name. */
 export function groupOf(tree, nm, scheme) {
+  const e = nameInfo(tree, nm);
+  let g = e.group[scheme];
+  if (g === undefined) g = e.group[scheme] = computeGroup(tree.names[nm], e.mapping, scheme);
+  return g;
+}
+
+// nameInfo is the cache entry of a frame name: its binary, and its
+// groups and fills by scheme, across the trees of one page (bounded:
+// cleared past COLOR_CACHE_MAX names). Keyed by the name alone, with no
+// string built per lookup: a zoomed or time-range tree repeats most of
+// its names, and recoloring each tree is on the way to its drawing.
+function nameInfo(tree, nm) {
   const name = tree.names[nm];
   const mapping = tree.mappingOfName(nm);
+  let e = colorCache.get(name);
+  if (e === undefined || e.mapping !== mapping) {
+    if (colorCache.size > COLOR_CACHE_MAX) colorCache.clear();
+    e = { mapping, group: {}, fill: {} };
+    colorCache.set(name, e);
+  }
+  return e;
+}
+
+function computeGroup(name, mapping, scheme) {
   if (scheme === 'binary') {
     if (name === MERGED) return MERGED;
     return mapping ? basename(mapping) : '(no binary)';
@@ -248,38 +272,40 @@ export function groupOf(tree, nm, scheme) {
   return packageOf(name, mapping);
 }
 
-/** Per name index of tree: [fill, faded fill] under scheme 'package', 'binary' or 'heat'. */
-export function nameColors(tree, scheme) {
-  const n = tree.names.length;
-  const out = new Array(n);
+/**
+ * [fill, faded fill] of name index nm of tree under scheme 'package' or
+ * 'binary' (cached per name), or 'heat' given heatMax, the largest self
+ * value of a function (heatMaxOf).
+ */
+export function nameColor(tree, nm, scheme, heatMax = 0) {
+  if (nm === tree.name[0]) return ROOT_COLOR;
   if (scheme === 'heat') {
-    const self = tree.selfByName();
-    let max = 0;
-    for (let nm = 0; nm < n; nm++) if (tree.names[nm] !== MERGED && nm !== tree.name[0]) max = Math.max(max, self[nm]);
-    for (let nm = 0; nm < n; nm++) {
-      out[nm] = tree.names[nm] === MERGED ? MERGED_COLOR : nm === tree.name[0] ? ROOT_COLOR : heatColor(max > 0 ? self[nm] / max : 0);
-    }
-    return out;
+    return tree.names[nm] === MERGED ? MERGED_COLOR : heatColor(heatMax > 0 ? tree.selfByName()[nm] / heatMax : 0);
   }
-  const root = tree.name[0];
-  if (colorCache.size > COLOR_CACHE_MAX) colorCache.clear();
-  for (let nm = 0; nm < n; nm++) {
-    if (nm === root) { out[nm] = ROOT_COLOR; continue; }
-    // Zoomed and reloaded trees repeat their names: color each name once.
-    const ck = `${scheme}\u0000${tree.mappingOfName(nm)}\u0000${tree.names[nm]}`;
-    let c = colorCache.get(ck);
-    if (!c) {
-      const key = groupOf(tree, nm, scheme);
-      c = key === MERGED || key === 'unsymbolized' ? colorFor(key) : colorFor(key, scheme === 'package' ? tree.names[nm] : '');
-      colorCache.set(ck, c);
-    }
-    out[nm] = c;
+  const e = nameInfo(tree, nm);
+  let c = e.fill[scheme];
+  if (!c) {
+    const key = groupOf(tree, nm, scheme);
+    c = e.fill[scheme] = key === MERGED || key === 'unsymbolized' ? colorFor(key) : colorFor(key, scheme === 'package' ? tree.names[nm] : '');
   }
-  return out;
+  return c;
 }
 
-// colorCache: fills by scheme, binary and name, across the trees of
-// one page (bounded: cleared past COLOR_CACHE_MAX names).
+/** The largest self value of a function of tree (heat's full scale). */
+export function heatMaxOf(tree) {
+  const self = tree.selfByName();
+  let max = 0;
+  for (let nm = 0; nm < tree.names.length; nm++) if (tree.names[nm] !== MERGED && nm !== tree.name[0]) max = Math.max(max, self[nm]);
+  return max;
+}
+
+/** Per name index of tree: [fill, faded fill] under scheme 'package', 'binary' or 'heat'. */
+export function nameColors(tree, scheme) {
+  const max = scheme === 'heat' ? heatMaxOf(tree) : 0;
+  return Array.from(tree.names, (_, nm) => nameColor(tree, nm, scheme, max));
+}
+
+// colorCache: nameInfo's entries, by frame name.
 const colorCache = new Map();
 const COLOR_CACHE_MAX = 400000;
 
@@ -300,7 +326,12 @@ export function legendEntries(tree, scheme, n = 6) {
   const byName = new Array(tree.names.length);
   const value = new Map();
   // The value of a group: its frames whose parent is in another group.
+  // Frames under 1/5000 of the root (a fraction of a pixel) and their
+  // subtrees are left out: the legend names the widest groups, and
+  // looking at every name of a big tree delayed the next redraw.
+  const min = Math.abs(tree.rootTotal) / 5000;
   for (let i = 1; i < tree.length; i++) {
+    if (Math.abs(tree.total[i]) < min) { i = tree.end[i] - 1; continue; }
     const nm = tree.name[i];
     if (byName[nm] === undefined) byName[nm] = groupOf(tree, nm, scheme);
     const key = byName[nm];
@@ -314,6 +345,26 @@ export function legendEntries(tree, scheme, n = 6) {
   out.push({ label: 'unsymbolized', color: UNSYMBOLIZED_COLOR[0], key: 'unsymbolized' });
   out.push({ label: 'merged (…)', color: MERGED_COLOR[0], key: MERGED });
   return out;
+}
+
+/** Fills el (the legend row) with entries ({label, color, key}) of scheme. */
+export function renderLegend(el, entries, scheme) {
+  const frag = document.createDocumentFragment();
+  for (const e of entries) {
+    const item = document.createElement('span');
+    item.className = 'legend-item';
+    if (e.key) item.dataset.key = e.key;
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.background = e.color;
+    const text = document.createElement('span');
+    text.textContent = e.label;
+    item.title = e.label;
+    item.append(sw, text);
+    frag.append(item);
+  }
+  el.replaceChildren(frag);
+  el.dataset.scheme = scheme;
 }
 
 // ---- events ----

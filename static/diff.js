@@ -2,11 +2,14 @@
 // flame.json of the new profile B plus, per node, the base profile A's value
 // for the same call path ("base") and A's total ("baseTotal"). Widths are B's;
 // a frame's colour is the change of its share of the profile: red grew, blue
-// shrank, the most changed frame at full strength. Zoom is kept in the URL (z)
+// shrank, the most changed frame at full strength; the color switch also
+// offers the flame page's schemes (package, binary, heat; color= in the URL). Zoom is kept in the URL (z)
 // like the flame graph page, so the page's link reproduces the view.
 
-import { Tree, FlameGraph, ROW, formatValue, formatPct, fitLabel } from './flame.js';
-import { $, readConfig, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink } from './common.js';
+import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
+import {
+  $, readConfig, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink, legendEntries, renderLegend,
+} from './common.js';
 
 export { diffColor };
 
@@ -23,7 +26,21 @@ function delta(t, i) {
   return now - was;
 }
 
+/** The diff page's color schemes; 'diff' (the change) is the default. */
+const SCHEMES = ['diff', 'package', 'binary', 'heat'];
+
 class DiffGraph extends FlameGraph {
+  constructor(...args) {
+    super(...args);
+    this.scheme = 'diff';
+  }
+
+  setScheme(scheme) {
+    this.scheme = SCHEMES.includes(scheme) ? scheme : 'diff';
+    this.recolor();
+    this.draw();
+  }
+
   setTree(t) {
     let max = 0;
     for (let i = 1; i < t.length; i++) max = Math.max(max, Math.abs(delta(t, i)));
@@ -33,19 +50,19 @@ class DiffGraph extends FlameGraph {
     super.setTree(t);
   }
 
-  frame(ctx, i, x, w, hit, faded) {
-    const t = this.tree;
-    const y = this.rowTop(t.depth[i]);
-    ctx.globalAlpha = faded || (hit && !hit[t.name[i]]) ? 0.3 : 1;
-    ctx.fillStyle = this.nodeColor[i];
-    const gap = w >= 3 ? 1 : 0;
-    ctx.fillRect(x, y, w - gap, ROW - 1);
-    ctx.globalAlpha = 1;
-    if (w < this.charWidth * 3 + 6) return;
-    const text = fitLabel(t.label(i), Math.floor((w - 6) / this.charWidth));
-    if (!text) return;
-    ctx.fillStyle = '#1d1410';
-    ctx.fillText(text, x + 3, y + ROW / 2);
+  recolor() {
+    super.recolor();
+    // Per node: the change's fill, and the same at 0.3 opacity for faded
+    // ancestors and frames the search does not match.
+    const c = this.nodeColor || [];
+    this.nodeId = Int32Array.from(c, (x) => this.paint(x));
+    this.nodeDimId = Int32Array.from(c, (x) => this.paint(x, 0.3));
+    this.textColors = this.scheme === 'diff' ? ['#1d1410', '#1d1410'] : ['#1d1410', '#5c5048'];
+  }
+
+  fillId(i, hit, faded) {
+    if (this.scheme !== 'diff') return super.fillId(i, hit, faded); // package, binary or heat
+    return faded || (hit && !hit[this.tree.name[i]]) ? this.nodeDimId[i] : this.nodeId[i];
   }
 }
 
@@ -54,6 +71,26 @@ let tree = null;
 
 const search = $('search');
 const matchOut = $('match');
+const schemeSelect = $('color-scheme');
+const legend = $('legend');
+
+/** The legend of the scheme: red and blue for the change, else the flame page's groups. */
+function showLegend() {
+  if (!legend || !tree) return;
+  const entries = graph.scheme === 'diff'
+    ? [{ label: 'grew', color: diffColor(1), key: 'grew' }, { label: 'shrank', color: diffColor(-1), key: 'shrank' },
+      { label: 'unchanged', color: diffColor(0), key: 'unchanged' }]
+    : legendEntries(tree, graph.scheme);
+  renderLegend(legend, entries, graph.scheme);
+}
+
+if (schemeSelect) {
+  schemeSelect.addEventListener('change', () => {
+    graph.setScheme(schemeSelect.value);
+    showLegend();
+    writeURL();
+  });
+}
 
 /** Shows the matched share in both profiles (nested matches counted once). */
 function showMatch() {
@@ -82,13 +119,17 @@ function readURL() {
   graph.zoomPath = p.getAll('z');
   search.value = p.get('q') || '';
   graph.re = compileSearch(search.value);
+  graph.scheme = SCHEMES.includes(p.get('color')) ? p.get('color') : 'diff';
+  if (schemeSelect) schemeSelect.value = graph.scheme;
 }
 
 function writeURL() {
   const p = new URLSearchParams(location.search);
   p.delete('z');
   p.delete('q');
+  p.delete('color');
   if (search.value) p.set('q', search.value);
+  if (graph.scheme !== 'diff') p.set('color', graph.scheme);
   for (const n of graph.zoomPath) p.append('z', n);
   const qs = p.toString();
   history.replaceState(history.state, '', location.pathname + (qs ? `?${qs}` : ''));
@@ -190,6 +231,7 @@ async function load() {
   status.hidden = tree.rootTotal > 0 || tree.baseTotal > 0;
   status.textContent = status.hidden ? '' : 'Neither profile has samples for this sample type.';
   renderTop(json);
+  showLegend();
   showMatch();
   writeURL();
   document.body.dataset.ready = '1';

@@ -13,7 +13,7 @@
 // "…" frame's element is "…<minTotal" (the children under the threshold of
 // the tree that drew it), which the server resolves too (flame.json?z=).
 
-import { MERGED, packageOf, colorFor, nameColors } from './common.js';
+import { MERGED, packageOf, colorFor, nameColor, heatMaxOf } from './common.js';
 
 /** Row height in CSS pixels. */
 export const ROW = 18;
@@ -297,6 +297,7 @@ export function frameColor(name, mapping) {
 
 const MATCH_COLOR = 'hsl(291 68% 66%)';
 const WHEEL_STEP = 0.0015; // zoom factor per wheel pixel: e^(deltaY * step)
+const SETTLE_MS = 120; // a wheel gesture's full drawing comes once it rests this long
 const DRAG_PX = 4; // a press that moves less is a click or a tap
 const DOUBLE_TAP_MS = 350;
 
@@ -315,7 +316,7 @@ export class FlameGraph {
     this.octx = overlay.getContext('2d');
     this.tree = null;
     this.mode = 'icicle'; // root at the top; 'flame' puts it at the bottom
-    this.scheme = 'package'; // colors: 'package', 'binary' or 'heat' (common.js nameColors)
+    this.scheme = 'package'; // colors: 'package', 'binary' or 'heat' (common.js nameColor)
     this.zoomPath = []; // names below the root
     this.zoom = 0;
     this.view = null; // {x0, w} in value units within the zoomed frame; null: all of it
@@ -323,8 +324,11 @@ export class FlameGraph {
     this.matched = null;
     this.hover = -1;
     this.width = 0;
-    this.colors = [];
-    this.dimColors = [];
+    this.fills = [];
+    this.resetPalette(); // fills by index (paint), so a draw sets each color once
+    this.textColors = ['#1d1410', '#5c5048']; // labels: normal, muted
+    this.batch = null; // frames queued by a draw (frame, flush)
+    this.nbatch = 0;
     this.charWidth = 7.2;
     this.onzoom = null; // (graph) => true when it draws the zoom itself
     this.onhover = null; // (graph, index, event) => void
@@ -421,9 +425,28 @@ export class FlameGraph {
   recolor() {
     const t = this.tree;
     if (!t) return;
-    const cs = nameColors(t, this.scheme);
-    this.colors = cs.map((c) => c[0]);
-    this.dimColors = cs.map((c) => c[1]);
+    // Per name, computed when first drawn (fills): a tree has many more
+    // names than a drawing shows.
+    this.fills = new Array(t.names.length);
+    this.heatMax = this.scheme === 'heat' ? heatMaxOf(t) : 0;
+    if (this.palette.length > 4096) this.resetPalette(); // bounded across many trees
+    this.colorId = new Int32Array(t.names.length).fill(-1);
+    this.dimId = new Int32Array(t.names.length).fill(-1);
+    this.matchId = this.paint(MATCH_COLOR);
+  }
+
+  /** [fill, faded fill] of name index nm under the scheme. */
+  fillsOf(nm) {
+    return this.fills[nm] || (this.fills[nm] = nameColor(this.tree, nm, ['binary', 'heat'].includes(this.scheme) ? this.scheme : 'package', this.heatMax));
+  }
+
+  /** The fill of name index nm (a CSS color). */
+  colorOf(nm) { return this.fillsOf(nm)[0]; }
+
+  resetPalette() {
+    this.palette = [];
+    this.paletteAlpha = [];
+    this.paintIds = new Map();
   }
 
   /** Colors frames by 'package', 'binary' or 'heat' (self share). */
@@ -485,7 +508,7 @@ export class FlameGraph {
       x0 = Math.min(Math.max(x0, t.x[z]), t.x[z] + full - w);
       this.view = { x0, w };
     }
-    this.schedule();
+    this.schedule(this.inWheel);
   }
 
   /** Zooms the range by factor (below 1 zooms in) keeping the value under px (CSS px) in place. */
@@ -517,7 +540,83 @@ export class FlameGraph {
       return;
     }
     if (!this.wheelStart) this.wheelStart = performance.now(); // to the frame that draws it (benchmarks)
+    this.gesture();
+    this.inWheel = true;
     this.zoomView(Math.exp(dy * WHEEL_STEP * (e.ctrlKey ? 4 : 1)), e.offsetX);
+    this.inWheel = false;
+  }
+
+  /**
+   * A wheel zoom step: the first of a gesture keeps a copy of the rows
+   * drawn, which the gesture's frames scale to the view (drawScaled, a
+   * bitmap copy, whatever the tree); the full drawing follows once the
+   * wheel rests for SETTLE_MS.
+   */
+  gesture() {
+    if (!this.snap && this.band && this.width) {
+      const [vx, vw] = this.range();
+      const dpr = this.dpr || 1;
+      const sy = Math.floor(this.band[0] * dpr);
+      const sh = Math.min(Math.ceil(this.band[1] * dpr), this.canvas.height) - sy;
+      if (sh > 0) {
+        const c = this.snapCanvas || (this.snapCanvas = document.createElement('canvas'));
+        if (c.width !== this.canvas.width || c.height !== sh) { c.width = this.canvas.width; c.height = sh; }
+        const g = c.getContext('2d', { alpha: false });
+        g.drawImage(this.canvas, 0, sy, this.canvas.width, sh, 0, 0, c.width, sh);
+        this.snap = { vx, vw, sy, sh, tree: this.tree, zoom: this.zoom, mode: this.mode, width: this.width, height: this.canvas.height, scrollTop: this.container.scrollTop };
+      }
+    }
+    clearTimeout(this.settleTimer);
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = 0;
+      if (!this.snap) return;
+      this.snap = null;
+      const t0 = performance.now();
+      this.draw();
+      this.lastSettleMs = performance.now() - t0; // benchmarks
+    }, SETTLE_MS);
+  }
+
+  /** Whether the gesture's copy still shows what a full drawing would, scaled. */
+  snapValid() {
+    const s = this.snap;
+    return !!s && s.tree === this.tree && s.zoom === this.zoom && s.mode === this.mode && s.width === this.width &&
+      s.height === this.canvas.height && s.scrollTop === this.container.scrollTop && !this.widthChanged();
+  }
+
+  widthChanged() { return Math.max(this.container.clientWidth, 100) !== this.width; }
+
+  /**
+   * A frame of a wheel gesture: the copy of the rows drawn when it began,
+   * stretched horizontally from its range to the view's. The zoomed
+   * frame's row and its ancestors' span the width whatever the view, so
+   * they are copied as they are. Labels stretch with their frames until
+   * the full drawing.
+   */
+  drawScaled() {
+    const t0 = performance.now();
+    const s = this.snap;
+    const t = this.tree;
+    const ctx = this.ctx;
+    const W = this.canvas.width;
+    const dpr = this.dpr || 1;
+    const [vx, vw] = this.range();
+    const k = s.vw / vw;
+    const dx = ((s.vx - vx) / vw) * W;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, s.sy, W, s.sh);
+    ctx.drawImage(this.snapCanvas, 0, 0, W, s.sh, dx, s.sy, W * k, s.sh);
+    // Rows at and above the zoomed frame, unscaled.
+    const d = t.depth[this.zoom] + 1;
+    const y0 = Math.max(Math.round((this.mode === 'flame' ? this.rowTop(d - 1) : 0) * dpr), s.sy);
+    const y1 = Math.min(Math.round((this.mode === 'flame' ? this.rowTop(0) + ROW : d * ROW) * dpr), s.sy + s.sh);
+    if (y1 > y0) ctx.drawImage(this.snapCanvas, 0, y0 - s.sy, W, y1 - y0, 0, y0, W, y1 - y0);
+    this.drawHover();
+    this.lastDrawMs = performance.now() - t0;
+    if (this.wheelStart) { this.lastWheelMs = performance.now() - this.wheelStart; this.wheelStart = 0; }
+    this.lastWheelFrameMs = this.lastDrawMs;
+    if (this.ondraw) this.ondraw(this);
   }
 
   // ---- pointer: drag to pan and scroll, taps, pinch ----
@@ -593,9 +692,22 @@ export class FlameGraph {
 
   rowTop(d) { return this.mode === 'flame' ? this.padTop + (this.rows() - 1 - d) * ROW : d * ROW; }
 
-  schedule() {
+  /** Draws at the next frame; scaled (drawScaled), when only a wheel gesture asked. */
+  schedule(scaled = false) {
+    if (!scaled) this.fullWanted = true;
     if (this.pending) return;
-    this.pending = requestAnimationFrame(() => { this.pending = 0; this.draw(); });
+    this.pending = requestAnimationFrame(() => {
+      this.pending = 0;
+      const full = this.fullWanted || !this.snapValid();
+      this.fullWanted = false;
+      if (full) {
+        const wheel = !!this.wheelStart;
+        this.draw();
+        if (wheel) this.lastWheelFrameMs = this.lastDrawMs;
+      } else {
+        this.drawScaled();
+      }
+    });
   }
 
   draw() {
@@ -624,7 +736,7 @@ export class FlameGraph {
     ctx.fillRect(0, 0, w, h); // (the band below would do, but a stale row must never show)
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
-    this.charWidth = ctx.measureText('M').width || 7.2;
+    if (!this.charMeasured) { this.charWidth = ctx.measureText('M').width || 7.2; this.charMeasured = true; } // monospace, once
 
     const z = this.zoom;
     const [vx, vw] = this.range();
@@ -637,6 +749,10 @@ export class FlameGraph {
     const band1 = Math.min(h, cont.scrollTop + Math.max(cont.clientHeight, ROW) + 4 * ROW);
     this.band = [band0, band1];
     const flame = this.mode === 'flame';
+    // Frames are queued (frame), then filled one color at a time and
+    // labelled one text color at a time (flush): setting fillStyle, which
+    // parses the color, was most of a frame's cost.
+    this.nbatch = 0;
     // Ancestors of the zoomed frame span the whole width, faded.
     for (let a = t.parent[z]; a >= 0; a = t.parent[a]) {
       const y = this.rowTop(t.depth[a]);
@@ -659,6 +775,8 @@ export class FlameGraph {
       drawn.push(i);
       i++;
     }
+    this.flush(ctx);
+    if (this.snap) this.snap = null; // drawn again: a gesture copies this drawing
     this.drawn = drawn;
     this.drawHover();
     this.lastDrawMs = performance.now() - t0;
@@ -666,21 +784,90 @@ export class FlameGraph {
     if (this.ondraw) this.ondraw(this);
   }
 
+  /** Queues node i's frame at x, width w (CSS px), for flush. */
   frame(ctx, i, x, w, hit, faded) {
+    let b = this.batch;
+    const k = this.nbatch++;
+    if (!b || k >= b.node.length) {
+      const n = Math.max(1024, k * 2);
+      const nb = { node: new Int32Array(n), x: new Float64Array(n), w: new Float64Array(n), fill: new Int32Array(n), muted: new Uint8Array(n) };
+      if (b) for (const f of Object.keys(nb)) nb[f].set(b[f].subarray(0, k));
+      this.batch = b = nb;
+    }
+    b.node[k] = i;
+    b.x[k] = x;
+    b.w[k] = w;
+    b.fill[k] = this.fillId(i, hit, faded);
+    b.muted[k] = this.muted(i, hit, faded) ? 1 : 0;
+  }
+
+  /** The palette index of node i's fill. */
+  fillId(i, hit, faded) {
+    const nm = this.tree.name[i];
+    if (hit && hit[nm]) return this.matchId;
+    if (hit || faded) {
+      const id = this.dimId[nm];
+      return id >= 0 ? id : (this.dimId[nm] = this.paint(this.fillsOf(nm)[1]));
+    }
+    const id = this.colorId[nm];
+    return id >= 0 ? id : (this.colorId[nm] = this.paint(this.fillsOf(nm)[0]));
+  }
+
+  /** Whether node i's label is drawn muted (faded or not matching the search). */
+  muted(i, hit, faded) {
+    return faded || (hit && !hit[this.tree.name[i]]);
+  }
+
+  /** Palette index of fill c drawn at opacity alpha (interned per graph). */
+  paint(c, alpha = 1) {
+    const k = alpha === 1 ? c : `${c} ${alpha}`;
+    let id = this.paintIds.get(k);
+    if (id === undefined) {
+      id = this.palette.length;
+      this.palette.push(c);
+      this.paletteAlpha.push(alpha);
+      this.paintIds.set(k, id);
+    }
+    return id;
+  }
+
+  /** Draws the queued frames: their fills by color, then their labels. */
+  flush(ctx) {
     const t = this.tree;
-    const nm = t.name[i];
-    const y = this.rowTop(t.depth[i]);
-    let color;
-    if (hit) color = hit[nm] ? MATCH_COLOR : this.dimColors[nm];
-    else color = faded ? this.dimColors[nm] : this.colors[nm];
-    ctx.fillStyle = color;
-    const gap = w >= 3 ? 1 : 0;
-    ctx.fillRect(x, y, w - gap, ROW - 1);
-    if (w < this.charWidth * 3 + 6) return;
-    const text = fitLabel(t.names[nm], Math.floor((w - 6) / this.charWidth));
-    if (!text) return;
-    ctx.fillStyle = faded || (hit && !hit[nm]) ? '#5c5048' : '#1d1410';
-    ctx.fillText(text, x + 3, y + ROW / 2);
+    const b = this.batch;
+    const n = this.nbatch;
+    if (!n) return;
+    const np = this.palette.length;
+    const start = new Int32Array(np + 1);
+    for (let k = 0; k < n; k++) start[b.fill[k] + 1]++;
+    for (let p = 0; p < np; p++) start[p + 1] += start[p];
+    const order = new Int32Array(n);
+    const at = start.slice(0, np);
+    for (let k = 0; k < n; k++) order[at[b.fill[k]]++] = k;
+    let alpha = 1;
+    for (let p = 0; p < np; p++) {
+      if (start[p] === start[p + 1]) continue;
+      ctx.fillStyle = this.palette[p];
+      if (this.paletteAlpha[p] !== alpha) ctx.globalAlpha = alpha = this.paletteAlpha[p];
+      for (let j = start[p]; j < start[p + 1]; j++) {
+        const k = order[j];
+        const w = b.w[k];
+        ctx.fillRect(b.x[k], this.rowTop(t.depth[b.node[k]]), w - (w >= 3 ? 1 : 0), ROW - 1);
+      }
+    }
+    ctx.globalAlpha = 1;
+    const cw = this.charWidth;
+    const minW = cw * 3 + 6;
+    for (let m = 0; m < 2; m++) {
+      ctx.fillStyle = this.textColors[m];
+      for (let k = 0; k < n; k++) {
+        const w = b.w[k];
+        if (b.muted[k] !== m || w < minW) continue;
+        const i = b.node[k];
+        const text = fitLabel(t.label(i), Math.floor((w - 6) / cw));
+        if (text) ctx.fillText(text, b.x[k] + 3, this.rowTop(t.depth[i]) + ROW / 2);
+      }
+    }
   }
 
   /** The node under canvas coordinates (CSS px), or -1. */
@@ -812,7 +999,7 @@ export class Minimap {
     const pw = Math.round(cw * dpr);
     const ph = Math.round(ch * dpr);
     if (!t.mapID) t.mapID = ++mapTrees;
-    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.colors.length].join(' ');
+    const key = [t.mapID, g.zoom, g.mode, g.scheme, pw, ph, g.fills.length].join(' ');
     if (key !== this.key || !this.image) {
       this.image = this.render(pw, ph);
       this.key = key;
@@ -857,7 +1044,7 @@ export class Minimap {
       if (fw < 1) { i = t.end[i]; continue; }
       const d = t.depth[i];
       const y = g.mode === 'flame' ? (rows - 1 - d) * rh : d * rh;
-      c.fillStyle = g.colors[t.name[i]];
+      c.fillStyle = g.colorOf(t.name[i]);
       c.fillRect((t.x[i] - t.x[z]) * scale, y, Math.max(fw - (fw > 3 ? 1 : 0), 1), Math.max(rh, 1));
       i++;
     }

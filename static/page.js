@@ -16,7 +16,7 @@
 import { Tree, FlameGraph, Minimap, formatValue, formatPct } from './flame.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, tooltipRow, placeTooltip,
-  frameLinks, legendEntries, packageOf, emit,
+  frameLinks, legendEntries, renderLegend, packageOf, emit,
 } from './common.js';
 
 const config = readConfig('flame-config');
@@ -124,10 +124,11 @@ export async function reload() {
   trees.clear();
   const t0 = performance.now();
   const path = graph.zoomPath.slice();
+  const marks = {};
   let json;
   try {
     // After the first load, revalidate: names may have changed on the server.
-    json = await getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0);
+    json = await getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0, marks);
   } catch (err) {
     if (gen === generation) showStatus(`Could not load the flame graph: ${err.message}`, true);
     throw err;
@@ -153,8 +154,12 @@ export async function reload() {
   showCrumbs();
   writeURL();
   fetchTop(loads > 0);
-  setTimeout(showLegend, 0); // after the graph is on screen
-  timings = { fetchMs: t1 - t0, buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length };
+  // After the graph is on screen: idle time, so the frame showing it comes first.
+  if (window.requestIdleCallback) requestIdleCallback(showLegend, { timeout: 300 }); else setTimeout(showLegend, 0);
+  timings = {
+    fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
+    buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
+  };
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
@@ -477,22 +482,7 @@ graph.onselect = (g, path) => {
 
 function showLegend() {
   if (!legend || !tree) return;
-  const frag = document.createDocumentFragment();
-  for (const e of legendEntries(tree, graph.scheme)) {
-    const item = document.createElement('span');
-    item.className = 'legend-item';
-    if (e.key) item.dataset.key = e.key;
-    const sw = document.createElement('span');
-    sw.className = 'swatch';
-    sw.style.background = e.color;
-    const text = document.createElement('span');
-    text.textContent = e.label;
-    item.title = e.label;
-    item.append(sw, text);
-    frag.append(item);
-  }
-  legend.replaceChildren(frag);
-  legend.dataset.scheme = graph.scheme;
+  renderLegend(legend, legendEntries(tree, graph.scheme), graph.scheme);
 }
 
 if (schemeSelect) {

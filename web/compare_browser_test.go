@@ -104,6 +104,74 @@ func TestBrowserDiffLink(t *testing.T) {
 	pageProblems(t, b)
 }
 
+// TestBrowserDiffColors: the diff page's color switch offers the change
+// (red grew, blue shrank: the default, with its legend) beside the flame
+// page's package, binary and heat; by package a frame has the color the
+// flame page gives it, the choice is kept in the URL (color=) across a
+// reload, and switching back draws the change again.
+func TestBrowserDiffColors(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, "main;parse", 60, "main;render", 40))
+	bID := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, "main;parse", 30, "main;render", 150))
+	b := browsertest.Start(t, browsertest.Options{})
+	ready := func(what string) {
+		t.Helper()
+		if err := b.WaitReady(20 * time.Second); err != nil {
+			t.Fatalf("%s never drew: %v; page problems: %q", what, err, b.Problems())
+		}
+	}
+	run(t, b, "open the new profile's flame page", chromedp.Navigate(base+"/p/"+bID))
+	ready("the flame page")
+	flameRender := pixel(t, b, "main", "render")
+
+	diffURL := base + "/p/" + a + "/diff/" + bID
+	run(t, b, "open the diff", chromedp.Navigate(diffURL))
+	ready("the diff page")
+	if got := eval[string](t, b, `[...document.querySelectorAll('#color-scheme option')].map((o) => o.value).join(' ')`); got != "diff package binary heat" {
+		t.Fatalf("the diff page's color switch offers %q, want diff package binary heat", got)
+	}
+	if got := eval[string](t, b, `document.getElementById('color-scheme').value + ' ' + document.getElementById('legend').dataset.scheme + ': ' + [...document.querySelectorAll('#legend .legend-item')].map((e) => e.textContent).join(', ')`); got != "diff diff: grew, shrank, unchanged" {
+		t.Errorf("default scheme and legend %q, want the change's", got)
+	}
+	if grew := pixel(t, b, "main", "render"); !(grew[0] > grew[2]+60) {
+		t.Errorf("render grew but is drawn rgb%v, not red", grew)
+	}
+
+	run(t, b, "color by package", chromedp.SetValue(chromedp.CSS("#color-scheme"), "package"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
+	waitFor(t, b, "color=package in the URL", `new URLSearchParams(location.search).get('color') === 'package'`)
+	near := func(p, q [3]int) bool {
+		for i := range p {
+			if d := p[i] - q[i]; d > 3 || d < -3 {
+				return false
+			}
+		}
+		return true
+	}
+	if got := pixel(t, b, "main", "render"); !near(got, flameRender) {
+		t.Errorf("by package, render is rgb%v on the diff page and rgb%v on the flame page", got, flameRender)
+	}
+	if got := eval[string](t, b, `document.getElementById('legend').dataset.scheme`); got != "package" {
+		t.Errorf("legend scheme %q after switching to package", got)
+	}
+
+	run(t, b, "reload", chromedp.Reload())
+	ready("the diff page reloaded")
+	if got := eval[string](t, b, `document.getElementById('color-scheme').value`); got != "package" {
+		t.Errorf("after a reload the switch says %q, want package (from the URL)", got)
+	}
+	if got := pixel(t, b, "main", "render"); !near(got, flameRender) {
+		t.Errorf("after a reload render is rgb%v, want the package color rgb%v", got, flameRender)
+	}
+	run(t, b, "back to the change", chromedp.SetValue(chromedp.CSS("#color-scheme"), "diff"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
+	waitFor(t, b, "no color= in the URL", `!new URLSearchParams(location.search).has('color')`)
+	if shrank := pixel(t, b, "main", "parse"); !(shrank[2] > shrank[0]+60) {
+		t.Errorf("back on the change, parse (shrank) is rgb%v, not blue", shrank)
+	}
+	pageProblems(t, b)
+}
+
 // pageProblems fails on console errors and failed loads, except the
 // symbolization panel's status request, which answers 404 on a server
 // without on-demand symbolization (the panel's concern, not the diff's).

@@ -104,7 +104,11 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		if err != nil {
 			return nil, err
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: treeETag(key, f)}
+		level := gzip.DefaultCompression
+		if f.Time != nil {
+			level = gzip.BestSpeed // a timeline range, built on a drag: as a zoom (zoom.go)
+		}
+		e := &encoded{plain: body, gz: gzipLevel(body, level), etag: treeETag(key, f)}
 		s.trees.Add(key, e)
 		return e, nil
 	})

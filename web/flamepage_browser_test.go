@@ -305,7 +305,8 @@ func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 }
 
 // TestBrowserFlameWheelZoom: the wheel zooms at the pointer (the value
-// under it stays put), a drag pans, and a click still zooms.
+// under it stays put), the full drawing follows when it rests, a drag
+// pans, and a click still zooms.
 func TestBrowserFlameWheelZoom(t *testing.T) {
 	b, _ := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
 	serve := frame(t, b, "main.main", "net/http.(*conn).serve")
@@ -321,6 +322,10 @@ func TestBrowserFlameWheelZoom(t *testing.T) {
 	v0 := eval[float64](t, b, under)
 	wheel(-240)
 	waitFor(t, b, "a wheel zoom", `window.viewer.graph.view !== null`)
+	// The gesture's frames stretch the last drawing; once the wheel rests
+	// the graph is drawn again at the new view (serve among its frames).
+	waitFor(t, b, "the drawing after the wheel rests", `window.viewer.graph.snap === null &&
+		window.viewer.drawnFrames().some((p) => p.join('>') === 'main.main>net/http.(*conn).serve')`)
 	z := frame(t, b, "main.main", "net/http.(*conn).serve")
 	if z.Width < serve.Width*1.2 {
 		t.Errorf("after a wheel zoom serve is %.0f px wide, was %.0f", z.Width, serve.Width)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -63,6 +64,7 @@ func BenchmarkTimelineRange(b *testing.B) {
 		b.Fatal(err)
 	}
 	var ms []float64
+	parts := map[string][]float64{} // the page's timings of each reload (page.js)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		from := float64((i * 7) % 50)
@@ -78,6 +80,15 @@ func BenchmarkTimelineRange(b *testing.B) {
 			b.Fatalf("select %v-%v: %v; problems %q", from, to, err, br.Problems())
 		}
 		ms = append(ms, v)
+		b.StopTimer()
+		tm, err := chromedp.Run(br.Ctx, chromedp.Evaluate[map[string]float64](`window.viewer.timings`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range tm {
+			parts[k] = append(parts[k], v)
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	sort.Float64s(ms)
@@ -85,6 +96,16 @@ func BenchmarkTimelineRange(b *testing.B) {
 	b.ReportMetric(med, "range-to-drawn-ms")
 	b.ReportMetric(ms[len(ms)-1], "range-to-drawn-max-ms")
 	b.ReportMetric(med/300, "range/goal")
+	// Where the time goes, medians: until flame.json's headers (the
+	// server's build), its body, JSON.parse, the Tree, the draw.
+	for _, k := range []string{"headersMs", "textMs", "parseMs", "buildMs", "drawMs", "nodes"} {
+		v := parts[k]
+		if len(v) == 0 {
+			continue
+		}
+		sort.Float64s(v)
+		b.ReportMetric(v[len(v)/2], strings.TrimSuffix(k, "Ms")+"-median")
+	}
 }
 
 func readBytes(b *testing.B, path string) []byte {

@@ -47,6 +47,20 @@ func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f fl
 	}
 	v, err, _ := s.flight.Do(fmt.Sprintf("stacks:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
 		var st *flame.Stacks
+		if r := f.Time; r != nil {
+			// A time range (the timeline's t=) is cut from the stacks of
+			// the other filters, built once, by their time index: no
+			// pass over the profile's samples per range. The cut is not
+			// cached, so ranges never push the base out of the cache:
+			// cutting again costs little.
+			others := f
+			others.Time = nil
+			base, err := s.stacksFor(ctx, l, si, others)
+			if err != nil {
+				return nil, err
+			}
+			return base.InTime(*r), nil
+		}
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.Filter = f
 			st = flame.NewStacks(l.Profile, si, opt)

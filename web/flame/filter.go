@@ -200,9 +200,16 @@ func (m *matcher) apply(seq, out []int32) (_ []int32, ok bool) {
 
 // stacks returns the samples of p for si that pass f, as frames.
 func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
+	ws, _ := f.stacksOf(groupStacks(f.inTime(p), si), fr)
+	return ws
+}
+
+// stacksOf is stacks of the grouped stacks uniq (f.Time is not looked at):
+// kept[k] is the index in uniq of ws[k].
+func (f Filter) stacksOf(uniq []stack, fr *frames) (ws []weighted, kept []int32) {
 	m := newMatcher(f, fr)
-	uniq := groupStacks(f.inTime(p), si)
-	ws := make([]weighted, 0, len(uniq))
+	ws = make([]weighted, 0, len(uniq))
+	kept = make([]int32, 0, len(uniq))
 	// The kept frames of every stack go in one buffer, sliced at the end,
 	// sized up front from the stacks' locations and the profile's frames
 	// per location (growing it by appends copied it twice over).
@@ -218,13 +225,14 @@ func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 	ends := make([]int, 0, len(uniq))
 	var buf []int32
 	plain := f.Focus == nil && f.Ignore == nil && f.Hide == nil && f.Show == nil
-	for _, s := range uniq {
+	for k, s := range uniq {
 		fr.tick()
 		if plain {
 			// Nothing to match: the frames go straight to the buffer.
 			all = fr.expand(s, all)
 			ends = append(ends, len(all))
 			ws = append(ws, weighted{v: s.v})
+			kept = append(kept, int32(k))
 			continue
 		}
 		buf = fr.expand(s, buf[:0])
@@ -235,13 +243,14 @@ func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 		}
 		ends = append(ends, len(all))
 		ws = append(ws, weighted{v: s.v})
+		kept = append(kept, int32(k))
 	}
 	start := 0
 	for i, e := range ends {
 		ws[i].seq = all[start:e:e]
 		start = e
 	}
-	return ws
+	return ws, kept
 }
 
 // TopFiltered is Top over the samples and frames f keeps.

@@ -19,7 +19,8 @@ type Stacks struct {
 	SampleType, Unit string
 	fr               *frames // names and mappings only
 	ws               []weighted
-	sum              []int64 // sum[i] is the total value of ws[:i]
+	sum              []int64    // sum[i] is the total value of ws[:i]
+	times            *timeIndex // ws's samples by time; nil when they have none
 
 	mu      sync.Mutex
 	matched map[string]int64 // Matched by regexp, the last few searches
@@ -29,25 +30,58 @@ type Stacks struct {
 const matchedKept = 64
 
 // NewStacks collects the samples of p for sample index si that opt.Filter
-// keeps, checking opt's context (WithContext) as it goes.
+// keeps, checking opt's context (WithContext) as it goes. When p's samples
+// have times, the Stacks also indexes them by time (timeindex.go), so that
+// InTime cuts a range without going back to p. A Filter with a Time range
+// is the Stacks of the other filters, InTime.
 func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
+	if r := opt.Filter.Time; r != nil {
+		opt.Filter.Time = nil
+		return NewStacks(p, si, opt).InTime(*r)
+	}
 	fr := newFrames(p)
 	fr.work = opt.work
-	ws := opt.Filter.stacks(p, si, fr) // the zero Filter keeps every sample
-	sortStacks(ws, fr.work)
+	of := make([]int32, len(p.Sample)) // per sample: its stack in uniq
+	uniq := groupStacksOf(p, si, of)
+	ws, kept := opt.Filter.stacksOf(uniq, fr) // the zero Filter keeps every sample
+	// Sorted through a permutation, to know where each stack went.
+	order := make([]int32, len(ws))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		fr.tick()
+		return slices.Compare(ws[a].seq, ws[b].seq)
+	})
+	sorted := make([]weighted, len(ws))
+	pos := make([]int32, len(uniq)) // per stack of uniq: its index in sorted, -1 dropped
+	for i := range pos {
+		pos[i] = -1
+	}
+	for i, k := range order {
+		sorted[i] = ws[k]
+		pos[kept[k]] = int32(i)
+	}
 	s := &Stacks{
 		// Keep only what labels need: not the locations, so the cached
 		// Stacks does not hold the profile.
 		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName, src: fr.src},
-		ws: ws, sum: make([]int64, len(ws)+1),
+		ws: sorted,
 	}
-	for i, w := range ws {
-		s.sum[i+1] = s.sum[i] + w.v
-	}
+	s.sumUp()
+	s.times = newTimeIndex(p, si, of, pos)
 	if si >= 0 && si < len(p.SampleType) {
 		s.SampleType, s.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
 	return s
+}
+
+// sumUp fills s.sum from s.ws.
+func (s *Stacks) sumUp() {
+	s.sum = make([]int64, len(s.ws)+1)
+	for i, w := range s.ws {
+		s.sum[i+1] = s.sum[i] + w.v
+	}
 }
 
 // Total is the value of every sample kept.

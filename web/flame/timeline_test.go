@@ -1,6 +1,7 @@
 package flame
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -78,6 +79,44 @@ func TestBuildTimeline(t *testing.T) {
 	}
 }
 
+// TestStacksInTimeIsTheFilteredProfile: a range cut from the time index
+// (Stacks.InTime, what the server does for t=) gives the tree and the top
+// table that filtering the profile's samples by time gives (Build), with
+// and without another filter, for ranges inside, across and outside the
+// recording.
+func TestStacksInTimeIsTheFilteredProfile(t *testing.T) {
+	p := gen.Generate(3000, 800, 400, 5, 7)
+	p.DurationNanos = 10e9
+	gen.AddTimes(p, 3, 1e9/4)
+	hide, _ := ParseFilter("", "", "compress", "")
+	for _, other := range []Filter{{}, hide} {
+		base := NewStacks(p, 1, Options{Filter: other})
+		for _, rs := range []string{"0-10", "2-3.5", "2.1-2.2", "9.75-20", "11-12"} {
+			r, _ := ParseTimeRange(rs)
+			f := other
+			f.Time = r
+			want := Build(p, 1, Options{MinFraction: DefaultMinFraction, Filter: f})
+			got := base.InTime(*r).Tree(nil, Options{MinFraction: DefaultMinFraction})
+			if !reflect.DeepEqual(paths(got), paths(want)) || got.Total() != want.Total() {
+				t.Errorf("filter %q t=%s: the time index's tree (total %d) differs from the filtered profile's (total %d)", other.Key(), rs, got.Total(), want.Total())
+			}
+			if rs == "11-12" && got.Total() != 0 {
+				t.Errorf("t=%s is after the recording: total %d", rs, got.Total())
+			}
+			wantRows, wantTotal := TopFiltered(p, 1, f)
+			top := NewStacks(p, 1, Options{Filter: f}).Top(nil, Options{})
+			if top.Total != wantTotal || !reflect.DeepEqual(top.Rows, wantRows) {
+				t.Errorf("filter %q t=%s: top table total %d, want %d", other.Key(), rs, top.Total, wantTotal)
+			}
+		}
+	}
+	// A profile without times has no sample in any range.
+	r, _ := ParseTimeRange("0-1000")
+	if got := NewStacks(handProfile(), 1, Options{}).InTime(*r).Total(); got != 0 {
+		t.Errorf("a profile without times: %d in t=0-1000", got)
+	}
+}
+
 // BenchmarkTimeRange measures what a timeline selection costs the server
 // on the benchmark profile with times (genprofile -times 8): the tree and
 // the top table of a 5 s range of its 60 s.
@@ -96,6 +135,17 @@ func BenchmarkTimeRange(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			TopFiltered(p, 1, f)
+		}
+	})
+	// What the server does for t=: the profile's Stacks (built once, with
+	// its time index) cut to the range, then the tree and the top table.
+	base := NewStacks(p, 1, Options{})
+	b.Run("stacks-range", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			st := base.InTime(*r)
+			st.Tree(nil, Options{MinFraction: DefaultMinFraction}).JSON()
+			st.Top(nil, Options{})
 		}
 	})
 	b.Run("timeline", func(b *testing.B) {

@@ -3,6 +3,7 @@ package flame
 import (
 	"slices"
 	"sort"
+	"strings"
 	"unsafe"
 
 	"github.com/google/pprof/profile"
@@ -177,10 +178,19 @@ type stack struct {
 
 // groupStacks sums the values for sample index si of samples with the same
 // stack, skipping zeros.
-func groupStacks(p *profile.Profile, si int) []stack {
+func groupStacks(p *profile.Profile, si int) []stack { return groupStacksOf(p, si, nil) }
+
+// groupStacksOf is groupStacks that also writes, when of is not nil (one
+// element per sample), the index of each sample's stack, -1 for a skipped
+// sample: what the time index (timeindex.go) needs to find a sample's
+// stack again.
+func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 	var uniq []stack
 	byHash := make(map[uint64]int32, len(p.Sample)/2+1)
-	for _, s := range p.Sample {
+	for k, s := range p.Sample {
+		if of != nil {
+			of[k] = -1
+		}
 		if si >= len(s.Value) || s.Value[si] == 0 {
 			continue
 		}
@@ -194,9 +204,15 @@ func groupStacks(p *profile.Profile, si int) []stack {
 		h ^= uint64(len(s.Location))
 		if i, ok := byHash[h]; ok && sameStack(uniq[i].locs, s.Location) {
 			uniq[i].v += v
+			if of != nil {
+				of[k] = i
+			}
 			continue
 		} else if !ok {
 			byHash[h] = int32(len(uniq))
+		}
+		if of != nil {
+			of[k] = int32(len(uniq))
 		}
 		uniq = append(uniq, stack{s.Location, v})
 	}
@@ -358,7 +374,8 @@ func (w *treeWriter) subtree(ft *full, thresh int64, rootLabel, depth int32) {
 			}
 			order = append(order, c)
 		}
-		sort.Slice(order, func(i, j int) bool { return fr.names[ft.name[order[i]]] < fr.names[ft.name[order[j]]] })
+		// (slices.SortFunc: sort.Slice allocates at each of the tree's nodes.)
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(fr.names[ft.name[a]], fr.names[ft.name[b]]) })
 		// The merged node takes its place by name among its siblings.
 		mergedAt := -1
 		if nmerged > 0 {
