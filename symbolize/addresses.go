@@ -169,22 +169,10 @@ func (s *Symbolizer) CompleteBuildID(prefix string) (string, bool) {
 			if filepath.Base(filepath.Dir(m)) == head && !strings.HasPrefix(name, prefix) {
 				id = head + name
 			}
-			if strings.HasPrefix(id, prefix) && isHex(id) {
+			if n, err := NormalizeBuildID(id); err == nil && n == id && strings.HasPrefix(id, prefix) {
 				return id, true
 			}
 		}
 	}
 	return "", false
-}
-
-func isHex(s string) bool {
-	if len(s)%2 != 0 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

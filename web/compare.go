@@ -224,11 +224,7 @@ func (s *Server) handleSandwichJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.Profile(c.Request().Context(), c.Param("id"))
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return err
 	}

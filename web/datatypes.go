@@ -56,12 +56,13 @@ type typesResult struct {
 
 // SetDataTypeEngine makes the data-type page read binaries with e (by
 // default the symbolization engine, or one looking on this machine only).
-// Cached results are dropped.
+// Cached results, and the annotate view's listings, are dropped.
 func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
 	s.types.mu.Lock()
 	s.types.engine = e
 	s.types.mu.Unlock()
 	s.types.results.Purge()
+	s.annotations.listings.Purge() // listed with the engine replaced
 }
 
 // dataTypeEngine is the engine the data-type page reads binaries with: the
@@ -152,11 +153,7 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 // profile for the selected sample type.
 func (s *Server) typesProfile(c echo.Context) (*profiles.Loaded, int, *symbolize.DataTypeProfile, error) {
 	ctx := c.Request().Context()
-	l, err := s.Profile(ctx, c.Param("id"))
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -411,11 +408,7 @@ func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symboliz
 // handleTypesFlameJSON serves the flame graph data of the types flame graph.
 func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	ctx := c.Request().Context()
-	l, err := s.Profile(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return err
 	}

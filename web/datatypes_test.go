@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/symbolize/elfsym"
 	"viewer/web/profiles"
 )
 
@@ -33,12 +33,12 @@ func testdataEngine(cfg symbolize.Config) *symbolize.Symbolizer {
 
 func fileBuildID(t *testing.T, path string) string {
 	t.Helper()
-	f, err := elfsym.Open(path)
+	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	return f.BuildID()
+	return symbolize.ELFBuildID(f)
 }
 
 func getTypesJSON(t *testing.T, url string) typesResponse {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 	"viewer/web/debuginfo"
 )
 
@@ -106,7 +106,7 @@ func (s *Server) handleBuildID(c echo.Context) error {
 	if kind != "debuginfo" && kind != "executable" {
 		return s.dText(c, "other", http.StatusNotFound, "unknown debuginfod request type %q: use debuginfo, executable, source/PATH or section/NAME", kind)
 	}
-	return s.serveBuildID(c, kind, debuginfod.Kind(kind), "")
+	return s.serveBuildID(c, kind, symbolize.FileKind(kind), "")
 }
 
 // handleBuildIDSource serves /buildid/ID/source/PATH: an uploaded source
@@ -116,7 +116,7 @@ func (s *Server) handleBuildIDSource(c echo.Context) error {
 	if err != nil || p == "" || strings.IndexByte(p, 0) >= 0 {
 		return s.dText(c, "source", http.StatusBadRequest, "bad source path")
 	}
-	return s.serveBuildID(c, "source", debuginfod.SourceKind("/"+strings.TrimPrefix(p, "/")), "")
+	return s.serveBuildID(c, "source", symbolize.SourceKind("/"+strings.TrimPrefix(p, "/")), "")
 }
 
 // handleBuildIDSection serves /buildid/ID/section/NAME from the stored
@@ -129,7 +129,7 @@ func (s *Server) handleBuildIDSection(c echo.Context) error {
 	return s.serveBuildID(c, "section", "", name)
 }
 
-func (s *Server) serveBuildID(c echo.Context, typ string, kind debuginfod.Kind, section string) error {
+func (s *Server) serveBuildID(c echo.Context, typ string, kind symbolize.FileKind, section string) error {
 	files, err := s.debuginfoOn(c, typ)
 	if files == nil {
 		return err
@@ -216,7 +216,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	ctx := req.Context()
 	switch kind {
 	case "debuginfo", "executable":
-		es, err := files.Put(ctx, req.Body, name, bid, debuginfod.Kind(kind))
+		es, err := files.Put(ctx, req.Body, name, bid, symbolize.FileKind(kind))
 		if err != nil {
 			return s.uploadRefused(c, err)
 		}

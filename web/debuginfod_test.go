@@ -55,7 +55,7 @@ type dserver struct {
 
 type dopts struct {
 	st       store.Store
-	upstream debuginfo.Fetcher
+	upstream symbolize.Fetcher
 	token    string
 	serve    string
 	maxFile  int64

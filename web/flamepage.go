@@ -59,11 +59,7 @@ func (s *Server) pageMeta(c echo.Context, id string) (*profiles.Meta, int, error
 // tree returns the cached encoding of kind for (id, si), building it once
 // however many requests ask at the same time.
 func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) (*encoded, error) {
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	i, err := resolveSI(l.Meta, si)
+	l, i, err := s.profileSample(ctx, id, si)
 	if err != nil {
 		return nil, err
 	}

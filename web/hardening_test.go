@@ -26,7 +26,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web/profiles"
 	"viewer/web/store"
 )
@@ -689,8 +689,8 @@ func TestSourceReadsLocalPathsOnlyForLocalRequests(t *testing.T) {
 }
 
 // fixedUnits answers every address with one compile unit.
-type fixedUnits elfsym.CompileUnit
+type fixedUnits symbolize.CompileUnit
 
-func (u fixedUnits) Unit(context.Context, *profile.Mapping, uint64) (elfsym.CompileUnit, bool, error) {
-	return elfsym.CompileUnit(u), true, nil
+func (u fixedUnits) Unit(context.Context, *profile.Mapping, uint64) (symbolize.CompileUnit, bool, error) {
+	return symbolize.CompileUnit(u), true, nil
 }

@@ -87,6 +87,8 @@ type Server struct {
 	sym    *symbolization       // nil when symbolization is off
 	coord  ondemand.Coordinator // Local, or the store lease of Config.Replica
 	types  *dataTypes           // the data-type page (datatypes.go)
+
+	annotations *annotations // the annotate view's listings (annotate.go)
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -139,6 +141,8 @@ func New(cfg Config) (*Server, error) {
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
 		types:  newDataTypes(),                   // datatypes.go
 		coord:  ondemand.Local{},
+
+		annotations: newAnnotations(), // annotate.go
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {

@@ -20,8 +20,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
-	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
 	"viewer/views"
 )
@@ -31,7 +29,7 @@ import (
 type SourceConfig struct {
 	// Fetcher asks debuginfod servers for /buildid/ID/source/PATH; nil
 	// means debuginfod is off.
-	Fetcher SourceFetcher
+	Fetcher symbolize.Fetcher
 	// Servers name the debuginfod servers, for messages.
 	Servers []string
 	// LocalPaths lets the server read the absolute paths a profile names,
@@ -59,7 +57,7 @@ type SourceConfig struct {
 // SourceUnits is the part of the symbolization engine the source view
 // checks a local path with: the compile unit holding addr in mapping m.
 type SourceUnits interface {
-	Unit(ctx context.Context, m *profile.Mapping, addr uint64) (elfsym.CompileUnit, bool, error)
+	Unit(ctx context.Context, m *profile.Mapping, addr uint64) (symbolize.CompileUnit, bool, error)
 }
 
 // EngineUnits answers SourceUnits from the symbolization engine's debug
@@ -67,18 +65,13 @@ type SourceUnits interface {
 type EngineUnits struct{ Engine *symbolize.Symbolizer }
 
 // Unit opens m's debug info and returns the unit holding addr.
-func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) (elfsym.CompileUnit, bool, error) {
+func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) (symbolize.CompileUnit, bool, error) {
 	h, err := u.Engine.Open(ctx, m, symbolize.Options{})
 	if err != nil {
-		return elfsym.CompileUnit{}, false, err
+		return symbolize.CompileUnit{}, false, err
 	}
 	defer h.Close()
 	return h.Unit(addr)
-}
-
-// SourceFetcher is the part of the debuginfod client the source view uses.
-type SourceFetcher interface {
-	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
 }
 
 // maxSourceBytes bounds a source file shown.
@@ -253,7 +246,7 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		}
 		fctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		path, err := sc.Fetcher.Fetch(fctx, buildID, debuginfod.SourceKind(clean), nil)
+		path, err := sc.Fetcher.Fetch(fctx, buildID, symbolize.SourceKind(clean), nil)
 		if err == nil {
 			b, rerr := localfile.ReadFile(ctx, path, localfile.Configured, maxSourceBytes)
 			if rerr == nil {
@@ -265,7 +258,7 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		if servers == "" {
 			servers = "the configured servers"
 		}
-		if errors.Is(err, debuginfod.ErrNotFound) {
+		if errors.Is(err, symbolize.ErrFetchNotFound) {
 			why = append(why, fmt.Sprintf("not found on debuginfod servers %s", servers))
 		} else {
 			why = append(why, fmt.Sprintf("debuginfod (%s) failed: %v", servers, shortErr(err)))
@@ -367,11 +360,7 @@ func (s *Server) handleSource(c echo.Context) error {
 	if fn == "" {
 		what = want
 	}
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.profileSample(ctx, id, c.QueryParam("si"))
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,18 +195,25 @@ func decodeAPIBody(c echo.Context, v any) error {
 	return nil
 }
 
-// cleanBuildID checks a build ID is hexadecimal of a sensible length
-// before it names a file or reaches a URL, and lowercases it.
+// cleanBuildID checks a build ID with the one build-ID check
+// (symbolize.NormalizeBuildID) before it names a file or reaches a URL,
+// and lowercases it. The API also wants at least 8 digits: a shorter ID
+// cannot name one binary.
 func cleanBuildID(id string) (string, error) {
-	id = strings.ToLower(strings.TrimSpace(id))
+	id = strings.TrimSpace(id)
 	if id == "" {
 		return "", fmt.Errorf("no build_id; the symbolization API finds debug info by build ID")
 	}
-	if len(id)%2 != 0 || len(id) < 8 || len(id) > 128 {
-		return "", fmt.Errorf("build_id %q has %d hex digits; a GNU build ID has an even number, usually 40", id, len(id))
+	n, err := symbolize.NormalizeBuildID(id)
+	if err != nil {
+		var ie *symbolize.InvalidBuildIDError
+		if errors.As(err, &ie) {
+			return "", fmt.Errorf("build_id %q is not a build ID: %s; a GNU build ID is an even number of hex digits, usually 40", id, ie.Reason)
+		}
+		return "", fmt.Errorf("build_id %q: %v", id, err)
 	}
-	if _, err := hex.DecodeString(id); err != nil {
-		return "", fmt.Errorf("build_id %q is not hexadecimal", id)
+	if len(n) < 8 {
+		return "", fmt.Errorf("build_id %q has %d hex digits; a GNU build ID has an even number, usually 40", id, len(n))
 	}
-	return id, nil
+	return n, nil
 }

@@ -14,11 +14,7 @@ import (
 // and selecting a range sets t=, which every view's filter honours
 // (filter.go).
 func (s *Server) handleTimelineJSON(c echo.Context) error {
-	l, err := s.Profile(c.Request().Context(), c.Param("id"))
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,7 @@ type topResult = flame.TopTable
 // handleTop renders the top-functions table.
 func (s *Server) handleTop(c echo.Context) error {
 	id := c.Param("id")
-	l, err := s.Profile(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.profileSample(c.Request().Context(), id, c.QueryParam("si"))
 	if err != nil {
 		return err
 	}

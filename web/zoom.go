@@ -79,11 +79,7 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.Profile(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	i, err := resolveSI(l.Meta, si)
+	l, i, err := s.profileSample(ctx, id, si)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +150,7 @@ func searchRE(q string) *regexp.Regexp {
 // shows (si, filters, zoom path z), sorted by sort (flat, cum or name),
 // its first n rows, and with q the search's matched value (README).
 func (s *Server) handleTopJSON(c echo.Context) error {
-	l, err := s.Profile(c.Request().Context(), c.Param("id"))
-	if err != nil {
-		return err
-	}
-	i, err := resolveSI(l.Meta, c.QueryParam("si"))
+	l, i, err := s.requestProfile(c)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 	"viewer/web/store"
 )
 
@@ -29,12 +29,6 @@ const DefaultMaxFile = 4 << 30
 // keys are hex digests and never "debuginfo").
 const prefix = "debuginfo/"
 
-// Fetcher gets a file by build ID from debuginfod servers and returns its
-// local path; *debuginfod.Client implements it.
-type Fetcher interface {
-	Fetch(ctx context.Context, buildID string, kind debuginfod.Kind, progress func(debuginfod.Progress)) (string, error)
-}
-
 // Config configures a Store.
 type Config struct {
 	// Store holds the files (the profile store).
@@ -42,7 +36,7 @@ type Config struct {
 	// MaxFile bounds an uploaded file (--max-debug-file); 0: DefaultMaxFile.
 	MaxFile int64
 	// Upstream fetches build IDs that are not stored (federation); nil: none.
-	Upstream Fetcher
+	Upstream symbolize.Fetcher
 	// LocalDirs are build-ID trees served too (--serve-local-debug): each
 	// DIR/.build-id/ab/cdef….debug or DIR/ab/cdef… layout, perf's
 	// DIR/.build-id/ab/cdef…/{debug,elf}, or DIR/BUILDID/{debuginfo,executable}.
@@ -115,11 +109,12 @@ func refused(format string, args ...any) error {
 }
 
 // ValidBuildID reports whether id is a build ID as the protocol writes it:
-// lowercase hex of even length, at most debuginfod.MaxBuildIDLen digits.
+// lowercase hex of even length, at most symbolize.MaxBuildIDLen digits
+// (symbolize.NormalizeBuildID, the one check, and lower case).
 func ValidBuildID(id string) error {
-	n, err := debuginfod.NormalizeBuildID(id)
+	n, err := symbolize.NormalizeBuildID(id)
 	if err != nil {
-		var ie *debuginfod.InvalidBuildIDError
+		var ie *symbolize.InvalidBuildIDError
 		if errors.As(err, &ie) {
 			return fmt.Errorf("build ID %q is not valid: %s", id, ie.Reason)
 		}
@@ -131,12 +126,12 @@ func ValidBuildID(id string) error {
 	return nil
 }
 
-func metaKey(bid string, kind debuginfod.Kind) string {
+func metaKey(bid string, kind symbolize.FileKind) string {
 	return prefix + bid + "/" + string(kind) + ".json"
 }
 
 // entry reads the meta of bid's stored file of kind.
-func (s *Store) entry(ctx context.Context, bid string, kind debuginfod.Kind) (*Entry, error) {
+func (s *Store) entry(ctx context.Context, bid string, kind symbolize.FileKind) (*Entry, error) {
 	b, err := store.ReadAll(ctx, s.st, metaKey(bid, kind), 1<<20)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
@@ -260,7 +255,7 @@ func openPath(path, origin string) (*File, error) {
 // an uploaded one, else one in the local debug directories, else, when
 // federate is set, one fetched from upstream. It returns ErrNotFound when
 // none has it.
-func (s *Store) Open(ctx context.Context, bid string, kind debuginfod.Kind, federate bool) (*File, error) {
+func (s *Store) Open(ctx context.Context, bid string, kind symbolize.FileKind, federate bool) (*File, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return nil, err
 	}
@@ -268,7 +263,7 @@ func (s *Store) Open(ctx context.Context, bid string, kind debuginfod.Kind, fede
 	if !errors.Is(err, ErrNotFound) {
 		return f, err
 	}
-	if kind == debuginfod.KindDebuginfo || kind == debuginfod.KindExecutable {
+	if kind == symbolize.KindDebuginfo || kind == symbolize.KindExecutable {
 		if p := s.localPath(bid, kind); p != "" {
 			return openPath(p, "local")
 		}
@@ -278,7 +273,7 @@ func (s *Store) Open(ctx context.Context, bid string, kind debuginfod.Kind, fede
 	}
 	p, err := s.cfg.Upstream.Fetch(ctx, bid, kind, nil)
 	if err != nil {
-		if errors.Is(err, debuginfod.ErrNotFound) || errors.Is(err, debuginfod.ErrNoServers) {
+		if errors.Is(err, symbolize.ErrFetchNotFound) || errors.Is(err, symbolize.ErrNoServers) {
 			return nil, ErrNotFound
 		}
 		return nil, &UpstreamError{Err: err}
@@ -293,7 +288,7 @@ type UpstreamError struct{ Err error }
 func (e *UpstreamError) Error() string { return "upstream debuginfod: " + e.Err.Error() }
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-func (s *Store) openStored(ctx context.Context, bid string, kind debuginfod.Kind) (*File, error) {
+func (s *Store) openStored(ctx context.Context, bid string, kind symbolize.FileKind) (*File, error) {
 	if p, ok := sourceOf(kind); ok {
 		return s.openSource(ctx, bid, p)
 	}
@@ -310,7 +305,7 @@ func (s *Store) openStored(ctx context.Context, bid string, kind debuginfod.Kind
 }
 
 // sourceOf returns PATH of a source/PATH kind.
-func sourceOf(kind debuginfod.Kind) (string, bool) {
+func sourceOf(kind symbolize.FileKind) (string, bool) {
 	p, ok := strings.CutPrefix(string(kind), "source")
 	return p, ok
 }
@@ -319,7 +314,7 @@ func sourceOf(kind debuginfod.Kind) (string, bool) {
 // (debuginfo or executable), for viewer's own symbolizer: the store's own
 // file when the store is a local directory, else a copy under TempDir made
 // once per uploaded version.
-func (s *Store) LocalPath(ctx context.Context, bid string, kind debuginfod.Kind) (string, error) {
+func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FileKind) (string, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return "", err
 	}
@@ -365,7 +360,7 @@ func (s *Store) LocalPath(ctx context.Context, bid string, kind debuginfod.Kind)
 // being symbolized as a user of the files, for the index page.
 func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
 	var out []string
-	for _, k := range []debuginfod.Kind{debuginfod.KindDebuginfo, debuginfod.KindExecutable} {
+	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		if p, err := s.LocalPath(ctx, bid, k); err == nil {
 			out = append(out, p)
 		}

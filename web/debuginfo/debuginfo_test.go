@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web/store"
 )
@@ -35,7 +35,7 @@ func TestPutBothKinds(t *testing.T) {
 	if len(es) != 2 || es[0].Kind != "debuginfo" || es[1].Kind != "executable" || es[0].Object != es[1].Object {
 		t.Fatalf("entries: %+v", es)
 	}
-	for _, k := range []debuginfod.Kind{debuginfod.KindDebuginfo, debuginfod.KindExecutable} {
+	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		got, err := s.Open(ctx, bid, k, false)
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestPutBothKinds(t *testing.T) {
 	if p := s.UploadedFiles(ctx, bid); len(p) != 2 {
 		t.Errorf("UploadedFiles: %v", p)
 	}
-	if _, err := s.Open(ctx, bid, debuginfod.SourceKind("/etc/passwd"), false); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Open(ctx, bid, symbolize.SourceKind("/etc/passwd"), false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a source never uploaded: %v", err)
 	}
 	es2, err := s.Entries(ctx, "both", 0)
@@ -71,7 +71,7 @@ func TestLocalDirs(t *testing.T) {
 	os.Symlink(other, sub+"/"+bid[2:])        // wrong build ID at the executable's place
 	d, _ := store.NewDir(t.TempDir())
 	s := New(Config{Store: d, LocalDirs: []string{dir}})
-	f, err := s.Open(context.Background(), bid, debuginfod.KindDebuginfo, false)
+	f, err := s.Open(context.Background(), bid, symbolize.KindDebuginfo, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLocalDirs(t *testing.T) {
 	if f.Origin != "local" {
 		t.Errorf("origin %q", f.Origin)
 	}
-	if _, err := s.Open(context.Background(), bid, debuginfod.KindExecutable, false); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Open(context.Background(), bid, symbolize.KindExecutable, false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a file with another build ID was served: %v", err)
 	}
 }

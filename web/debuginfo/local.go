@@ -4,19 +4,19 @@ import (
 	"os"
 	"path/filepath"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 )
 
 // localPath finds bid's file of kind in the local debug directories
 // (--serve-local-debug), checking the build ID and contents of each
 // candidate, or returns "".
-func (s *Store) localPath(bid string, kind debuginfod.Kind) string {
+func (s *Store) localPath(bid string, kind symbolize.FileKind) string {
 	if len(bid) < 4 {
 		return ""
 	}
 	for _, d := range s.cfg.LocalDirs {
 		var cands []string
-		if kind == debuginfod.KindDebuginfo {
+		if kind == symbolize.KindDebuginfo {
 			cands = []string{
 				filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"),
 				filepath.Join(d, bid[:2], bid[2:]+".debug"),
@@ -42,7 +42,7 @@ func (s *Store) localPath(bid string, kind debuginfod.Kind) string {
 
 // fileIs reports whether the file at p is an ELF file with build ID bid
 // that can serve as kind.
-func fileIs(p, bid string, kind debuginfod.Kind) bool {
+func fileIs(p, bid string, kind symbolize.FileKind) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false

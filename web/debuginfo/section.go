@@ -8,7 +8,7 @@ import (
 	"io"
 	"sync"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 )
 
 // Section returns section name of bid's debuginfo, else of its executable,
@@ -20,7 +20,7 @@ func (s *Store) Section(ctx context.Context, bid, name string, federate bool) (*
 		return nil, err
 	}
 	var last error = ErrNotFound
-	for _, k := range []debuginfod.Kind{debuginfod.KindDebuginfo, debuginfod.KindExecutable} {
+	for _, k := range []symbolize.FileKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		f, err := s.Open(ctx, bid, k, federate)
 		if err != nil {
 			if !errors.Is(err, ErrNotFound) {

@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"viewer/symbolize/debuginfod"
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize"
 	"viewer/web/store"
 )
 
@@ -27,13 +26,13 @@ type contents struct {
 
 // kinds are the kinds a file with these contents is stored as: code makes
 // an executable, DWARF (or, without code, a symbol table) a debuginfo.
-func (c contents) kinds() []debuginfod.Kind {
-	var k []debuginfod.Kind
+func (c contents) kinds() []symbolize.FileKind {
+	var k []symbolize.FileKind
 	if c.dwarf || (c.symtab && !c.code) {
-		k = append(k, debuginfod.KindDebuginfo)
+		k = append(k, symbolize.KindDebuginfo)
 	}
 	if c.code {
-		k = append(k, debuginfod.KindExecutable)
+		k = append(k, symbolize.KindExecutable)
 	}
 	return k
 }
@@ -66,7 +65,7 @@ func classify(r io.ReaderAt) (c contents, err error) {
 	if err != nil {
 		return c, refused("not a valid ELF file: %v", err)
 	}
-	c.bid = elfsym.BuildIDNote(f)
+	c.bid = symbolize.ELFBuildID(f)
 	if c.bid == "" {
 		return c, refused("the file has no GNU build ID note (.note.gnu.build-id): link it with -Wl,--build-id so debuggers can find its debug info")
 	}
@@ -92,7 +91,7 @@ func classify(r io.ReaderAt) (c contents, err error) {
 // /buildid/BUILDID/KIND), must match the file. The body is spooled to a
 // temporary file, never held in memory. A later upload of the same build ID
 // and kind replaces the earlier one (better debug info later).
-func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want debuginfod.Kind) ([]Entry, error) {
+func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want symbolize.FileKind) ([]Entry, error) {
 	if wantBID != "" {
 		if err := ValidBuildID(wantBID); err != nil {
 			return nil, refused("%v", err)
@@ -139,7 +138,7 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 		return nil, refused("the file has no code, no DWARF and no symbol table: nothing a debugger could use (was it stripped twice?)")
 	}
 	if want != "" && !hasKind(kinds, want) {
-		if want == debuginfod.KindDebuginfo {
+		if want == symbolize.KindDebuginfo {
 			return nil, refused("the file has no DWARF (.debug_info): it is not debuginfo; upload it as executable, or upload its unstripped or .debug file")
 		}
 		return nil, refused("the file has no code: it is not an executable; upload it as debuginfo")
@@ -180,7 +179,7 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 	return out, nil
 }
 
-func hasKind(ks []debuginfod.Kind, k debuginfod.Kind) bool {
+func hasKind(ks []symbolize.FileKind, k symbolize.FileKind) bool {
 	for _, x := range ks {
 		if x == k {
 			return true
