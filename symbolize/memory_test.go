@@ -224,7 +224,7 @@ func TestMemoryWithinBudget(t *testing.T) {
 		t.Fatalf("%d binaries, want 20", len(profiles))
 	}
 	if dir := os.Getenv("VIEWER_MEMORY_PROFILES"); dir != "" {
-		// For testdata/symbolize/memory.sh, which uploads them to a server.
+		// For testdata/bench/memory.sh, which uploads them to a server.
 		for i, p := range profiles {
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bin%02d.pb.gz", i))) // memory.sh uploads *.pb.gz
 			if err != nil {

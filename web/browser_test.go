@@ -493,6 +493,9 @@ func TestBrowserDropUpload(t *testing.T) {
 // resolution (2,500 frames × 18 px): the graph is drawn at a lower
 // resolution instead of staying blank.
 func TestBrowserDeepStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test: skipped with -short")
+	}
 	const depth = 2500
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
 	s := &profile.Sample{Value: []int64{1e6}}

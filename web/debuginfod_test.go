@@ -155,6 +155,9 @@ func clientEnv(t testing.TB, base string) []string {
 // elfutils' debuginfod-find fetch each kind byte for byte, and gdb resolve a
 // function and its line of the stripped binary from viewer alone.
 func TestDebuginfodRealClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gdb and elfutils' debuginfod-find: skipped with -short")
+	}
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
 	gdb := debuginfodtest.NeedTool(t, "gdb", "gdb")
 	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")

@@ -23,14 +23,14 @@ import (
 
 // exactProfile writes the benchmark profile of testdata/bench (200,000
 // samples over 50,000 stacks, 20,000 functions, 20 mappings). Under the
-// race detector (make test) or with -short it is a quarter of that in every
-// dimension, the same generator and shape (a tenth left no … block wide
-// enough to click).
+// race detector (make test) it is a quarter of that in every dimension,
+// the same generator and shape (a tenth left no … block wide enough to
+// click).
 func exactProfile(t *testing.T) (string, []byte) {
 	t.Helper()
 	var p *profile.Profile
 	switch {
-	case testing.Short() || raceDetector:
+	case raceDetector:
 		p = gen.Generate(50000, 12500, 5000, 20, 1)
 	default:
 		p = gen.Generate(200000, 50000, 20000, 20, 1)
@@ -148,6 +148,9 @@ func compareTop(t *testing.T, what string, got, want []topLine) {
 // top table equals /top and go tool pprof -top for the top 50 functions,
 // and zooming into a merged block draws the frames it holds.
 func TestBrowserExactTopAndZoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test on a generated 50,000-sample profile, checked against go tool pprof: skipped with -short")
+	}
 	path, data := exactProfile(t)
 	want := pprofTop(t, path, 50)
 	base := startServer(t)

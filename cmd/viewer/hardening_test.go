@@ -35,19 +35,48 @@ import (
 	"viewer/web"
 )
 
-// buildViewer builds the viewer binary into a test temp directory.
+// builtViewer is the viewer binary the tests run as a separate process,
+// built once per test run (each link costs seconds of CPU) into a
+// directory TestMain removes.
+var builtViewer struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildViewer returns the viewer binary, building it on first use.
 func buildViewer(t *testing.T) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
+	builtViewer.once.Do(func() {
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		dir, err := os.MkdirTemp("", "viewer-bin-")
+		if err != nil {
+			builtViewer.err = err
+			return
+		}
+		builtViewer.dir = dir
+		bin := filepath.Join(dir, "viewer")
+		if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			builtViewer.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		builtViewer.path = bin
+	})
+	if builtViewer.err != nil {
+		t.Fatal(builtViewer.err)
 	}
-	bin := filepath.Join(t.TempDir(), "viewer")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return builtViewer.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtViewer.dir != "" {
+		os.RemoveAll(builtViewer.dir)
 	}
-	return bin
+	os.Exit(code)
 }
 
 // viewerProc is a running `viewer serve`.
@@ -423,6 +452,9 @@ func TestFullDisk(t *testing.T) {
 // Only 503 (busy) may fail a request; every acknowledged upload must be
 // readable; the server's peak RSS must stay under 320 MiB.
 func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test: 2,000 requests to a real server for up to 90 s: skipped with -short")
+	}
 	const (
 		requests    = 2000
 		concurrency = 32

@@ -93,6 +93,9 @@ func insnText(t *testing.T, funcs map[string][]insn, fn string, pattern ...strin
 // an index register is added) and gdb's ptype/o (where each member lies),
 // as a user checking the data-type page against those tools would.
 func TestAttributeArrayIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gdb and objdump on each binary: skipped with -short")
+	}
 	for _, bin := range []string{"index", "index-nopie"} {
 		t.Run(bin, func(t *testing.T) {
 			path := filepath.Join(testdataDir, bin)

@@ -62,8 +62,13 @@ const StartTimeout = 90 * time.Second
 // run as root (no sandbox, no GPU, no background traffic) and a fresh user
 // data directory. It fails the test when chromium is missing or does not
 // start within StartTimeout. The browser is stopped when the test ends.
+// With go test -short it skips the test instead: browser tests are
+// integration tests, which make test runs.
 func Start(tb testing.TB, opt Options) *Browser {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts headless chromium: skipped with -short")
+	}
 	if _, err := os.Stat(Chromium); err != nil {
 		tb.Fatalf("browser tests need chromium at %s (%v): run make deps", Chromium, err)
 	}

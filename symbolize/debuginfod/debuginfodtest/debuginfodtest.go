@@ -82,8 +82,13 @@ func NeedTool(t testing.TB, name, pkg string) string {
 
 // Start runs debuginfod indexing the ELF files under dirs (its -F mode) and
 // returns once the first scan has finished, so every file is served.
+// With go test -short it skips the test instead (an integration test,
+// which make test runs).
 func Start(t testing.TB, dirs ...string) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Debian's debuginfod server: skipped with -short")
+	}
 	for _, tl := range tools {
 		NeedTool(t, tl[0], tl[1])
 	}
