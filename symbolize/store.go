@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -71,6 +72,15 @@ type store struct {
 	group   singleflight.Group
 	loads   atomic.Int64 // facets loaded, for tests and stats
 	evicted atomic.Int64 // facets dropped
+
+	// Dropped debug info is returned to the operating system once a
+	// quarter of the budget (at least 8 MiB) has been dropped since the
+	// last return: otherwise the collector's headroom (GOGC) keeps the
+	// freed pages in the process, and its RSS exceeds the budget by up to
+	// the live heap again.
+	freed        int64       // bytes dropped since the last return (mu)
+	returning    atomic.Bool // a return is under way
+	returnMemory func()      // debug.FreeOSMemory; tests count calls
 }
 
 type entry struct {
@@ -82,7 +92,7 @@ type entry struct {
 
 func newStore(budget int64) *store {
 	idle, _ := simplelru.NewLRU[string, *entry](1<<30, nil)
-	return &store{budget: budget, entries: map[string]*entry{}, idle: idle}
+	return &store{budget: budget, entries: map[string]*entry{}, idle: idle, returnMemory: debug.FreeOSMemory}
 }
 
 // acquire returns the entry for key with facet f loaded, loading it with
@@ -222,6 +232,14 @@ func (s *store) dropLocked(e *entry) {
 			p.Close()
 			s.evicted.Add(1)
 		}
+	}
+	s.freed += e.size
+	if s.freed >= max(s.budget/8, 8<<20) && s.returning.CompareAndSwap(false, true) {
+		s.freed = 0
+		go func() {
+			defer s.returning.Store(false)
+			s.returnMemory()
+		}()
 	}
 }
 

@@ -247,3 +247,39 @@ func TestStoreFacetsShareTheBinarysEntry(t *testing.T) {
 		t.Errorf("over budget: symbols closed %v, types closed %v; want the whole binary evicted", syms.closed.Load(), types.closed)
 	}
 }
+
+// Dropped debug info goes back to the operating system once an eighth of
+// the budget has been dropped, so the process's RSS follows the budget
+// rather than the collector's headroom.
+func TestStoreReturnsDroppedMemory(t *testing.T) {
+	s := newStore(64 << 20)
+	returned := make(chan struct{}, 8)
+	s.returnMemory = func() { returned <- struct{}{} }
+	ctx := context.Background()
+	use := func(key string, size int64) {
+		e, err := acquireSymbols(s, ctx, key, loadFake(&fakeObj{size: size}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.release(e)
+	}
+	use("a", 40<<20)
+	use("b", 20<<20) // within budget: nothing dropped
+	select {
+	case <-returned:
+		t.Fatal("memory returned although nothing was dropped")
+	case <-time.After(50 * time.Millisecond):
+	}
+	use("c", 30<<20) // a (40 MiB, over an eighth of the budget) is evicted
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("40 MiB of evicted debug info was not returned to the OS")
+	}
+	use("huge", 100<<20) // over the budget: loaded, used, dropped
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an entry larger than the budget was dropped but its memory not returned")
+	}
+}
