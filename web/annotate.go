@@ -2,10 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 
@@ -57,6 +57,7 @@ type annotation struct {
 	source  string // where the debug info came from
 	total   int64  // the profile's total for the sample type (after filters)
 	others  []string
+	copies  []string // the symbols a merged listing combines
 }
 
 // file opens (once) path's ELF symbols and lines.
@@ -79,11 +80,12 @@ func (as *annotateService) file(path string) (*elfsym.File, error) {
 	return v.(*elfsym.File), nil
 }
 
-// keepSample applies the focus and ignore filters to one sample, as pprof
-// does: a frame matches by function name or by its binary's path. Hide and
-// show change which frames a graph draws, not which instructions were
-// sampled, so the listing ignores them.
+// keepSample applies the focus, ignore and time filters to one sample, as
+// pprof does: a frame matches by function name or by its binary's path.
 func keepSample(f flame.Filter, s *profile.Sample) bool {
+	if f.Time != nil && !f.Time.Has(s) {
+		return false
+	}
 	if f.Focus == nil && f.Ignore == nil {
 		return true
 	}
@@ -106,10 +108,34 @@ func keepSample(f flame.Filter, s *profile.Sample) bool {
 	return f.Ignore == nil || !match(f.Ignore)
 }
 
-// hasFunc says whether location l's lines include function fn.
-func hasFunc(l *profile.Location, fn string) bool {
-	for _, ln := range l.Line {
-		if f := ln.Function; f != nil && (f.Name == fn || f.SystemName == fn) {
+// leafKept applies hide and show to a sample's leaf location as the flame
+// graph applies them to every frame (a frame matches by function name or
+// its binary's path): a leaf all of whose frames are hidden, or none of
+// them shown, is not drawn, so its sample counts on no instruction.
+func leafKept(f flame.Filter, l *profile.Location) bool {
+	if f.Hide == nil && f.Show == nil {
+		return true
+	}
+	mapping := ""
+	if l.Mapping != nil {
+		mapping = l.Mapping.File
+	}
+	match := func(re interface{ MatchString(string) bool }, name string) bool {
+		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
+	}
+	names := []string{""} // a location without lines is one frame
+	if len(l.Line) > 0 {
+		names = names[:0]
+		for _, ln := range l.Line {
+			if ln.Function != nil {
+				names = append(names, ln.Function.Name)
+			} else {
+				names = append(names, "")
+			}
+		}
+	}
+	for _, name := range names {
+		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
 			return true
 		}
 	}
@@ -135,15 +161,15 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *annota
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	in := c.QueryParam("in")
+	in, inline := c.QueryParam("in"), c.QueryParam("inline")
 	skid := skidParam(c)
-	key := fmt.Sprintf("%s/%s/%d/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, filter.Key(), skid)
+	key := fmt.Sprintf("%s/%s/%d/%q/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, inline, filter.Key(), skid)
 	as := s.annotator()
 	if a, ok := as.listings.Get(key); ok {
 		return l, si, a, nil
 	}
 	v, err, _ := as.flight.Do(key, func() (any, error) {
-		a, err := s.buildAnnotation(background(ctx), l, si, fn, in, filter)
+		a, err := s.buildAnnotation(background(ctx), l, si, fn, in, inline, filter)
 		if err != nil {
 			return nil, err
 		}
@@ -156,143 +182,41 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *annota
 	return l, si, v.(*annotation), nil
 }
 
-// buildAnnotation finds fn's binary from the samples whose leaf is in fn
-// (the heaviest mapping; the symbol holding its hottest address, or the
-// one named in), else by its name in the sampled binaries' symbol tables.
-func (s *Server) buildAnnotation(ctx context.Context, l *profiles.Loaded, si int, fn, in string, filter flame.Filter) (*annotation, error) {
-	p := l.Profile
-	eng, opt := s.dataTypeEngine(), s.dataTypeOptions(ctx, l.ID, true)
-	var total int64
-	byMapping := map[*profile.Mapping]int64{}
-	fnWeight := map[*profile.Mapping]int64{}
-	hot := map[*profile.Mapping]*profile.Location{}
-	hotW := map[*profile.Location]int64{}
-	var kept []*profile.Sample
-	for _, smp := range p.Sample {
-		if si >= len(smp.Value) || smp.Value[si] == 0 || !keepSample(filter, smp) {
-			continue
-		}
-		w := smp.Value[si]
-		total += w
-		kept = append(kept, smp)
-		if len(smp.Location) == 0 || smp.Location[0].Mapping == nil || smp.Location[0].Address == 0 {
-			continue
-		}
-		leaf := smp.Location[0]
-		byMapping[leaf.Mapping] += w
-		if hasFunc(leaf, fn) {
-			fnWeight[leaf.Mapping] += w
-			hotW[leaf] += w
-			if h := hot[leaf.Mapping]; h == nil || hotW[leaf] > hotW[h] {
-				hot[leaf.Mapping] = leaf
-			}
-		}
+// buildAnnotation lists fn as annotate.ForProfile finds it, with the
+// binaries opened as the data-type page opens them.
+func (s *Server) buildAnnotation(ctx context.Context, l *profiles.Loaded, si int, fn, in, inline string, filter flame.Filter) (*annotation, error) {
+	op := annotateOpener{as: s.annotator(), eng: s.dataTypeEngine(), opt: s.dataTypeOptions(ctx, l.ID, true)}
+	res, err := annotate.ForProfile(ctx, op, l.Profile, annotate.Request{Fn: fn, In: in, SI: si, Inline: inline,
+		Keep: func(smp *profile.Sample) bool { return keepSample(filter, smp) }, LeafKept: func(loc *profile.Location) bool { return leafKept(filter, loc) },
+		DSONames: symbolize.DSONames})
+	switch {
+	case errors.Is(err, annotate.ErrNotFound):
+		return nil, httpError(http.StatusNotFound, "%s", strings.TrimPrefix(err.Error(), annotate.ErrNotFound.Error()+": "))
+	case errors.Is(err, annotate.ErrBadRequest):
+		return nil, httpError(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), annotate.ErrBadRequest.Error()+": "))
+	case err != nil:
+		return nil, httpError(http.StatusUnprocessableEntity, "%v", err)
 	}
-	var order []*profile.Mapping
-	for m := range byMapping {
-		order = append(order, m)
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if fnWeight[a] != fnWeight[b] {
-			return fnWeight[a] > fnWeight[b]
-		}
-		if byMapping[a] != byMapping[b] {
-			return byMapping[a] > byMapping[b]
-		}
-		return a.ID < b.ID
-	})
-	if len(order) > 0 && fnWeight[order[0]] > 0 {
-		n := 0
-		for n < len(order) && fnWeight[order[n]] > 0 {
-			n++
-		}
-		order = order[:n] // fn is where the profile says it is
-	}
-	if len(order) > 8 {
-		order = order[:8] // the name search opens at most 8 binaries
-	}
-	names := symbolize.DSONames(order)
-	var why []string
-	for _, m := range order {
-		tb, err := eng.OpenCode(ctx, m, opt)
-		if err != nil {
-			why = append(why, names[m]+": "+err.Error())
-			continue
-		}
-		defer tb.Close()
-		symPath := tb.Debug()
-		sf, err := s.annotator().file(symPath)
-		if err != nil {
-			why = append(why, names[m]+": "+err.Error())
-			continue
-		}
-		syms := annotate.Symbols(sf.Symbols())
-		if len(syms) == 0 && tb.Exec() != tb.Debug() {
-			if ef, err := s.annotator().file(tb.Exec()); err == nil {
-				syms = annotate.Symbols(ef.Symbols())
-			}
-		}
-		var sym elfsym.Symbol
-		var ok bool
-		if in != "" {
-			sym, ok = syms.Named(in)
-		} else if h := hot[m]; h != nil {
-			if a, err := tb.ObjAddr(m, h.Address); err == nil {
-				sym, ok = syms.At(a)
-			}
-		}
-		if !ok {
-			sym, ok = syms.Named(fn)
-		}
-		if !ok {
-			// An inlined function has no symbol: the heaviest sampled
-			// address whose source frames include it (an unsymbolized
-			// profile names no function at all).
-			sym, ok = inlinedIn(sf, syms, tb, m, kept, si, fn)
-		}
-		if !ok {
-			why = append(why, names[m]+": no symbol or inlined function "+fn)
-			continue
-		}
-		f := syms.Range(sym)
-		// The samples of m, as object addresses, and the other symbols
-		// fn's code is in (copies of an inlined function).
-		var samples []datatype.Sample
-		copies := map[string]bool{}
-		for _, smp := range kept {
-			leaf := smp.Location[0:1]
-			if len(leaf) == 0 || leaf[0].Mapping != m {
-				continue
-			}
-			a, err := tb.ObjAddr(m, leaf[0].Address)
-			if err != nil {
-				continue
-			}
-			if a >= f.Lo && a < f.Hi {
-				samples = append(samples, datatype.Sample{PC: a, Weight: smp.Value[si]})
-			} else if hasFunc(leaf[0], fn) {
-				if o, ok := syms.At(a); ok && o.Name != sym.Name {
-					copies[o.Name] = true
-				}
-			}
-		}
-		lst, err := annotate.Build(tb.Binary(), sf, syms, f, samples)
-		if err != nil {
-			return nil, httpError(http.StatusUnprocessableEntity, "cannot list %s in %s: %v", sym.Name, names[m], err)
-		}
-		a := &annotation{listing: lst, dso: names[m], buildID: m.BuildID, source: tb.Source(), total: total}
-		for o := range copies {
-			a.others = append(a.others, o)
-		}
-		sort.Strings(a.others)
-		return a, nil
-	}
-	if len(order) == 0 {
-		return nil, httpError(http.StatusNotFound, "no samples with an address for this sample type: the annotate view needs a profile that keeps addresses and build IDs (perf.data, or pprof with mappings)")
-	}
-	return nil, httpError(http.StatusNotFound, "function %q not found (%s); pick a function from the flame graph or top table", fn, strings.Join(why, "; "))
+	return &annotation{listing: res.Listing, dso: res.DSO, buildID: res.BuildID, source: res.Source, total: res.Total, others: res.Others, copies: res.Copies}, nil
 }
+
+// annotateOpener opens binaries for annotate.ForProfile: code and DWARF
+// from the data-type engine's store, symbol files from the annotator's.
+type annotateOpener struct {
+	as  *annotateService
+	eng *symbolize.Symbolizer
+	opt symbolize.DataTypeOptions
+}
+
+func (o annotateOpener) OpenCode(ctx context.Context, m *profile.Mapping) (annotate.Handle, error) {
+	h, err := o.eng.OpenCode(ctx, m, o.opt)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (o annotateOpener) SymbolFile(path string) (annotate.SymbolFile, error) { return o.as.file(path) }
 
 // annotateJSON is the body of /p/ID/annotate.json:
 //
@@ -492,41 +416,4 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		page.Rows = append(page.Rows, row)
 	}
 	return Render(c, http.StatusOK, views.Annotate(page))
-}
-
-// maxInlineProbe bounds the distinct addresses looked up to find where an
-// inlined function's code is.
-const maxInlineProbe = 4096
-
-// inlinedIn returns the symbol holding the heaviest sampled address of m
-// whose source frames include fn.
-func inlinedIn(lines annotate.Lines, syms annotate.Symbols, tb *symbolize.CodeHandle, m *profile.Mapping, kept []*profile.Sample, si int, fn string) (elfsym.Symbol, bool) {
-	w := map[uint64]int64{}
-	for _, smp := range kept {
-		if len(smp.Location) == 0 || smp.Location[0].Mapping != m {
-			continue
-		}
-		if a, err := tb.ObjAddr(m, smp.Location[0].Address); err == nil && (len(w) < maxInlineProbe || w[a] > 0) {
-			w[a] += smp.Value[si]
-		}
-	}
-	var best uint64
-	var bestW int64
-	var frames []elfsym.Frame
-	for a, v := range w {
-		if v < bestW || v == bestW && a > best {
-			continue
-		}
-		frames, _ = lines.Lookup(a, frames[:0])
-		for _, f := range frames[:max(len(frames)-1, 0)] {
-			if f.Name == fn || elfsym.Demangle(f.Name, false) == fn {
-				best, bestW = a, v
-				break
-			}
-		}
-	}
-	if bestW == 0 {
-		return elfsym.Symbol{}, false
-	}
-	return syms.At(best)
 }
