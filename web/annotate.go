@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/google/pprof/profile"
@@ -189,11 +188,12 @@ func (s *Server) buildAnnotation(ctx context.Context, l *profiles.Loaded, si int
 	res, err := annotate.ForProfile(ctx, op, l.Profile, annotate.Request{Fn: fn, In: in, SI: si, Inline: inline,
 		Keep: func(smp *profile.Sample) bool { return keepSample(filter, smp) }, LeafKept: func(loc *profile.Location) bool { return leafKept(filter, loc) },
 		DSONames: symbolize.DSONames})
+	var re *annotate.RequestError
 	switch {
-	case errors.Is(err, annotate.ErrNotFound):
-		return nil, httpError(http.StatusNotFound, "%s", strings.TrimPrefix(err.Error(), annotate.ErrNotFound.Error()+": "))
-	case errors.Is(err, annotate.ErrBadRequest):
-		return nil, httpError(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), annotate.ErrBadRequest.Error()+": "))
+	case errors.As(err, &re) && re.NotFound:
+		return nil, httpError(http.StatusNotFound, "%s", re.Msg)
+	case errors.As(err, &re):
+		return nil, httpError(http.StatusBadRequest, "%s", re.Msg)
 	case err != nil:
 		return nil, httpError(http.StatusUnprocessableEntity, "%v", err)
 	}
@@ -225,7 +225,8 @@ func (o annotateOpener) SymbolFile(path string) (annotate.SymbolFile, error) { r
 //	 "insns": [{"addr", "bytes", "text", "target", "targetLabel",
 //	            "self", "skidIn", "skidFrom", "source": [{"func", "file", "line"}],
 //	            "type", "offset", "member", "kind", "reason", "label"}],
-//	 "inlinedIn": [symbols holding other copies of fn]}
+//	 "inlinedIn": [symbols holding other copies of fn],
+//	 "inline": "copy" or "merge", "copies": [the symbols merged]}
 type annotateJSON struct {
 	Fn           string     `json:"fn"`
 	Symbol       string     `json:"symbol"`
@@ -239,6 +240,8 @@ type annotateJSON struct {
 	ProfileTotal int64      `json:"profileTotal"`
 	Insns        []insnJSON `json:"insns"`
 	InlinedIn    []string   `json:"inlinedIn,omitempty"`
+	Inline       string     `json:"inline"`           // "copy" or "merge" (?inline=)
+	Copies       []string   `json:"copies,omitempty"` // the symbols a merged listing combines
 	Skid         bool       `json:"skidCorrection"`
 	Hottest      []uint64   `json:"hottest"` // the heaviest instructions' addresses, heaviest first
 }
@@ -259,6 +262,7 @@ type insnJSON struct {
 	Kind        string       `json:"kind"`
 	Reason      string       `json:"reason,omitempty"`
 	Label       string       `json:"label"`
+	Symbol      string       `json:"symbol,omitempty"` // the copy holding it, in a merged listing
 }
 
 type sourceJSON struct {
@@ -276,14 +280,15 @@ func (s *Server) handleAnnotateJSON(c echo.Context) error {
 	lst := a.listing
 	out := annotateJSON{Fn: c.QueryParam("fn"), Symbol: lst.Func.Name, DSO: a.dso, BuildID: a.buildID, Arch: lst.Arch,
 		DebugSource: a.source, SampleType: st.Type, Unit: st.Unit, Total: lst.Total, ProfileTotal: a.total,
-		InlinedIn: a.others, Skid: skidParam(c), Insns: make([]insnJSON, 0, len(lst.Rows))}
+		InlinedIn: a.others, Skid: skidParam(c), Insns: make([]insnJSON, 0, len(lst.Rows)),
+		Inline: inlineMode(c), Copies: a.copies}
 	for _, i := range lst.Hottest(5) {
 		out.Hottest = append(out.Hottest, lst.Rows[i].PC)
 	}
 	for _, r := range lst.Rows {
 		ij := insnJSON{Addr: r.PC, Bytes: fmt.Sprintf("%x", r.Bytes), Text: r.Text, TargetLabel: r.TargetLabel,
 			Self: r.Self, SkidIn: r.SkidIn, SkidFrom: r.SkidFrom,
-			Type: r.Access.Type, Offset: r.Access.Offset, Member: r.Access.Member, Kind: r.Access.Kind, Reason: r.Access.Reason, Label: r.Access.Label()}
+			Type: r.Access.Type, Offset: r.Access.Offset, Member: r.Access.Member, Kind: r.Access.Kind, Reason: r.Access.Reason, Label: r.Access.Label(), Symbol: r.Symbol}
 		if r.HasTarget {
 			ij.Target = r.Target
 		}
@@ -293,6 +298,15 @@ func (s *Server) handleAnnotateJSON(c echo.Context) error {
 		out.Insns = append(out.Insns, ij)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// inlineMode is the ?inline= choice: "merge" lists every copy of an
+// inlined function under its source lines, anything else one copy.
+func inlineMode(c echo.Context) string {
+	if c.QueryParam("inline") == annotate.InlineMerge {
+		return annotate.InlineMerge
+	}
+	return annotate.InlineCopy
 }
 
 // maxHot is how many of the heaviest instructions the page highlights.
@@ -316,6 +330,9 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 	}
 	if !skidParam(c) {
 		q.Set("skid", "0")
+	}
+	if c.QueryParam("inline") != "" {
+		q.Set("inline", c.QueryParam("inline"))
 	}
 	page := views.AnnotatePage{
 		Page:     views.Page{Title: displayName(l.Meta, id) + " · annotate " + fn, Nav: nav(id, siq, "")},
@@ -358,6 +375,20 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		toggle.Del("skid")
 	}
 	page.SkidToggleURL = "/p/" + id + "/annotate?" + toggle.Encode()
+	page.Merged, page.Copies = inlineMode(c) == annotate.InlineMerge, a.copies
+	if len(a.others) > 0 || page.Merged {
+		mq := url.Values{}
+		for k, v := range q {
+			mq[k] = v
+		}
+		mq.Del("in")
+		if page.Merged {
+			mq.Del("inline")
+		} else {
+			mq.Set("inline", annotate.InlineMerge)
+		}
+		page.MergeToggleURL = "/p/" + id + "/annotate?" + mq.Encode()
+	}
 	hot := map[int]bool{}
 	for _, i := range lst.Hottest(maxHot) {
 		hot[i] = true
@@ -378,6 +409,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 			for _, in := range r.Frames[:len(r.Frames)-1] {
 				sl.Inlined = append(sl.Inlined, elfsym.Demangle(in.Name, false))
 			}
+			sl.Copy = r.Symbol
 			page.Rows = append(page.Rows, views.AnnotateRow{Source: &sl})
 		}
 		row := views.AnnotateRow{

@@ -84,12 +84,15 @@ type Result struct {
 	Copies []string
 }
 
-// ErrNotFound says the profile has no function by that name, or no
-// binary it could be listed from.
-var ErrNotFound = errors.New("annotate: not found")
+// RequestError is a request the profile cannot answer: NotFound when it
+// has no such function or no binary to list it from, else a bad parameter.
+// Its message says what to do.
+type RequestError struct {
+	NotFound bool
+	Msg      string
+}
 
-// ErrBadRequest says the request itself is wrong (an unknown inline mode).
-var ErrBadRequest = errors.New("annotate: bad request")
+func (e *RequestError) Error() string { return e.Msg }
 
 // maxBinaries bounds the binaries a name search opens.
 const maxBinaries = 8
@@ -106,7 +109,7 @@ func ForProfile(ctx context.Context, op Opener, p *profile.Profile, req Request)
 	switch req.Inline {
 	case "", InlineCopy, InlineMerge:
 	default:
-		return nil, fmt.Errorf("%w: inline=%q: give %q (one copy) or %q (copies merged by source line)", ErrBadRequest, req.Inline, InlineCopy, InlineMerge)
+		return nil, &RequestError{Msg: fmt.Sprintf("inline=%q: give %q (one copy) or %q (copies merged by source line)", req.Inline, InlineCopy, InlineMerge)}
 	}
 	si, fn := req.SI, req.Fn
 	var total int64
@@ -180,9 +183,9 @@ func ForProfile(ctx context.Context, op Opener, p *profile.Profile, req Request)
 		return res, nil
 	}
 	if len(order) == 0 {
-		return nil, fmt.Errorf("%w: no samples with an address for this sample type: annotating needs a profile that keeps addresses and build IDs (perf.data, or pprof with mappings)", ErrNotFound)
+		return nil, &RequestError{NotFound: true, Msg: "no samples with an address for this sample type: annotating needs a profile that keeps addresses and build IDs (perf.data, or pprof with mappings)"}
 	}
-	return nil, fmt.Errorf("%w: function %q not found (%s); pick a function from the flame graph or top table", ErrNotFound, fn, strings.Join(why, "; "))
+	return nil, &RequestError{NotFound: true, Msg: fmt.Sprintf("function %q not found (%s); pick a function from the flame graph or top table", fn, strings.Join(why, "; "))}
 }
 
 // errNotHere is a binary that does not hold the function or cannot be
