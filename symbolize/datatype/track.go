@@ -262,6 +262,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 // return register: a pointer to its return type's pointee, when it
 // returns a pointer.
 func (b *Binary) returnedPointer(target uint64) regState {
+	b.ensurePC(target) // the callee's unit, when indexed lazily
 	die, ok := b.funcByEnt[target]
 	if !ok {
 		return regState{}
