@@ -417,6 +417,8 @@ func BenchmarkAttributeVmlinux(b *testing.B) {
 				_ = agg.Profile()
 			}
 			reportCPU(b, start)
+			// What the store counts against --symbol-cache-size.
+			b.ReportMetric(float64(bin.Size())/(1<<20), "binary-MiB")
 		})
 	}
 }
