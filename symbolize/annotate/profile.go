@@ -215,7 +215,8 @@ func listIn(ctx context.Context, op Opener, m *profile.Mapping, name string, kep
 			syms = Symbols(ef.Symbols())
 		}
 	}
-	// The samples of m as object addresses, and their weight by address.
+	// The samples of m as object addresses, and the weight by address of
+	// those that may be fn's.
 	var samples []datatype.Sample
 	byAddr := map[uint64]int64{}
 	for _, smp := range kept {
@@ -228,6 +229,11 @@ func listIn(ctx context.Context, op Opener, m *profile.Mapping, name string, kep
 			continue
 		}
 		samples = append(samples, datatype.Sample{PC: a, Weight: smp.Value[si]})
+		// Candidates for fn's copies: the addresses the profile places in
+		// fn, or does not name at all (looked up in the line table).
+		if len(leaf.Line) > 0 && !hasFunc(leaf, fn) {
+			continue
+		}
 		if len(byAddr) < maxInlineProbe || byAddr[a] > 0 {
 			byAddr[a] += smp.Value[si]
 		}
