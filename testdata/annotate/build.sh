@@ -5,3 +5,6 @@
 set -eu
 cd "$(dirname "$0")"
 ${CC:-gcc} -O2 -g -fno-pie -no-pie -o inline inline.c
+# A recording of it for the annotate page's browser test (rerecord whenever
+# the binary changes: it names it by build ID).
+perf record -q -e cpu-clock -o inline.perf.data ./inline 3000000

@@ -22,7 +22,9 @@ int main(int argc, char **argv)
 		a[i] = i;
 	long r = 0;
 	long loops = argc > 1 ? atol(argv[1]) : 1;
-	for (long k = 0; k < loops; k++)
+	for (long k = 0; k < loops; k++) {
+		a[k & 63] += r & 1; /* the calls cannot be hoisted out of the loop */
 		r += first(a, 63) + second(a, 62);
+	}
 	return (int)(r & 1);
 }
