@@ -36,11 +36,12 @@ func TestListingSharesStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lst.Func.Name != "sum_list" || lst.Total != 3 || lst.ProfileTotal != 3 || len(lst.Rows) == 0 || lst.Rows[0].PC != fn || lst.Rows[0].Self != 3 {
-			t.Fatalf("listing of sum_list: %s total %d of %d, %d rows", lst.Func.Name, lst.Total, lst.ProfileTotal, len(lst.Rows))
+		l := lst.Listing
+		if l.Func.Name != "sum_list" || l.Total != 3 || lst.Total != 3 || len(l.Rows) == 0 || l.Rows[0].PC != fn || l.Rows[0].Self != 3 {
+			t.Fatalf("listing of sum_list: %s total %d of %d, %d rows", l.Func.Name, l.Total, lst.Total, len(l.Rows))
 		}
-		if len(lst.Rows[0].Frames) == 0 || lst.Rows[0].Frames[0].Line == 0 {
-			t.Errorf("sum_list's first instruction has no source line: %+v", lst.Rows[0].Frames)
+		if len(l.Rows[0].Frames) == 0 || l.Rows[0].Frames[0].Line == 0 {
+			t.Errorf("sum_list's first instruction has no source line: %+v", l.Rows[0].Frames)
 		}
 	}
 	symbolizeP := func(s *Symbolizer, p *profile.Profile) {

@@ -26,7 +26,14 @@ type AnnotatePage struct {
 	Filtered      bool // focus or ignore filters select the samples
 	// Others lists the other functions holding inlined copies of Fn.
 	Others []NavLink
-	Rows   []AnnotateRow
+	// Merged says the listing is every copy of an inlined Fn merged by
+	// its source lines (?inline=merge), from the symbols in Copies;
+	// MergeToggleURL switches between that and one copy ("" when Fn has
+	// one copy).
+	Merged         bool
+	Copies         []string
+	MergeToggleURL string
+	Rows           []AnnotateRow
 }
 
 // AnnotateRow is an instruction, or (Source set) the source line the
@@ -55,6 +62,7 @@ type AnnotateRow struct {
 type AnnotateSource struct {
 	Where   string
 	Inlined []string // innermost first
+	Copy    string   // the copy (symbol) the instructions are in, in a merged listing
 }
 
 // kindClass is the CSS class of an access kind ("stack operation" → "stack").

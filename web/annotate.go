@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -41,11 +42,12 @@ func newAnnotations() *annotations {
 	return &annotations{listings: listings}
 }
 
-// keepSample applies the focus and ignore filters to one sample, as pprof
-// does: a frame matches by function name or by its binary's path. Hide and
-// show change which frames a graph draws, not which instructions were
-// sampled, so the listing ignores them.
+// keepSample applies the focus, ignore and time filters to one sample, as
+// pprof does: a frame matches by function name or by its binary's path.
 func keepSample(f flame.Filter, s *profile.Sample) bool {
+	if f.Time != nil && !f.Time.Has(s) {
+		return false
+	}
 	if f.Focus == nil && f.Ignore == nil {
 		return true
 	}
@@ -68,6 +70,40 @@ func keepSample(f flame.Filter, s *profile.Sample) bool {
 	return f.Ignore == nil || !match(f.Ignore)
 }
 
+// leafKept applies hide and show to a sample's leaf location as the flame
+// graph applies them to every frame (a frame matches by function name or
+// its binary's path): a leaf all of whose frames are hidden, or none of
+// them shown, is not drawn, so its sample counts on no instruction.
+func leafKept(f flame.Filter, l *profile.Location) bool {
+	if f.Hide == nil && f.Show == nil {
+		return true
+	}
+	mapping := ""
+	if l.Mapping != nil {
+		mapping = l.Mapping.File
+	}
+	match := func(re interface{ MatchString(string) bool }, name string) bool {
+		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
+	}
+	names := []string{""} // a location without lines is one frame
+	if len(l.Line) > 0 {
+		names = names[:0]
+		for _, ln := range l.Line {
+			if ln.Function != nil {
+				names = append(names, ln.Function.Name)
+			} else {
+				names = append(names, "")
+			}
+		}
+	}
+	for _, name := range names {
+		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // annotateListing computes (or returns the cached) listing of fn.
 func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbolize.Listing, error) {
 	ctx := c.Request().Context()
@@ -83,9 +119,9 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	in := c.QueryParam("in")
+	in, inline := c.QueryParam("in"), c.QueryParam("inline")
 	skid := skidParam(c)
-	key := fmt.Sprintf("%s/%s/%d/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, filter.Key(), skid)
+	key := fmt.Sprintf("%s/%s/%d/%q/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, inline, filter.Key(), skid)
 	as := s.annotations
 	if a, ok := as.listings.Get(key); ok {
 		return l, si, a, nil
@@ -94,12 +130,17 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		cctx := background(ctx) // outlives the request that started it; joined by others
 		var eng lister = s.dataTypeEngine()
 		a, err := eng.Listing(cctx, l.Profile, symbolize.ListingRequest{
-			Fn: fn, In: in, SampleIndex: si,
-			Keep:    func(smp *profile.Sample) bool { return keepSample(filter, smp) },
-			Options: s.dataTypeOptions(cctx, l.ID, true),
+			Fn: fn, In: in, SampleIndex: si, Inline: inline,
+			Keep:     func(smp *profile.Sample) bool { return keepSample(filter, smp) },
+			LeafKept: func(loc *profile.Location) bool { return leafKept(filter, loc) },
+			Options:  s.dataTypeOptions(cctx, l.ID, true),
 		})
-		if err != nil {
+		var le *symbolize.ListingError
+		switch {
+		case errors.As(err, &le):
 			return nil, httpStatusError(err)
+		case err != nil: // the function was found but could not be decoded
+			return nil, httpError(http.StatusUnprocessableEntity, "%v", err)
 		}
 		as.listings.Add(key, a)
 		return a, nil
@@ -117,7 +158,8 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 //	 "insns": [{"addr", "bytes", "text", "target", "targetLabel",
 //	            "self", "skidIn", "skidFrom", "source": [{"func", "file", "line"}],
 //	            "type", "offset", "member", "kind", "reason", "label"}],
-//	 "inlinedIn": [symbols holding other copies of fn]}
+//	 "inlinedIn": [symbols holding other copies of fn],
+//	 "inline": "copy" or "merge", "copies": [the symbols merged]}
 type annotateJSON struct {
 	Fn           string     `json:"fn"`
 	Symbol       string     `json:"symbol"`
@@ -131,6 +173,8 @@ type annotateJSON struct {
 	ProfileTotal int64      `json:"profileTotal"`
 	Insns        []insnJSON `json:"insns"`
 	InlinedIn    []string   `json:"inlinedIn,omitempty"`
+	Inline       string     `json:"inline"`           // "copy" or "merge" (?inline=)
+	Copies       []string   `json:"copies,omitempty"` // the symbols a merged listing combines
 	Skid         bool       `json:"skidCorrection"`
 	Hottest      []uint64   `json:"hottest"` // the heaviest instructions' addresses, heaviest first
 }
@@ -151,6 +195,7 @@ type insnJSON struct {
 	Kind        string       `json:"kind"`
 	Reason      string       `json:"reason,omitempty"`
 	Label       string       `json:"label"`
+	Symbol      string       `json:"symbol,omitempty"` // the copy holding it, in a merged listing
 }
 
 type sourceJSON struct {
@@ -167,15 +212,16 @@ func (s *Server) handleAnnotateJSON(c echo.Context) error {
 	st := l.Meta.SampleTypes[si]
 	lst := a.Listing
 	out := annotateJSON{Fn: c.QueryParam("fn"), Symbol: lst.Func.Name, DSO: a.DSO, BuildID: a.BuildID, Arch: lst.Arch,
-		DebugSource: a.Source, SampleType: st.Type, Unit: st.Unit, Total: lst.Total, ProfileTotal: a.ProfileTotal,
-		InlinedIn: a.Others, Skid: skidParam(c), Insns: make([]insnJSON, 0, len(lst.Rows))}
+		DebugSource: a.Source, SampleType: st.Type, Unit: st.Unit, Total: lst.Total, ProfileTotal: a.Total,
+		InlinedIn: a.Others, Skid: skidParam(c), Insns: make([]insnJSON, 0, len(lst.Rows)),
+		Inline: inlineMode(c), Copies: a.Copies}
 	for _, i := range lst.Hottest(5) {
 		out.Hottest = append(out.Hottest, lst.Rows[i].PC)
 	}
 	for _, r := range lst.Rows {
 		ij := insnJSON{Addr: r.PC, Bytes: fmt.Sprintf("%x", r.Bytes), Text: r.Text, TargetLabel: r.TargetLabel,
 			Self: r.Self, SkidIn: r.SkidIn, SkidFrom: r.SkidFrom,
-			Type: r.Access.Type, Offset: r.Access.Offset, Member: r.Access.Member, Kind: r.Access.Kind, Reason: r.Access.Reason, Label: r.Access.Label()}
+			Type: r.Access.Type, Offset: r.Access.Offset, Member: r.Access.Member, Kind: r.Access.Kind, Reason: r.Access.Reason, Label: r.Access.Label(), Symbol: r.Symbol}
 		if r.HasTarget {
 			ij.Target = r.Target
 		}
@@ -185,6 +231,15 @@ func (s *Server) handleAnnotateJSON(c echo.Context) error {
 		out.Insns = append(out.Insns, ij)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// inlineMode is the ?inline= choice: "merge" lists every copy of an
+// inlined function under its source lines, anything else one copy.
+func inlineMode(c echo.Context) string {
+	if c.QueryParam("inline") == symbolize.InlineMerge {
+		return symbolize.InlineMerge
+	}
+	return symbolize.InlineCopy
 }
 
 // maxHot is how many of the heaviest instructions the page highlights.
@@ -209,6 +264,9 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 	if !skidParam(c) {
 		q.Set("skid", "0")
 	}
+	if c.QueryParam("inline") != "" {
+		q.Set("inline", c.QueryParam("inline"))
+	}
 	page := views.AnnotatePage{
 		Page:     views.Page{Title: displayName(l.Meta, id) + " · annotate " + fn, Nav: nav(id, siq, "")},
 		ID:       id,
@@ -221,7 +279,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		Range:    fmt.Sprintf("%#x–%#x", lst.Func.Lo, lst.Func.Hi),
 		Unit:     st.Unit,
 		Total:    views.FormatValue(lst.Total, st.Unit),
-		Share:    views.Percent(lst.Total, a.ProfileTotal),
+		Share:    views.Percent(lst.Total, a.Total),
 		JSONURL:  withQuery("/p/"+id+"/annotate.json", q),
 		FlameURL: withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
 		Skid:     skidParam(c),
@@ -250,6 +308,20 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		toggle.Del("skid")
 	}
 	page.SkidToggleURL = "/p/" + id + "/annotate?" + toggle.Encode()
+	page.Merged, page.Copies = inlineMode(c) == symbolize.InlineMerge, a.Copies
+	if len(a.Others) > 0 || page.Merged {
+		mq := url.Values{}
+		for k, v := range q {
+			mq[k] = v
+		}
+		mq.Del("in")
+		if page.Merged {
+			mq.Del("inline")
+		} else {
+			mq.Set("inline", symbolize.InlineMerge)
+		}
+		page.MergeToggleURL = "/p/" + id + "/annotate?" + mq.Encode()
+	}
 	hot := map[int]bool{}
 	for _, i := range lst.Hottest(maxHot) {
 		hot[i] = true
@@ -270,6 +342,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 			for _, in := range r.Frames[:len(r.Frames)-1] {
 				sl.Inlined = append(sl.Inlined, symbolize.Demangle(in.Name))
 			}
+			sl.Copy = r.Symbol
 			page.Rows = append(page.Rows, views.AnnotateRow{Source: &sl})
 		}
 		row := views.AnnotateRow{

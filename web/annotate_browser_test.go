@@ -90,3 +90,59 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 		t.Errorf("script problems: %q", p)
 	}
 }
+
+// TestAnnotateMergeInBrowser opens the annotate view of mix, inlined into
+// first and second, from a recording of testdata/annotate/inline: the page
+// lists one copy and offers to merge them; after clicking the control, the
+// listing says which copies it merges, each source line names its copy,
+// and the rows stay a listing with a highlighted hottest instruction.
+func TestAnnotateMergeInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test; run without -short")
+	}
+	dir := "../testdata/annotate"
+	data, err := os.ReadFile(filepath.Join(dir, "inline.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}}))
+	pid, err := s.Ingest(context.Background(), data, "inline.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 700})
+	run(t, b, "open the annotate view of mix", chromedp.Navigate(ts.URL+"/p/"+pid+"/annotate?fn=mix&si=cpu-clock_count"))
+	waitFor(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
+	one := eval[string](t, b, `document.querySelector('.annotate-meta').textContent.replace(/\s+/g, ' ')`)
+	if !strings.Contains(one, "where mix is inlined") {
+		t.Errorf("one copy: the page says %q", one)
+	}
+	run(t, b, "merge the copies", chromedp.Click(chromedp.CSS(`#annotate-inline`)))
+	waitFor(t, b, "the merged listing", `document.querySelector('#annotate-merged')`)
+	merged := eval[string](t, b, `document.querySelector('#annotate-merged').textContent.replace(/\s+/g, ' ')`)
+	if !strings.Contains(merged, "first") || !strings.Contains(merged, "second") {
+		t.Errorf("merged: the page says %q, want both copies named", merged)
+	}
+	copies := eval[[]string](t, b, `Array.from(new Set(Array.from(document.querySelectorAll('#annotate tr.src')).map(r => (r.textContent.match(/in (first|second)/) || [''])[0])))`)
+	if strings.Join(copies, ",") != "in first,in second" && strings.Join(copies, ",") != "in second,in first" {
+		t.Errorf("source lines name copies %q, want first and second", copies)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('#annotate tr.insn.hot').length`); n == 0 {
+		t.Error("no hottest instruction highlighted in the merged listing")
+	}
+	if !strings.Contains(eval[string](t, b, `location.search`), "inline=merge") {
+		t.Errorf("the merged view's address %q has no inline=merge", eval[string](t, b, `location.search`))
+	}
+	b.Screenshot(t, "annotate-merged")
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("script problems: %q", p)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -90,13 +91,18 @@ type annotateResponse struct {
 		SkidFrom    uint64 `json:"skidFrom"`
 		Label       string `json:"label"`
 		Kind        string `json:"kind"`
+		Symbol      string `json:"symbol"`
 		Source      []struct {
 			Func string `json:"func"`
 			File string `json:"file"`
 			Line int    `json:"line"`
 		} `json:"source"`
 	} `json:"insns"`
-	Hottest []uint64 `json:"hottest"`
+	Hottest      []uint64 `json:"hottest"`
+	InlinedIn    []string `json:"inlinedIn"`
+	Copies       []string `json:"copies"`
+	Inline       string   `json:"inline"`
+	ProfileTotal int64    `json:"profileTotal"`
 }
 
 func getAnnotate(t *testing.T, u string) annotateResponse {
@@ -363,5 +369,188 @@ func TestAnnotateARM64(t *testing.T) {
 		if mem.Name == "val" && mem.Weight != 7 || mem.Name == "next" && mem.Weight != 5 {
 			t.Errorf("member %s weight %d", mem.Name, mem.Weight)
 		}
+	}
+}
+
+// inlineProfile is a pprof profile of testdata/annotate/inline (mix
+// inlined into first and second), one sample on every instruction of
+// first (weight 1) and second (weight 10) but padding, symbolized as
+// addr2line -f -i names each address; a second sample type is the first's
+// ×1000. It returns the profile, each instruction's addr2line chain
+// (innermost first) and each sampled one's weight.
+func inlineProfile(t *testing.T) ([]byte, map[uint64][]addr2lineFrame, map[uint64]int64) {
+	t.Helper()
+	exe := filepath.Join(annotateTestdata, "inline")
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", exe).Output()
+	if err != nil {
+		t.Fatalf("objdump (binutils, run make deps): %v", err)
+	}
+	weight := map[uint64]int64{}
+	var addrs []string
+	line := regexp.MustCompile(`^\s*([0-9a-f]+):\s+(.*)$`)
+	var w int64
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasSuffix(l, "<first>:"):
+			w = 1
+		case strings.HasSuffix(l, "<second>:"):
+			w = 10
+		case strings.TrimSpace(l) == "":
+			w = 0
+		case w > 0:
+			if m := line.FindStringSubmatch(l); m != nil {
+				a, _ := strconv.ParseUint(m[1], 16, 64)
+				if !strings.Contains(m[2], "nop") && !strings.HasPrefix(m[2], "xchg") {
+					weight[a] = w // padding is never sampled
+				}
+				addrs = append(addrs, "0x"+m[1])
+			}
+		}
+	}
+	out, err = exec.Command("addr2line", append([]string{"-f", "-i", "-a", "-e", exe}, addrs...)...).Output()
+	if err != nil {
+		t.Fatalf("addr2line (binutils): %v", err)
+	}
+	chains := map[uint64][]addr2lineFrame{}
+	var cur uint64
+	ls := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := 0; i < len(ls); i++ {
+		if strings.HasPrefix(ls[i], "0x") {
+			cur, _ = strconv.ParseUint(ls[i][2:], 16, 64)
+			continue
+		}
+		file, ln, _ := strings.Cut(ls[i+1], ":")
+		n, _ := strconv.Atoi(strings.Fields(ln)[0])
+		chains[cur] = append(chains[cur], addr2lineFrame{fn: ls[i], file: file, line: n})
+		i++
+	}
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/opt/inline", BuildID: fileBuildID(t, exe)}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, Mapping: []*profile.Mapping{m}}
+	funcs := map[string]*profile.Function{}
+	for a, w := range weight {
+		loc := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m, Address: a}
+		for _, f := range chains[a] {
+			fn := funcs[f.fn]
+			if fn == nil {
+				fn = &profile.Function{ID: uint64(len(funcs) + 1), Name: f.fn, SystemName: f.fn, Filename: f.file}
+				funcs[f.fn] = fn
+				p.Function = append(p.Function, fn)
+			}
+			loc.Line = append(loc.Line, profile.Line{Function: fn, Line: int64(f.line)})
+		}
+		p.Location = append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{w, w * 1000}})
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), chains, weight
+}
+
+type addr2lineFrame struct {
+	fn, file string
+	line     int
+}
+
+const annotateTestdata = "../testdata/annotate"
+
+// TestAnnotateInlineCopies lists mix, inlined into first and second, one
+// copy at a time and merged by mix's source lines (?inline=merge): merged,
+// each of mix's lines carries the samples of the instructions addr2line -i
+// puts on that line of mix, in either copy. It also checks that si and the
+// filters select the samples: focus (f) and show (s) keep first's, hide
+// (h) of every frame of second's instructions leaves second none.
+func TestAnnotateInlineCopies(t *testing.T) {
+	raw, chains, weight := inlineProfile(t)
+	s, ts := newTestServer(t, Config{})
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{annotateTestdata}}))
+	pid := upload(t, ts.URL, raw)
+	base := ts.URL + "/p/" + pid + "/annotate.json?si=samples&fn="
+
+	r := getAnnotate(t, base+"mix")
+	if r.Symbol != "second" || len(r.InlinedIn) != 1 || r.InlinedIn[0] != "first" || r.Inline != "copy" {
+		t.Errorf("fn=mix: symbol %q, other copies %q, inline %q; want second (the hottest), first", r.Symbol, r.InlinedIn, r.Inline)
+	}
+	if r = getAnnotate(t, base+"mix&in=first"); r.Symbol != "first" {
+		t.Errorf("fn=mix&in=first lists %q", r.Symbol)
+	}
+
+	// Merged: mix's instructions of both copies, by mix's line.
+	want := map[int]int64{}
+	wantInsns := 0
+	for a, ch := range chains {
+		for _, f := range ch[:len(ch)-1] {
+			if f.fn == "mix" {
+				want[f.line] += weight[a]
+				wantInsns++
+				break
+			}
+		}
+	}
+	r = getAnnotate(t, base+"mix&inline=merge")
+	got := map[int]int64{}
+	for _, in := range r.Insns {
+		if len(in.Source) == 0 || in.Source[len(in.Source)-1].Func != "mix" {
+			t.Errorf("merged %#x: source %+v does not end at mix", in.Addr, in.Source)
+			continue
+		}
+		ch := chains[in.Addr]
+		if len(ch) == 0 || in.Symbol != ch[len(ch)-1].fn { // addr2line's outermost function
+			t.Errorf("merged %#x: symbol %q, addr2line -i %+v", in.Addr, in.Symbol, ch)
+		}
+		got[in.Source[len(in.Source)-1].Line] += in.Self
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(r.Insns) != wantInsns || fmt.Sprint(r.Copies) != "[second first]" || r.Inline != "merge" {
+		t.Errorf("merged by mix's line: %v over %d instructions of %q, addr2line -i gives %v over %d", got, len(r.Insns), r.Copies, want, wantInsns)
+	}
+	var wantTotal int64
+	for _, v := range want {
+		wantTotal += v
+	}
+	if r.Total != wantTotal {
+		t.Errorf("merged total %d, want %d", r.Total, wantTotal)
+	}
+	page := getPage(t, ts.URL+"/p/"+pid+"/annotate?fn=mix&inline=merge")
+	if !strings.Contains(page, `id="annotate-merged"`) || !strings.Contains(page, "in second") {
+		t.Errorf("the merged page does not say it merges copies:\n%.1500s", page)
+	}
+	if page = getPage(t, ts.URL+"/p/"+pid+"/annotate?fn=mix"); !strings.Contains(page, `id="annotate-inline"`) || !strings.Contains(page, "inline=merge") {
+		t.Errorf("the page has no control to merge the copies:\n%.1500s", page)
+	}
+
+	// si and the filters.
+	var first, all int64
+	for _, w := range weight {
+		all += w
+		if w == 1 { // first's
+			first += w
+		}
+	}
+	if r = getAnnotate(t, ts.URL+"/p/"+pid+"/annotate.json?si=cpu&fn=first"); r.Total != first*1000 || r.ProfileTotal != all*1000 {
+		t.Errorf("si=cpu: total %d of %d, want %d of %d", r.Total, r.ProfileTotal, first*1000, all*1000)
+	}
+	if r = getAnnotate(t, base+"mix&inline=merge&f=%5Efirst%24"); fmt.Sprint(r.Copies) != "[first]" || r.ProfileTotal != first {
+		t.Errorf("focus on first: copies %q, profile total %d, want [first] and %d", r.Copies, r.ProfileTotal, first)
+	}
+	if r = getAnnotate(t, base+"first&s=%5Efirst%24"); r.Total != first {
+		t.Errorf("show first: first's total %d, want %d", r.Total, first)
+	}
+	if r = getAnnotate(t, base+"second&s=%5Efirst%24"); r.Total != 0 || r.ProfileTotal != all {
+		t.Errorf("show first: second's total %d of %d, want 0 of %d (its leaves are not drawn)", r.Total, r.ProfileTotal, all)
+	}
+	if r = getAnnotate(t, base+"second&h=%5E%28second%7Cmix%29%24"); r.Total != 0 || r.Symbol != "second" {
+		t.Errorf("hide second and mix: second %q total %d, want 0", r.Symbol, r.Total)
+	}
+	if r = getAnnotate(t, base+"second&h=%5Emix%24"); r.Total != all-first {
+		t.Errorf("hide mix: second total %d, want %d (a leaf with second's frame stays)", r.Total, all-first)
+	}
+	resp, err := http.Get(base + "mix&inline=bogus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("inline=bogus: %d, want 400", resp.StatusCode)
 	}
 }

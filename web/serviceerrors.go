@@ -37,7 +37,7 @@ func httpStatusError(err error) error {
 		if le.NotFound {
 			return httpError(http.StatusNotFound, "%v", err)
 		}
-		return httpError(http.StatusUnprocessableEntity, "%v", err)
+		return httpError(http.StatusBadRequest, "%v", err) // a bad parameter
 	}
 	return err
 }

@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"symbolize":        {"symbolize a profile's addresses: viewer symbolize IN -o OUT.pb.gz", runSymbolize},
 	"convert":          {"convert perf.data, perf script, folded stacks or perf JSON to pprof", runConvert},
 	"addr2line":        {"addr2line-compatible address to line lookup", runAddr2line},
+	"annotate":         {"a function's instructions with their samples, source lines and data types: viewer annotate FILE -fn NAME", runAnnotate},
 	"debuginfod-find":  {"fetch debuginfo, executable or source by build ID", runDebuginfodFind},
 }
 

@@ -60,6 +60,9 @@ type Row struct {
 	// "malloc@plt"); TargetRow is its row in this listing, -1 outside.
 	TargetLabel string
 	TargetRow   int
+	// Symbol is the symbol holding the instruction, in a merged listing
+	// of an inlined function's copies (Merge); "" otherwise.
+	Symbol string
 }
 
 // Symbols is a symbol table sorted by address (elfsym.File.Symbols).
@@ -203,4 +206,75 @@ func (l *Listing) Hottest(n int) []int {
 		idx = idx[:n]
 	}
 	return idx
+}
+
+// Merge combines the listings of the symbols holding copies of the
+// inlined function fn into one, as perf annotate's --inline views do: the
+// instructions of fn's code (those whose source frames include fn), under
+// fn's own source lines in line order, each naming its copy (Row.Symbol).
+// Frames outside fn (the callers each copy is inlined in) are dropped, so
+// that the same line of fn reads the same in every copy.
+func Merge(fn string, parts []*Listing) *Listing {
+	type keyed struct {
+		row  Row
+		file string
+		line int
+		part int
+	}
+	var rows []keyed
+	out := &Listing{Func: Func{Name: fn}}
+	for pi, l := range parts {
+		out.Arch = l.Arch
+		if pi == 0 || l.Func.Lo < out.Func.Lo {
+			out.Func.Lo = l.Func.Lo
+		}
+		out.Func.Hi = max(out.Func.Hi, l.Func.Hi)
+		for _, r := range l.Rows {
+			k := -1
+			for i, f := range r.Frames {
+				if nameIs(f.Name, fn) {
+					k = i
+					break
+				}
+			}
+			if k < 0 {
+				continue
+			}
+			r.Frames = r.Frames[:k+1]
+			r.Symbol = l.Func.Name
+			rows = append(rows, keyed{row: r, file: r.Frames[k].File, line: r.Frames[k].Line, part: pi})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.file != b.file {
+			return a.file < b.file
+		}
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		if a.part != b.part {
+			return a.part < b.part
+		}
+		return a.row.PC < b.row.PC
+	})
+	index := map[uint64]int{}
+	out.Rows = make([]Row, len(rows))
+	for i, k := range rows {
+		out.Rows[i] = k.row
+		index[k.row.PC] = i
+		out.Total += k.row.Self
+	}
+	var prev string
+	for i := range out.Rows {
+		r := &out.Rows[i]
+		r.TargetRow = -1
+		if j, ok := index[r.Target]; ok && r.HasTarget && !r.Call {
+			r.TargetRow = j
+		}
+		key := r.Symbol + "|" + sourceKey(r.Frames)
+		r.NewSource = key != prev
+		prev = key
+	}
+	return out
 }

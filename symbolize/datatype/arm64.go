@@ -14,7 +14,8 @@ import (
 // an index register, or a PC-relative literal; globals are reached through
 // adrp (the 4 KiB page) then an add or a load with the low 12 bits, which
 // is followed back through the basic block. Register tracking (the second
-// phase) is x86-64 only.
+// phase, a64Track) follows pointers through mov, add/sub of immediates,
+// loads of pointer members and calls' return values, as on x86-64.
 
 const (
 	dwA64FP = 29
@@ -214,7 +215,145 @@ func (b *Binary) attributeARM64(pc uint64, inst arm64asm.Inst) Access {
 	if fs == nil {
 		return unknown("no DWARF function covers the address (code without debug info)")
 	}
-	return b.fromVariables(fs, pc, m.base, memRef{m.disp, m.scale}, h)
+	a := b.fromVariables(fs, pc, m.base, memRef{m.disp, m.scale}, h)
+	if a.Kind != KindUnknown {
+		return a
+	}
+	if t := b.a64Track(f, fs, pc, m.base); t.ok {
+		ta := b.place(t.typ, t.off+m.disp, h, m.scale, t.desc, KindMember)
+		if ta.Kind != KindUnknown {
+			ta.Reason = "register tracking: " + t.desc
+			ta.Func = a.Func
+			return ta
+		}
+	}
+	return a
+}
+
+// a64Regs is the state of x0–x30 and sp (DWARF 0–31) while a block is
+// simulated.
+type a64Regs [32]regState
+
+// a64Track is track for AArch64: it simulates pc's basic block up to pc
+// and returns what register reg holds there.
+func (b *Binary) a64Track(f funcRange, fs *funcScope, pc uint64, reg int) regState {
+	c := b.funcCodeAt(f.lo, f.hi)
+	start, k, ok := c.block(pc)
+	if !ok || reg < 0 || reg >= len(a64Regs{}) {
+		return regState{}
+	}
+	var st a64Regs
+	for i := start; i < k; i++ {
+		ipc := f.lo + uint64(c.pcs[i])
+		inst, err := arm64asm.Decode(b.insnBytes(ipc))
+		if err != nil {
+			return regState{}
+		}
+		b.a64Step(fs, ipc, inst, &st)
+	}
+	return st[reg]
+}
+
+// a64Step applies one instruction to the register states.
+func (b *Binary) a64Step(fs *funcScope, pc uint64, inst arm64asm.Inst, st *a64Regs) {
+	dst := a64Reg(inst.Args[0])
+	wide := false // a 64-bit destination: only those hold pointers
+	if r, ok := inst.Args[0].(arm64asm.Reg); ok && r >= arm64asm.X0 && r <= arm64asm.X30 {
+		wide = true
+	} else if r, ok := inst.Args[0].(arm64asm.RegSP); ok && arm64asm.Reg(r) >= arm64asm.X0 && arm64asm.Reg(r) <= arm64asm.SP {
+		wide = true
+	}
+	switch inst.Op {
+	case arm64asm.MOV:
+		if src := a64Reg(inst.Args[1]); wide && dst >= 0 && src >= 0 {
+			if st[src].ok {
+				st[dst] = st[src]
+			} else {
+				st[dst] = b.regFromDWARF(fs, pc, src)
+			}
+			return
+		}
+	case arm64asm.ADD, arm64asm.SUB:
+		src := a64Reg(inst.Args[1])
+		if imm, ok := a64Imm(inst.Args[2]); ok && wide && dst >= 0 && src >= 0 {
+			s := st[src]
+			if !s.ok {
+				s = b.regFromDWARF(fs, pc, src)
+			}
+			if s.ok {
+				if inst.Op == arm64asm.SUB {
+					imm = -imm
+				}
+				s.off += imm
+				st[dst] = s
+				return
+			}
+		}
+	case arm64asm.LDR:
+		if m, ok := a64MemArg(pc, inst); ok && wide && dst >= 0 && m.base >= 0 {
+			if m.mode == arm64asm.AddrPreIndex || m.mode == arm64asm.AddrPostIndex {
+				st[m.base] = regState{}
+			} else {
+				st[dst] = b.a64LoadedPointer(fs, pc, m, st)
+				return
+			}
+		}
+	case arm64asm.BL, arm64asm.BLR:
+		for r := 0; r <= 18; r++ {
+			st[r] = regState{} // caller-saved
+		}
+		st[30] = regState{}
+		if t, ok := a64Target(pc, inst); ok {
+			st[0] = b.returnedPointer(t)
+		}
+		return
+	}
+	name := inst.Op.String()
+	switch {
+	case strings.HasPrefix(name, "ST"), strings.HasPrefix(name, "CMP"), strings.HasPrefix(name, "CMN"),
+		strings.HasPrefix(name, "TST"), strings.HasPrefix(name, "PRF"), isA64Branch(inst.Op):
+		return // writes no register (a store's first operand is its source)
+	}
+	if dst >= 0 {
+		st[dst] = regState{}
+	}
+	if inst.Op == arm64asm.LDP || inst.Op == arm64asm.LDPSW {
+		if r := a64Reg(inst.Args[1]); r >= 0 {
+			st[r] = regState{}
+		}
+	}
+	if m, ok := a64MemArg(pc, inst); ok && m.base >= 0 && (m.mode == arm64asm.AddrPreIndex || m.mode == arm64asm.AddrPostIndex) {
+		st[m.base] = regState{}
+	}
+}
+
+// a64LoadedPointer is the register state after an 8-byte load through m:
+// a pointer to the pointee when the loaded member is a pointer.
+func (b *Binary) a64LoadedPointer(fs *funcScope, pc uint64, m a64Mem, st *a64Regs) regState {
+	h := accessHint{size: 8}
+	var a Access
+	switch {
+	case st[m.base].ok:
+		a = b.place(st[m.base].typ, st[m.base].off+m.disp, h, m.scale, st[m.base].desc, KindMember)
+	default:
+		if page, ok := b.a64Page(pc, m.base); ok {
+			a = b.global(uint64(int64(page)+m.disp), h, m.scale)
+		} else {
+			a = b.fromVariables(fs, pc, m.base, memRef{m.disp, m.scale}, h)
+		}
+	}
+	if a.Kind == KindUnknown || a.mtyp == nil || a.MemberOffset != a.Offset {
+		return regState{}
+	}
+	p, ok := pointee(a.mtyp)
+	if !ok || typeSize(p) <= 0 {
+		return regState{}
+	}
+	desc := a.Var
+	if a.Member != "" {
+		desc += "->" + a.Member
+	}
+	return regState{ok: true, typ: p, desc: desc}
 }
 
 // a64Page follows reg back through pc's basic block to an adrp (and an

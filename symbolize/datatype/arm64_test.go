@@ -11,7 +11,9 @@ import (
 // addresses come from aarch64-linux-gnu-objdump -d, the expected types and
 // members from the DWARF (readelf --debug-dump=info: struct node's key is
 // at 8, val at 16; struct outer's in.y at 12, name at 16; stats is a
-// struct counters with misses at 8 and table at 16), by hand.
+// struct counters with misses at 8 and table at 16), by hand. head_key and
+// new_val need register tracking: the pointer loaded from o->head, and
+// make_node's return value, are in no variable's location.
 func TestARM64(t *testing.T) {
 	path := filepath.Join(testdataDir, "datatype-arm64")
 	funcs := disasmWith(t, "aarch64-linux-gnu-objdump", "//", path)
@@ -44,6 +46,10 @@ func TestARM64(t *testing.T) {
 		{"use_local", "ldp x29, x30, [sp], #48", KindStackOp, "(stack operation)", 0, ""},
 		{"use_local", "bl ", KindStackOp, "(stack operation)", 0, ""},
 		{"add3", "eor x1, x0, x1", KindUnknown, "(unknown)", 0, ""}, // no memory operand
+		// Register tracking: o->head->key reloads x0, where o's location
+		// ends; make_node(key)->val reads through bl's return value.
+		{"head_key", "ldr x0, [x0, #8]", KindMember, "struct node", 8, "key"},
+		{"new_val", "ldr w0, [x0, #16]", KindMember, "struct node", 16, "val"},
 	}
 	for _, c := range cases {
 		var pc uint64

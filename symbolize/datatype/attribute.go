@@ -131,6 +131,7 @@ func (b *Binary) attribute(pc uint64) Access {
 	if code == nil {
 		return unknown("the address is outside the executable's code")
 	}
+	b.ensurePC(pc) // a lazy index reads pc's unit: its declarations name the globals it reads
 	var a Access
 	if b.arm64 {
 		inst, err := arm64asm.Decode(code)
@@ -309,6 +310,15 @@ func (b *Binary) attributeInst(pc uint64, inst x86asm.Inst) Access {
 
 // global attributes an access to a fixed address.
 func (b *Binary) global(addr uint64, h accessHint, scale int64) Access {
+	a := b.globalIndexed(addr, h, scale)
+	if a.Kind == KindUnknown && b.externGlobal(addr) {
+		return b.globalIndexed(addr, h, scale)
+	}
+	return a
+}
+
+// globalIndexed is global from the globals indexed so far.
+func (b *Binary) globalIndexed(addr uint64, h accessHint, scale int64) Access {
 	i := sort.Search(len(b.globals), func(i int) bool { return b.globals[i].addr > addr }) - 1
 	for j := i; j >= 0 && j > i-8; j-- {
 		g := b.globals[j]

@@ -121,20 +121,38 @@ func benchProfiles(tb testing.TB, exe, symFile string, n int) (uniform, zipf []S
 			funcs = append(funcs, pcs[start:len(pcs):len(pcs)])
 		}
 	}
+	benchCode = struct {
+		pcs   []uint64
+		funcs [][]uint64
+	}{pcs, funcs}
 	r := rand.New(rand.NewPCG(7, 7))
 	for range n {
 		uniform = append(uniform, Sample{PC: pcs[r.IntN(len(pcs))], Weight: 1})
 	}
-	var hot []uint64
-	for range 300 {
-		hot = append(hot, funcs[r.IntN(len(funcs))]...)
+	return uniform, zipfProfile(r, funcs, n, nil)
+}
+
+// benchCode is the last benchProfiles binary's instructions, by function.
+var benchCode struct {
+	pcs   []uint64
+	funcs [][]uint64
+}
+
+// zipfProfile draws n samples over 300 functions picked at random (or the
+// instructions hot gives), Zipf-distributed over their instructions.
+func zipfProfile(r *rand.Rand, funcs [][]uint64, n int, hot []uint64) []Sample {
+	if hot == nil {
+		for range 300 {
+			hot = append(hot, funcs[r.IntN(len(funcs))]...)
+		}
+		r.Shuffle(len(hot), func(i, j int) { hot[i], hot[j] = hot[j], hot[i] })
 	}
-	r.Shuffle(len(hot), func(i, j int) { hot[i], hot[j] = hot[j], hot[i] })
 	z := rand.NewZipf(r, 1.1, 1, uint64(len(hot)-1))
+	var out []Sample
 	for range n {
-		zipf = append(zipf, Sample{PC: hot[z.Uint64()], Weight: 1})
+		out = append(out, Sample{PC: hot[z.Uint64()], Weight: 1})
 	}
-	return uniform, zipf
+	return out
 }
 
 // BenchmarkAttribute attributes 100,000 samples over libc, including
@@ -362,6 +380,45 @@ func BenchmarkAttributeVmlinux(b *testing.B) {
 			var ru syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 			b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+		})
+	}
+	// A second profile of the same kernel, with the Binary kept (as the
+	// store keeps it): the same workload recorded again (the same hot
+	// functions, another draw), and another workload (other functions).
+	hotOf := func(samples []Sample) []uint64 {
+		var hot []uint64
+		for _, s := range samples {
+			hot = append(hot, s.PC)
+		}
+		return hot
+	}
+	r := rand.New(rand.NewPCG(11, 11))
+	for _, c := range []struct {
+		name    string
+		samples []Sample
+	}{
+		{"second-same-workload", zipfProfile(r, benchCode.funcs, 100_000, hotOf(zipf))},
+		{"second-other-workload", zipfProfile(r, benchCode.funcs, 100_000, nil)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			bin, err := Open(path, path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			first := NewAggregator()
+			first.Skid = true
+			first.Add("vmlinux", bin, zipf)
+			_ = first.Profile()
+			start := cpuTime()
+			for b.Loop() {
+				agg := NewAggregator()
+				agg.Skid = true
+				agg.Add("vmlinux", bin, c.samples)
+				_ = agg.Profile()
+			}
+			reportCPU(b, start)
+			// What the store counts against --symbol-cache-size.
+			b.ReportMetric(float64(bin.Size())/(1<<20), "binary-MiB")
 		})
 	}
 }

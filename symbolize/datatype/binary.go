@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"unsafe"
@@ -35,6 +36,14 @@ type Binary struct {
 	globals   []global
 	funcByEnt map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
 	got       map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
+	// A large DWARF (a kernel's) is indexed one compile unit at a time,
+	// when an address in its code is first looked at (lazy.go); the
+	// fields below are guarded by mu then.
+	lazy     bool
+	cuRanges []cuRange               // the units' code ranges, sorted by lo
+	indexed  []bool                  // per unit: its DIEs are in funcs, globals, defs
+	declared map[string]dwarf.Offset // variable name → a DIE naming its type, from the indexed units
+	objects  []objectSym             // the symbol table's data objects, sorted by addr
 
 	mu      sync.Mutex // guards the lazily built caches below and dw's type cache
 	scopes  map[dwarf.Offset]*funcScope
@@ -63,6 +72,7 @@ type codeSection struct {
 // unitInfo is what location lists need from a compilation unit.
 type unitInfo struct {
 	off, end     uint64 // extent in .debug_info
+	die          uint64 // offset of its first DIE, after the header
 	version      int
 	base         uint64 // DW_AT_low_pc: base address of location lists
 	addrBase     uint64
@@ -156,7 +166,12 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		}
 	}
 	b.units = parseUnitHeaders(info)
-	if err := b.index(); err != nil {
+	if int64(len(info)) > lazyIndexBytes {
+		err = b.indexUnitRanges(ef.File)
+	} else {
+		err = b.index()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, err)
 	}
 	for _, t := range b.text {
@@ -304,6 +319,15 @@ func sectionData(f *elf.File, name string) []byte {
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil
 	}
+	if s.Flags&elf.SHF_COMPRESSED == 0 && s.Size > 0 && s.Size == s.FileSize && s.Size < 1<<32 {
+		// One read into a buffer of the section's size: Data reads a large
+		// section in growing chunks, copying it over and over (a kernel's
+		// .debug_info is 170 MB).
+		d := make([]byte, s.Size)
+		if _, err := io.ReadFull(s.Open(), d); err == nil {
+			return d
+		}
+	}
 	d, err := s.Data()
 	if err != nil {
 		return nil
@@ -329,7 +353,21 @@ func parseUnitHeaders(info []byte) []unitInfo {
 		if r.Err || end > uint64(len(info)) || end <= uint64(start) {
 			break
 		}
-		units = append(units, unitInfo{off: uint64(start), end: end, version: version})
+		offSize := 4 // of .debug_abbrev offsets
+		if hdr == 12 {
+			offSize = 8
+		}
+		die := r.Pos + offSize + 1 // DWARF 2-4: abbrev offset, address size
+		if version >= 5 {
+			die = r.Pos + 2 + offSize // unit type, address size, abbrev offset
+			switch r.B[r.Pos] {
+			case 4, 5: // skeleton, split compile: dwo_id
+				die += 8
+			case 2, 6: // type units: signature, type offset
+				die += 8 + offSize
+			}
+		}
+		units = append(units, unitInfo{off: uint64(start), end: end, die: uint64(die), version: version})
 		r.Pos = int(end)
 	}
 	return units
@@ -346,31 +384,31 @@ func (b *Binary) unitOf(off dwarf.Offset) int32 {
 // index walks every DIE once, recording compile-unit bases, the address
 // ranges of subprograms and variables at fixed addresses.
 func (b *Binary) index() error {
-	r := b.dw.Reader()
-	unit := int32(-1)
+	if err := b.indexEntries(b.dw.Reader(), -1, ^uint64(0)); err != nil {
+		return err
+	}
+	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })
+	sort.Slice(b.globals, func(i, j int) bool { return b.globals[i].addr < b.globals[j].addr })
+	return nil
+}
+
+// indexEntries reads DIEs from r until the end of .debug_info or the DIE
+// at offset end, appending to funcs and globals (unsorted) and noting
+// definitions and, when lazy, variable names. unit is the unit r starts
+// in (-1: at the start).
+func (b *Binary) indexEntries(r *dwarf.Reader, unit int32, end uint64) error {
 	for {
 		e, err := r.Next()
 		if err != nil {
 			return err
 		}
-		if e == nil {
+		if e == nil || uint64(e.Offset) >= end {
 			break
 		}
 		switch e.Tag {
 		case dwarf.TagCompileUnit, dwarf.TagPartialUnit, dwarf.TagSkeletonUnit:
 			unit = b.unitOf(e.Offset)
-			if unit >= 0 {
-				u := &b.units[unit]
-				if v, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
-					u.base = v
-				}
-				if v, ok := e.Val(dwarf.AttrAddrBase).(int64); ok {
-					u.addrBase = uint64(v)
-				}
-				if v, ok := e.Val(dwarf.AttrLoclistsBase).(int64); ok {
-					u.loclistsBase = uint64(v)
-				}
-			}
+			b.noteUnit(unit, e)
 		case dwarf.TagSubprogram:
 			if e.Val(dwarf.AttrLowpc) == nil && e.Val(dwarf.AttrRanges) == nil {
 				break
@@ -390,6 +428,8 @@ func (b *Binary) index() error {
 				if l := b.decode(expr, unit); l.kind == locAddr {
 					b.globals = append(b.globals, global{addr: l.addr, die: e.Offset, unit: unit})
 				}
+			} else if b.lazy && e.Val(dwarf.AttrDeclaration) != nil {
+				b.noteDeclaration(e)
 			}
 		case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType, dwarf.TagEnumerationType,
 			dwarf.TagSubroutineType, dwarf.TagArrayType:
@@ -399,9 +439,24 @@ func (b *Binary) index() error {
 			}
 		}
 	}
-	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })
-	sort.Slice(b.globals, func(i, j int) bool { return b.globals[i].addr < b.globals[j].addr })
 	return nil
+}
+
+// noteUnit records a compile unit's bases from its DIE.
+func (b *Binary) noteUnit(unit int32, e *dwarf.Entry) {
+	if unit < 0 {
+		return
+	}
+	u := &b.units[unit]
+	if v, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+		u.base = v
+	}
+	if v, ok := e.Val(dwarf.AttrAddrBase).(int64); ok {
+		u.addrBase = uint64(v)
+	}
+	if v, ok := e.Val(dwarf.AttrLoclistsBase).(int64); ok {
+		u.loclistsBase = uint64(v)
+	}
 }
 
 // decode decodes a simple location expression of unit u.
@@ -487,8 +542,10 @@ func (b *Binary) addrxFunc(u int32) func(uint64) (uint64, bool) {
 	return func(i uint64) (uint64, bool) { return b.addrx(u, i) }
 }
 
-// funcAt returns the subprogram range containing pc.
+// funcAt returns the subprogram range containing pc. Callers hold b.mu
+// (a lazy index reads pc's unit on first use).
 func (b *Binary) funcAt(pc uint64) (funcRange, bool) {
+	b.ensurePC(pc)
 	i := sort.Search(len(b.funcs), func(i int) bool { return b.funcs[i].lo > pc }) - 1
 	// Ranges may nest (rare): look at a few earlier ones too.
 	for j := i; j >= 0 && j > i-4; j-- {

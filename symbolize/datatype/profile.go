@@ -245,6 +245,7 @@ func (a *Aggregator) add(dso string, b *Binary, why string, samples []Sample) {
 		fold(s.PC, lastID, s.Weight)
 	}
 	slices.SortFunc(pending, func(x, y Sample) int { return cmp.Compare(x.PC, y.PC) })
+	b.ensureSamples(pending) // a lazy index reads the units they are in, at once
 	// Room for the new accesses at once: each is large, and growing the
 	// table by doubling copied it over and over.
 	n := 0

@@ -89,16 +89,9 @@ func isBranch(op x86asm.Op) bool {
 // reg holds at pc.
 func (b *Binary) track(f funcRange, fs *funcScope, pc uint64, reg int) regState {
 	c := b.funcCodeAt(f.lo, f.hi)
-	if pc < f.lo {
+	start, k, ok := c.block(pc)
+	if !ok {
 		return regState{}
-	}
-	k := sort.Search(len(c.pcs), func(i int) bool { return uint64(c.pcs[i]) >= pc-f.lo })
-	if k >= len(c.pcs) || uint64(c.pcs[k]) != pc-f.lo {
-		return regState{}
-	}
-	start := k
-	for start > 0 && !c.leader[start] {
-		start--
 	}
 	var st [numGPR]regState
 	for i := start; i < k; i++ {
@@ -113,6 +106,24 @@ func (b *Binary) track(f funcRange, fs *funcScope, pc uint64, reg int) regState 
 		return regState{}
 	}
 	return st[reg]
+}
+
+// block returns the index of the instruction at pc and of the first
+// instruction of its basic block (ok false when pc is not an instruction
+// boundary of the function).
+func (c *funcCode) block(pc uint64) (start, k int, ok bool) {
+	if pc < c.lo {
+		return 0, 0, false
+	}
+	k = sort.Search(len(c.pcs), func(i int) bool { return uint64(c.pcs[i]) >= pc-c.lo })
+	if k >= len(c.pcs) || uint64(c.pcs[k]) != pc-c.lo {
+		return 0, 0, false
+	}
+	start = k
+	for start > 0 && !c.leader[start] {
+		start--
+	}
+	return start, k, true
 }
 
 // regOf returns the DWARF number of a 64-bit general-purpose register
@@ -213,19 +224,7 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			st[r] = regState{}
 		}
 		if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-			target := uint64(int64(pc) + int64(inst.Len) + int64(rel))
-			if die, ok := b.funcByEnt[target]; ok {
-				if e, err := b.entry(die); err == nil {
-					if toff, ok := b.attr(e, dwarf.AttrType).(dwarf.Offset); ok {
-						if t, err := b.typ(toff); err == nil {
-							if p, ok := pointee(t); ok {
-								name, _ := b.attr(e, dwarf.AttrName).(string)
-								st[dwRAX] = regState{ok: true, typ: p, desc: "return value of " + name + "()"}
-							}
-						}
-					}
-				}
-			}
+			st[dwRAX] = b.returnedPointer(uint64(int64(pc) + int64(inst.Len) + int64(rel)))
 		}
 		return
 	case x86asm.XCHG:
@@ -257,6 +256,35 @@ func (b *Binary) step(fs *funcScope, pc uint64, inst x86asm.Inst, st *[numGPR]re
 			st[r] = regState{}
 		}
 	}
+}
+
+// returnedPointer is what a call to the function at target leaves in the
+// return register: a pointer to its return type's pointee, when it
+// returns a pointer.
+func (b *Binary) returnedPointer(target uint64) regState {
+	b.ensurePC(target) // the callee's unit, when indexed lazily
+	die, ok := b.funcByEnt[target]
+	if !ok {
+		return regState{}
+	}
+	e, err := b.entry(die)
+	if err != nil {
+		return regState{}
+	}
+	toff, ok := b.attr(e, dwarf.AttrType).(dwarf.Offset)
+	if !ok {
+		return regState{}
+	}
+	t, err := b.typ(toff)
+	if err != nil {
+		return regState{}
+	}
+	p, ok := pointee(t)
+	if !ok {
+		return regState{}
+	}
+	name, _ := b.attr(e, dwarf.AttrName).(string)
+	return regState{ok: true, typ: p, desc: "return value of " + name + "()"}
 }
 
 // regFromDWARF is what DWARF says register reg holds at pc, if it is a

@@ -30,6 +30,9 @@ $CC -O2 -g -o skid skid.c
 # (a global array through lea) and not (an index-only fixed address).
 $CC -O2 -g -gdwarf-5 -fPIE -pie -o index index.c
 $CC -O2 -g -gdwarf-5 -fno-pie -no-pie -o index-nopie index.c
+# A global defined in another compile unit than the one reading it (a lazy
+# index finds it through the reader's declaration and the symbol table).
+$CC -O2 -g -fno-pie -no-pie -o extern extern-use.c extern-def.c
 # A shared library whose exported global is reached through the GOT.
 $CC -O2 -g -shared -fPIC -o libdatatype.so libdatatype.c
 objcopy --only-keep-debug datatype-dw5-pie datatype-dw5-pie.debug
