@@ -45,19 +45,9 @@ func runAnnotate(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprintln(s.err, "usage: viewer annotate FILE -fn FUNCTION [--data-type] [--debug-dir DIR]... [--no-debuginfod]\n\nFILE is a pprof profile, perf.data or any format viewer reads that keeps addresses and build IDs.")
 		fs.PrintDefaults()
 	}
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
-				return err
-			}
-			return usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(pos) != 1:

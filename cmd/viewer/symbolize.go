@@ -45,20 +45,9 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprintln(s.err, "usage: viewer symbolize [--debug-dir DIR]... [--no-debuginfod] IN -o OUT.pb.gz\n\nIN is a pprof profile, perf.data or any format viewer reads; OUT is pprof.")
 		fs.PrintDefaults()
 	}
-	// Flags may come before or after IN.
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
-				return err
-			}
-			return usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return usageError{"symbolize: give exactly one input profile"}
@@ -236,5 +225,25 @@ func (b *symbolizeBar) finish() {
 	defer b.mu.Unlock()
 	if err := b.bar.Finish(); err != nil && !errors.Is(err, io.EOF) {
 		return
+	}
+}
+
+// parseInterleaved parses fs's flags wherever they stand among args (before
+// or after the file names, as perf's commands take them) and returns the
+// other arguments in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if err == flag.ErrHelp {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
 }
