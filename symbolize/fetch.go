@@ -75,3 +75,14 @@ func ELFBuildID(ef *elf.File) string { return elfsym.BuildIDNote(ef) }
 // CompileUnit is the compile unit holding an address (Handle.Unit): its
 // directory and the files its line table names.
 type CompileUnit = elfsym.CompileUnit
+
+// DebuginfodConfig configures the debuginfod client: its servers, cache
+// and privacy choice (debuginfod.Config).
+type DebuginfodConfig = debuginfod.Config
+
+// DebuginfodClient is the debuginfod client, the Fetcher that serve wires
+// in (debuginfod.Client).
+type DebuginfodClient = debuginfod.Client
+
+// NewDebuginfodClient returns the debuginfod client for cfg.
+func NewDebuginfodClient(cfg DebuginfodConfig) (*DebuginfodClient, error) { return debuginfod.New(cfg) }

@@ -14,11 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"viewer/symbolize"
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/datatype"
+	"viewer/symbolize"
 )
 
 // perfAnnotate runs `perf annotate --stdio -n` on the recording for fn and
@@ -155,7 +154,7 @@ func TestAnnotateAgainstPerf(t *testing.T) {
 				t.Errorf("%s: instruction %d at %#x, perf annotate %#x", fn, i, in.Addr, order[i])
 				continue
 			}
-			if got, want := datatype.NormalizeAsm(in.Text), datatype.NormalizeAsm(texts[in.Addr]); got != want {
+			if got, want := symbolize.NormalizeAsm(in.Text), symbolize.NormalizeAsm(texts[in.Addr]); got != want {
 				t.Errorf("%s %#x: %q, perf annotate %q", fn, in.Addr, got, want)
 			}
 			if in.Self != counts[in.Addr] {
@@ -255,7 +254,7 @@ func TestTypesTypeStatAndCacheLine(t *testing.T) {
 		var stat int64
 		for _, c := range r.TypeStats() {
 			stat += c.Weight
-			if c.Category == datatype.StatOther {
+			if c.Category == symbolize.DataStatOther {
 				t.Errorf("skid %q: unclassified reasons: %+v", skid, r.Unknown)
 			}
 		}
@@ -347,7 +346,7 @@ func TestAnnotateARM64(t *testing.T) {
 		t.Fatalf("arch %q symbol %q total %d, %d instructions (objdump %d)", r.Arch, r.Symbol, r.Total, len(r.Insns), len(addrs))
 	}
 	for i, in := range r.Insns {
-		if in.Addr != addrs[i] || datatype.NormalizeAsm(in.Text) != datatype.NormalizeAsm(texts[addrs[i]]) {
+		if in.Addr != addrs[i] || symbolize.NormalizeAsm(in.Text) != symbolize.NormalizeAsm(texts[addrs[i]]) {
 			t.Errorf("%#x %q, objdump %#x %q", in.Addr, in.Text, addrs[i], texts[addrs[i]])
 		}
 		switch in.Addr {

@@ -18,7 +18,6 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/web"
 	"viewer/web/ondemand"
 	"viewer/web/sse"
@@ -113,7 +112,7 @@ func hangingDebuginfod(t *testing.T) string {
 func heldJobServer(t *testing.T, token string, events sse.Config) (base, id string) {
 	t.Helper()
 	url := hangingDebuginfod(t)
-	client, err := debuginfod.New(debuginfod.Config{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Minute, RetryLimit: 1})
+	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,9 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
-	"viewer/symbolize/elfsym"
 	"viewer/web/ondemand"
 )
 
@@ -29,7 +28,7 @@ import (
 func typesSymbolizingServer(t *testing.T, urls []string, timeout time.Duration) string {
 	t.Helper()
 	cache := t.TempDir()
-	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
+	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,12 +209,7 @@ func typesAddrProfile(t *testing.T, binary, file, id string) []byte {
 // moved by KASLR: its mapping records where _text was, as perf's does.
 func typesKernelProfile(t *testing.T, vmlinux, id string, shift uint64) []byte {
 	t.Helper()
-	f, err := elfsym.Open(vmlinux)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, ok := f.KernelText()
-	f.Close()
+	text, ok := kernelText(t, vmlinux)
 	if !ok {
 		t.Fatalf("%s has no _text", vmlinux)
 	}
@@ -262,4 +256,24 @@ func TestTypesDebuginfodOff(t *testing.T) {
 		t.Errorf("DSOs = %+v, want not found with debuginfod off", r.DSOs)
 	}
 	t.Logf("reason: %s", r.DSOs[0].Error)
+}
+
+// kernelText is the address of vmlinux's _text symbol.
+func kernelText(t *testing.T, vmlinux string) (uint64, bool) {
+	t.Helper()
+	f, err := elf.Open(vmlinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == "_text" {
+			return s.Value, true
+		}
+	}
+	return 0, false
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"viewer/symbolize"
-	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/debuginfo"
@@ -39,7 +38,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	upstream := debuginfodtest.Start(t, t.TempDir()) // knows no build ID
 	cache := t.TempDir()
-	client, err := debuginfod.New(debuginfod.Config{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
+	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
