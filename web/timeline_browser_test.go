@@ -44,7 +44,10 @@ func TestBrowserTimeline(t *testing.T) {
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data`)
+	// The page is laid out (the legend, filled in idle time after the
+	// graph, is drawn) before the drag is aimed, as a user aims at what
+	// they see.
+	waitFor(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && document.getElementById('legend').childElementCount > 0`)
 	whole := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`)
 	rows := eval[float64](t, b.Browser, `window.viewerTimeline.data.rows.length`)
 	if rows < 2 {
