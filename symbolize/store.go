@@ -77,7 +77,8 @@ type store struct {
 	// quarter of the budget (at least 8 MiB) has been dropped since the
 	// last return: otherwise the collector's headroom (GOGC) keeps the
 	// freed pages in the process, and its RSS exceeds the budget by up to
-	// the live heap again.
+	// the live heap again. A drop while a return runs is returned with the
+	// next one.
 	freed        int64       // bytes dropped since the last return (mu)
 	returning    atomic.Bool // a return is under way
 	returnMemory func()      // debug.FreeOSMemory; tests count calls
