@@ -73,8 +73,8 @@ type store struct {
 	loads   atomic.Int64 // facets loaded, for tests and stats
 	evicted atomic.Int64 // facets dropped
 
-	// Dropped debug info is returned to the operating system once a
-	// quarter of the budget (at least 8 MiB) has been dropped since the
+	// Dropped debug info is returned to the operating system once an
+	// eighth of the budget (at least 8 MiB) has been dropped since the
 	// last return: otherwise the collector's headroom (GOGC) keeps the
 	// freed pages in the process, and its RSS exceeds the budget by up to
 	// the live heap again. A drop while a return runs is returned with the
