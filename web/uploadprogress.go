@@ -193,6 +193,13 @@ func handleUploadProgress(c echo.Context) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	// Open the stream now, before any upload names the key: the client
+	// may wait for it to start the upload (the compressing wrapper sends
+	// nothing before a first write).
+	if sse.WriteComment(w, "open") != nil {
+		return nil
+	}
+	w.Flush()
 	ctx := c.Request().Context()
 	sent, sentSeq := 0, -1
 	keepAlive := time.NewTicker(15 * time.Second)
