@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-
 	"viewer/symbolize"
 	"viewer/symbolize/annotate"
 	"viewer/symbolize/datatype"
