@@ -221,6 +221,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 			return s.uploadRefused(c, err)
 		}
 		s.dMetrics().add("upload", http.StatusCreated)
+		s.debugArrived(es)
 		return c.JSON(http.StatusCreated, uploadReply(es))
 	case "sources":
 		n, err := files.PutSources(ctx, bid, req.Body, name)
@@ -321,6 +322,7 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 				r.Error, failed = err.Error(), true
 			} else {
 				r.Stored, bid = uploadReply(es), es[0].BuildID
+				s.debugArrived(es)
 			}
 			results = append(results, r)
 		case "sources":

@@ -66,8 +66,8 @@ func (s *Server) routes() {
 	e.Match(readMethods, "/buildid/:id/:kind", s.handleBuildID) // debuginfo, executable
 	e.Match(readMethods, "/buildid/:id/source/*", s.handleBuildIDSource)
 	e.Match(readMethods, "/buildid/:id/section/:name", s.handleBuildIDSection)
-	e.PUT("/buildid/:id/:kind", s.handleBuildIDPut, s.afterDebugUpload) // debuginfo, executable, sources; debugarrival.go
-	e.POST("/api/debuginfo", s.handleDebuginfoUpload, s.afterDebugUpload)
+	e.PUT("/buildid/:id/:kind", s.handleBuildIDPut) // debuginfo, executable, sources
+	e.POST("/api/debuginfo", s.handleDebuginfoUpload)
 	e.GET("/debuginfo", s.handleDebuginfoIndex)
 	e.GET("/metrics", s.handleMetrics)
 
