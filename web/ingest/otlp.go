@@ -263,7 +263,10 @@ type otlpConverter struct {
 	mappings  []*profile.Mapping
 	functions []*profile.Function
 	locations []*profile.Location
-	frames    int
+	// slab is where the next locations are made, a few hundred at a time
+	// rather than one allocation each.
+	slab   []profile.Location
+	frames int
 	// labels are the label maps of samples with attributes, by their
 	// attributes (canonical indices): samples with the same attributes
 	// share one, as samples without share the profile's.
@@ -507,7 +510,12 @@ func (c *otlpConverter) location(i int32) (*profile.Location, error) {
 		return nil, fmt.Errorf("%w: a profile has more than %d locations (--max-locations)", ErrTooLarge, c.lim.MaxLocations)
 	}
 	ol := table.At(int(i))
-	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: ol.Address()}
+	if len(c.slab) == 0 {
+		c.slab = make([]profile.Location, min(256, len(c.locations)-len(c.p.Location)))
+	}
+	l := &c.slab[0]
+	c.slab = c.slab[1:]
+	l.ID, l.Address = uint64(len(c.p.Location)+1), ol.Address()
 	// Index 0 of the mapping table is the zero mapping: no mapping.
 	if mi := ol.MappingIndex(); mi > 0 {
 		m, err := c.mapping(mi)
