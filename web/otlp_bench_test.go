@@ -59,7 +59,7 @@ func ebpfLikeProfile(n, seed int) *profile.Profile {
 // latency, and the server's CPU time per profile and peak RSS (goals:
 // ≥ 200/s and p99 ≤ 100 ms on 2 cores).
 //
-//	go test -run '^$' -bench OTLPIntake -benchtime 400x ./web/
+//	go test -run '^$' -bench OTLPIntake -benchtime 200x ./web/
 //
 // The server runs in a process of its own (this test binary again, as
 // TestOTLPBenchServer), so that its CPU time is the server's alone: the
