@@ -130,8 +130,12 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 // reads back equal to pprof's own encoder at a fraction of its cost.
 func gzipFast(p *profile.Profile) ([]byte, error) {
 	raw := otlpRaw.Get().(*[]byte)
-	defer otlpRaw.Put(raw)
 	*raw = ingest.AppendPprof((*raw)[:0], p)
+	defer func() {
+		if cap(*raw) <= maxPooledRaw {
+			otlpRaw.Put(raw)
+		}
+	}()
 	buf := bytes.NewBuffer(make([]byte, 0, len(*raw)/2))
 	zw := otlpGzip.Get().(*gzip.Writer)
 	defer otlpGzip.Put(zw)
@@ -152,9 +156,11 @@ var otlpGzip = sync.Pool{New: func() any {
 	return zw
 }}
 
-// otlpRaw keeps gzipFast's buffers of uncompressed pprof, a few hundred
-// kilobytes each.
+// otlpRaw keeps gzipFast's buffers of uncompressed pprof, up to
+// maxPooledRaw bytes each: a large merge's is not kept.
 var otlpRaw = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRaw = 4 << 20
 
 // otlpEncoding reads the request's Content-Type: protobuf or JSON, as
 // OTLP/HTTP allows; anything else is 415.
