@@ -8,6 +8,7 @@ import (
 	"context"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -26,16 +27,19 @@ type Binary struct {
 	text  []codeSection
 	arm64 bool // AArch64 code (arm64.go); else x86-64
 
-	dw        *dwarf.Data
-	units     []unitInfo // sorted by off
-	loc       []byte     // .debug_loc (DWARF 2-4)
-	loclists  []byte     // .debug_loclists (DWARF 5)
-	addrSec   []byte     // .debug_addr (DWARF 5)
-	frames    *cfaTable  // .debug_frame or .eh_frame
-	funcs     []funcRange
-	globals   []global
-	funcByEnt map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
-	got       map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
+	dw    *dwarf.Data
+	units []unitInfo // sorted by off
+	// The sections dw reads, for unitScan (unitindex.go).
+	info, abbrevSec, strSec, lineStrSec []byte
+	order                               binary.ByteOrder
+	loc                                 []byte    // .debug_loc (DWARF 2-4)
+	loclists                            []byte    // .debug_loclists (DWARF 5)
+	addrSec                             []byte    // .debug_addr (DWARF 5)
+	frames                              *cfaTable // .debug_frame or .eh_frame
+	funcs                               []funcRange
+	globals                             []global
+	funcByEnt                           map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
+	got                                 map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
 	// A large DWARF (a kernel's) is indexed one compile unit at a time,
 	// when an address in its code is first looked at (lazy.go); the
 	// fields below are guarded by mu then.
@@ -74,6 +78,9 @@ type unitInfo struct {
 	off, end     uint64 // extent in .debug_info
 	die          uint64 // offset of its first DIE, after the header
 	version      int
+	abbrevOff    uint64 // its abbreviation table in .debug_abbrev
+	addrSize     uint8
+	dwarf64      bool
 	base         uint64 // DW_AT_low_pc: base address of location lists
 	addrBase     uint64
 	loclistsBase uint64
@@ -145,8 +152,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 	if len(b.text) == 0 {
 		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 	}
-	var info []byte
-	b.dw, info, b.bytes, err = loadDWARF(df.File)
+	b.dw, b.bytes, err = b.loadDWARF(df.File)
 	if err != nil {
 		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
 	}
@@ -165,8 +171,8 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 			}
 		}
 	}
-	b.units = parseUnitHeaders(info)
-	if int64(len(info)) > lazyIndexBytes {
+	b.units = parseUnitHeaders(b.info)
+	if int64(len(b.info)) > lazyIndexBytes {
 		err = b.indexUnitRanges(ef.File)
 	} else {
 		err = b.index()
@@ -205,9 +211,9 @@ func (b *Binary) Size() int64 {
 
 // loadDWARF is elf.File.DWARF without the sections attribution never reads
 // (.debug_line above all), which saves decompressing them.
-// It also returns the raw .debug_info, whose unit headers Open reads, and
-// the bytes of all the sections it read.
-func loadDWARF(f *elf.File) (*dwarf.Data, []byte, int64, error) {
+// It keeps in b the sections unitScan reads (.debug_info's unit headers
+// Open reads too), and returns the bytes of all the sections it read.
+func (b *Binary) loadDWARF(f *elf.File) (*dwarf.Data, int64, error) {
 	var n int64
 	read := func(name string) []byte {
 		d := sectionData(f, name)
@@ -216,30 +222,35 @@ func loadDWARF(f *elf.File) (*dwarf.Data, []byte, int64, error) {
 	}
 	info := read(".debug_info")
 	if info == nil {
-		return nil, nil, 0, errors.New("no .debug_info section")
+		return nil, 0, errors.New("no .debug_info section")
 	}
 	abbrev := read(".debug_abbrev")
+	str := read(".debug_str")
 	// debug/dwarf keeps every unit's abbreviation table parsed: about 12
 	// times the section (measured on Debian's vmlinux).
 	n += 11 * int64(len(abbrev))
 	d, err := dwarf.New(abbrev, nil, nil, info, nil, nil,
-		read(".debug_ranges"), read(".debug_str"))
+		read(".debug_ranges"), str)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
 	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_rnglists", ".debug_line_str"} {
 		if data := read(name); data != nil {
 			if err := d.AddSection(name, data); err != nil {
-				return nil, nil, 0, err
+				return nil, 0, err
+			}
+			if name == ".debug_line_str" {
+				b.lineStrSec = data
 			}
 		}
 	}
 	if data := read(".debug_types"); data != nil {
 		if err := d.AddTypes(".debug_types", data); err != nil {
-			return nil, nil, 0, err
+			return nil, 0, err
 		}
 	}
-	return d, info, n, nil
+	b.info, b.abbrevSec, b.strSec, b.order = info, abbrev, str, f.ByteOrder
+	return d, n, nil
 }
 
 // gotSlot is a GOT entry: the address the dynamic linker stores in it, when
@@ -357,17 +368,29 @@ func parseUnitHeaders(info []byte) []unitInfo {
 		if hdr == 12 {
 			offSize = 8
 		}
-		die := r.Pos + offSize + 1 // DWARF 2-4: abbrev offset, address size
+		u := unitInfo{off: uint64(start), end: end, version: version, dwarf64: hdr == 12}
+		h := reader{B: info[:end], Pos: r.Pos} // the rest of the header
+		die := r.Pos + offSize + 1             // DWARF 2-4: abbrev offset, address size
 		if version >= 5 {
 			die = r.Pos + 2 + offSize // unit type, address size, abbrev offset
-			switch r.B[r.Pos] {
+			switch h.U8() {
 			case 4, 5: // skeleton, split compile: dwo_id
 				die += 8
 			case 2, 6: // type units: signature, type offset
 				die += 8 + offSize
 			}
+			u.addrSize = h.U8()
 		}
-		units = append(units, unitInfo{off: uint64(start), end: end, die: uint64(die), version: version})
+		if offSize == 8 {
+			u.abbrevOff = h.U64()
+		} else {
+			u.abbrevOff = uint64(h.U32())
+		}
+		if version < 5 {
+			u.addrSize = h.U8()
+		}
+		u.die = uint64(die)
+		units = append(units, u)
 		r.Pos = int(end)
 	}
 	return units
