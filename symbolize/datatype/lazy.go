@@ -46,10 +46,10 @@ const (
 	langRust = 0x1c
 )
 
-// indexUnitRanges reads each unit's top DIE: its bases and code ranges,
-// and the symbol table's data objects (for extern globals). When a unit's
-// language declares no extern globals it indexes every DIE instead.
-func (b *Binary) indexUnitRanges(ef *elf.File) error {
+// indexUnitRanges reads each unit's top DIE: its bases and code ranges
+// (Open adds the symbol table's data objects, for extern globals). When a
+// unit's language declares no extern globals it indexes every DIE instead.
+func (b *Binary) indexUnitRanges() error {
 	b.lazy = true
 	b.indexed = make([]bool, len(b.units))
 	b.declared = map[string]dwarf.Offset{}
@@ -84,16 +84,24 @@ func (b *Binary) indexUnitRanges(ef *elf.File) error {
 		}
 	}
 	sort.Slice(b.cuRanges, func(i, j int) bool { return b.cuRanges[i].lo < b.cuRanges[j].lo })
-	if syms, err := ef.Symbols(); err == nil {
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Value != 0 {
-				b.objects = append(b.objects, objectSym{addr: s.Value, size: s.Size, name: s.Name})
-			}
-		}
-		sort.Slice(b.objects, func(i, j int) bool { return b.objects[i].addr < b.objects[j].addr })
-	}
-	b.bytes += int64(len(b.cuRanges))*int64(unsafe.Sizeof(cuRange{})) + int64(len(b.objects))*(int64(unsafe.Sizeof(objectSym{}))+24)
+	b.bytes += int64(len(b.cuRanges)) * int64(unsafe.Sizeof(cuRange{}))
 	return nil
+}
+
+// dataObjects lists the symbol table's data objects, sorted by address.
+func dataObjects(ef *elf.File) []objectSym {
+	syms, err := ef.Symbols()
+	if err != nil {
+		return nil
+	}
+	var objects []objectSym
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Value != 0 {
+			objects = append(objects, objectSym{addr: s.Value, size: s.Size, name: s.Name})
+		}
+	}
+	sort.Slice(objects, func(i, j int) bool { return objects[i].addr < objects[j].addr })
+	return objects
 }
 
 // ensurePC indexes the unit whose code holds pc, once. Callers hold b.mu.

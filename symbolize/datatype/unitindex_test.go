@@ -84,3 +84,35 @@ func TestUnitScanMatchesReader(t *testing.T) {
 		t.Logf("%s: %d units, %d function ranges, %d globals, %d definitions and declarations", filepath.Base(path), len(units), nf, ng, nd)
 	}
 }
+
+// TestIndexUnitsAtOnce indexes every unit of libc's debug file in one
+// batch (read on all cores, as a profile's units are) and one at a time:
+// the index is the same. Run it with -race.
+func TestIndexUnitsAtOnce(t *testing.T) {
+	exe, debug := libcPaths(t)
+	open := func() *Binary {
+		saved := lazyIndexBytes
+		lazyIndexBytes = -1
+		defer func() { lazyIndexBytes = saved }()
+		b, err := Open(exe, debug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	one, all := open(), open()
+	var units []int32
+	for _, c := range one.cuRanges {
+		one.ensurePC(c.lo)
+		units, _, _ = all.unitsAt(c.lo, units)
+	}
+	if len(units) < 100 {
+		t.Fatalf("%d units to index, want libc's hundreds", len(units))
+	}
+	all.indexNew(units)
+	if len(one.funcs) == 0 || !reflect.DeepEqual(one.funcs, all.funcs) || !reflect.DeepEqual(one.globals, all.globals) ||
+		!reflect.DeepEqual(one.defs, all.defs) || !reflect.DeepEqual(one.declared, all.declared) || !reflect.DeepEqual(one.funcByEnt, all.funcByEnt) {
+		t.Errorf("one unit at a time: %d functions, %d globals, %d definitions, %d declarations; all at once: %d, %d, %d, %d",
+			len(one.funcs), len(one.globals), len(one.defs), len(one.declared), len(all.funcs), len(all.globals), len(all.defs), len(all.declared))
+	}
+}
