@@ -5,12 +5,14 @@
 package datatype
 
 import (
+	"cmp"
 	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sort"
 	"sync"
@@ -404,8 +406,10 @@ func sectionData(f *elf.File, name string) []byte {
 		for off := 0; off < len(d); off += step {
 			p := d[off:min(off+step, len(d))]
 			g.Go(func() error {
-				_, err := s.ReadAt(p, int64(off))
-				return err
+				if n, err := s.ReadAt(p, int64(off)); n < len(p) {
+					return cmp.Or(err, io.ErrUnexpectedEOF)
+				}
+				return nil // io.EOF with every byte read is not a failure
 			})
 		}
 		if g.Wait() == nil {

@@ -89,19 +89,23 @@ type declFound struct {
 }
 
 // indexUnits indexes the DIEs of units (in this order, as if one after
-// the other), reading them on up to GOMAXPROCS goroutines. Callers hold
-// b.mu; the readers only read the Binary.
+// the other), reading them on up to GOMAXPROCS goroutines while this one
+// adds each unit's findings in turn. Callers hold b.mu; the readers only
+// read the Binary.
 func (b *Binary) indexUnits(units []int32) {
+	if len(units) == 1 {
+		f := b.scanUnit(units[0])
+		b.addFound(&f)
+		return
+	}
 	found := make([]unitFound, len(units))
-	workers := min(runtime.GOMAXPROCS(0), len(units))
+	done := make([]chan struct{}, len(units))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
 	var next atomic.Int64
 	var g errgroup.Group
-	if workers == 1 {
-		found[0] = b.scanUnit(units[0])
-		workers = 0
-		next.Store(1)
-	}
-	for range workers {
+	for range min(runtime.GOMAXPROCS(0), len(units)) {
 		g.Go(func() error {
 			for {
 				i := int(next.Add(1) - 1)
@@ -109,14 +113,16 @@ func (b *Binary) indexUnits(units []int32) {
 					return nil
 				}
 				found[i] = b.scanUnit(units[i])
+				close(done[i])
 			}
 		})
 	}
-	_ = g.Wait() // the readers return no errors: a unit they cannot read is marked slow
 	for i := range found {
+		<-done[i]
 		b.addFound(&found[i])
 		found[i] = unitFound{}
 	}
+	_ = g.Wait() // the readers return no errors: a unit they cannot read is marked slow
 }
 
 // addFound adds one unit's findings, as indexEntries would have.
