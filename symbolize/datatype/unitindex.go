@@ -431,7 +431,7 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 	// just read: to its sibling when it names one after them, else DIE by
 	// DIE to the null entry that ends them.
 	skipChildren := func(sib uint64) error {
-		if here := c.off + uint64(c.r.Pos); sib > here && sib <= ui.end {
+		if here := c.off + uint64(c.r.Pos); sib >= here && sib <= ui.end {
 			c.r.Pos = int(sib - c.off)
 			return nil
 		}
@@ -453,7 +453,7 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 				return err
 			}
 			if d.children {
-				if here := c.off + uint64(c.r.Pos); s > here && s <= ui.end {
+				if here := c.off + uint64(c.r.Pos); s >= here && s <= ui.end {
 					c.r.Pos = int(s - c.off)
 				} else {
 					depth++
