@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // multipartSlack is what a multipart body may carry beyond the file itself
@@ -76,9 +77,11 @@ func (s *Server) receive(c echo.Context) (string, error) {
 // build overlaps the store's work instead of following it.
 func (s *Server) ingestUpload(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
 	var first *firstView
-	id, err := s.prof.IngestFileAlong(ctx, f, size, sum, name, func(p *profile.Profile, format string) {
-		first = s.buildFirstView(ctx, p, format)
-	})
+	along := func(p *profile.Profile, format string) { first = s.buildFirstView(ctx, p, format) }
+	if _, ok := s.prof.Cached(profiles.IDOfSum(sum)); ok {
+		along = nil // the same bytes again: their views are built already, or will be from the kept copy
+	}
+	id, err := s.prof.IngestFileAlong(ctx, f, size, sum, name, along)
 	if err == nil && first != nil {
 		s.cacheFirstView(id, first)
 	}
