@@ -80,8 +80,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		err = s.render(ctx, func(opt flame.Options) {
 			switch kind {
 			case "json":
-				opt.MinFraction = flame.DefaultMinFraction
-				body = st.Tree(nil, opt).JSON()
+				body = wholeTreeJSON(st, opt)
 			case "svg":
 				var b bytes.Buffer
 				opt.MinFraction = flame.SVGMinFraction
@@ -116,6 +115,12 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return nil, err
 	}
 	return v.(*encoded), nil
+}
+
+// wholeTreeJSON is flame.json's body for the whole tree of st.
+func wholeTreeJSON(st *flame.Stacks, opt flame.Options) []byte {
+	opt.MinFraction = flame.DefaultMinFraction
+	return st.Tree(nil, opt).JSON()
 }
 
 // render runs build, which builds and encodes a view with the Options it
