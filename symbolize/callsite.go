@@ -44,12 +44,15 @@ func CallSites(p *profile.Profile) bool {
 	loc := newLocationIndex(p)
 	use := make([]uint8, len(p.Location))
 	for _, s := range p.Sample {
+		var prev uint8
 		for i, l := range s.Location {
-			j := loc.pos(l)
-			if j < 0 || !loc.needs(j) {
+			j, f := loc.at(l)
+			stopped := i == 0 || (f^prev)&locKernel != 0
+			prev = f
+			if f&locNeeds == 0 {
 				continue
 			}
-			if loc.interrupted(s.Location, i) {
+			if stopped {
 				use[j] |= keep
 			} else {
 				use[j] |= call
@@ -76,6 +79,7 @@ func CallSites(p *profile.Profile) bool {
 	}
 	site := make([]*profile.Location, len(p.Location)) // caller use → its call-site location
 	changed, split := false, false
+	var slab []profile.Location // new call-site locations, made a few hundred at a time
 	for j, l := range p.Location[:len(p.Location):len(p.Location)] {
 		u := use[j]
 		if u&call == 0 || l.Address == 0 {
@@ -93,18 +97,26 @@ func CallSites(p *profile.Profile) bool {
 			continue
 		}
 		next++
-		t := &profile.Location{ID: next, Mapping: l.Mapping, Address: l.Address - 1, IsFolded: l.IsFolded}
+		if len(slab) == 0 {
+			slab = make([]profile.Location, min(256, len(p.Location)))
+		}
+		t := &slab[0]
+		slab = slab[1:]
+		t.ID, t.Mapping, t.Address, t.IsFolded = next, l.Mapping, l.Address-1, l.IsFolded
 		p.Location = append(p.Location, t)
 		at[k] = t
 		site[j], split = t, true
 	}
 	if split {
 		for _, s := range p.Sample {
+			var prev uint8
 			for i, l := range s.Location {
-				j := loc.pos(l)
-				if j >= 0 && j < len(site) && site[j] != nil && !loc.interrupted(s.Location, i) {
+				j, f := loc.at(l)
+				if j >= 0 && site[j] != nil && i > 0 && (f^prev)&locKernel == 0 {
 					s.Location[i] = site[j]
+					_, f = loc.at(site[j])
 				}
+				prev = f
 			}
 		}
 	}
@@ -127,11 +139,22 @@ const (
 
 func newLocationIndex(p *profile.Profile) *locationIndex {
 	x := &locationIndex{locs: p.Location, flags: make([]uint8, len(p.Location))}
+	// What a mapping's name says, worked out once per run of locations
+	// in one mapping rather than per location.
+	var (
+		m                    *profile.Mapping
+		mKernel, mNeedsNames bool
+	)
 	for j, l := range p.Location {
-		if needs(l) {
+		if l.Mapping != m || j == 0 {
+			m = l.Mapping
+			mKernel = m != nil && IsKernel(m.File)
+			mNeedsNames = m != nil && !m.HasFunctions && !IsPseudo(m.File)
+		}
+		if mNeedsNames && len(l.Line) == 0 && l.Address != 0 {
 			x.flags[j] |= locNeeds
 		}
-		if kernelFrame(l) {
+		if mKernel || l.Address >= 1<<63 {
 			x.flags[j] |= locKernel
 		}
 		if l.ID != uint64(j+1) && x.byPtr == nil {
@@ -158,22 +181,16 @@ func (x *locationIndex) pos(l *profile.Location) int {
 	return -1
 }
 
-func (x *locationIndex) needs(j int) bool { return x.flags[j]&locNeeds != 0 }
-
-func (x *locationIndex) kernel(l *profile.Location) bool {
+// at is l's position (-1 when it is not in the list) and its flags
+// (locNeeds, locKernel), in one lookup.
+func (x *locationIndex) at(l *profile.Location) (int, uint8) {
 	if j := x.pos(l); j >= 0 {
-		return x.flags[j]&locKernel != 0
+		return j, x.flags[j]
 	}
-	return kernelFrame(l)
-}
-
-// interrupted reports whether frame i of a stack (leaf first) is where the
-// program was stopped rather than a caller: the leaf, or the first frame
-// after a switch between kernel and user space (the user pc a syscall or
-// interrupt stopped, or the first kernel frame of a callchain perf gives
-// user first).
-func (x *locationIndex) interrupted(stack []*profile.Location, i int) bool {
-	return i == 0 || x.kernel(stack[i]) != x.kernel(stack[i-1])
+	if kernelFrame(l) {
+		return -1, locKernel
+	}
+	return -1, 0
 }
 
 // kernelFrame reports whether a location is in the kernel or one of its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -50,21 +51,12 @@ func (s *Server) handleOTLP(c echo.Context) error {
 		return tooLarge(max)
 	}
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, max)
-	sp, err := s.spool(req.Body, max)
-	if err != nil {
-		return err
-	}
-	defer sp.remove()
-	release, err := holdSlot(c)
+	ctx := req.Context()
+	res, release, err := s.parseOTLPBody(c, asJSON)
 	if err != nil {
 		return err
 	}
 	defer release()
-	ctx := req.Context()
-	res, err := ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits)
-	if err != nil {
-		return httpStatusError(err)
-	}
 	var ids []string
 	for _, op := range res.Profiles {
 		id, err := s.storeOTLP(ctx, op)
@@ -98,6 +90,53 @@ func (s *Server) handleOTLP(c echo.Context) error {
 		return err
 	}
 	return c.Blob(http.StatusOK, otlpProtobuf, b)
+}
+
+// parseOTLPBody reads and converts the request's profiles, holding an
+// upload slot that the caller releases once they are stored. A body of
+// a known length up to ingest.OTLPInMemory, not gzipped, is read into
+// memory within the ingest memory budget; any other is spooled to a file
+// first, as uploads are.
+func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPResult, release func(), err error) {
+	req, max := c.Request(), s.cfg.MaxUpload
+	ctx := req.Context()
+	var body io.Reader = req.Body
+	if n := req.ContentLength; n > 0 && n <= min(max, ingest.OTLPInMemory) && req.Header.Get("Content-Encoding") == "" {
+		data, give, err := ingest.ReadOTLP(ctx, req.Body, n, s.limits)
+		if errors.Is(err, ingest.ErrBusy) || errors.Is(err, ingest.ErrTooLarge) || errors.Is(err, ingest.ErrCorrupt) {
+			return nil, nil, httpStatusError(err)
+		}
+		if err != nil {
+			return nil, nil, readError(err, max)
+		}
+		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			defer give()
+			if release, err = holdSlot(c); err != nil {
+				return nil, nil, err
+			}
+			if res, err = ingest.ParseOTLP(data, asJSON, s.limits); err != nil {
+				release()
+				return nil, nil, httpStatusError(err)
+			}
+			return res, release, nil
+		}
+		// gzip sent without its Content-Encoding: inflated from a file.
+		give()
+		body = bytes.NewReader(data)
+	}
+	sp, err := s.spool(body, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sp.remove()
+	if release, err = holdSlot(c); err != nil {
+		return nil, nil, err
+	}
+	if res, err = ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits); err != nil {
+		release()
+		return nil, nil, httpStatusError(err)
+	}
+	return res, release, nil
 }
 
 // storeOTLP stores one converted OTLP profile as pprof, named by its

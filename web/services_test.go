@@ -20,7 +20,7 @@ import (
 // seconds after the epoch) as service svc over OTLP and returns its ID.
 func sendService(t testing.TB, base, svc string, n, seed int) string {
 	t.Helper()
-	body, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(ebpfLikeProfile(n, seed), map[string]string{"service.name": svc, "host.name": "h"})).MarshalProto()
+	body, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(otlptest.EBPFLike(n, seed), map[string]string{"service.name": svc, "host.name": "h"})).MarshalProto()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -300,10 +300,12 @@ func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *
 	if err != nil {
 		return false, "", err
 	}
-	if err := s.store.Put(ctx, Key(id, KeyMeta), bytes.NewReader(b)); err != nil {
-		return false, "", err
-	}
-	if err := s.store.Put(ctx, Key(id, KeyConverted), bytes.NewReader(gz)); err != nil {
+	// In that order where the store writes one object after the other;
+	// a new profile's folder gets both at once (store.PutAll).
+	if err := store.PutAll(ctx, s.store, []store.Object{
+		{Key: Key(id, KeyMeta), Body: bytes.NewReader(b)},
+		{Key: Key(id, KeyConverted), Body: bytes.NewReader(gz)},
+	}); err != nil {
 		return false, "", err
 	}
 	return true, contentVersion(gz), nil

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,14 +12,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Dir stores each key as a file under a root directory. Writes go to a
 // temporary file in the destination directory, which is fsynced, renamed
 // into place and followed by an fsync of the directory, so an acknowledged
-// Put survives a crash.
+// Put survives a crash. Concurrent writes into one directory share its
+// fsyncs (group commit: each waits for a sync begun after its rename), and
+// a directory's own entry in its parent is synced once per process.
 type Dir struct {
 	root string
+
+	syncs dirSyncs
+	// durable holds directories whose entry in their parent this process
+	// has synced, the most recent few thousand (one forgotten is synced
+	// again).
+	durable *lru.Cache[string, struct{}]
 }
 
 // tempPrefix names Put's temporary files; Dir refuses keys with a path
@@ -37,11 +51,16 @@ func NewDir(root string) (*Dir, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	sweepTemps(root)
-	return &Dir{root: root}, nil
+	durable, err := lru.New[string, struct{}](4096)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{root: root, syncs: dirSyncs{m: map[string]*dirSync{}}, durable: durable}, nil
 }
 
-// sweepTemps removes the regular files named like Put's temporary files
-// under root (best effort: an unreadable directory is left as it is).
+// sweepTemps removes the regular files and directories named like Put's
+// and PutAll's temporary ones under root (best effort: an unreadable
+// directory is left as it is).
 func sweepTemps(root string) {
 	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -50,7 +69,14 @@ func sweepTemps(root string) {
 			}
 			return nil
 		}
-		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), tempPrefix) {
+		if p == root || !strings.HasPrefix(e.Name(), tempPrefix) {
+			return nil
+		}
+		switch {
+		case e.IsDir():
+			os.RemoveAll(p)
+			return fs.SkipDir
+		case e.Type().IsRegular():
 			os.Remove(p)
 		}
 		return nil
@@ -80,6 +106,19 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	// An empty object (an index entry) is created under its name: it has
+	// no bytes to be seen in part, so it needs no temporary file.
+	var head [512]byte
+	n, rerr := io.ReadFull(ctxReader{ctx, r}, head[:])
+	switch {
+	case n == 0 && rerr == io.EOF:
+		if ok, err := d.createEmpty(p); ok || err != nil {
+			return err
+		}
+	case rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF:
+		return fmt.Errorf("store: writing %s: %w", key, rerr)
+	}
+	r = io.MultiReader(bytes.NewReader(head[:n]), r)
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -96,27 +135,163 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("store: syncing %s: %w", key, err)
 	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("store: closing %s: %w", key, err)
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("store: %w", err)
 	}
 	if err = os.Rename(f.Name(), p); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	// Sync the directory (and its parent, which may have just gained it) so
-	// the new names are durable too.
-	if err = syncDir(dir); err != nil {
+	return d.syncEntry(dir)
+}
+
+// createEmpty creates the empty file p, unless it exists (ok false: Put
+// replaces it the usual way). A new empty file has no data to sync:
+// creating it changes its directory only, which syncEntry makes durable
+// (the journal commits the new inode with its directory entry).
+func (d *Dir) createEmpty(p string) (ok bool, err error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: %w", err)
+	}
+	err = f.Chmod(0o644)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.syncEntry(filepath.Dir(p))
+	}
+	if err != nil {
+		os.Remove(p)
+		return false, fmt.Errorf("store: %w", err)
+	}
+	return true, nil
+}
+
+// syncEntry makes durable what was just renamed or created in dir: dir
+// is synced (shared with concurrent writers), and so is its parent the
+// first time this process writes into dir, since dir may be new.
+func (d *Dir) syncEntry(dir string) error {
+	if err := d.syncs.sync(dir); err != nil {
 		return err
 	}
-	if dir != d.root {
-		return syncDir(filepath.Dir(dir))
+	return d.syncDurable(dir)
+}
+
+// syncDurable syncs dir's parent unless this process did so before, so
+// that dir's own entry survives a crash.
+func (d *Dir) syncDurable(dir string) error {
+	if dir == d.root {
+		return nil
 	}
+	if d.durable.Contains(dir) {
+		return nil
+	}
+	if err := d.syncs.sync(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	d.durable.Add(dir, struct{}{})
 	return nil
 }
 
-func syncDir(dir string) error {
+// PutAll writes objs, whose keys are in one folder, as Put would each.
+// When the folder is new (a new profile's), they are written into a
+// temporary directory that is synced once and renamed into place, so
+// they appear together, with one fsync per file and two for the
+// directories; otherwise they are Put one after the other.
+func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
+	paths := make([]string, len(objs))
+	for i, o := range objs {
+		if paths[i], err = d.path(o.Key); err != nil {
+			return err
+		}
+	}
+	if len(paths) < 2 || !sameDir(paths) || filepath.Dir(paths[0]) == d.root {
+		return putEach(ctx, d, objs)
+	}
+	dir := filepath.Dir(paths[0])
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return putEach(ctx, d, objs)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(parent, tempPrefix+"dir-"+hex.EncodeToString(rnd[:]))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for i, o := range objs {
+		if err := writeSynced(ctx, filepath.Join(tmp, filepath.Base(paths[i])), o.Body); err != nil {
+			return fmt.Errorf("store: writing %s: %w", o.Key, err)
+		}
+	}
+	if err := fsyncDir(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another writer made the folder meanwhile: move the synced
+		// files in one by one.
+		if _, serr := os.Lstat(dir); serr != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		for _, p := range paths {
+			if err := os.Rename(filepath.Join(tmp, filepath.Base(p)), p); err != nil {
+				return fmt.Errorf("store: %w", err)
+			}
+		}
+		os.Remove(tmp)
+		return d.syncEntry(dir)
+	}
+	if err := d.syncs.sync(parent); err != nil {
+		return err
+	}
+	d.durable.Add(dir, struct{}{})
+	return d.syncDurable(parent)
+}
+
+// sameDir reports whether every path is in the first one's directory.
+func sameDir(paths []string) bool {
+	for _, p := range paths[1:] {
+		if filepath.Dir(p) != filepath.Dir(paths[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeSynced creates the new file p with r's bytes, synced.
+func writeSynced(ctx context.Context, p string, r io.Reader) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, ctxReader{ctx, r})
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func fsyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -126,6 +301,69 @@ func syncDir(dir string) error {
 		return fmt.Errorf("store: syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// dirSyncs runs the directory fsyncs of concurrent writers together: a
+// writer that renamed a file into a directory waits for a sync of it that
+// began after its rename, starting one when none is running, so writers
+// arriving during a sync share the next one.
+type dirSyncs struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	m    map[string]*dirSync
+}
+
+// dirSync is one directory's syncs: how many began and ended, the last
+// that failed and why, and how many writers wait on it (it is dropped
+// when none does).
+type dirSync struct {
+	running       bool
+	started, done uint64
+	failed        uint64
+	err           error
+	users         int
+}
+
+// sync returns once a sync of dir that began after the call has ended,
+// with its error, or that of any failed sync since.
+func (g *dirSyncs) sync(dir string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	s := g.m[dir]
+	if s == nil {
+		s = &dirSync{}
+		g.m[dir] = s
+	}
+	s.users++
+	want := s.started + 1
+	for s.done < want {
+		if s.running {
+			g.cond.Wait()
+			continue
+		}
+		s.running = true
+		s.started++
+		n := s.started
+		g.mu.Unlock()
+		err := fsyncDir(dir)
+		g.mu.Lock()
+		s.running, s.done = false, n
+		if err != nil {
+			s.failed, s.err = n, err
+		}
+		g.cond.Broadcast()
+	}
+	var err error
+	if s.failed >= want {
+		err = s.err
+	}
+	if s.users--; s.users == 0 {
+		delete(g.m, dir)
+	}
+	return err
 }
 
 // Get opens key for reading.

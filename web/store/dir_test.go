@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -132,5 +134,135 @@ func TestNewDirSweepsTempFiles(t *testing.T) {
 	}
 	if err := d.Put(ctx, "abc/.tmp-x", strings.NewReader("x")); err == nil {
 		t.Error("a key named like a temporary file was accepted")
+	}
+}
+
+func TestDirPutAll(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := func(a, b string) []Object {
+		return []Object{{Key: "abc/meta.json", Body: strings.NewReader(a)}, {Key: "abc/profile.pb.gz", Body: strings.NewReader(b)}}
+	}
+	// A new folder: both objects appear, and nothing temporary is left.
+	if err := PutAll(ctx, d, objs("{}", "pprof")); err != nil {
+		t.Fatal(err)
+	}
+	// The folder exists now: the objects are replaced one by one.
+	if err := PutAll(ctx, d, objs(`{"n":2}`, "pprof 2")); err != nil {
+		t.Fatal(err)
+	}
+	// Keys in different folders are Put one by one.
+	if err := PutAll(ctx, d, []Object{{Key: "x/a", Body: strings.NewReader("1")}, {Key: "y/b", Body: strings.NewReader("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := NewDir(root) // a restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"abc/meta.json": `{"n":2}`, "abc/profile.pb.gz": "pprof 2", "x/a": "1", "y/b": "2"} {
+		got, err := ReadAll(ctx, d2, key, 0)
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "abc", "meta.json")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("meta.json: %v, %v; want mode 0644 like Put's", fi.Mode(), err)
+	}
+	// Two objects of one key in a new folder are refused, and leave nothing.
+	err = PutAll(ctx, d, []Object{{Key: "dup/a", Body: strings.NewReader("1")}, {Key: "dup/a", Body: strings.NewReader("2")}})
+	if err == nil {
+		t.Error("PutAll of one key twice: no error")
+	}
+	if _, err := os.Stat(filepath.Join(root, "dup")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed PutAll left its folder: %v", err)
+	}
+}
+
+// TestDirSweepsTempFolders: a PutAll a crash interrupted leaves a
+// temporary folder; it is never listed, and the next start removes it.
+func TestDirSweepsTempFolders(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	tmp := filepath.Join(root, tempPrefix+"dir-0123")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "services", tempPrefix+"dir-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "services", tempPrefix+"dir-1", "e"), nil, 0o644)
+	d := &Dir{root: root}
+	if keys, err := d.List(ctx, "services/"); err != nil || len(keys) != 0 {
+		t.Errorf("List lists a temporary folder's files: %q, %v", keys, err)
+	}
+	if _, err := NewDir(root); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{tmp, filepath.Join(root, "services", tempPrefix+"dir-1")} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s survived the start: %v", p, err)
+		}
+	}
+}
+
+// TestDirConcurrentPuts: writers into one folder share its syncs, and
+// every write (empty index entries and files) is there afterwards.
+func TestDirConcurrentPuts(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			if err := d.Put(ctx, fmt.Sprintf("services/app/entry-%d", i), strings.NewReader("")); err != nil {
+				t.Error(err)
+			}
+			if err := d.Put(ctx, fmt.Sprintf("p%d/data", i), strings.NewReader(strings.Repeat("x", i*1000))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	keys, err := d.List(ctx, "services/")
+	if err != nil || len(keys) != 32 {
+		t.Fatalf("%d entries, %v; want 32", len(keys), err)
+	}
+	for i := range 32 {
+		if info, err := d.Stat(ctx, fmt.Sprintf("p%d/data", i)); err != nil || info.Size != int64(i*1000) {
+			t.Errorf("p%d/data: %+v, %v", i, info, err)
+		}
+	}
+	// An empty object put over a stored one replaces it, and the other
+	// way round.
+	if err := d.Put(ctx, "p3/data", strings.NewReader("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "services/app/entry-1", strings.NewReader("now full")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := ReadAll(ctx, d, "p3/data", 0); len(b) != 0 {
+		t.Errorf("p3/data holds %d bytes, want 0", len(b))
+	}
+	if b, _ := ReadAll(ctx, d, "services/app/entry-1", 0); string(b) != "now full" {
+		t.Errorf("entry-1 = %q", b)
+	}
+	if len(d.syncs.m) != 0 {
+		t.Errorf("%d directory sync records kept after the writers left", len(d.syncs.m))
 	}
 }

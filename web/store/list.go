@@ -35,6 +35,9 @@ func (d *Dir) List(ctx context.Context, prefix string) ([]string, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if strings.HasPrefix(e.Name(), tempPrefix) && e.IsDir() {
+			return fs.SkipDir // a PutAll's, not yet in place
+		}
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), tempPrefix) {
 			return nil
 		}
@@ -121,11 +124,5 @@ func (d *Dir) Commit(ctx context.Context, key string, f *os.File) (err error) {
 	if err := os.Rename(f.Name(), p); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
-		return err
-	}
-	if dir != d.root {
-		return syncDir(filepath.Dir(dir))
-	}
-	return nil
+	return d.syncEntry(dir)
 }

@@ -35,6 +35,39 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Info, error)
 }
 
+// Object is one object of a PutAll: its key and its bytes.
+type Object struct {
+	Key  string
+	Body io.Reader
+}
+
+// BatchPutter is a Store that writes several objects of one folder at
+// once, with fewer syncs than a Put each; Dir is.
+type BatchPutter interface {
+	// PutAll writes objs, whose keys share all but their last segment,
+	// as Put would each: when it returns nil they are all durable, and
+	// after a crash each is whole or absent.
+	PutAll(ctx context.Context, objs []Object) error
+}
+
+// PutAll writes objs with s's PutAll when it has one, else with a Put
+// each, in order (an object store shows each object once written).
+func PutAll(ctx context.Context, s Store, objs []Object) error {
+	if b, ok := s.(BatchPutter); ok {
+		return b.PutAll(ctx, objs)
+	}
+	return putEach(ctx, s, objs)
+}
+
+func putEach(ctx context.Context, s Store, objs []Object) error {
+	for _, o := range objs {
+		if err := s.Put(ctx, o.Key, o.Body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ValidKey reports whether key is 1–4 segments of [a-z0-9._-], none of them
 // "." or ".." or empty, so a key can never escape the store's root.
 func ValidKey(key string) error {

@@ -5,6 +5,8 @@
 package otlptest
 
 import (
+	"fmt"
+
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -164,4 +166,33 @@ func (x *dict) stack(locs []int32) int32 {
 	st := x.d.StackTable().AppendEmpty()
 	st.LocationIndices().Append(locs...)
 	return int32(x.d.StackTable().Len() - 1)
+}
+
+// EBPFLike is what an eBPF profiler sends for one process every
+// few seconds: n samples over n/10 distinct stacks 24 frames deep, in an
+// executable and libc with build IDs; seed makes its bytes unique.
+func EBPFLike(n, seed int) *profile.Profile {
+	exe := &profile.Mapping{ID: 1, Start: 0x555555554000, Limit: 0x555555600000, File: "/usr/bin/app", BuildID: "8e44c8b0040d3a4162b62bffc2fb28e2c2b8fecc"}
+	libc := &profile.Mapping{ID: 2, Start: 0x7ffff7d80000, Limit: 0x7ffff7f00000, Offset: 0x26000, File: "/usr/lib/x86_64-linux-gnu/libc.so.6", BuildID: "1fb24b73998e656025af695f4b950cb2315278df"}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 50_000_000,
+		TimeNanos: int64(seed) * 1e9, Mapping: []*profile.Mapping{exe, libc},
+	}
+	for i := range 2000 {
+		m := exe
+		if i%5 == 0 {
+			m = libc
+		}
+		p.Location = append(p.Location, &profile.Location{ID: uint64(i + 1), Mapping: m, Address: m.Start + uint64(i*37+seed%7)})
+	}
+	stacks := n / 10
+	for i := range stacks {
+		s := &profile.Sample{Value: []int64{10}, Label: map[string][]string{"thread.name": {fmt.Sprintf("worker-%d", i%16)}}}
+		for d := range 24 {
+			s.Location = append(s.Location, p.Location[(i*31+d*97)%len(p.Location)])
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	return p
 }
