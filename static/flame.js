@@ -76,6 +76,17 @@ export class Tree {
     while (stack.length) this.end[stack.pop()] = n;
     this.maxDepth = maxDepth;
     this.rootTotal = this.total[0] || json.total || 0;
+    // Per node, its total and self number of samples, when the sample type
+    // is not a count (cpu nanoseconds, bytes): of countType's values, or of
+    // sample records when countType is ''. Kept as parsed: only the
+    // tooltip reads it.
+    this.counts = Array.isArray(json.counts) && json.counts.length === 2 * n ? json.counts : null;
+    this.countType = typeof json.countType === 'string' ? json.countType : '';
+  }
+
+  /** Node i's sample count, {total, self}; null when the tree has none (its values are counts, or an older server). */
+  countsOf(i) {
+    return this.counts ? { total: this.counts[2 * i], self: this.counts[2 * i + 1] } : null;
   }
 
   label(i) { return this.names[this.name[i]]; }
