@@ -253,7 +253,10 @@ func TestBrowserFlameLayout(t *testing.T) {
 func hoverTip(t *testing.T, b *browsertest.Browser, path ...string) string {
 	t.Helper()
 	r := frame(t, b, path...)
-	run(t, b, "hover "+path[len(path)-1], chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
+	// From outside the graph: a page drawn anew under a pointer that stays
+	// put gets no move.
+	run(t, b, "hover "+path[len(path)-1], chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 1, 1),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
 	waitFor(t, b, "the tooltip", fmt.Sprintf(`!document.getElementById('tooltip').hidden && document.getElementById('tooltip').innerText.startsWith(%q)`, path[len(path)-1]))
 	return eval[string](t, b, `document.getElementById('tooltip').innerText`)
 }
@@ -339,6 +342,9 @@ func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 	}
 	// cpu/nanoseconds only: no sample count, so the sample records (the
 	// header's "Stacks"), which pprof -traces lists one by one.
+	if n := eval[int](t, b, `(window.viewer.tree.countsOf(0), window.viewer.tree.counts ? window.viewer.tree.counts.length : -1)`); n != 2*eval[int](t, b, `window.viewer.tree.length`) {
+		t.Errorf("flame.json has %d counts, want two per node", n)
+	}
 	file := filepath.Join(t.TempDir(), "packages.pb.gz")
 	if err := os.WriteFile(file, packagesProfile(t), 0o644); err != nil {
 		t.Fatal(err)
@@ -430,6 +436,9 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 		}
 	}
 	open("?si=cpu")
+	if r := eval[float64](t, b, `window.viewer.tree.valuePerSample`); r != 10_000_000 {
+		t.Errorf("flame.json's valuePerSample %v, want the 10 ms period (cpu is samples × 10 ms)", r)
+	}
 	for _, path := range [][]string{{"main.main"}, {"main.main", "net/http.(*conn).serve"}, {"main.main", "net/http.(*conn).serve", "malloc"}, {"main.main", "main.work", "main.helper"}} {
 		fn := path[len(path)-1]
 		hoverTip(t, b, path...)

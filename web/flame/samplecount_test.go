@@ -123,7 +123,7 @@ func TestTreeSampleCounts(t *testing.T) {
 	in := st.InTime(r)
 	capped := in.Tree(nil, Options{MinFraction: DefaultMinFraction, MaxNodes: 400})
 	checkCounts(t, "time range", capped, countsByPath(p, 0, Filter{Time: &r}))
-	if j := string(capped.JSON()); !strings.Contains(j, `"countType":"samples","counts":[`) {
+	if j := string(capped.JSON()); !strings.Contains(j, `"countType":"samples","counts":"`) {
 		t.Errorf("flame.json lacks the counts: %.300s", j)
 	}
 
@@ -143,8 +143,18 @@ func TestTreeSampleCounts(t *testing.T) {
 	if ht.Samples[0] != int64(len(heap.Sample)) {
 		t.Errorf("root: %d records, want %d", ht.Samples[0], len(heap.Sample))
 	}
-	if j := string(ht.JSON()); !strings.Contains(j, `"countType":"","counts":[`) {
+	if j := string(ht.JSON()); !strings.Contains(j, `"countType":"","counts":"`) {
 		t.Errorf("flame.json of records: %.300s", j)
+	}
+	// Values proportional to the counts (Go's cpu: samples × the period):
+	// the ratio stands for the counts.
+	prop := p.Copy()
+	for _, s := range prop.Sample {
+		s.Value[1] = s.Value[0] * 10_000_000
+	}
+	pj := string(NewStacks(prop, 1, Options{CountType: 1}).Tree(nil, opt).JSON())
+	if !strings.Contains(pj, `"countType":"samples","valuePerSample":10000000,`) || strings.Contains(pj, `"counts"`) {
+		t.Errorf("cpu = samples × 10 ms: %.400s", pj)
 	}
 	// A sample type that counts is its own count: no counts in the JSON.
 	if j := string(NewStacks(p, 0, Options{CountType: 1}).Tree(nil, opt).JSON()); strings.Contains(j, `"counts"`) {
