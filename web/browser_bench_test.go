@@ -59,7 +59,9 @@ func benchProfile(b *testing.B) (string, []byte) {
 // profile to use instead of generating one; the server then has no count
 // limits, and builds the first flame.json before the browser starts, so
 // every draw is the page's alone (the 2M-sample profile's goal: 1.5 s,
-// 300 MB).
+// 300 MB). It also reports the renderer's CPU time until drawn
+// (renderer-cpu-ms) and the medians of the page's marks (at-*-ms,
+// pageMarks), which say where a draw's time went.
 func BenchmarkPageDraw(b *testing.B) {
 	path, data := benchProfile(b)
 	cfg := web.Config{DataDir: b.TempDir()}
