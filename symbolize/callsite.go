@@ -62,7 +62,7 @@ func CallSites(p *profile.Profile) bool {
 	}
 	// Where each final address is held: locations that keep theirs first,
 	// so that a caller whose call site is some leaf's address joins it.
-	at := map[key]*profile.Location{}
+	at := make(map[key]*profile.Location, len(p.Location))
 	for j, l := range p.Location {
 		if use[j]&keep != 0 {
 			if _, ok := at[key{l.Mapping, l.Address}]; !ok {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
@@ -93,8 +94,7 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 			}
 			switch kind {
 			case "json":
-				opt.MinFraction = flame.DefaultMinFraction
-				body = st.Tree(nil, opt).JSON()
+				body = wholeTreeJSON(st, opt)
 			case "svg":
 				var b bytes.Buffer
 				opt.MinFraction = flame.SVGMinFraction
@@ -129,6 +129,21 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return nil, err
 	}
 	return v.(*encoded), nil
+}
+
+// newStacks is flame.NewStacks counting each stack's samples by the
+// profile's sample type that counts them (ingest.CountIndex; the sample
+// records without one), for the tooltip's samples: every Stacks the server
+// builds, at upload or on request, is made here, so their trees agree.
+func newStacks(p *profile.Profile, si int, opt flame.Options) *flame.Stacks {
+	opt.CountType = ingest.CountIndex(p.SampleType, si) + 1
+	return flame.NewStacks(p, si, opt)
+}
+
+// wholeTreeJSON is flame.json's body for the whole tree of st.
+func wholeTreeJSON(st *flame.Stacks, opt flame.Options) []byte {
+	opt.MinFraction = flame.DefaultMinFraction
+	return st.Tree(nil, opt).JSON()
 }
 
 // render runs build, which builds and encodes a view with the Options it

@@ -434,6 +434,10 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 		if err := b.WaitReady(20 * time.Second); err != nil {
 			t.Fatalf("never drew: %v; %q", err, b.Problems())
 		}
+		// The timeline above the graph comes with its own fetch and moves
+		// the graph down: hover once it is there.
+		waitFor(t, b, "the timeline", `!!(window.viewerTimeline && window.viewerTimeline.data) && !document.getElementById('timeline').hidden`)
+		eval[bool](t, b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	}
 	open("?si=cpu")
 	if r := eval[float64](t, b, `window.viewer.tree.valuePerSample`); r != 10_000_000 {

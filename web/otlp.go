@@ -126,13 +126,21 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 
 // gzipFast is p as gzipped pprof at gzip's fastest level: an OTLP fleet
 // sends many profiles, and compressing them at pprof's default level took
-// a third of the intake's CPU.
+// a third of the intake's CPU. It is encoded by ingest.AppendPprof, which
+// reads back equal to pprof's own encoder at a fraction of its cost.
 func gzipFast(p *profile.Profile) ([]byte, error) {
-	var buf bytes.Buffer
+	raw := otlpRaw.Get().(*[]byte)
+	*raw = ingest.AppendPprof((*raw)[:0], p)
+	defer func() {
+		if cap(*raw) <= maxPooledRaw {
+			otlpRaw.Put(raw)
+		}
+	}()
+	buf := bytes.NewBuffer(make([]byte, 0, len(*raw)/2))
 	zw := otlpGzip.Get().(*gzip.Writer)
 	defer otlpGzip.Put(zw)
-	zw.Reset(&buf)
-	if err := p.WriteUncompressed(zw); err != nil {
+	zw.Reset(buf)
+	if _, err := zw.Write(*raw); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
@@ -147,6 +155,12 @@ var otlpGzip = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return zw
 }}
+
+// otlpRaw keeps gzipFast's buffers of uncompressed pprof, up to
+// maxPooledRaw bytes each: a large merge's is not kept.
+var otlpRaw = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRaw = 4 << 20
 
 // otlpEncoding reads the request's Content-Type: protobuf or JSON, as
 // OTLP/HTTP allows; anything else is 415.

@@ -2,10 +2,8 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net/http"
-	"os"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,13 +45,6 @@ func httpStatusError(err error) error {
 // *echo.HTTPError with status 400 or 413; nothing is stored on any error.
 func (s *Server) Ingest(ctx context.Context, data []byte, name string) (string, error) {
 	id, err := s.prof.Ingest(ctx, data, name)
-	return s.afterUpload(id, err)
-}
-
-// ingestFile is Ingest for an upload spooled to f, of size bytes whose
-// SHA-256 is sum.
-func (s *Server) ingestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
-	id, err := s.prof.IngestFile(ctx, f, size, sum, name)
 	return s.afterUpload(id, err)
 }
 

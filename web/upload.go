@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -11,7 +12,11 @@ import (
 	"path"
 	"strings"
 
+	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
+
+	"viewer/web/flame"
+	"viewer/web/profiles"
 )
 
 // multipartSlack is what a multipart body may carry beyond the file itself
@@ -57,11 +62,82 @@ func (s *Server) receive(c echo.Context) (string, error) {
 		return "", err
 	}
 	defer release()
-	id, err := s.ingestFile(c.Request().Context(), sp.f, sp.size, sp.sum, name)
+	id, err := s.ingestUpload(c.Request().Context(), sp.f, sp.size, sp.sum, name)
 	if err != nil {
 		return "", err
 	}
 	return id, s.queueUpload(c, id) // symbolization.go
+}
+
+// ingestUpload is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum. It also builds the upload's first view, the
+// default sample type's stacks and whole flame.json, on a second goroutine
+// while the converted copy is encoded and stored, and caching it: the
+// first flame.json after an upload is then served, not built, and the
+// build overlaps the store's work instead of following it.
+func (s *Server) ingestUpload(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
+	var first *firstView
+	along := func(p *profile.Profile, format string) { first = s.buildFirstView(ctx, p, format) }
+	if _, ok := s.prof.Cached(profiles.IDOfSum(sum)); ok {
+		along = nil // the same bytes again: their views are built already, or will be from the kept copy
+	}
+	id, err := s.prof.IngestFileAlong(ctx, f, size, sum, name, along)
+	if err == nil && first != nil {
+		s.cacheFirstView(id, first)
+	}
+	return s.afterUpload(id, err)
+}
+
+// firstView is what the first look at a profile asks for, built from the
+// parsed upload: the stacks of its default sample type (zoom.go) and the
+// whole flame.json cut from them, plain and gzipped.
+type firstView struct {
+	p        *profile.Profile
+	si       int
+	st       *flame.Stacks
+	json, gz []byte
+}
+
+// buildFirstView builds p's first view within the rendering limits, or
+// returns nil: the view is then built on request, as for a cold profile,
+// and reports its own error there. Only pprof input is built ahead: a
+// perf.data's conversion holds its records' memory until the copy is
+// stored, and building alongside would raise the peak its budget is
+// measured by.
+func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format string) *firstView {
+	if format != "pprof" {
+		return nil
+	}
+	si, err := flame.SampleIndex(p, "")
+	if err != nil {
+		return nil
+	}
+	v := &firstView{p: p, si: si}
+	if err := s.render(ctx, func(opt flame.Options) { v.st = newStacks(p, si, opt) }); err != nil {
+		return nil
+	}
+	if err := s.render(ctx, func(opt flame.Options) { v.json = wholeTreeJSON(v.st, opt) }); err != nil {
+		return nil
+	}
+	v.gz = gzipBytes(v.json)
+	return v
+}
+
+// cacheFirstView caches v under profile id's keys, when the profile the
+// service keeps for id is the one v was built from (bytes stored before
+// keep their own, possibly symbolized, copy).
+func (s *Server) cacheFirstView(id string, v *firstView) {
+	l, ok := s.prof.Cached(id)
+	if !ok || l.Profile != v.p {
+		return
+	}
+	if i, err := resolveSI(l.Meta, ""); err != nil || i != v.si {
+		return
+	}
+	key := treeKey{id: id, variant: l.Variant(), si: v.si, kind: "stacks"}
+	s.stacks.Add(key, v.st)
+	key.kind = "json"
+	s.trees.Add(key, &encoded{plain: v.json, gz: v.gz, etag: treeETag(key, flame.Filter{})})
 }
 
 // spooled is an upload body written to a temporary file.

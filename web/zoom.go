@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
-	"viewer/web/ingest"
 	"viewer/web/profiles"
 )
 
@@ -64,8 +63,7 @@ func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f fl
 		}
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.Filter = f
-			opt.CountType = ingest.CountIndex(l.Profile.SampleType, si) + 1 // the tooltip's samples
-			st = flame.NewStacks(l.Profile, si, opt)
+			st = newStacks(l.Profile, si, opt) // flamepage.go
 		}); err != nil {
 			return nil, err
 		}

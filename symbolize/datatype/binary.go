@@ -5,15 +5,20 @@
 package datatype
 
 import (
+	"cmp"
 	"context"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"unsafe"
+
+	"golang.org/x/sync/errgroup"
 
 	"viewer/symbolize/localfile"
 )
@@ -26,16 +31,19 @@ type Binary struct {
 	text  []codeSection
 	arm64 bool // AArch64 code (arm64.go); else x86-64
 
-	dw        *dwarf.Data
-	units     []unitInfo // sorted by off
-	loc       []byte     // .debug_loc (DWARF 2-4)
-	loclists  []byte     // .debug_loclists (DWARF 5)
-	addrSec   []byte     // .debug_addr (DWARF 5)
-	frames    *cfaTable  // .debug_frame or .eh_frame
-	funcs     []funcRange
-	globals   []global
-	funcByEnt map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
-	got       map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
+	dw    *dwarf.Data
+	units []unitInfo // sorted by off
+	// The sections dw reads, for unitScan (unitindex.go).
+	info, abbrevSec, strSec, lineStrSec []byte
+	order                               binary.ByteOrder
+	loc                                 []byte    // .debug_loc (DWARF 2-4)
+	loclists                            []byte    // .debug_loclists (DWARF 5)
+	addrSec                             []byte    // .debug_addr (DWARF 5)
+	frames                              *cfaTable // .debug_frame or .eh_frame
+	funcs                               []funcRange
+	globals                             []global
+	funcByEnt                           map[uint64]dwarf.Offset // entry address → subprogram DIE, for call targets
+	got                                 map[uint64]gotSlot      // GOT slot address → what the dynamic linker puts there
 	// A large DWARF (a kernel's) is indexed one compile unit at a time,
 	// when an address in its code is first looked at (lazy.go); the
 	// fields below are guarded by mu then.
@@ -74,6 +82,9 @@ type unitInfo struct {
 	off, end     uint64 // extent in .debug_info
 	die          uint64 // offset of its first DIE, after the header
 	version      int
+	abbrevOff    uint64 // its abbreviation table in .debug_abbrev
+	addrSize     uint8
+	dwarf64      bool
 	base         uint64 // DW_AT_low_pc: base address of location lists
 	addrBase     uint64
 	loclistsBase uint64
@@ -132,52 +143,92 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		code:        map[uint64]*funcCode{},
 		layouts:     map[dwarf.Type][]LayoutRow{},
 	}
-	for _, s := range ef.Sections {
-		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
-			data, err := s.Data()
-			if err != nil {
-				return nil, fmt.Errorf("datatype: read %s of %s: %w", s.Name, execPath, err)
+	// The code, the location lists and call frames, the symbol table and
+	// the DWARF are read at once, each on its own goroutine (a kernel's
+	// are hundreds of megabytes: the disk and both cores work together).
+	// Errors are reported in this order, whichever comes first.
+	var g errgroup.Group
+	var textErr, dwarfErr, indexErr error
+	goSafe(&g, debugPath, func() error {
+		for _, s := range ef.Sections {
+			if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+				data, err := s.Data()
+				if err != nil {
+					textErr = fmt.Errorf("datatype: read %s of %s: %w", s.Name, execPath, err)
+					return nil
+				}
+				b.text = append(b.text, codeSection{addr: s.Addr, data: data})
 			}
-			b.text = append(b.text, codeSection{addr: s.Addr, data: data})
 		}
-	}
-	b.got = readGOT(ef.File)
-	if len(b.text) == 0 {
-		return nil, fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
-	}
-	var info []byte
-	b.dw, info, b.bytes, err = loadDWARF(df.File)
-	if err != nil {
-		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, err)
-	}
-	b.loc = sectionData(df.File, ".debug_loc")
-	b.loclists = sectionData(df.File, ".debug_loclists")
-	b.addrSec = sectionData(df.File, ".debug_addr")
-	if s := df.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		if d, err := s.Data(); err == nil {
-			b.frames = newCFATable(d, 0, false)
+		b.got = readGOT(ef.File)
+		if len(b.text) == 0 {
+			textErr = fmt.Errorf("datatype: %s has no code (is it a separate debug file? pass the executable first)", execPath)
 		}
-	}
-	if b.frames.empty() {
-		if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		return nil
+	})
+	goSafe(&g, debugPath, func() error {
+		b.loc = sectionData(df.File, ".debug_loc")
+		b.loclists = sectionData(df.File, ".debug_loclists")
+		if s := df.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 			if d, err := s.Data(); err == nil {
-				b.frames = newCFATable(d, s.Addr, true)
+				b.frames = newCFATable(d, 0, false)
 			}
 		}
+		if b.frames.empty() {
+			if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+				if d, err := s.Data(); err == nil {
+					b.frames = newCFATable(d, s.Addr, true)
+				}
+			}
+		}
+		return nil
+	})
+	// A lazy index needs the symbol table's data objects (extern globals).
+	var objects []objectSym
+	objectsRead := false
+	if s := df.Section(".debug_info"); s != nil && int64(s.Size) > lazyIndexBytes {
+		objectsRead = true
+		goSafe(&g, debugPath, func() error {
+			objects = dataObjects(ef.File)
+			return nil
+		})
 	}
-	b.units = parseUnitHeaders(info)
-	if int64(len(info)) > lazyIndexBytes {
-		err = b.indexUnitRanges(ef.File)
-	} else {
-		err = b.index()
+	goSafe(&g, debugPath, func() error {
+		b.dw, b.bytes, dwarfErr = b.loadDWARF(df.File)
+		if dwarfErr != nil {
+			return nil
+		}
+		b.units = parseUnitHeaders(b.info)
+		if int64(len(b.info)) > lazyIndexBytes {
+			indexErr = b.indexUnitRanges()
+		} else {
+			indexErr = b.index()
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, err)
+	if textErr != nil {
+		return nil, textErr
+	}
+	if dwarfErr != nil {
+		return nil, fmt.Errorf("datatype: %s has no usable DWARF (%w); install its debug info (-dbg/-dbgsym package or debuginfod)", debugPath, dwarfErr)
+	}
+	if indexErr != nil {
+		return nil, fmt.Errorf("datatype: index DWARF of %s: %w", debugPath, indexErr)
+	}
+	if b.lazy {
+		if !objectsRead {
+			objects = dataObjects(ef.File)
+		}
+		b.objects = objects
+		b.bytes += int64(len(b.objects)) * (int64(unsafe.Sizeof(objectSym{})) + 24)
 	}
 	for _, t := range b.text {
 		b.bytes += int64(len(t.data))
 	}
-	b.bytes += int64(len(b.loc) + len(b.loclists) + len(b.addrSec))
+	b.bytes += int64(len(b.loc) + len(b.loclists)) // .debug_addr is counted with the DWARF
 	if b.frames != nil {
 		b.bytes += int64(b.frames.bytes)
 	}
@@ -205,9 +256,9 @@ func (b *Binary) Size() int64 {
 
 // loadDWARF is elf.File.DWARF without the sections attribution never reads
 // (.debug_line above all), which saves decompressing them.
-// It also returns the raw .debug_info, whose unit headers Open reads, and
-// the bytes of all the sections it read.
-func loadDWARF(f *elf.File) (*dwarf.Data, []byte, int64, error) {
+// It keeps in b the sections unitScan reads (.debug_info's unit headers
+// Open reads too), and returns the bytes of all the sections it read.
+func (b *Binary) loadDWARF(f *elf.File) (*dwarf.Data, int64, error) {
 	var n int64
 	read := func(name string) []byte {
 		d := sectionData(f, name)
@@ -216,30 +267,38 @@ func loadDWARF(f *elf.File) (*dwarf.Data, []byte, int64, error) {
 	}
 	info := read(".debug_info")
 	if info == nil {
-		return nil, nil, 0, errors.New("no .debug_info section")
+		return nil, 0, errors.New("no .debug_info section")
 	}
 	abbrev := read(".debug_abbrev")
+	str := read(".debug_str")
 	// debug/dwarf keeps every unit's abbreviation table parsed: about 12
 	// times the section (measured on Debian's vmlinux).
 	n += 11 * int64(len(abbrev))
 	d, err := dwarf.New(abbrev, nil, nil, info, nil, nil,
-		read(".debug_ranges"), read(".debug_str"))
+		read(".debug_ranges"), str)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
 	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_rnglists", ".debug_line_str"} {
 		if data := read(name); data != nil {
 			if err := d.AddSection(name, data); err != nil {
-				return nil, nil, 0, err
+				return nil, 0, err
+			}
+			switch name {
+			case ".debug_line_str":
+				b.lineStrSec = data
+			case ".debug_addr":
+				b.addrSec = data // for the index's DW_OP_addrx
 			}
 		}
 	}
 	if data := read(".debug_types"); data != nil {
 		if err := d.AddTypes(".debug_types", data); err != nil {
-			return nil, nil, 0, err
+			return nil, 0, err
 		}
 	}
-	return d, info, n, nil
+	b.info, b.abbrevSec, b.strSec, b.order = info, abbrev, str, f.ByteOrder
+	return d, n, nil
 }
 
 // gotSlot is a GOT entry: the address the dynamic linker stores in it, when
@@ -314,6 +373,23 @@ func relocKind(m elf.Machine, t uint32) relKind {
 	return relOther
 }
 
+// goSafe runs f on g, turning a panic (debug/elf and debug/dwarf panic on
+// some malformed input) into the error Open gives for one.
+func goSafe(g *errgroup.Group, path string, f func() error) {
+	g.Go(func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("datatype: malformed debug info in %s: %v", path, r)
+			}
+		}()
+		return f()
+	})
+}
+
+// sectionParts is the size above which a section is read in pieces at
+// once: a cold kernel .debug_info reads about twice as fast in two.
+const sectionParts = 32 << 20
+
 func sectionData(f *elf.File, name string) []byte {
 	s := f.Section(name)
 	if s == nil || s.Type == elf.SHT_NOBITS {
@@ -324,7 +400,19 @@ func sectionData(f *elf.File, name string) []byte {
 		// section in growing chunks, copying it over and over (a kernel's
 		// .debug_info is 170 MB).
 		d := make([]byte, s.Size)
-		if _, err := io.ReadFull(s.Open(), d); err == nil {
+		parts := max(1, min(2*runtime.GOMAXPROCS(0), int(s.Size/sectionParts)))
+		step := (len(d) + parts - 1) / parts
+		var g errgroup.Group
+		for off := 0; off < len(d); off += step {
+			p := d[off:min(off+step, len(d))]
+			g.Go(func() error {
+				if n, err := s.ReadAt(p, int64(off)); n < len(p) {
+					return cmp.Or(err, io.ErrUnexpectedEOF)
+				}
+				return nil // io.EOF with every byte read is not a failure
+			})
+		}
+		if g.Wait() == nil {
 			return d
 		}
 	}
@@ -357,17 +445,29 @@ func parseUnitHeaders(info []byte) []unitInfo {
 		if hdr == 12 {
 			offSize = 8
 		}
-		die := r.Pos + offSize + 1 // DWARF 2-4: abbrev offset, address size
+		u := unitInfo{off: uint64(start), end: end, version: version, dwarf64: hdr == 12}
+		h := reader{B: info[:end], Pos: r.Pos} // the rest of the header
+		die := r.Pos + offSize + 1             // DWARF 2-4: abbrev offset, address size
 		if version >= 5 {
 			die = r.Pos + 2 + offSize // unit type, address size, abbrev offset
-			switch r.B[r.Pos] {
+			switch h.U8() {
 			case 4, 5: // skeleton, split compile: dwo_id
 				die += 8
 			case 2, 6: // type units: signature, type offset
 				die += 8 + offSize
 			}
+			u.addrSize = h.U8()
 		}
-		units = append(units, unitInfo{off: uint64(start), end: end, die: uint64(die), version: version})
+		if offSize == 8 {
+			u.abbrevOff = h.U64()
+		} else {
+			u.abbrevOff = uint64(h.U32())
+		}
+		if version < 5 {
+			u.addrSize = h.U8()
+		}
+		u.die = uint64(die)
+		units = append(units, u)
 		r.Pos = int(end)
 	}
 	return units

@@ -46,10 +46,10 @@ const (
 	langRust = 0x1c
 )
 
-// indexUnitRanges reads each unit's top DIE: its bases and code ranges,
-// and the symbol table's data objects (for extern globals). When a unit's
-// language declares no extern globals it indexes every DIE instead.
-func (b *Binary) indexUnitRanges(ef *elf.File) error {
+// indexUnitRanges reads each unit's top DIE: its bases and code ranges
+// (Open adds the symbol table's data objects, for extern globals). When a
+// unit's language declares no extern globals it indexes every DIE instead.
+func (b *Binary) indexUnitRanges() error {
 	b.lazy = true
 	b.indexed = make([]bool, len(b.units))
 	b.declared = map[string]dwarf.Offset{}
@@ -84,16 +84,24 @@ func (b *Binary) indexUnitRanges(ef *elf.File) error {
 		}
 	}
 	sort.Slice(b.cuRanges, func(i, j int) bool { return b.cuRanges[i].lo < b.cuRanges[j].lo })
-	if syms, err := ef.Symbols(); err == nil {
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Value != 0 {
-				b.objects = append(b.objects, objectSym{addr: s.Value, size: s.Size, name: s.Name})
-			}
-		}
-		sort.Slice(b.objects, func(i, j int) bool { return b.objects[i].addr < b.objects[j].addr })
-	}
-	b.bytes += int64(len(b.cuRanges))*int64(unsafe.Sizeof(cuRange{})) + int64(len(b.objects))*(int64(unsafe.Sizeof(objectSym{}))+24)
+	b.bytes += int64(len(b.cuRanges)) * int64(unsafe.Sizeof(cuRange{}))
 	return nil
+}
+
+// dataObjects lists the symbol table's data objects, sorted by address.
+func dataObjects(ef *elf.File) []objectSym {
+	syms, err := ef.Symbols()
+	if err != nil {
+		return nil
+	}
+	var objects []objectSym
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Value != 0 {
+			objects = append(objects, objectSym{addr: s.Value, size: s.Size, name: s.Name})
+		}
+	}
+	sort.Slice(objects, func(i, j int) bool { return objects[i].addr < objects[j].addr })
+	return objects
 }
 
 // ensurePC indexes the unit whose code holds pc, once. Callers hold b.mu.
@@ -101,33 +109,44 @@ func (b *Binary) ensurePC(pc uint64) {
 	if !b.lazy {
 		return
 	}
-	nf, ng := len(b.funcs), len(b.globals)
-	b.addUnitsAt(pc)
-	b.merge(nf, ng)
+	units, _, _ := b.unitsAt(pc, nil)
+	b.indexNew(units)
 }
 
-// ensureSamples indexes the units of a batch of samples at once (sorted
-// by pc, the index merged once). Callers hold b.mu.
+// ensureSamples indexes the units of a batch of samples at once (read on
+// all cores, the index merged once). Callers hold b.mu.
 func (b *Binary) ensureSamples(samples []Sample) {
 	if !b.lazy {
 		return
 	}
-	nf, ng := len(b.funcs), len(b.globals)
+	var units []int32
 	var last cuRange
 	for _, s := range samples {
 		if s.PC >= last.lo && s.PC < last.hi {
-			continue // the unit just indexed
+			continue // the unit just listed
 		}
-		if c, ok := b.addUnitsAt(s.PC); ok {
+		var c cuRange
+		var ok bool
+		if units, c, ok = b.unitsAt(s.PC, units); ok {
 			last = c
 		}
 	}
+	b.indexNew(units)
+}
+
+// indexNew adds the DIEs of units, in this order, to the index.
+func (b *Binary) indexNew(units []int32) {
+	if len(units) == 0 {
+		return
+	}
+	nf, ng := len(b.funcs), len(b.globals)
+	b.indexUnits(units)
 	b.merge(nf, ng)
 }
 
-// addUnitsAt walks the DIEs of the units whose code holds pc into the
-// index, unsorted, and returns the last such range.
-func (b *Binary) addUnitsAt(pc uint64) (cuRange, bool) {
+// unitsAt appends to units the units not indexed yet whose code holds pc,
+// marking them indexed, and returns the last range holding pc.
+func (b *Binary) unitsAt(pc uint64, units []int32) ([]int32, cuRange, bool) {
 	var found cuRange
 	ok := false
 	i := sort.Search(len(b.cuRanges), func(i int) bool { return b.cuRanges[i].lo > pc }) - 1
@@ -141,11 +160,9 @@ func (b *Binary) addUnitsAt(pc uint64) (cuRange, bool) {
 			continue
 		}
 		b.indexed[c.unit] = true
-		r := b.dw.Reader()
-		r.Seek(dwarf.Offset(b.units[c.unit].die))
-		_ = b.indexEntries(r, c.unit, b.units[c.unit].end) // a malformed unit keeps what was read before the error
+		units = append(units, c.unit)
 	}
-	return found, ok
+	return units, found, ok
 }
 
 // merge sorts the functions and globals added after the first nf and ng

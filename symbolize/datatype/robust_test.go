@@ -67,7 +67,8 @@ func TestEveryInstruction(t *testing.T) {
 
 // TestCorruptDebugInfo damages the DWARF sections of a test binary in many
 // ways: Open must fail with an error or succeed, and Attribute must return,
-// never panic (debug info comes from untrusted uploads and servers).
+// never panic (debug info comes from untrusted uploads and servers), with
+// the DWARF indexed in full or one unit at a time.
 func TestCorruptDebugInfo(t *testing.T) {
 	src := filepath.Join(testdataDir, "datatype-dw5-pie")
 	data, err := os.ReadFile(src)
@@ -107,15 +108,29 @@ func TestCorruptDebugInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := Open(p, p)
-		if err != nil {
-			continue
-		}
-		opened++
-		for _, pc := range pcs {
-			a := b.Attribute(pc)
-			if a.Kind == "" {
-				t.Fatalf("damaged %s (round %d): Attribute(%#x) returned no kind", s.Name, i, pc)
+		if err == nil {
+			opened++
+			for _, pc := range pcs {
+				a := b.Attribute(pc)
+				if a.Kind == "" {
+					t.Fatalf("damaged %s (round %d): Attribute(%#x) returned no kind", s.Name, i, pc)
+				}
 			}
+		}
+		// Indexed one unit at a time, as a kernel is (unitScan, or
+		// dwarf.Reader for a unit it cannot read), the whole batch at once.
+		saved := lazyIndexBytes
+		lazyIndexBytes = -1
+		b, err = Open(p, p)
+		lazyIndexBytes = saved
+		if err == nil {
+			var samples []Sample
+			for _, pc := range pcs {
+				samples = append(samples, Sample{PC: pc, Weight: 1})
+			}
+			agg := NewAggregator()
+			agg.Add("bad", b, samples)
+			_ = agg.Profile()
 		}
 	}
 	if opened == 0 {

@@ -39,21 +39,34 @@ const noDefinition = ^dwarf.Offset(0)
 // definition, as a debugger does, instead of an incomplete type whose
 // members register tracking cannot follow.
 func (b *Binary) noteDefinition(e *dwarf.Entry) {
+	if k, size, ok := definitionOf(e); ok {
+		b.addDefinition(k, size, e.Offset)
+	}
+}
+
+// definitionOf returns the key and size of e when it is a complete named
+// struct, union or class.
+func definitionOf(e *dwarf.Entry) (defKey, int64, bool) {
 	switch e.Tag {
 	case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType:
 	default:
-		return
+		return defKey{}, 0, false
 	}
 	name, _ := e.Val(dwarf.AttrName).(string)
 	size, ok := e.Val(dwarf.AttrByteSize).(int64)
 	if name == "" || !ok || e.Val(dwarf.AttrDeclaration) != nil {
-		return
+		return defKey{}, 0, false
 	}
-	k := defKey{e.Tag, name}
+	return defKey{e.Tag, name}, size, true
+}
+
+// addDefinition records the definition of k at off: the first one seen,
+// or noDefinition once two differ in size.
+func (b *Binary) addDefinition(k defKey, size int64, off dwarf.Offset) {
 	prev, seen := b.defs[k]
 	switch {
 	case !seen:
-		b.defs[k] = e.Offset
+		b.defs[k] = off
 		b.defSize[k] = size
 	case prev != noDefinition && b.defSize[k] != size:
 		b.defs[k] = noDefinition

@@ -69,6 +69,14 @@ type work struct {
 	n   int
 }
 
+// fork is a work checking w's context for another goroutine.
+func (w *work) fork() *work {
+	if w == nil {
+		return nil
+	}
+	return &work{ctx: w.ctx}
+}
+
 // stop is the panic value a build stops with; Guard recovers it.
 type stop struct{ err error }
 

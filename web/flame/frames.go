@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/google/pprof/profile"
 )
@@ -34,8 +35,14 @@ type frames struct {
 	// byPtr otherwise.
 	byID  []int32
 	byPtr map[*profile.Location]int32
-	work  *work // checked by long loops (budget.go)
-	src   *nameSources
+	// The first inArray locations of p.Location lie in one array from
+	// address base, in order (what web/ingest's decoder makes): their
+	// index is their address's offset, without loading the Location,
+	// which cost a cache miss per frame of every stack.
+	base    uintptr
+	inArray int
+	work    *work // checked by long loops (budget.go)
+	src     *nameSources
 }
 
 func newFrames(p *profile.Profile) *frames {
@@ -81,6 +88,12 @@ func newFrames(p *profile.Profile) *frames {
 		}
 	} else {
 		f.byPtr = make(map[*profile.Location]int32, len(p.Location))
+	}
+	if len(p.Location) > 0 {
+		f.base = uintptr(unsafe.Pointer(p.Location[0]))
+		for f.inArray < len(p.Location) && uintptr(unsafe.Pointer(p.Location[f.inArray])) == f.base+uintptr(f.inArray)*locationSize {
+			f.inArray++
+		}
 	}
 	f.off = append(f.off, 0)
 	for i, l := range p.Location {
@@ -135,8 +148,37 @@ func (f *frames) intern(name string, mapping int32) int32 {
 	return i
 }
 
+// locationSize is the size of a profile.Location, the stride of an array
+// of them.
+const locationSize = unsafe.Sizeof(profile.Location{})
+
 // loc returns the frames of l, outermost first.
 func (f *frames) loc(l *profile.Location) []int32 {
+	i := f.index(l)
+	if i < 0 {
+		return nil // not in p.Location: an invalid profile
+	}
+	return f.flat[f.off[i]:f.off[i+1]]
+}
+
+// appendLoc appends the frames of l, outermost first, to dst.
+func (f *frames) appendLoc(dst []int32, l *profile.Location) []int32 {
+	i := f.index(l)
+	if i < 0 {
+		return dst
+	}
+	lo, hi := f.off[i], f.off[i+1]
+	if hi == lo+1 {
+		return append(dst, f.flat[lo]) // most locations: one frame, no copy call
+	}
+	return append(dst, f.flat[lo:hi]...)
+}
+
+// index is l's index in p.Location, -1 when it is not there.
+func (f *frames) index(l *profile.Location) int32 {
+	if d := uintptr(unsafe.Pointer(l)) - f.base; d < uintptr(f.inArray)*locationSize && d%locationSize == 0 {
+		return int32(d / locationSize)
+	}
 	var i int32 = -1
 	if f.byID != nil {
 		if l.ID < uint64(len(f.byID)) {
@@ -145,10 +187,7 @@ func (f *frames) loc(l *profile.Location) []int32 {
 	} else if j, ok := f.byPtr[l]; ok {
 		i = j
 	}
-	if i < 0 {
-		return nil // not in p.Location: an invalid profile
-	}
-	return f.flat[f.off[i]:f.off[i+1]]
+	return i
 }
 
 func lineName(l *profile.Location, ln *profile.Line) string {

@@ -36,6 +36,17 @@ func TestStacksWholeTreeIsBuild(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("si %d: the stacks' whole tree differs from Build's:\n got %.300s\nwant %.300s", si, got, want)
 				}
+				// The same, sorted in two halves on two goroutines, as
+				// profiles with many stacks are.
+				was := parallelSortMin
+				parallelSortMin = 2
+				tr = NewStacks(p, si, tc.opt).Tree(nil, tc.opt)
+				parallelSortMin = was
+				tr.Samples = nil
+				got = tr.JSON()
+				if !bytes.Equal(got, want) {
+					t.Fatalf("si %d, sorted in two halves: the stacks' whole tree differs from Build's:\n got %.300s\nwant %.300s", si, got, want)
+				}
 			}
 		})
 	}

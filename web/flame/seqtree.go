@@ -83,7 +83,7 @@ func buildSortedTrie(ws []weighted, withBase bool, work *work) *full {
 // expand returns the frames of a stack (leaf first locations), root first.
 func (f *frames) expand(s stack, dst []int32) []int32 {
 	for j := len(s.locs) - 1; j >= 0; j-- {
-		dst = append(dst, f.loc(s.locs[j])...)
+		dst = f.appendLoc(dst, s.locs[j])
 	}
 	return dst
 }

@@ -133,7 +133,7 @@ func buildFull(p *profile.Profile, si int, fr *frames) *full {
 	seqs := make([]int32, 0, total)
 	for i, u := range uniq {
 		for j := len(u.locs) - 1; j >= 0; j-- {
-			seqs = append(seqs, fr.loc(u.locs[j])...)
+			seqs = fr.appendLoc(seqs, u.locs[j])
 		}
 		off[i+1] = int32(len(seqs))
 	}

@@ -165,6 +165,13 @@ func estimate(r io.Reader, size int64, head []byte, lim Limits) (est int64, ppro
 		return est + textMemoryFactor*size, nil, nil
 	}
 	c, err := prescanPprof(bufio.NewReaderSize(r, 64<<10), lim)
+	return pprofEstimate(size, head, c, err)
+}
+
+// pprofEstimate is estimate for an input of size bytes that sniffs as
+// pprof, from its pre-scan's counts and error.
+func pprofEstimate(size int64, head []byte, c wireCounts, err error) (est int64, pprofErr, _ error) {
+	est = size
 	var we errPprofWire
 	switch {
 	case errors.As(err, &we) && sniffOTLP(head):

@@ -263,11 +263,44 @@ type otlpConverter struct {
 	mappings  []*profile.Mapping
 	functions []*profile.Function
 	locations []*profile.Location
-	frames    int
+	// slab is where the next locations are made, a few hundred at a time
+	// rather than one allocation each.
+	slab   []profile.Location
+	frames int
 	// labels are the label maps of samples with attributes, by their
-	// attribute indices: samples with the same attributes share one, as
-	// samples without share the profile's.
+	// attributes (canonical indices): samples with the same attributes
+	// share one, as samples without share the profile's.
 	labels map[string]sampleLabels
+	// canon is, by attribute index, the first index of an equal attribute
+	// (key, unit and value) plus one, 0 when not yet looked up; attrIDs
+	// finds it. An exporter that repeats an attribute in the table for
+	// each sample still has its samples share their labels.
+	canon   []int32
+	attrIDs map[attrID]int32
+}
+
+// attrID is what makes two attribute table entries the same label.
+type attrID struct {
+	key, unit int32
+	typ       pcommon.ValueType
+	val       string
+}
+
+// canonAttr is the first index of the attribute table holding the same
+// attribute as index i, which is in the table.
+func (c *otlpConverter) canonAttr(i int32) int32 {
+	if c.canon[i] != 0 {
+		return c.canon[i] - 1
+	}
+	kv := c.dict.AttributeTable().At(int(i))
+	id := attrID{kv.KeyStrindex(), kv.UnitStrindex(), kv.Value().Type(), kv.Value().AsString()}
+	first, ok := c.attrIDs[id]
+	if !ok {
+		first = i
+		c.attrIDs[id] = i
+	}
+	c.canon[i] = first + 1
+	return first
 }
 
 // sampleLabels are the labels of samples with the same attributes.
@@ -351,6 +384,8 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 	c.functions = make([]*profile.Function, c.dict.FunctionTable().Len())
 	c.locations = make([]*profile.Location, c.dict.LocationTable().Len())
 	c.labels = map[string]sampleLabels{}
+	c.canon = make([]int32, c.dict.AttributeTable().Len())
+	c.attrIDs = map[attrID]int32{}
 
 	// Labels every sample carries: the resource's, the scope's and the
 	// profile's own attributes.
@@ -411,7 +446,11 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 		if ai := s.AttributeIndices(); ai.Len() > 0 {
 			key = key[:0]
 			for j := range ai.Len() {
-				key = binary.LittleEndian.AppendUint32(key, uint32(ai.At(j)))
+				a := ai.At(j)
+				if a < 0 || int(a) >= len(c.canon) {
+					return nil, errIndex("attribute", a, len(c.canon))
+				}
+				key = binary.LittleEndian.AppendUint32(key, uint32(c.canonAttr(a)))
 			}
 			sl, ok := c.labels[string(key)]
 			if !ok {
@@ -471,7 +510,12 @@ func (c *otlpConverter) location(i int32) (*profile.Location, error) {
 		return nil, fmt.Errorf("%w: a profile has more than %d locations (--max-locations)", ErrTooLarge, c.lim.MaxLocations)
 	}
 	ol := table.At(int(i))
-	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: ol.Address()}
+	if len(c.slab) == 0 {
+		c.slab = make([]profile.Location, min(256, len(c.locations)-len(c.p.Location)))
+	}
+	l := &c.slab[0]
+	c.slab = c.slab[1:]
+	l.ID, l.Address = uint64(len(c.p.Location)+1), ol.Address()
 	// Index 0 of the mapping table is the zero mapping: no mapping.
 	if mi := ol.MappingIndex(); mi > 0 {
 		m, err := c.mapping(mi)

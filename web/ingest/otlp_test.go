@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
@@ -199,5 +201,77 @@ func TestOTLPBadInput(t *testing.T) {
 	nativeProfile().Write(&b)
 	if _, format, err := Parse(b.Bytes(), Limits{}); err != nil || format != pprofFormat.Name {
 		t.Errorf("a pprof profile: format %q, %v", format, err)
+	}
+}
+
+// TestOTLPRepeatedAttributes: an exporter may write an attribute once per
+// sample in the table instead of once; equal entries (key, unit and
+// value) give the samples one shared label map, and entries that only
+// look alike (a string "1" and an int 1, an int with a unit and one
+// without) stay apart.
+func TestOTLPRepeatedAttributes(t *testing.T) {
+	ps := pprofile.NewProfiles()
+	d := ps.Dictionary()
+	for _, s := range []string{"", "a", "bytes", "f"} {
+		d.StringTable().Append(s)
+	}
+	d.MappingTable().AppendEmpty()
+	d.FunctionTable().AppendEmpty()
+	d.LocationTable().AppendEmpty()
+	d.StackTable().AppendEmpty()
+	d.AttributeTable().AppendEmpty()
+	d.FunctionTable().AppendEmpty().SetNameStrindex(3)
+	d.LocationTable().AppendEmpty().Lines().AppendEmpty().SetFunctionIndex(1)
+	d.StackTable().AppendEmpty().LocationIndices().Append(1)
+	attr := func(unit int32, set func(v pcommon.Value)) {
+		kv := d.AttributeTable().AppendEmpty()
+		kv.SetKeyStrindex(1)
+		kv.SetUnitStrindex(unit)
+		set(kv.Value())
+	}
+	str1 := func(v pcommon.Value) { v.SetStr("1") }
+	int1 := func(v pcommon.Value) { v.SetInt(1) }
+	attr(0, str1) // 1
+	attr(0, int1) // 2
+	attr(0, str1) // 3: 1 again
+	attr(2, int1) // 4: 2 with a unit
+	pr := ps.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty().Profiles().AppendEmpty()
+	for _, ai := range [][]int32{{1}, {2}, {3}, {4}, {1, 3}, {3, 1}} {
+		s := pr.Samples().AppendEmpty()
+		s.SetStackIndex(1)
+		s.Values().Append(1)
+		s.AttributeIndices().Append(ai...)
+	}
+	res, err := FromOTLP(ps, Limits{})
+	if err != nil || len(res.Profiles) != 1 {
+		t.Fatalf("%v, %+v", err, res)
+	}
+	smp := res.Profiles[0].Profile.Sample
+	type labels struct {
+		Str  map[string][]string
+		Num  map[string][]int64
+		Unit map[string][]string
+	}
+	want := []labels{
+		{Str: map[string][]string{"a": {"1"}}},
+		{Str: map[string][]string{}, Num: map[string][]int64{"a": {1}}, Unit: map[string][]string{"a": {""}}},
+		{Str: map[string][]string{"a": {"1"}}},
+		{Str: map[string][]string{}, Num: map[string][]int64{"a": {1}}, Unit: map[string][]string{"a": {"bytes"}}},
+		{Str: map[string][]string{"a": {"1", "1"}}},
+		{Str: map[string][]string{"a": {"1", "1"}}},
+	}
+	for i, s := range smp {
+		if got := (labels{s.Label, s.NumLabel, s.NumUnit}); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("sample %d: labels %+v, want %+v", i, got, want[i])
+		}
+	}
+	same := func(a, b map[string][]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	if !same(smp[0].Label, smp[2].Label) || !same(smp[4].Label, smp[5].Label) {
+		t.Error("samples with equal attributes at different table indices do not share their labels")
+	}
+	if same(smp[0].Label, smp[4].Label) {
+		t.Error("a sample with one attribute shares the labels of one with two")
 	}
 }

@@ -141,6 +141,31 @@ func TestDecodePprof(t *testing.T) {
 		}
 		sameAsPprof(t, raw)
 	})
+	t.Run("merged on two goroutines", func(t *testing.T) {
+		p := gen.Generate(20000, 2000, 500, 4, 7)
+		for i, s := range p.Sample {
+			if i%3 == 1 {
+				s.Label = map[string][]string{"thread": {"a"}}
+			}
+		}
+		raw := rawProfile(t, p)
+		one, err := decodePprof(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		was := parallelMergeMin
+		parallelMergeMin = 2
+		defer func() { parallelMergeMin = was }()
+		two, err := decodePprof(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same samples in the same order: each at its first record.
+		if g, w := two.String(), one.String(); g != w {
+			t.Fatalf("merged on two goroutines:\n%.2000s\non one:\n%.2000s", g, w)
+		}
+		sameAsPprof(t, raw)
+	})
 }
 
 // FuzzDecodePprof checks, on arbitrary bytes, that whatever decodePprof

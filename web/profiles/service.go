@@ -177,10 +177,27 @@ func (s *Service) Ingest(ctx context.Context, data []byte, name string) (string,
 // SHA-256 is sum: it is parsed within the ingest memory budget, and
 // stored from the file.
 func (s *Service) IngestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
+	return s.IngestFileAlong(ctx, f, size, sum, name, nil)
+}
+
+// IngestFileAlong is IngestFile that, once the upload is parsed, also runs
+// along (when not nil) with the parsed profile and its format on another
+// goroutine while the profile is stored, and returns when both are done:
+// the caller builds the first view on the second core while the converted
+// copy is encoded and written.
+func (s *Service) IngestFileAlong(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string, along func(p *profile.Profile, format string)) (string, error) {
 	s.conversions.Add(1)
 	p, format, err := ingest.ParseFile(ctx, f, s.cfg.Limits)
 	if err != nil {
 		return "", err
+	}
+	if along != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			along(p, format)
+		}()
+		defer func() { <-done }()
 	}
 	return s.stored(ctx, sum, p, NewMeta(p, name, format, size), func() io.Reader { return io.NewSectionReader(f, 0, size) })
 }

@@ -1,0 +1,118 @@
+package datatype
+
+import (
+	"debug/dwarf"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// TestUnitScanMatchesReader reads every compile unit of the test binaries,
+// libc's debug file (libc6-dbg) and, when $VIEWER_VMLINUX names one, a
+// kernel, both with unitScan and with dwarf.Reader (indexEntries): the
+// functions, globals, definitions and declarations found are the same, in
+// the same order, and unitScan reads every unit itself.
+func TestUnitScanMatchesReader(t *testing.T) {
+	libc, libcDebug := libcPaths(t)
+	paths := [][2]string{{libc, libcDebug}}
+	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie", "datatype-dw4-nopie", "datatype-dw5-nopie", "datatype-dw5-O0",
+		"datatype-arm64", "datatype-vmlinux", "index", "index-nopie", "libdatatype.so", "skid", "extern"} {
+		p := filepath.Join(testdataDir, name)
+		paths = append(paths, [2]string{p, p})
+	}
+	if v := os.Getenv("VIEWER_VMLINUX"); v != "" && !testing.Short() {
+		paths = append(paths, [2]string{v, v})
+	}
+	type state struct {
+		funcs    []funcRange
+		globals  []global
+		defs     map[defKey]dwarf.Offset
+		defSize  map[defKey]int64
+		declared map[string]dwarf.Offset
+		ents     map[uint64]dwarf.Offset
+	}
+	reset := func(b *Binary) {
+		b.funcs, b.globals = nil, nil
+		b.defs, b.defSize = map[defKey]dwarf.Offset{}, map[defKey]int64{}
+		b.declared, b.funcByEnt = map[string]dwarf.Offset{}, map[uint64]dwarf.Offset{}
+	}
+	take := func(b *Binary) state {
+		return state{b.funcs, b.globals, b.defs, b.defSize, b.declared, b.funcByEnt}
+	}
+	for _, p := range paths {
+		path := p[1]
+		saved := lazyIndexBytes
+		lazyIndexBytes = -1
+		b, err := Open(p[0], p[1])
+		lazyIndexBytes = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.lazy {
+			t.Fatalf("%s: not indexed lazily", path)
+		}
+		units := map[int32]bool{}
+		for _, c := range b.cuRanges {
+			units[c.unit] = true
+		}
+		var nf, ng, nd int
+		for u := range units {
+			found := b.scanUnit(u)
+			if found.slow {
+				t.Errorf("%s: unit %d at %#x: unitScan could not read it", path, u, b.units[u].off)
+				continue
+			}
+			reset(b)
+			r := b.dw.Reader()
+			r.Seek(dwarf.Offset(b.units[u].die))
+			if err := b.indexEntries(r, u, b.units[u].end); err != nil {
+				t.Fatalf("%s: unit %d: %v", path, u, err)
+			}
+			want := take(b)
+			reset(b)
+			b.addFound(&found)
+			got := take(b)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: unit %d at %#x: unitScan found\n%+v\ndwarf.Reader found\n%+v", path, u, b.units[u].off, got, want)
+			}
+			nf, ng, nd = nf+len(want.funcs), ng+len(want.globals), nd+len(want.defs)+len(want.declared)
+		}
+		if nf == 0 {
+			t.Errorf("%s: no functions compared", path)
+		}
+		t.Logf("%s: %d units, %d function ranges, %d globals, %d definitions and declarations", filepath.Base(path), len(units), nf, ng, nd)
+	}
+}
+
+// TestIndexUnitsAtOnce indexes every unit of libc's debug file in one
+// batch (read on all cores, as a profile's units are) and one at a time:
+// the index is the same. Run it with -race.
+func TestIndexUnitsAtOnce(t *testing.T) {
+	exe, debug := libcPaths(t)
+	open := func() *Binary {
+		saved := lazyIndexBytes
+		lazyIndexBytes = -1
+		defer func() { lazyIndexBytes = saved }()
+		b, err := Open(exe, debug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	one, all := open(), open()
+	var units []int32
+	for _, c := range one.cuRanges {
+		one.ensurePC(c.lo)
+		units, _, _ = all.unitsAt(c.lo, units)
+	}
+	if len(units) < 100 {
+		t.Fatalf("%d units to index, want libc's hundreds", len(units))
+	}
+	all.indexNew(units)
+	if len(one.funcs) == 0 || !reflect.DeepEqual(one.funcs, all.funcs) || !reflect.DeepEqual(one.globals, all.globals) ||
+		!reflect.DeepEqual(one.defs, all.defs) || !reflect.DeepEqual(one.declared, all.declared) || !reflect.DeepEqual(one.funcByEnt, all.funcByEnt) {
+		t.Errorf("one unit at a time: %d functions, %d globals, %d definitions, %d declarations; all at once: %d, %d, %d, %d",
+			len(one.funcs), len(one.globals), len(one.defs), len(one.declared), len(all.funcs), len(all.globals), len(all.defs), len(all.declared))
+	}
+}

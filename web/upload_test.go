@@ -1,0 +1,57 @@
+package web
+
+import (
+	"bytes"
+	"testing"
+
+	"viewer/web/flame"
+)
+
+// TestUploadBuildsFirstView checks that a pprof upload answers with its
+// first view already cached (the default sample type's stacks and whole
+// flame.json, built while the copy was stored), that flame.json then
+// serves exactly what building it on request gives, and that a folded
+// upload is left to build on request.
+func TestUploadBuildsFirstView(t *testing.T) {
+	s, ts := newTestServer(t, Config{})
+	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
+	l, ok := s.prof.Cached(id)
+	if !ok {
+		t.Fatal("the uploaded profile is not kept for its first view")
+	}
+	si, err := resolveSI(l.Meta, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := treeKey{id: id, variant: l.Variant(), si: si, kind: "stacks"}
+	if _, ok := s.stacks.Get(key); !ok {
+		t.Error("no stacks cached for the default sample type after the upload")
+	}
+	key.kind = "json"
+	cached, ok := s.trees.Get(key)
+	if !ok {
+		t.Fatal("no flame.json cached after the upload")
+	}
+	var want []byte
+	if err := s.render(t.Context(), func(opt flame.Options) {
+		want = wholeTreeJSON(newStacks(l.Profile, si, opt), opt)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, ts.URL+"/p/"+id+"/flame.json")
+	if got.status != 200 || !bytes.Equal(got.body, want) || !bytes.Equal(cached.plain, want) {
+		t.Fatalf("flame.json: status %d, %.300s; built on request: %.300s", got.status, got.body, want)
+	}
+	if e := got.header.Get("ETag"); e != treeETag(key, flame.Filter{}) {
+		t.Errorf("ETag %s, want %s", e, treeETag(key, flame.Filter{}))
+	}
+
+	id = upload(t, ts.URL, []byte("main;work 3\nmain 4\n"))
+	l, ok = s.prof.Cached(id)
+	if !ok {
+		t.Fatal("the folded upload is not kept for its first view")
+	}
+	if _, ok := s.trees.Get(treeKey{id: id, variant: l.Variant(), si: 0, kind: "json"}); ok {
+		t.Error("a folded upload's flame.json was built at upload; only pprof's is")
+	}
+}
