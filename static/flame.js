@@ -76,6 +76,29 @@ export class Tree {
     while (stack.length) this.end[stack.pop()] = n;
     this.maxDepth = maxDepth;
     this.rootTotal = this.total[0] || json.total || 0;
+    // Per node, its total and self number of samples, when the sample type
+    // is not a count (cpu nanoseconds, bytes): of countType's values, or of
+    // sample records when countType is ''. Kept as parsed: only the
+    // tooltip reads it.
+    // valuePerSample R instead: every node's values are R times its counts.
+    // counts is a string, read on first use (countsOf), so that the first
+    // drawing does not wait for its numbers.
+    this.countsText = typeof json.counts === 'string' ? json.counts : '';
+    this.counts = null;
+    this.valuePerSample = json.valuePerSample > 0 ? json.valuePerSample : 0;
+    this.countType = typeof json.countType === 'string' ? json.countType : '';
+  }
+
+  /** Node i's sample count, {total, self}; null when the tree has none (its values are counts, or an older server). */
+  countsOf(i) {
+    if (!this.counts && this.countsText) {
+      const c = this.countsText.split(',').map(Number);
+      this.countsText = '';
+      if (c.length === 2 * this.length && c.every(Number.isFinite)) this.counts = c;
+    }
+    if (this.counts) return { total: this.counts[2 * i], self: this.counts[2 * i + 1] };
+    const r = this.valuePerSample;
+    return r ? { total: Math.round(this.total[i] / r), self: Math.round(this.self[i] / r) } : null;
   }
 
   label(i) { return this.names[this.name[i]]; }

@@ -159,6 +159,7 @@ export async function reload() {
   timings = {
     fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
     buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
+    startMs: t0, readyMs: performance.now(), // since the navigation began
   };
   loads++;
   document.body.dataset.loads = String(loads);
@@ -391,8 +392,8 @@ graph.onhover = (g, i, e) => {
 /**
  * What the page says about frame i: name, package and binary, file:line
  * and whether it was inlined, total and self (value and share of the
- * profile), samples when the sample type counts them, and the share of the
- * zoomed frame. hint adds the tooltip's click hint.
+ * profile), its samples (or stacks, without a counting sample type), and
+ * the share of the zoomed frame. hint adds the tooltip's click hint.
  */
 function describe(i, hint) {
   const unit = tree.unit;
@@ -424,7 +425,12 @@ function describe(i, hint) {
   }
   parts.push(tooltipRow('Total', formatValue(total, unit), formatPct(total / tree.rootTotal)));
   parts.push(tooltipRow('Self', formatValue(self, unit), formatPct(self / tree.rootTotal)));
-  if (isCount(unit)) parts.push(tooltipRow('Samples', `${formatValue(total, unit)} total`, `${formatValue(self, unit)} self`));
+  // Samples beside the value: the counting sample type's (samples/count
+  // of a CPU profile), else the sample records, which the page's header
+  // calls stacks; a sample type that counts is its own count.
+  const n = tree.countsOf(i);
+  if (n) parts.push(tooltipRow(tree.countType ? 'Samples' : 'Stacks', `${formatValue(n.total, 'count')} total`, `${formatValue(n.self, 'count')} self`));
+  else if (isCount(unit)) parts.push(tooltipRow('Samples', `${formatValue(total, unit)} total`, `${formatValue(self, unit)} self`));
   const z = graph.zoom;
   if (z !== 0 && tree.depth[i] > tree.depth[z]) {
     parts.push(tooltipRow('In zoom', formatValue(total, unit), formatPct(total / tree.total[z])));

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +59,9 @@ func benchProfile(b *testing.B) (string, []byte) {
 // profile to use instead of generating one; the server then has no count
 // limits, and builds the first flame.json before the browser starts, so
 // every draw is the page's alone (the 2M-sample profile's goal: 1.5 s,
-// 300 MB).
+// 300 MB). It also reports the renderer's CPU time until drawn
+// (renderer-cpu-ms) and the medians of the page's marks (at-*-ms,
+// pageMarks), which say where a draw's time went.
 func BenchmarkPageDraw(b *testing.B) {
 	path, data := benchProfile(b)
 	cfg := web.Config{DataDir: b.TempDir()}
@@ -99,12 +102,18 @@ func BenchmarkPageDraw(b *testing.B) {
 		b.Logf("first flame.json built and fetched in %v", time.Since(t0))
 	}
 	var draws []time.Duration
+	var cpus []float64              // the renderer's CPU time until drawn, ms
+	marks := map[string][]float64{} // pageMarks of each draw
 	var peak int64
 	var heap float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		br := browsertest.Start(b, browsertest.Options{Width: 1600, Height: 1000})
+		cpu0, err := br.RendererCPU() // the blank tab's
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 		d, err := drawTime(br, ts.URL+created.URL, chromedp.WaitReady(chromedp.CSS(`body[data-ready="1"]`)))
 		b.StopTimer()
@@ -112,6 +121,9 @@ func BenchmarkPageDraw(b *testing.B) {
 			b.Fatalf("page never drew: %v; problems %q", err, br.Problems())
 		}
 		draws = append(draws, d)
+		if cpu1, err := br.RendererCPU(); err == nil {
+			cpus = append(cpus, float64((cpu1 - cpu0).Milliseconds()))
+		}
 		rss, err := br.RendererPeakRSS()
 		if err != nil {
 			b.Fatal(err)
@@ -121,8 +133,11 @@ func BenchmarkPageDraw(b *testing.B) {
 		if err == nil {
 			heap = max(heap, h)
 		}
-		if tm, err := chromedp.Run(br.Ctx, chromedp.Evaluate[map[string]float64](`window.viewer.timings`)); err == nil {
+		if tm, err := chromedp.Run(br.Ctx, chromedp.Evaluate[map[string]float64](pageMarks)); err == nil {
 			b.Logf("draw %v: page timings %v", d, tm)
+			for k, v := range tm {
+				marks[k] = append(marks[k], v)
+			}
 		}
 		if p := br.Problems(); len(p) > 0 {
 			b.Logf("page problems: %q", p)
@@ -137,6 +152,11 @@ func BenchmarkPageDraw(b *testing.B) {
 	b.ReportMetric(float64(draws[len(draws)-1].Milliseconds()), "ms-to-drawn-max")
 	b.ReportMetric(float64(peak)/(1<<20), "renderer-peak-MB")
 	b.ReportMetric(heap/(1<<20), "js-heap-MB")
+	if len(cpus) > 0 {
+		sort.Float64s(cpus)
+		b.ReportMetric(cpus[len(cpus)/2], "renderer-cpu-ms") // navigation to drawn, the page's own work
+	}
+	reportMarks(b, marks)
 	b.ReportMetric(med.Seconds()/2, "draw/goal")
 	b.ReportMetric(float64(peak)/(500<<20), "rss/goal")
 	b.Logf("profile %d bytes; draws %v; renderer peak %d MB", len(data), draws, peak>>20)
@@ -167,6 +187,49 @@ var anchor struct {
 	draw time.Duration
 	rss  int64
 	err  error
+}
+
+// pageMarks is what the page's first draw spent its time on, in ms since
+// the navigation began (the Navigation and Resource Timing entries and
+// page.js's own timings): the HTML's response end (html), the module
+// scripts fetched (scripts), the DOM parsed (dom), flame.json's request
+// (preloaded from the HTML) answered and received (json-start, json-end),
+// page.js's reload begun (start), flame.json in hand, parsed (fetched), the
+// Tree built and the graph drawn (built, drawn), data-ready set (ready).
+const pageMarks = `(() => {
+	const nav = performance.getEntriesByType('navigation')[0] || {};
+	const res = performance.getEntriesByType('resource');
+	const json = res.find((e) => e.name.includes('/flame.json')) || {};
+	const scripts = res.filter((e) => e.name.endsWith('.js'));
+	const t = window.viewer.timings || {};
+	return {
+		html: nav.responseEnd || 0, dom: nav.domInteractive || 0,
+		scripts: Math.max(0, ...scripts.map((e) => e.responseEnd)),
+		'json-start': json.responseStart || 0, 'json-end': json.responseEnd || 0,
+		start: t.startMs, fetched: t.startMs + t.fetchMs, built: t.startMs + t.fetchMs + t.buildMs,
+		drawn: t.startMs + t.fetchMs + t.buildMs + t.drawMs, ready: t.readyMs, nodes: t.nodes,
+	};
+})()`
+
+// reportMarks reports the median of each pageMarks mark.
+func reportMarks(b *testing.B, marks map[string][]float64) {
+	for k, v := range marks {
+		if len(v) == 0 || k == "nodes" {
+			continue
+		}
+		sort.Float64s(v)
+		b.ReportMetric(v[len(v)/2], "at-"+k+"-ms")
+	}
+}
+
+// processCPU is this process's CPU time so far (user + system): in the
+// browser benchmarks, the server's work, which they serve in process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // drawTime navigates and waits for ready; it returns the time taken.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
@@ -56,6 +57,16 @@ func (s *Server) pageMeta(c echo.Context, id string) (*profiles.Meta, int, error
 	return m, i, nil
 }
 
+// rangeTreeNodes caps a timeline range's tree (flame.Options.MaxNodes):
+// its samples are a fraction of the profile's, so without the cap nearly
+// each is a column of frames of its own, narrower than a pixel, and a
+// range's tree was larger than the whole profile's. At 20,000 nodes the
+// benchmark profile's ranges merge frames under 1/5000 of the range (a
+// third of a pixel at 1600 px; 1/2500 for a range of 1 s of 60), which a
+// zoom opens; the tree is built, sent and drawn in about a fifth of the
+// time (BENCHMARKS.md, "Timeline range to redrawn graph").
+const rangeTreeNodes = 20_000
+
 // tree returns the cached encoding of kind for (id, si), building it once
 // however many requests ask at the same time.
 func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) (*encoded, error) {
@@ -78,6 +89,9 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		var body []byte
 		var werr error
 		err = s.render(ctx, func(opt flame.Options) {
+			if f.Time != nil {
+				opt.MaxNodes = rangeTreeNodes
+			}
 			switch kind {
 			case "json":
 				body = wholeTreeJSON(st, opt)
@@ -117,6 +131,15 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 	return v.(*encoded), nil
 }
 
+// newStacks is flame.NewStacks counting each stack's samples by the
+// profile's sample type that counts them (ingest.CountIndex; the sample
+// records without one), for the tooltip's samples: every Stacks the server
+// builds, at upload or on request, is made here, so their trees agree.
+func newStacks(p *profile.Profile, si int, opt flame.Options) *flame.Stacks {
+	opt.CountType = ingest.CountIndex(p.SampleType, si) + 1
+	return flame.NewStacks(p, si, opt)
+}
+
 // wholeTreeJSON is flame.json's body for the whole tree of st.
 func wholeTreeJSON(st *flame.Stacks, opt flame.Options) []byte {
 	opt.MinFraction = flame.DefaultMinFraction
@@ -140,7 +163,7 @@ func (s *Server) render(ctx context.Context, build func(flame.Options)) error {
 
 // treeETag is the ETag of the cached encoding key.
 func treeETag(key treeKey, f flame.Filter) string {
-	return fmt.Sprintf(`"%s-%s-%d-%s-v%d%s%s"`, key.id, strings.TrimSuffix(key.variant, ".pb.gz"), key.si, key.kind, flame.JSONVersion, filterETag(f), zoomETag(key.zoom))
+	return fmt.Sprintf(`"%s-%s-%d-%s-v%d.%d%s%s"`, key.id, strings.TrimSuffix(key.variant, ".pb.gz"), key.si, key.kind, flame.JSONVersion, flame.JSONRevision, filterETag(f), zoomETag(key.zoom))
 }
 
 func gzipBytes(b []byte) []byte { return gzipLevel(b, gzip.DefaultCompression) }

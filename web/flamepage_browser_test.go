@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/ingest/perfdata"
 )
 
 // packagesProfile has frames of four color groups: a Go package (main), a
@@ -243,22 +248,112 @@ func TestBrowserFlameLayout(t *testing.T) {
 	noProblems(t, b)
 }
 
+// hoverTip moves the pointer over the frame at path and returns the
+// tooltip's text.
+func hoverTip(t *testing.T, b *browsertest.Browser, path ...string) string {
+	t.Helper()
+	r := frame(t, b, path...)
+	// From outside the graph: a page drawn anew under a pointer that stays
+	// put gets no move.
+	run(t, b, "hover "+path[len(path)-1], chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 1, 1),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "the tooltip", fmt.Sprintf(`!document.getElementById('tooltip').hidden && document.getElementById('tooltip').innerText.startsWith(%q)`, path[len(path)-1]))
+	return eval[string](t, b, `document.getElementById('tooltip').innerText`)
+}
+
+// tipRow is the value and share columns of the tooltip row labelled label
+// ("Total", "Samples"), as the page shows them; "" when it has none.
+func tipRow(t *testing.T, b *browsertest.Browser, label string) string {
+	t.Helper()
+	return eval[string](t, b, fmt.Sprintf(`(() => { const r = [...document.querySelectorAll('#tooltip .tt-row')].find((r) => r.querySelector('.tt-label').textContent === %q);
+		return r ? r.querySelector('.tt-value').textContent + ' | ' + r.querySelector('.tt-pct').textContent : ''; })()`, label))
+}
+
+// pprofTraces counts, in go tool pprof -traces of path, the traces (one
+// per sample record) with a frame of function fn, and those where fn is
+// the leaf.
+func pprofTraces(t *testing.T, path, fn string) (total, self int) {
+	t.Helper()
+	cmd := exec.Command("go", "tool", "pprof", "-traces", path)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -traces: %v\n%s", err, out)
+	}
+	blocks := strings.Split(string(out), "-----------+-------------------------------------------------------")
+	for _, blk := range blocks[1:] {
+		var frames []string
+		for _, l := range strings.Split(strings.TrimSpace(blk), "\n") {
+			// "     40ms   main.helper" (the value on the leaf's line), then "   main.work".
+			if f := strings.Fields(l); len(f) > 0 {
+				frames = append(frames, f[len(f)-1])
+			}
+		}
+		if slices.Contains(frames, fn) {
+			total++
+			if frames[0] == fn {
+				self++
+			}
+		}
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("go tool pprof -traces printed no trace:\n%s", out)
+	}
+	return total, self
+}
+
+// pprofCount is fn's flat and cum in go tool pprof -top of path for
+// sample type si, as printed ("3", "5").
+func pprofCount(t *testing.T, path, si, fn string) (flat, cum string) {
+	t.Helper()
+	cmd := exec.Command("go", "tool", "pprof", "-top", "-sample_index="+si, "-nodefraction=0", path)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 {
+			continue
+		}
+		// pprof marks a function inlined at its calls.
+		name := strings.TrimSuffix(strings.TrimSuffix(strings.Join(f[5:], " "), " (partial-inline)"), " (inline)")
+		if name == fn {
+			return f[0], f[3]
+		}
+	}
+	t.Fatalf("go tool pprof -top -sample_index=%s lists no %s:\n%s", si, fn, out)
+	return "", ""
+}
+
 // TestBrowserFlameTooltipAndDetail: the tooltip gives file:line, inlined or
-// not, package and binary, total, self and the share in the zoom; a click
+// not, package and binary, total, self, the samples (or, without a sample
+// type that counts them, the stacks) and the share in the zoom; a click
 // opens the detail strip with the links about the function.
 func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 	b, page := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
-	hover := func(path ...string) string {
-		t.Helper()
-		r := frame(t, b, path...)
-		run(t, b, "hover "+path[len(path)-1], chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-		waitFor(t, b, "the tooltip", fmt.Sprintf(`!document.getElementById('tooltip').hidden && document.getElementById('tooltip').innerText.startsWith(%q)`, path[len(path)-1]))
-		return eval[string](t, b, `document.getElementById('tooltip').innerText`)
-	}
+	hover := func(path ...string) string { t.Helper(); return hoverTip(t, b, path...) }
 	tip := hover("main.main", "net/http.(*conn).serve")
 	for _, want := range []string{"net/http", "/bin/app", "/usr/lib/go/src/net/http/server.go:1900", "not inlined", "Total", "50.0 ms", "50.00%", "Self", "0 ns"} {
 		if !strings.Contains(tip, want) {
 			t.Errorf("tooltip %q lacks %q", tip, want)
+		}
+	}
+	// cpu/nanoseconds only: no sample count, so the sample records (the
+	// header's "Stacks"), which pprof -traces lists one by one.
+	if n := eval[int](t, b, `(window.viewer.tree.countsOf(0), window.viewer.tree.counts ? window.viewer.tree.counts.length : -1)`); n != 2*eval[int](t, b, `window.viewer.tree.length`) {
+		t.Errorf("flame.json has %d counts, want two per node", n)
+	}
+	file := filepath.Join(t.TempDir(), "packages.pb.gz")
+	if err := os.WriteFile(file, packagesProfile(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range [][]string{{"main.main", "net/http.(*conn).serve"}, {"main.main", "net/http.(*conn).serve", "malloc"}} {
+		hover(fn...)
+		total, self := pprofTraces(t, file, fn[len(fn)-1])
+		if got, want := tipRow(t, b, "Stacks"), fmt.Sprintf("%d total | %d self", total, self); got != want {
+			t.Errorf("%s: tooltip's stacks %q, want %q (go tool pprof -traces)", fn[len(fn)-1], got, want)
 		}
 	}
 	if tip := hover("main.main", "main.work", "main.helper"); !strings.Contains(tip, "/src/app/helper.go:30") || !strings.Contains(tip, "inlined") || strings.Contains(tip, "not inlined") {
@@ -301,6 +396,87 @@ func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 	}
 	run(t, b, "Escape", chromedp.KeyEvent("\x1b"))
 	waitFor(t, b, "the strip closed", `document.getElementById('detail').hidden`)
+	noProblems(t, b)
+}
+
+// TestBrowserFlameTooltipSamples: on a Go CPU profile (samples/count and
+// cpu/nanoseconds) the cpu graph's tooltip gives each frame's samples
+// beside its time, as go tool pprof -top -sample_index=samples counts
+// them, also zoomed and in a time range; the samples graph's gives its
+// own values.
+func TestBrowserFlameTooltipSamples(t *testing.T) {
+	p, err := profile.ParseData(packagesProfile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One sample per 10 ms, as Go's profiler takes them, in records of
+	// several samples each; at 0, 1, 2 and 3 s.
+	p.SampleType = append([]*profile.ValueType{{Type: "samples", Unit: "count"}}, p.SampleType...)
+	for k, s := range p.Sample {
+		s.Value = []int64{s.Value[0] / 10_000_000, s.Value[0]}
+		s.NumLabel = map[string][]int64{perfdata.TimeLabel: {int64(k) * 1e9}}
+	}
+	p.DurationNanos = 4e9
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := startServer(t)
+	id := postProfile(t, base, "cpu.pb.gz", buf.Bytes())
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	open := func(query string) {
+		t.Helper()
+		run(t, b, "open "+query, chromedp.Navigate(base+"/p/"+id+query))
+		if err := b.WaitReady(20 * time.Second); err != nil {
+			t.Fatalf("never drew: %v; %q", err, b.Problems())
+		}
+		// The timeline above the graph comes with its own fetch and moves
+		// the graph down: hover once it is there.
+		waitFor(t, b, "the timeline", `!!(window.viewerTimeline && window.viewerTimeline.data) && !document.getElementById('timeline').hidden`)
+		eval[bool](t, b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
+	}
+	open("?si=cpu")
+	if r := eval[float64](t, b, `window.viewer.tree.valuePerSample`); r != 10_000_000 {
+		t.Errorf("flame.json's valuePerSample %v, want the 10 ms period (cpu is samples × 10 ms)", r)
+	}
+	for _, path := range [][]string{{"main.main"}, {"main.main", "net/http.(*conn).serve"}, {"main.main", "net/http.(*conn).serve", "malloc"}, {"main.main", "main.work", "main.helper"}} {
+		fn := path[len(path)-1]
+		hoverTip(t, b, path...)
+		flat, cum := pprofCount(t, file, "samples", fn)
+		if got, want := tipRow(t, b, "Samples"), cum+" total | "+flat+" self"; got != want {
+			t.Errorf("%s: tooltip's samples %q, want %q (go tool pprof -top -sample_index=samples)", fn, got, want)
+		}
+	}
+	if got := tipRow(t, b, "Stacks"); got != "" {
+		t.Errorf("a profile with a samples type shows stacks: %q", got)
+	}
+	// Zoomed into serve (the zoomed tree's chain and subtree).
+	r := frame(t, b, "main.main", "net/http.(*conn).serve")
+	run(t, b, "click serve", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
+	waitFor(t, b, "the zoomed tree", `document.body.dataset.zoom === 'ready' || location.search.includes('z=')`)
+	for _, path := range [][]string{{"main.main"}, {"main.main", "net/http.(*conn).serve", "malloc"}} {
+		hoverTip(t, b, path...)
+		flat, cum := pprofCount(t, file, "samples", path[len(path)-1])
+		if got, want := tipRow(t, b, "Samples"), cum+" total | "+flat+" self"; got != want {
+			t.Errorf("zoomed, %s: tooltip's samples %q, want %q", path[len(path)-1], got, want)
+		}
+	}
+	// The time range of the second and third records: serve's 3 + 2.
+	open("?si=cpu&t=1-3")
+	hoverTip(t, b, "main.main")
+	if got := tipRow(t, b, "Samples"); got != "5 total | 0 self" {
+		t.Errorf("t=1-3: main.main's samples %q, want 5 total | 0 self", got)
+	}
+	// The samples graph: its values are the samples.
+	open("?si=samples")
+	hoverTip(t, b, "main.main", "net/http.(*conn).serve")
+	if got := tipRow(t, b, "Samples"); got != "5 total | 0 self" {
+		t.Errorf("si=samples: serve's samples %q, want 5 total | 0 self", got)
+	}
 	noProblems(t, b)
 }
 

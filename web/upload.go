@@ -113,7 +113,7 @@ func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format 
 		return nil
 	}
 	v := &firstView{p: p, si: si}
-	if err := s.render(ctx, func(opt flame.Options) { v.st = flame.NewStacks(p, si, opt) }); err != nil {
+	if err := s.render(ctx, func(opt flame.Options) { v.st = newStacks(p, si, opt) }); err != nil {
 		return nil
 	}
 	if err := s.render(ctx, func(opt flame.Options) { v.json = wholeTreeJSON(v.st, opt) }); err != nil {

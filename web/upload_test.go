@@ -34,7 +34,7 @@ func TestUploadBuildsFirstView(t *testing.T) {
 	}
 	var want []byte
 	if err := s.render(t.Context(), func(opt flame.Options) {
-		want = wholeTreeJSON(flame.NewStacks(l.Profile, si, opt), opt)
+		want = wholeTreeJSON(newStacks(l.Profile, si, opt), opt)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f fl
 		}
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.Filter = f
-			st = flame.NewStacks(l.Profile, si, opt)
+			st = newStacks(l.Profile, si, opt) // flamepage.go
 		}); err != nil {
 			return nil, err
 		}

@@ -260,14 +260,57 @@ func (b *Browser) WaitReady(timeout time.Duration) error {
 // RendererPeakRSS returns the largest peak resident set size (VmHWM) among
 // the browser's renderer processes, in bytes.
 func (b *Browser) RendererPeakRSS() (int64, error) {
+	pids, err := b.renderers()
+	if err != nil {
+		return 0, err
+	}
+	var peak int64
+	for _, pid := range pids {
+		if hwm, err := vmHWM(pid); err == nil && hwm > peak {
+			peak = hwm
+		}
+	}
+	return peak, nil
+}
+
+// RendererCPU is the CPU time (user + system, /proc/PID/stat, in clock
+// ticks of 10 ms) the browser's renderer processes have used so far: the
+// page's own work, which a loaded machine's waiting for a core does not
+// inflate as it does wall time. The difference of two readings is the
+// work between them.
+func (b *Browser) RendererCPU() (time.Duration, error) {
+	pids, err := b.renderers()
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // exited
+		}
+		// After "(comm)": state is field 3; utime and stime fields 14 and 15.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		sum += time.Duration(u+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	}
+	return sum, nil
+}
+
+// renderers are the pids of the renderer processes under this browser.
+func (b *Browser) renderers() ([]int, error) {
 	c := chromedp.FromContext(b.Ctx)
 	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
-		return 0, fmt.Errorf("no browser process")
+		return nil, fmt.Errorf("no browser process")
 	}
 	root := c.Browser.Process().Pid
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	parent := map[int]int{}
 	var renderers []int
@@ -293,28 +336,19 @@ func (b *Browser) RendererPeakRSS() (int64, error) {
 			renderers = append(renderers, pid)
 		}
 	}
-	var peak int64
-	found := false
+	var ours []int
 	for _, pid := range renderers {
-		ours := false
 		for p, n := pid, 0; p > 1 && n < 64; p, n = parent[p], n+1 {
 			if p == root {
-				ours = true
+				ours = append(ours, pid)
 				break
 			}
 		}
-		if !ours {
-			continue
-		}
-		found = true
-		if hwm, err := vmHWM(pid); err == nil && hwm > peak {
-			peak = hwm
-		}
 	}
-	if !found {
-		return 0, fmt.Errorf("no renderer process under browser pid %d", root)
+	if len(ours) == 0 {
+		return nil, fmt.Errorf("no renderer process under browser pid %d", root)
 	}
-	return peak, nil
+	return ours, nil
 }
 
 func vmHWM(pid int) (int64, error) {

@@ -168,6 +168,9 @@ func nameBytes(s string) int {
 func encodedSize(t *Tree) int {
 	n := 1536 + len(t.SampleType)*6 + len(t.Unit)*6 + bytesPerNode*len(t.Nodes)
 	n += len(t.Names) * t.Source.perName() // file:line and inlined flag
+	if t.Samples != nil {
+		n += bytesPerNode / 2 * len(t.Nodes) // two more integers per node
+	}
 	for _, s := range t.Names {
 		n += nameBytes(s) + 3 // and its mapping index
 	}
@@ -196,7 +199,11 @@ func (b Budget) cutDepth(t *Tree) (*Tree, int) {
 	}
 	if b.Bytes > 0 {
 		names := encodedSize(&Tree{Names: t.Names, Mappings: t.Mappings, Source: t.Source})
-		maxNodes = min(maxNodes, max(1, (b.Bytes-names)/bytesPerNode))
+		per := bytesPerNode
+		if t.Samples != nil {
+			per += bytesPerNode / 2 // the sample counts
+		}
+		maxNodes = min(maxNodes, max(1, (b.Bytes-names)/per))
 	}
 	depth, kept := 0, 0
 	for d, k := range perDepth {
@@ -210,11 +217,17 @@ func (b Budget) cutDepth(t *Tree) (*Tree, int) {
 	if t.Base != nil {
 		out.Base = make([]int64, 0, kept)
 	}
+	if t.Samples != nil {
+		out.Samples = make([]int64, 0, 2*kept)
+	}
 	for i, n := range t.Nodes {
 		if int(n.Depth) <= depth {
 			out.Nodes = append(out.Nodes, n)
 			if t.Base != nil {
 				out.Base = append(out.Base, t.Base[i])
+			}
+			if t.Samples != nil {
+				out.Samples = append(out.Samples, t.Samples[2*i:2*i+2]...)
 			}
 		}
 	}

@@ -9,19 +9,33 @@ import (
 // incompatible change to the format documented in the README.
 const JSONVersion = 1
 
+// JSONRevision counts compatible additions to flame.json within
+// JSONVersion (2: "counts" and "countType"). It is not in the document,
+// which old clients read as before; it is in the ETag, so that a browser's
+// cached tree of an older revision is fetched again.
+const JSONRevision = 2
+
 // AppendJSON appends the flame.json encoding of t to b:
 //
 //	{"version":1,"sampleType":"cpu","unit":"nanoseconds","total":N,
 //	 "minTotal":N,"zoom":["main.main",...],
 //	 "names":["root",...],"mapping":[-1,...],"mappings":[...],
 //	 "files":[...],"src":[fileIdx,line, ...],"inlined":[0,...],
+//	 "countType":"samples","counts":"total,self,..." (or "valuePerSample":R),
 //	 "nodes":[nameIdx,depth,total,self, ...]}
 //
 // nodes is flat, four integers per node, in pre-order. zoom is present
 // only in a zoomed tree. src (two integers per name: an index into files,
 // -1 for none, and the function's line) and inlined (per name: 0 never,
 // 1 always, 2 at some call sites) are what the tooltip shows; they are
-// absent when the tree has no such information.
+// absent when the tree has no such information. counts is a string of
+// two integers per node, comma-separated (read when a tooltip needs it,
+// not parsed with the tree), its total and self number of samples, as countType's values
+// ("" when the profile has no sample type that counts samples: each
+// sample record is one); absent when the tree has none, or when the
+// sample type counts samples itself (then they are total and self).
+// valuePerSample R replaces counts when every node's values are R times
+// its counts (a Go CPU profile's cpu, samples × its period).
 func (t *Tree) AppendJSON(b []byte) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, JSONVersion, 10)
@@ -67,6 +81,25 @@ func (t *Tree) AppendJSON(b []byte) []byte {
 	b = append(b, ']')
 	b = t.appendSource(b)
 	b = t.appendCompaction(b) // budget.go
+	if len(t.Samples) == 2*len(t.Nodes) && t.CountType != t.SampleType {
+		b = append(b, `,"countType":`...)
+		b = appendString(b, t.CountType)
+		if r := t.valuePerSample(); r > 0 {
+			b = append(b, `,"valuePerSample":`...)
+			b = strconv.AppendInt(b, r, 10)
+		} else {
+			// A string, not an array: the page parses it when a tooltip
+			// first needs it, not on the way to the first drawing.
+			b = append(b, `,"counts":"`...)
+			for i, n := range t.Samples {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, n, 10)
+			}
+			b = append(b, '"')
+		}
+	}
 	b = append(b, `,"nodes":[`...)
 	for i, n := range t.Nodes {
 		if i > 0 {
@@ -83,9 +116,28 @@ func (t *Tree) AppendJSON(b []byte) []byte {
 	return append(b, "]}\n"...)
 }
 
+// valuePerSample is R when every node's total and self are R times its
+// sample counts (a Go CPU profile: cpu = samples × the period), so that
+// flame.json says R instead of the counts; 0 when they are not.
+func (t *Tree) valuePerSample() int64 {
+	if len(t.Nodes) == 0 || t.Samples[0] <= 0 || t.Nodes[0].Total%t.Samples[0] != 0 {
+		return 0
+	}
+	r := t.Nodes[0].Total / t.Samples[0]
+	if r <= 0 {
+		return 0
+	}
+	for i, n := range t.Nodes {
+		if n.Total != r*t.Samples[2*i] || n.Self != r*t.Samples[2*i+1] {
+			return 0
+		}
+	}
+	return r
+}
+
 // JSON returns the flame.json encoding of t.
 func (t *Tree) JSON() []byte {
-	return t.AppendJSON(make([]byte, 0, 64+len(t.Names)*24+len(t.Nodes)*20))
+	return t.AppendJSON(make([]byte, 0, 64+len(t.Names)*24+len(t.Nodes)*20+len(t.Samples)*5))
 }
 
 // appendString appends s as a JSON string. Plain ASCII names (the common

@@ -3,7 +3,8 @@ package flame
 import "slices"
 
 // weighted is one stack as frame name IDs, root first, with its value in
-// the profile (v) and, for a differential tree, in the base profile.
+// the profile (v) and, for a differential tree, in the base profile (in a
+// Stacks, base is the stack's sample count: samplecount.go).
 type weighted struct {
 	seq     []int32
 	v, base int64

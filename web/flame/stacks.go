@@ -22,6 +22,11 @@ type Stacks struct {
 	sum              []int64    // sum[i] is the total value of ws[:i]
 	times            *timeIndex // ws's samples by time; nil when they have none
 
+	// CountType is the sample type whose values count the samples (each
+	// stack's weighted.base, samplecount.go); "": sample records.
+	CountType string
+	nsum      []int64 // nsum[i] is the sample count of ws[:i]
+
 	mu      sync.Mutex
 	matched map[string]int64 // Matched by regexp, the last few searches
 }
@@ -65,11 +70,13 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName, src: fr.src},
 		ws: sorted,
 	}
+	s.countSamples(p, opt.CountType, of, pos) // samplecount.go
 	s.sumUp()
-	s.times = newTimeIndex(p, si, of, pos)
+	s.times = newTimeIndex(p, si, opt.CountType, of, pos)
 	if si >= 0 && si < len(p.SampleType) {
 		s.SampleType, s.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
+	s.CountType = countType(p, opt.CountType)
 	return s
 }
 
@@ -121,11 +128,13 @@ func sortOrder(order []int32, ws []weighted, w *work) []int32 {
 	return append(append(out, lo...), hi...)
 }
 
-// sumUp fills s.sum from s.ws.
+// sumUp fills s.sum and s.nsum from s.ws.
 func (s *Stacks) sumUp() {
 	s.sum = make([]int64, len(s.ws)+1)
+	s.nsum = make([]int64, len(s.ws)+1)
 	for i, w := range s.ws {
 		s.sum[i+1] = s.sum[i] + w.v
+		s.nsum[i+1] = s.nsum[i] + w.base
 	}
 }
 
@@ -164,6 +173,7 @@ type zoomed struct {
 type chainNode struct {
 	name        int32 // frame name ID; -1 for a merged block
 	total, self int64
+	n, nself    int64 // sample counts (samplecount.go)
 }
 
 func (s *Stacks) value(r run) int64 { return s.sum[r.hi] - s.sum[r.lo] }
@@ -197,27 +207,29 @@ func (s *Stacks) children(runs []run, depth int, w *work) []run {
 // frame reached so far, drawn as one "…" frame above them.
 func (s *Stacks) resolve(path []string, w *work) *zoomed {
 	z := &zoomed{runs: []run{{0, len(s.ws)}}}
-	rootSelf := int64(0)
+	rootSelf, rootN := int64(0), int64(0)
 	for i := 0; i < len(s.ws) && len(s.ws[i].seq) == 0; i++ {
 		rootSelf += s.ws[i].v
+		rootN += s.ws[i].base
 	}
-	z.chain = append(z.chain, chainNode{name: 0, total: s.Total(), self: rootSelf})
+	z.chain = append(z.chain, chainNode{name: 0, total: s.Total(), self: rootSelf, n: s.nsum[len(s.ws)], nself: rootN})
 	for _, e := range path {
 		kids := s.children(z.runs, z.depth, w)
 		if t, ok := parseMerged(e); ok {
 			var kept []run
-			var total int64
+			var total, n int64
 			for _, r := range kids {
 				if v := s.value(r); abs(v) < t {
 					kept = append(kept, r)
 					total += v
+					n += s.samples(r)
 				}
 			}
 			if len(kept) == 0 {
 				break
 			}
 			z.runs = kept
-			z.chain = append(z.chain, chainNode{name: -1, total: total})
+			z.chain = append(z.chain, chainNode{name: -1, total: total, n: n})
 		} else {
 			nm, ok := s.fr.byName[e]
 			if !ok {
@@ -229,12 +241,13 @@ func (s *Stacks) resolve(path []string, w *work) *zoomed {
 			}
 			r := kids[k]
 			z.depth++
-			self := int64(0)
+			self, nself := int64(0), int64(0)
 			for i := r.lo; i < r.hi && len(s.ws[i].seq) == z.depth; i++ {
 				self += s.ws[i].v
+				nself += s.ws[i].base
 			}
 			z.runs = []run{r}
-			z.chain = append(z.chain, chainNode{name: nm, total: s.value(r), self: self})
+			z.chain = append(z.chain, chainNode{name: nm, total: s.value(r), self: self, n: s.samples(r), nself: nself})
 		}
 		z.path = append(z.path, e)
 	}
@@ -251,7 +264,7 @@ func (s *Stacks) below(z *zoomed, from int, work *work) []weighted {
 	for _, r := range z.runs {
 		for _, w := range s.ws[r.lo:r.hi] {
 			work.tick()
-			out = append(out, weighted{seq: w.seq[from:], v: w.v})
+			out = append(out, weighted{seq: w.seq[from:], v: w.v, base: w.base})
 		}
 	}
 	return out
@@ -270,19 +283,23 @@ func (s *Stacks) Tree(path []string, opt Options) *Tree {
 	}
 	fr := s.withWork(opt.work)
 	z := s.resolve(path, fr.work)
-	ft := buildSortedTrie(s.below(z, z.depth, fr.work), false, fr.work) // below keeps ws's order
+	ft := buildSortedTrie(s.below(z, z.depth, fr.work), true, fr.work) // below keeps ws's order; base: sample counts
+	// A timeline range's tree merges more (nodecap.go).
+	minFrac = ft.fractionFor(minFrac, opt.MaxNodes)
 	build := func(minFrac float64) *Tree {
 		w := newTreeWriter(fr)
 		w.label(0)
 		last := len(z.chain) - 1
 		for d, c := range z.chain[:last] {
 			w.t.Nodes = append(w.t.Nodes, Node{Name: w.chainLabel(c), Depth: int32(d), Total: c.total, Self: c.self})
+			w.t.Base = append(w.t.Base, c.n)
 		}
 		w.subtree(ft, threshold(ft, minFrac), w.chainLabel(z.chain[last]), int32(last))
+		w.t.setSamples(z.chain) // samplecount.go
 		return w.t
 	}
 	t := opt.Budget.fit(build(minFrac), minFrac, build)
-	t.SampleType, t.Unit = s.SampleType, s.Unit
+	t.SampleType, t.Unit, t.CountType = s.SampleType, s.Unit, s.CountType
 	t.Zoom = z.path
 	return t
 }

@@ -25,6 +25,15 @@ type Options struct {
 	// Budget bounds the built tree's nodes and bytes (budget.go).
 	Budget Budget
 	work   *work // from WithContext
+
+	// CountType is 1 + the index of the sample type that counts each
+	// sample's samples (ingest.CountIndex), for the sample counts of a
+	// Stacks' trees (samplecount.go); 0 counts each sample record as one.
+	CountType int
+	// MaxNodes, when positive, raises MinFraction of a Stacks' tree by
+	// factors of two until the tree has at most MaxNodes nodes (a
+	// timeline range's, nodecap.go); unlike Budget, not a compaction.
+	MaxNodes int
 }
 
 // Node is one frame of the tree. Nodes are in pre-order (parent before
@@ -50,6 +59,11 @@ type Tree struct {
 	// Base is, in a differential tree (diff.go), each node's total in the
 	// base profile; nil otherwise.
 	Base []int64
+	// Samples is, in a Stacks' tree, two per node: the node's total and
+	// self count of samples of CountType ("": sample records,
+	// samplecount.go); nil otherwise.
+	Samples   []int64
+	CountType string
 	// Compaction says how the tree was cut to its budget (budget.go).
 	Compaction *Compaction
 	// MinTotal is the compaction threshold: children with a total under
