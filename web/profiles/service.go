@@ -478,12 +478,18 @@ func (s *Service) converted(ctx context.Context, id string) (*convertedProfile, 
 	return &convertedProfile{p: p, format: format, size: int64(len(data)), version: contentVersion(b)}, nil
 }
 
-// Converted is a fresh parse of the profile's converted copy, for work that
-// changes it (a symbolization job symbolizes its own copy, never one that
-// requests are reading). It never parses the original when the copy exists.
+// Converted is a copy of the profile's converted form of its own, for work
+// that changes it (a symbolization job symbolizes its own copy, never one
+// that requests are reading): a clone of the cached profile when that is
+// the converted one (cloneProfile; an upload's, just stored), else a fresh
+// parse of the converted copy. It never parses the original when the copy
+// exists.
 func (s *Service) Converted(ctx context.Context, id string) (*profile.Profile, error) {
 	if !ValidID(id) {
 		return nil, notFound(id)
+	}
+	if l, ok := s.profiles.Peek(id); ok && !l.Symbolized {
+		return cloneProfile(l.Profile), nil
 	}
 	c, err := s.converted(ctx, id)
 	if err != nil {
