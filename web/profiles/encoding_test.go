@@ -51,7 +51,7 @@ func TestWriteUncompressedIsPprofs(t *testing.T) {
 			t.Errorf("%s: writeUncompressed gave %d bytes, pprof's encoder %d, not the same", name, got.Len(), want.Len())
 		}
 		var gz bytes.Buffer
-		if err := writeGzipped(&gz, p); err != nil {
+		if err := WriteGzipped(&gz, p); err != nil {
 			t.Fatal(err)
 		}
 		back, err := profile.Parse(&gz)

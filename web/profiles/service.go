@@ -286,10 +286,10 @@ func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *
 	return true, contentVersion(gz), nil
 }
 
-// encode is p as gzipped pprof (writeGzipped), in memory.
+// encode is p as gzipped pprof (WriteGzipped), in memory.
 func encode(p *profile.Profile) ([]byte, error) {
 	var b bytes.Buffer
-	if err := writeGzipped(&b, p); err != nil {
+	if err := WriteGzipped(&b, p); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -303,7 +303,7 @@ func (s *Service) putConvertedProfile(ctx context.Context, key string, p *profil
 	h := sha256.New()
 	done := make(chan error, 1)
 	go func() {
-		err := writeGzipped(io.MultiWriter(pw, h), p)
+		err := WriteGzipped(io.MultiWriter(pw, h), p)
 		pw.CloseWithError(err)
 		done <- err
 	}()
