@@ -99,7 +99,16 @@ func CallSites(p *profile.Profile) bool {
 		site[j], split = t, true
 	}
 	if split {
+		// Samples may share one location slice (perf.data's converter
+		// gives a stack's samples of other threads and times one): each
+		// slice is moved once, or a call site that is itself some
+		// caller's return address would move twice.
+		moved := map[**profile.Location]bool{}
 		for _, s := range p.Sample {
+			if len(s.Location) == 0 || moved[&s.Location[0]] {
+				continue
+			}
+			moved[&s.Location[0]] = true
 			for i, l := range s.Location {
 				j := loc.pos(l)
 				if j >= 0 && j < len(site) && site[j] != nil && !loc.interrupted(s.Location, i) {

@@ -66,18 +66,40 @@ func cloneProfile(p *profile.Profile) *profile.Profile {
 	}
 	// Samples, their location slices and values in a few large blocks:
 	// a profile has far more samples than anything else.
-	nl, nv := 0, 0
+	nv := 0
 	for _, s := range p.Sample {
-		nl += len(s.Location)
 		nv += len(s.Value)
 	}
 	ss := make([]profile.Sample, len(p.Sample))
-	sl := make([]*profile.Location, nl)
 	sv := make([]int64, nv)
+	var sl []*profile.Location // location slices are cut from blocks of 64k
+	take := func(n int) []*profile.Location {
+		if len(sl) < n {
+			sl = make([]*profile.Location, max(n, 1<<16))
+		}
+		r := sl[:n:n]
+		sl = sl[n:]
+		return r
+	}
 	q.Sample = make([]*profile.Sample, len(p.Sample))
+	// Samples that share a location slice (perf.data's converter gives a
+	// stack's samples one) share their copy of it.
+	sharedLocs := map[**profile.Location][]*profile.Location{}
 	for i, s := range p.Sample {
 		c := &ss[i]
-		c.Location, sl = sl[:len(s.Location):len(s.Location)], sl[len(s.Location):]
+		q.Sample[i] = c
+		c.Value, sv = sv[:len(s.Value):len(s.Value)], sv[len(s.Value):]
+		copy(c.Value, s.Value)
+		c.Label, c.NumLabel, c.NumUnit = s.Label, s.NumLabel, s.NumUnit
+		if len(s.Location) == 0 {
+			continue
+		}
+		if o, ok := sharedLocs[&s.Location[0]]; ok && len(o) == len(s.Location) {
+			c.Location = o
+			continue
+		}
+		c.Location = take(len(s.Location))
+		sharedLocs[&s.Location[0]] = c.Location
 		for j, l := range s.Location {
 			// Locations are numbered by position as a rule: no map lookup per frame.
 			if k := l.ID - 1; k < uint64(len(p.Location)) && p.Location[k] == l {
@@ -86,10 +108,6 @@ func cloneProfile(p *profile.Profile) *profile.Profile {
 				c.Location[j] = locs[l]
 			}
 		}
-		c.Value, sv = sv[:len(s.Value):len(s.Value)], sv[len(s.Value):]
-		copy(c.Value, s.Value)
-		c.Label, c.NumLabel, c.NumUnit = s.Label, s.NumLabel, s.NumUnit
-		q.Sample[i] = c
 	}
 	return q
 }
