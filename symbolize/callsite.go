@@ -108,7 +108,16 @@ func CallSites(p *profile.Profile) bool {
 		site[j], split = t, true
 	}
 	if split {
+		// Samples may share one location slice (perf.data's converter
+		// gives a stack's samples of other threads and times one): each
+		// slice is moved once, or a call site that is itself some
+		// caller's return address would move twice.
+		moved := map[**profile.Location]bool{}
 		for _, s := range p.Sample {
+			if len(s.Location) == 0 || moved[&s.Location[0]] {
+				continue
+			}
+			moved[&s.Location[0]] = true
 			var prev uint8
 			for i, l := range s.Location {
 				j, f := loc.at(l)

@@ -435,6 +435,12 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 	samples := make([]profile.Sample, k)
 	p.Sample = make([]*profile.Sample, k)
 	a, b := &parts[0], &parts[1]
+	// Samples with the same label messages share their label maps (read
+	// only once parsed, as perf.data's converter shares them): a converted
+	// perf.data has a sample per thread, time and stack, and a map set per
+	// sample made its 428k samples 650 MB instead of 135.
+	sameLabels := map[string]*profile.Sample{}
+	var labelKey []byte
 	for i := range samples {
 		pt := a
 		if len(a.us) == 0 || len(b.us) > 0 && b.us[0].first < a.us[0].first {
@@ -463,8 +469,17 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 			sm.Value = nil
 		}
 		if len(u.labels) > 0 {
-			if err := d.sampleLabels(sm, s, u.labels); err != nil {
-				return err
+			labelKey = labelKey[:0]
+			for _, lb := range u.labels {
+				labelKey = protowire.AppendBytes(labelKey, lb)
+			}
+			if o := sameLabels[string(labelKey)]; o != nil {
+				sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
+			} else {
+				if err := d.sampleLabels(sm, s, u.labels); err != nil {
+					return err
+				}
+				sameLabels[string(labelKey)] = sm
 			}
 		}
 		p.Sample[i] = sm

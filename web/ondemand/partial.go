@@ -43,7 +43,7 @@ func (pc *partial) encode() ([]byte, bool) {
 		return nil, false
 	}
 	var b writerBuffer
-	if err := pc.p.Write(&b); err != nil {
+	if err := profiles.WriteGzipped(&b, pc.p); err != nil {
 		return nil, false
 	}
 	pc.dirty = false

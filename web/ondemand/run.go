@@ -302,7 +302,7 @@ func (j *Job) stampNow() time.Time {
 // drop what it cached of the profile.
 func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
 	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
+	if err := profiles.WriteGzipped(&buf, p); err != nil {
 		return fmt.Errorf("encoding the symbolized profile: %w", err)
 	}
 	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), &buf); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -189,4 +191,123 @@ func TestLegacyDataDir(t *testing.T) {
 	if _, err := again.Meta(ctx, "bad"); !errors.As(err, &nf) || nf.ID != "bad" {
 		t.Errorf("invalid ID: %v, want a NotFoundError naming it", err)
 	}
+}
+
+// TestConvertedCopyOfCached: the job's copy of a just-uploaded profile
+// (cloned from the one the upload keeps) is the profile a fresh read of
+// the stored converted copy gives (whose decoder merges samples of one
+// stack and labels: canonical), and shares no mapping, function, location or sample with the profile
+// requests read.
+func TestConvertedCopyOfCached(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"fp.data", "system.data", "multi.data", "dwarf.data"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.NewDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := newService(t, st, new(countingBinaries))
+		id, err := up.Ingest(ctx, data, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, ok := up.Cached(id)
+		if !ok {
+			t.Fatal("the upload's profile is not kept for its first view")
+		}
+		job, err := up.Converted(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := newService(t, st, new(countingBinaries)).Converted(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := canonical(job), canonical(fresh); got != want {
+			t.Errorf("%s: the job's copy is not what a fresh read of the converted copy gives:\n%.2000s\nwant\n%.2000s", name, got, want)
+		}
+		p := cached.Profile
+		shared := map[any]bool{}
+		for _, m := range p.Mapping {
+			shared[m] = true
+		}
+		for _, f := range p.Function {
+			shared[f] = true
+		}
+		for _, l := range p.Location {
+			shared[l] = true
+		}
+		for _, s := range p.Sample {
+			shared[s] = true
+		}
+		for _, m := range job.Mapping {
+			if shared[m] {
+				t.Fatalf("%s: the job's copy shares mapping %s", name, m.File)
+			}
+		}
+		for _, f := range job.Function {
+			if shared[f] {
+				t.Fatalf("%s: the job's copy shares function %s", name, f.Name)
+			}
+		}
+		for _, s := range job.Sample {
+			if shared[s] {
+				t.Fatalf("%s: the job's copy shares a sample", name)
+			}
+			for _, l := range s.Location {
+				if shared[l] {
+					t.Fatalf("%s: a sample of the job's copy is at a location of the cached profile", name)
+				}
+				if l.Mapping != nil && shared[l.Mapping] {
+					t.Fatalf("%s: a location of the job's copy is in a mapping of the cached profile", name)
+				}
+			}
+		}
+	}
+}
+
+// canonical is p as text: its sample types, mappings, and each stack
+// (locations by ID, address, mapping and lines) with its labels and summed
+// values, sorted.
+func canonical(p *profile.Profile) string {
+	var b strings.Builder
+	for _, st := range p.SampleType {
+		fmt.Fprintf(&b, "type %s/%s\n", st.Type, st.Unit)
+	}
+	for _, m := range p.Mapping {
+		fmt.Fprintf(&b, "mapping %d %x-%x %x %s %s %v\n", m.ID, m.Start, m.Limit, m.Offset, m.File, m.BuildID, m.HasFunctions)
+	}
+	sums := map[string][]int64{}
+	for _, s := range p.Sample {
+		var k strings.Builder
+		for _, l := range s.Location {
+			fmt.Fprintf(&k, "%d@%x", l.ID, l.Address)
+			if l.Mapping != nil {
+				fmt.Fprintf(&k, "/m%d", l.Mapping.ID)
+			}
+			for _, ln := range l.Line {
+				fmt.Fprintf(&k, ":%s:%d", ln.Function.Name, ln.Line)
+			}
+			k.WriteByte(' ')
+		}
+		fmt.Fprintf(&k, "%v %v %v", s.Label, s.NumLabel, s.NumUnit)
+		v := sums[k.String()]
+		if v == nil {
+			v = make([]int64, len(s.Value))
+		}
+		for i, x := range s.Value {
+			v[i] += x
+		}
+		sums[k.String()] = v
+	}
+	var lines []string
+	for k, v := range sums {
+		lines = append(lines, fmt.Sprintf("%s = %v", k, v))
+	}
+	slices.Sort(lines)
+	b.WriteString(strings.Join(lines, "\n"))
+	return b.String()
 }

@@ -1,0 +1,340 @@
+package profiles
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// WriteGzipped writes p to w as gzipped pprof, the encoding of every copy
+// of a profile viewer stores (converted, symbolized), compressed by
+// klauspost/compress at its fastest level: profile.Write's standard-library
+// gzip at the default level took a quarter of a 200k-sample upload's CPU
+// time, and 3.6 times as long as this for a copy only 8% smaller.
+func WriteGzipped(w io.Writer, p *profile.Profile) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if err := writeUncompressed(zw, p); err != nil {
+		return fmt.Errorf("encoding the converted profile: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("encoding the converted profile: %w", err)
+	}
+	return nil
+}
+
+// writeUncompressed writes p to w as profile.WriteUncompressed does, byte
+// for byte, but message by message through a small buffer: pprof's encoder
+// builds the whole encoding in one growing slice (a 428k-sample perf.data
+// profile's is over 100 MB, twice that while it grows) and leaves a label
+// and a location-ID slice on every sample for as long as the profile lives.
+// It does not change p.
+func writeUncompressed(w io.Writer, p *profile.Profile) error {
+	e := &pprofEncoder{bw: bufio.NewWriterSize(w, 64<<10), strs: map[string]int64{}}
+	e.tableOf(p)
+	for _, x := range p.SampleType {
+		e.valueType(1, x)
+	}
+	for _, s := range p.Sample {
+		e.sample(s)
+	}
+	for _, m := range p.Mapping {
+		e.mapping(m)
+	}
+	for _, l := range p.Location {
+		e.location(l)
+	}
+	for _, f := range p.Function {
+		e.function(f)
+	}
+	for _, s := range e.table {
+		e.b = protowire.AppendTag(e.b, 6, protowire.BytesType)
+		e.b = protowire.AppendString(e.b, s)
+		e.flush()
+	}
+	e.b = appendInt64Opt(e.b, 7, e.str(p.DropFrames))
+	e.b = appendInt64Opt(e.b, 8, e.str(p.KeepFrames))
+	e.b = appendInt64Opt(e.b, 9, p.TimeNanos)
+	e.b = appendInt64Opt(e.b, 10, p.DurationNanos)
+	if pt := p.PeriodType; pt != nil && (e.str(pt.Type) != 0 || e.str(pt.Unit) != 0) {
+		e.valueType(11, pt)
+	}
+	e.b = appendInt64Opt(e.b, 12, p.Period)
+	var comments []int64
+	for _, c := range p.Comments {
+		comments = append(comments, e.str(c))
+	}
+	e.b = appendInt64s(e.b, 13, comments)
+	e.b = protowire.AppendTag(e.b, 14, protowire.VarintType) // not optional in pprof's encoder
+	e.b = protowire.AppendVarint(e.b, uint64(e.str(p.DefaultSampleType)))
+	e.b = appendInt64Opt(e.b, 15, e.str(p.DocURL))
+	e.flush()
+	if e.err != nil {
+		return e.err
+	}
+	return e.bw.Flush()
+}
+
+// pprofEncoder is writeUncompressed's state: the string table, and the
+// message being encoded (b, with m and l for the messages nested in it).
+type pprofEncoder struct {
+	bw    *bufio.Writer
+	err   error
+	strs  map[string]int64
+	table []string
+	keys  []string
+	b     []byte // the top-level field being encoded
+	m     []byte // a message's body
+	l     []byte // a nested message's body
+}
+
+// add gives s its string table index, in the order preEncode does.
+func (e *pprofEncoder) add(s string) {
+	if _, ok := e.strs[s]; !ok {
+		e.strs[s] = int64(len(e.table))
+		e.table = append(e.table, s)
+	}
+}
+
+func (e *pprofEncoder) str(s string) int64 { return e.strs[s] }
+
+// tableOf numbers p's strings as pprof's preEncode does: its string table
+// is written after the samples, so it is built in a pass of its own.
+func (e *pprofEncoder) tableOf(p *profile.Profile) {
+	e.add("")
+	for _, st := range p.SampleType {
+		e.add(st.Type)
+		e.add(st.Unit)
+	}
+	for _, s := range p.Sample {
+		for _, k := range e.sortedKeys(s.Label) {
+			e.add(k)
+			for _, v := range s.Label[k] {
+				e.add(v)
+			}
+		}
+		for _, k := range e.sortedNumKeys(s.NumLabel) {
+			e.add(k)
+			units := s.NumUnit[k]
+			for i := range s.NumLabel[k] {
+				if len(units) != 0 {
+					e.add(unitAt(units, i))
+				}
+			}
+		}
+	}
+	for _, m := range p.Mapping {
+		e.add(m.File)
+		e.add(m.BuildID)
+	}
+	for _, f := range p.Function {
+		e.add(f.Name)
+		e.add(f.SystemName)
+		e.add(f.Filename)
+	}
+	e.add(p.DropFrames)
+	e.add(p.KeepFrames)
+	if pt := p.PeriodType; pt != nil {
+		e.add(pt.Type)
+		e.add(pt.Unit)
+	}
+	for _, c := range p.Comments {
+		e.add(c)
+	}
+	e.add(p.DefaultSampleType)
+	e.add(p.DocURL)
+}
+
+// unitAt is units[i], or "" where pprof's encoder would index past them.
+func unitAt(units []string, i int) string {
+	if i < len(units) {
+		return units[i]
+	}
+	return ""
+}
+
+func (e *pprofEncoder) sortedKeys(m map[string][]string) []string {
+	e.keys = e.keys[:0]
+	for k := range m {
+		e.keys = append(e.keys, k)
+	}
+	slices.Sort(e.keys)
+	return e.keys
+}
+
+func (e *pprofEncoder) sortedNumKeys(m map[string][]int64) []string {
+	e.keys = e.keys[:0]
+	for k := range m {
+		e.keys = append(e.keys, k)
+	}
+	slices.Sort(e.keys)
+	return e.keys
+}
+
+// flush writes the field encoded in b to the buffered writer.
+func (e *pprofEncoder) flush() {
+	if e.err == nil {
+		_, e.err = e.bw.Write(e.b)
+	}
+	e.b = e.b[:0]
+}
+
+// field appends body as field num of the top-level message and writes it.
+func (e *pprofEncoder) field(num protowire.Number, body []byte) {
+	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
+	e.b = protowire.AppendBytes(e.b, body)
+	e.flush()
+}
+
+func (e *pprofEncoder) valueType(num protowire.Number, v *profile.ValueType) {
+	m := appendInt64Opt(e.m[:0], 1, e.str(v.Type))
+	m = appendInt64Opt(m, 2, e.str(v.Unit))
+	e.m = m
+	e.field(num, m)
+}
+
+func (e *pprofEncoder) sample(s *profile.Sample) {
+	m := e.m[:0]
+	if len(s.Location) > 2 {
+		n := 0
+		for _, l := range s.Location {
+			n += protowire.SizeVarint(l.ID)
+		}
+		m = protowire.AppendTag(m, 1, protowire.BytesType)
+		m = protowire.AppendVarint(m, uint64(n))
+		for _, l := range s.Location {
+			m = protowire.AppendVarint(m, l.ID)
+		}
+	} else {
+		for _, l := range s.Location {
+			m = protowire.AppendTag(m, 1, protowire.VarintType)
+			m = protowire.AppendVarint(m, l.ID)
+		}
+	}
+	m = appendInt64s(m, 2, s.Value)
+	label := func(key, str, num, unit int64) {
+		l := appendInt64Opt(e.l[:0], 1, key)
+		l = appendInt64Opt(l, 2, str)
+		l = appendInt64Opt(l, 3, num)
+		l = appendInt64Opt(l, 4, unit)
+		e.l = l
+		m = protowire.AppendTag(m, 3, protowire.BytesType)
+		m = protowire.AppendBytes(m, l)
+	}
+	for _, k := range e.sortedKeys(s.Label) {
+		for _, v := range s.Label[k] {
+			label(e.str(k), e.str(v), 0, 0)
+		}
+	}
+	for _, k := range e.sortedNumKeys(s.NumLabel) {
+		units := s.NumUnit[k]
+		for i, v := range s.NumLabel[k] {
+			var unit int64
+			if len(units) != 0 {
+				unit = e.str(unitAt(units, i))
+			}
+			label(e.str(k), 0, v, unit)
+		}
+	}
+	e.m = m
+	e.field(2, m)
+}
+
+func (e *pprofEncoder) mapping(x *profile.Mapping) {
+	m := appendUint64Opt(e.m[:0], 1, x.ID)
+	m = appendUint64Opt(m, 2, x.Start)
+	m = appendUint64Opt(m, 3, x.Limit)
+	m = appendUint64Opt(m, 4, x.Offset)
+	m = appendInt64Opt(m, 5, e.str(x.File))
+	m = appendInt64Opt(m, 6, e.str(x.BuildID))
+	m = appendBoolOpt(m, 7, x.HasFunctions)
+	m = appendBoolOpt(m, 8, x.HasFilenames)
+	m = appendBoolOpt(m, 9, x.HasLineNumbers)
+	m = appendBoolOpt(m, 10, x.HasInlineFrames)
+	e.m = m
+	e.field(3, m)
+}
+
+func (e *pprofEncoder) location(x *profile.Location) {
+	m := appendUint64Opt(e.m[:0], 1, x.ID)
+	if x.Mapping != nil {
+		m = appendUint64Opt(m, 2, x.Mapping.ID)
+	}
+	m = appendUint64Opt(m, 3, x.Address)
+	for _, ln := range x.Line {
+		var fn uint64
+		if ln.Function != nil {
+			fn = ln.Function.ID
+		}
+		l := appendUint64Opt(e.l[:0], 1, fn)
+		l = appendInt64Opt(l, 2, ln.Line)
+		l = appendInt64Opt(l, 3, ln.Column)
+		e.l = l
+		m = protowire.AppendTag(m, 4, protowire.BytesType)
+		m = protowire.AppendBytes(m, l)
+	}
+	m = appendBoolOpt(m, 5, x.IsFolded)
+	e.m = m
+	e.field(4, m)
+}
+
+func (e *pprofEncoder) function(x *profile.Function) {
+	m := appendUint64Opt(e.m[:0], 1, x.ID)
+	m = appendInt64Opt(m, 2, e.str(x.Name))
+	m = appendInt64Opt(m, 3, e.str(x.SystemName))
+	m = appendInt64Opt(m, 4, e.str(x.Filename))
+	m = appendInt64Opt(m, 5, x.StartLine)
+	e.m = m
+	e.field(5, m)
+}
+
+// The appenders below encode as pprof's encoder does: optional fields
+// only when not zero, int64 as an unsigned varint, and repeated numbers
+// packed only when there are more than two.
+
+func appendUint64Opt(b []byte, num protowire.Number, x uint64) []byte {
+	if x == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, x)
+}
+
+func appendInt64Opt(b []byte, num protowire.Number, x int64) []byte {
+	return appendUint64Opt(b, num, uint64(x))
+}
+
+func appendBoolOpt(b []byte, num protowire.Number, x bool) []byte {
+	if !x {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, 1)
+}
+
+func appendInt64s(b []byte, num protowire.Number, xs []int64) []byte {
+	if len(xs) > 2 {
+		n := 0
+		for _, x := range xs {
+			n += protowire.SizeVarint(uint64(x))
+		}
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(n))
+		for _, x := range xs {
+			b = protowire.AppendVarint(b, uint64(x))
+		}
+		return b
+	}
+	for _, x := range xs {
+		b = protowire.AppendTag(b, num, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(x))
+	}
+	return b
+}

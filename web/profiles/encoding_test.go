@@ -1,0 +1,99 @@
+package profiles
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest"
+)
+
+// TestWriteUncompressedIsPprofs wants writeUncompressed's bytes to be
+// profile.WriteUncompressed's for the recordings and pprof files in
+// testdata, and for a profile that sets every field pprof encodes.
+func TestWriteUncompressedIsPprofs(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"../../testdata/perf/*.data", "../../testdata/pprof/*", "../../testdata/peers/pprof/*"} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	profiles := map[string]*profile.Profile{"every field": everyField()}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := ingest.Parse(b, ingest.Limits{})
+		if err != nil {
+			continue // not a profile (a README, a licence)
+		}
+		profiles[filepath.Base(name)] = p
+	}
+	if len(profiles) < 10 {
+		t.Fatalf("%d profiles parsed from %v; want the testdata recordings", len(profiles), files)
+	}
+	for name, p := range profiles {
+		var got bytes.Buffer
+		if err := writeUncompressed(&got, p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var want bytes.Buffer
+		if err := p.WriteUncompressed(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%s: writeUncompressed gave %d bytes, pprof's encoder %d, not the same", name, got.Len(), want.Len())
+		}
+		var gz bytes.Buffer
+		if err := WriteGzipped(&gz, p); err != nil {
+			t.Fatal(err)
+		}
+		back, err := profile.Parse(&gz)
+		if err != nil {
+			t.Fatalf("%s: the gzipped copy does not parse: %v", name, err)
+		}
+		if len(back.Sample) != len(p.Sample) || len(back.Location) != len(p.Location) {
+			t.Errorf("%s: the gzipped copy parses to %d samples, %d locations; want %d, %d", name, len(back.Sample), len(back.Location), len(p.Sample), len(p.Location))
+		}
+	}
+}
+
+// everyField is a profile with every field pprof encodes set, and both
+// the packed (more than two) and the unpacked form of repeated numbers.
+func everyField() *profile.Profile {
+	m := &profile.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000, Offset: 0x200, File: "/bin/x", BuildID: "abcd",
+		HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true}
+	f1 := &profile.Function{ID: 1, Name: "main", SystemName: "_main", Filename: "x.c", StartLine: 3}
+	f2 := &profile.Function{ID: 2, Name: "leaf", Filename: "y.c"}
+	l1 := &profile.Location{ID: 1, Mapping: m, Address: 0x1234, Line: []profile.Line{{Function: f2, Line: 9, Column: 4}, {Function: f1, Line: 5}}}
+	l2 := &profile.Location{ID: 2, Address: 0x99, IsFolded: true}
+	l3 := &profile.Location{ID: 300, Mapping: m, Line: []profile.Line{{Function: f1}}}
+	return &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}, {Type: "x", Unit: "bytes"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1, l2, l3}, Value: []int64{1, 1000, -5},
+				Label:    map[string][]string{"b": {"2", "1"}, "a": {"z"}},
+				NumLabel: map[string][]int64{"time": {7, 8}, "pid": {1 << 40}}, NumUnit: map[string][]string{"time": {"nanoseconds", "seconds"}}},
+			{Location: []*profile.Location{l2}, Value: []int64{2, 0, 3}},
+			{Location: []*profile.Location{l1, l3}, Value: []int64{3, 4, 5}, NumLabel: map[string][]int64{"n": {0}}},
+		},
+		Mapping:           []*profile.Mapping{m},
+		Location:          []*profile.Location{l1, l2, l3},
+		Function:          []*profile.Function{f1, f2},
+		Comments:          []string{"one", "two", "three"},
+		DocURL:            "https://example.com/doc",
+		DropFrames:        "drop.*",
+		KeepFrames:        "keep",
+		TimeNanos:         1e18,
+		DurationNanos:     5e9,
+		PeriodType:        &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:            10000000,
+		DefaultSampleType: "cpu",
+	}
+}
