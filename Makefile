@@ -3,7 +3,7 @@
 # tests: under the race detector, but for NORACE_TESTS (below), which run
 # without it, then the fuzz targets briefly.
 GO ?= go
-TEST_TIMEOUT ?= 12m
+TEST_TIMEOUT ?= 30m
 
 .PHONY: test deps vet templ templ-check build bench fuzz fuzz-short
 
