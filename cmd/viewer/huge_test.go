@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,7 +216,8 @@ func runPprofTop(ctx context.Context, path, tmp string) pprofResult {
 }
 
 // TestHugePerfData records a system-wide perf.data of at least 500,000
-// cpu-clock samples (perf record -a at 40 kHz, 10 s on 2 CPUs), uploads
+// cpu-clock samples (perf record -a at 40 kHz, 10 s on 2 CPUs, every CPU
+// kept busy), uploads
 // it to `viewer serve` under GOMEMLIMIT at the budget, and checks the
 // sample count flame.json gives against the sum of `perf report --stdio
 // -n`'s Samples column for the same file.
@@ -231,9 +233,29 @@ func TestHugePerfData(t *testing.T) {
 	// that 500,000 are there with room, and no longer (the test's cost
 	// grows with the samples).
 	secs := min(max((640000+32000*runtime.NumCPU()-1)/(32000*runtime.NumCPU()), 3), 20)
+	// cpu-clock counts running time only, so an idle machine gives a
+	// fraction of the rate: every CPU spins in this process meanwhile.
+	spin := make(chan struct{})
+	var spinners sync.WaitGroup
+	for range runtime.NumCPU() {
+		spinners.Go(func() {
+			for x := 0; ; x++ {
+				if x%(1<<20) == 0 {
+					select {
+					case <-spin:
+						return
+					default:
+					}
+				}
+			}
+		})
+	}
 	start := time.Now()
 	rec := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "-F", "40000", "-a", "-g", "-o", data, "--", "sleep", strconv.Itoa(secs))
-	if out, err := rec.CombinedOutput(); err != nil {
+	out, err := rec.CombinedOutput()
+	close(spin)
+	spinners.Wait()
+	if err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
 	t.Logf("recorded %d s in %v", secs, time.Since(start).Round(time.Millisecond))
