@@ -221,7 +221,7 @@ const mib = 1 << 20
 // answer it must get, and bounds on the heap it may cost.
 type hostileRow struct {
 	name  string
-	heavy bool // skipped with -short
+	heavy bool // skipped with -short and under -race (minutes there): make test runs it without
 	input func(t testing.TB) []byte
 	at    int    // uploads at once
 	want  int    // answer code
@@ -320,7 +320,7 @@ func inflated(t testing.TB, data []byte) int64 {
 
 // hostileRows are the attacks of issue 16 (and the deep stacks).
 var hostileRows = []hostileRow{
-	{name: "10M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib, shape: deepShape(10_000_000)},
+	{name: "10M-frame stack", heavy: true, input: func(t testing.TB) []byte { return deepStack(t, 10_000_000) }, want: 201, peak: 400 * mib, views: 300 * mib, shape: deepShape(10_000_000)},
 	{name: "1M-frame stack", input: func(t testing.TB) []byte { return deepStack(t, 1_000_000) }, want: 201, peak: 100 * mib, views: 100 * mib, shape: deepShape(1_000_000)},
 	{name: "3 GB of zeros gzipped", heavy: true, input: func(t testing.TB) []byte { return zeros(t, 3<<30) }, want: 413, msg: "decompresses to more than", peak: 64 * mib, shape: hostileShape{early: true}},
 	{name: "nested gzip bomb", heavy: true, input: func(t testing.TB) []byte {
@@ -331,7 +331,7 @@ var hostileRows = []hostileRow{
 		inner := zeros(t, 3<<30)
 		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
 	}, want: 413, msg: "decompresses to more than", peak: 128 * mib, shape: hostileShape{early: true}},
-	{name: "pprof with a 100 MB string table", input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib, shape: hostileShape{early: true}},
+	{name: "pprof with a 100 MB string table", heavy: true, input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib, shape: hostileShape{early: true}},
 	// The upload also encodes and stores the converted copy (web/profiles),
 	// 531 MiB measured where it was 350 MiB before; the README's formula,
 	// asserted too, says 658 MiB.
