@@ -105,7 +105,7 @@ type firstView struct {
 // stored, and building alongside would raise the peak its budget is
 // measured by.
 func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format string) *firstView {
-	if format != "pprof" {
+	if format != "pprof" || !aheadWorthIt(p) {
 		return nil
 	}
 	si, err := flame.SampleIndex(p, "")
@@ -121,6 +121,22 @@ func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format 
 	}
 	v.gz = gzipBytes(v.json)
 	return v
+}
+
+// aheadWorthIt reports whether building p's first view beside the
+// copy's encode keeps the upload within the README's peak-memory formula:
+// a view costs about 150 bytes a location and 60 a frame, and the formula
+// counts the frames' part only. A profile whose locations outweigh its
+// frames that way (the hostile table's 1.9M locations used once each)
+// and a view over 64 MiB has its first view built on request instead,
+// after the upload's memory is given back.
+func aheadWorthIt(p *profile.Profile) bool {
+	var frames int
+	for _, s := range p.Sample {
+		frames += len(s.Location)
+	}
+	locs, stacks := 150*len(p.Location), 60*frames
+	return locs+stacks <= 64<<20 || locs <= stacks
 }
 
 // cacheFirstView caches v under profile id's keys, when the profile the
