@@ -114,13 +114,13 @@ func (e *pprofEncoder) tableOf(p *profile.Profile) {
 		e.add(st.Unit)
 	}
 	for _, s := range p.Sample {
-		for _, k := range e.sortedKeys(s.Label) {
+		for _, k := range sortedKeys(&e.keys, s.Label) {
 			e.add(k)
 			for _, v := range s.Label[k] {
 				e.add(v)
 			}
 		}
-		for _, k := range e.sortedNumKeys(s.NumLabel) {
+		for _, k := range sortedKeys(&e.keys, s.NumLabel) {
 			e.add(k)
 			units := s.NumUnit[k]
 			for i := range s.NumLabel[k] {
@@ -160,22 +160,15 @@ func unitAt(units []string, i int) string {
 	return ""
 }
 
-func (e *pprofEncoder) sortedKeys(m map[string][]string) []string {
-	e.keys = e.keys[:0]
+// sortedKeys is m's keys in order, in buf's storage (the encoder's
+// scratch slice, reused for every label set).
+func sortedKeys[V any](buf *[]string, m map[string]V) []string {
+	*buf = (*buf)[:0]
 	for k := range m {
-		e.keys = append(e.keys, k)
+		*buf = append(*buf, k)
 	}
-	slices.Sort(e.keys)
-	return e.keys
-}
-
-func (e *pprofEncoder) sortedNumKeys(m map[string][]int64) []string {
-	e.keys = e.keys[:0]
-	for k := range m {
-		e.keys = append(e.keys, k)
-	}
-	slices.Sort(e.keys)
-	return e.keys
+	slices.Sort(*buf)
+	return *buf
 }
 
 // flush writes the field encoded in b to the buffered writer.
@@ -228,12 +221,12 @@ func (e *pprofEncoder) sample(s *profile.Sample) {
 		m = protowire.AppendTag(m, 3, protowire.BytesType)
 		m = protowire.AppendBytes(m, l)
 	}
-	for _, k := range e.sortedKeys(s.Label) {
+	for _, k := range sortedKeys(&e.keys, s.Label) {
 		for _, v := range s.Label[k] {
 			label(e.str(k), e.str(v), 0, 0)
 		}
 	}
-	for _, k := range e.sortedNumKeys(s.NumLabel) {
+	for _, k := range sortedKeys(&e.keys, s.NumLabel) {
 		units := s.NumUnit[k]
 		for i, v := range s.NumLabel[k] {
 			var unit int64
