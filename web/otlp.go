@@ -11,13 +11,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/pprof/profile"
-	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"viewer/web/ingest"
+	"viewer/web/profiles"
 )
 
 // OTLPPath is the OTLP/HTTP path of the profiles signal (development).
@@ -144,15 +143,21 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 // converted copy every load reads (no second encoding of the same
 // profile), and not parsed again.
 func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, error) {
-	gz, err := gzipFast(op.Profile)
-	if err != nil {
+	buf := otlpBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledOTLP {
+			buf.Reset()
+			otlpBufs.Put(buf)
+		}
+	}()
+	if err := profiles.WriteGzipped(buf, op.Profile); err != nil {
 		return "", err
 	}
 	name := op.Title
 	if name == "" {
 		name = "OTLP profile"
 	}
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, buf.Bytes(), name, "OTLP profiles"))
 	if err != nil {
 		return "", err
 	}
@@ -163,43 +168,12 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 	return id, nil
 }
 
-// gzipFast is p as gzipped pprof at gzip's fastest level: an OTLP fleet
-// sends many profiles, and compressing them at pprof's default level took
-// a third of the intake's CPU. It is encoded by ingest.AppendPprof, which
-// reads back equal to pprof's own encoder at a fraction of its cost.
-func gzipFast(p *profile.Profile) ([]byte, error) {
-	raw := otlpRaw.Get().(*[]byte)
-	*raw = ingest.AppendPprof((*raw)[:0], p)
-	defer func() {
-		if cap(*raw) <= maxPooledRaw {
-			otlpRaw.Put(raw)
-		}
-	}()
-	buf := bytes.NewBuffer(make([]byte, 0, len(*raw)/2))
-	zw := otlpGzip.Get().(*gzip.Writer)
-	defer otlpGzip.Put(zw)
-	zw.Reset(buf)
-	if _, err := zw.Write(*raw); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+// otlpBufs keep storeOTLP's buffers of gzipped pprof, which the store has
+// written when StoreParsed returns, up to maxPooledOTLP bytes each: a
+// large merge's is not kept.
+var otlpBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// otlpGzip keeps gzipFast's writers: a new one allocates and clears its
-// window each time.
-var otlpGzip = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return zw
-}}
-
-// otlpRaw keeps gzipFast's buffers of uncompressed pprof, up to
-// maxPooledRaw bytes each: a large merge's is not kept.
-var otlpRaw = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledRaw = 4 << 20
+const maxPooledOTLP = 4 << 20
 
 // otlpEncoding reads the request's Content-Type: protobuf or JSON, as
 // OTLP/HTTP allows; anything else is 415.

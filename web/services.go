@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -213,12 +214,12 @@ func (s *Server) handleServiceMerge(c echo.Context) error {
 		comment += fmt.Sprintf("; %d of other sample types left out", other)
 	}
 	merged.Comments = append(merged.Comments, comment)
-	gz, err := gzipFast(merged)
-	if err != nil {
+	var gz bytes.Buffer
+	if err := profiles.WriteGzipped(&gz, merged); err != nil {
 		return err
 	}
 	name := fmt.Sprintf("%s, %d profiles %s", service, len(members)-other, span)
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, merged, gz, name, "merged OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, merged, gz.Bytes(), name, "merged OTLP profiles"))
 	if err != nil {
 		return err
 	}

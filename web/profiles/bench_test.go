@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"viewer/symbolize"
 	"viewer/symbolize/unwind"
@@ -118,4 +120,52 @@ func BenchmarkUpload(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWriteGzipped is the stored copy's encoding (what an upload,
+// a symbolized copy and the OTLP intake write) of the profile in
+// $VIEWER_BENCH_PROFILE, by default the 2M-sample profile that
+// testdata/bench/growth.sh 2m generates, read by viewer's own parser.
+//
+//	go test -run '^$' -bench WriteGzipped -benchtime 3x -benchmem ./web/profiles
+func BenchmarkWriteGzipped(b *testing.B) {
+	name := os.Getenv("VIEWER_BENCH_PROFILE")
+	if name == "" {
+		name = "/tmp/viewer-bench/bench-2m.pb.gz"
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Skipf("%v; make it with testdata/bench/growth.sh 2m or name a profile in VIEWER_BENCH_PROFILE", err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		w := &countingWriter{}
+		if err := profiles.WriteGzipped(w, p); err != nil {
+			b.Fatal(err)
+		}
+		n = w.n
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(n)/(1<<20), "gzipped-MiB")
+	b.ReportMetric(float64(len(p.Sample)), "samples")
+}
+
+// cpuTime is the user and system CPU time this process has used: on a
+// shared machine, what to compare rather than the wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
 }

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
@@ -12,15 +15,16 @@ import (
 )
 
 // WriteGzipped writes p to w as gzipped pprof, the encoding of every copy
-// of a profile viewer stores (converted, symbolized), compressed by
-// klauspost/compress at its fastest level: profile.Write's standard-library
-// gzip at the default level took a quarter of a 200k-sample upload's CPU
-// time, and 3.6 times as long as this for a copy only 8% smaller.
+// of a profile viewer stores (converted, symbolized, an OTLP request's),
+// compressed by klauspost/compress at its fastest level: profile.Write's
+// standard-library gzip at the default level took a quarter of a
+// 200k-sample upload's CPU time, and 3.6 times as long as this for a copy
+// only 8% smaller. The gzip writers are pooled: a new one allocates and
+// clears its window, which an OTLP intake of many small profiles felt.
 func WriteGzipped(w io.Writer, p *profile.Profile) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return err
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(w)
 	if err := writeUncompressed(zw, p); err != nil {
 		return fmt.Errorf("encoding the converted profile: %w", err)
 	}
@@ -30,14 +34,31 @@ func WriteGzipped(w io.Writer, p *profile.Profile) error {
 	return nil
 }
 
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
+
+// bufWriters are writeUncompressed's buffers, pooled with the gzip writers.
+var bufWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 // writeUncompressed writes p to w as profile.WriteUncompressed does, byte
 // for byte, but message by message through a small buffer: pprof's encoder
 // builds the whole encoding in one growing slice (a 428k-sample perf.data
 // profile's is over 100 MB, twice that while it grows) and leaves a label
 // and a location-ID slice on every sample for as long as the profile lives.
-// It does not change p.
+// Samples that share their label maps (the OTLP intake's of one set of
+// attributes, the pprof decoder's of equal label messages) share their
+// labels' encoding: each set is sorted, interned and encoded once, where
+// pprof's encoder does that for every sample. It does not change p.
 func writeUncompressed(w io.Writer, p *profile.Profile) error {
-	e := &pprofEncoder{bw: bufio.NewWriterSize(w, 64<<10), strs: map[string]int64{}}
+	bw := bufWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil)
+		bufWriters.Put(bw)
+	}()
+	e := &pprofEncoder{bw: bw, strs: map[string]int64{}, labels: map[labelKey]labelRun{}}
 	e.tableOf(p)
 	for _, x := range p.SampleType {
 		e.valueType(1, x)
@@ -82,17 +103,43 @@ func writeUncompressed(w io.Writer, p *profile.Profile) error {
 	return e.bw.Flush()
 }
 
-// pprofEncoder is writeUncompressed's state: the string table, and the
-// message being encoded (b, with m and l for the messages nested in it).
+// pprofEncoder is writeUncompressed's state: the string table, the
+// encoded labels of each set of label maps, and the message being encoded
+// (b, with m and l for the messages nested in it).
 type pprofEncoder struct {
 	bw    *bufio.Writer
 	err   error
 	strs  map[string]int64
 	table []string
 	keys  []string
-	b     []byte // the top-level field being encoded
-	m     []byte // a message's body
-	l     []byte // a nested message's body
+	// labels are the encoded labels (Sample field 3) of each set of label
+	// maps, at most maxLabelSets of them, as runs of labelBytes.
+	labels     map[labelKey]labelRun
+	labelBytes []byte
+	b          []byte // the top-level field being encoded
+	m          []byte // a message's body
+	l          []byte // a nested message's body
+}
+
+// labelKey names a sample's label maps by identity: samples that share
+// them share their encoding.
+type labelKey struct{ str, num, unit unsafe.Pointer }
+
+// labelRun is where a set's encoded labels are in labelBytes.
+type labelRun struct{ from, to int }
+
+// maxLabelSets bounds the encoded label sets kept: a perf.data profile's
+// samples each have label maps of their own (their time), and keeping
+// those would cost memory in proportion to the samples for nothing.
+const maxLabelSets = 4096
+
+func labelKeyOf(s *profile.Sample) labelKey {
+	return labelKey{mapPointer(s.Label), mapPointer(s.NumLabel), mapPointer(s.NumUnit)}
+}
+
+// mapPointer is a map's identity (nil for a nil map).
+func mapPointer[M ~map[K]V, K comparable, V any](m M) unsafe.Pointer {
+	return reflect.ValueOf(m).UnsafePointer()
 }
 
 // add gives s its string table index, in the order preEncode does.
@@ -106,7 +153,9 @@ func (e *pprofEncoder) add(s string) {
 func (e *pprofEncoder) str(s string) int64 { return e.strs[s] }
 
 // tableOf numbers p's strings as pprof's preEncode does: its string table
-// is written after the samples, so it is built in a pass of its own.
+// is written after the samples, so it is built in a pass of its own. A
+// set of label maps seen before adds no string, so it is skipped; its
+// encoding, final once its strings are numbered, is kept for sample.
 func (e *pprofEncoder) tableOf(p *profile.Profile) {
 	e.add("")
 	for _, st := range p.SampleType {
@@ -114,6 +163,13 @@ func (e *pprofEncoder) tableOf(p *profile.Profile) {
 		e.add(st.Unit)
 	}
 	for _, s := range p.Sample {
+		if len(s.Label) == 0 && len(s.NumLabel) == 0 {
+			continue
+		}
+		k := labelKeyOf(s)
+		if _, ok := e.labels[k]; ok {
+			continue
+		}
 		for _, k := range sortedKeys(&e.keys, s.Label) {
 			e.add(k)
 			for _, v := range s.Label[k] {
@@ -128,6 +184,11 @@ func (e *pprofEncoder) tableOf(p *profile.Profile) {
 					e.add(unitAt(units, i))
 				}
 			}
+		}
+		if len(e.labels) < maxLabelSets {
+			from := len(e.labelBytes)
+			e.labelBytes = e.appendLabels(e.labelBytes, s)
+			e.labels[k] = labelRun{from, len(e.labelBytes)}
 		}
 	}
 	for _, m := range p.Mapping {
@@ -212,6 +273,21 @@ func (e *pprofEncoder) sample(s *profile.Sample) {
 		}
 	}
 	m = appendInt64s(m, 2, s.Value)
+	if len(s.Label) != 0 || len(s.NumLabel) != 0 {
+		if r, ok := e.labels[labelKeyOf(s)]; ok {
+			m = append(m, e.labelBytes[r.from:r.to]...)
+		} else {
+			m = e.appendLabels(m, s)
+		}
+	}
+	e.m = m
+	e.field(2, m)
+}
+
+// appendLabels appends s's labels (Sample field 3) to m as pprof encodes
+// them: string labels then numeric ones, each by sorted key. Every string
+// must be numbered.
+func (e *pprofEncoder) appendLabels(m []byte, s *profile.Sample) []byte {
 	label := func(key, str, num, unit int64) {
 		l := appendInt64Opt(e.l[:0], 1, key)
 		l = appendInt64Opt(l, 2, str)
@@ -236,8 +312,7 @@ func (e *pprofEncoder) sample(s *profile.Sample) {
 			label(e.str(k), 0, v, unit)
 		}
 	}
-	e.m = m
-	e.field(2, m)
+	return m
 }
 
 func (e *pprofEncoder) mapping(x *profile.Mapping) {
