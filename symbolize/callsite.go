@@ -112,7 +112,7 @@ func CallSites(p *profile.Profile) bool {
 		// gives a stack's samples of other threads and times one): each
 		// slice is moved once, or a call site that is itself some
 		// caller's return address would move twice.
-		moved := map[**profile.Location]bool{}
+		moved := make(map[**profile.Location]bool, len(p.Sample))
 		for _, s := range p.Sample {
 			if len(s.Location) == 0 || moved[&s.Location[0]] {
 				continue

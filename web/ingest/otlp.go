@@ -493,9 +493,10 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 			m.HasInlineFrames = m.HasInlineFrames || len(l.Line) > 1
 		}
 	}
-	if err := c.p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("the converted profile is not valid: %v", err)
-	}
+	// Valid by construction, so pprof's CheckValid (its maps of every
+	// ID, 3% of the intake's CPU) is not run: one value per sample for
+	// the one sample type, IDs that are positions + 1, and each location's
+	// mapping and functions made here and listed once.
 	return c.p, nil
 }
 

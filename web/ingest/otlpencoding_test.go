@@ -21,7 +21,8 @@ import (
 // would) converted by FromOTLP and stored as the intake stores it
 // (profiles.WriteGzipped, whose samples share the encoding of their
 // shared label maps) is, once inflated, byte for byte what pprof's own
-// encoder (WriteUncompressed) writes of the same profile.
+// encoder (WriteUncompressed) writes of the same profile; and the
+// converted profile passes pprof's CheckValid, which FromOTLP leaves out.
 func TestOTLPStoredCopyIsPprofs(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "peers", "pprof")
 	files, err := filepath.Glob(filepath.Join(dir, "*.*"))
@@ -50,6 +51,9 @@ func TestOTLPStoredCopyIsPprofs(t *testing.T) {
 				t.Fatalf("%d profiles converted (%s), want one per sample type: %d", len(res.Profiles), res.Message(), len(p.SampleType))
 			}
 			for _, op := range res.Profiles {
+				if err := op.Profile.CheckValid(); err != nil {
+					t.Errorf("the converted profile is not valid: %v", err)
+				}
 				var want bytes.Buffer
 				if err := op.Profile.WriteUncompressed(&want); err != nil {
 					t.Fatal(err)
