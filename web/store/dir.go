@@ -233,10 +233,8 @@ func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	for i, o := range objs {
-		if err := writeSynced(ctx, filepath.Join(tmp, filepath.Base(paths[i])), o.Body); err != nil {
-			return fmt.Errorf("store: writing %s: %w", o.Key, err)
-		}
+	if err := writeAllSynced(ctx, tmp, paths, objs); err != nil {
+		return err
 	}
 	if err := fsyncDir(tmp); err != nil {
 		return err
@@ -272,23 +270,38 @@ func sameDir(paths []string) bool {
 	return true
 }
 
-// writeSynced creates the new file p with r's bytes, synced.
-func writeSynced(ctx context.Context, p string, r io.Reader) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
+// writeAllSynced creates each object's file in dir (named as in paths)
+// with its bytes, then syncs them: all written before the first sync,
+// so that the journal commit of the first carries the others' new
+// inodes, and the later syncs flush their data alone.
+func writeAllSynced(ctx context.Context, dir string, paths []string, objs []Object) (err error) {
+	files := make([]*os.File, 0, len(objs))
+	defer func() {
+		for _, f := range files {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("store: closing %s: %w", f.Name(), cerr)
+			}
+		}
+	}()
+	for i, o := range objs {
+		f, err := os.OpenFile(filepath.Join(dir, filepath.Base(paths[i])), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		files = append(files, f)
+		if _, err := io.Copy(f, ctxReader{ctx, o.Body}); err != nil {
+			return fmt.Errorf("store: writing %s: %w", o.Key, err)
+		}
+		if err := f.Chmod(0o644); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
-	_, err = io.Copy(f, ctxReader{ctx, r})
-	if err == nil {
-		err = f.Chmod(0o644)
+	for i, f := range files {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("store: syncing %s: %w", objs[i].Key, err)
+		}
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }
 
 func fsyncDir(dir string) error {
