@@ -424,6 +424,8 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 		}
 	}
 	frames := make([]*profile.Location, nframes)
+	// As many locations as the stacks can name, at most: no growth.
+	c.p.Location = make([]*profile.Location, 0, min(len(c.locations), nframes))
 	var key []byte
 	for i := range samples.Len() {
 		s := samples.At(i)
