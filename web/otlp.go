@@ -51,14 +51,35 @@ func (s *Server) handleOTLP(c echo.Context) error {
 	}
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, max)
 	ctx := req.Context()
-	res, release, err := s.parseOTLPBody(c, asJSON)
+	res, parsed, done, err := s.parseOTLPBody(c, asJSON)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer done()
+	// The profiles are encoded while the parse slot is held (CPU work)
+	// and stored once it is handed back: a slot held through the store's
+	// syncs left the CPU idle while other requests waited for one.
+	gz := make([]*bytes.Buffer, len(res.Profiles))
+	encErr := make([]error, len(res.Profiles))
+	for i, op := range res.Profiles {
+		gz[i] = otlpBufs.Get().(*bytes.Buffer)
+		encErr[i] = profiles.WriteGzipped(gz[i], op.Profile)
+	}
+	defer func() {
+		for _, b := range gz {
+			if b.Cap() <= maxPooledOTLP {
+				b.Reset()
+				otlpBufs.Put(b)
+			}
+		}
+	}()
+	parsed()
 	var ids []string
-	for _, op := range res.Profiles {
-		id, err := s.storeOTLP(ctx, op)
+	for i, op := range res.Profiles {
+		id, err := "", encErr[i]
+		if err == nil {
+			id, err = s.storeOTLP(ctx, op, gz[i].Bytes())
+		}
 		if err != nil {
 			if errors.Is(err, ingest.ErrBusy) || ctx.Err() != nil {
 				return httpStatusError(err)
@@ -92,32 +113,40 @@ func (s *Server) handleOTLP(c echo.Context) error {
 }
 
 // parseOTLPBody reads and converts the request's profiles, holding an
-// upload slot that the caller releases once they are stored. A body of
-// a known length up to ingest.OTLPInMemory, not gzipped, is read into
-// memory within the ingest memory budget; any other is spooled to a file
-// first, as uploads are.
-func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPResult, release func(), err error) {
+// upload slot. A body of a known length up to ingest.OTLPInMemory, not
+// gzipped, is read into memory within the ingest memory budget: parsed
+// hands the slot back once the profiles are encoded, and done gives the
+// memory back once they are stored, so that the profiles waiting for the
+// store stay within the budget. Any other body is spooled to a file first,
+// as uploads are, and keeps its slot until done.
+func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPResult, parsed, done func(), err error) {
 	req, max := c.Request(), s.cfg.MaxUpload
 	ctx := req.Context()
 	var body io.Reader = req.Body
 	if n := req.ContentLength; n > 0 && n <= min(max, ingest.OTLPInMemory) && req.Header.Get("Content-Encoding") == "" {
 		data, give, err := ingest.ReadOTLP(ctx, req.Body, n, s.limits)
 		if errors.Is(err, ingest.ErrBusy) || errors.Is(err, ingest.ErrTooLarge) || errors.Is(err, ingest.ErrCorrupt) {
-			return nil, nil, httpStatusError(err)
+			return nil, nil, nil, httpStatusError(err)
 		}
 		if err != nil {
-			return nil, nil, readError(err, max)
+			return nil, nil, nil, readError(err, max)
 		}
 		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
-			defer give()
-			if release, err = holdSlot(c); err != nil {
-				return nil, nil, err
+			release, err := holdSlot(c)
+			if err != nil {
+				give()
+				return nil, nil, nil, err
 			}
 			if res, err = ingest.ParseOTLP(data, asJSON, s.limits); err != nil {
 				release()
-				return nil, nil, httpStatusError(err)
+				give()
+				return nil, nil, nil, httpStatusError(err)
 			}
-			return res, release, nil
+			once := sync.OnceFunc(release)
+			return res, once, func() {
+				once()
+				give()
+			}, nil
 		}
 		// gzip sent without its Content-Encoding: inflated from a file.
 		give()
@@ -125,39 +154,30 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 	}
 	sp, err := s.spool(body, max)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer sp.remove()
-	if release, err = holdSlot(c); err != nil {
-		return nil, nil, err
+	release, err := holdSlot(c)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if res, err = ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits); err != nil {
 		release()
-		return nil, nil, httpStatusError(err)
+		return nil, nil, nil, httpStatusError(err)
 	}
-	return res, release, nil
+	return res, func() {}, release, nil
 }
 
-// storeOTLP stores one converted OTLP profile as pprof, named by its
-// resource, and queues its symbolization. It is stored once, as the
-// converted copy every load reads (no second encoding of the same
-// profile), and not parsed again.
-func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, error) {
-	buf := otlpBufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledOTLP {
-			buf.Reset()
-			otlpBufs.Put(buf)
-		}
-	}()
-	if err := profiles.WriteGzipped(buf, op.Profile); err != nil {
-		return "", err
-	}
+// storeOTLP stores one converted OTLP profile, gz its gzipped pprof
+// (profiles.WriteGzipped), named by its resource, and queues its
+// symbolization. It is stored once, as the converted copy every load
+// reads (no second encoding of the same profile), and not parsed again.
+func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile, gz []byte) (string, error) {
 	name := op.Title
 	if name == "" {
 		name = "OTLP profile"
 	}
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, buf.Bytes(), name, "OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles"))
 	if err != nil {
 		return "", err
 	}
@@ -168,8 +188,8 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile) (string, 
 	return id, nil
 }
 
-// otlpBufs keep storeOTLP's buffers of gzipped pprof, which the store has
-// written when StoreParsed returns, up to maxPooledOTLP bytes each: a
+// otlpBufs keep handleOTLP's buffers of gzipped pprof, which the store
+// has written when StoreParsed returns, up to maxPooledOTLP bytes each: a
 // large merge's is not kept.
 var otlpBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 

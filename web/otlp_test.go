@@ -97,15 +97,32 @@ func rpcStatus(t testing.TB, ctype string, b []byte) (code int, msg string) {
 func TestOTLPErrors(t *testing.T) {
 	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalProto()
 	js, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), otlpResource)).MarshalJSON()
-	hold, held := make(chan struct{}), make(chan struct{}, 1)
-	var once sync.Once
+	// The next stored profile waits in AfterUpload on hold, once it is set.
+	var (
+		mu   sync.Mutex
+		hold chan struct{}
+		held = make(chan struct{}, 1)
+	)
+	holdNext := func() chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		hold = make(chan struct{})
+		return hold
+	}
 	_, ts := newTestServer(t, Config{
 		OTLP:      true,
 		MaxUpload: 64 << 10,
 		AuthToken: "s3cret",
 		Limits:    Limits{MaxConcurrentUploads: 1, UploadWait: 200 * time.Millisecond},
 		AfterUpload: func(string) {
-			once.Do(func() { held <- struct{}{}; <-hold })
+			mu.Lock()
+			h := hold
+			hold = nil
+			mu.Unlock()
+			if h != nil {
+				held <- struct{}{}
+				<-h
+			}
 		},
 	})
 	auth := []string{"Authorization", "Bearer s3cret"}
@@ -139,11 +156,14 @@ func TestOTLPErrors(t *testing.T) {
 		})
 	}
 
-	// Overload: while the one parse slot is held, the next request gets
-	// 503 UNAVAILABLE with Retry-After, which OTLP clients retry.
+	// Overload: while the one parse slot is held (by a gzipped request,
+	// spooled, which keeps its slot until its profiles are stored), the
+	// next request gets 503 UNAVAILABLE with Retry-After, which OTLP
+	// clients retry.
+	h := holdNext()
 	first := make(chan int, 1)
 	go func() {
-		resp, _ := postOTLP(t, ts.URL, "application/x-protobuf", pb, false, auth...)
+		resp, _ := postOTLP(t, ts.URL, "application/x-protobuf", pb, true, auth...)
 		first <- resp.StatusCode
 	}()
 	<-held
@@ -151,7 +171,24 @@ func TestOTLPErrors(t *testing.T) {
 	if code, _ := rpcStatus(t, "application/x-protobuf", body); resp.StatusCode != 503 || code != 14 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("while busy: %d code %d Retry-After %q; want 503, UNAVAILABLE, Retry-After", resp.StatusCode, code, resp.Header.Get("Retry-After"))
 	}
-	close(hold)
+	close(h)
+	if st := <-first; st != 200 {
+		t.Errorf("the held request: %d", st)
+	}
+
+	// A request read into memory hands its slot back once its profiles
+	// are encoded: while it waits for the store, the next one is taken.
+	h = holdNext()
+	go func() {
+		resp, _ := postOTLP(t, ts.URL, "application/x-protobuf", pb, false, auth...)
+		first <- resp.StatusCode
+	}()
+	<-held
+	pb2, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(testProfile(), map[string]string{"service.name": "other"})).MarshalProto()
+	if resp, _ := postOTLP(t, ts.URL, "application/x-protobuf", pb2, false, auth...); resp.StatusCode != 200 {
+		t.Errorf("while another request waits for the store: %d, want 200", resp.StatusCode)
+	}
+	close(h)
 	if st := <-first; st != 200 {
 		t.Errorf("the held request: %d", st)
 	}
