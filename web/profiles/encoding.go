@@ -23,7 +23,10 @@ import (
 // clears its window, which an OTLP intake of many small profiles felt.
 func WriteGzipped(w io.Writer, p *profile.Profile) error {
 	zw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(zw)
+	defer func() {
+		zw.Reset(nil) // the pooled writer keeps no caller's buffer alive
+		gzipWriters.Put(zw)
+	}()
 	zw.Reset(w)
 	if err := writeUncompressed(zw, p); err != nil {
 		return fmt.Errorf("encoding the converted profile: %w", err)
