@@ -1,7 +1,5 @@
 package flame
 
-import "slices"
-
 // weighted is one stack as frame name IDs, root first, with its value in
 // the profile (v) and, for a differential tree, in the base profile (in a
 // Stacks, base is the stack's sample count: samplecount.go).
@@ -91,10 +89,16 @@ func (f *frames) expand(s stack, dst []int32) []int32 {
 // sortStacks sorts ws by frames, root first, checking w (WithContext) as
 // it compares.
 func sortStacks(ws []weighted, w *work) {
-	slices.SortFunc(ws, func(a, b weighted) int {
-		w.tick()
-		return slices.Compare(a.seq, b.seq)
-	})
+	order := make([]int32, len(ws))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sortSeqs(order, ws, w)
+	sorted := make([]weighted, len(ws))
+	for i, k := range order {
+		sorted[i] = ws[k]
+	}
+	copy(ws, sorted)
 }
 
 // lcp is the length of the common prefix of a and b.
