@@ -48,3 +48,49 @@ func TestSortSeqs(t *testing.T) {
 		}
 	}
 }
+
+// TestPrunedTrieCompactsAsTheFullOne checks that the trie without the
+// descendants of small nodes compacts, at its fraction and at larger
+// ones, to the full trie's tree, and that fractionFor finds the same
+// fraction in both, on random stacks with negative values too.
+func TestPrunedTrieCompactsAsTheFullOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	fr := &frames{names: []string{RootName}, nameMapping: []int32{-1}, src: &nameSources{}}
+	for i := 1; i <= 6; i++ {
+		fr.names = append(fr.names, string(rune('a'+6-i))) // name order unlike ID order
+		fr.nameMapping = append(fr.nameMapping, -1)
+	}
+	for round := range 40 {
+		ws := make([]weighted, 1+r.IntN(3000))
+		for i := range ws {
+			var seq []int32
+			for n := r.IntN(12); len(seq) < n; {
+				seq = append(seq, int32(1+r.IntN(6)))
+			}
+			v := int64(1 + r.IntN(1000))
+			if round%4 == 3 && r.IntN(5) == 0 {
+				v = -v
+			}
+			ws[i] = weighted{seq: seq, v: v, base: int64(1 + r.IntN(3))}
+		}
+		sortStacks(ws, nil)
+		whole := buildSortedTrie(ws, true, nil)
+		for _, minFrac := range []float64{0, 1.0 / 20000, 0.001, 0.01, 0.05} {
+			pruned := buildPrunedTrie(ws, true, minFrac, nil)
+			for _, frac := range []float64{minFrac, minFrac * 4, 0.02, 0.1} {
+				if frac < minFrac {
+					continue
+				}
+				want, got := compact(whole, fr, frac), compact(pruned, fr, frac)
+				if !slices.Equal(got.Nodes, want.Nodes) || !slices.Equal(got.Base, want.Base) {
+					t.Fatalf("round %d, pruned at %v, compacted at %v: %d nodes, want %d", round, minFrac, frac, len(got.Nodes), len(want.Nodes))
+				}
+			}
+			for _, maxNodes := range []int{1, 10, 50, 200} {
+				if g, w := pruned.fractionFor(minFrac, maxNodes), whole.fractionFor(minFrac, maxNodes); g != w {
+					t.Fatalf("round %d, pruned at %v: fractionFor(%d) %v, want %v", round, minFrac, maxNodes, g, w)
+				}
+			}
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package flame
 
+import "sort"
+
 // weighted is one stack as frame name IDs, root first, with its value in
 // the profile (v) and, for a differential tree, in the base profile (in a
 // Stacks, base is the stack's sample count: samplecount.go).
@@ -108,4 +110,77 @@ func lcp(a, b []int32) int {
 		i++
 	}
 	return i
+}
+
+// buildPrunedTrie is buildSortedTrie without the descendants of nodes
+// whose total is under the threshold of minFrac: such a node is kept, as a
+// leaf with its total (and base), since compacting at minFrac or above
+// (any larger threshold) merges it into
+// its parent's "…" node and never looks below it. Each node's total is
+// a difference of prefix sums over its run of stacks, and a run's
+// children are found by binary search on their frame at its depth, so
+// the work is in the nodes kept, not in the frames: the whole trie of
+// the 2M-sample profile was most of its first flame.json's tree.
+func buildPrunedTrie(ws []weighted, withBase bool, minFrac float64, work *work) *full {
+	sum := make([]int64, len(ws)+1)
+	var nsum []int64
+	if withBase {
+		nsum = make([]int64, len(ws)+1)
+	}
+	for i, w := range ws {
+		sum[i+1] = sum[i] + w.v
+		if withBase {
+			nsum[i+1] = nsum[i] + w.base
+		}
+	}
+	ft := &full{name: []int32{0}, parent: []int32{-1}, total: []int64{sum[len(ws)]}, self: []int64{0}}
+	if withBase {
+		ft.base = []int64{nsum[len(ws)]}
+	}
+	thresh := threshold(ft, minFrac)
+	// visit adds the children of node, whose stacks are ws[lo:hi] and
+	// share their first d frames, each followed by its own subtree
+	// (pre-order, as buildSortedTrie numbers them).
+	var visit func(node int32, lo, hi, d int)
+	visit = func(node int32, lo, hi, d int) {
+		work.tick()
+		// The stacks that end here come first: prefixes of the rest.
+		k := lo + sort.Search(hi-lo, func(i int) bool { return len(ws[lo+i].seq) > d })
+		ft.self[node] = sum[k] - sum[lo]
+		for a := k; a < hi; {
+			b := runEnd(ws, a, hi, d)
+			c := int32(len(ft.name))
+			ft.name = append(ft.name, ws[a].seq[d])
+			ft.parent = append(ft.parent, node)
+			ft.total = append(ft.total, sum[b]-sum[a])
+			ft.self = append(ft.self, 0)
+			if withBase {
+				ft.base = append(ft.base, nsum[b]-nsum[a])
+			}
+			if abs(sum[b]-sum[a]) >= thresh {
+				visit(c, a, b, d+1)
+			}
+			a = b
+		}
+	}
+	visit(0, 0, len(ws), 0)
+	return ft
+}
+
+// runEnd is the end of the run of ws[a:hi] with ws[a]'s frame at depth
+// d, in stacks sorted by that frame: found by doubling steps, then
+// binary search, in the logarithm of the run's length.
+func runEnd(ws []weighted, a, hi, d int) int {
+	key := ws[a].seq[d]
+	lo, step := a+1, 1 // ws[lo-1] is in the run
+	for lo < hi && ws[lo].seq[d] == key {
+		next := min(hi, lo+step)
+		if ws[next-1].seq[d] != key {
+			hi = next - 1
+			break
+		}
+		lo, step = next, 2*step
+	}
+	// The run ends in [lo, hi]: ws[lo-1] is in it, ws[hi] (if any) is not.
+	return lo + sort.Search(hi-lo, func(i int) bool { return ws[lo+i].seq[d] != key })
 }

@@ -239,7 +239,9 @@ func (s *Stacks) Tree(path []string, opt Options) *Tree {
 	}
 	fr := s.withWork(opt.work)
 	z := s.resolve(path, fr.work)
-	ft := buildSortedTrie(s.below(z, z.depth, fr.work), true, fr.work) // below keeps ws's order; base: sample counts
+	// Only what compacting at minFrac or above (MaxNodes and Budget.fit
+	// raise it) shows; below keeps ws's order; base: sample counts.
+	ft := buildPrunedTrie(s.below(z, z.depth, fr.work), true, minFrac, fr.work)
 	// A timeline range's tree merges more (nodecap.go).
 	minFrac = ft.fractionFor(minFrac, opt.MaxNodes)
 	build := func(minFrac float64) *Tree {
