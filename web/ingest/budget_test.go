@@ -77,3 +77,26 @@ func TestLimitFrames(t *testing.T) {
 		t.Errorf("10 frames against 9: %v; want ErrTooLarge naming --max-frames", err)
 	}
 }
+
+// TestBudgetTryTake checks TryTake takes a share only when it is free at
+// once, without waiting.
+func TestBudgetTryTake(t *testing.T) {
+	b := NewBudget(100, time.Hour)
+	give, ok := b.TryTake(60)
+	if !ok {
+		t.Fatal("60 of an idle 100 refused")
+	}
+	start := time.Now()
+	if _, ok := b.TryTake(60); ok {
+		t.Error("60 beside 60 of 100 taken")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("refused after %v; want at once", d)
+	}
+	give()
+	if give, ok := b.TryTake(100); !ok {
+		t.Error("the whole budget refused after the release")
+	} else {
+		give()
+	}
+}
