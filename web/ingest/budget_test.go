@@ -76,6 +76,10 @@ func TestLimitFrames(t *testing.T) {
 	if err := (Limits{MaxFrames: 9}).limitFrames(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
 		t.Errorf("10 frames against 9: %v; want ErrTooLarge naming --max-frames", err)
 	}
+	// Counted, not bounded by 2 frames a location (16): 10 is within 10.
+	if err := (Limits{MaxFrames: 10, MaxStackDepth: 6}).limitFrames(p); err != nil {
+		t.Errorf("10 frames against 10: %v", err)
+	}
 }
 
 // TestBudgetTryTake checks TryTake takes a share only when it is free at
