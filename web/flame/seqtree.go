@@ -138,32 +138,49 @@ func buildPrunedTrie(ws []weighted, withBase bool, minFrac float64, work *work) 
 		ft.base = []int64{nsum[len(ws)]}
 	}
 	thresh := threshold(ft, minFrac)
-	// visit adds the children of node, whose stacks are ws[lo:hi] and
-	// share their first d frames, each followed by its own subtree
-	// (pre-order, as buildSortedTrie numbers them).
-	var visit func(node int32, lo, hi, d int)
-	visit = func(node int32, lo, hi, d int) {
-		work.tick()
-		// The stacks that end here come first: prefixes of the rest.
+	// A run of stacks ws[lo:hi] whose node, the frame at depth d under
+	// parent, is not made yet. Nodes are made as they are popped, so they
+	// are numbered in pre-order as buildSortedTrie's (a stack, not
+	// recursion: a stack may be millions of frames deep without
+	// --max-stack-depth).
+	type pending struct {
+		parent    int32
+		lo, hi, d int
+	}
+	var stack, kids []pending
+	// expand sets node's self, of the stacks ws[lo:hi] that end at depth
+	// d (they come first: prefixes of the rest), and pushes its children.
+	expand := func(node int32, lo, hi, d int) {
 		k := lo + sort.Search(hi-lo, func(i int) bool { return len(ws[lo+i].seq) > d })
 		ft.self[node] = sum[k] - sum[lo]
+		kids = kids[:0]
 		for a := k; a < hi; {
 			b := runEnd(ws, a, hi, d)
-			c := int32(len(ft.name))
-			ft.name = append(ft.name, ws[a].seq[d])
-			ft.parent = append(ft.parent, node)
-			ft.total = append(ft.total, sum[b]-sum[a])
-			ft.self = append(ft.self, 0)
-			if withBase {
-				ft.base = append(ft.base, nsum[b]-nsum[a])
-			}
-			if abs(sum[b]-sum[a]) >= thresh {
-				visit(c, a, b, d+1)
-			}
+			kids = append(kids, pending{node, a, b, d})
 			a = b
 		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
+		}
 	}
-	visit(0, 0, len(ws), 0)
+	expand(0, 0, len(ws), 0)
+	for len(stack) > 0 {
+		work.tick()
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		c := int32(len(ft.name))
+		v := sum[t.hi] - sum[t.lo]
+		ft.name = append(ft.name, ws[t.lo].seq[t.d])
+		ft.parent = append(ft.parent, t.parent)
+		ft.total = append(ft.total, v)
+		ft.self = append(ft.self, 0)
+		if withBase {
+			ft.base = append(ft.base, nsum[t.hi]-nsum[t.lo])
+		}
+		if abs(v) >= thresh {
+			expand(c, t.lo, t.hi, t.d+1)
+		}
+	}
 	return ft
 }
 
