@@ -100,14 +100,22 @@ type firstView struct {
 
 // buildFirstView builds p's first view within the rendering limits, or
 // returns nil: the view is then built on request, as for a cold profile,
-// and reports its own error there. Only pprof input is built ahead: a
+// and reports its own error there. Its memory (firstViewMemory) is taken
+// from the ingest budget while it is built, if free then, without
+// waiting: when it is not, the view is built on request instead, once the
+// upload's memory is given back. Only pprof input is built ahead: a
 // perf.data's conversion holds its records' memory until the copy is
 // stored, and building alongside would raise the peak its budget is
 // measured by.
 func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format string) *firstView {
-	if format != "pprof" || !aheadWorthIt(p) {
+	if format != "pprof" {
 		return nil
 	}
+	give, ok := s.limits.Memory.TryTake(firstViewMemory(p))
+	if !ok {
+		return nil
+	}
+	defer give()
 	si, err := flame.SampleIndex(p, "")
 	if err != nil {
 		return nil
@@ -123,20 +131,16 @@ func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format 
 	return v
 }
 
-// aheadWorthIt reports whether building p's first view beside the
-// copy's encode keeps the upload within the README's peak-memory formula:
-// a view costs about 150 bytes a location and 60 a frame, and the formula
-// counts the frames' part only. A profile whose locations outweigh its
-// frames that way (the hostile table's 1.9M locations used once each)
-// and a view over 64 MiB has its first view built on request instead,
-// after the upload's memory is given back.
-func aheadWorthIt(p *profile.Profile) bool {
-	var frames int
+// firstViewMemory is what the README's peak-memory formula counts for a
+// view of p while it is built (its R): 150 bytes a location and 60 a
+// frame of its stacks (p's samples are its distinct stacks once the
+// decoder has merged their records).
+func firstViewMemory(p *profile.Profile) int64 {
+	var frames int64
 	for _, s := range p.Sample {
-		frames += len(s.Location)
+		frames += int64(len(s.Location))
 	}
-	locs, stacks := 150*len(p.Location), 60*frames
-	return locs+stacks <= 64<<20 || locs <= stacks
+	return 150*int64(len(p.Location)) + 60*frames
 }
 
 // cacheFirstView caches v under profile id's keys, when the profile the

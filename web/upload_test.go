@@ -55,3 +55,29 @@ func TestUploadBuildsFirstView(t *testing.T) {
 		t.Error("a folded upload's flame.json was built at upload; only pprof's is")
 	}
 }
+
+// TestFirstViewTakesIngestMemory checks the first view is built at upload
+// only when its memory is free in the ingest budget: with the budget
+// taken by other uploads it is left to the first request.
+func TestFirstViewTakesIngestMemory(t *testing.T) {
+	s, _ := newTestServer(t, Config{})
+	p := testProfile()
+	give, ok := s.limits.Memory.TryTake(s.limits.Memory.Size() - firstViewMemory(p) + 1)
+	if !ok {
+		t.Fatal("an idle budget refused a share")
+	}
+	if v := s.buildFirstView(t.Context(), p, "pprof"); v != nil {
+		t.Error("the first view was built with its memory taken by others")
+	}
+	give()
+	v := s.buildFirstView(t.Context(), p, "pprof")
+	if v == nil || len(v.json) == 0 {
+		t.Fatal("no first view built with the budget free")
+	}
+	// Its share was given back.
+	if give, ok := s.limits.Memory.TryTake(s.limits.Memory.Size()); !ok {
+		t.Error("the first view kept its share of the budget")
+	} else {
+		give()
+	}
+}

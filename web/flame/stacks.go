@@ -54,7 +54,7 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	order = sortOrder(order, ws, fr.work)
+	sortSeqs(order, ws, fr.work)
 	sorted := make([]weighted, len(ws))
 	pos := make([]int32, len(uniq)) // per stack of uniq: its index in sorted, -1 dropped
 	for i := range pos {
@@ -80,53 +80,9 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	return s
 }
 
-// parallelSortMin is the fewest stacks sortOrder sorts on two goroutines
+// parallelSortMin is the fewest stacks sortSeqs sorts on two goroutines
 // (a variable for the tests).
 var parallelSortMin = 1 << 15
-
-// sortOrder sorts order, indices of ws, by their frames, checking w as
-// it compares. Many stacks are sorted in two halves on two goroutines,
-// then merged: the sort was a fifth of the first view of the 2M-sample
-// profile, and at upload the second core has finished encoding the
-// converted copy (profiles.IngestFileAlong) well before.
-func sortOrder(order []int32, ws []weighted, w *work) []int32 {
-	sortPart := func(part []int32, w *work) {
-		slices.SortFunc(part, func(a, b int32) int {
-			w.tick()
-			return slices.Compare(ws[a].seq, ws[b].seq)
-		})
-	}
-	if len(order) < parallelSortMin {
-		sortPart(order, w)
-		return order
-	}
-	lo, hi := order[:len(order)/2], order[len(order)/2:]
-	var wg sync.WaitGroup
-	var stopped any // a panic of the other half (a stop), raised here
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer func() { stopped = recover() }()
-		sortPart(lo, w.fork())
-	}()
-	func() {
-		defer wg.Wait() // the other half is done before this one's panic goes on
-		sortPart(hi, w)
-	}()
-	if stopped != nil {
-		panic(stopped)
-	}
-	out := make([]int32, 0, len(order))
-	for len(lo) > 0 && len(hi) > 0 {
-		w.tick()
-		if slices.Compare(ws[hi[0]].seq, ws[lo[0]].seq) < 0 {
-			out, hi = append(out, hi[0]), hi[1:]
-		} else {
-			out, lo = append(out, lo[0]), lo[1:]
-		}
-	}
-	return append(append(out, lo...), hi...)
-}
 
 // sumUp fills s.sum and s.nsum from s.ws.
 func (s *Stacks) sumUp() {
@@ -283,7 +239,9 @@ func (s *Stacks) Tree(path []string, opt Options) *Tree {
 	}
 	fr := s.withWork(opt.work)
 	z := s.resolve(path, fr.work)
-	ft := buildSortedTrie(s.below(z, z.depth, fr.work), true, fr.work) // below keeps ws's order; base: sample counts
+	// Only what compacting at minFrac or above (MaxNodes and Budget.fit
+	// raise it) shows; below keeps ws's order; base: sample counts.
+	ft := buildPrunedTrie(s.below(z, z.depth, fr.work), true, minFrac, fr.work)
 	// A timeline range's tree merges more (nodecap.go).
 	minFrac = ft.fractionFor(minFrac, opt.MaxNodes)
 	build := func(minFrac float64) *Tree {

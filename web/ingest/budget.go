@@ -58,4 +58,19 @@ func (b *Budget) take(ctx context.Context, n int64, what string) (release func()
 	return func() { b.sem.Release(n) }, nil
 }
 
+// TryTake reserves n bytes if they are free now, without waiting, and
+// reports whether it did: for work that is worth doing only when memory is
+// to spare (the first view built as an upload is stored), and otherwise
+// done later, on request. A nil Budget always succeeds.
+func (b *Budget) TryTake(n int64) (release func(), ok bool) {
+	if b == nil {
+		return func() {}, true
+	}
+	n = max(n, 1)
+	if !b.sem.TryAcquire(n) {
+		return nil, false
+	}
+	return func() { b.sem.Release(n) }, true
+}
+
 func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20) }

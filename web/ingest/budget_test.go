@@ -76,4 +76,31 @@ func TestLimitFrames(t *testing.T) {
 	if err := (Limits{MaxFrames: 9}).limitFrames(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
 		t.Errorf("10 frames against 9: %v; want ErrTooLarge naming --max-frames", err)
 	}
+	// Counted, not bounded by 2 frames a location (16): 10 is within 10.
+	if err := (Limits{MaxFrames: 10, MaxStackDepth: 6}).limitFrames(p); err != nil {
+		t.Errorf("10 frames against 10: %v", err)
+	}
+}
+
+// TestBudgetTryTake checks TryTake takes a share only when it is free at
+// once, without waiting.
+func TestBudgetTryTake(t *testing.T) {
+	b := NewBudget(100, time.Hour)
+	give, ok := b.TryTake(60)
+	if !ok {
+		t.Fatal("60 of an idle 100 refused")
+	}
+	start := time.Now()
+	if _, ok := b.TryTake(60); ok {
+		t.Error("60 beside 60 of 100 taken")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("refused after %v; want at once", d)
+	}
+	give()
+	if give, ok := b.TryTake(100); !ok {
+		t.Error("the whole budget refused after the release")
+	} else {
+		give()
+	}
 }

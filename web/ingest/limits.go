@@ -53,7 +53,28 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 	for _, f := range p.Function {
 		fnID = max(fnID, f.ID)
 	}
-	for _, s := range p.Sample {
+	// A stack of k locations has at most k·maxLines frames: one that
+	// cannot be over the depth is not walked (a cache miss per location),
+	// and the total is counted as that bound until it passes MaxFrames.
+	maxLines := 1
+	for _, l := range p.Location {
+		maxLines = max(maxLines, len(l.Line))
+	}
+	bounded := true // total is a bound, not a count
+	tooMany := func() error {
+		return fmt.Errorf("%w: the profile's stacks hold more than %d frames in all (restart the server with a larger --max-frames to accept it)", ErrTooLarge, lim.MaxFrames)
+	}
+	for si, s := range p.Sample {
+		if up := int64(len(s.Location)) * int64(maxLines); bounded && (depth <= 0 || up <= int64(depth)) {
+			if total += up; lim.MaxFrames <= 0 || total <= int64(lim.MaxFrames) {
+				continue
+			}
+			bounded, total = false, countFrames(p.Sample[:si+1])
+			if total > int64(lim.MaxFrames) {
+				return tooMany()
+			}
+			continue
+		}
 		n := 0
 		keep := -1 // locations kept when the stack is cut
 		for i, l := range s.Location {
@@ -87,7 +108,7 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 		}
 		total += int64(n)
 		if lim.MaxFrames > 0 && total > int64(lim.MaxFrames) {
-			return fmt.Errorf("%w: the profile's stacks hold more than %d frames in all (restart the server with a larger --max-frames to accept it)", ErrTooLarge, lim.MaxFrames)
+			return tooMany()
 		}
 	}
 	if cut > 0 {
@@ -95,6 +116,17 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 			cut, depth, deepest))
 	}
 	return nil
+}
+
+// countFrames is the frames of samples' stacks, a location's lines each.
+func countFrames(samples []*profile.Sample) int64 {
+	var n int64
+	for _, s := range samples {
+		for _, l := range s.Location {
+			n += int64(max(1, len(l.Line)))
+		}
+	}
+	return n
 }
 
 // checkCounts fails with ErrTooLarge naming the first of p's counts that is

@@ -402,39 +402,41 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 // stay in the input, packed, until the merged samples are known; then
 // they are decoded once, into one array of location pointers.
 //
-// Many records are merged on two goroutines, each keeping the samples
-// whose hash falls in its half (mergePart), and the two lists are then
-// put back in the order of each sample's first record: merging was a
-// fifth of a 2M-record upload, most of it in cache misses that two cores
-// wait on side by side.
+// Many records are merged on two goroutines, each merging its half of
+// them (mergeRange), and the second half's distinct samples are then
+// merged into the first's: merging was a fifth of a 2M-record upload, most
+// of it in cache misses that two cores wait on side by side, and each
+// record is read once.
 func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex) error {
 	seed := maphash.MakeSeed()
-	var parts [2]mergedPart
+	var pt mergedPart
 	if len(d.samples) < parallelMergeMin {
-		parts[0] = d.mergePart(seed, 0, 1)
+		pt = d.mergeRange(seed, 0, len(d.samples))
 	} else {
+		var second mergedPart
+		half := len(d.samples) / 2
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			parts[1] = d.mergePart(seed, 1, 2)
+			second = d.mergeRange(seed, half, len(d.samples))
 		}()
-		parts[0] = d.mergePart(seed, 0, 2)
+		pt = d.mergeRange(seed, 0, half)
 		<-done
+		if pt.err == nil {
+			pt.err = second.err
+		}
+		pt.absorb(&second)
 	}
-	n, k := 0, 0
-	for _, pt := range parts {
-		if pt.err != nil {
-			return pt.err
-		}
-		k += len(pt.us)
-		for _, u := range pt.us {
-			n += int(u.n)
-		}
+	if pt.err != nil {
+		return pt.err
+	}
+	k, n := len(pt.us), 0
+	for _, u := range pt.us {
+		n += int(u.n)
 	}
 	all := make([]*profile.Location, n)
 	samples := make([]profile.Sample, k)
 	p.Sample = make([]*profile.Sample, k)
-	a, b := &parts[0], &parts[1]
 	// Samples with the same label messages share their label maps (read
 	// only once parsed, as perf.data's converter shares them): a converted
 	// perf.data has a sample per thread, time and stack, and a map set per
@@ -442,12 +444,7 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 	sameLabels := map[string]*profile.Sample{}
 	var labelKey []byte
 	for i := range samples {
-		pt := a
-		if len(a.us) == 0 || len(b.us) > 0 && b.us[0].first < a.us[0].first {
-			pt = b
-		}
-		u := &pt.us[0]
-		pt.us = pt.us[1:]
+		u := &pt.us[i]
 		sm := &samples[i]
 		sm.Value = u.values
 		m := int(u.n)
@@ -497,28 +494,56 @@ type mergedSample struct {
 	locs   []byte
 	labels [][]byte
 	values []int64
-	n      int32 // how many location IDs
-	first  int32 // the index of its first record
+	n      int32  // how many location IDs
+	hash   uint64 // of its locations, labels and number of values
 }
 
-// mergedPart is what mergePart keeps, in the order of first records.
+// mergedPart is what mergeRange keeps, in the order of first records,
+// and the table that finds them.
 type mergedPart struct {
-	us  []mergedSample
-	err error
+	us    []mergedSample
+	table mergeTable
+	err   error
 }
 
-// mergePart merges the sample records whose hash, modulo parts, is part.
-// Every part reads every record, so each finds a malformed one.
-func (d *pprofDecoder) mergePart(seed maphash.Seed, part, parts int) mergedPart {
+// sameSample reports whether merged sample u has these location IDs,
+// labels and number of values.
+func sameSample(u *mergedSample, locIDs []byte, labels [][]byte, values int) bool {
+	return string(u.locs) == string(locIDs) && len(u.values) == values &&
+		slices.EqualFunc(u.labels, labels, func(a, b []byte) bool { return string(a) == string(b) })
+}
+
+// absorb merges o's samples, all of records after pt's, into pt: summed
+// into the same sample of pt, else appended (so the order stays that of
+// first records).
+func (pt *mergedPart) absorb(o *mergedPart) {
+	for i := range o.us {
+		u := &o.us[i]
+		slot, found := pt.table.find(u.hash, func(j int32) bool { return sameSample(&pt.us[j], u.locs, u.labels, len(u.values)) })
+		if found >= 0 {
+			v := pt.us[found].values
+			for k, x := range u.values {
+				v[k] += x
+			}
+			continue
+		}
+		pt.table.insert(slot, u.hash, int32(len(pt.us)))
+		pt.us = append(pt.us, *u)
+	}
+}
+
+// mergeRange merges the sample records d.samples[lo:hi].
+func (d *pprofDecoder) mergeRange(seed maphash.Seed, lo, hi int) mergedPart {
 	var vals []int64
 	var labels [][]byte
 	var scratch []byte // location IDs sent unpacked, packed again
 	var out mergedPart
-	var table mergeTable
-	table.init(len(d.samples)/4/parts + 1)
-	out.us = make([]mergedSample, 0, len(d.samples)/4/parts+1)
+	table := &out.table
+	table.init((hi-lo)/4 + 1)
+	out.us = make([]mergedSample, 0, (hi-lo)/4+1)
 	var values []int64
-	for r, b := range d.samples {
+	for r := lo; r < hi; r++ {
+		b := d.samples[r]
 		vals, labels = vals[:0], labels[:0]
 		locIDs, fieldsSeen, unpacked, err := sampleFields(b, &vals, &labels)
 		if err != nil {
@@ -550,14 +575,7 @@ func (d *pprofDecoder) mergePart(seed maphash.Seed, part, parts int) mergedPart 
 			h = h*31 + maphash.Bytes(seed, lb)
 		}
 		h ^= uint64(len(vals)) << 56
-		if parts > 1 && int(h%uint64(parts)) != part {
-			continue
-		}
-		slot, found := table.find(h, func(i int32) bool {
-			u := &out.us[i]
-			return string(u.locs) == string(locIDs) && len(u.values) == len(vals) &&
-				slices.EqualFunc(u.labels, labels, func(a, b []byte) bool { return string(a) == string(b) })
-		})
+		slot, found := table.find(h, func(i int32) bool { return sameSample(&out.us[i], locIDs, labels, len(vals)) })
 		if found >= 0 {
 			v := out.us[found].values
 			for k, x := range vals {
@@ -575,7 +593,7 @@ func (d *pprofDecoder) mergePart(seed maphash.Seed, part, parts int) mergedPart 
 		if len(labels) > 0 {
 			ls = slices.Clone(labels)
 		}
-		out.us = append(out.us, mergedSample{locs: locIDs, labels: ls, values: values[vs:len(values):len(values)], n: int32(n), first: int32(r)})
+		out.us = append(out.us, mergedSample{locs: locIDs, labels: ls, values: values[vs:len(values):len(values)], n: int32(n), hash: h})
 	}
 	return out
 }
