@@ -53,7 +53,15 @@ func (f *File) Estimates(depth int) []Estimate {
 	out := make([]Estimate, 0, len(f.est.byWidth)+1)
 	stacks, stackFrames := f.est.stacks.count(0)
 	locs, _ := f.est.locs.count(0)
-	for _, w := range append(f.est.byWidth[:len(f.est.byWidth):len(f.est.byWidth)], f.est.none) {
+	widths := f.est.byWidth
+	if f.sampleFirst != 0 && len(widths) > 1 {
+		// Convert's own width, from the samples' span, is the first.
+		own := TimeBucket(f.sampleLast - f.sampleFirst)
+		for len(widths) > 1 && widths[0].width < own {
+			widths = widths[1:]
+		}
+	}
+	for _, w := range append(widths[:len(widths):len(widths)], f.est.none) {
 		n, fr := w.samples.count(depth)
 		labels, _ := w.labels.count(0)
 		out = append(out, Estimate{Bucket: w.width, Samples: n, Frames: fr, Stacks: stacks, StackFrames: stackFrames,
@@ -83,7 +91,9 @@ func newEstimator(first, last uint64) *estimator {
 	if first != 0 && last > first {
 		span := last - first
 		e.t0 = first
-		for w := TimeBucket(span); ; w = nextWidth(w) {
+		// From one width finer than the header's span gives: Convert
+		// picks from the span of the samples themselves (Estimates).
+		for w := prevWidth(TimeBucket(span)); ; w = nextWidth(w) {
 			e.byWidth = append(e.byWidth, widthSet{width: w})
 			if w > span {
 				break
@@ -108,6 +118,16 @@ func nextWidth(w uint64) uint64 {
 			return 2 * w
 		}
 	}
+}
+
+// prevWidth is the width of the 1-2-5 series before w, at least
+// MinTimeBucket.
+func prevWidth(w uint64) uint64 {
+	p := uint64(MinTimeBucket)
+	for n := nextWidth(p); n < w; n = nextWidth(n) {
+		p = n
+	}
+	return p
 }
 
 // sample counts one sample record of event attr.
