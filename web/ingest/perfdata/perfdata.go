@@ -665,7 +665,17 @@ func (f *File) attrFor(id uint64, hasID bool) int {
 func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[][]byte) error {
 	off := uint64(0)
 	evicted, reported := uint64(0), uint64(0)
+	sized := plain || f.keep
 	for off < uint64(len(stream)) {
+		if !sized && off >= uint64(len(stream))/16 {
+			// A sixteenth in, the records so far tell how many the
+			// stream holds: room for them (and a sixteenth more) at once.
+			sized = true
+			n := uint64(len(f.refs)) * uint64(len(stream)) / off
+			if err := f.sizeIndex(int(n + n/16)); err != nil {
+				return err
+			}
+		}
 		if !plain && f.evict != nil && off-evicted >= evictWindow {
 			f.evict(int(base+evicted), int(base+off))
 			evicted = off
@@ -714,6 +724,21 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 	}
 	if f.progress != nil {
 		f.progress("reading records", int64(off), int64(len(stream)))
+	}
+	return nil
+}
+
+// sizeIndex makes room for n records in the index at once: grown by
+// append alone, its outgrown arrays would add up to four times its size
+// in garbage, which the heap's peak holds on top of it.
+func (f *File) sizeIndex(n int) error {
+	if n <= cap(f.refs) {
+		return nil
+	}
+	old := cap(f.refs)
+	f.refs = slices.Grow(f.refs, n-len(f.refs))
+	if f.reserve != nil {
+		return f.reserve(int64(cap(f.refs)-old) * 16)
 	}
 	return nil
 }
