@@ -71,10 +71,10 @@ func TestPerfDataRefusedAsRead(t *testing.T) {
 	}
 }
 
-// TestPerfDataCoarserTimeBuckets converts a recording whose 1 ms time
-// buckets keep 95 samples under a limit of 50: it is converted with
-// coarser buckets instead of refused, every sample record counted, and
-// the profile says what its time label's resolution became.
+// TestPerfDataCoarserTimeBuckets converts a 0.2 s recording whose 1 ms
+// time buckets keep 95 samples under a limit of 50 (20 ms ones still 53):
+// it is converted with one bucket instead of refused, every sample record
+// counted, and the profile says what its time label's resolution became.
 func TestPerfDataCoarserTimeBuckets(t *testing.T) {
 	data, err := os.ReadFile("../../testdata/perf/fp.data")
 	if err != nil {
@@ -104,12 +104,12 @@ func TestPerfDataCoarserTimeBuckets(t *testing.T) {
 			len(fine.Sample), count(fine), len(p.Sample), count(p))
 	}
 	cm := strings.Join(p.Comments, "\n")
-	if !strings.Contains(cm, "time buckets of 50ms instead of 1ms: finer ones would keep about 95 distinct samples, over the limit of 50 (--max-samples)") {
+	if !strings.Contains(cm, "time buckets of 200ms instead of 1ms: finer ones would keep about 95 distinct samples, over the limit of 50 (--max-samples)") {
 		t.Errorf("comments do not give the coarser buckets:\n%s", cm)
 	}
 	for _, s := range p.Sample {
-		if at := s.NumLabel[perfdata.TimeLabel]; len(at) != 1 || at[0]%50_000_000 != 0 {
-			t.Fatalf("time label %v is not a 50 ms bucket", at)
+		if at := s.NumLabel[perfdata.TimeLabel]; len(at) != 1 || at[0]%200_000_000 != 0 {
+			t.Fatalf("time label %v is not a 200 ms bucket", at)
 		}
 	}
 }

@@ -77,7 +77,7 @@ type perfPlan struct {
 
 // estimateSlack is how far over a limit a Scan's estimate may be and the
 // recording still be converted, for the conversion's exact count to
-// decide: the estimate is within about 1% above a few thousand samples.
+// decide: the estimate is within about 2% above a few thousand samples.
 const estimateSlack = 1.05
 
 // planPerf picks, from what the Scan of f estimates, the finest time

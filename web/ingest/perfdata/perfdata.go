@@ -667,7 +667,7 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 	evicted, reported := uint64(0), uint64(0)
 	sized := plain || f.keep
 	for off < uint64(len(stream)) {
-		if !sized && off >= uint64(len(stream))/16 {
+		if !sized && off > 0 && off >= uint64(len(stream))/16 {
 			// A sixteenth in, the records so far tell how many the
 			// stream holds: room for them (and a sixteenth more) at once.
 			sized = true
