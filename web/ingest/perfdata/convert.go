@@ -41,7 +41,7 @@ type ConvertOptions struct {
 	MaxFrames, MaxStackDepth int
 	// TimeBucket, when positive, is the time label's bucket width in
 	// nanoseconds instead of the one Convert picks (TimeBucket of the
-	// recording's span); when negative, samples get no time label.
+	// recording's span): Estimates says what each width keeps.
 	TimeBucket int64
 	// Binaries, when set, unwinds the user stacks of --call-graph=dwarf
 	// samples with the call frame information of the profiled binaries. The
@@ -277,7 +277,7 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 	}
 	c.p.DefaultSampleType = c.p.SampleType[1].Type
 
-	if t0 := f.sampleFirst; t0 != 0 && opt.TimeBucket >= 0 {
+	if t0 := f.sampleFirst; t0 != 0 {
 		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
 		if opt.TimeBucket > 0 {
 			c.bucket = uint64(opt.TimeBucket)
