@@ -74,3 +74,50 @@ func (b *Budget) TryTake(n int64) (release func(), ok bool) {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20) }
+
+// reservation is one parse's share of a Budget, taken in steps as the
+// parse learns what it needs (a perf.data: its index as it is read, then
+// what its conversion is estimated to keep), and given back at once.
+type reservation struct {
+	b     *Budget
+	ctx   context.Context
+	held  int64
+	gives []func()
+}
+
+// grow takes n more bytes for the parse of what (a busy or too-large
+// error names it), failing with ErrTooLarge when the parse's share would
+// pass the whole budget.
+func (r *reservation) grow(n int64, what string) error {
+	if r.b == nil || n <= 0 {
+		return nil
+	}
+	if r.held+n > r.b.size {
+		return fmt.Errorf("%w: reading this %s needs about %s of memory, more than the server's %s for uploads (restart it with a larger --ingest-memory to accept it)",
+			ErrTooLarge, what, mib(r.held+n), mib(r.b.size))
+	}
+	give, err := r.b.take(r.ctx, n, what)
+	if err != nil {
+		return err
+	}
+	r.held += n
+	r.gives = append(r.gives, give)
+	return nil
+}
+
+// room is how much more the parse may take before it passes the whole
+// budget (all of it for a nil Budget: no limit).
+func (r *reservation) room() int64 {
+	if r == nil || r.b == nil {
+		return 1<<63 - 1
+	}
+	return r.b.size - r.held
+}
+
+// release gives back all the parse took.
+func (r *reservation) release() {
+	for _, give := range r.gives {
+		give()
+	}
+	r.gives, r.held = nil, 0
+}

@@ -58,6 +58,9 @@ type Limits struct {
 	// input's pages are dropped once read (readFile).
 	progress Progress
 	evict    func(lo, hi int)
+	// reserve is ParseFile's share of Memory, which a mapped perf.data
+	// grows as it learns what it needs (parsePerfData).
+	reserve *reservation
 }
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in

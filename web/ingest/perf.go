@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -21,18 +23,116 @@ var (
 )
 
 func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
-	f, err := perfdata.Scan(data, perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil, Evict: lim.evict, Progress: lim.progress})
-	if err == nil && lim.MaxRecords > 0 && f.NumRecords() > lim.MaxRecords {
-		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, f.NumRecords(), lim.MaxRecords)
+	opt := perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil, Evict: lim.evict, Progress: lim.progress}
+	if r := lim.reserve; r != nil {
+		opt.Reserve = func(n int64) error { return r.grow(n, "perf.data's record index") }
 	}
-	var p *profile.Profile
-	if err == nil {
-		p, err = perfdata.Convert(f, perfdata.ConvertOptions{MaxSamples: lim.MaxSamples, Binaries: lim.Binaries, NoUnwind: lim.NoUnwind})
-	}
+	f, err := perfdata.Scan(data, opt)
 	if errors.Is(err, perfdata.ErrLimit) {
 		return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	if lim.MaxRecords > 0 && f.NumRecords() > lim.MaxRecords {
+		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, f.NumRecords(), lim.MaxRecords)
+	}
+	plan, err := lim.planPerf(f)
+	if err != nil {
+		return nil, err
+	}
+	if r := lim.reserve; r != nil {
+		if err := r.grow(plan.est.Memory(), fmt.Sprintf("perf.data (about %d distinct samples from %d records)", plan.est.Samples, f.NumRecords())); err != nil {
+			return nil, err
+		}
+	}
+	p, err := perfdata.Convert(f, perfdata.ConvertOptions{MaxSamples: lim.MaxSamples, MaxFrames: lim.MaxFrames, MaxStackDepth: lim.MaxStackDepth,
+		TimeBucket: plan.bucket, Binaries: lim.Binaries, NoUnwind: lim.NoUnwind})
+	var le *perfdata.LimitError
+	switch {
+	case errors.As(err, &le) && le.What == "frames":
+		return nil, fmt.Errorf("%w: %v (restart the server with a larger --max-frames to accept it)", ErrTooLarge, err)
+	case errors.As(err, &le):
+		return nil, fmt.Errorf("%w: %v (restart the server with a larger --max-samples to accept it)", ErrTooLarge, err)
+	case errors.Is(err, perfdata.ErrLimit):
+		return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case err != nil:
+		return nil, err
+	}
+	if plan.note != "" {
+		p.Comments = append(p.Comments, plan.note)
+	}
+	return p, nil
+}
+
+// perfPlan is how a Scan'ed perf.data is converted: the time label's
+// bucket width (perfdata.ConvertOptions.TimeBucket, 0 for Convert's own),
+// what the conversion is estimated to keep with it, and the profile's
+// comment when the width is coarser than Convert's own.
+type perfPlan struct {
+	bucket int64
+	est    perfdata.Estimate
+	note   string
+}
+
+// estimateSlack is how far over a limit a Scan's estimate may be and the
+// recording still be converted, for the conversion's exact count to
+// decide: the estimate is within about 2% above a few thousand samples.
+const estimateSlack = 1.05
+
+// planPerf picks, from what the Scan of f estimates, the finest time
+// bucket whose samples, frames and memory are within lim and the room
+// left in the budget, so that a long recording keeps coarser buckets
+// rather than being refused. When even one bucket for the whole recording
+// is over, it is refused now, in the time of one read, naming every limit
+// it passes and the flag that raises each.
+func (lim Limits) planPerf(f *perfdata.File) (perfPlan, error) {
+	ests := f.Estimates(lim.MaxStackDepth)
+	if len(ests) == 0 {
+		return perfPlan{}, nil
+	}
+	room := lim.reserve.room()
+	over := func(e perfdata.Estimate, slack float64) []string {
+		var why []string
+		if lim.MaxSamples > 0 && float64(e.Samples) > slack*float64(lim.MaxSamples) {
+			why = append(why, fmt.Sprintf("about %d distinct samples, over the limit of %d (--max-samples)", e.Samples, lim.MaxSamples))
+		}
+		if lim.MaxFrames > 0 && float64(e.Frames) > slack*float64(lim.MaxFrames) {
+			why = append(why, fmt.Sprintf("about %d frames in their stacks, over the limit of %d (--max-frames)", e.Frames, lim.MaxFrames))
+		}
+		if float64(e.Memory()) > slack*float64(room) {
+			why = append(why, fmt.Sprintf("about %s of memory to convert, more than the server's %s for uploads has left for it (--ingest-memory)", mib(e.Memory()), mib(lim.Memory.Size())))
+		}
+		return why
+	}
+	timed := ests[:len(ests)-1] // the widths with a time label; the last has none
+	if len(timed) == 0 {
+		// No sample times in the header (pipe mode): the estimate without
+		// time is a lower bound, which refuses what is surely over.
+		timed = ests
+	}
+	pick := -1
+	for i, e := range timed {
+		if len(over(e, 1)) == 0 {
+			pick = i
+			break
+		}
+	}
+	last := len(timed) - 1
+	if pick < 0 {
+		if why := over(timed[last], estimateSlack); len(why) > 0 {
+			return perfPlan{}, fmt.Errorf("%w: this perf.data's %d records would keep %s, even with one time bucket for the whole recording (estimated as they were read); record fewer CPUs or threads, a shorter run or a lower frequency, or restart the server with the larger limits named",
+				ErrTooLarge, f.NumRecords(), strings.Join(why, "; "))
+		}
+		pick = last // within the estimate's error: the conversion's own count decides
+	}
+	plan := perfPlan{est: timed[pick]}
+	if pick > 0 {
+		plan.bucket = int64(timed[pick].Bucket)
+		plan.note = fmt.Sprintf("time buckets of %v instead of %v: finer ones would keep %s; the timeline and time ranges have this resolution",
+			time.Duration(timed[pick].Bucket), time.Duration(timed[0].Bucket), strings.Join(over(timed[0], 1), "; "))
+	}
+	return plan, nil
 }
 
 // textParser adapts a perftext parser; lines says its format is read line

@@ -24,11 +24,13 @@ import (
 //
 // A perf.data is not read into memory but mapped, read front to back with
 // about a window of it resident, and its stacks are aggregated as its
-// records are decoded (perfdata.Scan): its estimated cost is what the
-// aggregation keeps, not the file. The Progress ctx carries
-// (WithProgress) is told how far the parse is.
+// records are decoded (perfdata.Scan): its cost is taken in steps, its
+// record index as it grows, then what the first read estimates the
+// aggregation keeps (parsePerfData), not the file. The Progress ctx
+// carries (WithProgress) is told how far the parse is.
 func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, string, error) {
 	lim.progress = progressOf(ctx)
+	lim.reserve = &reservation{b: lim.Memory, ctx: ctx}
 	data, pprofErr, evict, release, err := readFile(ctx, f, lim, "profile", true)
 	if err != nil {
 		return nil, "", err
@@ -38,14 +40,10 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 	return parseFormats(data, data[:min(len(data), sniffLen)], lim, pprofErr)
 }
 
-// mappedPerfMemory is what converting a mapped perf.data of size bytes is
-// estimated to allocate: its record index (16 bytes a record) and the
-// aggregated samples. The worst case measured, a system-wide recording of
-// a busy machine where 3 records in 4 are a stack of their own within
-// their thread and time bucket, kept 1.16 bytes of live heap per byte of
-// input (136 MB for 120 MB, 358 MB for 308 MB); one program's recording
-// keeps far less.
-func mappedPerfMemory(size int64) int64 { return size + size/4 }
+// perfScanMemory is what reading a mapped perf.data takes before its
+// record index (taken as it grows): the first read's counters of what the
+// conversion will keep (perfdata.Estimate) and a record's scratch.
+const perfScanMemory = 16 << 20
 
 // readFile inflates f's gzip layers within lim, takes the estimated cost
 // of parsing what came out from lim.Memory (what names the input in a
@@ -98,15 +96,18 @@ func readFile(ctx context.Context, f *os.File, lim Limits, what string, mapPerf 
 		}
 	}
 	if mapPerf && perfdata.Sniff(head) {
-		give, err := lim.Memory.take(ctx, mappedPerfMemory(size), what)
-		if err != nil {
+		r := lim.reserve
+		if r == nil {
+			r = &reservation{b: lim.Memory, ctx: ctx}
+		}
+		if err := r.grow(perfScanMemory, what); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		data, evict, unmap, err := mapFile(src, size)
 		if err == nil {
-			return data, nil, evict, func() { unmap(); give() }, nil
+			return data, nil, evict, func() { unmap(); r.release() }, nil
 		}
-		give() // read it into memory, at that cost
+		r.release() // read it into memory, at that cost
 	}
 	var est int64
 	if pre != nil && pre.scanned {

@@ -34,6 +34,15 @@ const (
 type ConvertOptions struct {
 	// MaxSamples caps the distinct pprof samples (stack × thread × event); 0 means no cap.
 	MaxSamples int
+	// MaxFrames caps the frames of those samples' stacks together, each
+	// stack counted up to MaxStackDepth frames (0: not cut), as the
+	// ingest limits count them; 0 means no cap. Both are checked as each
+	// sample is first kept, so a conversion over them stops there.
+	MaxFrames, MaxStackDepth int
+	// TimeBucket, when positive, is the time label's bucket width in
+	// nanoseconds instead of the one Convert picks (TimeBucket of the
+	// recording's span): Estimates says what each width keeps.
+	TimeBucket int64
 	// Binaries, when set, unwinds the user stacks of --call-graph=dwarf
 	// samples with the call frame information of the profiled binaries. The
 	// File must have been read with Options.UserStacks.
@@ -166,6 +175,7 @@ type converter struct {
 	unwindStops               map[string]uint64
 	unwindBinErrs             map[string]error // binaries the unwinder could not use
 	frameBuf                  []uint64
+	frames                    int // of the kept samples, as MaxFrames counts them
 	first, last               uint64
 	t0, bucket                uint64 // the time label's origin and bucket width (ns); bucket 0: no label
 }
@@ -269,6 +279,9 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 
 	if t0 := f.sampleFirst; t0 != 0 {
 		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
+		if opt.TimeBucket > 0 {
+			c.bucket = uint64(opt.TimeBucket)
+		}
 	}
 	err := f.each(func(r Record) error {
 		switch r := r.(type) {
@@ -483,7 +496,14 @@ func (c *converter) sample(s *Sample) error {
 	ps := c.samples[key]
 	if ps == nil {
 		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
-			return fmt.Errorf("%w: perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", ErrLimit, c.opt.MaxSamples)
+			return &LimitError{What: "samples", Max: c.opt.MaxSamples}
+		}
+		c.frames += len(locs)
+		if d := c.opt.MaxStackDepth; d > 0 && len(locs) > d {
+			c.frames -= len(locs) - d
+		}
+		if c.opt.MaxFrames > 0 && c.frames > c.opt.MaxFrames {
+			return &LimitError{What: "frames", Max: c.opt.MaxFrames}
 		}
 		ps = &profile.Sample{
 			Location: c.stackLocs[stack],
@@ -613,6 +633,23 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 	}
 	return frames
 }
+
+// LimitError is Convert's error when the samples it keeps pass
+// ConvertOptions.MaxSamples ("samples") or MaxFrames ("frames"); it
+// wraps ErrLimit.
+type LimitError struct {
+	What string
+	Max  int
+}
+
+func (e *LimitError) Error() string {
+	if e.What == "frames" {
+		return fmt.Sprintf("perf.data's distinct stacks per thread hold more than %d frames in all; record fewer threads or a shorter run", e.Max)
+	}
+	return fmt.Sprintf("perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", e.Max)
+}
+
+func (e *LimitError) Unwrap() error { return ErrLimit }
 
 var (
 	errNoMapping = errors.New("an address fell in no recorded mapping")

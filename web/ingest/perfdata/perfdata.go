@@ -71,6 +71,10 @@ type Options struct {
 	// records" (bytes of the record stream) and "aggregating stacks"
 	// (records), every few megabytes or thousand records.
 	Progress func(phase string, done, total int64)
+	// Reserve, when set, is told how many more bytes a Scan's index takes
+	// each time it grows (IndexMemory); its error stops the Scan, so the
+	// caller can hold a Scan within a memory budget.
+	Reserve func(n int64) error
 }
 
 // File is a decoded perf.data: its events, the records it holds in file
@@ -109,7 +113,9 @@ type File struct {
 	keep       bool   // Read: keep Records
 	evict      func(lo, hi int)
 	progress   func(phase string, done, total int64)
-	scratch    Sample // what a Scan decodes samples into
+	reserve    func(n int64) error
+	scratch    Sample     // what a Scan decodes samples into
+	est        *estimator // a Scan's count of what Convert will keep
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
@@ -430,7 +436,7 @@ func read(data []byte, opt Options, keep bool) (*File, error) {
 	if !ok {
 		return nil, ErrNotPerfData
 	}
-	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}, userStacks: opt.UserStacks, keep: keep, evict: opt.Evict, progress: opt.Progress}
+	f := &File{ByteOrder: order, Skipped: map[string]int{}, byID: map[uint64]int{}, userStacks: opt.UserStacks, keep: keep, evict: opt.Evict, progress: opt.Progress, reserve: opt.Reserve}
 	if len(data) < pipeHeaderSize {
 		return nil, fmt.Errorf("perf.data is truncated: %d bytes, shorter than its %d-byte header", len(data), pipeHeaderSize)
 	}
@@ -659,7 +665,17 @@ func (f *File) attrFor(id uint64, hasID bool) int {
 func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[][]byte) error {
 	off := uint64(0)
 	evicted, reported := uint64(0), uint64(0)
+	sized := plain || f.keep
 	for off < uint64(len(stream)) {
+		if !sized && off > 0 && off >= uint64(len(stream))/16 {
+			// A sixteenth in, the records so far tell how many the
+			// stream holds: room for them (and a sixteenth more) at once.
+			sized = true
+			n := uint64(len(f.refs)) * uint64(len(stream)) / off
+			if err := f.sizeIndex(int(n + n/16)); err != nil {
+				return err
+			}
+		}
 		if !plain && f.evict != nil && off-evicted >= evictWindow {
 			f.evict(int(base+evicted), int(base+off))
 			evicted = off
@@ -712,6 +728,21 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 	return nil
 }
 
+// sizeIndex makes room for n records in the index at once: grown by
+// append alone, its outgrown arrays would add up to four times its size
+// in garbage, which the heap's peak holds on top of it.
+func (f *File) sizeIndex(n int) error {
+	if n <= cap(f.refs) {
+		return nil
+	}
+	old := cap(f.refs)
+	f.refs = slices.Grow(f.refs, n-len(f.refs))
+	if f.reserve != nil {
+		return f.reserve(int64(cap(f.refs)-old) * 16)
+	}
+	return nil
+}
+
 // progressBytes is how many bytes of records are read between two calls
 // to Options.Progress.
 const progressBytes = 4 << 20
@@ -735,8 +766,20 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 			return nil
 		}
 		t := r.time()
+		grown := cap(f.refs)
 		f.refs = append(f.refs, recRef{t, pos})
+		if grown != cap(f.refs) && f.reserve != nil {
+			if err := f.reserve(int64(cap(f.refs)-grown) * 16); err != nil {
+				return err
+			}
+		}
 		if s, ok := r.(*Sample); ok {
+			if !f.keep {
+				if f.est == nil { // after the header's features, in pipe mode too
+					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample)
+				}
+				f.est.sample(s, f.Attrs[s.Attr].SampleType&sIP != 0)
+			}
 			if s.HasRegsUser {
 				f.UserRegsSamples++
 			}

@@ -1,0 +1,133 @@
+package perfdata
+
+import (
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// synthStream is a pipe-mode perf.data of n cpu-clock samples of one
+// program over 10 s (its SAMPLE_TIME header feature says so): 4 threads,
+// each sample a 12-frame call chain whose leaf is one of leaves addresses.
+func synthStream(n, leaves int) []byte {
+	const st = sIP | sTID | sTime | sPeriod | sCallchain
+	w := newPipeWriter()
+	attr := make([]byte, 128)
+	binary.LittleEndian.PutUint32(attr[0:], 1) // PERF_TYPE_SOFTWARE
+	binary.LittleEndian.PutUint32(attr[4:], 128)
+	binary.LittleEndian.PutUint64(attr[8:], 0) // cpu-clock
+	binary.LittleEndian.PutUint64(attr[16:], 50000)
+	binary.LittleEndian.PutUint64(attr[24:], st)
+	w.rec(recHeaderAttr, 0, attr)
+	const t0, span = 1_000_000_000, 10_000_000_000
+	w.rec(recHeaderFeat, 0, u64s(featSampleTim, t0, t0+span))
+	w.rec(recMmap, 2, append(u64s(pidTid(7, 7), 0x400000, 0x100000, 0), cstring("/usr/bin/app")...))
+	w.rec(recComm, 0, append(u64s(pidTid(7, 7)), cstring("app")...))
+	chain := []uint64{contextUser, 0}
+	for k := range 11 {
+		chain = append(chain, 0x401000+uint64(k)*0x100)
+	}
+	for i := range n {
+		leaf := 0x480000 + uint64(i%leaves)*16
+		chain[1] = leaf
+		b := u64s(leaf, pidTid(7, 7+uint32(i%4)), t0+uint64(i)*(span/uint64(n)), 50000, uint64(len(chain)))
+		w.rec(recSample, 2, append(b, u64s(chain...)...))
+	}
+	return w.b
+}
+
+// TestScanMemoryBounded converts synthesized recordings of 20,000 and
+// 160,000 sample records of the same few stacks and checks what a user
+// of a huge recording relies on: the Scan's estimate of the samples and
+// frames the conversion keeps is the conversion's own count, the index
+// it reports to Options.Reserve is what it holds, and the live heap
+// while the records are aggregated (the mapped input aside) is that
+// index plus what is kept, whatever the number of records: no record is
+// kept decoded.
+func TestScanMemoryBounded(t *testing.T) {
+	var beyondIndex []int64
+	for _, n := range []int{20_000, 160_000} {
+		data := synthStream(n, 8)
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := int64(ms.HeapAlloc)
+		var reserved, peak int64
+		calls := 0
+		opt := Options{
+			Reserve: func(k int64) error { reserved += k; return nil },
+			Progress: func(phase string, done, total int64) {
+				if phase != "aggregating stacks" {
+					return
+				}
+				if calls++; calls%4 != 0 && done != total {
+					return
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, int64(ms.HeapAlloc)-base)
+			},
+		}
+		f, err := Scan(data, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reserved != f.IndexMemory() || f.IndexMemory() < 16*int64(n) {
+			t.Errorf("%d records: Reserve was told %d bytes, the index holds %d", n, reserved, f.IndexMemory())
+		}
+		ests := f.Estimates(0)
+		p, err := Convert(f, ConvertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames := 0
+		for _, s := range p.Sample {
+			frames += len(s.Location)
+		}
+		e := ests[0]
+		if e.Samples != int64(len(p.Sample)) || e.Frames != int64(frames) || e.Locations != int64(len(p.Location)) {
+			t.Errorf("%d records: estimated %d samples, %d frames, %d locations; the conversion kept %d, %d, %d",
+				n, e.Samples, e.Frames, e.Locations, len(p.Sample), frames, len(p.Location))
+		}
+		if peak == 0 || peak > f.IndexMemory()+e.Memory()+2<<20 {
+			t.Errorf("%d records: live heap while aggregating peaked %d bytes over the start; the index is %d, the estimate of what is kept %d",
+				n, peak, f.IndexMemory(), e.Memory())
+		}
+		beyondIndex = append(beyondIndex, peak-f.IndexMemory())
+		t.Logf("%d records (%d bytes): %d samples kept; heap peak +%d KiB while aggregating, of which the index %d KiB; estimate of what is kept %d KiB",
+			n, len(data), len(p.Sample), peak>>10, f.IndexMemory()>>10, e.Memory()>>10)
+		runtime.KeepAlive(data)
+	}
+	if beyondIndex[1] > beyondIndex[0]+2<<20 {
+		t.Errorf("beyond the index, 8 times the records took %d bytes of heap, against %d", beyondIndex[1], beyondIndex[0])
+	}
+}
+
+// TestConvertStopsAtFrameLimit checks MaxFrames is counted as Convert
+// keeps samples, stacks cut to MaxStackDepth, and stops it there.
+func TestConvertStopsAtFrameLimit(t *testing.T) {
+	data := synthStream(1000, 8) // 4 threads × 8 leaves × time buckets, 12 frames each
+	f, err := Scan(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Convert(f, ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Sample)
+	for _, tc := range []struct {
+		maxFrames, depth int
+		fail             bool
+	}{
+		{12 * n, 0, false}, {12*n - 1, 0, true}, {5 * n, 5, false}, {5*n - 1, 5, true},
+	} {
+		f, _ := Scan(data, Options{})
+		_, err := Convert(f, ConvertOptions{MaxFrames: tc.maxFrames, MaxStackDepth: tc.depth})
+		var le *LimitError
+		if got := err != nil; got != tc.fail || (err != nil && (!errors.As(err, &le) || le.What != "frames")) {
+			t.Errorf("%d samples of 12 frames, MaxFrames %d, depth %d: %v", n, tc.maxFrames, tc.depth, err)
+		}
+	}
+}
