@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"path"
 	"slices"
 	"sort"
@@ -83,10 +84,24 @@ type vmap struct {
 type mappingAcc struct {
 	m    *profile.Mapping
 	bias uint64
+	locs map[uint64]*profile.Location // by address
 }
 
-// addrSpace is a sorted, non-overlapping set of vmaps.
-type addrSpace struct{ maps []*vmap }
+// addrSpace is a sorted, non-overlapping set of vmaps. Its generation
+// changes with every insert, and only then: two spaces of one generation
+// (a fork's copy and its parent) resolve every address alike.
+type addrSpace struct {
+	maps []*vmap
+	gen  uint32
+}
+
+// generation is a's generation (0 for none: no mappings).
+func (a *addrSpace) generation() uint32 {
+	if a == nil {
+		return 0
+	}
+	return a.gen
+}
 
 func (a *addrSpace) find(addr uint64) *vmap {
 	i := sort.Search(len(a.maps), func(i int) bool { return a.maps[i].end > addr })
@@ -124,7 +139,7 @@ func (a *addrSpace) insert(m *vmap) {
 }
 
 func (a *addrSpace) clone() *addrSpace {
-	return &addrSpace{maps: append([]*vmap(nil), a.maps...)}
+	return &addrSpace{maps: append([]*vmap(nil), a.maps...), gen: a.gen}
 }
 
 // converter holds the state of one conversion.
@@ -136,10 +151,22 @@ type converter struct {
 	kernel   addrSpace
 	kmain    *vmap // the kernel text mapping
 	procs    map[uint32]*addrSpace
-	comms    map[uint32]string
+	gens     uint32 // the last generation given to an address space
+	comms    map[uint32]comm
+	commIDs  map[string]uint32
 	accs     map[string]*mappingAcc
-	locs     map[locKey]*profile.Location
-	samples  map[sampleKey]*profile.Sample
+	unmapped map[uint64]*profile.Location // locations in no mapping, by address
+	// samples are the pprof samples of the time bucket at, and numLabels
+	// their numeric labels: Convert visits records in time order, so a
+	// bucket's samples are all made before the next bucket's, and the maps
+	// stay as small as a bucket.
+	samples map[sampleKey]*profile.Sample
+	at      int64
+	// chains caches the stack of each call chain as recorded, in the
+	// address spaces of its generations: most samples repeat a chain, and
+	// are then counted without resolving each frame again.
+	chains      map[chainKey]chainStack
+	seed, check maphash.Seed
 	// stacks numbers each distinct stack by its location IDs (4 bytes
 	// each, leaf first); key is the buffer its keys are made in.
 	stacks map[string]uint32
@@ -201,23 +228,41 @@ func TimeBucket(span uint64) uint64 {
 }
 
 // sampleKey is what keeps pprof samples apart: the event, the thread,
-// its comm, the time bucket and the stack.
+// its comm (by its ID), the time bucket and the stack.
 type sampleKey struct {
 	attr     int
 	pid, tid uint32
-	comm     string
+	comm     uint32
 	at       int64
 	stack    uint32
+}
+
+// comm is a thread's name and the name's ID (1 on: 0 is no name).
+type comm struct {
+	name string
+	id   uint32
+}
+
+// chainKey is a recorded call chain (a hash of its bytes) in the address
+// spaces it was resolved in: its process's generation, and the kernel's
+// shifted left by one above whether the sample was taken in kernel mode.
+type chainKey struct {
+	hash       uint64
+	user, kern uint32
+}
+
+// chainStack is the stack of a chainKey: check is a second, independent
+// hash of the chain's bytes (a key whose check differs is not used),
+// unmapped its frames in no mapping and user its user-space frames.
+type chainStack struct {
+	check          uint64
+	stack          uint32
+	unmapped, user uint32
 }
 
 type numKey struct {
 	pid, tid uint32
 	at       int64
-}
-
-type locKey struct {
-	acc  *mappingAcc
-	addr uint64
 }
 
 // Convert builds a pprof profile from a decoded perf.data: one count and one
@@ -229,11 +274,16 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		p:        &profile.Profile{},
 		buildIDs: map[string]string{},
 		procs:    map[uint32]*addrSpace{},
-		comms:    map[uint32]string{},
+		comms:    map[uint32]comm{},
+		commIDs:  map[string]uint32{},
 		accs:     map[string]*mappingAcc{},
-		locs:     map[locKey]*profile.Location{},
+		unmapped: map[uint64]*profile.Location{},
 		samples:  map[sampleKey]*profile.Sample{},
+		at:       -1,
 		stacks:   map[string]uint32{},
+		chains:   map[chainKey]chainStack{},
+		seed:     maphash.MakeSeed(),
+		check:    maphash.MakeSeed(),
 
 		commLabels: map[string]map[string][]string{},
 		numLabels:  map[numKey]map[string][]int64{},
@@ -277,7 +327,7 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 		case *Mmap:
 			c.mmap(r)
 		case *Comm:
-			c.comms[r.Tid] = r.Comm
+			c.setComm(r.Tid, r.Comm)
 			if r.Exec {
 				delete(c.exe, r.Pid)
 			}
@@ -303,6 +353,22 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 // CacheLineComment starts the profile comment that gives the recording
 // machine's L1 data cache line size in bytes (perf's CACHE header feature).
 const CacheLineComment = "cache line size: "
+
+// setComm names thread tid.
+func (c *converter) setComm(tid uint32, name string) {
+	id, ok := c.commIDs[name]
+	if !ok {
+		id = uint32(len(c.commIDs) + 1)
+		c.commIDs[name] = id
+	}
+	c.comms[tid] = comm{name, id}
+}
+
+// newGen is a new address space generation.
+func (c *converter) newGen() uint32 {
+	c.gens++
+	return c.gens
+}
 
 func (c *converter) space(pid uint32) *addrSpace {
 	s := c.procs[pid]
@@ -330,12 +396,15 @@ func (c *converter) mmap(m *Mmap) {
 	if kernel {
 		v.kernel = true
 		c.kernel.insert(v)
+		c.kernel.gen = c.newGen()
 		if v.file == KernelFile {
 			c.kmain = v
 		}
 		return
 	}
-	c.space(m.Pid).insert(v)
+	s := c.space(m.Pid)
+	s.insert(v)
+	s.gen = c.newGen()
 	if _, ok := c.exe[m.Pid]; !ok {
 		c.exe[m.Pid] = v // the first executable mapping of a process is its program
 	}
@@ -362,10 +431,17 @@ func (c *converter) ksymbol(k *Ksymbol) {
 		return
 	}
 	c.kernel.insert(&vmap{start: k.Addr, end: k.Addr + uint64(k.Len), file: k.Name, kernel: true})
+	c.kernel.gen = c.newGen()
 }
 
 // lookup finds the mapping of a frame address in the kernel or the process.
 func (c *converter) lookup(pid uint32, addr uint64, kernel bool) *vmap {
+	return c.lookupIn(c.procs[pid], addr, kernel)
+}
+
+// lookupIn finds the mapping of a frame address in the kernel or in the
+// address space of its process (nil: none known).
+func (c *converter) lookupIn(space *addrSpace, addr uint64, kernel bool) *vmap {
 	if kernel {
 		if v := c.kernel.find(addr); v != nil {
 			return v
@@ -376,8 +452,8 @@ func (c *converter) lookup(pid uint32, addr uint64, kernel bool) *vmap {
 		}
 		return nil
 	}
-	if s := c.procs[pid]; s != nil {
-		return s.find(addr)
+	if space != nil {
+		return space.find(addr)
 	}
 	return nil
 }
@@ -390,7 +466,7 @@ func (c *converter) accFor(v *vmap) *mappingAcc {
 	key := v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(bias, 16)
 	a := c.accs[key]
 	if a == nil {
-		a = &mappingAcc{bias: bias, m: &profile.Mapping{
+		a = &mappingAcc{bias: bias, locs: map[uint64]*profile.Location{}, m: &profile.Mapping{
 			ID: uint64(len(c.p.Mapping) + 1), Start: v.start, Limit: v.end, Offset: v.pgoff,
 			File: v.file, BuildID: v.buildID,
 		}}
@@ -405,18 +481,21 @@ func (c *converter) accFor(v *vmap) *mappingAcc {
 	return a
 }
 
-func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Location {
+// location is the location of a frame address in the kernel or in the
+// process's address space.
+func (c *converter) location(space *addrSpace, addr uint64, kernel bool) *profile.Location {
+	locs := c.unmapped
 	var acc *mappingAcc
-	if v := c.lookup(pid, addr, kernel); v != nil {
+	if v := c.lookupIn(space, addr, kernel); v != nil {
 		acc = c.accFor(v)
 		if addr >= acc.m.Limit && addr < ^uint64(0) { // the stretched kernel map
 			acc.m.Limit = addr + 1
 		}
+		locs = acc.locs
 	} else {
 		c.noMapping++
 	}
-	k := locKey{acc, addr}
-	if l := c.locs[k]; l != nil {
+	if l := locs[addr]; l != nil {
 		return l
 	}
 	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: addr}
@@ -424,7 +503,7 @@ func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Loca
 		l.Mapping = acc.m
 	}
 	c.p.Location = append(c.p.Location, l)
-	c.locs[k] = l
+	locs[addr] = l
 	return l
 }
 
@@ -434,52 +513,19 @@ func (c *converter) sample(s *Sample) error {
 	if a.SampleType&sPeriod == 0 {
 		period = a.SamplePeriod
 	}
-	kernel := s.CPUMode == 1 || s.CPUMode == 4
-	locs := c.locBuf[:0]
-	userFrames := 0
-	for _, ip := range s.Callchain {
-		if ip >= contextMax {
-			switch ip {
-			case contextKernel, contextGuestKernel, contextHV:
-				kernel = true
-			case contextUser, contextGuestUser:
-				kernel = false
-			}
-			continue
-		}
-		if !kernel {
-			userFrames++
-		}
-		locs = append(locs, c.location(s.Pid, ip, kernel))
-	}
-	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
-		frames := c.unwind(s, a)
-		for _, pc := range frames {
-			locs = append(locs, c.location(s.Pid, pc, false))
-		}
-	}
-	if len(locs) == 0 && a.SampleType&sIP != 0 {
-		locs = append(locs, c.location(s.Pid, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
-	}
-	c.locBuf = locs
+	stack, userFrames := c.stack(s, a)
 	comm := c.comms[s.Tid]
 
 	var at int64 = -1 // the sample's time bucket start
 	if c.bucket > 0 && s.Time >= c.t0 {
 		at = int64((s.Time - c.t0) / c.bucket * c.bucket)
 	}
-	k := c.key[:0]
-	for _, l := range locs {
-		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
+	if at != c.at {
+		clear(c.samples)
+		clear(c.numLabels)
+		c.at = at
 	}
-	c.key = k
-	stack, ok := c.stacks[string(k)]
-	if !ok {
-		stack = uint32(len(c.stacks))
-		c.stacks[string(k)] = stack
-		c.stackLocs = append(c.stackLocs, slices.Clip(slices.Clone(locs)))
-	}
-	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm, at: at, stack: stack}
+	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm.id, at: at, stack: stack}
 	ps := c.samples[key]
 	if ps == nil {
 		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
@@ -489,11 +535,11 @@ func (c *converter) sample(s *Sample) error {
 			Location: c.stackLocs[stack],
 			Value:    make([]int64, len(c.p.SampleType)),
 		}
-		if comm != "" {
-			lab := c.commLabels[comm]
+		if comm.name != "" {
+			lab := c.commLabels[comm.name]
 			if lab == nil {
-				lab = map[string][]string{"comm": {comm}}
-				c.commLabels[comm] = lab
+				lab = map[string][]string{"comm": {comm.name}}
+				c.commLabels[comm.name] = lab
 			}
 			ps.Label = lab
 		}
@@ -552,6 +598,78 @@ func (c *converter) sample(s *Sample) error {
 		c.last = max(c.last, s.Time)
 	}
 	return nil
+}
+
+// stack numbers the stack of sample s of event a, resolving its frames
+// unless its call chain was seen before in the same address spaces, and
+// counts its user-space frames.
+func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
+	kernel := s.CPUMode == 1 || s.CPUMode == 4
+	space := c.procs[s.Pid]
+	// A chain without frames takes the sampled IP; one with no user
+	// frames may be unwound: both are resolved each time.
+	cached := len(s.chain) > 0 && (s.RegsUser == nil || c.opt.Binaries == nil)
+	var ck chainKey
+	var check uint64
+	if cached {
+		kern := c.kernel.gen << 1
+		if kernel {
+			kern |= 1
+		}
+		ck = chainKey{hash: maphash.Bytes(c.seed, s.chain), user: space.generation(), kern: kern}
+		check = maphash.Bytes(c.check, s.chain)
+		if e, ok := c.chains[ck]; ok && e.check == check {
+			c.noMapping += uint64(e.unmapped)
+			return e.stack, int(e.user)
+		}
+	}
+	unmapped := c.noMapping
+	locs := c.locBuf[:0]
+	for _, ip := range s.Callchain {
+		if ip >= contextMax {
+			switch ip {
+			case contextKernel, contextGuestKernel, contextHV:
+				kernel = true
+			case contextUser, contextGuestUser:
+				kernel = false
+			}
+			continue
+		}
+		if !kernel {
+			userFrames++
+		}
+		locs = append(locs, c.location(space, ip, kernel))
+	}
+	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
+		frames := c.unwind(s, a)
+		for _, pc := range frames {
+			locs = append(locs, c.location(space, pc, false))
+		}
+	}
+	if len(locs) == 0 {
+		cached = false
+		if a.SampleType&sIP != 0 {
+			locs = append(locs, c.location(space, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
+		}
+	}
+	c.locBuf = locs
+	k := c.key[:0]
+	for _, l := range locs {
+		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
+	}
+	c.key = k
+	stack, ok := c.stacks[string(k)]
+	if !ok {
+		stack = uint32(len(c.stacks))
+		c.stacks[string(k)] = stack
+		c.stackLocs = append(c.stackLocs, slices.Clip(slices.Clone(locs)))
+	}
+	if cached {
+		if _, taken := c.chains[ck]; !taken {
+			c.chains[ck] = chainStack{check: check, stack: stack, unmapped: uint32(c.noMapping - unmapped), user: uint32(userFrames)}
+		}
+	}
+	return stack, userFrames
 }
 
 // unwind walks the user stack of a --call-graph=dwarf sample: the sampled

@@ -271,6 +271,8 @@ type Sample struct {
 	// (a slice of the input, not a copy).
 	RegsUser []uint64
 	Stack    []byte
+
+	chain []byte // Callchain's bytes in the record, for Convert's stack cache
 }
 
 func (s *Sample) time() uint64 { return s.Time }
@@ -1005,6 +1007,7 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 		for i := range s.Callchain {
 			s.Callchain[i] = d.o.Uint64(d.b[8*i:])
 		}
+		s.chain = d.b[:8*n]
 		d.b = d.b[8*n:]
 	}
 	if d.bad {
