@@ -85,6 +85,18 @@ type mappingAcc struct {
 	m    *profile.Mapping
 	bias uint64
 	locs map[uint64]*profile.Location // by address
+	key  string                       // in converter.accs
+	// merged is the mapping of the whole conversion that a chunk's
+	// mapping was merged into (chunks.go), nil until then.
+	merged *mappingAcc
+}
+
+// into is the mapping a is, or was merged into.
+func (a *mappingAcc) into() *mappingAcc {
+	if a.merged != nil {
+		return a.merged
+	}
+	return a
 }
 
 // addrSpace is a sorted, non-overlapping set of vmaps. Its generation
@@ -185,8 +197,13 @@ type converter struct {
 	exe        map[uint32]*vmap  // each process's program mapping
 	perPid     map[uint32]int    // samples per process
 
-	topPid                    uint32
-	topExe                    *vmap // the program of the most sampled process
+	topPid uint32
+	topExe *vmap // the program of the most sampled process
+	// A chunk after the first (chunks.go) logs its samples' processes and
+	// the changes of their programs for the first to count in order.
+	pids                      []uint32
+	exes                      []exeChange
+	shared                    *chunkShared // nil: the conversion is in one chunk
 	nSamples, noMapping, lost uint64
 	dwarf                     uint64 // samples with a copied user stack (--call-graph=dwarf)
 	unwound                   uint64 // of those, unwound to their outermost frame
@@ -269,6 +286,40 @@ type numKey struct {
 // period sample type per event, frames as raw addresses in mappings that
 // carry the DSO path and build ID, and comm, pid and tid as labels.
 func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
+	c := newConverter(f, opt)
+	for _, a := range f.Attrs {
+		unit := "count"
+		if a.Type == 1 && (a.Config == 0 || a.Config == 1) { // cpu-clock, task-clock
+			unit = "nanoseconds"
+		}
+		c.p.SampleType = append(c.p.SampleType,
+			&profile.ValueType{Type: a.Name + "_count", Unit: "count"},
+			&profile.ValueType{Type: a.Name, Unit: unit})
+	}
+	c.p.PeriodType = &profile.ValueType{Type: c.p.SampleType[1].Type, Unit: c.p.SampleType[1].Unit}
+	if !f.Attrs[0].Freq() {
+		c.p.Period = int64(f.Attrs[0].SamplePeriod)
+	}
+	c.p.DefaultSampleType = c.p.SampleType[1].Type
+
+	var err error
+	if bounds := c.chunks(); len(bounds) > 2 {
+		err = c.convertChunks(bounds)
+	} else {
+		err = f.each(c.record)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.nSamples == 0 {
+		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
+	}
+	c.finish()
+	return c.p, nil
+}
+
+// newConverter starts the conversion of f: the state before its first record.
+func newConverter(f *File, opt ConvertOptions) *converter {
 	c := &converter{
 		f: f, opt: opt,
 		p:        &profile.Profile{},
@@ -302,52 +353,41 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 			}
 		}
 	}
-	for _, a := range f.Attrs {
-		unit := "count"
-		if a.Type == 1 && (a.Config == 0 || a.Config == 1) { // cpu-clock, task-clock
-			unit = "nanoseconds"
-		}
-		c.p.SampleType = append(c.p.SampleType,
-			&profile.ValueType{Type: a.Name + "_count", Unit: "count"},
-			&profile.ValueType{Type: a.Name, Unit: unit})
-	}
-	c.p.PeriodType = &profile.ValueType{Type: c.p.SampleType[1].Type, Unit: c.p.SampleType[1].Unit}
-	if !f.Attrs[0].Freq() {
-		c.p.Period = int64(f.Attrs[0].SamplePeriod)
-	}
-	c.p.DefaultSampleType = c.p.SampleType[1].Type
-
 	if t0 := f.sampleFirst; t0 != 0 {
 		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
 	}
-	err := f.each(func(r Record) error {
-		switch r := r.(type) {
-		case *Sample:
-			return c.sample(r)
-		case *Mmap:
-			c.mmap(r)
-		case *Comm:
-			c.setComm(r.Tid, r.Comm)
-			if r.Exec {
-				delete(c.exe, r.Pid)
-			}
-		case *Fork:
-			c.fork(r)
-		case *Ksymbol:
-			c.ksymbol(r)
-		case *Lost:
-			c.lost += r.Lost
+	return c
+}
+
+// record converts one record, in time order.
+func (c *converter) record(r Record) error {
+	switch r := r.(type) {
+	case *Sample:
+		return c.sample(r)
+	case *Lost:
+		c.lost += r.Lost
+	default:
+		c.meta(r)
+	}
+	return nil
+}
+
+// meta applies a record that changes what later samples resolve to:
+// mappings, names, forks, kernel symbols.
+func (c *converter) meta(r Record) {
+	switch r := r.(type) {
+	case *Mmap:
+		c.mmap(r)
+	case *Comm:
+		c.setComm(r.Tid, r.Comm)
+		if r.Exec {
+			c.setExe(r.Pid, nil)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	case *Fork:
+		c.fork(r)
+	case *Ksymbol:
+		c.ksymbol(r)
 	}
-	if c.nSamples == 0 {
-		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
-	}
-	c.finish()
-	return c.p, nil
 }
 
 // CacheLineComment starts the profile comment that gives the recording
@@ -406,7 +446,7 @@ func (c *converter) mmap(m *Mmap) {
 	s.insert(v)
 	s.gen = c.newGen()
 	if _, ok := c.exe[m.Pid]; !ok {
-		c.exe[m.Pid] = v // the first executable mapping of a process is its program
+		c.setExe(m.Pid, v) // the first executable mapping of a process is its program
 	}
 }
 
@@ -458,15 +498,21 @@ func (c *converter) lookupIn(space *addrSpace, addr uint64, kernel bool) *vmap {
 	return nil
 }
 
+// accKey keeps pprof mappings apart: every vmap of one file, build ID and
+// load bias is one.
+func accKey(v *vmap) string {
+	return v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(v.start-v.pgoff, 16)
+}
+
 func (c *converter) accFor(v *vmap) *mappingAcc {
 	if v.acc != nil {
 		return v.acc
 	}
 	bias := v.start - v.pgoff
-	key := v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(bias, 16)
+	key := accKey(v)
 	a := c.accs[key]
 	if a == nil {
-		a = &mappingAcc{bias: bias, locs: map[uint64]*profile.Location{}, m: &profile.Mapping{
+		a = &mappingAcc{bias: bias, key: key, locs: map[uint64]*profile.Location{}, m: &profile.Mapping{
 			ID: uint64(len(c.p.Mapping) + 1), Start: v.start, Limit: v.end, Offset: v.pgoff,
 			File: v.file, BuildID: v.buildID,
 		}}
@@ -528,7 +574,11 @@ func (c *converter) sample(s *Sample) error {
 	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm.id, at: at, stack: stack}
 	ps := c.samples[key]
 	if ps == nil {
-		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
+		kept := len(c.p.Sample) + 1
+		if c.shared != nil {
+			kept = int(c.shared.kept.Add(1))
+		}
+		if c.opt.MaxSamples > 0 && kept > c.opt.MaxSamples {
 			return fmt.Errorf("%w: perf.data has more than %d distinct stacks per thread; record fewer threads or a shorter run", ErrLimit, c.opt.MaxSamples)
 		}
 		ps = &profile.Sample{
@@ -584,12 +634,10 @@ func (c *converter) sample(s *Sample) error {
 	if (s.HasRegsUser || s.StackUser > 0) && userFrames == 0 { // a copied user stack is the only user call chain
 		c.dwarf++
 	}
-	c.perPid[s.Pid]++
-	if c.perPid[s.Pid] == 1 || c.perPid[s.Pid] > c.perPid[c.topPid] {
-		if c.perPid[s.Pid] > c.perPid[c.topPid] || c.topExe == nil {
-			c.topPid = s.Pid
-			c.topExe = c.exe[s.Pid]
-		}
+	if c.pids != nil {
+		c.pids = append(c.pids, s.Pid)
+	} else {
+		c.countPid(s.Pid, c.exe[s.Pid])
 	}
 	if s.Time != 0 {
 		if c.first == 0 || s.Time < c.first {
@@ -672,6 +720,30 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	return stack, userFrames
 }
 
+// setExe sets (v nil: forgets) the program mapping of process pid.
+func (c *converter) setExe(pid uint32, v *vmap) {
+	if v == nil {
+		delete(c.exe, pid)
+	} else {
+		c.exe[pid] = v
+	}
+	if c.pids != nil {
+		c.exes = append(c.exes, exeChange{len(c.pids), pid, v})
+	}
+}
+
+// countPid counts a sample of process pid, whose program is exe, and
+// keeps the program of the most sampled process.
+func (c *converter) countPid(pid uint32, exe *vmap) {
+	c.perPid[pid]++
+	if c.perPid[pid] == 1 || c.perPid[pid] > c.perPid[c.topPid] {
+		if c.perPid[pid] > c.perPid[c.topPid] || c.topExe == nil {
+			c.topPid = pid
+			c.topExe = exe
+		}
+	}
+}
+
 // unwind walks the user stack of a --call-graph=dwarf sample: the sampled
 // pc, then each caller's return address, as frame-pointer call chains give
 // them; ingest.Parse then makes callers call sites (symbolize.CallSites).
@@ -738,13 +810,20 @@ var (
 )
 
 // finish puts the main program's mapping first (where pprof looks for it)
-// and sets the profile's times and comments.
+// and sets the profile's times and comments. The program's pprof mapping
+// is found by its key, not its vmap's: a chunk's copy of the vmap
+// (chunks.go) knows only its own chunk's samples.
 func (c *converter) finish() {
-	if v := c.topExe; v != nil && v.acc != nil && v.acc.m.ID != 1 {
+	var top *mappingAcc
+	if v := c.topExe; v != nil {
+		top = c.accs[accKey(v)]
+	}
+	if top != nil && top.m.ID != 1 {
 		ms := c.p.Mapping
-		i := int(v.acc.m.ID - 1)
+		m := top.m
+		i := int(m.ID - 1)
 		copy(ms[1:i+1], ms[:i])
-		ms[0] = v.acc.m
+		ms[0] = m
 		for j, m := range ms {
 			m.ID = uint64(j + 1)
 		}

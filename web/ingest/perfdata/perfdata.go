@@ -103,10 +103,11 @@ type File struct {
 	// its time and position: Convert visits them in time order, decoding
 	// each again from stream or plain, so a Scan keeps no decoded record.
 	refs       []recRef
-	stream     []byte // the data section
-	streamBase uint64 // its offset in the file
-	plain      []byte // the COMPRESSED records' payloads, decompressed
-	keep       bool   // Read: keep Records
+	meta       []recRef // the refs of records other than samples
+	stream     []byte   // the data section
+	streamBase uint64   // its offset in the file
+	plain      []byte   // the COMPRESSED records' payloads, decompressed
+	keep       bool     // Read: keep Records
 	evict      func(lo, hi int)
 	progress   func(phase string, done, total int64)
 	scratch    Sample // what a Scan decodes samples into
@@ -738,6 +739,9 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		}
 		t := r.time()
 		f.refs = append(f.refs, recRef{t, pos})
+		if typ != recSample {
+			f.meta = append(f.meta, recRef{t, pos})
+		}
 		if s, ok := r.(*Sample); ok {
 			if s.HasRegsUser {
 				f.UserRegsSamples++
@@ -1216,16 +1220,7 @@ func (f *File) each(fn func(Record) error) error {
 		}
 		return nil
 	}
-	refs := f.refs
-	byTime := func(a, b recRef) int {
-		if c := cmp.Compare(a.time, b.time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.pos, b.pos)
-	}
-	if !slices.IsSortedFunc(refs, byTime) {
-		slices.SortFunc(refs, byTime) // positions are unique: the sort is stable
-	}
+	refs := f.sortedRefs()
 	// low[k] is the lowest data-section position of refs[k*evictRefs:].
 	var low []uint64
 	if f.evict != nil {
@@ -1261,6 +1256,24 @@ func (f *File) each(fn func(Record) error) error {
 		f.progress("aggregating stacks", int64(len(refs)), int64(len(refs)))
 	}
 	return nil
+}
+
+// byTime orders records by time, then file order.
+func byTime(a, b recRef) int {
+	if c := cmp.Compare(a.time, b.time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// sortedRefs sorts a Scan's refs (and meta) in time order.
+func (f *File) sortedRefs() []recRef {
+	for _, refs := range [][]recRef{f.refs, f.meta} {
+		if !slices.IsSortedFunc(refs, byTime) {
+			slices.SortFunc(refs, byTime) // positions are unique: the sort is stable
+		}
+	}
+	return f.refs
 }
 
 // evictRefs is how many records each is given between two looks at what
