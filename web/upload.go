@@ -100,12 +100,12 @@ type firstView struct {
 
 // buildFirstView builds p's first view within the rendering limits, or
 // returns nil: the view is then built on request, as for a cold profile,
-// and reports its own error there. Only pprof input is built ahead: a
-// perf.data's conversion holds its records' memory until the copy is
-// stored, and building alongside would raise the peak its budget is
-// measured by.
+// and reports its own error there. Only pprof and perf.data input is
+// built ahead: a perf.data is mapped, and its pages and ingest budget are
+// given back once converted, before the view is built beside the copy's
+// encode; the text formats are left to build on request.
 func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format string) *firstView {
-	if format != "pprof" || !aheadWorthIt(p) {
+	if (format != "pprof" && format != "perf.data") || !aheadWorthIt(p) {
 		return nil
 	}
 	si, err := flame.SampleIndex(p, "")
