@@ -1,9 +1,11 @@
 package perfdata
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -134,6 +136,7 @@ func (c *converter) convertChunks(bounds []int) error {
 		}
 	}
 	var g errgroup.Group
+	var panicked atomic.Value // a chunk's panic, raised again below for the caller to recover
 	for k, w := range ws {
 		floor, ceil := uint64(0), uint64(len(f.stream))
 		for j := range n {
@@ -143,15 +146,24 @@ func (c *converter) convertChunks(bounds []int) error {
 				ceil = min(ceil, lo[j])
 			}
 		}
-		g.Go(func() error {
-			err := w.walk(refs[bounds[k]:bounds[k+1]], len(refs), floor, ceil)
-			if err != nil {
-				sh.stop.Store(true)
-			}
-			return err
+		g.Go(func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.CompareAndSwap(nil, fmt.Sprintf("%v (converting chunk %d of %d)\n%s", r, k+1, n, debug.Stack()))
+					err = errChunkPanic
+				}
+				if err != nil {
+					sh.stop.Store(true)
+				}
+			}()
+			return w.walk(refs[bounds[k]:bounds[k+1]], len(refs), floor, ceil)
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+	if err != nil {
 		return err
 	}
 	if sh.progress != nil {
@@ -163,6 +175,8 @@ func (c *converter) convertChunks(bounds []int) error {
 	}
 	return nil
 }
+
+var errChunkPanic = errors.New("a conversion chunk panicked")
 
 // chunkFile is a copy of f to decode a chunk's samples with: a Scan
 // decodes each sample into the File's one scratch record.

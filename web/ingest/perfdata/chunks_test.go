@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -115,4 +116,27 @@ func TestChunksMaxSamples(t *testing.T) {
 	if _, err := convert(n - 1); !errors.Is(err, ErrLimit) {
 		t.Errorf("cap %d of %d samples: %v, want ErrLimit", n-1, n, err)
 	}
+}
+
+// TestChunksPanicInCaller: a chunk that panics (here on a record index
+// pointing past the data) panics in Convert's goroutine, where
+// ingest's safeParse recovers a parser's panics, not on its own (which
+// would end the server).
+func TestChunksPanicInCaller(t *testing.T) {
+	defer func(w func() int, m int) { convertWorkers, minChunkRecords = w, m }(convertWorkers, minChunkRecords)
+	convertWorkers, minChunkRecords = func() int { return 2 }, 1
+	f, err := Scan(readFile(t, "fp.data"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := f.sortedRefs()
+	refs[len(refs)-1].pos = uint64(len(f.stream)) + 100
+	defer func() {
+		r := recover()
+		if s, _ := r.(string); !strings.Contains(s, "converting chunk 2 of 2") {
+			t.Errorf("recovered %v, want the second chunk's panic", r)
+		}
+	}()
+	Convert(f, ConvertOptions{})
+	t.Error("Convert returned")
 }
