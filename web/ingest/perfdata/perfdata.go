@@ -103,17 +103,19 @@ type File struct {
 	// its time and position: Convert visits them in time order, decoding
 	// each again from stream or plain, so a Scan keeps no decoded record.
 	refs       []recRef
-	meta       []recRef // the refs of records other than samples
-	stream     []byte   // the data section
-	streamBase uint64   // its offset in the file
-	plain      []byte   // the COMPRESSED records' payloads, decompressed
-	keep       bool     // Read: keep Records
+	stream     []byte // the data section
+	streamBase uint64 // its offset in the file
+	plain      []byte // the COMPRESSED records' payloads, decompressed
+	keep       bool   // Read: keep Records
 	evict      func(lo, hi int)
 	progress   func(phase string, done, total int64)
 	scratch    Sample // what a Scan decodes samples into
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
+	// meta is the refs of the records other than samples, which a
+	// conversion chunk replays (chunks.go).
+	meta []recRef
 }
 
 // recRef is one record's time and position: its offset in the data
