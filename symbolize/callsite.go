@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/google/pprof/profile"
 )
@@ -42,21 +44,38 @@ func CallSites(p *profile.Profile) bool {
 	// lookup and the mapping's name tests per frame were most of the
 	// time an OTLP intake spent here.
 	loc := newLocationIndex(p)
-	use := make([]uint8, len(p.Location))
-	for _, s := range p.Sample {
-		var prev uint8
-		for i, l := range s.Location {
-			j, f := loc.at(l)
-			stopped := i == 0 || (f^prev)&locKernel != 0
-			prev = f
-			if f&locNeeds == 0 {
-				continue
+	// A large profile's samples are read on every core: each part marks
+	// its own uses, then they are joined.
+	parts := callSiteParts(len(p.Sample))
+	uses := make([][]uint8, parts)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() {
+			use := make([]uint8, len(p.Location))
+			for _, s := range p.Sample[w*len(p.Sample)/parts : (w+1)*len(p.Sample)/parts] {
+				var prev uint8
+				for i, l := range s.Location {
+					j, f := loc.at(l)
+					stopped := i == 0 || (f^prev)&locKernel != 0
+					prev = f
+					if f&locNeeds == 0 {
+						continue
+					}
+					if stopped {
+						use[j] |= keep
+					} else {
+						use[j] |= call
+					}
+				}
 			}
-			if stopped {
-				use[j] |= keep
-			} else {
-				use[j] |= call
-			}
+			uses[w] = use
+		})
+	}
+	wg.Wait()
+	use := uses[0]
+	for _, u := range uses[1:] {
+		for j, b := range u {
+			use[j] |= b
 		}
 	}
 	type key struct {
@@ -111,8 +130,9 @@ func CallSites(p *profile.Profile) bool {
 		// Samples may share one location slice (perf.data's converter
 		// gives a stack's samples of other threads and times one): each
 		// slice is moved once, or a call site that is itself some
-		// caller's return address would move twice.
-		moved := make(map[**profile.Location]bool, len(p.Sample))
+		// caller's return address would move twice. On several cores,
+		// the samples are parted by their leaf location, which samples
+		// sharing a slice share (and which is never moved).
 		// The flags of each call site, looked up once per location: a
 		// new one is not in the index, and testing its mapping's name
 		// for every frame it replaced was a fifth of this pass.
@@ -122,22 +142,39 @@ func CallSites(p *profile.Profile) bool {
 				_, siteFlags[j] = loc.at(t)
 			}
 		}
-		for _, s := range p.Sample {
-			if len(s.Location) == 0 || moved[&s.Location[0]] {
-				continue
-			}
-			moved[&s.Location[0]] = true
-			var prev uint8
-			for i, l := range s.Location {
-				j, f := loc.at(l)
-				if j >= 0 && site[j] != nil && i > 0 && (f^prev)&locKernel == 0 {
-					s.Location[i], f = site[j], siteFlags[j]
+		for w := range parts {
+			wg.Go(func() {
+				moved := map[**profile.Location]bool{}
+				for _, s := range p.Sample {
+					if len(s.Location) == 0 || (parts > 1 && int(s.Location[0].ID%uint64(parts)) != w) || moved[&s.Location[0]] {
+						continue
+					}
+					moved[&s.Location[0]] = true
+					var prev uint8
+					for i, l := range s.Location {
+						j, f := loc.at(l)
+						if j >= 0 && site[j] != nil && i > 0 && (f^prev)&locKernel == 0 {
+							s.Location[i], f = site[j], siteFlags[j]
+						}
+						prev = f
+					}
 				}
-				prev = f
-			}
+			})
 		}
+		wg.Wait()
 	}
 	return changed
+}
+
+// callSiteParts is how many goroutines CallSites reads samples on: one
+// per core (up to 4) for a large profile, one below 64Ki samples (an OTLP
+// intake's profiles), where starting them costs more than it saves (a
+// variable for tests).
+var callSiteParts = func(samples int) int {
+	if samples < 1<<16 {
+		return 1
+	}
+	return min(4, runtime.GOMAXPROCS(0))
 }
 
 // locationIndex finds a location's position in its profile's Location

@@ -103,12 +103,12 @@ type firstView struct {
 // and reports its own error there. Its memory (firstViewMemory) is taken
 // from the ingest budget while it is built, if free then, without
 // waiting: when it is not, the view is built on request instead, once the
-// upload's memory is given back. Only pprof input is built ahead: a
-// perf.data's conversion holds its records' memory until the copy is
-// stored, and building alongside would raise the peak its budget is
-// measured by.
+// upload's memory is given back. Only pprof and perf.data input is built
+// ahead: a perf.data is mapped, and its pages and ingest budget are given
+// back once converted, before the view is built beside the copy's encode;
+// the text formats are left to build on request.
 func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format string) *firstView {
-	if format != "pprof" {
+	if format != "pprof" && format != "perf.data" {
 		return nil
 	}
 	give, ok := s.limits.Memory.TryTake(firstViewMemory(p))

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"viewer/web/flame"
@@ -10,8 +11,9 @@ import (
 // TestUploadBuildsFirstView checks that a pprof upload answers with its
 // first view already cached (the default sample type's stacks and whole
 // flame.json, built while the copy was stored), that flame.json then
-// serves exactly what building it on request gives, and that a folded
-// upload is left to build on request.
+// serves exactly what building it on request gives, that a perf.data
+// upload's is cached too, and that a folded upload is left to build on
+// request.
 func TestUploadBuildsFirstView(t *testing.T) {
 	s, ts := newTestServer(t, Config{})
 	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
@@ -44,6 +46,30 @@ func TestUploadBuildsFirstView(t *testing.T) {
 	}
 	if e := got.header.Get("ETag"); e != treeETag(key, flame.Filter{}) {
 		t.Errorf("ETag %s, want %s", e, treeETag(key, flame.Filter{}))
+	}
+
+	perf, err := os.ReadFile("../testdata/perf/fp.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = upload(t, ts.URL, perf)
+	if l, ok = s.prof.Cached(id); !ok {
+		t.Fatal("the perf.data upload is not kept for its first view")
+	}
+	if si, err = resolveSI(l.Meta, ""); err != nil {
+		t.Fatal(err)
+	}
+	key = treeKey{id: id, variant: l.Variant(), si: si, kind: "json"}
+	if cached, ok = s.trees.Get(key); !ok {
+		t.Fatal("no flame.json cached after the perf.data upload")
+	}
+	if err := s.render(t.Context(), func(opt flame.Options) {
+		want = wholeTreeJSON(newStacks(l.Profile, si, opt), opt)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, ts.URL+"/p/"+id+"/flame.json"); got.status != 200 || !bytes.Equal(got.body, want) || !bytes.Equal(cached.plain, want) {
+		t.Fatalf("perf.data flame.json: status %d, %.300s; built on request: %.300s", got.status, got.body, want)
 	}
 
 	id = upload(t, ts.URL, []byte("main;work 3\nmain 4\n"))

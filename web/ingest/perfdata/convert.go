@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"path"
 	"slices"
 	"sort"
@@ -92,10 +93,36 @@ type vmap struct {
 type mappingAcc struct {
 	m    *profile.Mapping
 	bias uint64
+	locs map[uint64]*profile.Location // by address
+	key  string                       // in converter.accs
+	// merged is the mapping of the whole conversion that a chunk's
+	// mapping was merged into (chunks.go), nil until then.
+	merged *mappingAcc
 }
 
-// addrSpace is a sorted, non-overlapping set of vmaps.
-type addrSpace struct{ maps []*vmap }
+// into is the mapping a is, or was merged into.
+func (a *mappingAcc) into() *mappingAcc {
+	if a.merged != nil {
+		return a.merged
+	}
+	return a
+}
+
+// addrSpace is a sorted, non-overlapping set of vmaps. Its generation
+// changes with every insert, and only then: two spaces of one generation
+// (a fork's copy and its parent) resolve every address alike.
+type addrSpace struct {
+	maps []*vmap
+	gen  uint32
+}
+
+// generation is a's generation (0 for none: no mappings).
+func (a *addrSpace) generation() uint32 {
+	if a == nil {
+		return 0
+	}
+	return a.gen
+}
 
 func (a *addrSpace) find(addr uint64) *vmap {
 	i := sort.Search(len(a.maps), func(i int) bool { return a.maps[i].end > addr })
@@ -133,7 +160,7 @@ func (a *addrSpace) insert(m *vmap) {
 }
 
 func (a *addrSpace) clone() *addrSpace {
-	return &addrSpace{maps: append([]*vmap(nil), a.maps...)}
+	return &addrSpace{maps: append([]*vmap(nil), a.maps...), gen: a.gen}
 }
 
 // converter holds the state of one conversion.
@@ -145,10 +172,22 @@ type converter struct {
 	kernel   addrSpace
 	kmain    *vmap // the kernel text mapping
 	procs    map[uint32]*addrSpace
-	comms    map[uint32]string
+	gens     uint32 // the last generation given to an address space
+	comms    map[uint32]comm
+	commIDs  map[string]uint32
 	accs     map[string]*mappingAcc
-	locs     map[locKey]*profile.Location
-	samples  map[sampleKey]*profile.Sample
+	unmapped map[uint64]*profile.Location // locations in no mapping, by address
+	// samples are the pprof samples of the time bucket at, and numLabels
+	// their numeric labels: Convert visits records in time order, so a
+	// bucket's samples are all made before the next bucket's, and the maps
+	// stay as small as a bucket.
+	samples map[sampleKey]*profile.Sample
+	at      int64
+	// chains caches the stack of each call chain as recorded, in the
+	// address spaces of its generations: most samples repeat a chain, and
+	// are then counted without resolving each frame again.
+	chains      map[chainKey]chainStack
+	seed, check maphash.Seed
 	// stacks numbers each distinct stack by its location IDs (4 bytes
 	// each, leaf first); key is the buffer its keys are made in.
 	stacks map[string]uint32
@@ -167,8 +206,13 @@ type converter struct {
 	exe        map[uint32]*vmap  // each process's program mapping
 	perPid     map[uint32]int    // samples per process
 
-	topPid                    uint32
-	topExe                    *vmap // the program of the most sampled process
+	topPid uint32
+	topExe *vmap // the program of the most sampled process
+	// A chunk after the first (chunks.go) logs its samples' processes and
+	// the changes of their programs for the first to count in order.
+	pids                      []uint32
+	exes                      []exeChange
+	shared                    *chunkShared // nil: the conversion is in one chunk
 	nSamples, noMapping, lost uint64
 	dwarf                     uint64 // samples with a copied user stack (--call-graph=dwarf)
 	unwound                   uint64 // of those, unwound to their outermost frame
@@ -211,13 +255,36 @@ func TimeBucket(span uint64) uint64 {
 }
 
 // sampleKey is what keeps pprof samples apart: the event, the thread,
-// its comm, the time bucket and the stack.
+// its comm (by its ID), the time bucket and the stack.
 type sampleKey struct {
 	attr     int
 	pid, tid uint32
-	comm     string
+	comm     uint32
 	at       int64
 	stack    uint32
+}
+
+// comm is a thread's name and the name's ID (1 on: 0 is no name).
+type comm struct {
+	name string
+	id   uint32
+}
+
+// chainKey is a recorded call chain (a hash of its bytes) in the address
+// spaces it was resolved in: its process's generation, and the kernel's
+// shifted left by one above whether the sample was taken in kernel mode.
+type chainKey struct {
+	hash       uint64
+	user, kern uint32
+}
+
+// chainStack is the stack of a chainKey: check is a second, independent
+// hash of the chain's bytes (a key whose check differs is not used),
+// unmapped its frames in no mapping and user its user-space frames.
+type chainStack struct {
+	check          uint64
+	stack          uint32
+	unmapped, user uint32
 }
 
 type numKey struct {
@@ -225,25 +292,59 @@ type numKey struct {
 	at       int64
 }
 
-type locKey struct {
-	acc  *mappingAcc
-	addr uint64
-}
-
 // Convert builds a pprof profile from a decoded perf.data: one count and one
 // period sample type per event, frames as raw addresses in mappings that
 // carry the DSO path and build ID, and comm, pid and tid as labels.
 func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
+	c := newConverter(f, opt)
+	for _, a := range f.Attrs {
+		unit := "count"
+		if a.Type == 1 && (a.Config == 0 || a.Config == 1) { // cpu-clock, task-clock
+			unit = "nanoseconds"
+		}
+		c.p.SampleType = append(c.p.SampleType,
+			&profile.ValueType{Type: a.Name + "_count", Unit: "count"},
+			&profile.ValueType{Type: a.Name, Unit: unit})
+	}
+	c.p.PeriodType = &profile.ValueType{Type: c.p.SampleType[1].Type, Unit: c.p.SampleType[1].Unit}
+	if !f.Attrs[0].Freq() {
+		c.p.Period = int64(f.Attrs[0].SamplePeriod)
+	}
+	c.p.DefaultSampleType = c.p.SampleType[1].Type
+
+	var err error
+	if bounds := c.chunks(); len(bounds) > 2 {
+		err = c.convertChunks(bounds)
+	} else {
+		err = f.each(c.record)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.nSamples == 0 {
+		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
+	}
+	c.finish()
+	return c.p, nil
+}
+
+// newConverter starts the conversion of f: the state before its first record.
+func newConverter(f *File, opt ConvertOptions) *converter {
 	c := &converter{
 		f: f, opt: opt,
 		p:        &profile.Profile{},
 		buildIDs: map[string]string{},
 		procs:    map[uint32]*addrSpace{},
-		comms:    map[uint32]string{},
+		comms:    map[uint32]comm{},
+		commIDs:  map[string]uint32{},
 		accs:     map[string]*mappingAcc{},
-		locs:     map[locKey]*profile.Location{},
+		unmapped: map[uint64]*profile.Location{},
 		samples:  map[sampleKey]*profile.Sample{},
+		at:       -1,
 		stacks:   map[string]uint32{},
+		chains:   map[chainKey]chainStack{},
+		seed:     maphash.MakeSeed(),
+		check:    maphash.MakeSeed(),
 
 		commLabels: map[string]map[string][]string{},
 		numLabels:  map[numKey]map[string][]int64{},
@@ -262,60 +363,65 @@ func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
 			}
 		}
 	}
-	for _, a := range f.Attrs {
-		unit := "count"
-		if a.Type == 1 && (a.Config == 0 || a.Config == 1) { // cpu-clock, task-clock
-			unit = "nanoseconds"
-		}
-		c.p.SampleType = append(c.p.SampleType,
-			&profile.ValueType{Type: a.Name + "_count", Unit: "count"},
-			&profile.ValueType{Type: a.Name, Unit: unit})
-	}
-	c.p.PeriodType = &profile.ValueType{Type: c.p.SampleType[1].Type, Unit: c.p.SampleType[1].Unit}
-	if !f.Attrs[0].Freq() {
-		c.p.Period = int64(f.Attrs[0].SamplePeriod)
-	}
-	c.p.DefaultSampleType = c.p.SampleType[1].Type
-
 	if t0 := f.sampleFirst; t0 != 0 {
 		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
 		if opt.TimeBucket > 0 {
 			c.bucket = uint64(opt.TimeBucket)
 		}
 	}
-	err := f.each(func(r Record) error {
-		switch r := r.(type) {
-		case *Sample:
-			return c.sample(r)
-		case *Mmap:
-			c.mmap(r)
-		case *Comm:
-			c.comms[r.Tid] = r.Comm
-			if r.Exec {
-				delete(c.exe, r.Pid)
-			}
-		case *Fork:
-			c.fork(r)
-		case *Ksymbol:
-			c.ksymbol(r)
-		case *Lost:
-			c.lost += r.Lost
+	return c
+}
+
+// record converts one record, in time order.
+func (c *converter) record(r Record) error {
+	switch r := r.(type) {
+	case *Sample:
+		return c.sample(r)
+	case *Lost:
+		c.lost += r.Lost
+	default:
+		c.meta(r)
+	}
+	return nil
+}
+
+// meta applies a record that changes what later samples resolve to:
+// mappings, names, forks, kernel symbols.
+func (c *converter) meta(r Record) {
+	switch r := r.(type) {
+	case *Mmap:
+		c.mmap(r)
+	case *Comm:
+		c.setComm(r.Tid, r.Comm)
+		if r.Exec {
+			c.setExe(r.Pid, nil)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	case *Fork:
+		c.fork(r)
+	case *Ksymbol:
+		c.ksymbol(r)
 	}
-	if c.nSamples == 0 {
-		return nil, fmt.Errorf("perf.data holds no samples (%d records read); was perf record stopped before the program ran?", f.NumRecords())
-	}
-	c.finish()
-	return c.p, nil
 }
 
 // CacheLineComment starts the profile comment that gives the recording
 // machine's L1 data cache line size in bytes (perf's CACHE header feature).
 const CacheLineComment = "cache line size: "
+
+// setComm names thread tid.
+func (c *converter) setComm(tid uint32, name string) {
+	id, ok := c.commIDs[name]
+	if !ok {
+		id = uint32(len(c.commIDs) + 1)
+		c.commIDs[name] = id
+	}
+	c.comms[tid] = comm{name, id}
+}
+
+// newGen is a new address space generation.
+func (c *converter) newGen() uint32 {
+	c.gens++
+	return c.gens
+}
 
 func (c *converter) space(pid uint32) *addrSpace {
 	s := c.procs[pid]
@@ -343,14 +449,17 @@ func (c *converter) mmap(m *Mmap) {
 	if kernel {
 		v.kernel = true
 		c.kernel.insert(v)
+		c.kernel.gen = c.newGen()
 		if v.file == KernelFile {
 			c.kmain = v
 		}
 		return
 	}
-	c.space(m.Pid).insert(v)
+	s := c.space(m.Pid)
+	s.insert(v)
+	s.gen = c.newGen()
 	if _, ok := c.exe[m.Pid]; !ok {
-		c.exe[m.Pid] = v // the first executable mapping of a process is its program
+		c.setExe(m.Pid, v) // the first executable mapping of a process is its program
 	}
 }
 
@@ -375,10 +484,17 @@ func (c *converter) ksymbol(k *Ksymbol) {
 		return
 	}
 	c.kernel.insert(&vmap{start: k.Addr, end: k.Addr + uint64(k.Len), file: k.Name, kernel: true})
+	c.kernel.gen = c.newGen()
 }
 
 // lookup finds the mapping of a frame address in the kernel or the process.
 func (c *converter) lookup(pid uint32, addr uint64, kernel bool) *vmap {
+	return c.lookupIn(c.procs[pid], addr, kernel)
+}
+
+// lookupIn finds the mapping of a frame address in the kernel or in the
+// address space of its process (nil: none known).
+func (c *converter) lookupIn(space *addrSpace, addr uint64, kernel bool) *vmap {
 	if kernel {
 		if v := c.kernel.find(addr); v != nil {
 			return v
@@ -389,10 +505,16 @@ func (c *converter) lookup(pid uint32, addr uint64, kernel bool) *vmap {
 		}
 		return nil
 	}
-	if s := c.procs[pid]; s != nil {
-		return s.find(addr)
+	if space != nil {
+		return space.find(addr)
 	}
 	return nil
+}
+
+// accKey keeps pprof mappings apart: every vmap of one file, build ID and
+// load bias is one.
+func accKey(v *vmap) string {
+	return v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(v.start-v.pgoff, 16)
 }
 
 func (c *converter) accFor(v *vmap) *mappingAcc {
@@ -400,10 +522,10 @@ func (c *converter) accFor(v *vmap) *mappingAcc {
 		return v.acc
 	}
 	bias := v.start - v.pgoff
-	key := v.file + "\x00" + v.buildID + "\x00" + strconv.FormatUint(bias, 16)
+	key := accKey(v)
 	a := c.accs[key]
 	if a == nil {
-		a = &mappingAcc{bias: bias, m: &profile.Mapping{
+		a = &mappingAcc{bias: bias, key: key, locs: map[uint64]*profile.Location{}, m: &profile.Mapping{
 			ID: uint64(len(c.p.Mapping) + 1), Start: v.start, Limit: v.end, Offset: v.pgoff,
 			File: v.file, BuildID: v.buildID,
 		}}
@@ -418,18 +540,21 @@ func (c *converter) accFor(v *vmap) *mappingAcc {
 	return a
 }
 
-func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Location {
+// location is the location of a frame address in the kernel or in the
+// process's address space.
+func (c *converter) location(space *addrSpace, addr uint64, kernel bool) *profile.Location {
+	locs := c.unmapped
 	var acc *mappingAcc
-	if v := c.lookup(pid, addr, kernel); v != nil {
+	if v := c.lookupIn(space, addr, kernel); v != nil {
 		acc = c.accFor(v)
 		if addr >= acc.m.Limit && addr < ^uint64(0) { // the stretched kernel map
 			acc.m.Limit = addr + 1
 		}
+		locs = acc.locs
 	} else {
 		c.noMapping++
 	}
-	k := locKey{acc, addr}
-	if l := c.locs[k]; l != nil {
+	if l := locs[addr]; l != nil {
 		return l
 	}
 	l := &profile.Location{ID: uint64(len(c.p.Location) + 1), Address: addr}
@@ -437,7 +562,7 @@ func (c *converter) location(pid uint32, addr uint64, kernel bool) *profile.Loca
 		l.Mapping = acc.m
 	}
 	c.p.Location = append(c.p.Location, l)
-	c.locs[k] = l
+	locs[addr] = l
 	return l
 }
 
@@ -447,73 +572,49 @@ func (c *converter) sample(s *Sample) error {
 	if a.SampleType&sPeriod == 0 {
 		period = a.SamplePeriod
 	}
-	kernel := s.CPUMode == 1 || s.CPUMode == 4
-	locs := c.locBuf[:0]
-	userFrames := 0
-	for _, ip := range s.Callchain {
-		if ip >= contextMax {
-			switch ip {
-			case contextKernel, contextGuestKernel, contextHV:
-				kernel = true
-			case contextUser, contextGuestUser:
-				kernel = false
-			}
-			continue
-		}
-		if !kernel {
-			userFrames++
-		}
-		locs = append(locs, c.location(s.Pid, ip, kernel))
-	}
-	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
-		frames := c.unwind(s, a)
-		for _, pc := range frames {
-			locs = append(locs, c.location(s.Pid, pc, false))
-		}
-	}
-	if len(locs) == 0 && a.SampleType&sIP != 0 {
-		locs = append(locs, c.location(s.Pid, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
-	}
-	c.locBuf = locs
+	stack, userFrames := c.stack(s, a)
 	comm := c.comms[s.Tid]
 
 	var at int64 = -1 // the sample's time bucket start
 	if c.bucket > 0 && s.Time >= c.t0 {
 		at = int64((s.Time - c.t0) / c.bucket * c.bucket)
 	}
-	k := c.key[:0]
-	for _, l := range locs {
-		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
+	if at != c.at {
+		clear(c.samples)
+		clear(c.numLabels)
+		c.at = at
 	}
-	c.key = k
-	stack, ok := c.stacks[string(k)]
-	if !ok {
-		stack = uint32(len(c.stacks))
-		c.stacks[string(k)] = stack
-		c.stackLocs = append(c.stackLocs, slices.Clip(slices.Clone(locs)))
-	}
-	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm, at: at, stack: stack}
+	key := sampleKey{attr: s.Attr, pid: s.Pid, tid: s.Tid, comm: comm.id, at: at, stack: stack}
 	ps := c.samples[key]
 	if ps == nil {
-		if c.opt.MaxSamples > 0 && len(c.p.Sample) >= c.opt.MaxSamples {
+		kept := len(c.p.Sample) + 1
+		if c.shared != nil {
+			kept = int(c.shared.kept.Add(1))
+		}
+		if c.opt.MaxSamples > 0 && kept > c.opt.MaxSamples {
 			return &LimitError{What: "samples", Max: c.opt.MaxSamples}
 		}
-		c.frames += len(locs)
-		if d := c.opt.MaxStackDepth; d > 0 && len(locs) > d {
-			c.frames -= len(locs) - d
+		n := len(c.stackLocs[stack])
+		if d := c.opt.MaxStackDepth; d > 0 && n > d {
+			n = d
 		}
-		if c.opt.MaxFrames > 0 && c.frames > c.opt.MaxFrames {
+		c.frames += n
+		frames := c.frames
+		if c.shared != nil {
+			frames = int(c.shared.frames.Add(int64(n)))
+		}
+		if c.opt.MaxFrames > 0 && frames > c.opt.MaxFrames {
 			return &LimitError{What: "frames", Max: c.opt.MaxFrames}
 		}
 		ps = &profile.Sample{
 			Location: c.stackLocs[stack],
 			Value:    make([]int64, len(c.p.SampleType)),
 		}
-		if comm != "" {
-			lab := c.commLabels[comm]
+		if comm.name != "" {
+			lab := c.commLabels[comm.name]
 			if lab == nil {
-				lab = map[string][]string{"comm": {comm}}
-				c.commLabels[comm] = lab
+				lab = map[string][]string{"comm": {comm.name}}
+				c.commLabels[comm.name] = lab
 			}
 			ps.Label = lab
 		}
@@ -558,12 +659,10 @@ func (c *converter) sample(s *Sample) error {
 	if (s.HasRegsUser || s.StackUser > 0) && userFrames == 0 { // a copied user stack is the only user call chain
 		c.dwarf++
 	}
-	c.perPid[s.Pid]++
-	if c.perPid[s.Pid] == 1 || c.perPid[s.Pid] > c.perPid[c.topPid] {
-		if c.perPid[s.Pid] > c.perPid[c.topPid] || c.topExe == nil {
-			c.topPid = s.Pid
-			c.topExe = c.exe[s.Pid]
-		}
+	if c.pids != nil {
+		c.pids = append(c.pids, s.Pid)
+	} else {
+		c.countPid(s.Pid, c.exe[s.Pid])
 	}
 	if s.Time != 0 {
 		if c.first == 0 || s.Time < c.first {
@@ -572,6 +671,102 @@ func (c *converter) sample(s *Sample) error {
 		c.last = max(c.last, s.Time)
 	}
 	return nil
+}
+
+// stack numbers the stack of sample s of event a, resolving its frames
+// unless its call chain was seen before in the same address spaces, and
+// counts its user-space frames.
+func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
+	kernel := s.CPUMode == 1 || s.CPUMode == 4
+	space := c.procs[s.Pid]
+	// A chain without frames takes the sampled IP; one with no user
+	// frames may be unwound: both are resolved each time.
+	cached := len(s.chain) > 0 && (s.RegsUser == nil || c.opt.Binaries == nil)
+	var ck chainKey
+	var check uint64
+	if cached {
+		kern := c.kernel.gen << 1
+		if kernel {
+			kern |= 1
+		}
+		ck = chainKey{hash: maphash.Bytes(c.seed, s.chain), user: space.generation(), kern: kern}
+		check = maphash.Bytes(c.check, s.chain)
+		if e, ok := c.chains[ck]; ok && e.check == check {
+			c.noMapping += uint64(e.unmapped)
+			return e.stack, int(e.user)
+		}
+	}
+	unmapped := c.noMapping
+	locs := c.locBuf[:0]
+	for _, ip := range s.Callchain {
+		if ip >= contextMax {
+			switch ip {
+			case contextKernel, contextGuestKernel, contextHV:
+				kernel = true
+			case contextUser, contextGuestUser:
+				kernel = false
+			}
+			continue
+		}
+		if !kernel {
+			userFrames++
+		}
+		locs = append(locs, c.location(space, ip, kernel))
+	}
+	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
+		frames := c.unwind(s, a)
+		for _, pc := range frames {
+			locs = append(locs, c.location(space, pc, false))
+		}
+	}
+	if len(locs) == 0 {
+		cached = false
+		if a.SampleType&sIP != 0 {
+			locs = append(locs, c.location(space, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
+		}
+	}
+	c.locBuf = locs
+	k := c.key[:0]
+	for _, l := range locs {
+		k = binary.LittleEndian.AppendUint32(k, uint32(l.ID))
+	}
+	c.key = k
+	stack, ok := c.stacks[string(k)]
+	if !ok {
+		stack = uint32(len(c.stacks))
+		c.stacks[string(k)] = stack
+		c.stackLocs = append(c.stackLocs, slices.Clip(slices.Clone(locs)))
+	}
+	if cached {
+		if _, taken := c.chains[ck]; !taken {
+			c.chains[ck] = chainStack{check: check, stack: stack, unmapped: uint32(c.noMapping - unmapped), user: uint32(userFrames)}
+		}
+	}
+	return stack, userFrames
+}
+
+// setExe sets (v nil: forgets) the program mapping of process pid.
+func (c *converter) setExe(pid uint32, v *vmap) {
+	if v == nil {
+		delete(c.exe, pid)
+	} else {
+		c.exe[pid] = v
+	}
+	if c.pids != nil {
+		c.exes = append(c.exes, exeChange{len(c.pids), pid, v})
+	}
+}
+
+// countPid counts a sample of process pid, whose program is exe, and
+// keeps the program of the most sampled process.
+func (c *converter) countPid(pid uint32, exe *vmap) {
+	c.perPid[pid]++
+	if c.perPid[pid] == 1 || c.perPid[pid] > c.perPid[c.topPid] {
+		if c.perPid[pid] > c.perPid[c.topPid] || c.topExe == nil {
+			c.topPid = pid
+			c.topExe = exe
+		}
+	}
 }
 
 // unwind walks the user stack of a --call-graph=dwarf sample: the sampled
@@ -657,13 +852,20 @@ var (
 )
 
 // finish puts the main program's mapping first (where pprof looks for it)
-// and sets the profile's times and comments.
+// and sets the profile's times and comments. The program's pprof mapping
+// is found by its key, not its vmap's: a chunk's copy of the vmap
+// (chunks.go) knows only its own chunk's samples.
 func (c *converter) finish() {
-	if v := c.topExe; v != nil && v.acc != nil && v.acc.m.ID != 1 {
+	var top *mappingAcc
+	if v := c.topExe; v != nil {
+		top = c.accs[accKey(v)]
+	}
+	if top != nil && top.m.ID != 1 {
 		ms := c.p.Mapping
-		i := int(v.acc.m.ID - 1)
+		m := top.m
+		i := int(m.ID - 1)
 		copy(ms[1:i+1], ms[:i])
-		ms[0] = v.acc.m
+		ms[0] = m
 		for j, m := range ms {
 			m.ID = uint64(j + 1)
 		}

@@ -119,6 +119,9 @@ type File struct {
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
+	// meta is the refs of the records other than samples, which a
+	// conversion chunk replays (chunks.go).
+	meta []recRef
 }
 
 // recRef is one record's time and position: its offset in the data
@@ -277,6 +280,8 @@ type Sample struct {
 	// (a slice of the input, not a copy).
 	RegsUser []uint64
 	Stack    []byte
+
+	chain []byte // Callchain's bytes in the record, for Convert's stack cache
 }
 
 func (s *Sample) time() uint64 { return s.Time }
@@ -773,6 +778,9 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 				return err
 			}
 		}
+		if typ != recSample {
+			f.meta = append(f.meta, recRef{t, pos})
+		}
 		if s, ok := r.(*Sample); ok {
 			if !f.keep {
 				if f.est == nil { // after the header's features, in pipe mode too
@@ -1048,6 +1056,7 @@ func (f *File) decodeSample(misc uint16, body []byte) (*Sample, error) {
 		for i := range s.Callchain {
 			s.Callchain[i] = d.o.Uint64(d.b[8*i:])
 		}
+		s.chain = d.b[:8*n]
 		d.b = d.b[8*n:]
 	}
 	if d.bad {
@@ -1256,16 +1265,7 @@ func (f *File) each(fn func(Record) error) error {
 		}
 		return nil
 	}
-	refs := f.refs
-	byTime := func(a, b recRef) int {
-		if c := cmp.Compare(a.time, b.time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.pos, b.pos)
-	}
-	if !slices.IsSortedFunc(refs, byTime) {
-		slices.SortFunc(refs, byTime) // positions are unique: the sort is stable
-	}
+	refs := f.sortedRefs()
 	// low[k] is the lowest data-section position of refs[k*evictRefs:].
 	var low []uint64
 	if f.evict != nil {
@@ -1301,6 +1301,24 @@ func (f *File) each(fn func(Record) error) error {
 		f.progress("aggregating stacks", int64(len(refs)), int64(len(refs)))
 	}
 	return nil
+}
+
+// byTime orders records by time, then file order.
+func byTime(a, b recRef) int {
+	if c := cmp.Compare(a.time, b.time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// sortedRefs sorts a Scan's refs (and meta) in time order.
+func (f *File) sortedRefs() []recRef {
+	for _, refs := range [][]recRef{f.refs, f.meta} {
+		if !slices.IsSortedFunc(refs, byTime) {
+			slices.SortFunc(refs, byTime) // positions are unique: the sort is stable
+		}
+	}
+	return f.refs
 }
 
 // evictRefs is how many records each is given between two looks at what
