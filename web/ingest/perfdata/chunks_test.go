@@ -92,7 +92,7 @@ func TestChunksMaxSamples(t *testing.T) {
 	defer func(w func() int, m int) { convertWorkers, minChunkRecords = w, m }(convertWorkers, minChunkRecords)
 	convertWorkers, minChunkRecords = func() int { return 4 }, 1
 	data := readFile(t, "fp.data")
-	convert := func(max int) (int, error) {
+	convert := func(opt ConvertOptions) (samples, frames int, err error) {
 		f, err := Scan(data, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -100,21 +100,32 @@ func TestChunksMaxSamples(t *testing.T) {
 		if b := newConverter(f, ConvertOptions{}).chunks(); len(b) != 5 {
 			t.Fatalf("fp.data cut into %v, not 4 chunks", b)
 		}
-		p, err := Convert(f, ConvertOptions{MaxSamples: max})
+		p, err := Convert(f, opt)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return len(p.Sample), nil
+		for _, s := range p.Sample {
+			frames += len(s.Location)
+		}
+		return len(p.Sample), frames, nil
 	}
-	n, err := convert(0)
+	n, frames, err := convert(ConvertOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := convert(n); err != nil || got != n {
+	if got, _, err := convert(ConvertOptions{MaxSamples: n}); err != nil || got != n {
 		t.Errorf("cap %d: %d samples, %v", n, got, err)
 	}
-	if _, err := convert(n - 1); !errors.Is(err, ErrLimit) {
+	if _, _, err := convert(ConvertOptions{MaxSamples: n - 1}); !errors.Is(err, ErrLimit) {
 		t.Errorf("cap %d of %d samples: %v, want ErrLimit", n-1, n, err)
+	}
+	// The frame cap, too, counts every chunk's kept samples together.
+	if _, got, err := convert(ConvertOptions{MaxFrames: frames}); err != nil || got != frames {
+		t.Errorf("frame cap %d: %d frames, %v", frames, got, err)
+	}
+	var le *LimitError
+	if _, _, err := convert(ConvertOptions{MaxFrames: frames - 1}); !errors.As(err, &le) || le.What != "frames" {
+		t.Errorf("frame cap %d of %d frames: %v, want a frames LimitError", frames-1, frames, err)
 	}
 }
 
