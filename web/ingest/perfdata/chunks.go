@@ -191,19 +191,9 @@ func chunkFile(f *File) *File {
 // the pages in [floor, ceil) below its next record as each does.
 func (c *converter) walk(refs []recRef, total int, floor, ceil uint64) error {
 	f, sh := c.f, c.shared
-	// low[k] is the lowest data-section position of refs[k*evictRefs:].
 	var low []uint64
 	if sh.evict != nil {
-		low = make([]uint64, (len(refs)+evictRefs-1)/evictRefs)
-		m := uint64(len(f.stream))
-		for i := len(refs) - 1; i >= 0; i-- {
-			if p := refs[i].pos; p&posPlain == 0 {
-				m = min(m, p)
-			}
-			if i%evictRefs == 0 {
-				low[i/evictRefs] = m
-			}
-		}
+		low = f.lowPositions(refs)
 	}
 	evicted := floor
 	for i, ref := range refs {

@@ -1266,19 +1266,9 @@ func (f *File) each(fn func(Record) error) error {
 		return nil
 	}
 	refs := f.sortedRefs()
-	// low[k] is the lowest data-section position of refs[k*evictRefs:].
 	var low []uint64
 	if f.evict != nil {
-		low = make([]uint64, (len(refs)+evictRefs-1)/evictRefs)
-		m := uint64(len(f.stream))
-		for i := len(refs) - 1; i >= 0; i-- {
-			if p := refs[i].pos; p&posPlain == 0 {
-				m = min(m, p)
-			}
-			if i%evictRefs == 0 {
-				low[i/evictRefs] = m
-			}
-		}
+		low = f.lowPositions(refs)
 	}
 	evicted := uint64(0)
 	for i, ref := range refs {
@@ -1324,3 +1314,20 @@ func (f *File) sortedRefs() []recRef {
 // evictRefs is how many records each is given between two looks at what
 // it may evict (a variable for tests).
 var evictRefs = 1 << 12
+
+// lowPositions gives, for every evictRefs-th of refs (in time order), the
+// lowest data-section position of the records from it on: the pages below
+// it are read by no later record and can be given back.
+func (f *File) lowPositions(refs []recRef) []uint64 {
+	low := make([]uint64, (len(refs)+evictRefs-1)/evictRefs)
+	m := uint64(len(f.stream))
+	for i := len(refs) - 1; i >= 0; i-- {
+		if p := refs[i].pos; p&posPlain == 0 {
+			m = min(m, p)
+		}
+		if i%evictRefs == 0 {
+			low[i/evictRefs] = m
+		}
+	}
+	return low
+}
