@@ -1,16 +1,26 @@
 # `make test` is the test command: it installs what the tests need on a fresh
-# Debian machine, then vets, checks the generated templ code and runs the
+# Debian machine, checks the generated templ code, then vets and runs the
 # tests: under the race detector, but for NORACE_TESTS (below), which run
-# without it, then the fuzz targets briefly.
+# without it, and the fuzz targets briefly.
 GO ?= go
 TEST_TIMEOUT ?= 30m
 
-.PHONY: test deps vet templ templ-check build bench fuzz fuzz-short
+.PHONY: test test-race test-plain deps vet templ templ-check build bench fuzz fuzz-short
 
-test: deps vet templ-check
-	$(GO) test -race -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -run '$(NORACE_TESTS)|^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
-	$(MAKE) fuzz-short
+# The steps after deps and templ-check (which may rewrite views/) run side
+# by side (-j): each waits on something (chromium, perf record, servers, a
+# link) while another computes, and CI has 2 cores. go vet runs inside the
+# two go tests (-vet=all: every analyzer, as `go vet ./...` runs them; the
+# plain run vets the !race files): a separate `go vet ./...` compiled
+# every package a third time.
+test: deps templ-check
+	@$(MAKE) --no-print-directory -j3 test-race test-plain fuzz-short
+
+test-race:
+	$(GO) test -race -vet=all -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
+
+test-plain:
+	$(GO) test -vet=all -run '$(NORACE_TESTS)|^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
 
 # NORACE_TESTS run in make test's second go test, without the race
 # detector, and only there (the first skips them): their work is in other
