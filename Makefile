@@ -55,12 +55,14 @@ FUZZMINIMIZE ?= 2s
 # fuzz runs each target for FUZZTIME, one after the other (make fuzz
 # FUZZTIME=10m for a long run); new failing inputs land in the package's
 # testdata/fuzz/ and then run with every go test. fuzz-short is the short
-# run make test does.
+# run make test does. -vet=off: make test's race run vets these packages
+# (-vet=all), and here vet would go over every dependency again in the
+# fuzz-instrumented build.
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+		$(GO) test -vet=off -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
 	done
 
 # fuzz-short counts executions instead of timing them: with a duration,

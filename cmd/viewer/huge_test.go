@@ -33,7 +33,8 @@ const hugeMemory = "1536MiB"
 // TestHugeProfile uploads the benchmark generator's 2M-sample profile
 // (500k stacks, 100k functions) to `viewer serve` running under GOMEMLIMIT
 // at the budget, and checks what a user would against `go tool pprof -top`
-// on the same file: flame.json's total, the top table's flat and cum of
+// on the same file (its table kept in testdata for the file's SHA-256,
+// see pprofTopOf): flame.json's total, the top table's flat and cum of
 // the 20 heaviest functions, and the same figures read from the
 // downloaded profile.pb.gz. The server's peak RSS is
 // logged (the benchmark, testdata/bench/huge.sh, reports the ratios).
