@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,7 +33,8 @@ const hugeMemory = "1536MiB"
 // TestHugeProfile uploads the benchmark generator's 2M-sample profile
 // (500k stacks, 100k functions) to `viewer serve` running under GOMEMLIMIT
 // at the budget, and checks what a user would against `go tool pprof -top`
-// on the same file: flame.json's total, the top table's flat and cum of
+// on the same file (its table kept in testdata for the file's SHA-256,
+// see pprofTopOf): flame.json's total, the top table's flat and cum of
 // the 20 heaviest functions, and the same figures read from the
 // downloaded profile.pb.gz. The server's peak RSS is
 // logged (the benchmark, testdata/bench/huge.sh, reports the ratios).
@@ -64,9 +68,12 @@ func TestHugeProfile(t *testing.T) {
 	t.Logf("generated %d samples in %v", n, time.Since(start).Round(time.Millisecond))
 
 	// pprof reads the file meanwhile, as a user comparing the two would:
-	// on the 2M profile it takes minutes, the longest part of the test.
+	// on the 2M profile it takes minutes (258 s of CPU), the longest part
+	// of the test, so its table for this very file (same bytes, same Go
+	// release's pprof) is kept in testdata and pprof runs only when the
+	// file or the toolchain changed.
 	wantTop := make(chan pprofResult, 1)
-	go func() { wantTop <- runPprofTop(t.Context(), path, dir) }()
+	go func() { wantTop <- pprofTopOf(t, path, dir, n) }()
 
 	bin := buildViewer(t)
 	// The default --max-frames (50M) refuses this profile's 70M frames.
@@ -231,15 +238,74 @@ type pprofRow struct {
 
 var pprofTotalRE = regexp.MustCompile(`of (\d+)ns total`)
 
-// runPprofTop runs go tool pprof -top on path for the cpu sample type, in
-// nanoseconds, every function counted; it is killed when ctx ends.
-func runPprofTop(ctx context.Context, path, tmp string) pprofResult {
-	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-unit=ns", "-sample_index=cpu", "-nodefraction=0", "-nodecount=20", path)
+// pprofTopGolden is `go tool pprof -top` of TestHugeProfile's 2M-sample
+// profile, made by pprof itself: `go test -run '^TestHugeProfile$'
+// ./cmd/viewer/ -update-pprof-top` re-makes it. Its header names the
+// file's SHA-256 and the Go release whose pprof printed it.
+const pprofTopGolden = "../../testdata/bench/pprof-top-2m.txt"
+
+var updatePprofTop = flag.Bool("update-pprof-top", false, "rerun go tool pprof -top for TestHugeProfile and rewrite "+pprofTopGolden)
+
+// pprofTopOf returns go tool pprof -top of path (TestHugeProfile's
+// profile of n samples): pprofTopGolden's table when it was printed for a
+// file of the same SHA-256 by this Go release's pprof, else pprof's run
+// now (and the golden rewritten with -update-pprof-top).
+func pprofTopOf(t *testing.T, path, tmp string, n int) pprofResult {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return pprofResult{err: err}
+	}
+	header := fmt.Sprintf("# go tool pprof %s huge.pb.gz\n# huge.pb.gz: gen.WriteStream(%d samples, %d stacks, %d functions, 20 mappings, seed 1), sha256 %s\n# pprof of %s\n# re-make: go test -run '^TestHugeProfile$' ./cmd/viewer/ -update-pprof-top\n",
+		strings.Join(pprofTopArgs, " "), n, n/4, n/20, sum, runtime.Version())
+	if !*updatePprofTop {
+		if b, err := os.ReadFile(pprofTopGolden); err == nil {
+			if out, ok := strings.CutPrefix(string(b), header); ok {
+				t.Logf("go tool pprof -top: %s's table, printed for this file by this Go release's pprof", pprofTopGolden)
+				return parsePprofTop([]byte(out))
+			}
+		}
+		t.Logf("%s is not for this file and Go release (sha256 %s, %s): running go tool pprof -top (minutes); -update-pprof-top rewrites it", pprofTopGolden, sum, runtime.Version())
+	}
+	out, r := runPprofTop(t.Context(), path, tmp)
+	if r.err == nil && *updatePprofTop {
+		if err := os.WriteFile(pprofTopGolden, append([]byte(header), out...), 0o644); err != nil {
+			return pprofResult{err: err}
+		}
+	}
+	return r
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// pprofTopArgs: the cpu sample type, in nanoseconds, every function
+// counted, the 20 heaviest listed.
+var pprofTopArgs = []string{"-top", "-unit=ns", "-sample_index=cpu", "-nodefraction=0", "-nodecount=20"}
+
+// runPprofTop runs go tool pprof -top on path and returns its output and
+// table; it is killed when ctx ends.
+func runPprofTop(ctx context.Context, path, tmp string) ([]byte, pprofResult) {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"tool", "pprof"}, pprofTopArgs...), path)...)
 	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return pprofResult{err: fmt.Errorf("go tool pprof -top %s: %v\n%s", path, err, out)}
+		return out, pprofResult{err: fmt.Errorf("go tool pprof -top %s: %v\n%s", path, err, out)}
 	}
+	return out, parsePprofTop(out)
+}
+
+// parsePprofTop reads go tool pprof -top's output.
+func parsePprofTop(out []byte) pprofResult {
 	var r pprofResult
 	m := pprofTotalRE.FindSubmatch(out)
 	if m == nil {
