@@ -74,15 +74,7 @@ func convertBytes(t *testing.T, data []byte, clearing bool) []byte {
 		t.Fatal(err)
 	}
 	converting = true
-	p, err := Convert(f, ConvertOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := p.WriteUncompressed(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return write(t, f)
 }
 
 // TestChunksMaxSamples wants the cap on pprof samples to hold over all

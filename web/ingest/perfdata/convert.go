@@ -31,6 +31,23 @@ const (
 	contextMax         = ^uint64(4095) + 1
 )
 
+// kernelMode reports whether perf's cpumode (misc & 7) is the host's or a
+// guest's kernel.
+func kernelMode(cpumode uint16) bool { return cpumode == 1 || cpumode == 4 }
+
+// switchContext gives whether the frames after call chain entry ip are
+// the kernel's, for a context marker ip (ip >= contextMax), from kernel,
+// whether the frames before it were.
+func switchContext(ip uint64, kernel bool) bool {
+	switch ip {
+	case contextKernel, contextGuestKernel, contextHV:
+		return true
+	case contextUser, contextGuestUser:
+		return false
+	}
+	return kernel
+}
+
 // ConvertOptions bound the profile Convert builds.
 type ConvertOptions struct {
 	// MaxSamples caps the distinct pprof samples (stack × thread × event); 0 means no cap.
@@ -356,7 +373,7 @@ func newConverter(f *File, opt ConvertOptions) *converter {
 	for _, b := range f.Features.BuildIDs {
 		id := hex.EncodeToString(b.ID)
 		c.buildIDs[b.Filename] = id
-		if b.CPUMode == 1 || b.CPUMode == 4 { // kernel: modules may be mapped as [name]
+		if kernelMode(b.CPUMode) { // kernel: modules may be mapped as [name]
 			base := path.Base(b.Filename)
 			if i := strings.Index(base, ".ko"); i > 0 {
 				c.buildIDs["["+strings.ReplaceAll(base[:i], "-", "_")+"]"] = id
@@ -437,7 +454,7 @@ func (c *converter) mmap(m *Mmap) {
 		return
 	}
 	v := &vmap{start: m.Start, end: m.Start + m.Len, pgoff: m.PgOff, file: m.Filename, ino: m.Ino}
-	kernel := m.Pid == ^uint32(0) || m.CPUMode == 1 || m.CPUMode == 4
+	kernel := m.Pid == ^uint32(0) || kernelMode(m.CPUMode)
 	if kernel && strings.HasPrefix(v.file, KernelFile) {
 		v.file = KernelFile // perf appends the reference symbol: [kernel.kallsyms]_text
 	}
@@ -677,7 +694,7 @@ func (c *converter) sample(s *Sample) error {
 // unless its call chain was seen before in the same address spaces, and
 // counts its user-space frames.
 func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
-	kernel := s.CPUMode == 1 || s.CPUMode == 4
+	kernel := kernelMode(s.CPUMode)
 	space := c.procs[s.Pid]
 	// A chain without frames takes the sampled IP; one with no user
 	// frames may be unwound: both are resolved each time.
@@ -700,12 +717,7 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	locs := c.locBuf[:0]
 	for _, ip := range s.Callchain {
 		if ip >= contextMax {
-			switch ip {
-			case contextKernel, contextGuestKernel, contextHV:
-				kernel = true
-			case contextUser, contextGuestUser:
-				kernel = false
-			}
+			kernel = switchContext(ip, kernel)
 			continue
 		}
 		if !kernel {
@@ -722,7 +734,7 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	if len(locs) == 0 {
 		cached = false
 		if a.SampleType&sIP != 0 {
-			locs = append(locs, c.location(space, s.IP, s.CPUMode == 1 || s.CPUMode == 4))
+			locs = append(locs, c.location(space, s.IP, kernelMode(s.CPUMode)))
 		}
 	}
 	c.locBuf = locs

@@ -141,18 +141,13 @@ func prevWidth(w uint64) uint64 {
 
 // sample counts one sample record of event attr.
 func (e *estimator) sample(s *Sample, hasIP bool) {
-	kernel := s.CPUMode == 1 || s.CPUMode == 4
+	kernel := kernelMode(s.CPUMode)
 	h := mix(uint64(s.Attr) + 1)
 	frames := uint32(0)
 	for _, ip := range s.Callchain {
 		h = mix(h ^ ip)
 		if ip >= contextMax {
-			switch ip {
-			case contextKernel, contextGuestKernel, contextHV:
-				kernel = true
-			case contextUser, contextGuestUser:
-				kernel = false
-			}
+			kernel = switchContext(ip, kernel)
 			continue
 		}
 		frames++
@@ -161,7 +156,7 @@ func (e *estimator) sample(s *Sample, hasIP bool) {
 	if frames == 0 && hasIP {
 		h = mix(h ^ s.IP)
 		frames = 1
-		e.location(s.IP, s.CPUMode == 1 || s.CPUMode == 4)
+		e.location(s.IP, kernelMode(s.CPUMode))
 	}
 	e.stacks.add(h, frames)
 	thread := mix(uint64(s.Tid)<<32 | uint64(s.Pid))
