@@ -144,7 +144,7 @@ func CallSites(p *profile.Profile) bool {
 		}
 		for w := range parts {
 			wg.Go(func() {
-				moved := map[**profile.Location]bool{}
+				moved := make(map[**profile.Location]bool, len(p.Sample)/parts)
 				for _, s := range p.Sample {
 					if len(s.Location) == 0 || (parts > 1 && int(s.Location[0].ID%uint64(parts)) != w) || moved[&s.Location[0]] {
 						continue
