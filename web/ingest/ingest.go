@@ -207,17 +207,9 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		}
 		p, err := safeParse(f, data, lim) // a parser panic is an error (limits.go)
 		if err == nil {
-			dropEmptySampleTypes(p) // emptytypes.go
-			if err := lim.checkCounts(p); err != nil {
+			if err := lim.finish(p); err != nil {
 				return nil, "", err
 			}
-			if err := lim.limitFrames(p); err != nil {
-				return nil, "", err
-			}
-			// Every format's caller frames become call sites here, once
-			// (symbolize.CallSites), so what is stored, shown and written
-			// follows pprof's convention.
-			symbolize.CallSites(p)
 			return p, f.Name, nil
 		}
 		var pe *PanicError
@@ -235,6 +227,24 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 	}
 	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile",
 		ErrUnknownFormat, strings.Join(tried, ", "))
+}
+
+// finish is what every format's profile goes through once parsed: its
+// empty sample types dropped, its counts and stacks held to lim, and its
+// caller frames made call sites.
+func (lim Limits) finish(p *profile.Profile) error {
+	dropEmptySampleTypes(p) // emptytypes.go
+	if err := lim.checkCounts(p); err != nil {
+		return err
+	}
+	if err := lim.limitFrames(p); err != nil {
+		return err
+	}
+	// Every format's caller frames become call sites here, once
+	// (symbolize.CallSites), so what is stored, shown and written
+	// follows pprof's convention.
+	symbolize.CallSites(p)
+	return nil
 }
 
 func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }

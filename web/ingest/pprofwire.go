@@ -56,68 +56,81 @@ func (d *pprofDecoder) split(data []byte) error {
 			return errWire
 		}
 		data = data[n:]
-		if typ == protowire.BytesType {
-			b, n := protowire.ConsumeBytes(data)
-			if n < 0 {
-				return errWire
-			}
-			data = data[n:]
-			switch num {
-			case 1:
-				d.sampleTypes = append(d.sampleTypes, b)
-			case 2:
-				d.samples = append(d.samples, b)
-			case 3:
-				d.mappings = append(d.mappings, b)
-			case 4:
-				d.locations = append(d.locations, b)
-			case 5:
-				d.functions = append(d.functions, b)
-			case 6:
-				d.strs = append(d.strs, b)
-			case 11:
-				d.periodType = b
-			case 13:
-				var err error
-				if d.comments, err = appendPacked(d.comments, b); err != nil {
-					return err
-				}
-			default:
-				return errWire
-			}
-			continue
-		}
-		if typ != protowire.VarintType {
+		var b []byte
+		var v uint64
+		switch typ {
+		case protowire.BytesType:
+			b, n = protowire.ConsumeBytes(data)
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(data)
+		default:
 			return errWire
 		}
-		v, n := protowire.ConsumeVarint(data)
 		if n < 0 {
 			return errWire
 		}
 		data = data[n:]
+		if err := d.field(num, typ, v, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// field keeps one top-level field: for a varint field v is its value, for
+// a length-delimited one b is its bytes.
+func (d *pprofDecoder) field(num protowire.Number, typ protowire.Type, v uint64, b []byte) error {
+	if typ == protowire.BytesType {
 		switch num {
-		case 7:
-			d.dropFrames = v
-		case 8:
-			d.keepFrames = v
-		case 9:
-			if d.timeSet {
-				return errWire // concatenated profiles: pprof's own error
-			}
-			d.timeNanos, d.timeSet = v, true
-		case 10:
-			d.durationNanos = v
-		case 12:
-			d.period = v
+		case 1:
+			d.sampleTypes = append(d.sampleTypes, b)
+		case 2:
+			d.samples = append(d.samples, b)
+		case 3:
+			d.mappings = append(d.mappings, b)
+		case 4:
+			d.locations = append(d.locations, b)
+		case 5:
+			d.functions = append(d.functions, b)
+		case 6:
+			d.strs = append(d.strs, b)
+		case 11:
+			d.periodType = b
 		case 13:
-			d.comments = append(d.comments, v)
-		case 14:
-			d.defaultSampleType = v
-		case 15:
-			d.docURL = v
+			var err error
+			if d.comments, err = appendPacked(d.comments, b); err != nil {
+				return err
+			}
 		default:
 			return errWire
 		}
+		return nil
+	}
+	if typ != protowire.VarintType {
+		return errWire
+	}
+	switch num {
+	case 7:
+		d.dropFrames = v
+	case 8:
+		d.keepFrames = v
+	case 9:
+		if d.timeSet {
+			return errWire // concatenated profiles: pprof's own error
+		}
+		d.timeNanos, d.timeSet = v, true
+	case 10:
+		d.durationNanos = v
+	case 12:
+		d.period = v
+	case 13:
+		d.comments = append(d.comments, v)
+	case 14:
+		d.defaultSampleType = v
+	case 15:
+		d.docURL = v
+	default:
+		return errWire
 	}
 	return nil
 }
@@ -192,6 +205,20 @@ func (s *strs) get(i uint64) string {
 }
 
 func (d *pprofDecoder) decode() (*profile.Profile, error) {
+	p, s, locs, err := d.tables()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.decodeSamples(p, s, locs); err != nil {
+		return nil, err
+	}
+	return p, s.err
+}
+
+// tables decodes all but the samples: the string table, the profile's own
+// fields, mappings, functions and locations, with the index that finds
+// locations by ID.
+func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 	// The string table, copied into one string so the input can go.
 	size := 0
 	for _, b := range d.strs {
@@ -210,7 +237,7 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 		off += len(b)
 	}
 	if len(d.st) == 0 || d.st[0] != "" {
-		return nil, errWire
+		return nil, nil, locIndex{}, errWire
 	}
 	s := &strs{d: d}
 	p := &profile.Profile{
@@ -240,12 +267,12 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 	var err error
 	p.PeriodType, err = valueType(d.periodType)
 	if err != nil {
-		return nil, err
+		return nil, nil, locIndex{}, err
 	}
 	for _, b := range d.sampleTypes {
 		vt, err := valueType(b)
 		if err != nil {
-			return nil, err
+			return nil, nil, locIndex{}, err
 		}
 		p.SampleType = append(p.SampleType, vt)
 	}
@@ -285,7 +312,7 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, locIndex{}, err
 		}
 		m.File, m.BuildID = s.get(file), s.get(buildID)
 		if rest, ok := strings.CutPrefix(m.File, "[kernel.kallsyms]"); ok {
@@ -320,7 +347,7 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, locIndex{}, err
 		}
 		f.Name, f.SystemName, f.Filename = s.get(name), s.get(sys), s.get(file)
 		fnByID[f.ID] = f // the last of equal IDs wins, as in pprof
@@ -370,7 +397,7 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, locIndex{}, err
 		}
 		// Offsets now; the lines array may still move.
 		l.Line = lines[start:len(lines):len(lines)]
@@ -389,49 +416,179 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 		off += n
 	}
 	if s.err != nil {
-		return nil, s.err
+		return nil, nil, locIndex{}, s.err
 	}
-	if err := d.decodeSamples(p, s, newLocIndex(p.Location, locByID)); err != nil {
-		return nil, err
-	}
-	return p, s.err
+	return p, s, newLocIndex(p.Location, locByID), nil
 }
 
 // decodeSamples decodes the samples, merging records with the same
-// location IDs, label bytes and number of values. A sample's location IDs
-// stay in the input, packed, until the merged samples are known; then
-// they are decoded once, into one array of location pointers.
+// location IDs, label bytes and number of values (sampleMerger), then
+// builds them (sampleMerger.build).
 //
 // Many records are merged on two goroutines, each merging its half of
-// them (mergeRange), and the second half's distinct samples are then
-// merged into the first's: merging was a fifth of a 2M-record upload, most
-// of it in cache misses that two cores wait on side by side, and each
-// record is read once.
+// them, and the second half's distinct samples are then merged into the
+// first's: merging was a fifth of a 2M-record upload, most of it in cache
+// misses that two cores wait on side by side, and each record is read
+// once.
 func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex) error {
 	seed := maphash.MakeSeed()
-	var pt mergedPart
+	first := newSampleMerger(seed, len(d.samples)/4)
 	if len(d.samples) < parallelMergeMin {
-		pt = d.mergeRange(seed, 0, len(d.samples))
+		if err := first.addAll(d.samples); err != nil {
+			return err
+		}
 	} else {
-		var second mergedPart
 		half := len(d.samples) / 2
+		second := newSampleMerger(seed, (len(d.samples)-half)/4)
+		var err2 error
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			second = d.mergeRange(seed, half, len(d.samples))
+			err2 = second.addAll(d.samples[half:])
 		}()
-		pt = d.mergeRange(seed, 0, half)
+		err := first.addAll(d.samples[:half])
 		<-done
-		if pt.err == nil {
-			pt.err = second.err
+		if err == nil {
+			err = err2
 		}
-		pt.absorb(&second)
+		if err != nil {
+			return err
+		}
+		first.absorb(second)
 	}
-	if pt.err != nil {
-		return pt.err
+	return first.build(d, p, s, locs)
+}
+
+// parallelMergeMin is the fewest sample records decodeSamples merges on
+// two goroutines (a variable for the tests).
+var parallelMergeMin = 1 << 16
+
+// mergedSample is a distinct sample: its location IDs, packed, as a
+// sub-slice of the input, where its summed values and its label messages
+// are in its merger's arrays, and its hash. Only locs is a pointer, so the
+// merger's slice of them is small and quick for the collector to scan.
+type mergedSample struct {
+	locs    []byte
+	hash    uint64 // of its locations, labels and number of values
+	value   int    // values[value : value+nvalues]
+	nvalues int32
+	n       int32 // how many location IDs
+	label   int32 // labels[label : label+nlabels]
+	nlabels int32
+}
+
+// sampleMerger merges sample records as they are added, keeping the
+// distinct samples in the order of their first records.
+type sampleMerger struct {
+	seed   maphash.Seed
+	us     []mergedSample
+	table  mergeTable
+	values []int64
+	labels [][]byte
+
+	vals    []int64  // a record's values
+	lbs     [][]byte // and label messages
+	scratch []byte   // location IDs sent unpacked, packed again
+}
+
+// newSampleMerger is a merger sized for about n distinct samples.
+func newSampleMerger(seed maphash.Seed, n int) *sampleMerger {
+	m := &sampleMerger{seed: seed}
+	m.table.init(n + 1)
+	m.us = make([]mergedSample, 0, n+1)
+	m.values = make([]int64, 0, n+1)
+	return m
+}
+
+func (m *sampleMerger) addAll(records [][]byte) error {
+	for _, b := range records {
+		if _, _, _, err := m.add(b); err != nil {
+			return err
+		}
 	}
-	k, n := len(pt.us), 0
-	for _, u := range pt.us {
+	return nil
+}
+
+// sameSample reports whether merged sample u has these location IDs,
+// labels and number of values.
+func (m *sampleMerger) sameSample(u *mergedSample, locIDs []byte, labels [][]byte, values int) bool {
+	return string(u.locs) == string(locIDs) && int(u.nvalues) == values && int(u.nlabels) == len(labels) &&
+		slices.EqualFunc(m.labels[u.label:u.label+u.nlabels], labels, func(a, b []byte) bool { return string(a) == string(b) })
+}
+
+// add merges the sample record b, and returns how many location IDs,
+// values and labels it has.
+func (m *sampleMerger) add(b []byte) (ids, values, labels int, err error) {
+	m.vals, m.lbs = m.vals[:0], m.lbs[:0]
+	locIDs, fieldsSeen, unpacked, err := sampleFields(b, &m.vals, &m.lbs)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if unpacked || fieldsSeen > 1 {
+		// Rare: gather the IDs in order into one packed run.
+		m.scratch = m.scratch[:0]
+		err := fields(b, func(num protowire.Number, v uint64, fb []byte, packed bool) error {
+			switch {
+			case num == 1 && packed:
+				m.scratch = append(m.scratch, fb...)
+			case num == 1:
+				m.scratch = protowire.AppendVarint(m.scratch, v)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		locIDs = slices.Clone(m.scratch)
+	}
+	n := packedLen(locIDs)
+	if n < 0 {
+		return 0, 0, 0, errWire
+	}
+	h := maphash.Bytes(m.seed, locIDs)
+	for _, lb := range m.lbs {
+		h = h*31 + maphash.Bytes(m.seed, lb)
+	}
+	h ^= uint64(len(m.vals)) << 56
+	m.put(h, locIDs, n, m.vals, m.lbs)
+	return n, len(m.vals), len(m.lbs), nil
+}
+
+// put sums vals into the merged sample of these location IDs and labels,
+// or appends a new one.
+func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels [][]byte) {
+	slot, found := m.table.find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
+	if found >= 0 {
+		u := &m.us[found]
+		v := m.values[u.value : u.value+int(u.nvalues)]
+		for k, x := range vals {
+			v[k] += x
+		}
+		return
+	}
+	m.table.insert(slot, h, int32(len(m.us)))
+	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
+		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
+	m.values = append(m.values, vals...)
+	m.labels = append(m.labels, labels...)
+}
+
+// absorb merges o's samples, all of records after m's, into m: summed
+// into the same sample of m, else appended (so the order stays that of
+// first records).
+func (m *sampleMerger) absorb(o *sampleMerger) {
+	for i := range o.us {
+		u := &o.us[i]
+		m.put(u.hash, u.locs, int(u.n), o.values[u.value:u.value+int(u.nvalues)], o.labels[u.label:u.label+u.nlabels])
+	}
+}
+
+// build sets p's samples from the merged ones. A sample's location IDs
+// stay in the input, packed, until the merged samples are known; then
+// they are decoded once, into one array of location pointers.
+func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs locIndex) error {
+	k, n := len(m.us), 0
+	for _, u := range m.us {
 		n += int(u.n)
 	}
 	all := make([]*profile.Location, n)
@@ -444,12 +601,14 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 	sameLabels := map[string]*profile.Sample{}
 	var labelKey []byte
 	for i := range samples {
-		u := &pt.us[i]
+		u := &m.us[i]
 		sm := &samples[i]
-		sm.Value = u.values
-		m := int(u.n)
-		sm.Location = all[:m:m]
-		all = all[m:]
+		if u.nvalues > 0 {
+			sm.Value = m.values[u.value : u.value+int(u.nvalues) : u.value+int(u.nvalues)]
+		}
+		c := int(u.n)
+		sm.Location = all[:c:c]
+		all = all[c:]
 		ids := u.locs
 		for j := range sm.Location {
 			var id uint64
@@ -462,18 +621,16 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 			}
 			sm.Location[j] = locs.get(id)
 		}
-		if len(sm.Value) == 0 {
-			sm.Value = nil
-		}
-		if len(u.labels) > 0 {
+		if u.nlabels > 0 {
+			labels := m.labels[u.label : u.label+u.nlabels]
 			labelKey = labelKey[:0]
-			for _, lb := range u.labels {
+			for _, lb := range labels {
 				labelKey = protowire.AppendBytes(labelKey, lb)
 			}
 			if o := sameLabels[string(labelKey)]; o != nil {
 				sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
 			} else {
-				if err := d.sampleLabels(sm, s, u.labels); err != nil {
+				if err := d.sampleLabels(sm, s, labels); err != nil {
 					return err
 				}
 				sameLabels[string(labelKey)] = sm
@@ -482,120 +639,6 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 		p.Sample[i] = sm
 	}
 	return nil
-}
-
-// parallelMergeMin is the fewest sample records decodeSamples merges on
-// two goroutines (a variable for the tests).
-var parallelMergeMin = 1 << 16
-
-// mergedSample is a distinct sample: its location IDs, packed, and label
-// messages, as sub-slices of the input, and its summed values.
-type mergedSample struct {
-	locs   []byte
-	labels [][]byte
-	values []int64
-	n      int32  // how many location IDs
-	hash   uint64 // of its locations, labels and number of values
-}
-
-// mergedPart is what mergeRange keeps, in the order of first records,
-// and the table that finds them.
-type mergedPart struct {
-	us    []mergedSample
-	table mergeTable
-	err   error
-}
-
-// sameSample reports whether merged sample u has these location IDs,
-// labels and number of values.
-func sameSample(u *mergedSample, locIDs []byte, labels [][]byte, values int) bool {
-	return string(u.locs) == string(locIDs) && len(u.values) == values &&
-		slices.EqualFunc(u.labels, labels, func(a, b []byte) bool { return string(a) == string(b) })
-}
-
-// absorb merges o's samples, all of records after pt's, into pt: summed
-// into the same sample of pt, else appended (so the order stays that of
-// first records).
-func (pt *mergedPart) absorb(o *mergedPart) {
-	for i := range o.us {
-		u := &o.us[i]
-		slot, found := pt.table.find(u.hash, func(j int32) bool { return sameSample(&pt.us[j], u.locs, u.labels, len(u.values)) })
-		if found >= 0 {
-			v := pt.us[found].values
-			for k, x := range u.values {
-				v[k] += x
-			}
-			continue
-		}
-		pt.table.insert(slot, u.hash, int32(len(pt.us)))
-		pt.us = append(pt.us, *u)
-	}
-}
-
-// mergeRange merges the sample records d.samples[lo:hi].
-func (d *pprofDecoder) mergeRange(seed maphash.Seed, lo, hi int) mergedPart {
-	var vals []int64
-	var labels [][]byte
-	var scratch []byte // location IDs sent unpacked, packed again
-	var out mergedPart
-	table := &out.table
-	table.init((hi-lo)/4 + 1)
-	out.us = make([]mergedSample, 0, (hi-lo)/4+1)
-	var values []int64
-	for r := lo; r < hi; r++ {
-		b := d.samples[r]
-		vals, labels = vals[:0], labels[:0]
-		locIDs, fieldsSeen, unpacked, err := sampleFields(b, &vals, &labels)
-		if err != nil {
-			return mergedPart{err: err}
-		}
-		if unpacked || fieldsSeen > 1 {
-			// Rare: gather the IDs in order into one packed run.
-			scratch = scratch[:0]
-			err := fields(b, func(num protowire.Number, v uint64, fb []byte, packed bool) error {
-				switch {
-				case num == 1 && packed:
-					scratch = append(scratch, fb...)
-				case num == 1:
-					scratch = protowire.AppendVarint(scratch, v)
-				}
-				return nil
-			})
-			if err != nil {
-				return mergedPart{err: err}
-			}
-			locIDs = slices.Clone(scratch)
-		}
-		n := packedLen(locIDs)
-		if n < 0 {
-			return mergedPart{err: errWire}
-		}
-		h := maphash.Bytes(seed, locIDs)
-		for _, lb := range labels {
-			h = h*31 + maphash.Bytes(seed, lb)
-		}
-		h ^= uint64(len(vals)) << 56
-		slot, found := table.find(h, func(i int32) bool { return sameSample(&out.us[i], locIDs, labels, len(vals)) })
-		if found >= 0 {
-			v := out.us[found].values
-			for k, x := range vals {
-				v[k] += x
-			}
-			continue
-		}
-		table.insert(slot, h, int32(len(out.us)))
-		if cap(values)-len(values) < len(vals) {
-			values = make([]int64, 0, max(len(vals), 1<<16))
-		}
-		vs := len(values)
-		values = append(values, vals...)
-		var ls [][]byte
-		if len(labels) > 0 {
-			ls = slices.Clone(labels)
-		}
-		out.us = append(out.us, mergedSample{locs: locIDs, labels: ls, values: values[vs:len(values):len(values)], n: int32(n), hash: h})
-	}
-	return out
 }
 
 // sampleFields reads a sample message b: its values and label messages

@@ -31,7 +31,19 @@ import (
 func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, string, error) {
 	lim.progress = progressOf(ctx)
 	lim.reserve = &reservation{b: lim.Memory, ctx: ctx}
-	data, pprofErr, evict, release, err := readFile(ctx, f, lim, "profile", true)
+	in, err := inflateLayers(ctx, f, lim, true)
+	if err != nil {
+		return nil, "", err
+	}
+	defer in.remove()
+	if in.p != nil { // decoded as it inflated (pprofStream)
+		defer in.release()
+		if err := lim.finish(in.p); err != nil {
+			return nil, "", err
+		}
+		return in.p, pprofFormat.Name, nil
+	}
+	data, pprofErr, evict, release, err := in.read(ctx, lim, "profile", true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -53,48 +65,91 @@ const perfScanMemory = 16 << 20
 // instead (mapFile), and evict drops pages of it that will not be read
 // for a while; it is nil otherwise.
 func readFile(ctx context.Context, f *os.File, lim Limits, what string, mapPerf bool) (data []byte, pprofErr error, evict func(lo, hi int), release func(), err error) {
-	fi, err := f.Stat()
+	in, err := inflateLayers(ctx, f, lim, false)
 	if err != nil {
 		return nil, nil, nil, nil, err
+	}
+	defer in.remove()
+	return in.read(ctx, lim, what, mapPerf)
+}
+
+// inflated is an input with its gzip layers inflated (inflateLayers).
+type inflated struct {
+	f, src *os.File // the input, and what its last layer inflated to
+	size   int64    // of src
+	head   []byte
+	pre    *prescanned
+	// p is the profile a pprof input was decoded to as it inflated, and
+	// release gives back the memory it took.
+	p       *profile.Profile
+	release func()
+}
+
+// remove removes the spooled file of the last layer.
+func (in *inflated) remove() {
+	if in.src != in.f {
+		removeSpool(in.src)
+	}
+}
+
+// inflateLayers inflates f's gzip layers within lim, each to a spooled
+// file; with stream, the last layer, when pprof, is also decoded as it
+// inflates (pprofStream).
+func inflateLayers(ctx context.Context, f *os.File, lim Limits, stream bool) (*inflated, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return nil, nil, nil, nil, fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
+		return nil, fmt.Errorf("%w: the upload has no bytes; send a pprof (.pb.gz) or perf profile", ErrEmpty)
 	}
 	if lim.MaxBytes > 0 && size > lim.MaxBytes {
-		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
+		return nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
 	}
-	src := f
-	defer func() {
-		if src != f {
-			removeSpool(src)
+	in := &inflated{f: f, src: f, size: size}
+	fail := func(err error) (*inflated, error) {
+		if in.release != nil {
+			in.release()
 		}
-	}()
-	head, err := readHead(src)
-	if err != nil {
-		return nil, nil, nil, nil, err
+		in.remove()
+		return nil, err
 	}
-	var pre *prescanned
-	for i := 0; isGzip(head); i++ {
+	if in.head, err = readHead(f); err != nil {
+		return fail(err)
+	}
+	for i := 0; isGzip(in.head); i++ {
 		if i == maxGzipLayers {
-			return nil, nil, nil, nil, fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers)
+			return fail(fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers))
 		}
-		out, n, scanned, err := inflateFile(ctx, src, size, lim)
-		pre = scanned
-		if src != f {
-			removeSpool(src)
+		if in.release != nil { // a gzip layer decodes as no profile; only the last counts
+			in.release()
+			in.p, in.release = nil, nil
 		}
-		src = out
+		out, n, scanned, sp, err := inflateFile(ctx, in.src, in.size, lim, stream)
+		in.pre = scanned
+		if sp != nil {
+			in.p, in.release = sp.p, sp.release
+		}
+		in.remove()
+		in.src = out
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return fail(err)
 		}
-		if size = n; size == 0 {
-			return nil, nil, nil, nil, fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty)
+		if in.size = n; in.size == 0 {
+			return fail(fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty))
 		}
-		if head, err = readHead(src); err != nil {
-			return nil, nil, nil, nil, err
+		if in.head, err = readHead(in.src); err != nil {
+			return fail(err)
 		}
 	}
+	return in, nil
+}
+
+// read takes the estimated cost of parsing the inflated input from
+// lim.Memory and reads it into memory, or maps a perf.data (readFile).
+func (in *inflated) read(ctx context.Context, lim Limits, what string, mapPerf bool) (data []byte, pprofErr error, evict func(lo, hi int), release func(), err error) {
+	src, size, head, pre := in.src, in.size, in.head, in.pre
 	if mapPerf && perfdata.Sniff(head) {
 		r := lim.reserve
 		if r == nil {
@@ -166,21 +221,33 @@ func prescanStream(r io.Reader, lim Limits) *prescanned {
 // lim.MaxBytes came out. The returned file, even with an error, is the
 // caller's to remove. The inflated bytes are pre-scanned on a second
 // goroutine as they come out (prescanStream): reading the spooled file
-// again for it cost a tenth of a 2M-sample upload, on one core.
-func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits) (*os.File, int64, *prescanned, error) {
+// again for it cost a tenth of a 2M-sample upload, on one core. With
+// stream, they are decoded there instead (pprofStream), and sp, when its
+// p is set, is the profile; the caller gives its memory back with
+// sp.release.
+func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream bool) (_ *os.File, _ int64, _ *prescanned, sp *pprofStream, _ error) {
 	in := &countReader{r: io.NewSectionReader(f, 0, 1<<62), total: size, report: lim.progress}
 	zr, err := gzip.NewReader(bufio.NewReaderSize(in, 64<<10))
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%w: bad gzip header: %v", ErrCorrupt, err)
+		return nil, 0, nil, nil, fmt.Errorf("%w: bad gzip header: %v", ErrCorrupt, err)
 	}
 	defer zr.Close()
 	out, err := os.CreateTemp(lim.SpoolDir, "viewer-inflate-*")
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("spooling the decompressed upload: %w", err)
+		return nil, 0, nil, nil, fmt.Errorf("spooling the decompressed upload: %w", err)
 	}
 	var r io.Reader = zr
 	if lim.MaxBytes > 0 {
 		r = io.LimitReader(zr, lim.MaxBytes+1)
+	}
+	if stream {
+		sp = newPprofStream(lim)
+		n, err := io.CopyBuffer(io.MultiWriter(out, sp), &ctxReader{ctx: ctx, r: r}, make([]byte, 256<<10))
+		err = inflateError(ctx, n, err, lim)
+		if sp.finish(err == nil) == nil {
+			sp = nil
+		}
+		return out, n, nil, sp, err
 	}
 	pr, pw := io.Pipe()
 	scanned := make(chan *prescanned, 1)
@@ -192,7 +259,7 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits) (*os.F
 		pre = nil
 	}
 	err = inflateError(ctx, n, err, lim)
-	return out, n, pre, err
+	return out, n, pre, nil, err
 }
 
 // inflateError is the error of inflating n bytes that ended with err.

@@ -1,0 +1,388 @@
+package ingest
+
+import (
+	"errors"
+	"hash/maphash"
+
+	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/web/ingest/perftext"
+)
+
+// pprofStream decodes a pprof protobuf while it is inflated: the inflater
+// hands it the inflated bytes in chunks (Write) and it splits them into
+// top-level fields on a goroutine of its own, merging the sample records
+// (the bulk of a large profile) as they come, so that merging runs on the
+// second core beside the inflate and only the tables after the samples
+// (locations, functions, strings) are left to decode once the inflate
+// ends.
+//
+// It is a fast path and nothing more: on anything it does not expect (not
+// pprof, a wire format decodePprof does not read, a count over Limits, a
+// profile parsePprof would reject, a panic) it stops decoding, and the
+// caller reads the spooled file as before, whose pre-scan and parse give
+// the errors and the fallbacks they always gave. What it decodes takes its
+// memory from lim.Memory as it grows, by the pre-scan's estimate (the
+// inflated bytes plus wireCounts.memory), only while the budget has it to
+// spare: otherwise it stops, and the spooled file's parse waits for the
+// whole estimate, or is refused with the budget's error, as before.
+type pprofStream struct {
+	lim   Limits
+	ch    chan []byte
+	done  chan struct{}
+	chunk []byte // what Write fills, then sends
+	held  int64  // taken from lim.Memory
+	gives []func()
+
+	// Decoding state, the goroutine's own until done.
+	d       pprofDecoder
+	m       *sampleMerger
+	c       wireCounts
+	size    int64    // bytes received
+	head    [][]byte // the first chunks, until sniffLen bytes decide
+	headLen int
+	pending []byte // a field cut by the end of the last chunk
+	off     bool   // not decoding: not pprof, or a fallback
+	p       *profile.Profile
+}
+
+// streamChunk is the size of the chunks the inflater hands over (a
+// variable for the tests, which cut fields at every byte).
+var streamChunk = 1 << 20
+
+func newPprofStream(lim Limits) *pprofStream {
+	s := &pprofStream{lim: lim, ch: make(chan []byte, 4), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// Write copies p into chunks and hands each full one to the decoder.
+func (s *pprofStream) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if s.chunk == nil {
+			s.chunk = make([]byte, 0, streamChunk)
+		}
+		k := copy(s.chunk[len(s.chunk):cap(s.chunk)], p)
+		s.chunk = s.chunk[:len(s.chunk)+k]
+		p = p[k:]
+		if len(s.chunk) == cap(s.chunk) {
+			s.ch <- s.chunk
+			s.chunk = nil
+		}
+	}
+	return n, nil
+}
+
+// finish hands over the last chunk and waits for the decoder. ok says
+// the inflate ended without an error; when it did not, or the stream did
+// not decode a profile, its memory is given back and p is nil. Otherwise
+// the caller gives the memory back with release when done.
+func (s *pprofStream) finish(ok bool) (p *profile.Profile) {
+	if len(s.chunk) > 0 {
+		s.ch <- s.chunk
+		s.chunk = nil
+	}
+	close(s.ch)
+	<-s.done
+	if !ok || s.p == nil {
+		s.p = nil
+		s.release()
+	}
+	return s.p
+}
+
+// release gives back the memory the stream took.
+func (s *pprofStream) release() {
+	for _, give := range s.gives {
+		give()
+	}
+	s.gives, s.held = nil, 0
+}
+
+func (s *pprofStream) run() {
+	defer close(s.done)
+	defer func() {
+		if r := recover(); r != nil {
+			s.fallback() // the spooled file's parse turns it into an error
+			for range s.ch {
+			}
+		}
+	}()
+	for c := range s.ch {
+		s.take(c)
+	}
+	if s.off {
+		return
+	}
+	if s.head != nil { // shorter than sniffLen
+		s.decide()
+		if s.off {
+			return
+		}
+	}
+	if len(s.pending) > 0 || s.size == 0 {
+		s.fallback() // truncated or empty
+		return
+	}
+	p, err := s.decode()
+	if err != nil {
+		s.fallback()
+		return
+	}
+	s.p = p
+}
+
+// fallback stops decoding and drops what was decoded.
+func (s *pprofStream) fallback() {
+	s.off = true
+	s.d, s.m, s.pending, s.head = pprofDecoder{}, nil, nil, nil
+	s.release()
+}
+
+// take is given each chunk as it comes.
+func (s *pprofStream) take(c []byte) {
+	s.size += int64(len(c))
+	if s.off {
+		return
+	}
+	if s.m == nil { // the first chunks: is it pprof?
+		s.head = append(s.head, c)
+		s.headLen += len(c)
+		if s.headLen < sniffLen {
+			return
+		}
+		s.decide()
+		return
+	}
+	s.fields(c)
+	s.grow()
+}
+
+// decide sniffs the first chunks and, when they are pprof, decodes them.
+func (s *pprofStream) decide() {
+	head := make([]byte, 0, min(s.headLen, sniffLen))
+	for _, c := range s.head {
+		head = append(head, c[:min(len(c), cap(head)-len(head))]...)
+	}
+	if !sniffPprof(head) || perftext.SniffFolded(head) || sniffOTLP(head) || foreign(head, nil) != nil {
+		s.fallback()
+		return
+	}
+	s.m = newSampleMerger(maphash.MakeSeed(), 1<<12)
+	chunks := s.head
+	s.head = nil
+	for _, c := range chunks {
+		if s.off {
+			return
+		}
+		s.fields(c)
+	}
+	s.grow()
+}
+
+// grow takes from the budget what the pre-scan would have estimated for
+// what came so far, if it is free now; else the stream stops.
+func (s *pprofStream) grow() {
+	if s.off || s.lim.Memory == nil {
+		return
+	}
+	if want := s.size + s.c.memory(); want > s.held {
+		give, ok := s.lim.Memory.TryTake(want - s.held)
+		if !ok || want > s.lim.Memory.Size() {
+			if ok {
+				give()
+			}
+			s.fallback()
+			return
+		}
+		s.held = want
+		s.gives = append(s.gives, give)
+	}
+}
+
+// fields decodes the top-level fields in c, after completing the one the
+// last chunk cut; the field c cuts is kept (copied) for the next.
+func (s *pprofStream) fields(c []byte) {
+	if len(s.pending) > 0 {
+		n, ok := fieldLen(s.pending)
+		for n == 0 && ok && len(c) > 0 { // its tag or length is cut: a byte at a time
+			s.pending = append(s.pending, c[0])
+			c = c[1:]
+			n, ok = fieldLen(s.pending)
+		}
+		if !ok {
+			s.fallback()
+			return
+		}
+		if n == 0 {
+			return
+		}
+		k := min(n-len(s.pending), len(c))
+		s.pending = append(s.pending, c[:k]...)
+		c = c[k:]
+		if len(s.pending) < n {
+			return
+		}
+		f := s.pending
+		s.pending = nil
+		if !s.field(f) {
+			return
+		}
+	}
+	for len(c) > 0 {
+		n, ok := fieldLen(c)
+		if !ok {
+			s.fallback()
+			return
+		}
+		if n == 0 || n > len(c) {
+			s.pending = append([]byte(nil), c...)
+			return
+		}
+		if !s.field(c[:n:n]) {
+			return
+		}
+		c = c[n:]
+	}
+}
+
+// fieldLen is the length of the top-level field b starts with, tag
+// included: 0 when b ends inside its tag or length, so the length is not
+// known yet; ok is false on a wire type decodePprof does not read.
+func fieldLen(b []byte) (n int, ok bool) {
+	tag, k := protowire.ConsumeVarint(b)
+	if k < 0 {
+		return 0, len(b) < 10 // cut, or a varint too long
+	}
+	switch protowire.Type(tag & 7) {
+	case protowire.VarintType:
+		_, m := protowire.ConsumeVarint(b[k:])
+		if m < 0 {
+			return 0, len(b)-k < 10
+		}
+		return k + m, true
+	case protowire.BytesType:
+		l, m := protowire.ConsumeVarint(b[k:])
+		if m < 0 {
+			return 0, len(b)-k < 10
+		}
+		if l > uint64(1<<62) {
+			return 0, false
+		}
+		return k + m + int(l), true
+	}
+	return 0, false
+}
+
+// field decodes one complete top-level field, counting it as the pre-scan
+// does; false when decoding stopped.
+func (s *pprofStream) field(f []byte) bool {
+	num, typ, n := protowire.ConsumeTag(f)
+	if n < 0 || num == 0 {
+		s.fallback()
+		return false
+	}
+	f = f[n:]
+	var v uint64
+	var b []byte
+	if typ == protowire.VarintType {
+		v, _ = protowire.ConsumeVarint(f)
+	} else {
+		b, _ = protowire.ConsumeBytes(f)
+	}
+	var err error
+	lim := s.lim
+	switch {
+	case typ != protowire.BytesType:
+		err = s.d.field(num, typ, v, nil)
+	case num == 2:
+		s.c.samples++
+		var ids, vals, labels int
+		ids, vals, labels, err = s.m.add(b)
+		s.c.locIDs += int64(ids)
+		s.c.values += int64(vals)
+		s.c.labels += int64(labels)
+		err = overAny(err, s.c.samples, lim.MaxSamples, s.c.locIDs, lim.MaxFrames)
+	default:
+		switch num {
+		case 3:
+			s.c.mappings++
+			err = overAny(err, s.c.mappings, lim.MaxMappings, 0, 0)
+		case 4:
+			s.c.locations++
+			s.c.lines += int64(locationLines(b))
+			err = overAny(err, s.c.locations, lim.MaxLocations, 0, 0)
+		case 5:
+			s.c.functions++
+			err = overAny(err, s.c.functions, lim.MaxFunctions, 0, 0)
+		case 6:
+			s.c.strings++
+			s.c.stringBytes += int64(len(b))
+			err = overAny(err, s.c.strings, lim.MaxStrings, 0, 0)
+		default:
+			s.c.other += int64(len(b))
+		}
+		if err == nil {
+			err = s.d.field(num, typ, 0, b)
+		}
+	}
+	if err != nil {
+		s.fallback()
+		return false
+	}
+	return true
+}
+
+// errOverLimit sends an input over a limit to the pre-scan, which names it.
+var errOverLimit = errors.New("over a limit")
+
+// overAny is err, or errOverLimit when a count is over its limit (0: none).
+func overAny(err error, n int64, max int, n2 int64, max2 int) error {
+	if err != nil {
+		return err
+	}
+	if max > 0 && n > int64(max) || max2 > 0 && n2 > int64(max2) {
+		return errOverLimit
+	}
+	return nil
+}
+
+// locationLines is the lines (field 4) of a location message.
+func locationLines(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		num, typ, k := protowire.ConsumeField(b)
+		if k < 0 {
+			return n // decoding the location fails later
+		}
+		if num == 4 && typ == protowire.BytesType {
+			n++
+		}
+		b = b[k:]
+	}
+	return n
+}
+
+// decode decodes the tables and builds the merged samples, and checks
+// the profile as parsePprof does.
+func (s *pprofStream) decode() (*profile.Profile, error) {
+	p, st, locs, err := s.d.tables()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.m.build(&s.d, p, st, locs); err != nil {
+		return nil, err
+	}
+	if st.err != nil {
+		return nil, st.err
+	}
+	if len(p.SampleType) == 0 {
+		return nil, errWire
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

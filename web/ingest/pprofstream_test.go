@@ -1,0 +1,209 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/testdata/bench/gen"
+)
+
+// spoolFile writes b to a file as an upload is spooled, and opens it.
+func spoolFile(t testing.TB, b []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "upload")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// withChunk sets the chunks the inflater hands over to n bytes.
+func withChunk(t testing.TB, n int) {
+	was := streamChunk
+	streamChunk = n
+	t.Cleanup(func() { streamChunk = was })
+}
+
+// parsedAs is what a parse gave, as a string to compare: the profile in
+// pprof's text form and the format, or the error.
+func parsedAs(p *profile.Profile, format string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return format + "\n" + p.String()
+}
+
+// streamPeers are the pprof inputs the streamed decode is checked on: the
+// peer profiles written as profile.proto, and generated ones with labels,
+// comments and repeated stacks.
+func streamPeers(t *testing.T) map[string][]byte {
+	out := map[string][]byte{}
+	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
+	for _, f := range files {
+		if filepath.Base(f) == "LICENSE" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.ParseData(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = rawProfile(t, p)
+	}
+	p := gen.Generate(3000, 300, 100, 4, 7)
+	for i, s := range p.Sample {
+		switch i % 3 {
+		case 1:
+			s.Label = map[string][]string{"thread": {"a"}, "x": {"1", "2"}}
+		case 2:
+			s.NumLabel = map[string][]int64{"bytes": {int64(i % 3)}}
+			s.NumUnit = map[string][]string{"bytes": {"bytes"}}
+		}
+	}
+	p.Comments = []string{"one", "two"}
+	out["generated with labels"] = rawProfile(t, p)
+	return out
+}
+
+// TestStreamedDecodeIsParse checks that a gzipped pprof upload decoded as
+// it inflates (pprofStream) is the profile Parse reads from the same bytes
+// in memory, on every peer input, with chunks that cut its fields at
+// every kind of place, down to one byte; and that the stream, not the
+// spooled file's parse, decoded it.
+func TestStreamedDecodeIsParse(t *testing.T) {
+	for name, raw := range streamPeers(t) {
+		gz := gzipBytes(raw)
+		want := parsedAs(Parse(gz, Limits{}))
+		for _, chunk := range []int{1, 3, 64, 4099, 1 << 20} {
+			t.Run(fmt.Sprintf("%s/%d", name, chunk), func(t *testing.T) {
+				withChunk(t, chunk)
+				if chunk == 1 && len(raw) > 200000 {
+					t.Skip("a byte at a time is for the small inputs")
+				}
+				in, err := inflateLayers(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer in.remove()
+				if in.p == nil {
+					t.Fatalf("not decoded as it inflated")
+				}
+				in.release()
+				got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}))
+				if got != want {
+					t.Fatalf("streamed:\n%.3000s\nParse:\n%.3000s", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestStreamedDecodeCutOrDamaged checks that an upload cut at any byte, or
+// with any byte changed, gets from ParseFile what Parse gives for the same
+// bytes (the same profile or the same error), whatever the chunks.
+func TestStreamedDecodeCutOrDamaged(t *testing.T) {
+	p := testProfile()
+	p.Sample = append(p.Sample, p.Sample[0])
+	raw := encode(t, p, false)
+	check := func(t *testing.T, b []byte) {
+		t.Helper()
+		gz := gzipBytes(b)
+		want := parsedAs(Parse(gz, Limits{}))
+		got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}))
+		if got != want {
+			t.Fatalf("%x: ParseFile gave\n%.2000s\nParse gave\n%.2000s", b, got, want)
+		}
+	}
+	for _, chunk := range []int{1, 5, 1 << 20} {
+		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
+			withChunk(t, chunk)
+			for k := 1; k < len(raw); k++ {
+				check(t, raw[:k])
+			}
+			for i := range raw {
+				for _, x := range []byte{0x00, 0xff, raw[i] ^ 0x08} {
+					b := bytes.Clone(raw)
+					b[i] = x
+					check(t, b)
+				}
+			}
+		})
+	}
+	// A gzip stream cut short is named as such, whatever was decoded.
+	gz := gzipBytes(raw)
+	_, _, err := ParseFile(context.Background(), spoolFile(t, gz[:len(gz)-6]), Limits{SpoolDir: t.TempDir()})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a cut gzip stream: %v, want ErrCorrupt saying it is truncated", err)
+	}
+}
+
+// TestStreamedDecodeLimits checks that the streamed decode refuses what
+// the pre-scan refused, with its errors: counts over Limits, and a memory
+// budget the profile does not fit.
+func TestStreamedDecodeLimits(t *testing.T) {
+	withChunk(t, 64)
+	raw := rawProfile(t, gen.Generate(2000, 200, 100, 4, 3))
+	gz := gzipBytes(raw)
+	for _, lim := range []Limits{
+		{MaxSamples: 100}, {MaxFrames: 1000}, {MaxLocations: 10}, {MaxFunctions: 10}, {MaxMappings: 0}, {MaxStrings: 20},
+		{Memory: NewBudget(int64(len(raw)), 0)}, {Memory: NewBudget(int64(len(raw))/2, 0)},
+	} {
+		want := parsedAs(Parse(gz, lim))
+		lim.SpoolDir = t.TempDir()
+		got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), lim))
+		if got != want {
+			t.Errorf("%+v: ParseFile gave\n%.500s\nParse gave\n%.500s", lim, got, want)
+		}
+	}
+	// A budget that is taken waits, then is busy.
+	b := NewBudget(64<<20, 50*time.Millisecond)
+	give, err := b.take(context.Background(), b.Size(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { give() }()
+	_, _, err = ParseFile(context.Background(), spoolFile(t, gz), Limits{Memory: b, SpoolDir: t.TempDir()})
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("a taken budget: %v, want ErrBusy", err)
+	}
+	// And what the stream took is given back.
+	give()
+	give = func() {}
+	if _, _, err := ParseFile(context.Background(), spoolFile(t, gz), Limits{Memory: b, SpoolDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if release, ok := b.TryTake(b.Size()); !ok {
+		t.Errorf("the budget was not given back after a parse")
+	} else {
+		release()
+	}
+}
+
+// TestStreamedDecodeCancelled checks that an upload whose client went
+// away stops with the context's error.
+func TestStreamedDecodeCancelled(t *testing.T) {
+	withChunk(t, 64)
+	gz := gzipBytes(rawProfile(t, gen.Generate(2000, 200, 100, 4, 3)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := ParseFile(ctx, spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v, want context.Canceled", err)
+	}
+}
