@@ -42,8 +42,9 @@ type pprofStream struct {
 	size    int64    // bytes received
 	head    [][]byte // the first chunks, until sniffLen bytes decide
 	headLen int
-	pending []byte // a field cut by the end of the last chunk
-	off     bool   // not decoding: not pprof, or a fallback
+	pending []byte   // a field cut by the end of the last chunk
+	batch   [][]byte // sample records not merged yet (addBatch)
+	off     bool     // not decoding: not pprof, or a fallback
 	p       *profile.Profile
 }
 
@@ -122,6 +123,9 @@ func (s *pprofStream) run() {
 			return
 		}
 	}
+	if !s.flush() {
+		return
+	}
 	if len(s.pending) > 0 || s.size == 0 {
 		s.fallback() // truncated or empty
 		return
@@ -137,7 +141,7 @@ func (s *pprofStream) run() {
 // fallback stops decoding and drops what was decoded.
 func (s *pprofStream) fallback() {
 	s.off = true
-	s.d, s.m, s.pending, s.head = pprofDecoder{}, nil, nil, nil
+	s.d, s.m, s.pending, s.head, s.batch = pprofDecoder{}, nil, nil, nil, nil
 	s.release()
 }
 
@@ -157,6 +161,7 @@ func (s *pprofStream) take(c []byte) {
 		return
 	}
 	s.fields(c)
+	s.flush()
 	s.grow()
 }
 
@@ -179,6 +184,7 @@ func (s *pprofStream) decide() {
 		}
 		s.fields(c)
 	}
+	s.flush()
 	s.grow()
 }
 
@@ -298,13 +304,9 @@ func (s *pprofStream) field(f []byte) bool {
 	case typ != protowire.BytesType:
 		err = s.d.field(num, typ, v, nil)
 	case num == 2:
-		s.c.samples++
-		var ids, vals, labels int
-		ids, vals, labels, err = s.m.add(b)
-		s.c.locIDs += int64(ids)
-		s.c.values += int64(vals)
-		s.c.labels += int64(labels)
-		err = overAny(err, s.c.samples, lim.MaxSamples, s.c.locIDs, lim.MaxFrames)
+		if s.batch = append(s.batch, b); len(s.batch) == mergeBatch {
+			return s.flush()
+		}
 	default:
 		switch num {
 		case 3:
@@ -329,6 +331,25 @@ func (s *pprofStream) field(f []byte) bool {
 		}
 	}
 	if err != nil {
+		s.fallback()
+		return false
+	}
+	return true
+}
+
+// flush merges the sample records batched, counting them; false when
+// decoding stopped.
+func (s *pprofStream) flush() bool {
+	if len(s.batch) == 0 || s.off {
+		return !s.off
+	}
+	ids, vals, labels, err := s.m.addBatch(s.batch)
+	s.c.samples += int64(len(s.batch))
+	s.batch = s.batch[:0]
+	s.c.locIDs += int64(ids)
+	s.c.values += int64(vals)
+	s.c.labels += int64(labels)
+	if err = overAny(err, s.c.samples, s.lim.MaxSamples, s.c.locIDs, s.lim.MaxFrames); err != nil {
 		s.fallback()
 		return false
 	}

@@ -486,9 +486,11 @@ type sampleMerger struct {
 	values []int64
 	labels [][]byte
 
-	vals    []int64  // a record's values
+	vals    []int64  // a batch's values
 	lbs     [][]byte // and label messages
+	recs    []record // and records
 	scratch []byte   // location IDs sent unpacked, packed again
+	sink    uint64   // what addBatch loaded ahead, so that it is loaded
 }
 
 // newSampleMerger is a merger sized for about n distinct samples.
@@ -501,10 +503,12 @@ func newSampleMerger(seed maphash.Seed, n int) *sampleMerger {
 }
 
 func (m *sampleMerger) addAll(records [][]byte) error {
-	for _, b := range records {
-		if _, _, _, err := m.add(b); err != nil {
+	for len(records) > 0 {
+		k := min(len(records), mergeBatch)
+		if _, _, _, err := m.addBatch(records[:k]); err != nil {
 			return err
 		}
+		records = records[k:]
 	}
 	return nil
 }
@@ -516,47 +520,93 @@ func (m *sampleMerger) sameSample(u *mergedSample, locIDs []byte, labels [][]byt
 		slices.EqualFunc(m.labels[u.label:u.label+u.nlabels], labels, func(a, b []byte) bool { return string(a) == string(b) })
 }
 
-// add merges the sample record b, and returns how many location IDs,
-// values and labels it has.
-func (m *sampleMerger) add(b []byte) (ids, values, labels int, err error) {
-	m.vals, m.lbs = m.vals[:0], m.lbs[:0]
-	locIDs, fieldsSeen, unpacked, err := sampleFields(b, &m.vals, &m.lbs)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	if unpacked || fieldsSeen > 1 {
-		// Rare: gather the IDs in order into one packed run.
-		m.scratch = m.scratch[:0]
-		err := fields(b, func(num protowire.Number, v uint64, fb []byte, packed bool) error {
-			switch {
-			case num == 1 && packed:
-				m.scratch = append(m.scratch, fb...)
-			case num == 1:
-				m.scratch = protowire.AppendVarint(m.scratch, v)
-			}
-			return nil
-		})
+// mergeBatch is how many records addBatch reads before it merges them.
+const mergeBatch = 32
+
+// record is a sample record read by addBatch, not merged yet: its values
+// and labels are vals[v0:v1] and lbs[l0:l1] of its merger.
+type record struct {
+	locs           []byte
+	h              uint64
+	v0, v1, l0, l1 int32
+}
+
+// addBatch merges the sample records bs (mergeBatch or fewer), and
+// returns how many location IDs, values and labels they have. It reads
+// them all, then loads the table slots and samples their hashes point to,
+// then merges them: each record's loads miss the cache (the table and the
+// samples are far larger than it), and loads of records that do not
+// depend on each other overlap, where one record after another waits for
+// each in turn.
+func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error) {
+	m.vals, m.lbs, m.recs = m.vals[:0], m.lbs[:0], m.recs[:0]
+	for _, b := range bs {
+		v0, l0 := len(m.vals), len(m.lbs)
+		locIDs, fieldsSeen, unpacked, err := sampleFields(b, &m.vals, &m.lbs)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		locIDs = slices.Clone(m.scratch)
+		if unpacked || fieldsSeen > 1 {
+			// Rare: gather the IDs in order into one packed run.
+			m.scratch = m.scratch[:0]
+			err := fields(b, func(num protowire.Number, v uint64, fb []byte, packed bool) error {
+				switch {
+				case num == 1 && packed:
+					m.scratch = append(m.scratch, fb...)
+				case num == 1:
+					m.scratch = protowire.AppendVarint(m.scratch, v)
+				}
+				return nil
+			})
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			locIDs = slices.Clone(m.scratch)
+		}
+		h := maphash.Bytes(m.seed, locIDs)
+		for _, lb := range m.lbs[l0:] {
+			h = h*31 + maphash.Bytes(m.seed, lb)
+		}
+		h ^= uint64(len(m.vals)-v0) << 56
+		m.recs = append(m.recs, record{locs: locIDs, h: h, v0: int32(v0), v1: int32(len(m.vals)), l0: int32(l0), l1: int32(len(m.lbs))})
 	}
-	n := packedLen(locIDs)
-	if n < 0 {
-		return 0, 0, 0, errWire
+	// Load what the merge will read, records side by side.
+	var x uint64
+	slots := m.table.slots
+	mask := len(slots) - 1
+	for i := range m.recs {
+		x += slots[int(m.recs[i].h>>32)&mask]
 	}
-	h := maphash.Bytes(m.seed, locIDs)
-	for _, lb := range m.lbs {
-		h = h*31 + maphash.Bytes(m.seed, lb)
+	for i := range m.recs {
+		e := slots[int(m.recs[i].h>>32)&mask]
+		if e != 0 && e>>32 == m.recs[i].h>>32 {
+			u := &m.us[int32(uint32(e))-1]
+			if len(u.locs) > 0 {
+				x += uint64(u.locs[0])
+			}
+			if u.nvalues > 0 {
+				x += uint64(m.values[u.value])
+			}
+		}
 	}
-	h ^= uint64(len(m.vals)) << 56
-	m.put(h, locIDs, n, m.vals, m.lbs)
-	return n, len(m.vals), len(m.lbs), nil
+	m.sink += x
+	for i := range m.recs {
+		r := &m.recs[i]
+		n := m.put(r.h, r.locs, -1, m.vals[r.v0:r.v1], m.lbs[r.l0:r.l1])
+		if n < 0 {
+			return 0, 0, 0, errWire
+		}
+		ids += n
+	}
+	return ids, len(m.vals), len(m.lbs), nil
 }
 
 // put sums vals into the merged sample of these location IDs and labels,
-// or appends a new one.
-func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels [][]byte) {
+// or appends a new one, and returns how many location IDs it has: n, or
+// when n is -1 their count (packedLen, only for a new sample: a merged
+// record has the bytes of one counted already), -1 when they are not
+// packed varints.
+func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels [][]byte) int {
 	slot, found := m.table.find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
 	if found >= 0 {
 		u := &m.us[found]
@@ -564,13 +614,19 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 		for k, x := range vals {
 			v[k] += x
 		}
-		return
+		return int(u.n)
+	}
+	if n < 0 {
+		if n = packedLen(locIDs); n < 0 {
+			return -1
+		}
 	}
 	m.table.insert(slot, h, int32(len(m.us)))
 	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
 		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
 	m.values = append(m.values, vals...)
 	m.labels = append(m.labels, labels...)
+	return n
 }
 
 // absorb merges o's samples, all of records after m's, into m: summed
@@ -585,15 +641,58 @@ func (m *sampleMerger) absorb(o *sampleMerger) {
 
 // build sets p's samples from the merged ones. A sample's location IDs
 // stay in the input, packed, until the merged samples are known; then
-// they are decoded once, into one array of location pointers.
+// they are decoded once, into one array of location pointers: on two
+// goroutines, each its half of the samples, when they are many.
 func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs locIndex) error {
-	k, n := len(m.us), 0
-	for _, u := range m.us {
+	k, n, half, atHalf := len(m.us), 0, len(m.us), 0
+	if k >= parallelMergeMin/4 {
+		half = k / 2
+	}
+	for i, u := range m.us {
+		if i == half {
+			atHalf = n
+		}
 		n += int(u.n)
 	}
 	all := make([]*profile.Location, n)
 	samples := make([]profile.Sample, k)
 	p.Sample = make([]*profile.Sample, k)
+	locate := func(lo, hi int, all []*profile.Location) {
+		for i := lo; i < hi; i++ {
+			u := &m.us[i]
+			sm := &samples[i]
+			p.Sample[i] = sm
+			if u.nvalues > 0 {
+				sm.Value = m.values[u.value : u.value+int(u.nvalues) : u.value+int(u.nvalues)]
+			}
+			c := int(u.n)
+			sm.Location = all[:c:c]
+			all = all[c:]
+			ids := u.locs
+			for j := range sm.Location {
+				var id uint64
+				if c := ids[0]; c < 0x80 {
+					id, ids = uint64(c), ids[1:]
+				} else {
+					var n int
+					id, n = protowire.ConsumeVarint(ids)
+					ids = ids[n:]
+				}
+				sm.Location[j] = locs.get(id)
+			}
+		}
+	}
+	if half < k {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			locate(half, k, all[atHalf:])
+		}()
+		locate(0, half, all)
+		<-done
+	} else {
+		locate(0, k, all)
+	}
 	// Samples with the same label messages share their label maps (read
 	// only once parsed, as perf.data's converter shares them): a converted
 	// perf.data has a sample per thread, time and stack, and a map set per
@@ -602,41 +701,23 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 	var labelKey []byte
 	for i := range samples {
 		u := &m.us[i]
+		if u.nlabels == 0 {
+			continue
+		}
 		sm := &samples[i]
-		if u.nvalues > 0 {
-			sm.Value = m.values[u.value : u.value+int(u.nvalues) : u.value+int(u.nvalues)]
+		labels := m.labels[u.label : u.label+u.nlabels]
+		labelKey = labelKey[:0]
+		for _, lb := range labels {
+			labelKey = protowire.AppendBytes(labelKey, lb)
 		}
-		c := int(u.n)
-		sm.Location = all[:c:c]
-		all = all[c:]
-		ids := u.locs
-		for j := range sm.Location {
-			var id uint64
-			if c := ids[0]; c < 0x80 {
-				id, ids = uint64(c), ids[1:]
-			} else {
-				var n int
-				id, n = protowire.ConsumeVarint(ids)
-				ids = ids[n:]
+		if o := sameLabels[string(labelKey)]; o != nil {
+			sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
+		} else {
+			if err := d.sampleLabels(sm, s, labels); err != nil {
+				return err
 			}
-			sm.Location[j] = locs.get(id)
+			sameLabels[string(labelKey)] = sm
 		}
-		if u.nlabels > 0 {
-			labels := m.labels[u.label : u.label+u.nlabels]
-			labelKey = labelKey[:0]
-			for _, lb := range labels {
-				labelKey = protowire.AppendBytes(labelKey, lb)
-			}
-			if o := sameLabels[string(labelKey)]; o != nil {
-				sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
-			} else {
-				if err := d.sampleLabels(sm, s, labels); err != nil {
-					return err
-				}
-				sameLabels[string(labelKey)] = sm
-			}
-		}
-		p.Sample[i] = sm
 	}
 	return nil
 }
