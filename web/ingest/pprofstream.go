@@ -3,6 +3,9 @@ package ingest
 import (
 	"errors"
 	"hash/maphash"
+	"io"
+	"os"
+	"sync/atomic"
 
 	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -11,18 +14,20 @@ import (
 )
 
 // pprofStream decodes a pprof protobuf while it is inflated: the inflater
-// hands it the inflated bytes in chunks (Write) and it splits them into
-// top-level fields on a goroutine of its own, merging the sample records
-// (the bulk of a large profile) as they come, so that merging runs on the
-// second core beside the inflate and only the tables after the samples
-// (locations, functions, strings) are left to decode once the inflate
-// ends.
+// (inflate) reads the inflated bytes into chunks and hands them over, and
+// the stream splits them into top-level fields on a goroutine of its own,
+// merging the sample records (the bulk of a large profile) as they come,
+// so that merging runs on the second core beside the inflate and only the
+// tables after the samples (locations, functions, strings) are left to
+// decode once the inflate ends.
 //
 // It is a fast path and nothing more: on anything it does not expect (not
 // pprof, a wire format decodePprof does not read, a count over Limits, a
-// profile parsePprof would reject, a panic) it stops decoding, and the
-// caller reads the spooled file as before, whose pre-scan and parse give
-// the errors and the fallbacks they always gave. What it decodes takes its
+// profile parsePprof would reject, a panic) it stops decoding, the
+// inflated bytes go to the spool file, and the caller reads that as
+// before, whose pre-scan and parse give the errors and the fallbacks they
+// always gave. Only then is the file written: a profile the stream
+// decodes never goes to disk a second time. What it decodes takes its
 // memory from lim.Memory as it grows, by the pre-scan's estimate (the
 // inflated bytes plus wireCounts.memory), only while the budget has it to
 // spare: otherwise it stops, and the spooled file's parse waits for the
@@ -31,9 +36,16 @@ type pprofStream struct {
 	lim   Limits
 	ch    chan []byte
 	done  chan struct{}
-	chunk []byte // what Write fills, then sends
-	held  int64  // taken from lim.Memory
+	held  int64 // taken from lim.Memory
 	gives []func()
+	// stopped is set by the decoder when it stops: the inflater then
+	// writes what it kept, and all that follows, to the spool file.
+	stopped atomic.Bool
+
+	// The inflater's own.
+	out      *os.File
+	kept     [][]byte // the chunks handed over
+	spooling bool
 
 	// Decoding state, the goroutine's own until done.
 	d       pprofDecoder
@@ -52,46 +64,88 @@ type pprofStream struct {
 // variable for the tests, which cut fields at every byte).
 var streamChunk = 1 << 20
 
-func newPprofStream(lim Limits) *pprofStream {
-	s := &pprofStream{lim: lim, ch: make(chan []byte, 4), done: make(chan struct{})}
+// newPprofStream starts the decoder of an input that is spooled to out
+// only if it stops.
+func newPprofStream(lim Limits, out *os.File) *pprofStream {
+	s := &pprofStream{lim: lim, out: out, ch: make(chan []byte, 4), done: make(chan struct{})}
 	go s.run()
 	return s
 }
 
-// Write copies p into chunks and hands each full one to the decoder.
-func (s *pprofStream) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if s.chunk == nil {
-			s.chunk = make([]byte, 0, streamChunk)
+// inflate reads r to its end into chunks, hands each full one to the
+// decoder, and, once the decoder stopped, spools what it kept and what
+// follows instead. It returns how many bytes r gave and the error that
+// ended it, then finish says what came of them.
+func (s *pprofStream) inflate(r io.Reader) (n int64, err error) {
+	var chunk []byte
+	for {
+		if chunk == nil {
+			chunk = make([]byte, 0, streamChunk)
 		}
-		k := copy(s.chunk[len(s.chunk):cap(s.chunk)], p)
-		s.chunk = s.chunk[:len(s.chunk)+k]
-		p = p[k:]
-		if len(s.chunk) == cap(s.chunk) {
-			s.ch <- s.chunk
-			s.chunk = nil
+		k, rerr := r.Read(chunk[len(chunk):cap(chunk)])
+		n += int64(k)
+		chunk = chunk[:len(chunk)+k]
+		if s.spooling {
+			if _, err := s.out.Write(chunk); err != nil {
+				return n, err
+			}
+			chunk = chunk[:0]
+		} else if len(chunk) == cap(chunk) || rerr != nil && len(chunk) > 0 {
+			if err := s.send(chunk); err != nil {
+				return n, err
+			}
+			chunk = nil
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
 		}
 	}
-	return n, nil
 }
 
-// finish hands over the last chunk and waits for the decoder. ok says
-// the inflate ended without an error; when it did not, or the stream did
-// not decode a profile, its memory is given back and p is nil. Otherwise
-// the caller gives the memory back with release when done.
-func (s *pprofStream) finish(ok bool) (p *profile.Profile) {
-	if len(s.chunk) > 0 {
-		s.ch <- s.chunk
-		s.chunk = nil
+// send hands chunk over, or, when the decoder stopped, spools it after
+// the chunks handed over before.
+func (s *pprofStream) send(chunk []byte) error {
+	if s.stopped.Load() {
+		return s.spool(chunk)
 	}
+	s.kept = append(s.kept, chunk)
+	s.ch <- chunk
+	return nil
+}
+
+// spool writes the chunks kept, then chunk, to the spool file, and what
+// is inflated after them goes there too.
+func (s *pprofStream) spool(chunk []byte) error {
+	s.spooling = true
+	for _, c := range append(s.kept, chunk) {
+		if _, err := s.out.Write(c); err != nil {
+			return err
+		}
+	}
+	s.kept = nil
+	return nil
+}
+
+// finish waits for the decoder. ok says the inflate ended without an
+// error: the stream's profile is then p, or, when it stopped, p is nil
+// and the inflated bytes are all in the spool file (err: why not). When
+// p is nil the stream's memory is given back; otherwise the caller gives
+// it back with release when done.
+func (s *pprofStream) finish(ok bool) (p *profile.Profile, err error) {
 	close(s.ch)
 	<-s.done
-	if !ok || s.p == nil {
+	if ok && s.p == nil && !s.spooling {
+		err = s.spool(nil)
+	}
+	s.kept = nil
+	if !ok || err != nil || s.p == nil {
 		s.p = nil
 		s.release()
 	}
-	return s.p
+	return s.p, err
 }
 
 // release gives back the memory the stream took.
@@ -143,6 +197,7 @@ func (s *pprofStream) fallback() {
 	s.off = true
 	s.d, s.m, s.pending, s.head, s.batch = pprofDecoder{}, nil, nil, nil, nil
 	s.release()
+	s.stopped.Store(true)
 }
 
 // take is given each chunk as it comes.

@@ -139,6 +139,9 @@ func inflateLayers(ctx context.Context, f *os.File, lim Limits, stream bool) (*i
 		if in.size = n; in.size == 0 {
 			return fail(fmt.Errorf("%w: the gzip stream decompresses to nothing", ErrEmpty))
 		}
+		if in.p != nil {
+			return in, nil // decoded: its bytes were not spooled
+		}
 		if in.head, err = readHead(in.src); err != nil {
 			return fail(err)
 		}
@@ -222,9 +225,9 @@ func prescanStream(r io.Reader, lim Limits) *prescanned {
 // caller's to remove. The inflated bytes are pre-scanned on a second
 // goroutine as they come out (prescanStream): reading the spooled file
 // again for it cost a tenth of a 2M-sample upload, on one core. With
-// stream, they are decoded there instead (pprofStream), and sp, when its
-// p is set, is the profile; the caller gives its memory back with
-// sp.release.
+// stream, they are decoded there instead (pprofStream), and sp, when set,
+// holds the profile, whose bytes were not spooled; the caller gives its
+// memory back with sp.release.
 func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream bool) (_ *os.File, _ int64, _ *prescanned, sp *pprofStream, _ error) {
 	in := &countReader{r: io.NewSectionReader(f, 0, 1<<62), total: size, report: lim.progress}
 	zr, err := gzip.NewReader(bufio.NewReaderSize(in, 64<<10))
@@ -241,10 +244,14 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream
 		r = io.LimitReader(zr, lim.MaxBytes+1)
 	}
 	if stream {
-		sp = newPprofStream(lim)
-		n, err := io.CopyBuffer(io.MultiWriter(out, sp), &ctxReader{ctx: ctx, r: r}, make([]byte, 256<<10))
+		sp = newPprofStream(lim, out)
+		n, err := sp.inflate(&ctxReader{ctx: ctx, r: r})
 		err = inflateError(ctx, n, err, lim)
-		if sp.finish(err == nil) == nil {
+		p, serr := sp.finish(err == nil)
+		if err == nil && serr != nil {
+			err = fmt.Errorf("spooling the decompressed upload: %w", serr)
+		}
+		if p == nil {
 			sp = nil
 		}
 		return out, n, nil, sp, err
