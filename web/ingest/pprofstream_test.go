@@ -86,7 +86,7 @@ func streamPeers(t *testing.T) map[string][]byte {
 // it inflates (pprofStream) is the profile Parse reads from the same bytes
 // in memory, on every peer input, with chunks that cut its fields at
 // every kind of place, down to one byte; and that the stream, not the
-// spooled file's parse, decoded it.
+// spooled file's parse, decoded it, without writing the spool file.
 func TestStreamedDecodeIsParse(t *testing.T) {
 	for name, raw := range streamPeers(t) {
 		gz := gzipBytes(raw)
@@ -104,6 +104,9 @@ func TestStreamedDecodeIsParse(t *testing.T) {
 				defer in.remove()
 				if in.p == nil {
 					t.Fatalf("not decoded as it inflated")
+				}
+				if fi, err := in.src.Stat(); err != nil || fi.Size() != 0 {
+					t.Errorf("the decoded stream was spooled too (%v)", err)
 				}
 				in.release()
 				got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}))
