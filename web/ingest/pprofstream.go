@@ -189,7 +189,9 @@ func (s *pprofStream) run() {
 		s.fallback()
 		return
 	}
-	s.p = p
+	// The profile holds none of the chunks: let them go before the
+	// caller's passes over it.
+	s.p, s.d, s.m = p, pprofDecoder{}, nil
 }
 
 // fallback stops decoding and drops what was decoded.
