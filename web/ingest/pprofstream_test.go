@@ -210,3 +210,21 @@ func TestStreamedDecodeCancelled(t *testing.T) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
 }
+
+// FuzzStreamedDecode checks, on arbitrary bytes gzipped, that ParseFile
+// (the stream, cutting fields every 7 bytes) gives what Parse gives:
+// go test -fuzz FuzzStreamedDecode ./web/ingest.
+func FuzzStreamedDecode(f *testing.F) {
+	f.Add(rawProfile(f, gen.Generate(100, 20, 15, 2, 1)))
+	f.Add(rawProfile(f, testProfile()))
+	f.Add([]byte("main;work 3\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		withChunk(t, 7)
+		gz := gzipBytes(raw)
+		want := parsedAs(Parse(gz, Limits{}))
+		got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}))
+		if got != want {
+			t.Fatalf("ParseFile gave\n%.2000s\nParse gave\n%.2000s", got, want)
+		}
+	})
+}
