@@ -20,7 +20,9 @@ import (
 // are inflated to files in lim.SpoolDir, counted as they inflate, and the
 // input is read into memory only once its estimated cost is taken from
 // lim.Memory, so the memory an upload makes the server spend is bounded
-// before it is spent.
+// before it is spent. A gzipped pprof is decoded as it inflates instead
+// (pprofStream), taking that estimate as its bytes come out, and is
+// spooled only when the stream stops on something it does not expect.
 //
 // A perf.data is not read into memory but mapped, read front to back with
 // about a window of it resident, and its stacks are aggregated as its
@@ -121,10 +123,6 @@ func inflateLayers(ctx context.Context, f *os.File, lim Limits, stream bool) (*i
 	for i := 0; isGzip(in.head); i++ {
 		if i == maxGzipLayers {
 			return fail(fmt.Errorf("%w: more than %d nested gzip layers", ErrCorrupt, maxGzipLayers))
-		}
-		if in.release != nil { // a gzip layer decodes as no profile; only the last counts
-			in.release()
-			in.p, in.release = nil, nil
 		}
 		out, n, scanned, sp, err := inflateFile(ctx, in.src, in.size, lim, stream)
 		in.pre = scanned
