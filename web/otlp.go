@@ -123,6 +123,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 	req, max := c.Request(), s.cfg.MaxUpload
 	ctx := req.Context()
 	var body io.Reader = req.Body
+	spooled := func() {}
 	if n := req.ContentLength; n > 0 && n <= min(max, ingest.OTLPInMemory) && req.Header.Get("Content-Encoding") == "" {
 		data, give, err := ingest.ReadOTLP(ctx, req.Body, n, s.limits)
 		if errors.Is(err, ingest.ErrBusy) || errors.Is(err, ingest.ErrTooLarge) || errors.Is(err, ingest.ErrCorrupt) {
@@ -148,11 +149,12 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 				give()
 			}, nil
 		}
-		// gzip sent without its Content-Encoding: inflated from a file.
-		give()
-		body = bytes.NewReader(data)
+		// gzip sent without its Content-Encoding: inflated from a file,
+		// and data's buffer given back once it is spooled.
+		body, spooled = bytes.NewReader(data), give
 	}
 	sp, err := s.spool(body, max)
+	spooled()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -129,7 +129,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err = io.Copy(f, ctxReader{ctx, r}); err != nil {
+	if _, err = copyTo(ctx, f, r); err != nil {
 		return fmt.Errorf("store: writing %s: %w", key, err)
 	}
 	if err = f.Sync(); err != nil {
@@ -288,7 +288,7 @@ func writeAllSynced(ctx context.Context, dir string, paths []string, objs []Obje
 			return fmt.Errorf("store: %w", err)
 		}
 		files = append(files, f)
-		if _, err := io.Copy(f, ctxReader{ctx, o.Body}); err != nil {
+		if _, err := copyTo(ctx, f, o.Body); err != nil {
 			return fmt.Errorf("store: writing %s: %w", o.Key, err)
 		}
 		if err := f.Chmod(0o644); err != nil {
@@ -417,6 +417,26 @@ func (d *Dir) Stat(ctx context.Context, key string) (Info, error) {
 		return Info{}, fmt.Errorf("store: %s is not a file", key)
 	}
 	return Info{Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// copyBuffers are copyTo's buffers: io.Copy into an *os.File from a
+// reader that is neither a file nor a socket allocates 32 KiB each time
+// (two per OTLP profile stored).
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyTo writes r to f until EOF, stopping when ctx is cancelled. A
+// small in-memory body (a bytes.Reader, as the profile service's
+// objects are) is written at once.
+func copyTo(ctx context.Context, f *os.File, r io.Reader) (int64, error) {
+	if br, ok := r.(*bytes.Reader); ok && br.Len() <= 1<<20 {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return br.WriteTo(f)
+	}
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	return io.CopyBuffer(struct{ io.Writer }{f}, ctxReader{ctx, r}, *bp)
 }
 
 // ctxReader stops a long copy when the context is cancelled.
