@@ -171,19 +171,18 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 }
 
 // storeOTLP stores one converted OTLP profile, gz its gzipped pprof
-// (profiles.WriteGzipped), named by its resource, and queues its
-// symbolization. It is stored once, as the converted copy every load
+// (profiles.WriteGzipped), named by its resource and listed under its
+// service (serviceIndex, written with it), and queues its symbolization. It is stored once, as the converted copy every load
 // reads (no second encoding of the same profile), and not parsed again.
 func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile, gz []byte) (string, error) {
 	name := op.Title
 	if name == "" {
 		name = "OTLP profile"
 	}
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles", serviceIndex(op)))
 	if err != nil {
 		return "", err
 	}
-	s.indexService(ctx, op, id)
 	if err := s.QueueSymbolization(ctx, id, false); err != nil {
 		s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,7 +23,9 @@ import (
 // into place and followed by an fsync of the directory, so an acknowledged
 // Put survives a crash. Concurrent writes into one directory share its
 // fsyncs (group commit: each waits for a sync begun after its rename), and
-// a directory's own entry in its parent is synced once per process.
+// a directory's own entry in its parent is synced once per process. The
+// syncs one write needs and that do not depend on each other run at once
+// (PutAll's files and folder; PutAllIndexed's folders).
 type Dir struct {
 	root string
 
@@ -184,39 +187,62 @@ func (d *Dir) syncEntry(dir string) error {
 }
 
 // syncDurable syncs dir's parent unless this process did so before, so
-// that dir's own entry survives a crash.
+// that dir's own entry survives a crash, and so on up to the root (a new
+// folder's parent may be new too).
 func (d *Dir) syncDurable(dir string) error {
-	if dir == d.root {
-		return nil
+	for dir != d.root && !d.durable.Contains(dir) {
+		if err := d.syncs.sync(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		d.durable.Add(dir, struct{}{})
+		if up := filepath.Dir(dir); up != dir {
+			dir = up
+			continue
+		}
+		break
 	}
-	if d.durable.Contains(dir) {
-		return nil
-	}
-	if err := d.syncs.sync(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	d.durable.Add(dir, struct{}{})
 	return nil
 }
 
 // PutAll writes objs, whose keys are in one folder, as Put would each.
 // When the folder is new (a new profile's), they are written into a
-// temporary directory that is synced once and renamed into place, so
-// they appear together, with one fsync per file and two for the
-// directories; otherwise they are Put one after the other.
+// temporary directory that is synced with them (all at once) and renamed
+// into place, so they appear together, with one fsync per file and two
+// for the directories; otherwise they are Put one after the other.
 func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
+	return d.PutAllIndexed(ctx, objs, nil)
+}
+
+// PutAllIndexed is PutAll, then an empty file at each key of index
+// (store.IndexPutter). In a new folder's case they are created once the
+// folder is renamed into place, and their folders are synced at the same
+// time as the folder's parent: one round of syncs for both, where a Put
+// after PutAll waited for a second.
+func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) (err error) {
 	paths := make([]string, len(objs))
 	for i, o := range objs {
 		if paths[i], err = d.path(o.Key); err != nil {
 			return err
 		}
 	}
+	marks := make([]string, len(index))
+	for i, k := range index {
+		if marks[i], err = d.path(k); err != nil {
+			return err
+		}
+	}
+	each := func() error {
+		if err := putEach(ctx, d, objs); err != nil {
+			return err
+		}
+		return PutIndex(ctx, d, index)
+	}
 	if len(paths) < 2 || !sameDir(paths) || filepath.Dir(paths[0]) == d.root {
-		return putEach(ctx, d, objs)
+		return each()
 	}
 	dir := filepath.Dir(paths[0])
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-		return putEach(ctx, d, objs)
+		return each()
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -248,13 +274,61 @@ func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
 			}
 		}
 		os.Remove(tmp)
-		return d.syncEntry(dir)
+		if err := d.syncEntry(dir); err != nil {
+			return err
+		}
+		return PutIndex(ctx, d, index)
 	}
-	if err := d.syncs.sync(parent); err != nil {
-		return err
+	// The folder is in place: its index entries are created, and the
+	// folders of both synced at once.
+	dirs := []string{parent}
+	for _, m := range marks {
+		if err := d.createMark(ctx, m); err != nil {
+			return err
+		}
+		if md := filepath.Dir(m); !slices.Contains(dirs, md) {
+			dirs = append(dirs, md)
+		}
 	}
-	d.durable.Add(dir, struct{}{})
-	return d.syncDurable(parent)
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, sd := range dirs[1:] {
+		wg.Go(func() { errs[i+1] = d.syncEntry(sd) })
+	}
+	errs[0] = d.syncEntry(parent)
+	wg.Wait()
+	if errs[0] == nil {
+		d.durable.Add(dir, struct{}{})
+	}
+	return errors.Join(errs...)
+}
+
+// createMark creates the empty file p (an index entry) without syncing
+// its folder; one holding bytes already is replaced as Put does.
+func (d *Dir) createMark(ctx context.Context, p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			return nil
+		}
+		key, _ := filepath.Rel(d.root, p)
+		return d.Put(ctx, filepath.ToSlash(key), strings.NewReader(""))
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	err = f.Chmod(0o644)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 // sameDir reports whether every path is in the first one's directory.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,6 +223,66 @@ func TestDirSweepsTempFolders(t *testing.T) {
 
 // TestDirConcurrentPuts: writers into one folder share its syncs, and
 // every write (empty index entries and files) is there afterwards.
+// TestDirPutAllIndexed: a new folder's objects and their index entries
+// (empty objects in other, new, folders) are all there once it returns,
+// also after a restart, with nothing temporary left and no sync record
+// kept; the folder existing already, or an entry holding bytes, take the
+// one-by-one path; and an invalid index key writes nothing.
+func TestDirPutAllIndexed(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := func(id, a, b string) []Object {
+		return []Object{{Key: id + "/meta.json", Body: strings.NewReader(a)}, {Key: id + "/profile.pb.gz", Body: strings.NewReader(b)}}
+	}
+	if err := PutAllIndexed(ctx, d, objs("p1", "{}", "pprof"), []string{"services/app/1-p1", "services/other/1-p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := PutAllIndexed(ctx, d, objs("p1", "{}", "pprof again"), []string{"services/app/2-p1"}); err != nil {
+		t.Fatal(err) // the folder exists: one by one
+	}
+	if err := d.Put(ctx, "services/app/3-p2", strings.NewReader("bytes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := PutAllIndexed(ctx, d, objs("p2", "{}", "pprof 2"), []string{"services/app/3-p2", "services/app/1-p1"}); err != nil {
+		t.Fatal(err) // an entry with bytes is emptied, an empty one kept
+	}
+	if err := PutAllIndexed(ctx, d, objs("p3", "{}", "x"), []string{"services/../up"}); err == nil {
+		t.Error("an invalid index key: no error")
+	}
+	if _, err := os.Stat(filepath.Join(root, "p3")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("PutAllIndexed with an invalid index key wrote its folder: %v", err)
+	}
+	d2, err := NewDir(root) // a restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"p1/profile.pb.gz": "pprof again", "p2/profile.pb.gz": "pprof 2", "p2/meta.json": "{}",
+		"services/app/1-p1": "", "services/other/1-p1": "", "services/app/2-p1": "", "services/app/3-p2": ""} {
+		got, err := ReadAll(ctx, d2, key, 0)
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(e.Name(), tempPrefix) {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+	if len(d.syncs.m) != 0 {
+		t.Errorf("%d directory sync records kept after the writers left", len(d.syncs.m))
+	}
+	for _, dir := range []string{"services", "services/app", "services/other", "p1", "p2"} {
+		if !d.durable.Contains(filepath.Join(root, dir)) {
+			t.Errorf("%s: its entry in its parent was not synced", dir)
+		}
+	}
+}
+
 func TestDirConcurrentPuts(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
