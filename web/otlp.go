@@ -123,6 +123,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 	req, max := c.Request(), s.cfg.MaxUpload
 	ctx := req.Context()
 	var body io.Reader = req.Body
+	spooled := func() {}
 	if n := req.ContentLength; n > 0 && n <= min(max, ingest.OTLPInMemory) && req.Header.Get("Content-Encoding") == "" {
 		data, give, err := ingest.ReadOTLP(ctx, req.Body, n, s.limits)
 		if errors.Is(err, ingest.ErrBusy) || errors.Is(err, ingest.ErrTooLarge) || errors.Is(err, ingest.ErrCorrupt) {
@@ -148,11 +149,12 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 				give()
 			}, nil
 		}
-		// gzip sent without its Content-Encoding: inflated from a file.
-		give()
-		body = bytes.NewReader(data)
+		// gzip sent without its Content-Encoding: inflated from a file,
+		// and data's buffer given back once it is spooled.
+		body, spooled = bytes.NewReader(data), give
 	}
 	sp, err := s.spool(body, max)
+	spooled()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -169,19 +171,18 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 }
 
 // storeOTLP stores one converted OTLP profile, gz its gzipped pprof
-// (profiles.WriteGzipped), named by its resource, and queues its
-// symbolization. It is stored once, as the converted copy every load
+// (profiles.WriteGzipped), named by its resource and listed under its
+// service (serviceIndex, written with it), and queues its symbolization. It is stored once, as the converted copy every load
 // reads (no second encoding of the same profile), and not parsed again.
 func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile, gz []byte) (string, error) {
 	name := op.Title
 	if name == "" {
 		name = "OTLP profile"
 	}
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles"))
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, op.Profile, gz, name, "OTLP profiles", serviceIndex(op)))
 	if err != nil {
 		return "", err
 	}
-	s.indexService(ctx, op, id)
 	if err := s.QueueSymbolization(ctx, id, false); err != nil {
 		s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
 	}

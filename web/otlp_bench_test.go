@@ -116,6 +116,10 @@ const benchServerEnv = "VIEWER_OTLP_BENCH_SERVER"
 // its CPU profile (-test.cpuprofile).
 const benchServerProfileEnv = "VIEWER_OTLP_BENCH_CPUPROFILE"
 
+// benchServerMemProfileEnv, when set, is where the server process writes
+// its allocation profile (-test.memprofile, every allocation sampled).
+const benchServerMemProfileEnv = "VIEWER_OTLP_BENCH_MEMPROFILE"
+
 // TestOTLPBenchServer is BenchmarkOTLPIntake's server process, not a
 // test: with benchServerEnv set, it serves an OTLP-enabled viewer on
 // 127.0.0.1, writes its address on stdout, and stops when its stdin
@@ -153,6 +157,9 @@ func startOTLPServer(b *testing.B) *otlpServer {
 	args := []string{"-test.run=^TestOTLPBenchServer$", "-test.count=1"}
 	if f := os.Getenv(benchServerProfileEnv); f != "" {
 		args = append(args, "-test.cpuprofile="+f)
+	}
+	if f := os.Getenv(benchServerMemProfileEnv); f != "" {
+		args = append(args, "-test.memprofile="+f, "-test.memprofilerate=1")
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), benchServerEnv+"="+dir)

@@ -39,21 +39,22 @@ const (
 	rangeLayout = "2006-01-02T15:04:05"
 )
 
-// indexService adds a stored OTLP profile to its service's listing: one
-// empty store object whose key says its time, ID and sample count
-// (profiles.ServiceEntryKey). A profile without service.name is not
-// listed; a failed write is logged, the profile stays stored.
-func (s *Server) indexService(ctx context.Context, op ingest.OTLPProfile, id string) {
+// serviceIndex names the entry of an OTLP profile in its service's
+// listing, for the profile's ID: one empty store object whose key says
+// its time, ID and sample count (profiles.ServiceEntryKey), written with
+// the profile (profiles.Service.StoreParsed). A profile without
+// service.name is not listed (nil).
+func serviceIndex(op ingest.OTLPProfile) func(id string) []string {
 	if op.Service == "" {
-		return
+		return nil
 	}
 	t := time.Now().UTC()
 	if op.Profile.TimeNanos > 0 {
 		t = time.Unix(0, op.Profile.TimeNanos).UTC()
 	}
-	e := profiles.ServiceEntry{Service: op.Service, Time: t, ID: id, Samples: sampleCount(op.Profile)}
-	if err := s.prof.Store().Put(context.WithoutCancel(ctx), profiles.ServiceEntryKey(e), strings.NewReader("")); err != nil {
-		s.log.Warn("indexing an OTLP profile by service", "id", id, "service", op.Service, "err", err)
+	samples := sampleCount(op.Profile)
+	return func(id string) []string {
+		return []string{profiles.ServiceEntryKey(profiles.ServiceEntry{Service: op.Service, Time: t, ID: id, Samples: samples})}
 	}
 }
 
@@ -205,21 +206,27 @@ func (s *Server) handleServiceMerge(c echo.Context) error {
 	case len(members) > maxMergeProfiles:
 		return httpError(http.StatusRequestEntityTooLarge, "service %q has %d profiles %s, more than the %d one merge takes; narrow the range", service, len(members), span, maxMergeProfiles)
 	}
-	merged, other, err := s.mergeMembers(ctx, members)
+	merged, other, missing, err := s.mergeMembers(ctx, members)
 	if err != nil {
 		return err
 	}
-	comment := fmt.Sprintf("viewer: %d profiles of %s merged, %s", len(members)-other, service, span)
+	if merged == nil {
+		return httpError(http.StatusNotFound, "the %d profiles service %q lists %s are not stored (their writes did not finish); send them again", missing, service, span)
+	}
+	comment := fmt.Sprintf("viewer: %d profiles of %s merged, %s", len(members)-other-missing, service, span)
 	if other > 0 {
 		comment += fmt.Sprintf("; %d of other sample types left out", other)
+	}
+	if missing > 0 {
+		comment += fmt.Sprintf("; %d listed but not stored left out", missing)
 	}
 	merged.Comments = append(merged.Comments, comment)
 	var gz bytes.Buffer
 	if err := profiles.WriteGzipped(&gz, merged); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("%s, %d profiles %s", service, len(members)-other, span)
-	id, err := s.afterUpload(s.prof.StoreParsed(ctx, merged, gz.Bytes(), name, "merged OTLP profiles"))
+	name := fmt.Sprintf("%s, %d profiles %s", service, len(members)-other-missing, span)
+	id, err := s.afterUpload(s.prof.StoreParsed(ctx, merged, gz.Bytes(), name, "merged OTLP profiles", nil))
 	if err != nil {
 		return err
 	}
@@ -242,10 +249,11 @@ func rangeEnd(t time.Time, open string) string {
 
 // mergeMembers loads the members (their symbolized copies when stored)
 // and merges those of the first one's sample types, a batch at a time; it
-// reports how many were of other types.
-func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEntry) (*profile.Profile, int, error) {
+// reports how many were of other types, and how many are listed but not
+// stored (an index entry a crash left without its profile, whose write
+// was never acknowledged: store.IndexPutter); nil when none is stored.
+func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEntry) (_ *profile.Profile, other, missing int, _ error) {
 	var acc *profile.Profile
-	other := 0
 	batch := make([]*profile.Profile, 0, mergeBatch+1)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -263,9 +271,13 @@ func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEnt
 	}
 	var first *profile.Profile
 	for _, e := range members {
-		l, err := s.Profile(ctx, e.ID)
+		l, err := s.prof.Profile(ctx, e.ID)
+		if errors.Is(err, profiles.ErrNotFound) {
+			missing++
+			continue
+		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, httpStatusError(err)
 		}
 		if first == nil {
 			first = l.Profile
@@ -276,14 +288,14 @@ func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEnt
 		batch = append(batch, l.Profile)
 		if len(batch) == mergeBatch {
 			if err := flush(); err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	return acc, other, nil
+	return acc, other, missing, nil
 }
 
 // sameTypes reports whether profile.Merge takes a and b together: the

@@ -6,14 +6,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
 	"viewer/web"
 	"viewer/web/ingest/otlptest"
+	"viewer/web/profiles"
 )
 
 // sendService posts one eBPF-like profile of n samples (its time seed
@@ -185,5 +189,49 @@ func TestServiceMergeToken(t *testing.T) {
 	}
 	if r, _ := getNoRedirect(t, ts.URL+"/services"); r.StatusCode != 200 {
 		t.Errorf("/services: %s", r.Status)
+	}
+}
+
+// TestServiceMergeSkipsUnstored: an entry of the service's listing whose
+// profile is not stored (what a crash between the two can leave, for a
+// write that was never acknowledged) is left out of a merge, which says
+// so, instead of failing it; a range of such entries alone is a 404
+// saying what is wrong.
+func TestServiceMergeSkipsUnstored(t *testing.T) {
+	dir := t.TempDir()
+	s, err := web.New(web.Config{DataDir: dir, OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	defer ts.Close()
+	a := sendService(t, ts.URL, "checkout", 1000, 100)
+	ghost := profiles.NewID([]byte("a profile whose write a crash interrupted"))
+	for _, sec := range []int64{150, 500} {
+		key := profiles.ServiceEntryKey(profiles.ServiceEntry{Service: "checkout", Time: time.Unix(sec, 0), ID: ghost, Samples: 10})
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, body := getNoRedirect(t, ts.URL+"/s/checkout?from=1970-01-01T00:01:00Z&to=200")
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/p/") {
+		t.Fatalf("merge with an unstored entry: %s Location %q: %s", resp.Status, loc, body)
+	}
+	got, want := downloadProfile(t, ts.URL, strings.TrimPrefix(loc, "/p/")), downloadProfile(t, ts.URL, a)
+	var have, sent int64
+	for _, smp := range got.Sample {
+		have += smp.Value[0]
+	}
+	for _, smp := range want.Sample {
+		sent += smp.Value[0]
+	}
+	if have != sent || !strings.Contains(strings.Join(got.Comments, "\n"), "1 listed but not stored left out") {
+		t.Errorf("merged %d samples (the stored member has %d), comments %q", have, sent, got.Comments)
+	}
+	if r, body := getNoRedirect(t, ts.URL+"/s/checkout?from=1970-01-01T00:08:00Z&to=600"); r.StatusCode != 404 || !strings.Contains(body, "not stored") {
+		t.Errorf("a range of unstored entries only: %s %q", r.Status, body)
 	}
 }

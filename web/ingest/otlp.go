@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -634,25 +636,61 @@ const OTLPInMemory = 4 << 20
 // Content-Length) into memory, once the memory its decoding takes (as
 // ParseOTLPFile reckons it) is reserved from lim.Memory: ErrBusy when the
 // budget stays taken, ErrTooLarge when it is too small. Other errors are
-// the body's. release gives the memory back once data is parsed.
+// the body's. release gives the memory back, and data's buffer to the
+// next request (pdata's decoder copies what it keeps, TestParseOTLPKeepsNoBody):
+// data must not be used after it.
 func ReadOTLP(ctx context.Context, r io.Reader, size int64, lim Limits) (data []byte, release func(), err error) {
 	if lim.MaxBytes > 0 && size > lim.MaxBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
 	}
-	release, err = lim.Memory.take(ctx, size+otlpMemoryFactor*size, "OTLP request")
+	give, err := lim.Memory.take(ctx, size+otlpMemoryFactor*size, "OTLP request")
 	if err != nil {
 		return nil, nil, err
 	}
-	data = make([]byte, size+1)
+	buf, put := otlpBody(size)
+	release = func() {
+		put()
+		give()
+	}
+	data = buf[:size]
 	n, err := io.ReadFull(r, data)
-	switch {
-	case err == io.ErrUnexpectedEOF && int64(n) == size:
-		return data[:n], release, nil
-	case err == nil || err == io.EOF || err == io.ErrUnexpectedEOF:
-		err = fmt.Errorf("%w: the body holds %s bytes, its Content-Length says %d", ErrCorrupt, map[bool]string{true: "more than", false: fmt.Sprint(n)}[err == nil], size)
+	if err == nil {
+		// Exactly size bytes: the body must end here.
+		var one [1]byte
+		m, rerr := io.ReadFull(r, one[:])
+		switch {
+		case rerr == io.EOF:
+			return data, release, nil
+		case m > 0:
+			err = fmt.Errorf("%w: the body holds more than %d bytes, its Content-Length", ErrCorrupt, size)
+		default:
+			err = rerr
+		}
+	} else if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("%w: the body holds %d bytes, its Content-Length says %d", ErrCorrupt, n, size)
 	}
 	release()
 	return nil, nil, err
+}
+
+// otlpBodies keep ReadOTLP's buffers, one pool per power of two from
+// 64 KiB to OTLPInMemory: a new buffer per request (zeroed, then
+// reclaimed) was a sixteenth of what the intake allocated.
+var otlpBodies [7]sync.Pool
+
+// otlpBody is a buffer of at least size bytes, and put, which hands it
+// back: pooled up to OTLPInMemory, allocated beyond.
+func otlpBody(size int64) (buf []byte, put func()) {
+	c := max(0, bits.Len64(uint64(max(size, 1)-1))-16)
+	if c >= len(otlpBodies) {
+		return make([]byte, size), func() {}
+	}
+	bp, _ := otlpBodies[c].Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 1<<(16+c))
+		bp = &b
+	}
+	return *bp, func() { otlpBodies[c].Put(bp) }
 }
 
 // ParseOTLP converts each profile of an OTLP request in data (not

@@ -275,3 +275,70 @@ func TestOTLPRepeatedAttributes(t *testing.T) {
 		t.Error("a sample with one attribute shares the labels of one with two")
 	}
 }
+
+// TestParseOTLPKeepsNoBody: the profiles ParseOTLP returns share no
+// memory with the request body, which ReadOTLP hands to the next request
+// once they are parsed: overwriting the body leaves every name, build ID,
+// label and comment of the rich fixture's profile as it was.
+func TestParseOTLPKeepsNoBody(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(richProfile(), checkoutResource))
+		body, err := req.MarshalProto()
+		if asJSON {
+			body, err = req.MarshalJSON()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, release, err := ReadOTLP(t.Context(), bytes.NewReader(body), int64(len(body)), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ParseOTLP(data, asJSON, Limits{})
+		if err != nil || len(res.Profiles) == 0 {
+			t.Fatal(res, err)
+		}
+		seen := func() string {
+			var b strings.Builder
+			for _, op := range res.Profiles {
+				p := op.Profile
+				fmt.Fprintln(&b, op.Title, op.Service, p.Comments, p.DocURL, sampleKeys(p))
+				for _, m := range p.Mapping {
+					fmt.Fprintln(&b, m.File, m.BuildID)
+				}
+				for _, f := range p.Function {
+					fmt.Fprintln(&b, f.Name, f.SystemName, f.Filename)
+				}
+			}
+			return b.String()
+		}
+		want := seen()
+		for i := range data {
+			data[i] = 'x'
+		}
+		release()
+		if got := seen(); got != want {
+			t.Errorf("json %v: after the body was overwritten the profiles read\n%s\nnot\n%s", asJSON, got, want)
+		}
+	}
+}
+
+// TestReadOTLPLength: a body shorter or longer than its Content-Length is
+// refused as corrupt, and one of exactly that length is read whole, in
+// every size class of ReadOTLP's buffers.
+func TestReadOTLPLength(t *testing.T) {
+	for _, n := range []int{1, 100, 64 << 10, 64<<10 + 1, 1 << 20, OTLPInMemory, OTLPInMemory + 1} {
+		body := bytes.Repeat([]byte{7}, n)
+		data, release, err := ReadOTLP(t.Context(), bytes.NewReader(body), int64(n), Limits{})
+		if err != nil || !bytes.Equal(data, body) {
+			t.Fatalf("%d bytes: read %d, %v", n, len(data), err)
+		}
+		release()
+		if _, _, err := ReadOTLP(t.Context(), bytes.NewReader(body), int64(n+1), Limits{}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%d bytes sent as %d: %v, want ErrCorrupt", n, n+1, err)
+		}
+		if _, _, err := ReadOTLP(t.Context(), bytes.NewReader(body), int64(n-1), Limits{}); n > 1 && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%d bytes sent as %d: %v, want ErrCorrupt", n, n-1, err)
+		}
+	}
+}

@@ -205,11 +205,31 @@ func (s *Service) IngestFileAlong(ctx context.Context, f *os.File, size int64, s
 // profile, a merge) from gz, its gzipped pprof encoding, named name. It is
 // stored once, as the converted copy (there are no other original bytes to
 // keep), and never parsed again here; the same bytes give the same ID.
-func (s *Service) StoreParsed(ctx context.Context, p *profile.Profile, gz []byte, name, format string) (string, error) {
+// index, when not nil, names the empty index objects to create for the
+// profile's ID (its service's listing, ServiceEntryKey): they are written
+// with it (store.PutAllIndexed), never seen before it, and durable when
+// StoreParsed returns.
+func (s *Service) StoreParsed(ctx context.Context, p *profile.Profile, gz []byte, name, format string, index func(id string) []string) (string, error) {
 	meta := NewMeta(p, name, format, int64(len(gz)))
-	return s.storedWith(ctx, sha256.Sum256(gz), p, meta, func(ctx context.Context, id string) (bool, string, error) {
-		return s.putConverted(ctx, id, gz, meta)
+	sum := sha256.Sum256(gz)
+	var keys []string
+	if index != nil {
+		keys = index(IDOfSum(sum))
+	}
+	var written []string
+	id, err := s.storedWith(ctx, sum, p, meta, func(ctx context.Context, id string) (bool, string, error) {
+		written = keys
+		return s.putConverted(ctx, id, gz, meta, keys)
 	})
+	if err != nil || slices.Equal(written, keys) {
+		return id, err
+	}
+	// Another store of the same bytes ran the write: this one's own
+	// index entries (another time) are added after it.
+	if err := store.PutIndex(ctx, s.store, keys); err != nil {
+		return "", fmt.Errorf("indexing profile %s: %w", id, err)
+	}
+	return id, nil
 }
 
 // stored stores a parsed upload whose bytes (of SHA-256 sum) body gives,
@@ -285,9 +305,13 @@ func (s *Service) put(ctx context.Context, id string, data io.Reader, p *profile
 }
 
 // putConverted writes meta.json, then gz as the converted copy, unless
-// the copy is stored already, and reports whether it wrote it.
-func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *Meta) (created bool, version string, err error) {
+// the copy is stored already, and then the empty objects index; it
+// reports whether it wrote the copy.
+func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *Meta, index []string) (created bool, version string, err error) {
 	if ok, err := store.Exists(ctx, s.store, Key(id, KeyConverted)); err != nil || ok {
+		if err == nil {
+			err = store.PutIndex(ctx, s.store, index)
+		}
 		return false, "", err
 	}
 	b, err := json.Marshal(meta)
@@ -296,10 +320,10 @@ func (s *Service) putConverted(ctx context.Context, id string, gz []byte, meta *
 	}
 	// In that order where the store writes one object after the other;
 	// a new profile's folder gets both at once (store.PutAll).
-	if err := store.PutAll(ctx, s.store, []store.Object{
+	if err := store.PutAllIndexed(ctx, s.store, []store.Object{
 		{Key: Key(id, KeyMeta), Body: bytes.NewReader(b)},
 		{Key: Key(id, KeyConverted), Body: bytes.NewReader(gz)},
-	}); err != nil {
+	}, index); err != nil {
 		return false, "", err
 	}
 	return true, contentVersion(gz), nil

@@ -59,6 +59,41 @@ func PutAll(ctx context.Context, s Store, objs []Object) error {
 	return putEach(ctx, s, objs)
 }
 
+// IndexPutter is a BatchPutter that also creates empty index objects
+// (keys in other folders, such as a service's listing) once a PutAll's
+// objects are in place, syncing in fewer rounds than a PutAll and a Put
+// each; Dir is.
+type IndexPutter interface {
+	// PutAllIndexed is PutAll(objs), then an empty object at each key of
+	// index, all durable when it returns nil. An index object is never
+	// seen before objs are; after a crash it may be left without them
+	// (their write was not acknowledged), so a reader of the index skips
+	// an entry whose objects are missing.
+	PutAllIndexed(ctx context.Context, objs []Object, index []string) error
+}
+
+// PutAllIndexed writes objs, then an empty object at each key of index,
+// with s's PutAllIndexed when it has one, else with PutAll and a Put each.
+func PutAllIndexed(ctx context.Context, s Store, objs []Object, index []string) error {
+	if ip, ok := s.(IndexPutter); ok {
+		return ip.PutAllIndexed(ctx, objs, index)
+	}
+	if err := PutAll(ctx, s, objs); err != nil {
+		return err
+	}
+	return PutIndex(ctx, s, index)
+}
+
+// PutIndex creates an empty object at each key, one after the other.
+func PutIndex(ctx context.Context, s Store, index []string) error {
+	for _, k := range index {
+		if err := s.Put(ctx, k, strings.NewReader("")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func putEach(ctx context.Context, s Store, objs []Object) error {
 	for _, o := range objs {
 		if err := s.Put(ctx, o.Key, o.Body); err != nil {
