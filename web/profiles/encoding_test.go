@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -95,5 +96,44 @@ func everyField() *profile.Profile {
 		PeriodType:        &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:            10000000,
 		DefaultSampleType: "cpu",
+	}
+}
+
+// TestWriteUncompressedLocationArray wants the IDs of locations that lie
+// in one array (found by their offset in it, as web/ingest's decoder lays
+// them out) encoded as pprof does, for IDs of one to five varint bytes,
+// beside a location outside the array and one that follows it without
+// being in p.Location.
+func TestWriteUncompressedLocationArray(t *testing.T) {
+	fn := &profile.Function{ID: 1, Name: "f"}
+	arr := make([]profile.Location, 6)
+	ids := []uint64{1, 127, 128, 1<<21 - 1, 1 << 21, 1 << 35}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Function: []*profile.Function{fn}}
+	for i := range arr[:5] {
+		arr[i] = profile.Location{ID: ids[i], Line: []profile.Line{{Function: fn}}}
+		p.Location = append(p.Location, &arr[i])
+	}
+	outside := &profile.Location{ID: ids[5], Line: []profile.Line{{Function: fn}}}
+	p.Location = append(p.Location, outside)
+	arr[5] = profile.Location{ID: 99} // after the array's last location of p
+	if got := newLocationIDs(p.Location); got.span != 5*locationSize {
+		t.Fatalf("the array spans %d bytes; want its 5 locations' %d", got.span, 5*locationSize)
+	}
+	all := append(slices.Clone(p.Location), &arr[5])
+	for i := range all {
+		p.Sample = append(p.Sample,
+			&profile.Sample{Location: all[i:], Value: []int64{int64(i + 1)}},
+			&profile.Sample{Location: all[i : i+1], Value: []int64{1}},
+			&profile.Sample{Location: []*profile.Location{all[i], all[len(all)-1-i]}, Value: []int64{2}})
+	}
+	var got, want bytes.Buffer
+	if err := writeUncompressed(&got, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteUncompressed(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("writeUncompressed gave %d bytes, pprof's encoder %d, not the same", got.Len(), want.Len())
 	}
 }
