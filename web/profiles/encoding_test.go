@@ -2,12 +2,16 @@ package profiles
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
+	kgzip "github.com/klauspost/compress/gzip"
 
 	"viewer/web/ingest"
 )
@@ -136,4 +140,114 @@ func TestWriteUncompressedLocationArray(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Errorf("writeUncompressed gave %d bytes, pprof's encoder %d, not the same", got.Len(), want.Len())
 	}
+}
+
+// TestWriteGzippedMembers wants an encoding longer than a gzip member
+// written as several members, compressed in parallel, that Go's gzip
+// reader and pprof's parser read back as pprof's encoding, byte for byte;
+// and one shorter than a member written as the single gzip stream it
+// was before members.
+func TestWriteGzippedMembers(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(b, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := p.WriteUncompressed(&want); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { gzipMember = n }(gzipMember)
+	for _, size := range []int{4 << 10, want.Len() / 3, want.Len(), 2 * want.Len()} {
+		gzipMember = size
+		var gz bytes.Buffer
+		if err := WriteGzipped(&gz, p); err != nil {
+			t.Fatal(err)
+		}
+		members, got := readMembers(t, gz.Bytes())
+		if wantN := max(1, (want.Len()+size-1)/size); members != wantN {
+			t.Errorf("members of %d bytes: %d members for %d bytes; want %d", size, members, want.Len(), wantN)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("members of %d bytes: the copy inflates to %d bytes, not pprof's encoding of %d", size, len(got), want.Len())
+		}
+		back, err := profile.Parse(bytes.NewReader(gz.Bytes()))
+		if err != nil {
+			t.Fatalf("members of %d bytes: pprof does not parse the copy: %v", size, err)
+		}
+		if len(back.Sample) != len(p.Sample) || len(back.Location) != len(p.Location) {
+			t.Errorf("members of %d bytes: pprof reads %d samples, %d locations; want %d, %d", size, len(back.Sample), len(back.Location), len(p.Sample), len(p.Location))
+		}
+		if size >= want.Len() {
+			var one bytes.Buffer
+			zw, _ := kgzip.NewWriterLevel(&one, kgzip.BestSpeed)
+			zw.Write(want.Bytes())
+			zw.Close()
+			if !bytes.Equal(gz.Bytes(), one.Bytes()) {
+				t.Errorf("members of %d bytes: a %d-byte encoding is not klauspost's one gzip stream of it", size, want.Len())
+			}
+		}
+	}
+}
+
+// readMembers inflates gz member by member with the standard library's
+// reader, and returns how many members it has and their bytes.
+func readMembers(t *testing.T, gz []byte) (int, []byte) {
+	t.Helper()
+	br := bytes.NewReader(gz)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	n := 0
+	for {
+		zr.Multistream(false)
+		if _, err := io.Copy(&out, zr); err != nil {
+			t.Fatalf("member %d: %v", n, err)
+		}
+		n++
+		if err := zr.Reset(br); err == io.EOF {
+			return n, out.Bytes()
+		} else if err != nil {
+			t.Fatalf("member %d: %v", n, err)
+		}
+	}
+}
+
+// TestWriteGzippedWriteError wants a failing writer's error from
+// WriteGzipped, however many members are compressing when it fails.
+func TestWriteGzippedWriteError(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(b, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { gzipMember = n }(gzipMember)
+	gzipMember = 4 << 10
+	for _, after := range []int{0, 1, 3} {
+		w := &failingWriter{after: after}
+		err := WriteGzipped(w, p)
+		if !errors.Is(err, errDiskFull) {
+			t.Errorf("failing after %d writes: %v; want %v", after, err, errDiskFull)
+		}
+	}
+}
+
+var errDiskFull = errors.New("disk full")
+
+type failingWriter struct{ after int }
+
+func (w *failingWriter) Write(b []byte) (int, error) {
+	if w.after == 0 {
+		return 0, errDiskFull
+	}
+	w.after--
+	return len(b), nil
 }
