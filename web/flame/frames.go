@@ -133,6 +133,13 @@ func nameCount(p *profile.Profile) int {
 	return n
 }
 
+// withWork is f checking w: a copy, for another goroutine or request.
+func (f *frames) withWork(w *work) *frames {
+	c := *f
+	c.work = w
+	return &c
+}
+
 func (f *frames) intern(name string, mapping int32) int32 {
 	if name == RootName || name == MergedName || strings.HasPrefix(name, MergedName+"<") {
 		// Keep reserved labels and zoom path elements unambiguous.
