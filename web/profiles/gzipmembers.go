@@ -13,19 +13,21 @@ import (
 var gzipMember = 1 << 20
 
 // memberWriter gzips what is written to it as a series of gzip members of
-// gzipMember bytes each, compressed on up to GOMAXPROCS goroutines (at most 4) while
-// the encoder goes on, and written to w in order. gzip readers (Go's,
+// gzipMember bytes each, compressed on up to GOMAXPROCS goroutines (4 at
+// most) while the encoder goes on, and written to w in order. gzip readers (Go's,
 // klauspost's, web/ingest's, gzip -d, pprof) read the members as one
 // stream, the encoding byte for byte. Compressing the 2M-sample profile's
-// 60 MB encoding took as long as encoding it; so the upload's copy
+// 46 MB encoding took as long as encoding it; so the upload's copy
 // encodes on one core while the other compresses, and uses both once the
 // first view, built beside it, is done. An encoding of one member or less
 // is compressed on the caller's goroutine, as one gzip stream.
 type memberWriter struct {
 	w       io.Writer
-	block   []byte    // the member being filled
-	pending []*member // compressing, in order
-	free    []*member // written, for their buffers
+	block   []byte          // the member being filled
+	pending []*member       // compressing, in order
+	ins     [][]byte        // written members' inputs, to fill again
+	outs    []*bytes.Buffer // and their outputs
+	written int             // members written
 	workers int
 	err     error // the first write or compression error
 }
@@ -33,7 +35,7 @@ type memberWriter struct {
 // member is one gzip member: its input and its compressed bytes.
 type member struct {
 	in   []byte
-	out  bytes.Buffer
+	out  *bytes.Buffer
 	err  error
 	done chan struct{}
 }
@@ -64,12 +66,10 @@ func (mw *memberWriter) Write(p []byte) (int, error) {
 // buffer is an empty block of gzipMember bytes' capacity, a written
 // member's when there is one.
 func (mw *memberWriter) buffer() []byte {
-	for _, m := range mw.free {
-		if m.in != nil {
-			b := m.in[:0]
-			m.in = nil
-			return b
-		}
+	if n := len(mw.ins); n > 0 {
+		b := mw.ins[n-1]
+		mw.ins = mw.ins[:n-1]
+		return b[:0]
 	}
 	return make([]byte, 0, gzipMember)
 }
@@ -77,11 +77,10 @@ func (mw *memberWriter) buffer() []byte {
 // start compresses the filled block on a goroutine of its own, once at
 // most workers members are compressing.
 func (mw *memberWriter) start() {
-	m := &member{in: mw.block, done: make(chan struct{})}
-	if n := len(mw.free); n > 0 {
-		old := mw.free[n-1]
-		mw.free = mw.free[:n-1]
-		m.out = old.out
+	m := &member{in: mw.block, out: new(bytes.Buffer), done: make(chan struct{})}
+	if n := len(mw.outs); n > 0 {
+		m.out = mw.outs[n-1]
+		mw.outs = mw.outs[:n-1]
 		m.out.Reset()
 	}
 	mw.block = nil
@@ -91,7 +90,7 @@ func (mw *memberWriter) start() {
 	mw.pending = append(mw.pending, m)
 	go func() {
 		defer close(m.done)
-		m.err = gzipTo(&m.out, m.in)
+		m.err = gzipTo(m.out, m.in)
 	}()
 }
 
@@ -106,14 +105,16 @@ func (mw *memberWriter) writeOldest() {
 	if mw.err == nil {
 		_, mw.err = mw.w.Write(m.out.Bytes())
 	}
-	mw.free = append(mw.free, m)
+	mw.written++
+	mw.ins = append(mw.ins, m.in)
+	mw.outs = append(mw.outs, m.out)
 }
 
 // Close compresses and writes what is left, waits for every member and
 // reports the first error. An encoding that never filled a member is
 // compressed here, as one gzip stream (an empty one for no bytes).
 func (mw *memberWriter) Close() error {
-	if len(mw.pending) == 0 && len(mw.free) == 0 {
+	if len(mw.pending) == 0 && mw.written == 0 {
 		if mw.err == nil {
 			mw.err = gzipTo(mw.w, mw.block)
 		}
