@@ -3,12 +3,15 @@ package flame
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/testdata/bench/gen"
+	"viewer/web/ingest"
 )
 
 // benchProfile is the testdata/bench profile (200,000 samples, 50,000
@@ -112,4 +115,41 @@ func BenchmarkStacksTop(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkFirstView2M is an upload's first view (web/upload.go's
+// buildFirstView): the default sample type's stacks and the whole
+// flame.json, of the profile in $VIEWER_BENCH_PROFILE, by default the
+// 2M-sample profile that testdata/bench/growth.sh 2m generates, read by
+// viewer's own parser. cpu-ms/op is the process's CPU time (both
+// goroutines), what to compare on a shared machine.
+//
+//	go test -run '^$' -bench FirstView2M -benchtime 3x -benchmem ./web/flame
+func BenchmarkFirstView2M(b *testing.B) {
+	name := os.Getenv("VIEWER_BENCH_PROFILE")
+	if name == "" {
+		name = "/tmp/viewer-bench/bench-2m.pb.gz"
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Skipf("%v; make it with testdata/bench/growth.sh 2m or name a profile in VIEWER_BENCH_PROFILE", err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	si, err := SampleIndex(p, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := Options{CountType: ingest.CountIndex(p.SampleType, si) + 1}
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	for b.Loop() {
+		st := NewStacks(p, si, opt)
+		st.Tree(nil, Options{MinFraction: DefaultMinFraction}).JSON()
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }

@@ -207,34 +207,34 @@ func (f Filter) stacks(p *profile.Profile, si int, fr *frames) []weighted {
 // stacksOf is stacks of the grouped stacks uniq (f.Time is not looked at):
 // kept[k] is the index in uniq of ws[k].
 func (f Filter) stacksOf(uniq []stack, fr *frames) (ws []weighted, kept []int32) {
+	if f.Focus == nil && f.Ignore == nil && f.Hide == nil && f.Show == nil {
+		// Nothing to match: every stack is kept, expanded on two
+		// goroutines when there are many.
+		ws = make([]weighted, len(uniq))
+		kept = make([]int32, len(uniq))
+		for k := range kept {
+			kept[k] = int32(k)
+		}
+		if len(uniq) < parallelSortMin {
+			fr.expandInto(ws, uniq)
+			return ws, kept
+		}
+		half := len(uniq) / 2
+		inTwo(fr.work, func(w *work) {
+			fr.withWork(w).expandInto(ws[:half], uniq[:half])
+		}, func(w *work) {
+			fr.withWork(w).expandInto(ws[half:], uniq[half:])
+		})
+		return ws, kept
+	}
 	m := newMatcher(f, fr)
 	ws = make([]weighted, 0, len(uniq))
 	kept = make([]int32, 0, len(uniq))
-	// The kept frames of every stack go in one buffer, sliced at the end,
-	// sized up front from the stacks' locations and the profile's frames
-	// per location (growing it by appends copied it twice over).
-	locs := 0
-	for _, s := range uniq {
-		locs += len(s.locs)
-	}
-	perLoc := 1.0
-	if n := len(fr.off) - 1; n > 0 {
-		perLoc = float64(len(fr.flat)) / float64(n)
-	}
-	all := make([]int32, 0, int(float64(locs)*perLoc*1.05)+16)
+	all := make([]int32, 0, framesOf(uniq, fr))
 	ends := make([]int, 0, len(uniq))
 	var buf []int32
-	plain := f.Focus == nil && f.Ignore == nil && f.Hide == nil && f.Show == nil
 	for k, s := range uniq {
 		fr.tick()
-		if plain {
-			// Nothing to match: the frames go straight to the buffer.
-			all = fr.expand(s, all)
-			ends = append(ends, len(all))
-			ws = append(ws, weighted{v: s.v})
-			kept = append(kept, int32(k))
-			continue
-		}
 		buf = fr.expand(s, buf[:0])
 		var ok bool
 		if all, ok = m.apply(buf, all); !ok {
@@ -251,6 +251,34 @@ func (f Filter) stacksOf(uniq []stack, fr *frames) (ws []weighted, kept []int32)
 		start = e
 	}
 	return ws, kept
+}
+
+// framesOf is about how many frames uniq's stacks have, from their
+// locations and the profile's frames per location: the kept frames of
+// every stack go in one buffer, sliced at the end, sized up front
+// (growing it by appends copied it twice over).
+func framesOf(uniq []stack, fr *frames) int {
+	locs := 0
+	for _, s := range uniq {
+		locs += len(s.locs)
+	}
+	perLoc := 1.0
+	if n := len(fr.off) - 1; n > 0 {
+		perLoc = float64(len(fr.flat)) / float64(n)
+	}
+	return int(float64(locs)*perLoc*1.05) + 16
+}
+
+// expandInto sets ws[i] to the frames and value of uniq[i], the frames of
+// them all in one buffer.
+func (fr *frames) expandInto(ws []weighted, uniq []stack) {
+	all := make([]int32, 0, framesOf(uniq, fr))
+	for i, s := range uniq {
+		fr.tick()
+		from := len(all)
+		all = fr.expand(s, all)
+		ws[i] = weighted{seq: all[from:len(all):len(all)], v: s.v}
+	}
 }
 
 // TopFiltered is Top over the samples and frames f keeps.

@@ -31,6 +31,10 @@ type frames struct {
 	// The frames of the location with index i are flat[off[i]:off[i+1]].
 	flat []int32
 	off  []int32
+	// one[i] is the frame of the location with index i when it has one
+	// frame (most do), else -1: expanding a stack then reads one array
+	// per location instead of off and flat.
+	one []int32
 	// locIndex maps a location to its index: byID for small dense IDs,
 	// byPtr otherwise.
 	byID  []int32
@@ -53,6 +57,7 @@ func newFrames(p *profile.Profile) *frames {
 		src:         &nameSources{},
 		off:         make([]int32, 0, len(p.Location)+1),
 		flat:        make([]int32, 0, len(p.Location)+len(p.Location)/4),
+		one:         make([]int32, len(p.Location)),
 	}
 	f.byName[RootName] = 0
 	mappingIndex := make(map[*profile.Mapping]int32)
@@ -116,6 +121,10 @@ func newFrames(p *profile.Profile) *frames {
 			f.flat = append(f.flat, nm)
 		}
 		f.off = append(f.off, int32(len(f.flat)))
+		f.one[i] = -1
+		if lo, hi := f.off[i], f.off[i+1]; hi == lo+1 {
+			f.one[i] = f.flat[lo]
+		}
 	}
 	return f
 }
@@ -131,6 +140,13 @@ func nameCount(p *profile.Profile) int {
 		}
 	}
 	return n
+}
+
+// withWork is f checking w: a copy, for another goroutine or request.
+func (f *frames) withWork(w *work) *frames {
+	c := *f
+	c.work = w
+	return &c
 }
 
 func (f *frames) intern(name string, mapping int32) int32 {
@@ -167,11 +183,10 @@ func (f *frames) appendLoc(dst []int32, l *profile.Location) []int32 {
 	if i < 0 {
 		return dst
 	}
-	lo, hi := f.off[i], f.off[i+1]
-	if hi == lo+1 {
-		return append(dst, f.flat[lo]) // most locations: one frame, no copy call
+	if nm := f.one[i]; nm >= 0 {
+		return append(dst, nm) // most locations: one frame, no copy call
 	}
-	return append(dst, f.flat[lo:hi]...)
+	return append(dst, f.flat[f.off[i]:f.off[i+1]]...)
 }
 
 // index is l's index in p.Location, -1 when it is not there.

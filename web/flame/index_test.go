@@ -36,7 +36,7 @@ func TestStacksWholeTreeIsBuild(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("si %d: the stacks' whole tree differs from Build's:\n got %.300s\nwant %.300s", si, got, want)
 				}
-				// The same, sorted in two halves on two goroutines, as
+				// The same, expanded and sorted in two halves on two goroutines, as
 				// profiles with many stacks are.
 				was := parallelSortMin
 				parallelSortMin = 2

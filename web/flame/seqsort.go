@@ -54,22 +54,32 @@ func sortSeqs(order []int32, ws []weighted, w *work) {
 			theirs, nTheirs = append(theirs, t), nTheirs+t.hi-t.lo
 		}
 	}
+	inTwo(w, func(w *work) {
+		for _, t := range mine {
+			sortRange(order, keys, ws, t, w)
+		}
+	}, func(w *work) {
+		for _, t := range theirs {
+			sortRange(order, keys, ws, t, w)
+		}
+	})
+}
+
+// inTwo runs a on this goroutine and b on another, each checking a work
+// of w's context, and returns when both are done. A panic of b (a stop)
+// is raised here.
+func inTwo(w *work, a, b func(w *work)) {
 	var wg sync.WaitGroup
-	var stopped any // a panic of the other goroutine (a stop), raised here
+	var stopped any
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer func() { stopped = recover() }()
-		fw := w.fork()
-		for _, t := range theirs {
-			sortRange(order, keys, ws, t, fw)
-		}
+		b(w.fork())
 	}()
 	func() {
 		defer wg.Wait() // the other goroutine is done before this one's panic goes on
-		for _, t := range mine {
-			sortRange(order, keys, ws, t, w)
-		}
+		a(w)
 	}()
 	if stopped != nil {
 		panic(stopped)

@@ -263,11 +263,7 @@ func (s *Stacks) Tree(path []string, opt Options) *Tree {
 }
 
 // withWork is s's frames checking w: a copy, as s is shared by requests.
-func (s *Stacks) withWork(w *work) *frames {
-	fr := *s.fr
-	fr.work = w
-	return &fr
-}
+func (s *Stacks) withWork(w *work) *frames { return s.fr.withWork(w) }
 
 func (w *treeWriter) chainLabel(c chainNode) int32 {
 	if c.name < 0 {

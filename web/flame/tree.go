@@ -197,10 +197,13 @@ func groupStacks(p *profile.Profile, si int) []stack { return groupStacksOf(p, s
 // groupStacksOf is groupStacks that also writes, when of is not nil (one
 // element per sample), the index of each sample's stack, -1 for a skipped
 // sample: what the time index (timeindex.go) needs to find a sample's
-// stack again.
+// stack again. The stacks and their hash map are sized for a stack per
+// sample: web/ingest's decoder merges the samples of one stack and labels
+// into one, so most have a stack of their own, and growing both was a
+// third of the 2M-sample profile's grouping.
 func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
-	var uniq []stack
-	byHash := make(map[uint64]int32, len(p.Sample)/2+1)
+	uniq := make([]stack, 0, len(p.Sample))
+	byHash := make(map[uint64]int32, len(p.Sample))
 	for k, s := range p.Sample {
 		if of != nil {
 			of[k] = -1

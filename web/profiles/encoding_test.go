@@ -2,11 +2,16 @@ package profiles
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
+	kgzip "github.com/klauspost/compress/gzip"
 
 	"viewer/web/ingest"
 )
@@ -96,4 +101,153 @@ func everyField() *profile.Profile {
 		Period:            10000000,
 		DefaultSampleType: "cpu",
 	}
+}
+
+// TestWriteUncompressedLocationArray wants the IDs of locations that lie
+// in one array (found by their offset in it, as web/ingest's decoder lays
+// them out) encoded as pprof does, for IDs of one to five varint bytes,
+// beside a location outside the array and one that follows it without
+// being in p.Location.
+func TestWriteUncompressedLocationArray(t *testing.T) {
+	fn := &profile.Function{ID: 1, Name: "f"}
+	arr := make([]profile.Location, 6)
+	ids := []uint64{1, 127, 128, 1<<21 - 1, 1 << 21, 1 << 35}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Function: []*profile.Function{fn}}
+	for i := range arr[:5] {
+		arr[i] = profile.Location{ID: ids[i], Line: []profile.Line{{Function: fn}}}
+		p.Location = append(p.Location, &arr[i])
+	}
+	outside := &profile.Location{ID: ids[5], Line: []profile.Line{{Function: fn}}}
+	p.Location = append(p.Location, outside)
+	arr[5] = profile.Location{ID: 99} // after the array's last location of p
+	if got := newLocationIDs(p.Location); got.span != 5*locationSize {
+		t.Fatalf("the array spans %d bytes; want its 5 locations' %d", got.span, 5*locationSize)
+	}
+	all := append(slices.Clone(p.Location), &arr[5])
+	for i := range all {
+		p.Sample = append(p.Sample,
+			&profile.Sample{Location: all[i:], Value: []int64{int64(i + 1)}},
+			&profile.Sample{Location: all[i : i+1], Value: []int64{1}},
+			&profile.Sample{Location: []*profile.Location{all[i], all[len(all)-1-i]}, Value: []int64{2}})
+	}
+	var got, want bytes.Buffer
+	if err := writeUncompressed(&got, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteUncompressed(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("writeUncompressed gave %d bytes, pprof's encoder %d, not the same", got.Len(), want.Len())
+	}
+}
+
+// TestWriteGzippedMembers wants an encoding longer than a gzip member
+// written as several members, compressed in parallel, that Go's gzip
+// reader and pprof's parser read back as pprof's encoding, byte for byte;
+// and one shorter than a member written as the single gzip stream it
+// was before members.
+func TestWriteGzippedMembers(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(b, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := p.WriteUncompressed(&want); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { gzipMember = n }(gzipMember)
+	for _, size := range []int{4 << 10, want.Len() / 3, want.Len(), 2 * want.Len()} {
+		gzipMember = size
+		var gz bytes.Buffer
+		if err := WriteGzipped(&gz, p); err != nil {
+			t.Fatal(err)
+		}
+		members, got := readMembers(t, gz.Bytes())
+		if wantN := max(1, (want.Len()+size-1)/size); members != wantN {
+			t.Errorf("members of %d bytes: %d members for %d bytes; want %d", size, members, want.Len(), wantN)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("members of %d bytes: the copy inflates to %d bytes, not pprof's encoding of %d", size, len(got), want.Len())
+		}
+		back, err := profile.Parse(bytes.NewReader(gz.Bytes()))
+		if err != nil {
+			t.Fatalf("members of %d bytes: pprof does not parse the copy: %v", size, err)
+		}
+		if len(back.Sample) != len(p.Sample) || len(back.Location) != len(p.Location) {
+			t.Errorf("members of %d bytes: pprof reads %d samples, %d locations; want %d, %d", size, len(back.Sample), len(back.Location), len(p.Sample), len(p.Location))
+		}
+		if size >= want.Len() {
+			var one bytes.Buffer
+			zw, _ := kgzip.NewWriterLevel(&one, kgzip.BestSpeed)
+			zw.Write(want.Bytes())
+			zw.Close()
+			if !bytes.Equal(gz.Bytes(), one.Bytes()) {
+				t.Errorf("members of %d bytes: a %d-byte encoding is not klauspost's one gzip stream of it", size, want.Len())
+			}
+		}
+	}
+}
+
+// readMembers inflates gz member by member with the standard library's
+// reader, and returns how many members it has and their bytes.
+func readMembers(t *testing.T, gz []byte) (int, []byte) {
+	t.Helper()
+	br := bytes.NewReader(gz)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	n := 0
+	for {
+		zr.Multistream(false)
+		if _, err := io.Copy(&out, zr); err != nil {
+			t.Fatalf("member %d: %v", n, err)
+		}
+		n++
+		if err := zr.Reset(br); err == io.EOF {
+			return n, out.Bytes()
+		} else if err != nil {
+			t.Fatalf("member %d: %v", n, err)
+		}
+	}
+}
+
+// TestWriteGzippedWriteError wants a failing writer's error from
+// WriteGzipped, however many members are compressing when it fails.
+func TestWriteGzippedWriteError(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(b, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { gzipMember = n }(gzipMember)
+	gzipMember = 4 << 10
+	for _, after := range []int{0, 1, 3} {
+		w := &failingWriter{after: after}
+		err := WriteGzipped(w, p)
+		if !errors.Is(err, errDiskFull) {
+			t.Errorf("failing after %d writes: %v; want %v", after, err, errDiskFull)
+		}
+	}
+}
+
+var errDiskFull = errors.New("disk full")
+
+type failingWriter struct{ after int }
+
+func (w *failingWriter) Write(b []byte) (int, error) {
+	if w.after == 0 {
+		return 0, errDiskFull
+	}
+	w.after--
+	return len(b), nil
 }
