@@ -49,25 +49,11 @@ func TestScanMemoryBounded(t *testing.T) {
 	var beyondIndex []int64
 	for _, n := range []int{20_000, 160_000} {
 		data := synthStream(n, 8)
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		base := int64(ms.HeapAlloc)
-		var reserved, peak int64
-		calls := 0
+		h := newHeapPeak()
+		var reserved int64
 		opt := Options{
-			Reserve: func(k int64) error { reserved += k; return nil },
-			Progress: func(phase string, done, total int64) {
-				if phase != "aggregating stacks" {
-					return
-				}
-				if calls++; calls%4 != 0 && done != total {
-					return
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, int64(ms.HeapAlloc)-base)
-			},
+			Reserve:  func(k int64) error { reserved += k; return nil },
+			Progress: h.progress,
 		}
 		f, err := Scan(data, opt)
 		if err != nil {
@@ -90,6 +76,7 @@ func TestScanMemoryBounded(t *testing.T) {
 			t.Errorf("%d records: estimated %d samples, %d frames, %d locations; the conversion kept %d, %d, %d",
 				n, e.Samples, e.Frames, e.Locations, len(p.Sample), frames, len(p.Location))
 		}
+		peak := h.peak
 		if peak == 0 || peak > f.IndexMemory()+e.Memory()+2<<20 {
 			t.Errorf("%d records: live heap while aggregating peaked %d bytes over the start; the index is %d, the estimate of what is kept %d",
 				n, peak, f.IndexMemory(), e.Memory())
@@ -130,4 +117,32 @@ func TestConvertStopsAtFrameLimit(t *testing.T) {
 			t.Errorf("%d samples of 12 frames, MaxFrames %d, depth %d: %v", n, tc.maxFrames, tc.depth, err)
 		}
 	}
+}
+
+// heapPeak is the peak of the live heap over where it was when made,
+// measured (after a GC) at every fourth "aggregating stacks" progress
+// report and the last.
+type heapPeak struct {
+	base, peak int64
+	calls      int
+}
+
+func newHeapPeak() *heapPeak {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return &heapPeak{base: int64(ms.HeapAlloc)}
+}
+
+func (h *heapPeak) progress(phase string, done, total int64) {
+	if phase != "aggregating stacks" {
+		return
+	}
+	if h.calls++; h.calls%4 != 0 && done != total {
+		return
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.peak = max(h.peak, int64(ms.HeapAlloc)-h.base)
 }
