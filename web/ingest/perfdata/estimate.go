@@ -1,5 +1,12 @@
 package perfdata
 
+import (
+	"cmp"
+	"slices"
+
+	"viewer/symbolize/unwind"
+)
+
 // What a conversion will keep, estimated while Scan reads the records, so
 // that a recording over the caller's limits or memory is refused in
 // seconds, before anything is aggregated, and one whose time buckets would
@@ -10,7 +17,12 @@ package perfdata
 // sample records' raw call chains (the same thread, bucket and addresses
 // make one pprof sample, as in Convert). Counts are exact up to a few
 // thousand and sampled above, within about 2%. User stacks that only
-// unwinding recovers (--call-graph=dwarf) are not counted.
+// unwinding recovers (--call-graph=dwarf, when Scan keeps them for it:
+// Options.UserStacks) are counted by their sampled pc and the words of
+// the stack copy that fall in an executable mapping, as return addresses
+// do: a few more than unwinding finds (stale words, the auxiliary
+// vector's entry point), never fewer, so the estimate stays an upper bound
+// for them.
 type Estimate struct {
 	Bucket uint64
 	// Samples are the distinct pprof samples; Frames their frames
@@ -80,6 +92,56 @@ type estimator struct {
 	locs    distinct
 }
 
+// codeRanges are the address ranges of the executable user mappings a
+// Scan has read, merged, sorted: a word of a copied user stack in one of
+// them is counted as a return address the unwinding will find.
+type codeRanges []addrRange
+
+type addrRange struct{ lo, hi uint64 }
+
+// add merges [lo, hi) in.
+func (c *codeRanges) add(lo, hi uint64) {
+	if hi <= lo {
+		return
+	}
+	r := *c
+	i, _ := slices.BinarySearchFunc(r, lo, func(a addrRange, lo uint64) int { return cmp.Compare(a.hi, lo) })
+	j := i // r[i:j] touch [lo, hi)
+	for j < len(r) && r[j].lo <= hi {
+		lo, hi = min(lo, r[j].lo), max(hi, r[j].hi)
+		j++
+	}
+	*c = slices.Replace(r, i, j, addrRange{lo, hi})
+}
+
+// has reports whether a falls in a range.
+func (c codeRanges) has(a uint64) bool {
+	if len(c) == 0 || a < c[0].lo || a >= c[len(c)-1].hi {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(c, a, func(r addrRange, a uint64) int { return cmp.Compare(r.hi, a+1) })
+	return i < len(c) && c[i].lo <= a
+}
+
+// unwoundFrames calls fn with the frames unwinding is expected to find in
+// the user stack of a --call-graph=dwarf sample: its sampled user pc,
+// then each word of the stack copy that falls in code, up to
+// MaxUnwindDepth in all.
+func (f *File) unwoundFrames(s *Sample, a *Attr, fn func(pc uint64)) {
+	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
+	n := 0
+	if regs.Valid&(1<<unwind.RegRA) != 0 {
+		fn(regs.V[unwind.RegRA])
+		n++
+	}
+	for b := s.Stack; len(b) >= 8 && n < MaxUnwindDepth; b = b[8:] {
+		if w := f.ByteOrder.Uint64(b); f.code.has(w) {
+			fn(w)
+			n++
+		}
+	}
+}
+
 type widthSet struct {
 	width           uint64
 	samples, labels distinct
@@ -139,11 +201,14 @@ func prevWidth(w uint64) uint64 {
 	return p
 }
 
-// sample counts one sample record of event attr.
-func (e *estimator) sample(s *Sample, hasIP bool) {
+// sample counts one sample record of f: with unwinding (Options.UserStacks),
+// a DWARF-mode sample's user frames are counted as f.unwoundFrames finds them.
+func (e *estimator) sample(f *File, s *Sample) {
+	a := f.Attrs[s.Attr]
+	hasIP := a.SampleType&sIP != 0
 	kernel := kernelMode(s.CPUMode)
 	h := mix(uint64(s.Attr) + 1)
-	frames := uint32(0)
+	frames, userFrames := uint32(0), 0
 	for _, ip := range s.Callchain {
 		h = mix(h ^ ip)
 		if ip >= contextMax {
@@ -151,7 +216,17 @@ func (e *estimator) sample(s *Sample, hasIP bool) {
 			continue
 		}
 		frames++
+		if !kernel {
+			userFrames++
+		}
 		e.location(ip, kernel)
+	}
+	if userFrames == 0 && s.RegsUser != nil && f.userStacks { // as converter.stack unwinds
+		f.unwoundFrames(s, a, func(pc uint64) {
+			h = mix(h ^ pc)
+			frames++
+			e.location(pc, false)
+		})
 	}
 	if frames == 0 && hasIP {
 		h = mix(h ^ s.IP)

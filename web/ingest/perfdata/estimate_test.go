@@ -146,3 +146,49 @@ func (h *heapPeak) progress(phase string, done, total int64) {
 	runtime.ReadMemStats(&ms)
 	h.peak = max(h.peak, int64(ms.HeapAlloc)-h.base)
 }
+
+// TestEstimateCountsUnwoundStacks scans the --call-graph=dwarf recording
+// keeping its user stacks, as a conversion that unwinds them does, and
+// wants the estimate of what that conversion keeps to count the unwound
+// user frames: the samples, frames and locations the conversion kept, or
+// a few more (stale code addresses in the stack copies: a quarter more
+// frames here), never fewer.
+// Without the user stacks each stack is the kernel's part alone, and the
+// estimate falls short of what unwinding keeps.
+func TestEstimateCountsUnwoundStacks(t *testing.T) {
+	_, finder := perfHome(t)
+	data := readFile(t, "dwarf.data")
+	f, err := Scan(data, Options{UserStacks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its header has no sample times (perf 6.1 with --buildid-mmap): the
+	// estimate without a time label is that of one bucket for the whole.
+	ests := f.Estimates(0)
+	e := ests[len(ests)-1]
+	p, err := Convert(f, ConvertOptions{Binaries: finder, TimeBucket: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	for _, s := range p.Sample {
+		frames += len(s.Location)
+	}
+	kept := Estimate{Samples: int64(len(p.Sample)), Frames: int64(frames), Locations: int64(len(p.Location))}
+	t.Logf("estimated %d samples, %d frames, %d locations, %d bytes; unwinding kept %d, %d, %d",
+		e.Samples, e.Frames, e.Locations, e.Memory(), kept.Samples, kept.Frames, kept.Locations)
+	within := func(est, got int64) bool { return est >= got && est <= got+got/3 }
+	if !within(e.Samples, kept.Samples) || !within(e.Frames, kept.Frames) || !within(e.Locations, kept.Locations) {
+		t.Errorf("estimated %d samples, %d frames, %d locations; unwinding kept %d, %d, %d: want as many, or up to a third more",
+			e.Samples, e.Frames, e.Locations, kept.Samples, kept.Frames, kept.Locations)
+	}
+	bare, err := Scan(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bare.Estimates(0)
+	t.Logf("without the user stacks: %d samples, %d frames, %d locations", b[len(b)-1].Samples, b[len(b)-1].Frames, b[len(b)-1].Locations)
+	if b[len(b)-1].Frames >= kept.Frames {
+		t.Errorf("without the user stacks, %d frames estimated, as many as unwinding keeps (%d): the recording does not tell", b[len(b)-1].Frames, kept.Frames)
+	}
+}

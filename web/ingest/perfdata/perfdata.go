@@ -122,6 +122,7 @@ type File struct {
 	reserve                 func(n int64) error
 	scratch                 Sample     // what a Scan decodes samples into
 	est                     *estimator // a Scan's count of what Convert will keep
+	code                    codeRanges // with userStacks, the user code mapped, for est
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
@@ -800,12 +801,15 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		if typ != recSample {
 			f.meta = append(f.meta, recRef{t, pos})
 		}
+		if m, ok := r.(*Mmap); ok && f.userStacks && !f.keep && m.Executable && m.Pid != ^uint32(0) {
+			f.code.add(m.Start, m.Start+m.Len)
+		}
 		if s, ok := r.(*Sample); ok {
 			if !f.keep {
 				if f.est == nil { // after the header's features, in pipe mode too
 					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample)
 				}
-				f.est.sample(s, f.Attrs[s.Attr].SampleType&sIP != 0)
+				f.est.sample(f, s)
 			}
 			if s.HasRegsUser {
 				f.UserRegsSamples++
