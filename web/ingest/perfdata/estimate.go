@@ -57,8 +57,11 @@ func (f *File) IndexMemory() int64 { return int64(cap(f.refs)) * 16 }
 // series, one bucket for the whole recording, and last no time label
 // (Bucket 0).
 // Frames are counted with stacks cut to depth frames (0: not cut). A
-// File from Read, or whose header gives no first and last sample time
-// (pipe mode), has only the last, which is then a lower bound.
+// File from Read, or whose samples have no time, has only the last. A
+// header without the first and last sample times (pipe mode, perf
+// record -z or --buildid-mmap) has them counted from the first sample's
+// time at every width up to maxAdaptiveWidth that the span read so far
+// leaves possible, and one bucket is counted as no time label is.
 func (f *File) Estimates(depth int) []Estimate {
 	if f.est == nil {
 		return nil
@@ -72,6 +75,21 @@ func (f *File) Estimates(depth int) []Estimate {
 		own := TimeBucket(f.sampleLast - f.sampleFirst)
 		for len(widths) > 1 && widths[0].width < own {
 			widths = widths[1:]
+		}
+		if f.est.adaptive {
+			// Convert's own, up to three coarser, then one bucket for the
+			// whole, which keeps what no time label does.
+			span := f.sampleLast - f.sampleFirst
+			var keep []widthSet
+			for _, w := range widths {
+				if w.width <= span && len(keep) < 4 {
+					keep = append(keep, w)
+				}
+			}
+			one := f.est.none
+			for one.width = MinTimeBucket; one.width <= span; one.width = nextWidth(one.width) {
+			}
+			widths = append(keep, one)
 		}
 	}
 	for _, w := range append(widths[:len(widths):len(widths)], f.est.none) {
@@ -90,6 +108,28 @@ type estimator struct {
 	none    widthSet // no time label
 	stacks  distinct
 	locs    distinct
+	// adaptive: the header gave no sample times, so t0 is the first
+	// sample's and every width is counted that the latest time read
+	// (last) still leaves possible (drop).
+	adaptive bool
+	last     uint64
+	n        int
+}
+
+// maxAdaptiveWidth is the coarsest width counted without the header's
+// sample times, three coarser than Convert's own for a recording of 80
+// minutes: a longer one has fewer estimates.
+const maxAdaptiveWidth = 100_000_000_000
+
+// drop stops counting the widths finer than Convert's own for the span
+// read so far: the whole span, only longer, makes them finer still.
+func (e *estimator) drop() {
+	own := TimeBucket(e.last - e.t0)
+	i := 0
+	for i < len(e.byWidth)-1 && e.byWidth[i].width < own {
+		i++
+	}
+	e.byWidth = e.byWidth[i:]
 }
 
 // codeRanges are the address ranges of the executable user mappings a
@@ -148,9 +188,16 @@ type widthSet struct {
 }
 
 // newEstimator plans the widths from the header's first and last sample
-// times (SAMPLE_TIME), when it has them.
-func newEstimator(first, last uint64) *estimator {
+// times (SAMPLE_TIME), when it has them, else from t, the first sample's.
+func newEstimator(first, last, t uint64) *estimator {
 	e := &estimator{}
+	if (first == 0 || last <= first) && t != 0 {
+		e.adaptive, e.t0, e.last = true, t, t
+		for w := uint64(MinTimeBucket); w <= maxAdaptiveWidth; w = nextWidth(w) {
+			e.byWidth = append(e.byWidth, widthSet{width: w})
+		}
+		return e
+	}
 	if first != 0 && last > first {
 		span := last - first
 		e.t0 = first
@@ -237,6 +284,12 @@ func (e *estimator) sample(f *File, s *Sample) {
 	thread := mix(uint64(s.Tid)<<32 | uint64(s.Pid))
 	e.none.samples.add(mix(h^thread), frames)
 	e.none.labels.add(thread, 0)
+	if e.adaptive {
+		e.last = max(e.last, s.Time)
+		if e.n++; e.n%4096 == 0 {
+			e.drop()
+		}
+	}
 	for i := range e.byWidth {
 		w := &e.byWidth[i]
 		var at uint64

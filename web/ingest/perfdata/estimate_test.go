@@ -192,3 +192,39 @@ func TestEstimateCountsUnwoundStacks(t *testing.T) {
 		t.Errorf("without the user stacks, %d frames estimated, as many as unwinding keeps (%d): the recording does not tell", b[len(b)-1].Frames, kept.Frames)
 	}
 }
+
+// TestEstimateWithoutHeaderTimes scans the synthesized recording without
+// its SAMPLE_TIME header feature, as perf record -z and --buildid-mmap
+// write it: the widths are counted from the first sample's time, and
+// each estimate is what Convert keeps at its width, Convert's own first,
+// then up to three coarser and one bucket for the whole recording.
+func TestEstimateWithoutHeaderTimes(t *testing.T) {
+	var data []byte
+	full := synthStream(20_000, 8)
+	data = append(data, full[:pipeHeaderSize]...)
+	for off := pipeHeaderSize; off < len(full); {
+		size := int(binary.LittleEndian.Uint16(full[off+6:]))
+		if binary.LittleEndian.Uint32(full[off:]) != recHeaderFeat {
+			data = append(data, full[off:off+size]...)
+		}
+		off += size
+	}
+	f, err := Scan(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ests := f.Estimates(0)
+	if len(ests) < 3 || ests[0].Bucket != TimeBucket(f.sampleLast-f.sampleFirst) || ests[len(ests)-2].Bucket <= f.sampleLast-f.sampleFirst || ests[len(ests)-1].Bucket != 0 {
+		t.Fatalf("estimates at widths %v; want Convert's own (%d) first, one bucket, then none", ests, TimeBucket(f.sampleLast-f.sampleFirst))
+	}
+	for _, e := range ests[:len(ests)-1] {
+		f, _ := Scan(data, Options{})
+		p, err := Convert(f, ConvertOptions{TimeBucket: int64(e.Bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Samples != int64(len(p.Sample)) || e.Labels == 0 {
+			t.Errorf("width %d: estimated %d samples, %d labels; Convert kept %d samples", e.Bucket, e.Samples, e.Labels, len(p.Sample))
+		}
+	}
+}

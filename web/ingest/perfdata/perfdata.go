@@ -807,7 +807,7 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		if s, ok := r.(*Sample); ok {
 			if !f.keep {
 				if f.est == nil { // after the header's features, in pipe mode too
-					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample)
+					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample, s.Time)
 				}
 				f.est.sample(f, s)
 			}
