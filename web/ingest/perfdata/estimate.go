@@ -57,7 +57,8 @@ func (f *File) IndexMemory() int64 { return int64(cap(f.refs)) * 16 }
 // series, one bucket for the whole recording, and last no time label
 // (Bucket 0).
 // Frames are counted with stacks cut to depth frames (0: not cut). A
-// File from Read, or whose samples have no time, has only the last. A
+// File from Read, or converted already, has none; one whose samples have
+// no time only the last. A
 // header without the first and last sample times (pipe mode, perf
 // record -z or --buildid-mmap) has them counted from the first sample's
 // time at every width up to maxAdaptiveWidth that the span read so far
