@@ -45,7 +45,9 @@ type Limits struct {
 	// Memory, when set, is the budget a parse takes its estimated memory
 	// from before it reads the input into memory (budget.go).
 	Memory *Budget
-	// SpoolDir is where ParseFile inflates gzip input; "" is os.TempDir().
+	// SpoolDir is where ParseFile inflates gzip input, and where a
+	// zstd-compressed perf.data's records are decompressed to (perfSpool);
+	// "" is os.TempDir().
 	SpoolDir string
 	// Binaries, when set, unwinds a perf.data's --call-graph=dwarf user
 	// stacks with the profiled binaries; only where they can be read (the

@@ -23,7 +23,11 @@ var (
 )
 
 func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
-	opt := perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil, Evict: lim.evict, Progress: lim.progress}
+	// The records of a compressed recording are decompressed to a file
+	// and mapped, not held in the heap: read until Convert returns.
+	spools := &perfSpools{dir: lim.SpoolDir}
+	defer spools.release()
+	opt := perfdata.Options{MaxDecompressed: lim.MaxBytes, UserStacks: lim.Binaries != nil, Evict: lim.evict, Progress: lim.progress, Spool: spools.spool}
 	if r := lim.reserve; r != nil {
 		opt.Reserve = func(n int64) error { return r.grow(n, "perf.data's record index") }
 	}

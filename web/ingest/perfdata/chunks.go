@@ -47,7 +47,6 @@ type chunkShared struct {
 	mu       sync.Mutex // serializes Evict and Progress
 	done     int64      // records converted, for Progress
 	progress func(phase string, done, total int64)
-	evict    func(lo, hi int)
 }
 
 // chunks cuts c's records into chunks: chunk k is refs[bounds[k]:bounds[k+1]].
@@ -97,7 +96,7 @@ func (c *converter) convertChunks(bounds []int) error {
 	f := c.f
 	refs := f.refs
 	n := len(bounds) - 1
-	sh := &chunkShared{progress: f.progress, evict: f.evict}
+	sh := &chunkShared{progress: f.progress}
 	ws := make([]*converter, n)
 	initExe := make([]map[uint32]*vmap, n)
 	ws[0] = c
@@ -126,25 +125,29 @@ func (c *converter) convertChunks(bounds []int) error {
 	}
 	// Each chunk evicts the pages below its next record, but none a
 	// record of another chunk is in: above the last of the chunks before,
-	// below the first of the chunks after.
-	lo, hi := make([]uint64, n), make([]uint64, n)
+	// below the first of the chunks after, in the data section and in the
+	// decompressed records alike.
+	lens := f.spaceLens()
+	lo, hi := make([][2]uint64, n), make([][2]uint64, n)
 	for k := range n {
-		lo[k], hi[k] = uint64(len(f.stream)), 0
+		lo[k] = lens
 		for _, r := range refs[bounds[k]:bounds[k+1]] {
-			if r.pos&posPlain == 0 {
-				lo[k], hi[k] = min(lo[k], r.pos), max(hi[k], r.pos)
-			}
+			s, p := spaceOf(r.pos)
+			lo[k][s], hi[k][s] = min(lo[k][s], p), max(hi[k][s], p)
 		}
 	}
 	var g errgroup.Group
 	var panicked atomic.Value // a chunk's panic, raised again below for the caller to recover
 	for k, w := range ws {
-		floor, ceil := uint64(0), uint64(len(f.stream))
+		var floor [2]uint64
+		ceil := lens
 		for j := range n {
-			if j < k { // records are shorter than 64 KiB
-				floor = max(floor, hi[j]+1<<16)
-			} else if j > k {
-				ceil = min(ceil, lo[j])
+			for s := range 2 {
+				if j < k { // records are shorter than 64 KiB
+					floor[s] = max(floor[s], hi[j][s]+1<<16)
+				} else if j > k {
+					ceil[s] = min(ceil[s], lo[j][s])
+				}
 			}
 		}
 		g.Go(func() (err error) {
@@ -189,13 +192,13 @@ func chunkFile(f *File) *File {
 
 // walk converts one chunk's records, of total in all chunks, evicting
 // the pages in [floor, ceil) below its next record as each does.
-func (c *converter) walk(refs []recRef, total int, floor, ceil uint64) error {
+func (c *converter) walk(refs []recRef, total int, floor, ceil [2]uint64) error {
 	f, sh := c.f, c.shared
-	var low []uint64
-	if sh.evict != nil {
+	var low [][2]uint64
+	if f.evicts() {
 		low = f.lowPositions(refs)
 	}
-	evicted := floor
+	ev := f.newEvictor(floor, ceil)
 	for i, ref := range refs {
 		if i%evictRefs == 0 && i > 0 {
 			if sh.stop.Load() {
@@ -207,10 +210,7 @@ func (c *converter) walk(refs []recRef, total int, floor, ceil uint64) error {
 				sh.progress("aggregating stacks", sh.done, int64(total))
 			}
 			if low != nil {
-				if to := min(low[i/evictRefs], ceil); to > evicted && to-evicted >= evictWindow {
-					sh.evict(int(f.streamBase+evicted), int(f.streamBase+to))
-					evicted = to
-				}
+				ev.upTo(low[i/evictRefs])
 			}
 			sh.mu.Unlock()
 		}

@@ -61,19 +61,21 @@ func TestChunksConvertAsOne(t *testing.T) {
 }
 
 // convertBytes scans and converts data and encodes the profile; with
-// clearing, Convert's evictions overwrite the bytes they give up.
+// clearing, Convert's evictions overwrite the bytes they give up, in data
+// and in the decompressed records.
 func convertBytes(t *testing.T, data []byte, clearing bool) []byte {
 	t.Helper()
-	converting := false
+	converting, spoolClearing := false, false
+	sp := &memSpool{clearing: &spoolClearing} // the compressed records', decompressed
 	f, err := Scan(data, Options{Evict: func(lo, hi int) {
 		if clearing && converting {
 			clear(data[lo:hi])
 		}
-	}})
+	}, Spool: func() (Spool, error) { return sp, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	converting = true
+	converting, spoolClearing = true, clearing
 	return write(t, f)
 }
 

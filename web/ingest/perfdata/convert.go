@@ -312,7 +312,10 @@ type numKey struct {
 // Convert builds a pprof profile from a decoded perf.data: one count and one
 // period sample type per event, frames as raw addresses in mappings that
 // carry the DSO path and build ID, and comm, pid and tid as labels.
+// It drops a Scan's estimate (Estimates is nil after): its counters are
+// garbage once the conversion is planned.
 func Convert(f *File, opt ConvertOptions) (*profile.Profile, error) {
+	f.est, f.code = nil, nil
 	c := newConverter(f, opt)
 	for _, a := range f.Attrs {
 		unit := "count"

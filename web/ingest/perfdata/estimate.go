@@ -1,5 +1,12 @@
 package perfdata
 
+import (
+	"cmp"
+	"slices"
+
+	"viewer/symbolize/unwind"
+)
+
 // What a conversion will keep, estimated while Scan reads the records, so
 // that a recording over the caller's limits or memory is refused in
 // seconds, before anything is aggregated, and one whose time buckets would
@@ -10,7 +17,12 @@ package perfdata
 // sample records' raw call chains (the same thread, bucket and addresses
 // make one pprof sample, as in Convert). Counts are exact up to a few
 // thousand and sampled above, within about 2%. User stacks that only
-// unwinding recovers (--call-graph=dwarf) are not counted.
+// unwinding recovers (--call-graph=dwarf, when Scan keeps them for it:
+// Options.UserStacks) are counted by their sampled pc and the words of
+// the stack copy that fall in an executable mapping, as return addresses
+// do: a few more than unwinding finds (stale words, the auxiliary
+// vector's entry point), never fewer, so the estimate stays an upper bound
+// for them.
 type Estimate struct {
 	Bucket uint64
 	// Samples are the distinct pprof samples; Frames their frames
@@ -45,8 +57,12 @@ func (f *File) IndexMemory() int64 { return int64(cap(f.refs)) * 16 }
 // series, one bucket for the whole recording, and last no time label
 // (Bucket 0).
 // Frames are counted with stacks cut to depth frames (0: not cut). A
-// File from Read, or whose header gives no first and last sample time
-// (pipe mode), has only the last, which is then a lower bound.
+// File from Read, or converted already, has none; one whose samples have
+// no time only the last. A
+// header without the first and last sample times (pipe mode, perf
+// record -z or --buildid-mmap) has them counted from the first sample's
+// time at every width up to maxAdaptiveWidth that the span read so far
+// leaves possible, and one bucket is counted as no time label is.
 func (f *File) Estimates(depth int) []Estimate {
 	if f.est == nil {
 		return nil
@@ -60,6 +76,21 @@ func (f *File) Estimates(depth int) []Estimate {
 		own := TimeBucket(f.sampleLast - f.sampleFirst)
 		for len(widths) > 1 && widths[0].width < own {
 			widths = widths[1:]
+		}
+		if f.est.adaptive {
+			// Convert's own, up to three coarser, then one bucket for the
+			// whole, which keeps what no time label does.
+			span := f.sampleLast - f.sampleFirst
+			var keep []widthSet
+			for _, w := range widths {
+				if w.width <= span && len(keep) < 4 {
+					keep = append(keep, w)
+				}
+			}
+			one := f.est.none
+			for one.width = MinTimeBucket; one.width <= span; one.width = nextWidth(one.width) {
+			}
+			widths = append(keep, one)
 		}
 	}
 	for _, w := range append(widths[:len(widths):len(widths)], f.est.none) {
@@ -78,6 +109,78 @@ type estimator struct {
 	none    widthSet // no time label
 	stacks  distinct
 	locs    distinct
+	// adaptive: the header gave no sample times, so t0 is the first
+	// sample's and every width is counted that the latest time read
+	// (last) still leaves possible (drop).
+	adaptive bool
+	last     uint64
+	n        int
+}
+
+// maxAdaptiveWidth is the coarsest width counted without the header's
+// sample times, three coarser than Convert's own for a recording of 80
+// minutes: a longer one has fewer estimates.
+const maxAdaptiveWidth = 100_000_000_000
+
+// drop stops counting the widths finer than Convert's own for the span
+// read so far: the whole span, only longer, makes them finer still.
+func (e *estimator) drop() {
+	own := TimeBucket(e.last - e.t0)
+	i := 0
+	for i < len(e.byWidth)-1 && e.byWidth[i].width < own {
+		i++
+	}
+	e.byWidth = e.byWidth[i:]
+}
+
+// codeRanges are the address ranges of the executable user mappings a
+// Scan has read, merged, sorted: a word of a copied user stack in one of
+// them is counted as a return address the unwinding will find.
+type codeRanges []addrRange
+
+type addrRange struct{ lo, hi uint64 }
+
+// add merges [lo, hi) in.
+func (c *codeRanges) add(lo, hi uint64) {
+	if hi <= lo {
+		return
+	}
+	r := *c
+	i, _ := slices.BinarySearchFunc(r, lo, func(a addrRange, lo uint64) int { return cmp.Compare(a.hi, lo) })
+	j := i // r[i:j] touch [lo, hi)
+	for j < len(r) && r[j].lo <= hi {
+		lo, hi = min(lo, r[j].lo), max(hi, r[j].hi)
+		j++
+	}
+	*c = slices.Replace(r, i, j, addrRange{lo, hi})
+}
+
+// has reports whether a falls in a range.
+func (c codeRanges) has(a uint64) bool {
+	if len(c) == 0 || a < c[0].lo || a >= c[len(c)-1].hi {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(c, a, func(r addrRange, a uint64) int { return cmp.Compare(r.hi, a+1) })
+	return i < len(c) && c[i].lo <= a
+}
+
+// unwoundFrames calls fn with the frames unwinding is expected to find in
+// the user stack of a --call-graph=dwarf sample: its sampled user pc,
+// then each word of the stack copy that falls in code, up to
+// MaxUnwindDepth in all.
+func (f *File) unwoundFrames(s *Sample, a *Attr, fn func(pc uint64)) {
+	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
+	n := 0
+	if regs.Valid&(1<<unwind.RegRA) != 0 {
+		fn(regs.V[unwind.RegRA])
+		n++
+	}
+	for b := s.Stack; len(b) >= 8 && n < MaxUnwindDepth; b = b[8:] {
+		if w := f.ByteOrder.Uint64(b); f.code.has(w) {
+			fn(w)
+			n++
+		}
+	}
 }
 
 type widthSet struct {
@@ -86,9 +189,16 @@ type widthSet struct {
 }
 
 // newEstimator plans the widths from the header's first and last sample
-// times (SAMPLE_TIME), when it has them.
-func newEstimator(first, last uint64) *estimator {
+// times (SAMPLE_TIME), when it has them, else from t, the first sample's.
+func newEstimator(first, last, t uint64) *estimator {
 	e := &estimator{}
+	if (first == 0 || last <= first) && t != 0 {
+		e.adaptive, e.t0, e.last = true, t, t
+		for w := uint64(MinTimeBucket); w <= maxAdaptiveWidth; w = nextWidth(w) {
+			e.byWidth = append(e.byWidth, widthSet{width: w})
+		}
+		return e
+	}
 	if first != 0 && last > first {
 		span := last - first
 		e.t0 = first
@@ -139,11 +249,14 @@ func prevWidth(w uint64) uint64 {
 	return p
 }
 
-// sample counts one sample record of event attr.
-func (e *estimator) sample(s *Sample, hasIP bool) {
+// sample counts one sample record of f: with unwinding (Options.UserStacks),
+// a DWARF-mode sample's user frames are counted as f.unwoundFrames finds them.
+func (e *estimator) sample(f *File, s *Sample) {
+	a := f.Attrs[s.Attr]
+	hasIP := a.SampleType&sIP != 0
 	kernel := kernelMode(s.CPUMode)
 	h := mix(uint64(s.Attr) + 1)
-	frames := uint32(0)
+	frames, userFrames := uint32(0), 0
 	for _, ip := range s.Callchain {
 		h = mix(h ^ ip)
 		if ip >= contextMax {
@@ -151,7 +264,17 @@ func (e *estimator) sample(s *Sample, hasIP bool) {
 			continue
 		}
 		frames++
+		if !kernel {
+			userFrames++
+		}
 		e.location(ip, kernel)
+	}
+	if userFrames == 0 && s.RegsUser != nil && f.userStacks { // as converter.stack unwinds
+		f.unwoundFrames(s, a, func(pc uint64) {
+			h = mix(h ^ pc)
+			frames++
+			e.location(pc, false)
+		})
 	}
 	if frames == 0 && hasIP {
 		h = mix(h ^ s.IP)
@@ -162,6 +285,12 @@ func (e *estimator) sample(s *Sample, hasIP bool) {
 	thread := mix(uint64(s.Tid)<<32 | uint64(s.Pid))
 	e.none.samples.add(mix(h^thread), frames)
 	e.none.labels.add(thread, 0)
+	if e.adaptive {
+		e.last = max(e.last, s.Time)
+		if e.n++; e.n%4096 == 0 {
+			e.drop()
+		}
+	}
 	for i := range e.byWidth {
 		w := &e.byWidth[i]
 		var at uint64

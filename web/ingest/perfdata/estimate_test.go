@@ -49,25 +49,11 @@ func TestScanMemoryBounded(t *testing.T) {
 	var beyondIndex []int64
 	for _, n := range []int{20_000, 160_000} {
 		data := synthStream(n, 8)
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		base := int64(ms.HeapAlloc)
-		var reserved, peak int64
-		calls := 0
+		h := newHeapPeak()
+		var reserved int64
 		opt := Options{
-			Reserve: func(k int64) error { reserved += k; return nil },
-			Progress: func(phase string, done, total int64) {
-				if phase != "aggregating stacks" {
-					return
-				}
-				if calls++; calls%4 != 0 && done != total {
-					return
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, int64(ms.HeapAlloc)-base)
-			},
+			Reserve:  func(k int64) error { reserved += k; return nil },
+			Progress: h.progress,
 		}
 		f, err := Scan(data, opt)
 		if err != nil {
@@ -90,6 +76,7 @@ func TestScanMemoryBounded(t *testing.T) {
 			t.Errorf("%d records: estimated %d samples, %d frames, %d locations; the conversion kept %d, %d, %d",
 				n, e.Samples, e.Frames, e.Locations, len(p.Sample), frames, len(p.Location))
 		}
+		peak := h.peak
 		if peak == 0 || peak > f.IndexMemory()+e.Memory()+2<<20 {
 			t.Errorf("%d records: live heap while aggregating peaked %d bytes over the start; the index is %d, the estimate of what is kept %d",
 				n, peak, f.IndexMemory(), e.Memory())
@@ -128,6 +115,116 @@ func TestConvertStopsAtFrameLimit(t *testing.T) {
 		var le *LimitError
 		if got := err != nil; got != tc.fail || (err != nil && (!errors.As(err, &le) || le.What != "frames")) {
 			t.Errorf("%d samples of 12 frames, MaxFrames %d, depth %d: %v", n, tc.maxFrames, tc.depth, err)
+		}
+	}
+}
+
+// heapPeak is the peak of the live heap over where it was when made,
+// measured (after a GC) at every fourth "aggregating stacks" progress
+// report and the last.
+type heapPeak struct {
+	base, peak int64
+	calls      int
+}
+
+func newHeapPeak() *heapPeak {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return &heapPeak{base: int64(ms.HeapAlloc)}
+}
+
+func (h *heapPeak) progress(phase string, done, total int64) {
+	if phase != "aggregating stacks" {
+		return
+	}
+	if h.calls++; h.calls%4 != 0 && done != total {
+		return
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.peak = max(h.peak, int64(ms.HeapAlloc)-h.base)
+}
+
+// TestEstimateCountsUnwoundStacks scans the --call-graph=dwarf recording
+// keeping its user stacks, as a conversion that unwinds them does, and
+// wants the estimate of what that conversion keeps to count the unwound
+// user frames: the samples, frames and locations the conversion kept, or
+// a few more (stale code addresses in the stack copies: a quarter more
+// frames here), never fewer.
+// Without the user stacks each stack is the kernel's part alone, and the
+// estimate falls short of what unwinding keeps.
+func TestEstimateCountsUnwoundStacks(t *testing.T) {
+	_, finder := perfHome(t)
+	data := readFile(t, "dwarf.data")
+	f, err := Scan(data, Options{UserStacks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its header has no sample times (perf 6.1 with --buildid-mmap): the
+	// estimate without a time label is that of one bucket for the whole.
+	ests := f.Estimates(0)
+	e := ests[len(ests)-1]
+	p, err := Convert(f, ConvertOptions{Binaries: finder, TimeBucket: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	for _, s := range p.Sample {
+		frames += len(s.Location)
+	}
+	kept := Estimate{Samples: int64(len(p.Sample)), Frames: int64(frames), Locations: int64(len(p.Location))}
+	t.Logf("estimated %d samples, %d frames, %d locations, %d bytes; unwinding kept %d, %d, %d",
+		e.Samples, e.Frames, e.Locations, e.Memory(), kept.Samples, kept.Frames, kept.Locations)
+	within := func(est, got int64) bool { return est >= got && est <= got+got/3 }
+	if !within(e.Samples, kept.Samples) || !within(e.Frames, kept.Frames) || !within(e.Locations, kept.Locations) {
+		t.Errorf("estimated %d samples, %d frames, %d locations; unwinding kept %d, %d, %d: want as many, or up to a third more",
+			e.Samples, e.Frames, e.Locations, kept.Samples, kept.Frames, kept.Locations)
+	}
+	bare, err := Scan(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bare.Estimates(0)
+	t.Logf("without the user stacks: %d samples, %d frames, %d locations", b[len(b)-1].Samples, b[len(b)-1].Frames, b[len(b)-1].Locations)
+	if b[len(b)-1].Frames >= kept.Frames {
+		t.Errorf("without the user stacks, %d frames estimated, as many as unwinding keeps (%d): the recording does not tell", b[len(b)-1].Frames, kept.Frames)
+	}
+}
+
+// TestEstimateWithoutHeaderTimes scans the synthesized recording without
+// its SAMPLE_TIME header feature, as perf record -z and --buildid-mmap
+// write it: the widths are counted from the first sample's time, and
+// each estimate is what Convert keeps at its width, Convert's own first,
+// then up to three coarser and one bucket for the whole recording.
+func TestEstimateWithoutHeaderTimes(t *testing.T) {
+	var data []byte
+	full := synthStream(20_000, 8)
+	data = append(data, full[:pipeHeaderSize]...)
+	for off := pipeHeaderSize; off < len(full); {
+		size := int(binary.LittleEndian.Uint16(full[off+6:]))
+		if binary.LittleEndian.Uint32(full[off:]) != recHeaderFeat {
+			data = append(data, full[off:off+size]...)
+		}
+		off += size
+	}
+	f, err := Scan(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ests := f.Estimates(0)
+	if len(ests) < 3 || ests[0].Bucket != TimeBucket(f.sampleLast-f.sampleFirst) || ests[len(ests)-2].Bucket <= f.sampleLast-f.sampleFirst || ests[len(ests)-1].Bucket != 0 {
+		t.Fatalf("estimates at widths %v; want Convert's own (%d) first, one bucket, then none", ests, TimeBucket(f.sampleLast-f.sampleFirst))
+	}
+	for _, e := range ests[:len(ests)-1] {
+		f, _ := Scan(data, Options{})
+		p, err := Convert(f, ConvertOptions{TimeBucket: int64(e.Bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Samples != int64(len(p.Sample)) || e.Labels == 0 {
+			t.Errorf("width %d: estimated %d samples, %d labels; Convert kept %d samples", e.Bucket, e.Samples, e.Labels, len(p.Sample))
 		}
 	}
 }

@@ -63,7 +63,8 @@ func FuzzPerfData(f *testing.F) {
 			f.Add(data[:4096])
 		}
 	}
-	f.Add(userStackRecording()) // DWARF-mode samples whole: dwarf.data's first 4 KiB hold none
+	f.Add(userStackRecording())                              // DWARF-mode samples whole: dwarf.data's first 4 KiB hold none
+	f.Add(compressRecords(f, synthStream(40, 4), 333, true)) // COMPRESSED2, which perf 6.1 does not write
 	f.Add([]byte("PERFILE2"))
 	f.Add(append([]byte("PERFILE2"), make([]byte, 200)...))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -12,12 +12,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"slices"
 	"sort"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // ErrLimit is wrapped by errors about files over the caller's limits.
@@ -56,6 +53,11 @@ func byteOrder(head []byte) (binary.ByteOrder, bool) {
 type Options struct {
 	// MaxDecompressed caps the bytes COMPRESSED records may expand to; 0 means no cap.
 	MaxDecompressed int64
+	// Spool, when set, gives where the records of a zstd-compressed
+	// recording (perf record -z) are decompressed to: a file the caller
+	// maps, so that such a recording is read in bounded memory as a plain
+	// one is. Unset, they are decompressed into the heap.
+	Spool func() (Spool, error)
 	// UserStacks keeps each sample's user registers and stack copy
 	// (--call-graph=dwarf) for unwinding. Off, they are skipped: the stack
 	// bytes stay in the input and are not referenced, so a converter that
@@ -107,15 +109,20 @@ type File struct {
 	// its time and position: Convert visits them in time order, decoding
 	// each again from stream or plain, so a Scan keeps no decoded record.
 	refs       []recRef
-	stream     []byte // the data section
-	streamBase uint64 // its offset in the file
-	plain      []byte // the COMPRESSED records' payloads, decompressed
-	keep       bool   // Read: keep Records
-	evict      func(lo, hi int)
-	progress   func(phase string, done, total int64)
-	reserve    func(n int64) error
-	scratch    Sample     // what a Scan decodes samples into
-	est        *estimator // a Scan's count of what Convert will keep
+	stream     []byte           // the data section
+	streamBase uint64           // its offset in the file
+	plain      []byte           // the COMPRESSED records' payloads, decompressed
+	plainEvict func(lo, hi int) // the plain Spool's evict, or nil
+	// compressedCut says a damaged compressed record ended the stream,
+	// plainCut that the zstd stream was damaged.
+	compressedCut, plainCut bool
+	keep                    bool // Read: keep Records
+	evict                   func(lo, hi int)
+	progress                func(phase string, done, total int64)
+	reserve                 func(n int64) error
+	scratch                 Sample     // what a Scan decodes samples into
+	est                     *estimator // a Scan's count of what Convert will keep
+	code                    codeRanges // with userStacks, the user code mapped, for est
 	// sampleFirst and sampleLast are the earliest and latest non-zero
 	// sample times.
 	sampleFirst, sampleLast uint64
@@ -215,6 +222,7 @@ const (
 	recHeaderFeat   = 80
 	recCompressed   = 81
 	recFinishedInit = 82
+	recCompressed2  = 83
 )
 
 var recordNames = map[uint32]string{
@@ -225,7 +233,7 @@ var recordNames = map[uint32]string{
 	66: "HEADER_TRACING_DATA", 67: "HEADER_BUILD_ID", 68: "FINISHED_ROUND", 69: "ID_INDEX",
 	70: "AUXTRACE_INFO", 71: "AUXTRACE", 72: "AUXTRACE_ERROR", 73: "THREAD_MAP", 74: "CPU_MAP",
 	75: "STAT_CONFIG", 76: "STAT", 77: "STAT_ROUND", 78: "EVENT_UPDATE", 79: "TIME_CONV",
-	80: "HEADER_FEATURE", 81: "COMPRESSED", 82: "FINISHED_INIT",
+	80: "HEADER_FEATURE", 81: "COMPRESSED", 82: "FINISHED_INIT", 83: "COMPRESSED2",
 }
 
 // RecordName is perf's name for a record type, or "type N" for one it does not know.
@@ -670,19 +678,23 @@ func (f *File) attrFor(id uint64, hasID bool) int {
 func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[][]byte) error {
 	off := uint64(0)
 	evicted, reported := uint64(0), uint64(0)
-	sized := plain || f.keep
+	evict := f.evict
+	if plain {
+		evict = f.plainEvict
+	}
+	sized, before := f.keep, uint64(len(f.refs))
 	for off < uint64(len(stream)) {
 		if !sized && off > 0 && off >= uint64(len(stream))/16 {
 			// A sixteenth in, the records so far tell how many the
 			// stream holds: room for them (and a sixteenth more) at once.
 			sized = true
-			n := uint64(len(f.refs)) * uint64(len(stream)) / off
+			n := before + (uint64(len(f.refs))-before)*uint64(len(stream))/off
 			if err := f.sizeIndex(int(n + n/16)); err != nil {
 				return err
 			}
 		}
-		if !plain && f.evict != nil && off-evicted >= evictWindow {
-			f.evict(int(base+evicted), int(base+off))
+		if evict != nil && off-evicted >= evictWindow {
+			evict(int(base+evicted), int(base+off))
 			evicted = off
 		}
 		if f.progress != nil && off-reported >= progressBytes {
@@ -690,6 +702,14 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 			reported = off
 		}
 		rest := stream[off:]
+		if plain && (len(rest) < 8 || uint64(f.ByteOrder.Uint16(rest[6:])) > uint64(len(rest)) || f.ByteOrder.Uint16(rest[6:]) < 8) {
+			// A stream cut short (damaged, or a record left out) ends
+			// within a record: the records before it are kept.
+			if !f.plainCut && !f.compressedCut {
+				f.Warnings = append(f.Warnings, fmt.Sprintf("the decompressed records end %d bytes into a damaged or cut record at offset %d: the records from it on are left out", len(rest), off))
+			}
+			break
+		}
 		if len(rest) < 8 {
 			return fmt.Errorf("perf.data is truncated: %d stray bytes at offset %d where a record header should be", len(rest), base+off)
 		}
@@ -724,8 +744,8 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 		}
 		off += size + extra
 	}
-	if !plain && f.evict != nil {
-		f.evict(int(base+evicted), int(base+off))
+	if evict != nil {
+		evict(int(base+evicted), int(base+off))
 	}
 	if f.progress != nil {
 		f.progress("reading records", int64(off), int64(len(stream)))
@@ -781,12 +801,15 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		if typ != recSample {
 			f.meta = append(f.meta, recRef{t, pos})
 		}
+		if m, ok := r.(*Mmap); ok && f.userStacks && !f.keep && m.Executable && m.Pid != ^uint32(0) {
+			f.code.add(m.Start, m.Start+m.Len)
+		}
 		if s, ok := r.(*Sample); ok {
 			if !f.keep {
 				if f.est == nil { // after the header's features, in pipe mode too
-					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample)
+					f.est = newEstimator(f.Features.FirstSample, f.Features.LastSample, s.Time)
 				}
-				f.est.sample(s, f.Attrs[s.Attr].SampleType&sIP != 0)
+				f.est.sample(f, s)
 			}
 			if s.HasRegsUser {
 				f.UserRegsSamples++
@@ -832,8 +855,19 @@ func (f *File) record(typ uint32, misc uint16, body []byte, off, pos uint64, com
 		f.readFeature(int(id), d.b)
 	case recHeaderBuild:
 		f.readBuildIDs(body, misc, true)
-	case recCompressed:
-		*compressed = append(*compressed, body)
+	case recCompressed, recCompressed2:
+		if f.compressedCut {
+			return nil
+		}
+		b, err := f.compressedPayload(typ, body)
+		if err != nil {
+			// The one zstd stream goes on in the next record: it cannot
+			// be decoded past one left out.
+			f.compressedCut = true
+			f.Warnings = append(f.Warnings, fmt.Sprintf("the %s record at offset %d is damaged (%v): the compressed records from it on are left out", RecordName(typ), off, err))
+			return nil
+		}
+		*compressed = append(*compressed, b)
 	case recFinished, recFinishedInit, recEventType, recTracingData, recAuxtrace:
 		// Ordering and framing records with nothing to convert.
 	default:
@@ -1201,51 +1235,6 @@ func (f *File) decodeMmap(typ uint32, misc uint16, body []byte) (*Mmap, error) {
 	return m, nil
 }
 
-// readCompressed decodes the COMPRESSED records' payloads as the one zstd
-// stream perf writes them as (records may span payloads) and reads the records inside.
-func (f *File) readCompressed(chunks [][]byte, opt Options) error {
-	if f.Features.Compression != 0 && f.Features.Compression != 1 {
-		return fmt.Errorf("perf.data uses compression type %d; this reader knows zstd (1)", f.Features.Compression)
-	}
-	readers := make([]io.Reader, len(chunks))
-	for i, c := range chunks {
-		readers[i] = bytes.NewReader(c)
-	}
-	// Bound the decoder's memory by what the output may grow to.
-	mem := uint64(1 << 30)
-	if opt.MaxDecompressed > 0 {
-		mem = min(mem, max(uint64(opt.MaxDecompressed)*2, 8<<20))
-	}
-	zr, err := zstd.NewReader(io.MultiReader(readers...), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(mem), zstd.WithDecoderMaxWindow(mem))
-	if err != nil {
-		return fmt.Errorf("perf.data: starting zstd: %w", err)
-	}
-	defer zr.Close()
-	var r io.Reader = zr
-	if opt.MaxDecompressed > 0 {
-		r = io.LimitReader(zr, opt.MaxDecompressed+1)
-	}
-	plain, err := io.ReadAll(r)
-	// perf flushes its one zstd frame per record but never ends it, so the
-	// stream stops mid-frame after the last whole block.
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("perf.data: the zstd-compressed records are damaged: %w", err)
-	}
-	if opt.MaxDecompressed > 0 && int64(len(plain)) > opt.MaxDecompressed {
-		return fmt.Errorf("%w: perf.data's compressed records expand to more than %d bytes", ErrLimit, opt.MaxDecompressed)
-	}
-	f.plain = plain
-	var nested [][]byte
-	if err := f.readRecords(plain, 0, true, &nested); err != nil {
-		return fmt.Errorf("in the decompressed records: %w", err)
-	}
-	if len(nested) > 0 {
-		return errors.New("perf.data is corrupt: a compressed record holds another compressed record")
-	}
-	return nil
-}
-
 // each calls fn with every record in time order (records of equal time in
 // file order), as perf's ordered events would: a Read File's Records, or,
 // for a Scan, each record decoded again from its position. Scanning in time
@@ -1266,18 +1255,17 @@ func (f *File) each(fn func(Record) error) error {
 		return nil
 	}
 	refs := f.sortedRefs()
-	var low []uint64
-	if f.evict != nil {
+	var low [][2]uint64
+	if f.evicts() {
 		low = f.lowPositions(refs)
 	}
-	evicted := uint64(0)
+	ev := f.newEvictor([2]uint64{}, f.spaceLens())
 	for i, ref := range refs {
 		if f.progress != nil && i%evictRefs == 0 {
 			f.progress("aggregating stacks", int64(i), int64(len(refs)))
 		}
-		if low != nil && i%evictRefs == 0 && low[i/evictRefs]-evicted >= evictWindow {
-			f.evict(int(f.streamBase+evicted), int(f.streamBase+low[i/evictRefs]))
-			evicted = low[i/evictRefs]
+		if low != nil && i%evictRefs == 0 {
+			ev.upTo(low[i/evictRefs])
 		}
 		r, err := f.at(ref.pos)
 		if err != nil { // Scan decoded it once already
@@ -1316,15 +1304,15 @@ func (f *File) sortedRefs() []recRef {
 var evictRefs = 1 << 12
 
 // lowPositions gives, for every evictRefs-th of refs (in time order), the
-// lowest data-section position of the records from it on: the pages below
-// it are read by no later record and can be given back.
-func (f *File) lowPositions(refs []recRef) []uint64 {
-	low := make([]uint64, (len(refs)+evictRefs-1)/evictRefs)
-	m := uint64(len(f.stream))
+// lowest position of the records from it on in the data section and in
+// the decompressed records (spaceOf): the pages below it are read by no
+// later record and can be given back.
+func (f *File) lowPositions(refs []recRef) [][2]uint64 {
+	low := make([][2]uint64, (len(refs)+evictRefs-1)/evictRefs)
+	m := f.spaceLens()
 	for i := len(refs) - 1; i >= 0; i-- {
-		if p := refs[i].pos; p&posPlain == 0 {
-			m = min(m, p)
-		}
+		s, p := spaceOf(refs[i].pos)
+		m[s] = min(m[s], p)
 		if i%evictRefs == 0 {
 			low[i/evictRefs] = m
 		}

@@ -8,7 +8,8 @@ import (
 // TestScanConvertsAsRead converts every recording twice, from Read's
 // decoded records and from Scan's index (each record decoded again in
 // time order), and wants the same profile byte for byte. In the Scan, the
-// bytes Convert says it will not read again are overwritten as soon as it
+// bytes Convert says it will not read again, of the file and of the
+// compressed records' decompressed Spool, are overwritten as soon as it
 // says so (with tiny windows, so that it says so often): a record read
 // after its bytes were given up would change the profile.
 func TestScanConvertsAsRead(t *testing.T) {
@@ -25,12 +26,13 @@ func TestScanConvertsAsRead(t *testing.T) {
 
 			cp := bytes.Clone(data)
 			converting, evicted := false, 0
+			sp := &memSpool{clearing: &converting} // the compressed records', decompressed
 			sf, err := Scan(cp, Options{UserStacks: true, Evict: func(lo, hi int) {
 				if converting {
 					clear(cp[lo:hi])
 					evicted += hi - lo
 				}
-			}})
+			}, Spool: func() (Spool, error) { return sp, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +49,10 @@ func TestScanConvertsAsRead(t *testing.T) {
 			if len(data) > 64<<10 && evicted == 0 {
 				t.Errorf("Convert gave up none of the %d bytes", len(data))
 			}
-			t.Logf("%d records, %d of %d bytes given up while converting", sf.NumRecords(), evicted, len(data))
+			if sp.Len() > 64<<10 && sp.evicted == 0 {
+				t.Errorf("Convert gave up none of the %d decompressed bytes", sp.Len())
+			}
+			t.Logf("%d records, %d of %d bytes given up while converting, %d of %d decompressed", sf.NumRecords(), evicted, len(data), sp.evicted, sp.Len())
 		})
 	}
 }
