@@ -7,8 +7,8 @@ TEST_TIMEOUT ?= 30m
 
 .PHONY: test test-race test-plain test-plain-build deps vet templ templ-check build bench fuzz fuzz-build fuzz-short
 
-# After deps, four jobs side by side: the race run, fuzz-short, and, under
-# $(NICE), templ-check and test-plain-build, compiles that only take the
+# After deps, three jobs side by side: the race run, fuzz-short, and, under
+# $(NICE), templ-check then test-plain-build, compiles that only take the
 # CPU the race run leaves idle (its web tests wait on chromium and
 # servers; CI has 2 cores) so as not to lengthen it; fuzz-short compiles
 # under $(NICE) too (fuzz-build) but fuzzes at normal priority (a fuzz
@@ -20,7 +20,7 @@ TEST_TIMEOUT ?= 30m
 # run vets the !race files): a separate `go vet ./...` compiled every
 # package a third time.
 test: deps
-	@$(MAKE) --no-print-directory -j4 test-race fuzz-short templ-check test-plain-build
+	@$(MAKE) --no-print-directory -j3 test-race fuzz-short test-plain-build
 	@$(MAKE) --no-print-directory test-plain
 
 test-race:
@@ -31,7 +31,9 @@ test-plain:
 
 # test-plain-build compiles and vets test-plain's packages and the viewer
 # binary its cmd/viewer tests build, into the build cache, and runs no test.
-test-plain-build:
+# After templ-check: both compile the standard library without -race, and
+# two go commands side by side would each compile it.
+test-plain-build: templ-check
 	$(NICE) $(GO) test -vet=all -run '^$$' $(NORACE_PKGS)
 	$(NICE) $(GO) build -o /dev/null ./cmd/viewer
 
