@@ -1,3 +1,10 @@
+//go:build !fuzz_only
+
+// make fuzz builds web/ingest's fuzz binary with -tags fuzz_only, leaving
+// this file out: its import of web/profiles (the blob store's cloud SDKs,
+// ~430 packages) would be compiled with fuzzing instrumentation too, for
+// a run that runs no test.
+
 package ingest_test
 
 import (
