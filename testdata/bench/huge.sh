@@ -11,6 +11,7 @@
 #     peak RSS (pprof's /ui/flamegraph is not run: it passed 21 GB);
 #  3. with PERF.DATA: viewer upload + page + flame.json against
 #     `perf report --stdio` on the same file, time and peak RSS.
+# VIEWER=BINARY runs that viewer instead of building this tree's.
 # Set SKIP_2M=1 to leave out step 2, SKIP_200K=1 step 1. Profiles are generated into
 # $BENCH_CACHE (default /tmp/viewer-bench) and reused.
 set -euo pipefail
@@ -26,7 +27,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/viewer" ./cmd/viewer
+if [ -n "${VIEWER:-}" ]; then
+	cp "$VIEWER" "$work/viewer" # a prebuilt viewer, e.g. an older commit's
+else
+	go build -o "$work/viewer" ./cmd/viewer
+fi
 go build -o "$work/genprofile" ./testdata/bench/genprofile
 pprof_bin=$(go tool -n pprof)
 p200k=$cache/bench-200k.pb.gz
