@@ -3,7 +3,6 @@ package flame
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -126,15 +125,7 @@ func BenchmarkStacksTop(b *testing.B) {
 //
 //	go test -run '^$' -bench FirstView2M -benchtime 3x -benchmem ./web/flame
 func BenchmarkFirstView2M(b *testing.B) {
-	name := os.Getenv("VIEWER_BENCH_PROFILE")
-	if name == "" {
-		name = "/tmp/viewer-bench/bench-2m.pb.gz"
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		b.Skipf("%v; make it with testdata/bench/growth.sh 2m or name a profile in VIEWER_BENCH_PROFILE", err)
-	}
-	p, _, err := ingest.Parse(data, ingest.Limits{})
+	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

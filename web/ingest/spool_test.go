@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,17 +41,8 @@ func TestParseFilePrescansAsItInflates(t *testing.T) {
 	}
 	parseFile := func(b []byte, lim Limits) (int64, string, error) {
 		t.Helper()
-		path := filepath.Join(t.TempDir(), "upload")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
 		lim.SpoolDir = t.TempDir()
-		q, format, err := ParseFile(context.Background(), f, lim)
+		q, format, err := ParseFile(context.Background(), spoolFile(t, b), lim)
 		if err != nil {
 			return 0, "", err
 		}

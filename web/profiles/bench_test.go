@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/testdata/bench/gen"
 	"viewer/symbolize/unwind"
 	"viewer/web/ingest"
 	"viewer/web/profiles"
@@ -129,15 +130,7 @@ func BenchmarkUpload(b *testing.B) {
 //
 //	go test -run '^$' -bench WriteGzipped -benchtime 3x -benchmem ./web/profiles
 func BenchmarkWriteGzipped(b *testing.B) {
-	name := os.Getenv("VIEWER_BENCH_PROFILE")
-	if name == "" {
-		name = "/tmp/viewer-bench/bench-2m.pb.gz"
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		b.Skipf("%v; make it with testdata/bench/growth.sh 2m or name a profile in VIEWER_BENCH_PROFILE", err)
-	}
-	p, _, err := ingest.Parse(data, ingest.Limits{})
+	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

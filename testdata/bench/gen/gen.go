@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"os"
+	"testing"
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
@@ -186,4 +188,21 @@ func AddTimes(p *profile.Profile, threads int, bucket int64) {
 		s.NumUnit = map[string][]string{"time": {"nanoseconds"}}
 		s.Label = map[string][]string{"comm": {"bench-server"}}
 	}
+}
+
+// Profile2M returns the bytes of the profile in $VIEWER_BENCH_PROFILE, by
+// default the 2M-sample profile that testdata/bench/growth.sh 2m generates
+// into /tmp/viewer-bench; the benchmark is skipped, saying how to make it,
+// when there is none.
+func Profile2M(tb testing.TB) []byte {
+	tb.Helper()
+	name := os.Getenv("VIEWER_BENCH_PROFILE")
+	if name == "" {
+		name = "/tmp/viewer-bench/bench-2m.pb.gz"
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		tb.Skipf("%v; make it with testdata/bench/growth.sh 2m or name a profile in VIEWER_BENCH_PROFILE", err)
+	}
+	return data
 }
