@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"viewer/symbolize"
-	"viewer/testdata/bench/gen"
 	"viewer/symbolize/unwind"
+	"viewer/testdata/bench/gen"
 	"viewer/web/ingest"
 	"viewer/web/profiles"
 	"viewer/web/store"
