@@ -383,6 +383,9 @@ func (s *pprofStream) field(f []byte) bool {
 		default:
 			s.c.other += int64(len(b))
 		}
+		if max(s.c.locations, s.c.functions, s.c.strings) > streamTableEntries {
+			err = errOverLimit
+		}
 		if err == nil {
 			err = s.d.field(num, typ, 0, b)
 		}
@@ -412,6 +415,17 @@ func (s *pprofStream) flush() bool {
 	}
 	return true
 }
+
+// streamTableEntries bounds each table (locations, functions, strings)
+// the stream holds a 24-byte reference per entry of until the profile is
+// built: an entry can be 2 bytes on the wire, so a table of tens of
+// millions of empty entries, refused only at its limit, would cost
+// hundreds of MiB before the refusal. Past it, the input goes to the
+// spooled file's parse, whose pre-scan counts without keeping. 512Ki
+// entries (12 MiB of references) is more than the 20M-sample benchmark
+// profile's largest table (267k locations) and keeps a refused string
+// table's peak heap within the hostile table's 64 MiB.
+const streamTableEntries = 512 << 10
 
 // errOverLimit sends an input over a limit to the pre-scan, which names it.
 var errOverLimit = errors.New("over a limit")

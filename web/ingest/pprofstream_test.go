@@ -228,3 +228,25 @@ func FuzzStreamedDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamedDecodeHandsOverBigTables checks that a profile whose string
+// table passes streamTableEntries is parsed from the spooled file instead
+// (the stream stops holding references), with the profile Parse gives.
+func TestStreamedDecodeHandsOverBigTables(t *testing.T) {
+	raw := rawProfile(t, gen.Generate(2000, 200, 100, 4, 3))
+	// Unreferenced empty strings after the table: valid, and cheap on the wire.
+	raw = append(raw, bytes.Repeat([]byte{6<<3 | 2, 0}, streamTableEntries+1)...)
+	gz := gzipBytes(raw)
+	in, err := inflateLayers(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.p != nil {
+		t.Errorf("a %d-entry string table was decoded as it inflated", streamTableEntries+1)
+	}
+	in.remove()
+	want := parsedAs(Parse(gz, Limits{}))
+	if got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()})); got != want {
+		t.Errorf("ParseFile gave\n%.500s\nParse gave\n%.500s", got, want)
+	}
+}
