@@ -51,22 +51,7 @@ func parsedAs(p *profile.Profile, format string, err error) string {
 // peer profiles written as profile.proto, and generated ones with labels,
 // comments and repeated stacks.
 func streamPeers(t *testing.T) map[string][]byte {
-	out := map[string][]byte{}
-	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
-	for _, f := range files {
-		if filepath.Base(f) == "LICENSE" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.ParseData(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = rawProfile(t, p)
-	}
+	out := peerPprofs(t)
 	p := gen.Generate(3000, 300, 100, 4, 7)
 	for i, s := range p.Sample {
 		switch i % 3 {
