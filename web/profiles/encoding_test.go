@@ -142,12 +142,10 @@ func TestWriteUncompressedLocationArray(t *testing.T) {
 	}
 }
 
-// TestWriteGzippedMembers wants an encoding longer than a gzip member
-// written as several members, compressed in parallel, that Go's gzip
-// reader and pprof's parser read back as pprof's encoding, byte for byte;
-// and one shorter than a member written as the single gzip stream it
-// was before members.
-func TestWriteGzippedMembers(t *testing.T) {
+// dwarfProfile is testdata/perf/dwarf.data converted: a profile whose
+// encoding spans several gzip members once gzipMember is made small.
+func dwarfProfile(t *testing.T) *profile.Profile {
+	t.Helper()
 	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +154,16 @@ func TestWriteGzippedMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestWriteGzippedMembers wants an encoding longer than a gzip member
+// written as several members, compressed in parallel, that Go's gzip
+// reader and pprof's parser read back as pprof's encoding, byte for byte;
+// and one shorter than a member written as the single gzip stream it
+// was before members.
+func TestWriteGzippedMembers(t *testing.T) {
+	p := dwarfProfile(t)
 	var want bytes.Buffer
 	if err := p.WriteUncompressed(&want); err != nil {
 		t.Fatal(err)
@@ -221,14 +229,7 @@ func readMembers(t *testing.T, gz []byte) (int, []byte) {
 // TestWriteGzippedWriteError wants a failing writer's error from
 // WriteGzipped, however many members are compressing when it fails.
 func TestWriteGzippedWriteError(t *testing.T) {
-	b, err := os.ReadFile("../../testdata/perf/dwarf.data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := ingest.Parse(b, ingest.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := dwarfProfile(t)
 	defer func(n int) { gzipMember = n }(gzipMember)
 	gzipMember = 4 << 10
 	for _, after := range []int{0, 1, 3} {
