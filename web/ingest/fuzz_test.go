@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b[:min(len(b), 8192)])
 	}
 	// OpenTelemetry profiles, protobuf and JSON (otlp_test.go).
-	otlpReq := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(nativeProfile(), checkoutResource))
+	otlpReq := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(otlptest.Native(), otlptest.CheckoutResource))
 	if b, err := otlpReq.MarshalProto(); err == nil {
 		f.Add(b)
 	}

@@ -19,41 +19,6 @@ import (
 	"viewer/web/ingest/otlptest"
 )
 
-// nativeProfile is what an eBPF profiler records: raw addresses in two
-// mappings with GNU build IDs, a Go frame it named itself, thread labels
-// and a numeric pid label, in two sample types.
-func nativeProfile() *profile.Profile {
-	app := &profile.Mapping{ID: 1, Start: 0x555555554000, Limit: 0x555555556000, Offset: 0, File: "/usr/bin/checkout", BuildID: "8e44c8b0040d3a4162b62bffc2fb28e2c2b8fecc"}
-	libc := &profile.Mapping{ID: 2, Start: 0x7ffff7d80000, Limit: 0x7ffff7f00000, Offset: 0x26000, File: "/usr/lib/x86_64-linux-gnu/libc.so.6", BuildID: "1fb24b73998e656025af695f4b950cb2315278df"}
-	fn := &profile.Function{ID: 1, Name: "runtime.main", SystemName: "runtime.main", Filename: "runtime/proc.go", StartLine: 145}
-	l := func(id uint64, m *profile.Mapping, addr uint64) *profile.Location {
-		return &profile.Location{ID: id, Mapping: m, Address: addr}
-	}
-	main, work, memcpy := l(1, app, 0x555555555149), l(2, app, 0x5555555551a3), l(3, libc, 0x7ffff7e1b2c4)
-	gomain := &profile.Location{ID: 4, Address: 0x43a1b0, Line: []profile.Line{{Function: fn, Line: 283}}}
-	s := func(v int64, thread string, pid int64, locs ...*profile.Location) *profile.Sample {
-		return &profile.Sample{Location: locs, Value: []int64{v, v * 10_000_000},
-			Label: map[string][]string{"thread.name": {thread}}, NumLabel: map[string][]int64{"process.pid": {pid}}, NumUnit: map[string][]string{"process.pid": {""}}}
-	}
-	return &profile.Profile{
-		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType:    &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
-		Period:        10_000_000,
-		TimeNanos:     1_764_590_400_000_000_000,
-		DurationNanos: 10_000_000_000,
-		Sample: []*profile.Sample{
-			s(6, "worker-1", 4242, memcpy, work, main),
-			s(3, "worker-2", 4242, work, main),
-			s(1, "gc", 4242, gomain),
-		},
-		Mapping:  []*profile.Mapping{app, libc},
-		Location: []*profile.Location{main, work, memcpy, gomain},
-		Function: []*profile.Function{fn},
-	}
-}
-
-var checkoutResource = map[string]string{"service.name": "checkout", "host.name": "host-1", "process.executable.name": "checkout-svc"}
-
 // sampleKeys renders each sample as its stack (binary, build ID and
 // address, or function and line, leaf first), labels and values, so two
 // profiles compare by what a user sees in them, not by IDs.
@@ -86,8 +51,8 @@ func sampleKeys(p *profile.Profile) []string {
 // sent: the same stacks (addresses as call sites, as for any upload),
 // build IDs, values, sample types, and labels with the resource's added.
 func TestOTLPRoundTrip(t *testing.T) {
-	sent := nativeProfile()
-	req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(sent, checkoutResource))
+	sent := otlptest.Native()
+	req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(sent, otlptest.CheckoutResource))
 	pb, err := req.MarshalProto()
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +64,7 @@ func TestOTLPRoundTrip(t *testing.T) {
 	want := sent.Copy()
 	symbolize.CallSites(want)
 	for _, s := range want.Sample {
-		for k, v := range checkoutResource {
+		for k, v := range otlptest.CheckoutResource {
 			s.Label[k] = []string{v}
 		}
 	}
@@ -132,7 +97,7 @@ func TestOTLPRoundTrip(t *testing.T) {
 // as its own, titled by its resource, and rejects a malformed one while
 // keeping the others.
 func TestOTLPEachProfileApart(t *testing.T) {
-	ps := otlptest.FromPprof(nativeProfile(), checkoutResource)
+	ps := otlptest.FromPprof(otlptest.Native(), otlptest.CheckoutResource)
 	// A second resource whose profile names a stack outside the table.
 	bad := ps.ResourceProfiles().AppendEmpty()
 	bad.Resource().Attributes().PutStr("service.name", "broken")
@@ -162,7 +127,7 @@ func TestOTLPEachProfileApart(t *testing.T) {
 // against the same limits as any upload, and a sample with timestamps but
 // no values counts one per timestamp.
 func TestOTLPLimits(t *testing.T) {
-	ps := otlptest.FromPprof(nativeProfile(), checkoutResource)
+	ps := otlptest.FromPprof(otlptest.Native(), otlptest.CheckoutResource)
 	if _, err := FromOTLP(ps, Limits{MaxSamples: 5}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-samples") {
 		t.Errorf("6 samples over --max-samples 5: %v", err)
 	}
@@ -187,7 +152,7 @@ func TestOTLPLimits(t *testing.T) {
 // TestOTLPBadInput: damaged bytes are named as OTLP, and an empty request
 // says it holds no profiles.
 func TestOTLPBadInput(t *testing.T) {
-	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(nativeProfile(), checkoutResource)).MarshalProto()
+	pb, _ := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(otlptest.Native(), otlptest.CheckoutResource)).MarshalProto()
 	_, _, err := Parse(pb[:len(pb)/2], Limits{})
 	if err == nil || !strings.Contains(err.Error(), "OTLP") {
 		t.Errorf("half an OTLP request: %v, want an error naming OTLP", err)
@@ -198,7 +163,7 @@ func TestOTLPBadInput(t *testing.T) {
 	}
 	// A pprof profile is still read as pprof, not OTLP.
 	var b bytes.Buffer
-	nativeProfile().Write(&b)
+	otlptest.Native().Write(&b)
 	if _, format, err := Parse(b.Bytes(), Limits{}); err != nil || format != pprofFormat.Name {
 		t.Errorf("a pprof profile: format %q, %v", format, err)
 	}
@@ -282,7 +247,7 @@ func TestOTLPRepeatedAttributes(t *testing.T) {
 // label and comment of the rich fixture's profile as it was.
 func TestParseOTLPKeepsNoBody(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
-		req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(richProfile(), checkoutResource))
+		req := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(otlptest.Rich(), otlptest.CheckoutResource))
 		body, err := req.MarshalProto()
 		if asJSON {
 			body, err = req.MarshalJSON()

@@ -1,11 +1,4 @@
-//go:build !fuzz_only
-
-// make fuzz builds web/ingest's fuzz binary with -tags fuzz_only, leaving
-// this file out: its import of web/profiles (the blob store's cloud SDKs,
-// ~430 packages) would be compiled with fuzzing instrumentation too, for
-// a run that runs no test.
-
-package ingest_test
+package profiles
 
 import (
 	"bytes"
@@ -19,14 +12,13 @@ import (
 
 	"viewer/web/ingest"
 	"viewer/web/ingest/otlptest"
-	"viewer/web/profiles"
 )
 
 // TestOTLPStoredCopyIsPprofs: every OTLP fixture (the native eBPF-like
 // profile, a rich one with inline frames, columns and numeric labels with
 // units, and each of pprof's own test profiles sent as an OTel exporter
 // would) converted by FromOTLP and stored as the intake stores it
-// (profiles.WriteGzipped, whose samples share the encoding of their
+// (WriteGzipped, whose samples share the encoding of their
 // shared label maps) is, once inflated, byte for byte what pprof's own
 // encoder (WriteUncompressed) writes of the same profile; and the
 // converted profile passes pprof's CheckValid, which FromOTLP leaves out.
@@ -36,7 +28,7 @@ func TestOTLPStoredCopyIsPprofs(t *testing.T) {
 	if err != nil || len(files) < 10 {
 		t.Fatalf("pprof's test profiles in %s: %v, %v", dir, files, err)
 	}
-	fixtures := map[string]*profile.Profile{"native": ingest.NativeProfile(), "rich": ingest.RichProfile()}
+	fixtures := map[string]*profile.Profile{"native": otlptest.Native(), "rich": otlptest.Rich()}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -50,7 +42,7 @@ func TestOTLPStoredCopyIsPprofs(t *testing.T) {
 	}
 	for name, p := range fixtures {
 		t.Run(name, func(t *testing.T) {
-			res, err := ingest.FromOTLP(otlptest.FromPprof(p, ingest.CheckoutResource), ingest.Limits{})
+			res, err := ingest.FromOTLP(otlptest.FromPprof(p, otlptest.CheckoutResource), ingest.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +58,7 @@ func TestOTLPStoredCopyIsPprofs(t *testing.T) {
 					t.Fatal(err)
 				}
 				var gz bytes.Buffer
-				if err := profiles.WriteGzipped(&gz, op.Profile); err != nil {
+				if err := WriteGzipped(&gz, op.Profile); err != nil {
 					t.Fatal(err)
 				}
 				zr, err := gzip.NewReader(&gz)
