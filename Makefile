@@ -88,8 +88,9 @@ fuzz:
 
 # fuzz-build compiles, with fuzzing instrumentation, the packages of the
 # fuzz target with the most dependencies (nearly all of the others'), into
-# the build cache. Its tests import nothing from above web/ingest (the
-# blob store's cloud SDKs would be instrumented too).
+# the build cache. Its tests import neither web/profiles nor web/store:
+# the blob store's cloud SDKs would be instrumented too (TestOTLPStoredCopyIsPprofs
+# is in web/profiles for that).
 fuzz-build:
 	$(NICE) $(GO) test -c -vet=off -fuzz . -o /dev/null ./web/ingest/
 
