@@ -36,6 +36,8 @@ type Dir struct {
 	durable *lru.Cache[string, struct{}]
 	// journal is the group commit of new folders' writes (journal.go).
 	journal *journal
+	// empty is the file every empty object is a link of (empty.go).
+	empty emptyFile
 }
 
 // tempPrefix names Put's temporary files; Dir refuses keys with a path
@@ -166,20 +168,14 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 // creating it changes its directory only, which syncEntry makes durable
 // (the journal commits the new inode with its directory entry).
 func (d *Dir) createEmpty(p string) (ok bool, err error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err = d.empty.create(d.root, p)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: %w", err)
 	}
-	err = f.Chmod(0o644)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = d.syncEntry(filepath.Dir(p))
-	}
+	err = d.syncEntry(filepath.Dir(p))
 	if err != nil {
 		os.Remove(p)
 		return false, fmt.Errorf("store: %w", err)
@@ -343,7 +339,7 @@ func (d *Dir) createMark(ctx context.Context, p string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := d.empty.create(d.root, p)
 	if errors.Is(err, fs.ErrExist) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			return nil
@@ -352,14 +348,6 @@ func (d *Dir) createMark(ctx context.Context, p string) error {
 		return d.Put(ctx, filepath.ToSlash(key), strings.NewReader(""))
 	}
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	err = f.Chmod(0o644)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(p)
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil

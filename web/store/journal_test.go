@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,5 +151,49 @@ func TestDirJournalConcurrent(t *testing.T) {
 		if ok, err := Exists(ctx, d2, "services/app/"+id); !ok || err != nil {
 			t.Errorf("services/app/%s after the restart: %v, %v", id, ok, err)
 		}
+	}
+}
+
+// TestDirEmptyObjectsShareOneFile: empty objects (index entries) are
+// links of one empty file, so they take no inode each; writing bytes to
+// one of them leaves the others empty, and List lists none of the
+// store's own files.
+func TestDirEmptyObjectsShareOneFile(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "services/app/1-a", strings.NewReader("")); err != nil {
+		t.Fatal(err)
+	}
+	if err := PutAllIndexed(ctx, d, []Object{{Key: "b/meta.json", Body: strings.NewReader("{}")}, {Key: "b/profile.pb.gz", Body: strings.NewReader("x")}}, []string{"services/app/2-b", "services/other/2-b"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.Stat(filepath.Join(root, "services", "app", "1-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"services/app/2-b", "services/other/2-b"} {
+		if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err != nil || !os.SameFile(fi, first) {
+			t.Errorf("%s is not a link of the one empty file (%v)", k, err)
+		}
+	}
+	if err := d.Put(ctx, "services/app/1-a", strings.NewReader("bytes")); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"services/app/1-a": "bytes", "services/app/2-b": "", "services/other/2-b": ""} {
+		if got, err := ReadAll(ctx, d, k, 0); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", k, got, err, want)
+		}
+	}
+	keys, err := d.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"b/meta.json", "b/profile.pb.gz", "services/app/1-a", "services/app/2-b", "services/other/2-b"}; !slices.Equal(keys, want) {
+		t.Errorf("List = %q, want %q", keys, want)
 	}
 }

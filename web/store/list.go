@@ -38,7 +38,7 @@ func (d *Dir) List(ctx context.Context, prefix string) ([]string, error) {
 		if strings.HasPrefix(e.Name(), tempPrefix) && e.IsDir() {
 			return fs.SkipDir // a PutAll's, not yet in place
 		}
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), tempPrefix) || strings.HasPrefix(e.Name(), journalPrefix) {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), tempPrefix) || strings.HasPrefix(e.Name(), journalPrefix) || e.Name() == emptyName {
 			return nil
 		}
 		rel, err := filepath.Rel(d.root, p)
