@@ -24,8 +24,12 @@ import (
 // Put survives a crash. Concurrent writes into one directory share its
 // fsyncs (group commit: each waits for a sync begun after its rename), and
 // a directory's own entry in its parent is synced once per process. The
-// syncs one write needs and that do not depend on each other run at once
-// (PutAll's files and folder; PutAllIndexed's folders).
+// syncs one write needs and that do not depend on each other run at once.
+// A new folder's objects held in memory (PutAll, PutAllIndexed: a new
+// profile's) are not synced one by one: one record in the journal
+// (journal.go), synced with the concurrent writers' records, makes them
+// durable, and a background checkpoint syncs their files later. Empty
+// objects are links of one empty file (empty.go).
 type Dir struct {
 	root string
 
@@ -213,18 +217,20 @@ func (d *Dir) syncDurable(dir string) error {
 
 // PutAll writes objs, whose keys are in one folder, as Put would each.
 // When the folder is new (a new profile's), they are written into a
-// temporary directory that is synced with them (all at once) and renamed
-// into place, so they appear together, with one fsync per file and two
-// for the directories; otherwise they are Put one after the other.
+// temporary directory that is renamed into place, so they appear
+// together, and made durable by a journal record (objects in memory up
+// to maxJournaled) or else synced with the directory (all at once) and
+// the folder's parent; otherwise they are Put one after the other.
 func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
 	return d.PutAllIndexed(ctx, objs, nil)
 }
 
 // PutAllIndexed is PutAll, then an empty file at each key of index
 // (store.IndexPutter). In a new folder's case they are created once the
-// folder is renamed into place, and their folders are synced at the same
-// time as the folder's parent: one round of syncs for both, where a Put
-// after PutAll waited for a second.
+// folder is renamed into place, and are in the folder's journal record,
+// or else their folders are synced at the same time as the folder's
+// parent: one round of syncs for both, where a Put after PutAll waited
+// for a second.
 func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) (err error) {
 	paths := make([]string, len(objs))
 	for i, o := range objs {
