@@ -43,8 +43,8 @@ type journal struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	f    *os.File // the file appended to
-	gen  uint64   // f's generation, in its name and each record
+	f    *os.File // the file appended to, nil until a write needs one
+	gen  uint64   // f's generation (the last one's while f is nil), in its name and each record
 	size int64
 	// appended and synced count records: a writer whose record is number
 	// n waits for synced ≥ n, starting a sync when none runs.
@@ -79,18 +79,16 @@ const journalMagic = "VJR1"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// openJournal replays the journal files in root (replay) and starts a new
-// one, of the next generation.
+// openJournal replays the journal files in root (replayJournals); the
+// next file is created by the first write that needs it, so that a store
+// that never journals has none.
 func openJournal(d *Dir) (*journal, error) {
 	gen, err := replayJournals(d)
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{root: d.root, keys: map[string]int{}}
+	j := &journal{root: d.root, gen: gen, keys: map[string]int{}}
 	j.cond = sync.NewCond(&j.mu)
-	if j.f, j.gen, err = createJournal(d.root, gen+1); err != nil {
-		return nil, err
-	}
 	return j, nil
 }
 
@@ -192,6 +190,14 @@ func (j *journal) commit(d *Dir, r *journalRecord, paths []string) error {
 		j.mu.Unlock()
 		return errJournalOff
 	}
+	if j.f == nil {
+		f, gen, err := createJournal(j.root, j.gen+1)
+		if err != nil {
+			j.mu.Unlock()
+			return err
+		}
+		j.f, j.gen, j.size = f, gen, 0
+	}
 	r.seal(j.gen)
 	if _, err := j.f.Write(r.buf); err != nil {
 		// A short write (a full disk) is cut off again; the records
@@ -277,8 +283,8 @@ func (d *Dir) settle(key string) error {
 	return nil
 }
 
-// checkpoint moves the appends to a new journal file and makes what the
-// old one's records wrote durable on its own (each file, then each
+// checkpoint moves the appends to a new journal file (created by the
+// next write) and makes what the old one's records wrote durable on its own (each file, then each
 // folder and its entry up to the root), then removes the old file.
 func (d *Dir) checkpoint() error {
 	j := d.journal
@@ -289,26 +295,24 @@ func (d *Dir) checkpoint() error {
 		defer j.mu.Unlock()
 		return j.failed
 	}
-	if j.size == 0 {
+	if j.f == nil || j.size == 0 {
 		j.mu.Unlock()
 		return nil
 	}
 	// Every record of the old file is synced before the appends move on,
-	// so that the next sync (of the new file) covers only new ones.
-	if err := j.waitSynced(j.appended); err != nil {
-		j.mu.Unlock()
-		return err
-	}
-	nf, gen, err := createJournal(j.root, j.gen+1)
-	if err != nil {
-		j.mu.Unlock()
-		return err
+	// so that the next sync (of the new file) covers only new ones; a
+	// record appended while this waited is waited for too.
+	for j.synced < j.appended {
+		if err := j.waitSynced(j.appended); err != nil {
+			j.mu.Unlock()
+			return err
+		}
 	}
 	old, paths, keys := j.f, j.paths, j.fkeys
-	j.f, j.gen, j.size, j.paths, j.fkeys = nf, gen, 0, nil, nil
+	j.f, j.size, j.paths, j.fkeys = nil, 0, nil, nil
 	j.mu.Unlock()
 
-	err = d.syncPaths(paths)
+	err := d.syncPaths(paths)
 	if err == nil {
 		old.Close()
 		// Gone already when a Dir opened later on the same root replayed
