@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -64,14 +65,33 @@ func (mw *memberWriter) Write(p []byte) (int, error) {
 }
 
 // buffer is an empty block of gzipMember bytes' capacity, a written
-// member's when there is one.
+// member's when there is one, else one of memberBlocks.
 func (mw *memberWriter) buffer() []byte {
 	if n := len(mw.ins); n > 0 {
 		b := mw.ins[n-1]
 		mw.ins = mw.ins[:n-1]
 		return b[:0]
 	}
+	if bp, ok := memberBlocks.Get().(*[]byte); ok && cap(*bp) == gzipMember {
+		return (*bp)[:0]
+	}
 	return make([]byte, 0, gzipMember)
+}
+
+// memberBlocks keeps the blocks of finished memberWriters: a new block
+// is a megabyte to allocate and clear, and an OTLP intake's profile of
+// 100 KB, one block each, spent an eighth of the server's CPU on that.
+var memberBlocks sync.Pool
+
+// release hands the writer's blocks back to memberBlocks once nothing
+// reads them (every member written, the last block compressed).
+func (mw *memberWriter) release() {
+	for _, b := range append(mw.ins, mw.block) {
+		if cap(b) == gzipMember {
+			memberBlocks.Put(&b)
+		}
+	}
+	mw.ins, mw.block = nil, nil
 }
 
 // start compresses the filled block on a goroutine of its own, once at
@@ -114,6 +134,7 @@ func (mw *memberWriter) writeOldest() {
 // reports the first error. An encoding that never filled a member is
 // compressed here, as one gzip stream (an empty one for no bytes).
 func (mw *memberWriter) Close() error {
+	defer mw.release()
 	if len(mw.pending) == 0 && mw.written == 0 {
 		if mw.err == nil {
 			mw.err = gzipTo(mw.w, mw.block)

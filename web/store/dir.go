@@ -24,8 +24,12 @@ import (
 // Put survives a crash. Concurrent writes into one directory share its
 // fsyncs (group commit: each waits for a sync begun after its rename), and
 // a directory's own entry in its parent is synced once per process. The
-// syncs one write needs and that do not depend on each other run at once
-// (PutAll's files and folder; PutAllIndexed's folders).
+// syncs one write needs and that do not depend on each other run at once.
+// A new folder's objects held in memory (PutAll, PutAllIndexed: a new
+// profile's) are not synced one by one: one record in the journal
+// (journal.go), synced with the concurrent writers' records, makes them
+// durable, and a background checkpoint syncs their files later. Empty
+// objects are links of one empty file (empty.go).
 type Dir struct {
 	root string
 
@@ -34,6 +38,10 @@ type Dir struct {
 	// has synced, the most recent few thousand (one forgotten is synced
 	// again).
 	durable *lru.Cache[string, struct{}]
+	// journal is the group commit of new folders' writes (journal.go).
+	journal *journal
+	// empty is the file every empty object is a link of (empty.go).
+	empty emptyFile
 }
 
 // tempPrefix names Put's temporary files; Dir refuses keys with a path
@@ -41,7 +49,7 @@ type Dir struct {
 const tempPrefix = ".tmp-"
 
 // NewDir returns a store rooted at root, creating the directory if needed.
-// It removes the temporary files of writes a crash interrupted (a kill -9
+// It replays the journal a crash left (journal.go) and removes the temporary files of writes a crash interrupted (a kill -9
 // during an upload leaves one beside its destination; none was ever
 // acknowledged). A directory is one process's: every temporary file found
 // at start-up is an orphan. Two processes sharing a directory are not
@@ -53,12 +61,18 @@ func NewDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	sweepTemps(root)
 	durable, err := lru.New[string, struct{}](4096)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{root: root, syncs: dirSyncs{m: map[string]*dirSync{}}, durable: durable}, nil
+	d := &Dir{root: root, syncs: dirSyncs{m: map[string]*dirSync{}}, durable: durable}
+	// The journal's records are made durable again before the temporary
+	// files go: a record names objects, never a temporary file.
+	if d.journal, err = openJournal(d); err != nil {
+		return nil, err
+	}
+	sweepTemps(root)
+	return d, nil
 }
 
 // sweepTemps removes the regular files and directories named like Put's
@@ -103,6 +117,9 @@ func (d *Dir) path(key string) (string, error) {
 func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	p, err := d.path(key)
 	if err != nil {
+		return err
+	}
+	if err := d.settle(key); err != nil {
 		return err
 	}
 	dir := filepath.Dir(p)
@@ -155,20 +172,14 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 // creating it changes its directory only, which syncEntry makes durable
 // (the journal commits the new inode with its directory entry).
 func (d *Dir) createEmpty(p string) (ok bool, err error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err = d.empty.create(d.root, p)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: %w", err)
 	}
-	err = f.Chmod(0o644)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = d.syncEntry(filepath.Dir(p))
-	}
+	err = d.syncEntry(filepath.Dir(p))
 	if err != nil {
 		os.Remove(p)
 		return false, fmt.Errorf("store: %w", err)
@@ -206,18 +217,20 @@ func (d *Dir) syncDurable(dir string) error {
 
 // PutAll writes objs, whose keys are in one folder, as Put would each.
 // When the folder is new (a new profile's), they are written into a
-// temporary directory that is synced with them (all at once) and renamed
-// into place, so they appear together, with one fsync per file and two
-// for the directories; otherwise they are Put one after the other.
+// temporary directory that is renamed into place, so they appear
+// together, and made durable by a journal record (objects in memory up
+// to maxJournaled) or else synced with the directory (all at once) and
+// the folder's parent; otherwise they are Put one after the other.
 func (d *Dir) PutAll(ctx context.Context, objs []Object) (err error) {
 	return d.PutAllIndexed(ctx, objs, nil)
 }
 
 // PutAllIndexed is PutAll, then an empty file at each key of index
 // (store.IndexPutter). In a new folder's case they are created once the
-// folder is renamed into place, and their folders are synced at the same
-// time as the folder's parent: one round of syncs for both, where a Put
-// after PutAll waited for a second.
+// folder is renamed into place, and are in the folder's journal record,
+// or else their folders are synced at the same time as the folder's
+// parent: one round of syncs for both, where a Put after PutAll waited
+// for a second.
 func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) (err error) {
 	paths := make([]string, len(objs))
 	for i, o := range objs {
@@ -248,6 +261,15 @@ func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) 
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	// A journaled write (the objects in memory, not too large) writes
+	// its files unsynced, and one record synced with the other writers'
+	// makes it durable (journal.go).
+	var rec *journalRecord
+	if d.journal != nil {
+		if rec, objs, err = newRecord(objs, index); err != nil {
+			return err
+		}
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(parent, tempPrefix+"dir-"+hex.EncodeToString(rnd[:]))
@@ -259,12 +281,12 @@ func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) 
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := writeAllSynced(ctx, tmp, paths, objs); err != nil {
+	if err := writeAll(ctx, tmp, paths, objs, rec == nil); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		// Another writer made the folder meanwhile: move the synced
-		// files in one by one.
+		// Another writer made the folder meanwhile: move the files in
+		// one by one.
 		if _, serr := os.Lstat(dir); serr != nil {
 			return fmt.Errorf("store: %w", err)
 		}
@@ -274,13 +296,15 @@ func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) 
 			}
 		}
 		os.Remove(tmp)
-		if err := d.syncEntry(dir); err != nil {
-			return err
+		if rec == nil {
+			if err := d.syncEntry(dir); err != nil {
+				return err
+			}
+			return PutIndex(ctx, d, index)
 		}
-		return PutIndex(ctx, d, index)
 	}
 	// The folder is in place: its index entries are created, and the
-	// folders of both synced at once.
+	// folders of both synced at once (or journaled).
 	dirs := []string{parent}
 	for _, m := range marks {
 		if err := d.createMark(ctx, m); err != nil {
@@ -289,6 +313,18 @@ func (d *Dir) PutAllIndexed(ctx context.Context, objs []Object, index []string) 
 		if md := filepath.Dir(m); !slices.Contains(dirs, md) {
 			dirs = append(dirs, md)
 		}
+	}
+	if rec != nil {
+		// What a checkpoint syncs: the files, then the folders (a
+		// trailing separator) with their entries up to the root.
+		ps := slices.Concat(paths, marks, []string{dir + string(filepath.Separator)})
+		for _, md := range dirs[1:] {
+			ps = append(ps, md+string(filepath.Separator))
+		}
+		if err := d.journal.commit(d, rec, ps); !errors.Is(err, errJournalOff) {
+			return err
+		}
+		return d.syncPaths(ps)
 	}
 	errs := make([]error, len(dirs))
 	var wg sync.WaitGroup
@@ -309,7 +345,7 @@ func (d *Dir) createMark(ctx context.Context, p string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := d.empty.create(d.root, p)
 	if errors.Is(err, fs.ErrExist) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			return nil
@@ -318,14 +354,6 @@ func (d *Dir) createMark(ctx context.Context, p string) error {
 		return d.Put(ctx, filepath.ToSlash(key), strings.NewReader(""))
 	}
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	err = f.Chmod(0o644)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(p)
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
@@ -341,13 +369,13 @@ func sameDir(paths []string) bool {
 	return true
 }
 
-// writeAllSynced creates each object's file in dir (named as in paths)
-// with its bytes, then syncs the files and dir at once, each on a
-// goroutine of its own: their writes and the disk's cache flushes
+// writeAll creates each object's file in dir (named as in paths) with
+// its bytes, then, when sync is set, syncs the files and dir at once,
+// each on a goroutine of its own: their writes and the disk's cache flushes
 // overlap (ext4 without a journal, as on the benchmark machine, writes
 // and flushes for each fsync on its own), and where there is a journal
 // they join one commit; one after the other, each waited for the last.
-func writeAllSynced(ctx context.Context, dir string, paths []string, objs []Object) (err error) {
+func writeAll(ctx context.Context, dir string, paths []string, objs []Object, sync bool) (err error) {
 	files := make([]*os.File, 0, len(objs))
 	defer func() {
 		for _, f := range files {
@@ -369,6 +397,14 @@ func writeAllSynced(ctx context.Context, dir string, paths []string, objs []Obje
 			return fmt.Errorf("store: %w", err)
 		}
 	}
+	if !sync {
+		return nil
+	}
+	return syncAll(dir, files, objs)
+}
+
+// syncAll syncs files, objs' in dir, and dir, at once.
+func syncAll(dir string, files []*os.File, objs []Object) error {
 	errs := make([]error, len(files)+1)
 	var wg sync.WaitGroup
 	for i, f := range files {

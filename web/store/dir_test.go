@@ -257,6 +257,10 @@ func TestDirPutAllIndexed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "p3")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("PutAllIndexed with an invalid index key wrote its folder: %v", err)
 	}
+	// The new folders' syncs are the journal's checkpoint's.
+	if err := d.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
 	d2, err := NewDir(root) // a restart
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func (d *Dir) List(ctx context.Context, prefix string) ([]string, error) {
 		if strings.HasPrefix(e.Name(), tempPrefix) && e.IsDir() {
 			return fs.SkipDir // a PutAll's, not yet in place
 		}
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), tempPrefix) {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), tempPrefix) || strings.HasPrefix(e.Name(), journalPrefix) || e.Name() == emptyName {
 			return nil
 		}
 		rel, err := filepath.Rel(d.root, p)
@@ -106,6 +106,9 @@ func (d *Dir) Commit(ctx context.Context, key string, f *os.File) (err error) {
 	}()
 	p, err := d.path(key)
 	if err != nil {
+		return err
+	}
+	if err := d.settle(key); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
