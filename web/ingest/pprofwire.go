@@ -627,6 +627,18 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 		}
 	}
 	m.table.insert(slot, h, int32(len(m.us)))
+	// Doubled when full: append grows a large slice by a quarter, which
+	// for the stream's merger (sized for 4096 samples, then 500k at 2M)
+	// allocated and copied its arrays five times over.
+	if len(m.us) == cap(m.us) {
+		m.us = slices.Grow(m.us, len(m.us))
+	}
+	if cap(m.values)-len(m.values) < len(vals) {
+		m.values = slices.Grow(m.values, max(len(m.values), len(vals)))
+	}
+	if cap(m.labels)-len(m.labels) < len(labels) {
+		m.labels = slices.Grow(m.labels, max(len(m.labels), len(labels)))
+	}
 	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
 		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
 	m.values = append(m.values, vals...)
