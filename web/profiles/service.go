@@ -357,9 +357,12 @@ type convertedAhead struct {
 }
 
 // convertedAheadBytes is how much of a converted copy is held while its
-// store write has not started: the 2M-sample profile's whole copy (36
-// MB), and a bound on larger ones, whose encoder then waits for the store.
-const convertedAheadBytes = 48 << 20
+// store write has not started, after which the encoder waits for the
+// store: about what the 2M-sample profile's encoder makes while its 83 MB
+// original is written and synced (0.3–0.4 s). 48 MiB raised the peak heap
+// of TestHostileInputs' 1.9M-location upload past its bound (1153, 1187
+// MiB in 5 runs, against 1060–1106 on main); 16 MiB: 1008–1095 in 4.
+const convertedAheadBytes = 16 << 20
 
 // encodeAhead starts encoding p as gzipped pprof, up to
 // convertedAheadBytes ahead of its store write (put); stop ends it.
