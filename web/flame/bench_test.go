@@ -144,3 +144,19 @@ func BenchmarkFirstView2M(b *testing.B) {
 	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
 	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkGroupStacks2M is the grouping of the 2M-sample profile's
+// samples by stack (groupStacksOf), the one pass of the first view before
+// its stacks are expanded on two goroutines.
+//
+//	go test -run '^$' -bench GroupStacks2M -benchtime 5x ./web/flame
+func BenchmarkGroupStacks2M(b *testing.B) {
+	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	of := make([]int32, len(p.Sample))
+	for b.Loop() {
+		groupStacksOf(p, 0, of)
+	}
+}

@@ -197,43 +197,113 @@ func groupStacks(p *profile.Profile, si int) []stack { return groupStacksOf(p, s
 // groupStacksOf is groupStacks that also writes, when of is not nil (one
 // element per sample), the index of each sample's stack, -1 for a skipped
 // sample: what the time index (timeindex.go) needs to find a sample's
-// stack again. The stacks and their hash map are sized for a stack per
+// stack again. The stacks and their table are sized for a stack per
 // sample: web/ingest's decoder merges the samples of one stack and labels
 // into one, so most have a stack of their own, and growing both was a
 // third of the 2M-sample profile's grouping.
 func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 	uniq := make([]stack, 0, len(p.Sample))
-	byHash := make(map[uint64]int32, len(p.Sample))
-	for k, s := range p.Sample {
-		if of != nil {
-			of[k] = -1
-		}
-		if si >= len(s.Value) || s.Value[si] == 0 {
-			continue
-		}
-		v := s.Value[si]
-		// Hashed by the locations' addresses, which sameStack compares:
-		// reading each Location's ID instead cost a cache miss per frame.
-		h := uint64(14695981039346656037)
-		for _, l := range s.Location {
-			h = (h ^ uint64(uintptr(unsafe.Pointer(l)))) * 1099511628211
-		}
-		h ^= uint64(len(s.Location))
-		if i, ok := byHash[h]; ok && sameStack(uniq[i].locs, s.Location) {
-			uniq[i].v += v
+	var t stackTable
+	t.init(len(p.Sample))
+	var hs [stackBatch]uint64
+	var ks [stackBatch]int32
+	for lo := 0; lo < len(p.Sample); lo += stackBatch {
+		// Hash a batch of samples, load the table slots they point to,
+		// then find or add them: each slot's load misses the cache (the
+		// table of a stack per sample is far larger than it), and the
+		// loads of one batch overlap where one sample after another
+		// waited for each (the map this replaced was most of the 2M
+		// profile's grouping).
+		m := 0
+		for k := lo; k < min(lo+stackBatch, len(p.Sample)); k++ {
+			s := p.Sample[k]
 			if of != nil {
-				of[k] = i
+				of[k] = -1
 			}
-			continue
-		} else if !ok {
-			byHash[h] = int32(len(uniq))
+			if si >= len(s.Value) || s.Value[si] == 0 {
+				continue
+			}
+			// Hashed by the locations' addresses, which sameStack compares:
+			// reading each Location's ID instead cost a cache miss per frame.
+			h := uint64(14695981039346656037)
+			for _, l := range s.Location {
+				h = (h ^ uint64(uintptr(unsafe.Pointer(l)))) * 1099511628211
+			}
+			h ^= uint64(len(s.Location))
+			h ^= h >> 29 // the slot is the low bits: mix the high ones in
+			hs[m], ks[m] = h, int32(k)
+			m++
 		}
-		if of != nil {
-			of[k] = int32(len(uniq))
+		t.touch(hs[:m])
+		for i, h := range hs[:m] {
+			k := ks[i]
+			s := p.Sample[k]
+			slot, found := t.find(h, func(j int32) bool { return sameStack(uniq[j].locs, s.Location) })
+			if found >= 0 {
+				uniq[found].v += s.Value[si]
+			} else {
+				found = int32(len(uniq))
+				t.insert(slot, h, found)
+				uniq = append(uniq, stack{s.Location, s.Value[si]})
+			}
+			if of != nil {
+				of[k] = found
+			}
 		}
-		uniq = append(uniq, stack{s.Location, v})
+	}
+	if t.sink == 1 { // (read, so that touch's loads are not optimized away)
+		uniq = uniq[:len(uniq):len(uniq)]
 	}
 	return uniq
+}
+
+// stackBatch is how many samples groupStacksOf hashes before it looks
+// them up.
+const stackBatch = 32
+
+// stackTable finds a stack by its hash: open addressing, a slot holding
+// the hash's high 32 bits beside 1 + the stack's index (0: empty), sized
+// for a stack per sample at most half full.
+type stackTable struct {
+	slots []uint64
+	sink  uint64 // what touch loaded, so that it is loaded
+}
+
+func (t *stackTable) init(n int) {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	t.slots = make([]uint64, size)
+}
+
+// touch loads the slots of hashes hs, side by side.
+func (t *stackTable) touch(hs []uint64) {
+	mask := len(t.slots) - 1
+	x := t.sink
+	for _, h := range hs {
+		x += t.slots[int(h)&mask]
+	}
+	t.sink = x
+}
+
+// find is the stack of hash h that same says is the one (-1 if none),
+// and else the empty slot where it goes.
+func (t *stackTable) find(h uint64, same func(i int32) bool) (slot int, found int32) {
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		e := t.slots[i]
+		if e == 0 {
+			return i, -1
+		}
+		if e>>32 == h>>32 && same(int32(uint32(e))-1) {
+			return i, int32(uint32(e)) - 1
+		}
+	}
+}
+
+func (t *stackTable) insert(slot int, h uint64, i int32) {
+	t.slots[slot] = h>>32<<32 | uint64(uint32(i+1))
 }
 
 func sameStack(a, b []*profile.Location) bool {

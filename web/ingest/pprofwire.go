@@ -491,6 +491,11 @@ type sampleMerger struct {
 	recs    []record // and records
 	scratch []byte   // location IDs sent unpacked, packed again
 	sink    uint64   // what addBatch loaded ahead, so that it is loaded
+
+	// samplesValid is set by build when the samples it built pass
+	// CheckValid's checks of samples (each has a value per sample type
+	// and no nil location), so that checkValid need not walk them again.
+	samplesValid bool
 }
 
 // newSampleMerger is a merger sized for about n distinct samples.
@@ -622,6 +627,18 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 		}
 	}
 	m.table.insert(slot, h, int32(len(m.us)))
+	// Doubled when full: append grows a large slice by a quarter, which
+	// for the stream's merger (sized for 4096 samples, then 500k at 2M)
+	// allocated and copied its arrays five times over.
+	if len(m.us) == cap(m.us) {
+		m.us = slices.Grow(m.us, len(m.us))
+	}
+	if cap(m.values)-len(m.values) < len(vals) {
+		m.values = slices.Grow(m.values, max(len(m.values), len(vals)))
+	}
+	if cap(m.labels)-len(m.labels) < len(labels) {
+		m.labels = slices.Grow(m.labels, max(len(m.labels), len(labels)))
+	}
 	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
 		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
 	m.values = append(m.values, vals...)
@@ -657,7 +674,11 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 	all := make([]*profile.Location, n)
 	samples := make([]profile.Sample, k)
 	p.Sample = make([]*profile.Sample, k)
-	locate := func(lo, hi int, all []*profile.Location) {
+	// valid is, per half, whether its samples pass CheckValid's checks
+	// of samples (samplesValid).
+	var valid [2]bool
+	locate := func(lo, hi int, all []*profile.Location, valid *bool) {
+		ok := true
 		for i := lo; i < hi; i++ {
 			u := &m.us[i]
 			sm := &samples[i]
@@ -665,6 +686,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 			if u.nvalues > 0 {
 				sm.Value = m.values[u.value : u.value+int(u.nvalues) : u.value+int(u.nvalues)]
 			}
+			ok = ok && int(u.nvalues) == len(p.SampleType)
 			c := int(u.n)
 			sm.Location = all[:c:c]
 			all = all[c:]
@@ -678,21 +700,26 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 					id, n = protowire.ConsumeVarint(ids)
 					ids = ids[n:]
 				}
-				sm.Location[j] = locs.get(id)
+				l := locs.get(id)
+				ok = ok && l != nil
+				sm.Location[j] = l
 			}
 		}
+		*valid = ok
 	}
 	if half < k {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			locate(half, k, all[atHalf:])
+			locate(half, k, all[atHalf:], &valid[1])
 		}()
-		locate(0, half, all)
+		locate(0, half, all, &valid[0])
 		<-done
 	} else {
-		locate(0, k, all)
+		locate(0, k, all, &valid[0])
+		valid[1] = true
 	}
+	m.samplesValid = valid[0] && valid[1] && (len(p.SampleType) > 0 || k == 0)
 	// Samples with the same label messages share their label maps (read
 	// only once parsed, as perf.data's converter shares them): a converted
 	// perf.data has a sample per thread, time and stack, and a map set per
