@@ -34,9 +34,46 @@ type unitRange struct {
 type unit struct {
 	entry *dwarf.Entry
 	end   dwarf.Offset // where the next unit starts
-	mu    sync.Mutex
-	data  atomic.Pointer[unitData]
-	err   error
+	unitLoad
+}
+
+// unitLoad is a compile unit's decoded data, made once, by the first
+// lookup that needs it (both liners' units hold one); a unit that failed
+// to decode keeps its error and is not decoded again.
+type unitLoad struct {
+	mu   sync.Mutex
+	data atomic.Pointer[unitData]
+	err  error
+}
+
+// get returns the unit's data, decoding it with decode the first time. A
+// panic in decode becomes the unit's error, naming path; wrap, when not
+// nil, adds to any error what the caller knows of the unit.
+func (u *unitLoad) get(path string, decode func() (*unitData, error), wrap func(error) error) (*unitData, error) {
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if ud := u.data.Load(); ud != nil {
+		return ud, nil
+	}
+	if u.err != nil {
+		return nil, u.err
+	}
+	var ud *unitData
+	func() {
+		defer recoverInto(&u.err, path)
+		ud, u.err = decode()
+	}()
+	if u.err != nil {
+		if wrap != nil {
+			u.err = wrap(u.err)
+		}
+		return nil, u.err
+	}
+	u.data.Store(ud)
+	return ud, nil
 }
 
 // unitData is one compile unit decoded for lookups: a sorted line table and
@@ -322,27 +359,7 @@ func (ud *unitData) lineIn(rows []lineRow, pc uint64) (string, int, int) {
 }
 
 func (l *dwarfLiner) load(u *unit) (*unitData, error) {
-	if ud := u.data.Load(); ud != nil {
-		return ud, nil
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if ud := u.data.Load(); ud != nil {
-		return ud, nil
-	}
-	if u.err != nil {
-		return nil, u.err
-	}
-	var ud *unitData
-	func() {
-		defer recoverInto(&u.err, l.f.path)
-		ud, u.err = l.decode(u)
-	}()
-	if u.err != nil {
-		return nil, u.err
-	}
-	u.data.Store(ud)
-	return ud, nil
+	return u.get(l.f.path, func() (*unitData, error) { return l.decode(u) }, nil)
 }
 
 // decode reads one unit's line table and function tree.

@@ -84,9 +84,7 @@ type funit struct {
 	compDir string
 	cuDIE   die
 
-	mu   sync.Mutex
-	data atomic.Pointer[unitData]
-	err  error
+	unitLoad
 }
 
 type attrSpec struct {
@@ -1042,28 +1040,9 @@ func (l *fastLiner) lookup(pc uint64, frames []Frame) ([]Frame, bool, error) {
 }
 
 func (l *fastLiner) load(u *funit) (*unitData, error) {
-	if ud := u.data.Load(); ud != nil {
-		return ud, nil
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if ud := u.data.Load(); ud != nil {
-		return ud, nil
-	}
-	if u.err != nil {
-		return nil, u.err
-	}
-	var ud *unitData
-	func() {
-		defer recoverInto(&u.err, l.f.path)
-		ud, u.err = l.decode(u)
-	}()
-	if u.err != nil {
-		u.err = fmt.Errorf("%s: corrupt DWARF in the unit at .debug_info+%#x: %w", l.f.path, u.off, u.err)
-		return nil, u.err
-	}
-	u.data.Store(ud)
-	return ud, nil
+	return u.get(l.f.path, func() (*unitData, error) { return l.decode(u) }, func(err error) error {
+		return fmt.Errorf("%s: corrupt DWARF in the unit at .debug_info+%#x: %w", l.f.path, u.off, err)
+	})
 }
 
 // decode builds a unit's line table and function tree.
