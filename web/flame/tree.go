@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/web/hashindex"
 )
 
 // DefaultMinFraction merges frames narrower than 1/20000 of the root: less
@@ -203,8 +205,9 @@ func groupStacks(p *profile.Profile, si int) []stack { return groupStacksOf(p, s
 // third of the 2M-sample profile's grouping.
 func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 	uniq := make([]stack, 0, len(p.Sample))
-	var t stackTable
-	t.init(len(p.Sample))
+	var t hashindex.Table
+	t.Init(len(p.Sample))
+	var sink int32 // what the batches loaded ahead, so that it is loaded
 	var hs [stackBatch]uint64
 	var ks [stackBatch]int32
 	for lo := 0; lo < len(p.Sample); lo += stackBatch {
@@ -230,20 +233,21 @@ func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 				h = (h ^ uint64(uintptr(unsafe.Pointer(l)))) * 1099511628211
 			}
 			h ^= uint64(len(s.Location))
-			h ^= h >> 29 // the slot is the low bits: mix the high ones in
 			hs[m], ks[m] = h, int32(k)
 			m++
 		}
-		t.touch(hs[:m])
+		for _, h := range hs[:m] {
+			sink += t.Home(h)
+		}
 		for i, h := range hs[:m] {
 			k := ks[i]
 			s := p.Sample[k]
-			slot, found := t.find(h, func(j int32) bool { return sameStack(uniq[j].locs, s.Location) })
+			slot, found := t.Find(h, func(j int32) bool { return sameStack(uniq[j].locs, s.Location) })
 			if found >= 0 {
 				uniq[found].v += s.Value[si]
 			} else {
 				found = int32(len(uniq))
-				t.insert(slot, h, found)
+				t.Insert(slot, h, found)
 				uniq = append(uniq, stack{s.Location, s.Value[si]})
 			}
 			if of != nil {
@@ -251,7 +255,7 @@ func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 			}
 		}
 	}
-	if t.sink == 1 { // (read, so that touch's loads are not optimized away)
+	if sink == -1<<31 { // (read, so that the loads ahead are not optimized away)
 		uniq = uniq[:len(uniq):len(uniq)]
 	}
 	return uniq
@@ -260,51 +264,6 @@ func groupStacksOf(p *profile.Profile, si int, of []int32) []stack {
 // stackBatch is how many samples groupStacksOf hashes before it looks
 // them up.
 const stackBatch = 32
-
-// stackTable finds a stack by its hash: open addressing, a slot holding
-// the hash's high 32 bits beside 1 + the stack's index (0: empty), sized
-// for a stack per sample at most half full.
-type stackTable struct {
-	slots []uint64
-	sink  uint64 // what touch loaded, so that it is loaded
-}
-
-func (t *stackTable) init(n int) {
-	size := 16
-	for size < 2*n {
-		size <<= 1
-	}
-	t.slots = make([]uint64, size)
-}
-
-// touch loads the slots of hashes hs, side by side.
-func (t *stackTable) touch(hs []uint64) {
-	mask := len(t.slots) - 1
-	x := t.sink
-	for _, h := range hs {
-		x += t.slots[int(h)&mask]
-	}
-	t.sink = x
-}
-
-// find is the stack of hash h that same says is the one (-1 if none),
-// and else the empty slot where it goes.
-func (t *stackTable) find(h uint64, same func(i int32) bool) (slot int, found int32) {
-	mask := len(t.slots) - 1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
-		e := t.slots[i]
-		if e == 0 {
-			return i, -1
-		}
-		if e>>32 == h>>32 && same(int32(uint32(e))-1) {
-			return i, int32(uint32(e)) - 1
-		}
-	}
-}
-
-func (t *stackTable) insert(slot int, h uint64, i int32) {
-	t.slots[slot] = h>>32<<32 | uint64(uint32(i+1))
-}
 
 func sameStack(a, b []*profile.Location) bool {
 	if len(a) != len(b) {

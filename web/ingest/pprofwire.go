@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"viewer/web/hashindex"
 )
 
 // decodePprof decodes an uncompressed profile.proto message into the same
@@ -482,13 +484,14 @@ type mergedSample struct {
 type sampleMerger struct {
 	seed   maphash.Seed
 	us     []mergedSample
-	table  mergeTable
+	table  hashindex.Table
 	values []int64
 	labels [][]byte
 
 	vals    []int64  // a batch's values
 	lbs     [][]byte // and label messages
 	recs    []record // and records
+	homes   []int32  // and the merged sample in each record's home slot (hashindex.Table.Home), -1 if none
 	scratch []byte   // location IDs sent unpacked, packed again
 	sink    uint64   // what addBatch loaded ahead, so that it is loaded
 
@@ -501,7 +504,7 @@ type sampleMerger struct {
 // newSampleMerger is a merger sized for about n distinct samples.
 func newSampleMerger(seed maphash.Seed, n int) *sampleMerger {
 	m := &sampleMerger{seed: seed}
-	m.table.init(n + 1)
+	m.table.Init(n + 1)
 	m.us = make([]mergedSample, 0, n+1)
 	m.values = make([]int64, 0, n+1)
 	return m
@@ -577,15 +580,14 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 	}
 	// Load what the merge will read, records side by side.
 	var x uint64
-	slots := m.table.slots
-	mask := len(slots) - 1
+	homes := m.homes[:0]
 	for i := range m.recs {
-		x += slots[int(m.recs[i].h>>32)&mask]
+		homes = append(homes, m.table.Home(m.recs[i].h))
 	}
-	for i := range m.recs {
-		e := slots[int(m.recs[i].h>>32)&mask]
-		if e != 0 && e>>32 == m.recs[i].h>>32 {
-			u := &m.us[int32(uint32(e))-1]
+	m.homes = homes
+	for _, k := range homes {
+		if k >= 0 {
+			u := &m.us[k]
 			if len(u.locs) > 0 {
 				x += uint64(u.locs[0])
 			}
@@ -612,7 +614,7 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 // record has the bytes of one counted already), -1 when they are not
 // packed varints.
 func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels [][]byte) int {
-	slot, found := m.table.find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
+	slot, found := m.table.Find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
 	if found >= 0 {
 		u := &m.us[found]
 		v := m.values[u.value : u.value+int(u.nvalues)]
@@ -626,7 +628,7 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 			return -1
 		}
 	}
-	m.table.insert(slot, h, int32(len(m.us)))
+	m.table.Insert(slot, h, int32(len(m.us)))
 	// Doubled when full: append grows a large slice by a quarter, which
 	// for the stream's merger (sized for 4096 samples, then 500k at 2M)
 	// allocated and copied its arrays five times over.
@@ -802,62 +804,6 @@ func sampleFields(b []byte, vals *[]int64, labels *[][]byte) (locs []byte, field
 		}
 	}
 	return locs, fieldsSeen, unpacked, nil
-}
-
-// mergeTable finds merged samples by hash: a linear-probing table whose
-// entries hold a sample's index plus one (0 is empty) in the low 32 bits
-// and the top 32 bits of its hash in the high ones, which also place it,
-// so most probes that do not match are rejected without loading the
-// sample, and growing needs no sample either.
-type mergeTable struct {
-	slots []uint64
-	used  int
-}
-
-func (t *mergeTable) init(n int) {
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
-	t.slots = make([]uint64, size)
-}
-
-// find returns the sample of hash h that same says is the one, or -1 and
-// the empty slot where it goes.
-func (t *mergeTable) find(h uint64, same func(i int32) bool) (slot int, found int32) {
-	mask := len(t.slots) - 1
-	for j := int(h>>32) & mask; ; j = (j + 1) & mask {
-		e := t.slots[j]
-		if e == 0 {
-			return j, -1
-		}
-		if e>>32 == h>>32 && same(int32(uint32(e))-1) {
-			return j, int32(uint32(e)) - 1
-		}
-	}
-}
-
-// insert puts sample i of hash h in slot (from find), growing the table
-// when it is half full.
-func (t *mergeTable) insert(slot int, h uint64, i int32) {
-	t.slots[slot] = h>>32<<32 | uint64(uint32(i+1))
-	t.used++
-	if 2*t.used <= len(t.slots) {
-		return
-	}
-	old := t.slots
-	t.slots = make([]uint64, 2*len(old))
-	mask := len(t.slots) - 1
-	for _, e := range old {
-		if e == 0 {
-			continue
-		}
-		j := int(e>>32) & mask
-		for t.slots[j] != 0 {
-			j = (j + 1) & mask
-		}
-		t.slots[j] = e
-	}
 }
 
 // packedLen is the number of varints packed in b, -1 when b does not end
