@@ -23,6 +23,9 @@ func (t *Table) Init(n int) {
 	t.used = 0
 }
 
+// Slots is the table's size in slots of 8 bytes: what its memory is.
+func (t *Table) Slots() int { return len(t.slots) }
+
 // Find returns the item of hash h that same says is the one, or -1 and
 // the empty slot where it goes.
 func (t *Table) Find(h uint64, same func(i int32) bool) (slot int, found int32) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -24,6 +25,9 @@ type Budget struct {
 	sem  *semaphore.Weighted
 	size int64
 	wait time.Duration
+	// held is what is taken now and peak the most ever taken at once:
+	// what the tests compare with the heap the parses reached.
+	held, peak atomic.Int64
 }
 
 // NewBudget is a budget of size bytes; a parse waits up to wait for its
@@ -55,7 +59,15 @@ func (b *Budget) take(ctx context.Context, n int64, what string) (release func()
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, fmt.Errorf("%w: the memory for uploads (--ingest-memory %s) is taken by other uploads; this one needs %s; retry shortly", ErrBusy, mib(b.size), mib(n))
 	}
-	return func() { b.sem.Release(n) }, nil
+	return b.taken(n), nil
+}
+
+// taken counts n bytes acquired, and returns what gives them back.
+func (b *Budget) taken(n int64) (release func()) {
+	h := b.held.Add(n)
+	for p := b.peak.Load(); h > p && !b.peak.CompareAndSwap(p, h); p = b.peak.Load() {
+	}
+	return func() { b.held.Add(-n); b.sem.Release(n) }
 }
 
 // TryTake reserves n bytes if they are free now, without waiting, and
@@ -70,7 +82,7 @@ func (b *Budget) TryTake(n int64) (release func(), ok bool) {
 	if !b.sem.TryAcquire(n) {
 		return nil, false
 	}
-	return func() { b.sem.Release(n) }, true
+	return b.taken(n), true
 }
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20) }

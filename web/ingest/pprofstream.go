@@ -28,9 +28,9 @@ import (
 // before, whose pre-scan and parse give the errors and the fallbacks they
 // always gave. Only then is the file written: a profile the stream
 // decodes never goes to disk a second time. What it decodes takes its
-// memory from lim.Memory as it grows, by the pre-scan's estimate (the
-// inflated bytes plus wireCounts.memory), only while the budget has it to
-// spare: otherwise it stops, and the spooled file's parse waits for the
+// memory from lim.Memory as it grows, by what it holds and will build
+// (pprofStream.memory: the distinct samples, not every record as the
+// pre-scan's bound counts), only while the budget has it to spare: otherwise it stops, and the spooled file's parse waits for the
 // whole estimate, or is refused with the budget's error, as before.
 type pprofStream struct {
 	lim   Limits
@@ -245,13 +245,13 @@ func (s *pprofStream) decide() {
 	s.grow()
 }
 
-// grow takes from the budget what the pre-scan would have estimated for
-// what came so far, if it is free now; else the stream stops.
+// grow takes from the budget what the stream holds and will build for
+// what came so far (memory), if it is free now; else the stream stops.
 func (s *pprofStream) grow() {
 	if s.off || s.lim.Memory == nil {
 		return
 	}
-	if want := s.size + s.c.memory(); want > s.held {
+	if want := s.memory(); want > s.held {
 		give, ok := s.lim.Memory.TryTake(want - s.held)
 		if !ok || want > s.lim.Memory.Size() {
 			if ok {
@@ -263,6 +263,23 @@ func (s *pprofStream) grow() {
 		s.held = want
 		s.gives = append(s.gives, give)
 	}
+}
+
+// memory bounds what the stream holds, and what building its profile
+// will allocate, for what came so far: the chunks (the last one's unused
+// room and the one being filled included), the tables as the pre-scan
+// counts them with their references kept until the build (24 bytes each,
+// up to 3× while the slice of them grows), and the merger's distinct
+// samples (sampleMerger.memory). Only the distinct samples cost memory:
+// a merged record is a sum into one of them, its bytes in its chunk.
+func (s *pprofStream) memory() int64 {
+	c := s.c
+	refs := 3 * 24 * (c.strings + c.locations + c.functions + c.mappings)
+	merged := int64(0)
+	if s.m != nil {
+		merged = s.m.memory()
+	}
+	return s.size + 2*int64(streamChunk) + c.tableMemory() + refs + merged
 }
 
 // fields decodes the top-level fields in c, after completing the one the
@@ -409,7 +426,9 @@ func (s *pprofStream) flush() bool {
 	s.c.locIDs += int64(ids)
 	s.c.values += int64(vals)
 	s.c.labels += int64(labels)
-	if err = overAny(err, s.c.samples, s.lim.MaxSamples, s.c.locIDs, s.lim.MaxFrames); err != nil {
+	// --max-frames bounds the frames the profile keeps: those of its
+	// distinct samples, as limitFrames counts them once it is built.
+	if err = overAny(err, s.c.samples, s.lim.MaxSamples, s.m.frames, s.lim.MaxFrames); err != nil {
 		s.fallback()
 		return false
 	}

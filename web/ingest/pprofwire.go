@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -494,6 +495,9 @@ type sampleMerger struct {
 	homes   []int32  // and the merged sample in each record's home slot (hashindex.Table.Home), -1 if none
 	scratch []byte   // location IDs sent unpacked, packed again
 	sink    uint64   // what addBatch loaded ahead, so that it is loaded
+	// frames is the location IDs of the distinct samples: the location
+	// pointers build makes, and what --max-frames bounds.
+	frames int64
 
 	// samplesValid is set by build when the samples it built pass
 	// CheckValid's checks of samples (each has a value per sample type
@@ -645,7 +649,19 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
 	m.values = append(m.values, vals...)
 	m.labels = append(m.labels, labels...)
+	m.frames += int64(n)
 	return n
+}
+
+// memory bounds what the merger holds and what build will allocate for
+// its samples so far, until it grows again: its arrays as allocated, the
+// next doubling of each (put and the table double them when full, the old
+// array live while it is copied), the samples' structs and pointers
+// (120+8), a location pointer per frame, and the label maps (80 a label).
+func (m *sampleMerger) memory() int64 {
+	arrays := int64(cap(m.us))*int64(unsafe.Sizeof(mergedSample{})) + int64(m.table.Slots())*8 +
+		int64(cap(m.values))*8 + int64(cap(m.labels))*24
+	return 3*arrays + int64(len(m.us))*(120+8) + 8*m.frames + int64(len(m.labels))*80
 }
 
 // absorb merges o's samples, all of records after m's, into m: summed

@@ -22,12 +22,26 @@ type wireCounts struct {
 // profile with these counts, on top of the input itself, when no two
 // sample records merge: per record its place in the input (24) and, as a
 // distinct sample, its struct, pointer and hash entry (136+8+16), per
-// location ID of a sample one pointer. The other sizes are those of
-// pprof's structs and slices on 64-bit Go, doubled where append growth can
-// leave up to half a slice unused.
+// location ID of a sample one pointer. It is the pre-scan's bound, made
+// before any record is merged: a profile whose records repeat their
+// stacks (the 2M benchmark profile's 2M records are 500k stacks) keeps
+// far less, which the streamed decode charges instead (pprofStream.memory).
+// parseOverhead is the parse's own first slices, whatever the profile.
 func (c wireCounts) memory() int64 {
+	return parseOverhead + c.tableMemory() +
+		c.samples*(24+136+8+16) + 8*c.locIDs + 2*8*c.values + 80*c.labels
+}
+
+// parseOverhead is what parsing even the smallest pprof input allocates
+// (a 2 kB one: 0.1 MiB measured).
+const parseOverhead = 1 << 20
+
+// tableMemory is what decodePprof allocates for the tables (strings,
+// locations, functions, mappings) and the remaining fields: the sizes
+// are those of pprof's structs and slices on 64-bit Go with room to
+// spare, doubled where append growth can leave up to half a slice unused.
+func (c wireCounts) tableMemory() int64 {
 	return 2*c.stringBytes + 2*16*c.strings + // string table: copies and headers
-		c.samples*(24+136+8+16) + 8*c.locIDs + 2*8*c.values + 80*c.labels +
 		c.locations*(104+8+8) + 2*56*c.lines +
 		c.functions*(96+8+8) + c.mappings*(176+8+8) + c.other
 }
