@@ -2,9 +2,13 @@ package ingest
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+
+	"viewer/web/hashindex"
 )
 
 // wireCounts is what a pprof protobuf holds, counted from its wire format
@@ -16,20 +20,42 @@ type wireCounts struct {
 	locations, lines     int64
 	functions, mappings  int64
 	other                int64 // bytes of the remaining fields (comments, sample types)
+	// The distinct samples (records of the same location IDs, labels
+	// and number of values merge into one) and their location IDs,
+	// values and labels: what the parse keeps (distinctSamples).
+	distinct, distinctLocIDs, distinctValues, distinctLabels int64
 }
 
-// memory estimates the bytes decodePprof (pprofwire.go) allocates for a
-// profile with these counts, on top of the input itself, when no two
-// sample records merge: per record its place in the input (24) and, as a
-// distinct sample, its struct, pointer and hash entry (136+8+16), per
-// location ID of a sample one pointer. It is the pre-scan's bound, made
-// before any record is merged: a profile whose records repeat their
-// stacks (the 2M benchmark profile's 2M records are 500k stacks) keeps
-// far less, which the streamed decode charges instead (pprofStream.memory).
+// memory bounds the bytes decodePprof (pprofwire.go) allocates for a
+// profile with these counts, on top of the input itself. Every record
+// costs its place in the input until the merge ends (24 bytes, up to
+// 2.25× as the slice of them grows); only the distinct samples cost
+// more: the two mergers' arrays (decodeSamples merges each half of the
+// records on its own, then the second's samples into the first), then
+// what build makes of the first's (sampleMerger.memory's sizes). The
+// pre-scan counts the distinct samples (distinctSamples): the 2M
+// benchmark profile's 2M records are 500k, and a bound on every record
+// as a distinct sample was twice the parse's peak.
 // parseOverhead is the parse's own first slices, whatever the profile.
 func (c wireCounts) memory() int64 {
-	return parseOverhead + c.tableMemory() +
-		c.samples*(24+136+8+16) + 8*c.locIDs + 2*8*c.values + 80*c.labels
+	// A merger's arrays for n distinct samples: its samples, table
+	// slots, values and labels, sized for a quarter of the records it
+	// is given first, doubled when full; growing holds the old array
+	// and the new one, 3× the old's elements.
+	arrays := func(n, v, l, init int64) (steady, growing int64) {
+		per := func(k, n, init int64) (int64, int64) { return k * max(2*n, init), k * max(3*n, init) }
+		a, b := per(56, n, init)
+		c, d := per(8, 2*n, 4*init) // the table: at most half full, 16 bytes an item; sized for init at most a quarter full
+		e, f := per(8, v, init)
+		g, h := per(24, l, 0)
+		return a + c + e + g, b + d + f + h
+	}
+	first, firstGrowing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
+	_, secondGrowing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
+	merging := firstGrowing + secondGrowing
+	building := first + c.distinct*(120+8) + 8*c.distinctLocIDs + 80*c.distinctLabels
+	return parseOverhead + c.tableMemory() + 3*24*(c.strings+c.locations+c.functions+c.mappings) +
+		c.samples*54 + max(merging, building)
 }
 
 // parseOverhead is what parsing even the smallest pprof input allocates
@@ -52,6 +78,8 @@ func (c wireCounts) tableMemory() int64 {
 // and allocates nothing per field.
 func prescanPprof(r *bufio.Reader, lim Limits) (wireCounts, error) {
 	var c wireCounts
+	var ds distinctSamples
+	ds.init()
 	over := func(what, flag string, n int64, max int) error {
 		if max > 0 && n > int64(max) {
 			return fmt.Errorf("%w: the profile has more than %d %s (restart the server with a larger %s to accept it)", ErrTooLarge, max, what, flag)
@@ -79,12 +107,13 @@ func prescanPprof(r *bufio.Reader, lim Limits) (wireCounts, error) {
 		switch field {
 		case 2: // sample
 			c.samples++
-			err = scanSample(r, n, &c)
+			err = ds.scan(r, n, &c)
 			if err == nil {
 				err = over("samples", "--max-samples", c.samples, lim.MaxSamples)
 			}
 			if err == nil {
-				err = over("frames", "--max-frames", c.locIDs, lim.MaxFrames)
+				// The frames the profile keeps: its distinct samples'.
+				err = over("frames", "--max-frames", c.distinctLocIDs, lim.MaxFrames)
 			}
 		case 3:
 			c.mappings++
@@ -121,28 +150,88 @@ func prescanPprof(r *bufio.Reader, lim Limits) (wireCounts, error) {
 	}
 }
 
-// scanSample counts the location ids, values and labels of a sample
-// message of n bytes.
-func scanSample(r *bufio.Reader, n int64, c *wireCounts) error {
-	return scanMessage(r, n, func(field, wt uint64, size int64) (bool, error) {
+// distinctSamples tells the pre-scan which sample records are new: each
+// record's key (its location IDs as written, its labels and its number
+// of values) is hashed and looked up in a set of the hashes seen. Records
+// the parse merges may count as distinct here (location IDs split over
+// several fields, or sent unpacked, are always new), never the other way
+// but for two keys of one 64-bit hash (maphash, seeded at random: about
+// 10⁻⁷ for 2M keys, and one sample's bytes then). The set keeps up to
+// distinctSetMax hashes; records after it is full count as new.
+type distinctSamples struct {
+	h      maphash.Hash
+	table  hashindex.Table
+	hashes []uint64
+}
+
+// distinctSetMax bounds the hashes the pre-scan keeps: 24 MiB of table
+// and hashes at most (40 while the table grows), more than the 500k
+// distinct samples of the 2M benchmark profile.
+const distinctSetMax = 1 << 20
+
+func (d *distinctSamples) init() {
+	d.h.SetSeed(maphash.MakeSeed())
+	d.table.Init(1 << 12)
+}
+
+// scan counts the location ids, values and labels of a sample message of
+// n bytes, and, when its key is new, counts them again as a distinct
+// sample's.
+func (d *distinctSamples) scan(r *bufio.Reader, n int64, c *wireCounts) error {
+	d.h.Reset()
+	var ids, values, labels int64
+	unique := false
+	err := scanMessage(r, n, func(field, wt uint64, size int64) (bool, error) {
 		switch {
 		case field == 1 && wt == 0:
-			c.locIDs++
+			ids++
+			unique = true
 		case field == 1 && wt == 2:
-			k, err := countVarints(r, size)
-			c.locIDs += k
+			d.h.WriteByte(1)
+			k, err := countVarints(r, size, &d.h)
+			ids += k
 			return true, err
 		case field == 2 && wt == 0:
-			c.values++
+			values++
 		case field == 2 && wt == 2:
-			k, err := countVarints(r, size)
-			c.values += k
+			k, err := countVarints(r, size, nil)
+			values += k
 			return true, err
 		case field == 3:
-			c.labels++
+			labels++
+			if wt != 2 {
+				unique = true
+				return false, nil
+			}
+			d.h.WriteByte(3)
+			_, err := countVarints(r, size, &d.h)
+			return true, err
 		}
 		return false, nil
 	})
+	if err != nil {
+		return err
+	}
+	c.locIDs += ids
+	c.values += values
+	c.labels += labels
+	if !unique && len(d.hashes) < distinctSetMax {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(values))
+		d.h.Write(b[:])
+		h := d.h.Sum64()
+		slot, found := d.table.Find(h, func(i int32) bool { return d.hashes[i] == h })
+		if found >= 0 {
+			return nil
+		}
+		d.table.Insert(slot, h, int32(len(d.hashes)))
+		d.hashes = append(d.hashes, h)
+	}
+	c.distinct++
+	c.distinctLocIDs += ids
+	c.distinctValues += values
+	c.distinctLabels += labels
+	return nil
 }
 
 // scanLocation counts the lines of a location message of n bytes.
@@ -288,8 +377,13 @@ func discard(r *bufio.Reader, n int64) error {
 	return nil
 }
 
-// countVarints counts the varints packed in the next n bytes.
-func countVarints(r *bufio.Reader, n int64) (int64, error) {
+// countVarints counts the varints packed in the next n bytes, writing
+// the bytes (length first) to h when it is set.
+func countVarints(r *bufio.Reader, n int64, h *maphash.Hash) (int64, error) {
+	if h != nil {
+		var b [binary.MaxVarintLen64]byte
+		h.Write(b[:binary.PutUvarint(b[:], uint64(n))])
+	}
 	var k int64
 	for n > 0 {
 		buf, err := r.Peek(int(min(n, int64(r.Size()))))
@@ -300,6 +394,9 @@ func countVarints(r *bufio.Reader, n int64) (int64, error) {
 			if b < 0x80 {
 				k++
 			}
+		}
+		if h != nil {
+			h.Write(buf)
 		}
 		r.Discard(len(buf))
 		n -= int64(len(buf))
