@@ -50,6 +50,9 @@ func TestMemoryEstimate(t *testing.T) {
 		if c, err := prescanPprof(bufio.NewReader(bytes.NewReader(plain)), Limits{}); err == nil {
 			t.Logf("%s: %d bytes inflated, %+v", filepath.Base(path), len(plain), c)
 		}
+		// Only a pprof protobuf's estimate is measured: the others are
+		// logged, not checked.
+		check := sniffPprof(plain[:min(len(plain), sniffLen)])
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
 		zw.Write(plain)
@@ -64,12 +67,12 @@ func TestMemoryEstimate(t *testing.T) {
 			old := debug.SetGCPercent(gc)
 			est, peak := measureParse(t, gzPath)
 			t.Logf("%s streamed, GOGC %d: estimate %.1f MiB, peak heap %.1f MiB (%.2f×)", filepath.Base(path), gc, mibs(est), mibs(peak), float64(est)/float64(peak))
-			if gc == 10 && est < peak {
+			if check && gc == 10 && est < peak {
 				t.Errorf("%s streamed: estimate %d MiB under the live peak %d MiB", path, est>>20, peak>>20)
 			}
 			est, peak = measureParse(t, plainPath)
 			t.Logf("%s pre-scanned, GOGC %d: estimate %.1f MiB, peak heap %.1f MiB (%.2f×)", filepath.Base(path), gc, mibs(est), mibs(peak), float64(est)/float64(peak))
-			if gc == 10 && est < peak {
+			if check && gc == 10 && est < peak {
 				t.Errorf("%s pre-scanned: estimate %d MiB under the live peak %d MiB", path, est>>20, peak>>20)
 			}
 			debug.SetGCPercent(old)

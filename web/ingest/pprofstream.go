@@ -55,6 +55,7 @@ type pprofStream struct {
 	head    [][]byte // the first chunks, until sniffLen bytes decide
 	headLen int
 	pending []byte   // a field cut by the end of the last chunk
+	cut     int64    // bytes of the copies of cut fields made so far (pending's)
 	batch   [][]byte // sample records not merged yet (addBatch)
 	off     bool     // not decoding: not pprof, or a fallback
 	p       *profile.Profile
@@ -271,7 +272,8 @@ func (s *pprofStream) grow() {
 // counts them with their references kept until the build (24 bytes each,
 // up to 3× while the slice of them grows), and the merger's distinct
 // samples (sampleMerger.memory). Only the distinct samples cost memory:
-// a merged record is a sum into one of them, its bytes in its chunk.
+// a merged record is a sum into one of them, its bytes in its chunk. A
+// field cut by a chunk's end is copied whole (room): the copies made.
 func (s *pprofStream) memory() int64 {
 	c := s.c
 	refs := 3 * 24 * (c.strings + c.locations + c.functions + c.mappings)
@@ -279,8 +281,35 @@ func (s *pprofStream) memory() int64 {
 	if s.m != nil {
 		merged = s.m.memory()
 	}
-	return s.size + 2*int64(streamChunk) + c.tableMemory() + refs + merged
+	return s.size + 2*int64(streamChunk) + c.tableMemory() + refs + merged + s.cut
 }
+
+// room makes the copy of a cut field of n bytes room for all of it at
+// once, taking it from the budget first (cut): grown as its chunks came,
+// the 10M-frame stack's 10 MB sample left 40 MB of old copies to collect.
+// A field of more than maxCutField bytes (its length, as written, may be
+// a lie the input's end shows up) stops the stream: the spooled file's
+// parse reads it. False when the stream stopped.
+func (s *pprofStream) room(n int) bool {
+	if cap(s.pending) >= n {
+		return true
+	}
+	if n > maxCutField {
+		s.fallback()
+		return false
+	}
+	s.cut += int64(n)
+	if s.grow(); s.off {
+		return false
+	}
+	s.pending = append(make([]byte, 0, n), s.pending...)
+	return true
+}
+
+// maxCutField is the longest field the stream copies when a chunk's end
+// cuts it: a sample of tens of millions of frames, far more than the
+// hostile table's 10M-frame stack (10 MB).
+const maxCutField = 64 << 20
 
 // fields decodes the top-level fields in c, after completing the one the
 // last chunk cut; the field c cuts is kept (copied) for the next.
@@ -297,6 +326,9 @@ func (s *pprofStream) fields(c []byte) {
 			return
 		}
 		if n == 0 {
+			return
+		}
+		if !s.room(n) {
 			return
 		}
 		k := min(n-len(s.pending), len(c))
@@ -318,7 +350,10 @@ func (s *pprofStream) fields(c []byte) {
 			return
 		}
 		if n == 0 || n > len(c) {
-			s.pending = append([]byte(nil), c...)
+			if n > 0 && !s.room(n) {
+				return
+			}
+			s.pending = append(s.pending, c...)
 			return
 		}
 		if !s.field(c[:n:n]) {
