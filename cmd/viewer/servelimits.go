@@ -35,7 +35,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.functions, "max-functions", ingest.DefaultMaxFunctions, "most functions one profile may hold; 0: no limit")
 	fs.IntVar(&f.mappings, "max-mappings", ingest.DefaultMaxMappings, "most mappings (binaries) one profile may hold; 0: no limit")
 	fs.IntVar(&f.records, "max-records", ingest.DefaultMaxRecords, "most records one perf.data may hold; 0: no limit")
-	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together; 0: no limit")
+	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together, a stack that repeats counting once (its records merge into one sample); 0: no limit")
 	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
 	f.line = limitSize(ingest.DefaultMaxLineBytes)

@@ -20,7 +20,10 @@ const (
 	DefaultMaxMappings  = 100_000
 	DefaultMaxRecords   = 50_000_000
 	// DefaultMaxFrames bounds the frames of all samples together (a frame
-	// is a location, or each inlined line of one), and DefaultMaxStackDepth
+	// is a location, or each inlined line of one), a pprof's records of
+	// one stack merged into one sample first: what the profile keeps, a
+	// location pointer each (the 2M benchmark profile's 66M frames in 2M
+	// records are 17.5M in its 500k samples), and DefaultMaxStackDepth
 	// one sample's stack: deeper stacks keep their leaf-most frames under a
 	// "[truncated N frames]" frame. perf records at most 127 by default.
 	DefaultMaxFrames     = 50_000_000
