@@ -254,12 +254,14 @@ func deepShape(frames int64) hostileShape {
 }
 
 // ingestEstimate is the README's I for one upload of decompressed size
-// bytes: the bytes plus, for pprof, what the pre-scan counts; for folded
-// stacks 900 per line, else 2 × the size. (A text input is counted both
-// ways, whichever is more: the test does not sniff it as the server does.)
+// bytes: the bytes plus, for pprof, what the pre-scan counts (the rows'
+// samples are all distinct); for folded stacks 900 per line, else 2 × the
+// size. (A text input is counted both ways, whichever is more: the test
+// does not sniff it as the server does.)
 func (h hostileShape) ingestEstimate(size int64) int64 {
 	if h.pprof {
-		return size + 2*h.stringBytes + 32*h.strings + 144*h.samples + 32*h.frames + 112*(h.locations+h.lines) + 104*h.functions
+		return size + 2*h.stringBytes + 104*h.strings + 192*h.locations + 112*h.lines + 184*h.functions +
+			54*h.samples + max(432*h.samples, 272*h.samples+8*h.frames)
 	}
 	return size + max(900*h.textLines, 2*size)
 }
