@@ -29,9 +29,10 @@ import (
 // always gave. Only then is the file written: a profile the stream
 // decodes never goes to disk a second time. What it decodes takes its
 // memory from lim.Memory as it grows, by what it holds and will build
-// (pprofStream.memory: the distinct samples, not every record as the
-// pre-scan's bound counts), only while the budget has it to spare: otherwise it stops, and the spooled file's parse waits for the
-// whole estimate, or is refused with the budget's error, as before.
+// (pprofStream.memory: what its distinct samples cost, a merged record
+// nothing more), only while the budget has it to spare: otherwise it
+// stops, and the spooled file's parse waits for the whole estimate, or is
+// refused with the budget's error, as before.
 type pprofStream struct {
 	lim   Limits
 	ch    chan []byte
