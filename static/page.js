@@ -645,6 +645,7 @@ function renderTop() {
     frag.append(tr);
   }
   topBody.replaceChildren(frag);
+  fitNames();
   topMore.hidden = t.functions <= t.rows.length;
   $('top-all').textContent = `Show all ${t.functions.toLocaleString('en-US')}`;
   for (const th of topTable.querySelectorAll('th')) {
@@ -654,6 +655,85 @@ function renderTop() {
     else th.removeAttribute('aria-sort');
   }
 }
+
+// fitNames writes each row's function name on one line of the name
+// column, elided in the middle when it is wider: the start of the name and
+// most of its end (a C++ or Go qualified name's method) stay readable; the
+// cell's title has the whole name. The column is the table's rest beside
+// the numbers (flame.css), the same width in every row.
+const measure = document.createElement('canvas').getContext('2d');
+function fitNames() {
+  const cells = topBody.querySelectorAll('td.fn');
+  if (!cells.length) return;
+  const cs = getComputedStyle(cells[0]);
+  const room = cells[0].clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  if (!(room > 0)) return;
+  measure.font = cs.font;
+  const width = (t) => measure.measureText(t).width;
+  for (const td of cells) {
+    const name = td.closest('tr').dataset.name;
+    td.textContent = width(name) <= room ? name : elide(name, room, width);
+  }
+}
+
+// shortForms are name written shorter, as a C++ profiler user reads it:
+// the parameters, then the template arguments as '…' (Go names keep their
+// parentheses: pkg.(*T).M).
+function shortForms(name) {
+  const slash = name.lastIndexOf('/');
+  if (!name.includes('::')) return slash > 0 ? [`…${name.slice(slash)}`] : [];
+  const out = [];
+  const params = name.match(/^(.*\()(.+)(\)(?: const| volatile| &| &&)*)$/s);
+  let s = name;
+  if (params && balanced(params[2], '(', ')')) out.push(s = `${params[1]}…${params[3]}`);
+  const t = collapse(s, '<', '>');
+  if (t !== s) out.push(t);
+  return out;
+}
+
+// collapse replaces what each outermost open…close pair of s holds with '…'.
+function collapse(s, open, close) {
+  let depth = 0;
+  let out = '';
+  for (const ch of s) {
+    if (ch === open) { if (depth++ === 0) out += open + '…'; continue; }
+    if (ch === close && depth > 0) { if (--depth === 0) out += close; continue; }
+    if (depth === 0) out += ch;
+  }
+  return depth === 0 ? out : s;
+}
+
+function balanced(s, open, close) {
+  let depth = 0;
+  for (const ch of s) {
+    if (ch === open) depth++;
+    else if (ch === close && --depth < 0) return false;
+  }
+  return depth === 0;
+}
+
+// elide is the name as long as fits in room (width measures a text): its
+// first short form that fits, else the shortest with its middle replaced
+// by '…', a quarter of the kept characters from its start, the rest from
+// its end (all from its end in a narrow column).
+function elide(full, room, width) {
+  let name = full;
+  for (const f of shortForms(full)) {
+    name = f;
+    if (width(f) <= room) return f;
+  }
+  // Room for under 40 characters keeps the end alone, where the function's
+  // own name is.
+  const head = (k) => (room < 40 * width('0') ? 0 : Math.floor(k / 4));
+  const cut = (k) => name.slice(0, head(k)) + '…' + name.slice(name.length - (k - head(k)));
+  let lo = 0; let hi = name.length - 1; // cut(lo) fits (or is the shortest)
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (width(cut(mid)) <= room) lo = mid; else hi = mid - 1;
+  }
+  return cut(lo);
+}
+new ResizeObserver(() => fitNames()).observe(topTable);
 
 topTable.querySelector('thead').addEventListener('click', (e) => {
   const b = e.target.closest('[data-sort]');
