@@ -657,10 +657,10 @@ function renderTop() {
 }
 
 // fitNames writes each row's function name on one line of the name
-// column, elided in the middle when it is wider: the start of the name and
-// most of its end (a C++ or Go qualified name's method) stay readable; the
-// cell's title has the whole name. The column is the table's rest beside
-// the numbers (flame.css), the same width in every row.
+// column, shortened by elide when it is wider, so that the function's own
+// name (the end of a C++ or Go qualified name) stays readable; the cell's
+// title has the whole name. The column is the table's rest beside the
+// numbers (flame.css), the same width in every row.
 const measure = document.createElement('canvas').getContext('2d');
 function fitNames() {
   const cells = topBody.querySelectorAll('td.fn');
