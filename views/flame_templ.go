@@ -235,7 +235,7 @@ func Flame(m FlamePage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</div><table class=\"top-table\" id=\"top-table\"><thead><tr><th class=\"num\"><button type=\"button\" data-sort=\"flat\">Flat</button></th><th class=\"num\">Flat%</th><th class=\"num\"><button type=\"button\" data-sort=\"cum\">Cum</button></th><th class=\"num\">Cum%</th><th><button type=\"button\" data-sort=\"name\">Function</button></th></tr></thead> <tbody></tbody></table><p class=\"table-more\" id=\"top-more\" hidden><button type=\"button\" class=\"button\" id=\"top-all\">Show all</button></p></section></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</div><table class=\"top-table\" id=\"top-table\"><thead><tr><th class=\"num col-value\"><button type=\"button\" data-sort=\"flat\">Flat</button></th><th class=\"num col-pct\">Flat%</th><th class=\"num col-value\"><button type=\"button\" data-sort=\"cum\">Cum</button></th><th class=\"num col-pct\">Cum%</th><th class=\"col-fn\"><button type=\"button\" data-sort=\"name\">Function</button></th></tr></thead> <tbody></tbody></table><p class=\"table-more\" id=\"top-more\" hidden><button type=\"button\" class=\"button\" id=\"top-all\">Show all</button></p></section></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -133,6 +133,10 @@ func BenchmarkPageDraw(b *testing.B) {
 		if err == nil {
 			heap = max(heap, h)
 		}
+		// The top table's first rows, for the marks' top-rows (untimed).
+		if err := chromedp.Do(br.Ctx, chromedp.WaitReady(chromedp.CSS(`#top-table tbody tr`))); err != nil {
+			b.Fatalf("top table never filled: %v; problems %q", err, br.Problems())
+		}
 		if tm, err := chromedp.Run(br.Ctx, chromedp.Evaluate[map[string]float64](pageMarks)); err == nil {
 			b.Logf("draw %v: page timings %v", d, tm)
 			for k, v := range tm {
@@ -195,11 +199,14 @@ var anchor struct {
 // scripts fetched (scripts), the DOM parsed (dom), flame.json's request
 // (preloaded from the HTML) answered and received (json-start, json-end),
 // page.js's reload begun (start), flame.json in hand, parsed (fetched), the
-// Tree built and the graph drawn (built, drawn), data-ready set (ready).
+// Tree built and the graph drawn (built, drawn), data-ready set (ready),
+// top.json's request sent, answered and received (top-start, top-headers,
+// top-end) and the top table's first rows shown (top-rows).
 const pageMarks = `(() => {
 	const nav = performance.getEntriesByType('navigation')[0] || {};
 	const res = performance.getEntriesByType('resource');
 	const json = res.find((e) => e.name.includes('/flame.json')) || {};
+	const top = res.find((e) => e.name.includes('/top.json')) || {};
 	const scripts = res.filter((e) => e.name.endsWith('.js'));
 	const t = window.viewer.timings || {};
 	return {
@@ -208,6 +215,7 @@ const pageMarks = `(() => {
 		'json-start': json.responseStart || 0, 'json-end': json.responseEnd || 0,
 		start: t.startMs, fetched: t.startMs + t.fetchMs, built: t.startMs + t.fetchMs + t.buildMs,
 		drawn: t.startMs + t.fetchMs + t.buildMs + t.drawMs, ready: t.readyMs, nodes: t.nodes,
+		'top-start': top.startTime || 0, 'top-headers': top.responseStart || 0, 'top-end': top.responseEnd || 0, 'top-rows': t.topMs || 0,
 	};
 })()`
 

@@ -105,11 +105,12 @@ func pprofTop(path, tmp string, n int) ([]topLine, error) {
 }
 
 // pageTop reads the rows of the table with selector sel: flat% is cell
-// flatCell, cum% cumCell, the name the td.fn cell.
+// flatCell, cum% cumCell, the name the td.fn cell's whole name (its title's
+// first line: the flame page elides long names in the cell).
 func pageTop(t *testing.T, b *browsertest.Browser, sel string, flatCell, cumCell int) []topLine {
 	t.Helper()
 	return eval[[]topLine](t, b, fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(r => ({
-		Flat: r.cells[%d].textContent.trim(), Cum: r.cells[%d].textContent.trim(), Name: r.querySelector('td.fn').textContent.trim() }))`, sel, flatCell, cumCell))
+		Flat: r.cells[%d].textContent.trim(), Cum: r.cells[%d].textContent.trim(), Name: (r.querySelector('td.fn').title.split('\n')[0] || r.querySelector('td.fn').textContent).trim() }))`, sel, flatCell, cumCell))
 }
 
 // compareTop checks got against want for want's rows: the same shares in

@@ -86,6 +86,12 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		if err != nil {
 			return nil, err
 		}
+		if kind == "json" {
+			// The flame page asks for this view's top table next: compute
+			// it beside the tree, so that it is ready when asked for
+			// (zoom.go caches it) instead of after the tree is sent.
+			go s.topTable(context.WithoutCancel(ctx), l, i, f, nil)
+		}
 		var body []byte
 		var werr error
 		err = s.render(ctx, func(opt flame.Options) {

@@ -206,14 +206,22 @@ func (s *Server) handleServiceMerge(c echo.Context) error {
 	case len(members) > maxMergeProfiles:
 		return httpError(http.StatusRequestEntityTooLarge, "service %q has %d profiles %s, more than the %d one merge takes; narrow the range", service, len(members), span, maxMergeProfiles)
 	}
-	merged, other, missing, err := s.mergeMembers(ctx, members)
+	merged, covered, other, missing, err := s.mergeMembers(ctx, members)
 	if err != nil {
 		return err
 	}
 	if merged == nil {
 		return httpError(http.StatusNotFound, "the %d profiles service %q lists %s are not stored (their writes did not finish); send them again", missing, service, span)
 	}
-	comment := fmt.Sprintf("viewer: %d profiles of %s merged, %s", len(members)-other-missing, service, span)
+	n := len(members) - other - missing
+	// The name (the page's title) says the time the merged profiles
+	// cover, and the range asked for when it differs: a range wider than
+	// the profiles would otherwise read as their span.
+	name := fmt.Sprintf("%s, %s, %s", service, plural(n, "profile"), covered)
+	if asked := (mergeSpan{start: from, end: to}); !covered.within(asked) {
+		name += fmt.Sprintf(" (asked %s)", span)
+	}
+	comment := fmt.Sprintf("viewer: %d profiles of %s merged, %s; asked %s", n, service, covered, span)
 	if other > 0 {
 		comment += fmt.Sprintf("; %d of other sample types left out", other)
 	}
@@ -225,7 +233,6 @@ func (s *Server) handleServiceMerge(c echo.Context) error {
 	if err := profiles.WriteGzipped(&gz, merged); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("%s, %d profiles %s", service, len(members)-other-missing, span)
 	id, err := s.afterUpload(s.prof.StoreParsed(ctx, merged, gz.Bytes(), name, "merged OTLP profiles", nil))
 	if err != nil {
 		return err
@@ -252,7 +259,7 @@ func rangeEnd(t time.Time, open string) string {
 // reports how many were of other types, and how many are listed but not
 // stored (an index entry a crash left without its profile, whose write
 // was never acknowledged: store.IndexPutter); nil when none is stored.
-func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEntry) (_ *profile.Profile, other, missing int, _ error) {
+func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEntry) (_ *profile.Profile, covered mergeSpan, other, missing int, _ error) {
 	var acc *profile.Profile
 	batch := make([]*profile.Profile, 0, mergeBatch+1)
 	flush := func() error {
@@ -277,7 +284,7 @@ func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEnt
 			continue
 		}
 		if err != nil {
-			return nil, 0, 0, httpStatusError(err)
+			return nil, mergeSpan{}, 0, 0, httpStatusError(err)
 		}
 		if first == nil {
 			first = l.Profile
@@ -285,17 +292,64 @@ func (s *Server) mergeMembers(ctx context.Context, members []profiles.ServiceEnt
 			other++
 			continue
 		}
+		covered.add(l.Profile, e.Time)
 		batch = append(batch, l.Profile)
 		if len(batch) == mergeBatch {
 			if err := flush(); err != nil {
-				return nil, 0, 0, err
+				return nil, mergeSpan{}, 0, 0, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, 0, 0, err
+		return nil, mergeSpan{}, 0, 0, err
 	}
-	return acc, other, missing, nil
+	return acc, covered, other, missing, nil
+}
+
+// mergeSpan is the time merged profiles cover: from the first one's start
+// to the last one's end (its start plus its duration).
+type mergeSpan struct{ start, end time.Time }
+
+// add widens the span to cover p, whose start is t when p records none.
+func (m *mergeSpan) add(p *profile.Profile, t time.Time) {
+	if p.TimeNanos > 0 {
+		t = time.Unix(0, p.TimeNanos).UTC()
+	}
+	end := t.Add(time.Duration(max(p.DurationNanos, 0)))
+	if m.start.IsZero() || t.Before(m.start) {
+		m.start = t
+	}
+	if end.After(m.end) {
+		m.end = end
+	}
+}
+
+// within reports whether the span starts and ends where asked does, an
+// open end (zero from, openEnd to) matching any time.
+func (m mergeSpan) within(asked mergeSpan) bool {
+	return (asked.start.IsZero() || asked.start.Equal(m.start)) && (asked.end.Equal(openEnd) || asked.end.Equal(m.end))
+}
+
+// String is the span in UTC, "2026-03-01 12:00:00 to 12:05:00 UTC", the
+// end's date written only when it is another day.
+func (m mergeSpan) String() string {
+	const day, clock = "2006-01-02 ", "15:04:05"
+	end := m.end.Format(clock)
+	if m.end.Format(day) != m.start.Format(day) {
+		end = m.end.Format(day + clock)
+	}
+	if m.end.Equal(m.start) {
+		return "at " + m.start.Format(day+clock) + " UTC"
+	}
+	return m.start.Format(day+clock) + " to " + end + " UTC"
+}
+
+// plural is "1 profile", "3 profiles".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // sameTypes reports whether profile.Merge takes a and b together: the

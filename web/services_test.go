@@ -3,11 +3,13 @@ package web_test
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +235,65 @@ func TestServiceMergeSkipsUnstored(t *testing.T) {
 	}
 	if r, body := getNoRedirect(t, ts.URL+"/s/checkout?from=1970-01-01T00:08:00Z&to=600"); r.StatusCode != 404 || !strings.Contains(body, "not stored") {
 		t.Errorf("a range of unstored entries only: %s %q", r.Status, body)
+	}
+}
+
+// TestServiceMergeTitle: the merged page's title says the time its
+// profiles cover (the first one's start to the last one's end) and how
+// many were merged, and the range asked for only when it differs, so a
+// range wider than the profiles does not read as their span.
+func TestServiceMergeTitle(t *testing.T) {
+	s, err := web.New(web.Config{DataDir: t.TempDir(), OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	for _, seed := range []int{100, 200, 300} {
+		p := otlptest.EBPFLike(500, seed)
+		p.DurationNanos = 10e9 // each profile covers 10 s from its start
+		body, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(p, map[string]string{"service.name": "checkout"})).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(ts.URL+web.OTLPPath, "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("OTLP: %s", resp.Status)
+		}
+	}
+	title := regexp.MustCompile(`<title>([^<]*)</title>`)
+	for _, tc := range []struct{ query, want string }{
+		// Asked up to 00:04:10; the two profiles in it end at 00:03:30.
+		{"?from=1970-01-01T00:01:40Z&to=250", "checkout, 2 profiles, 1970-01-01 00:01:40 to 00:03:30 UTC (asked from 1970-01-01T00:01:40Z to 1970-01-01T00:04:10Z) · viewer"},
+		// Asked from before the first: the profiles' span, and the range.
+		{"?from=50", "checkout, 3 profiles, 1970-01-01 00:01:40 to 00:05:10 UTC (asked from 1970-01-01T00:00:50Z to the last) · viewer"},
+		// The whole service: nothing asked but its profiles.
+		{"", "checkout, 3 profiles, 1970-01-01 00:01:40 to 00:05:10 UTC · viewer"},
+		{"?from=300", "checkout, 1 profile, 1970-01-01 00:05:00 to 00:05:10 UTC · viewer"},
+	} {
+		resp, err := http.Get(ts.URL + "/s/checkout" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Request.URL.Path, "/p/") {
+			t.Errorf("%s: %s at %s", tc.query, resp.Status, resp.Request.URL.Path)
+			continue
+		}
+		m := title.FindSubmatch(page)
+		if m == nil {
+			t.Errorf("%s: the page has no title", tc.query)
+			continue
+		}
+		if got := html.UnescapeString(string(m[1])); got != tc.want {
+			t.Errorf("%s: title\n%q, want\n%q", tc.query, got, tc.want)
+		}
 	}
 }

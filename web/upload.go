@@ -158,6 +158,9 @@ func (s *Server) cacheFirstView(id string, v *firstView) {
 	s.stacks.Add(key, v.st)
 	key.kind = "json"
 	s.trees.Add(key, &encoded{plain: v.json, gz: v.gz, etag: treeETag(key, flame.Filter{})})
+	// The flame page asks for the top table beside flame.json: compute it
+	// now, after the upload's answer, so that it is ready when asked for.
+	go s.topTable(context.Background(), l, v.si, flame.Filter{}, nil)
 }
 
 // spooled is an upload body written to a temporary file.
