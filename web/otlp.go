@@ -112,8 +112,9 @@ func (s *Server) handleOTLP(c echo.Context) error {
 	return c.Blob(http.StatusOK, otlpProtobuf, b)
 }
 
-// parseOTLPBody reads and converts the request's profiles, holding an
-// upload slot. A body of a known length up to ingest.OTLPInMemory, not
+// parseOTLPBody reads the request's body, then waits for its turn
+// (otlpQueue: done ends it) and converts its profiles, holding an upload
+// slot. A body of a known length up to ingest.OTLPInMemory, not
 // gzipped, is read into memory within the ingest memory budget: parsed
 // hands the slot back once the profiles are encoded, and done gives the
 // memory back once they are stored, so that the profiles waiting for the
@@ -133,19 +134,27 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 			return nil, nil, nil, readError(err, max)
 		}
 		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			end, err := s.otlp.turn(c)
+			if err != nil {
+				give()
+				return nil, nil, nil, err
+			}
 			release, err := holdSlot(c)
 			if err != nil {
+				end()
 				give()
 				return nil, nil, nil, err
 			}
 			if res, err = ingest.ParseOTLP(data, asJSON, s.limits); err != nil {
 				release()
+				end()
 				give()
 				return nil, nil, nil, httpStatusError(err)
 			}
 			once := sync.OnceFunc(release)
 			return res, once, func() {
 				once()
+				end()
 				give()
 			}, nil
 		}
@@ -159,15 +168,24 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 		return nil, nil, nil, err
 	}
 	defer sp.remove()
+	end, err := s.otlp.turn(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	release, err := holdSlot(c)
 	if err != nil {
+		end()
 		return nil, nil, nil, err
 	}
 	if res, err = ingest.ParseOTLPFile(ctx, sp.f, asJSON, s.limits); err != nil {
 		release()
+		end()
 		return nil, nil, nil, httpStatusError(err)
 	}
-	return res, func() {}, release, nil
+	return res, func() {}, func() {
+		release()
+		end()
+	}, nil
 }
 
 // storeOTLP stores one converted OTLP profile, gz its gzipped pprof

@@ -88,6 +88,7 @@ type Server struct {
 	types  *dataTypes        // the data-type page (datatypes.go)
 
 	annotations *annotations // the annotate view's listings (annotate.go)
+	otlp        *otlpQueue   // the OTLP requests' turns (otlpqueue.go)
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -140,7 +141,8 @@ func New(cfg Config) (*Server, error) {
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
 		types:  newDataTypes(),                   // datatypes.go
 
-		annotations: newAnnotations(), // annotate.go
+		annotations: newAnnotations(),         // annotate.go
+		otlp:        newOTLPQueue(cfg.Limits), // otlpqueue.go
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {

@@ -30,7 +30,8 @@ import (
 // readers find each by its key at once; they are synced later, in the
 // background, by a checkpoint: once the journal holds journalLimit
 // bytes, appends move to a new journal file, the old one's files and
-// folders are fsynced, and the old file is removed. A start (NewDir)
+// folders are synced (one syncfs on Linux, else an fsync each), and the
+// old file is removed. A start (NewDir)
 // replays the journal files a crash left: every object they hold whose
 // file is missing or differs is written again, durably, and the others
 // are synced, before the files are removed.
@@ -312,13 +313,17 @@ func (d *Dir) checkpoint() error {
 	j.f, j.size, j.paths, j.fkeys = nil, 0, nil, nil
 	j.mu.Unlock()
 
-	err := d.syncPaths(paths)
+	err := d.syncJournaled(paths)
 	if err == nil {
 		old.Close()
 		// Gone already when a Dir opened later on the same root replayed
-		// it (tests do that).
+		// it (tests do that). The removal is made durable before a key
+		// of it is written again (a replay must never undo that write).
 		if err = os.Remove(old.Name()); err == nil || errors.Is(err, fs.ErrNotExist) {
-			err = fsyncDir(j.root)
+			var ok bool
+			if ok, err = syncFilesystem(j.root); !ok {
+				err = fsyncDir(j.root)
+			}
 		}
 	}
 	j.mu.Lock()
@@ -334,6 +339,23 @@ func (d *Dir) checkpoint() error {
 		}
 	}
 	return nil
+}
+
+// syncJournaled makes a checkpoint's files and folders durable: with one
+// syncfs where the system has it (syncFilesystem), else each fsynced.
+func (d *Dir) syncJournaled(paths []string) error {
+	if ok, err := syncFilesystem(d.root); ok {
+		if err == nil {
+			// Every folder's entry is durable now, up to the root.
+			for _, p := range paths {
+				for dir, ok := strings.CutSuffix(p, string(filepath.Separator)); ok && dir != d.root && !d.durable.Contains(dir); dir = filepath.Dir(dir) {
+					d.durable.Add(dir, struct{}{})
+				}
+			}
+		}
+		return err
+	}
+	return d.syncPaths(paths)
 }
 
 // syncPaths fsyncs the files of paths (four at a time), then the folders
