@@ -19,17 +19,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"viewer/web/flame"
+	"viewer/web/heappeak"
 	"viewer/web/ingest"
 )
 
@@ -146,44 +144,6 @@ func foldedLines(n int) []byte {
 		b.WriteString(" 1\n")
 	}
 	return b.Bytes()
-}
-
-// heapPeak samples the heap's live and unswept objects every millisecond
-// until stopped, and returns the peak above what it was at the start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	base := s[0].Value.Uint64()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tk := time.NewTicker(time.Millisecond)
-		defer tk.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		if p := peak.Load(); p > base {
-			return p - base
-		}
-		return 0
-	}
 }
 
 // post uploads data and returns the status, the error message or the
@@ -386,7 +346,7 @@ func TestHostileInputs(t *testing.T) {
 			} else {
 				formulaUpload, formulaViews = formulaBound(r, 0)
 			}
-			stop := heapPeak()
+			stop := heappeak.Watch()
 			codes, msgs := make([]int, at), make([]string, at)
 			var wg sync.WaitGroup
 			for i := range at {
@@ -412,7 +372,7 @@ func TestHostileInputs(t *testing.T) {
 				id := msgs[0]
 				s.Invalidate(id) // as after a restart: the views parse the stored bytes
 				data = nil
-				stop := heapPeak()
+				stop := heappeak.Watch()
 				for _, path := range hostileViews(id) {
 					if code, n := fetchSize(t, ts.URL, path); code != 200 {
 						t.Errorf("GET %s: %d", path, code)

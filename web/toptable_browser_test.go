@@ -133,7 +133,7 @@ func TestBrowserTopTableNames(t *testing.T) {
 			for i, p := range parts {
 				parts[i] = regexp.QuoteMeta(p)
 			}
-			if !regexp.MustCompile("^" + strings.Join(parts, ".+") + "$").MatchString(name) || len(parts) < 2 {
+			if !regexp.MustCompile("^"+strings.Join(parts, ".+")+"$").MatchString(name) || len(parts) < 2 {
 				t.Errorf("at %d px %q shows as %q: want the name with parts of it replaced by …", width, name, fn.Text)
 			}
 			if own := ownNames[name]; !strings.Contains(fn.Text, own) {

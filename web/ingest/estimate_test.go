@@ -9,14 +9,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"viewer/web/heappeak"
 )
 
 // TestMemoryEstimate prints, for each pprof input in
@@ -95,7 +94,7 @@ func measureParse(t *testing.T, path string) (est, peak int64) {
 	defer f.Close()
 	b := NewBudget(1<<40, time.Second)
 	lim := Limits{MaxStackDepth: DefaultMaxStackDepth, MaxLineBytes: DefaultMaxLineBytes, Memory: b, SpoolDir: t.TempDir()}
-	stop := heapPeakOf()
+	stop := heappeak.Watch()
 	p, _, err := ParseFile(context.Background(), f, lim)
 	peak = int64(stop())
 	if err != nil {
@@ -103,44 +102,6 @@ func measureParse(t *testing.T, path string) (est, peak int64) {
 	}
 	runtime.KeepAlive(p)
 	return b.peak.Load(), peak
-}
-
-// heapPeakOf samples the heap's objects every millisecond until stop,
-// which returns the peak above the heap at the start.
-func heapPeakOf() (stop func() uint64) {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	base := s[0].Value.Uint64()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tk := time.NewTicker(time.Millisecond)
-		defer tk.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		if p := peak.Load(); p > base {
-			return p - base
-		}
-		return 0
-	}
 }
 
 func mibs(n int64) float64 { return float64(n) / (1 << 20) }
