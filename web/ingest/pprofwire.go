@@ -386,7 +386,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 				})
 				lines = append(lines, ln)
 				return err
-			case packed:
+			case packed, num == 4: // a line that is not a message: pprof's "type mismatch"
 				return errWire
 			case num == 1:
 				l.ID = v
