@@ -120,11 +120,11 @@ func busy(err error) error {
 // slow client holds no slot. Bodies are read under a minimum rate and a
 // total deadline (rateReader).
 type uploadSlots struct {
-	ch         chan struct{}
-	wait, idle time.Duration
-	minRate    int64 // bytes per second; 0: none
-	window     time.Duration
-	deadline   time.Duration
+	places
+	idle     time.Duration
+	minRate  int64 // bytes per second; 0: none
+	window   time.Duration
+	deadline time.Duration
 }
 
 // Defaults of the upload body's pace (Limits).
@@ -147,7 +147,7 @@ func newUploadSlots(l Limits) *uploadSlots {
 	if idle <= 0 {
 		idle = 30 * time.Second
 	}
-	s := &uploadSlots{ch: make(chan struct{}, n), wait: w, idle: idle,
+	s := &uploadSlots{places: places{ch: make(chan struct{}, n), wait: w}, idle: idle,
 		minRate: l.MinUploadRate, window: l.UploadRateWindow, deadline: l.UploadDeadline}
 	switch {
 	case s.minRate == 0:
@@ -164,18 +164,26 @@ func newUploadSlots(l Limits) *uploadSlots {
 	return s
 }
 
-// acquire takes a slot, waiting up to s.wait; false means the server is
-// busy (or the client went away).
-func (s *uploadSlots) acquire(ctx context.Context) bool {
+// places are a fixed number of places, taken in arrival order (a
+// buffered channel's blocked senders go first in, first out): the upload
+// slots and the OTLP queue (otlpqueue.go).
+type places struct {
+	ch   chan struct{}
+	wait time.Duration
+}
+
+// enter takes a place, waiting up to p.wait; false means every place
+// stayed taken (or the client went away).
+func (p *places) enter(ctx context.Context) bool {
 	select {
-	case s.ch <- struct{}{}:
+	case p.ch <- struct{}{}:
 		return true
 	default:
 	}
-	t := time.NewTimer(s.wait)
+	t := time.NewTimer(p.wait)
 	defer t.Stop()
 	select {
-	case s.ch <- struct{}{}:
+	case p.ch <- struct{}{}:
 		return true
 	case <-t.C:
 	case <-ctx.Done():
@@ -183,7 +191,8 @@ func (s *uploadSlots) acquire(ctx context.Context) bool {
 	return false
 }
 
-func (s *uploadSlots) release() { <-s.ch }
+// leave gives a place back.
+func (p *places) leave() { <-p.ch }
 
 // slotsKey is the echo context key under which limit leaves the slots for
 // the upload handler (holdSlot).
@@ -216,13 +225,13 @@ func holdSlot(c echo.Context) (release func(), err error) {
 	if !ok {
 		return func() {}, nil
 	}
-	if !s.acquire(c.Request().Context()) {
+	if !s.enter(c.Request().Context()) {
 		secs := max(1, int(s.wait.Round(time.Second)/time.Second))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return nil, httpError(http.StatusServiceUnavailable,
 			"the server is busy with %d other uploads; retry in %d s (or restart it with a larger --max-concurrent-uploads)", cap(s.ch), secs)
 	}
-	return s.release, nil
+	return s.leave, nil
 }
 
 // rateReader reads an upload body under three deadlines, set on the

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -19,17 +18,14 @@ import (
 // for those ahead of it and then runs nearly alone (BENCHMARKS.md, issue
 // 21's intake). A request that waits longer than --upload-wait is answered
 // 503 with Retry-After, which OTLP exporters retry.
-type otlpQueue struct {
-	ch   chan struct{} // a buffered channel: its blocked senders go in order
-	wait time.Duration
-}
+type otlpQueue struct{ places }
 
 func newOTLPQueue(l Limits) *otlpQueue {
 	w := l.UploadWait
 	if w <= 0 {
 		w = 2 * time.Second
 	}
-	return &otlpQueue{ch: make(chan struct{}, runtime.GOMAXPROCS(0)+1), wait: w}
+	return &otlpQueue{places{ch: make(chan struct{}, runtime.GOMAXPROCS(0)+1), wait: w}}
 }
 
 // turn waits for the request's turn, and returns what ends it.
@@ -40,24 +36,5 @@ func (q *otlpQueue) turn(c echo.Context) (end func(), err error) {
 		return nil, httpError(http.StatusServiceUnavailable,
 			"the server is busy with other OTLP requests; retry in %d s (or restart it with a larger --upload-wait)", secs)
 	}
-	return func() { <-q.ch }, nil
-}
-
-// enter takes a place among the requests being worked, waiting up to
-// q.wait; false means the wait ran out or the client went away.
-func (q *otlpQueue) enter(ctx context.Context) bool {
-	select {
-	case q.ch <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTimer(q.wait)
-	defer t.Stop()
-	select {
-	case q.ch <- struct{}{}:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
+	return q.leave, nil
 }
