@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"viewer/web/ingest"
+	"viewer/web/ondemand"
 	"viewer/web/profiles"
 )
 
@@ -202,7 +203,14 @@ func (s *Server) storeOTLP(ctx context.Context, op ingest.OTLPProfile, gz []byte
 		return "", err
 	}
 	if err := s.QueueSymbolization(ctx, id, false); err != nil {
-		s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
+		// The OTLP client is not told (its profile is stored): a full
+		// queue leaves the profile to be symbolized when it is opened.
+		var full *ondemand.QueueFullError
+		if errors.As(err, &full) {
+			s.log.Warn("an OTLP profile is stored unsymbolized: the symbolization queue is full (--queue); opening its page queues it", "id", id)
+		} else {
+			s.log.Warn("queueing symbolization of an OTLP profile", "id", id, "err", err)
+		}
 	}
 	return id, nil
 }

@@ -133,7 +133,7 @@ func (s *Server) handleServices(c echo.Context) error {
 		for i := len(es) - 1; i >= 0 && len(row.Profiles) < servicesListed; i-- {
 			e := es[i]
 			row.Profiles = append(row.Profiles, views.ServiceProfile{
-				Time: e.Time.Format("2006-01-02 15:04:05"), Samples: strconv.FormatInt(e.Samples, 10),
+				Time: e.Time.Format("2006-01-02 15:04:05"), Samples: views.FormatCount(e.Samples),
 				Href: "/p/" + e.ID, ID: e.ID,
 			})
 		}

@@ -44,9 +44,9 @@ func TestBrowserServices(t *testing.T) {
 	}
 	rows := eval[[][]string](t, b.Browser, `[...document.querySelectorAll('section.service[data-service="checkout"] tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))`)
 	want := [][]string{
-		{"1970-01-01 00:05:00", "3000", ids[2]},
-		{"1970-01-01 00:03:20", "2000", ids[1]},
-		{"1970-01-01 00:01:40", "1000", ids[0]},
+		{"1970-01-01 00:05:00", "3,000", ids[2]},
+		{"1970-01-01 00:03:20", "2,000", ids[1]},
+		{"1970-01-01 00:01:40", "1,000", ids[0]},
 	}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("checkout's rows %q, want %q", rows, want)
