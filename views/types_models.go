@@ -144,8 +144,8 @@ func collapsedMembers(rows []MemberRow) []MemberRow {
 	return out
 }
 
-// plural is n and noun, with an s unless n is 1 ("1 reason", "3 reasons").
-func plural(n int, noun string) string {
+// Plural is n and noun, with an s unless n is 1 ("1 reason", "3 reasons").
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

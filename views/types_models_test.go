@@ -30,7 +30,7 @@ func TestCollapsedMembers(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("collapsed layout %q, want %q", strings.Join(got, " "), want)
 	}
-	if plural(1, "reason") != "1 reason" || plural(0, "reason") != "0 reasons" || plural(2, "reason") != "2 reasons" {
+	if Plural(1, "reason") != "1 reason" || Plural(0, "reason") != "0 reasons" || Plural(2, "reason") != "2 reasons" {
 		t.Error("plural")
 	}
 }

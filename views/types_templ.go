@@ -936,7 +936,7 @@ func Types(m TypesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var55 string
-				templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(m.Unknown), "reason"))
+				templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(m.Unknown), "reason"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/types.templ`, Line: 169, Col: 80}
 				}

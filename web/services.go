@@ -217,8 +217,8 @@ func (s *Server) handleServiceMerge(c echo.Context) error {
 	// The name (the page's title) says the time the merged profiles
 	// cover, and the range asked for when it differs: a range wider than
 	// the profiles would otherwise read as their span.
-	name := fmt.Sprintf("%s, %s, %s", service, plural(n, "profile"), covered)
-	if asked := (mergeSpan{start: from, end: to}); !covered.within(asked) {
+	name := fmt.Sprintf("%s, %s, %s", service, views.Plural(n, "profile"), covered)
+	if asked := (mergeSpan{start: from, end: to}); !covered.matches(asked) {
 		name += fmt.Sprintf(" (asked %s)", span)
 	}
 	comment := fmt.Sprintf("viewer: %d profiles of %s merged, %s; asked %s", n, service, covered, span)
@@ -324,9 +324,9 @@ func (m *mergeSpan) add(p *profile.Profile, t time.Time) {
 	}
 }
 
-// within reports whether the span starts and ends where asked does, an
+// matches reports whether the span starts and ends where asked does, an
 // open end (zero from, openEnd to) matching any time.
-func (m mergeSpan) within(asked mergeSpan) bool {
+func (m mergeSpan) matches(asked mergeSpan) bool {
 	return (asked.start.IsZero() || asked.start.Equal(m.start)) && (asked.end.Equal(openEnd) || asked.end.Equal(m.end))
 }
 
@@ -342,14 +342,6 @@ func (m mergeSpan) String() string {
 		return "at " + m.start.Format(day+clock) + " UTC"
 	}
 	return m.start.Format(day+clock) + " to " + end + " UTC"
-}
-
-// plural is "1 profile", "3 profiles".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // sameTypes reports whether profile.Merge takes a and b together: the
