@@ -50,9 +50,9 @@ func (c wireCounts) memory() int64 {
 		g, h := per(24, l, 0)
 		return a + c + e + g, b + d + f + h
 	}
-	first, firstGrowing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
-	_, secondGrowing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
-	merging := firstGrowing + secondGrowing
+	// Each merger is bounded by every distinct sample, so both are as one.
+	first, growing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
+	merging := 2 * growing
 	building := first + c.distinct*(120+8) + 8*c.distinctLocIDs + 80*c.distinctLabels
 	return parseOverhead + c.tableMemory() + 3*24*(c.strings+c.locations+c.functions+c.mappings) +
 		c.samples*54 + max(merging, building)
