@@ -146,7 +146,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 				give()
 				return nil, nil, nil, err
 			}
-			if res, err = ingest.ParseOTLP(data, asJSON, s.limits); err != nil {
+			if res, err = ingest.ParseOTLP(ctx, data, asJSON, s.limits); err != nil {
 				release()
 				end()
 				give()
@@ -156,6 +156,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 			return res, once, func() {
 				once()
 				end()
+				res.Release()
 				give()
 			}, nil
 		}
@@ -186,6 +187,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 	return res, func() {}, func() {
 		release()
 		end()
+		res.Release()
 	}, nil
 }
 
