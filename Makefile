@@ -61,6 +61,7 @@ NORACE_BROWSER_TESTS = TestBrowserFlameLayout|TestBrowserTopTableNames|TestBrows
 FUZZ_TARGETS = \
 	./web/ingest:FuzzParse \
 	./web/ingest:FuzzDecodePprof \
+	./web/ingest:FuzzPrescanOTLP \
 	./web/flame:FuzzBuild \
 	./web/ingest/perfdata:FuzzPerfData \
 	./web/ingest/perftext:FuzzScript \
