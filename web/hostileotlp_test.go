@@ -61,7 +61,7 @@ func otlpJSONLocations(t testing.TB, n int) []byte {
 func otlpRequest(t testing.TB, profiles, samples, depth int) []byte {
 	var p pbuf
 	p.msg(2, func(d *pbuf) {
-		d.msg(2, func(l *pbuf) { l.uint(2, 0x401000) })        // location 0
+		d.msg(2, func(l *pbuf) { l.uint(2, 0x401000) })             // location 0
 		d.msg(7, func(s *pbuf) { s.bytes(1, make([]byte, depth)) }) // stack 0: location 0, depth times
 		d.bytes(5, nil)
 		d.bytes(5, []byte("samples"))
