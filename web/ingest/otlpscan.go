@@ -288,6 +288,8 @@ func (p *protoStream) fields(n int64, f func(num, wt, x uint64, size int64) erro
 			if err == nil && n >= 0 && size > end-p.pos {
 				err = errPprofWire("a field longer than its message")
 			}
+		case 3:
+			err = p.skipGroup()
 		default:
 			err = skipField(p, wt)
 		}
@@ -310,6 +312,36 @@ func (p *protoStream) fields(n int64, f func(num, wt, x uint64, size int64) erro
 		return errOTLPWire("a field runs past its message")
 	}
 	return nil
+}
+
+// skipGroup skips an (obsolete) group as pdata's decoder does
+// (ConsumeUnknown): nested start tags and end tags up to the group's end,
+// or the first field of another wire type, which ends it too.
+func (p *protoStream) skipGroup() error {
+	for depth := 1; ; {
+		_, wt, err := readTag(p)
+		if err != nil {
+			return err
+		}
+		switch wt {
+		case 3:
+			depth++
+			continue
+		case 4:
+			if depth--; depth == 0 {
+				return nil
+			}
+			continue
+		case 2:
+			k, err := readLen(p)
+			if err != nil {
+				return err
+			}
+			p.pos += k
+			return discard(p.r, k)
+		}
+		return skipField(p, wt)
+	}
 }
 
 // packed calls f with each varint packed in the next n bytes.
