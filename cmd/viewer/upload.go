@@ -74,7 +74,7 @@ func printWarnings(w io.Writer, prefix string, list []string, omitted int, link 
 		fmt.Fprintf(w, "%swarning: %s\n", prefix, t)
 	}
 	if omitted > 0 {
-		fmt.Fprintf(w, "%s%d more warnings: %s/warnings.json counts them; the profile's comments hold them all\n", prefix, omitted, link)
+		fmt.Fprintf(w, "%s%d more warnings not listed: the comments of %s/profile.pb.gz hold them all\n", prefix, omitted, link)
 	}
 }
 
