@@ -266,12 +266,10 @@ func uploadStatus(err error) (int, string) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// rateReader's words: too slow, stalled, or past the deadline.
 		msg := err.Error()
-		if i := strings.Index(msg, "the upload "); i >= 0 {
-			msg = msg[i:]
-		} else if i := strings.Index(msg, "no upload bytes"); i >= 0 {
-			msg = msg[i:]
+		if _, after, ok := strings.Cut(msg, "reading the upload: "); ok {
+			msg = after
 		}
-		msg, _, _ = strings.Cut(msg, ": read tcp")
+		msg, _, _ = strings.Cut(msg, ": read tcp") // the connection's addresses
 		return http.StatusRequestTimeout, msg
 	case errors.Is(err, http.ErrBodyReadAfterClose) || errors.Is(err, io.ErrUnexpectedEOF):
 		return http.StatusBadRequest, "the upload ended early; send it again"
