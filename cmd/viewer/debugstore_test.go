@@ -263,3 +263,36 @@ func mustReadFile(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestDebugUploadsRefusedBeyondLoopback: a server others reach (here
+// --behind-proxy, so the test stays on 127.0.0.1) with no token refuses
+// debug uploads, says so at start-up, and still serves; an explicit
+// --debuginfod-serve=open takes them, and so does --auth-token with it.
+func TestDebugUploadsRefusedBeyondLoopback(t *testing.T) {
+	bin := buildViewer(t)
+	debugFile, bid, _ := privDebug(t)
+	body := mustReadFile(t, debugFile)
+
+	p := startViewer(t, nil, nil, bin, "--data", t.TempDir(), "--behind-proxy")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.out.String(), "debug file uploads refused"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start-up line about refused debug uploads:\n%s", p.out.String())
+		}
+	}
+	if code, msg := putDebug(t, p.base, bid, "debuginfo", body, ""); code != http.StatusForbidden ||
+		!strings.Contains(msg, "--auth-token") || !strings.Contains(msg, "--debuginfod-serve=open") {
+		t.Errorf("debug upload beyond loopback without a token: %d %q, want 403 naming both flags", code, msg)
+	}
+	if code, _, _ := send(t, http.MethodGet, p.base+"/buildid/"+bid+"/debuginfo", "", nil, ""); code != http.StatusNotFound {
+		t.Errorf("debuginfod reads: %d, want 404 (served, nothing uploaded)", code)
+	}
+
+	p = startViewer(t, nil, nil, bin, "--data", t.TempDir(), "--behind-proxy", "--debuginfod-serve=open")
+	if code, msg := putDebug(t, p.base, bid, "debuginfo", body, ""); code != http.StatusCreated {
+		t.Errorf("with --debuginfod-serve=open: %d %q", code, msg)
+	}
+	p = startViewer(t, nil, nil, bin, "--data", t.TempDir(), "--behind-proxy", "--auth-token", "s3cret")
+	if code, msg := putDebug(t, p.base, bid, "debuginfo", body, "s3cret"); code != http.StatusCreated {
+		t.Errorf("with --auth-token: %d %q", code, msg)
+	}
+}
