@@ -36,7 +36,7 @@ func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid string) []string
 func registerDebuginfoFlags(fs *flag.FlagSet, sym *symbolizeFlags) *debuginfoFlags {
 	f := &debuginfoFlags{}
 	sym.uploaded = f
-	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too)")
+	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too). Uploads are taken from anyone only on a loopback --addr, with --auth-token, or when =open is given explicitly")
 	fs.BoolVar(&f.localDebug, "serve-local-debug", false, "also serve, by build ID, the files of --debug-dir, /usr/lib/debug/.build-id and perf's ~/.debug")
 	return f
 }
