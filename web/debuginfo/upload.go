@@ -156,38 +156,47 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 		name = c.bid
 	}
 
-	// Which kinds are free, the same, or taken by other bytes: decided and
-	// written under the lock, so two uploads of one build ID cannot both
-	// find it free (a bucket shared by replicas is guarded by its own
-	// conditional write, below).
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Entry
-	var write []symbolize.FetchKind
-	olds := map[symbolize.FetchKind]*Entry{}
-	var conflict *ConflictError
-	for _, k := range kinds {
-		old, cf, err := s.holder(ctx, c.bid, k, sum, replace)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case cf != nil:
-			if want == k || conflict == nil {
-				conflict = cf
+	// Which kinds are free, the same, or taken by other bytes: decided
+	// before the file is written (a refusal writes nothing), and again
+	// with the metas written under the lock, so two uploads of one build
+	// ID cannot both find it free (a bucket shared by replicas is guarded
+	// by its conditional write, putMeta).
+	type plan struct {
+		out      []Entry
+		write    []symbolize.FetchKind
+		olds     map[symbolize.FetchKind]*Entry
+		conflict *ConflictError
+	}
+	decide := func() (*plan, error) {
+		p := &plan{olds: map[symbolize.FetchKind]*Entry{}}
+		for _, k := range kinds {
+			old, cf, err := s.holder(ctx, c.bid, k, sum, replace)
+			if err != nil {
+				return nil, err
 			}
-		case old != nil && old.SHA256 == sum:
-			out = append(out, *old) // the same bytes again
-		default:
-			write = append(write, k)
-			olds[k] = old
+			switch {
+			case cf != nil:
+				if want == k || p.conflict == nil {
+					p.conflict = cf
+				}
+			case old != nil && old.SHA256 == sum:
+				p.out = append(p.out, *old) // the same bytes again
+			default:
+				p.write = append(p.write, k)
+				p.olds[k] = old
+			}
 		}
+		if cf := p.conflict; cf != nil && (want == symbolize.FetchKind(cf.Kind) || want == "" && len(p.write) == 0 && len(p.out) == 0) {
+			return nil, cf
+		}
+		return p, nil
 	}
-	if conflict != nil && (want == symbolize.FetchKind(conflict.Kind) || want == "" && len(write) == 0 && len(out) == 0) {
-		return nil, conflict
+	pl, err := decide()
+	if err != nil {
+		return nil, err
 	}
-	if len(write) == 0 {
-		return out, nil
+	if len(pl.write) == 0 {
+		return pl.out, nil
 	}
 	if spool != nil {
 		committed = true
@@ -202,6 +211,16 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 			return nil, err
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pl, err = decide(); err != nil || len(pl.write) == 0 {
+		s.forget(ctx, c.bid, obj) // taken meanwhile
+		if err != nil {
+			return nil, err
+		}
+		return pl.out, nil
+	}
+	out, write, olds := pl.out, pl.write, pl.olds
 	now := time.Now().UTC().Truncate(time.Second)
 	var wrote []symbolize.FetchKind
 	for _, k := range write {
