@@ -280,21 +280,9 @@ func uploadStatus(err error) (int, string) {
 func (s *Server) uploadRefused(c echo.Context, err error) error {
 	if code, msg := uploadStatus(err); code != 0 {
 		if code == http.StatusRequestTimeout {
-			c.Response().Header().Set("Connection", "close")
+			c.Response().Header().Set("Connection", "close") // the rest of the body is not awaited
 		}
 		return s.dText(c, "upload", code, "%s", msg)
-	}
-	if re, ok := debuginfo.IsRefused(err); ok {
-		if re.TooLarge {
-			return s.dText(c, "upload", http.StatusRequestEntityTooLarge, "upload refused: %s", re.Reason)
-		}
-		return s.dText(c, "upload", http.StatusUnprocessableEntity, "upload refused: %s", re.Reason)
-	}
-	if diskFull(err) {
-		return s.dText(c, "upload", http.StatusInsufficientStorage, "the server's disk is full, so the file was not stored")
-	}
-	if errors.Is(err, http.ErrBodyReadAfterClose) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return s.dText(c, "upload", http.StatusBadRequest, "the upload ended early: %v", err)
 	}
 	s.log.Error("debug file upload failed", "request_id", reqID(c), "err", err)
 	return s.dText(c, "upload", http.StatusInternalServerError, "storing the file failed (logged as request %s)", reqID(c))
