@@ -18,6 +18,7 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
+	"viewer/web/store"
 )
 
 // forgedELF builds, with gcc, a program with DWARF whose functions are
@@ -78,12 +79,21 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
 	forged := forgedELF(t, bid)
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	sym := func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
-	}})
+	}
+	root := t.TempDir()
+	openRoot := func() store.Store {
+		d, err := store.NewDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	ds := debuginfoServer(t, dopts{st: openRoot(), sym: sym})
 	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
 	finalEvent(t, ds.URL, id)
 	for _, f := range []struct{ kind, path string }{{"debuginfo", debugFile}, {"executable", exe}} {
@@ -111,11 +121,15 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 	if !names["ondemand_hash_block"] || names["forged_hash_block"] {
 		t.Errorf("after the forged upload and a Retry the names changed: %v", names)
 	}
-	// A profile uploaded after the forgery gets the real names too.
-	id2 := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42))
-	finalEvent(t, ds.URL, id2)
-	if names := functionNames(t, ds.URL, id2); !names["ondemand_hash_block"] || names["forged_hash_block"] {
-		t.Errorf("a profile uploaded after the forged file is named by it: %v", names)
+	// A profile uploaded after the forgery gets the real names too, also
+	// on a server started afresh on the store (nothing in its memory; the
+	// first one idle).
+	for i, base := range []string{ds.URL, debuginfoServer(t, dopts{st: openRoot(), sym: sym}).URL} {
+		id2 := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42+i))
+		finalEvent(t, base, id2)
+		if names := functionNames(t, base, id2); !names["ondemand_hash_block"] || names["forged_hash_block"] {
+			t.Errorf("a profile uploaded after the forged file is named by it: %v", names)
+		}
 	}
 	resp, err := http.Get(ds.URL + "/p/" + id + "/top.json")
 	if err != nil {
