@@ -83,6 +83,10 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	dbgFlags.sweep(ctx, st != nil, limits.UploadDeadline, logger.Info) // servedebuginfo.go
+	if dbgCfg != nil && dbgCfg.RefuseUploads != "" {
+		logger.Warn("debug file uploads refused: " + dbgCfg.RefuseUploads)
+	}
 	srv, err := web.New(web.Config{
 		Store:         profStore,
 		Debuginfo:     dbgCfg,
