@@ -54,8 +54,52 @@ NICE ?= nice -n 19
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
 # themselves under -race. Each name is a test of NORACE_PKGS.
 NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
-NORACE_TESTS = ^(TestLoad|TestDefaultLimitsAcceptRepeatedStacks|TestKillDuringUploads|TestKillDuringSymbolization|TestFullDisk|TestSecondServerOnOneDataDir|TestStackFidelity|TestHugeProfile|TestHugePerfData|TestMemoryWithinBudget|$(NORACE_BROWSER_TESTS))$$
-NORACE_BROWSER_TESTS = TestBrowserFlameLayout|TestBrowserTopTableNames|TestBrowserTopAskedWithGraph|TestBrowserFlamePage|TestBrowserFlameColorsAndLegend|TestBrowserFlameTooltipAndDetail|TestBrowserFlameWheelZoom|TestBrowserDeepStack|TestBrowserDiffColors|TestBrowserDiffLink|TestBrowserCompareHostileNames|TestBrowserHostileNamesStayText|TestBrowserContrast|TestBrowserPhoneWidth|TestBrowserEveryPage|TestBrowserExactTopAndZoom|TestBrowserFormatterMatchesGo|TestBrowserFrameMenuSandwich|TestBrowserTimeline|TestBrowserServices|TestBrowserDropUpload|TestScreenshots|TestTypesPageInBrowser|TestAnnotatePageInBrowser|TestAnnotateMergeInBrowser
+NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES) $(NORACE_BROWSER_TESTS))))$$
+space := $(subst ,, )
+# One name a line, sorted, so branches adding tests merge without conflict.
+NORACE_NAMES = \
+	TestDebugUploadsRefusedBeyondLoopback \
+	TestDefaultLimitsAcceptRepeatedStacks \
+	TestFullDisk \
+	TestFullDiskDebugAndOTLP \
+	TestHugePerfData \
+	TestHugeProfile \
+	TestKillDuringSourceUpload \
+	TestKillDuringSymbolization \
+	TestKillDuringUploads \
+	TestLoad \
+	TestMemoryWithinBudget \
+	TestSecondServerOnOneDataDir \
+	TestStackFidelity \
+
+NORACE_BROWSER_TESTS = \
+	TestAnnotateMergeInBrowser \
+	TestAnnotatePageInBrowser \
+	TestBrowserCompareHostileNames \
+	TestBrowserContrast \
+	TestBrowserDeepStack \
+	TestBrowserDiffColors \
+	TestBrowserDiffLink \
+	TestBrowserDropUpload \
+	TestBrowserEveryPage \
+	TestBrowserExactTopAndZoom \
+	TestBrowserFlameColorsAndLegend \
+	TestBrowserFlameLayout \
+	TestBrowserFlamePage \
+	TestBrowserFlameTooltipAndDetail \
+	TestBrowserFlameWheelZoom \
+	TestBrowserFormatterMatchesGo \
+	TestBrowserFrameMenuSandwich \
+	TestBrowserHostileNamesStayText \
+	TestBrowserPhoneWidth \
+	TestBrowserServices \
+	TestBrowserTimeline \
+	TestBrowserTopAskedWithGraph \
+	TestBrowserTopTableNames \
+	TestBrowserWarningsOnEveryPage \
+	TestScreenshots \
+	TestTypesPageInBrowser \
+
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".
 FUZZ_TARGETS = \

@@ -267,6 +267,16 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	if got, want := paths("callees"), "b=20 b>f=20"; got != want {
 		t.Errorf("callees of b %q, want %q", got, want)
 	}
+	// A function with no samples says so in one line above the charts; the
+	// message covered the whole page, header and links included.
+	run(t, b, "the sandwich of a function not in the profile", chromedp.Navigate(base+"/p/"+id+"/sandwich?si=cpu&fn=nosuch"))
+	waitFor(t, b, "the no-samples message", `document.getElementById('chart-status').textContent.startsWith('No samples pass through')`)
+	if got := eval[string](t, b, `(() => { const s = document.getElementById('chart-status').getBoundingClientRect();
+		const a = document.querySelector('header a, nav a').getBoundingClientRect();
+		const hit = document.elementFromPoint(a.left + a.width / 2, a.top + a.height / 2);
+		return s.height > 80 ? 'status is ' + s.height + ' px tall' : hit && hit.closest('header, nav') ? '' : 'the header is covered by ' + (hit && hit.outerHTML.slice(0, 60)); })()`); got != "" {
+		t.Errorf("sandwich status: %s", got)
+	}
 	pageProblems(t, b)
 }
 

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ type DebuginfoConfig struct {
 	// Serve is who may read: "open" (anyone, as debuginfod servers are)
 	// or "token" (the upload token, e.g. from DEBUGINFOD_HEADERS_FILE).
 	Serve string
+	// RefuseUploads, when set, is why this server takes no debug files
+	// (403): it listens beyond loopback with no --auth-token, and
+	// --debuginfod-serve=open was not given explicitly.
+	RefuseUploads string
 
 	metrics debuginfodMetrics
 }
@@ -68,14 +73,19 @@ func (s *Server) dMetrics() *debuginfodMetrics {
 	return &s.cfg.Debuginfo.metrics
 }
 
-// dText answers a debuginfod or upload request with a plain-text message,
-// which is what curl, gdb and debuginfod-find show.
+// dText answers a debuginfod request with a plain-text message, which is
+// what curl, gdb and debuginfod-find show; an upload to /api/debuginfo
+// gets it as JSON {"error"}, as the other APIs (render.go).
 func (s *Server) dText(c echo.Context, typ string, status int, format string, args ...any) error {
 	s.dMetrics().add(typ, status)
-	if c.Request().Method == http.MethodHead {
+	msg := fmt.Sprintf(format, args...)
+	switch {
+	case c.Request().Method == http.MethodHead:
 		return c.NoContent(status)
+	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
+		return c.JSON(status, jsonError{Error: msg, Status: status})
 	}
-	return c.String(status, fmt.Sprintf(format, args...)+"\n")
+	return c.String(status, msg+"\n")
 }
 
 // debuginfoOn returns the configured files, or answers 404.
@@ -83,6 +93,9 @@ func (s *Server) debuginfoOn(c echo.Context, typ string) (*debuginfo.Store, erro
 	d := s.cfg.Debuginfo
 	if d == nil || d.Files == nil {
 		return nil, s.dText(c, typ, http.StatusNotFound, "this viewer does not serve debug info: start it with --debuginfod-serve=open or =token")
+	}
+	if isDebuginfoUpload(c) && d.RefuseUploads != "" {
+		return nil, s.dText(c, typ, http.StatusForbidden, "upload refused: %s", d.RefuseUploads)
 	}
 	if isDebuginfoUpload(c) || d.Serve != "token" || s.authorized(c) {
 		return d.Files, nil
@@ -209,6 +222,10 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	bid, kind := c.Param("id"), c.Param("kind")
 	req := c.Request()
 	if req.ContentLength > files.MaxFile() {
+		// The body is not read: the connection closes after the answer,
+		// which then goes at once (the server would otherwise read up to
+		// 256 KiB of it first, at the client's pace).
+		c.Response().Header().Set("Connection", "close")
 		return s.dText(c, "upload", http.StatusRequestEntityTooLarge,
 			"upload refused: the file is %d bytes, over this server's --max-debug-file (%d bytes); ask its operator to raise it", req.ContentLength, files.MaxFile())
 	}
@@ -216,7 +233,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	ctx := req.Context()
 	switch kind {
 	case "debuginfo", "executable":
-		es, err := files.Put(ctx, req.Body, name, bid, symbolize.FetchKind(kind))
+		es, err := files.Put(ctx, req.Body, name, bid, symbolize.FetchKind(kind), s.mayReplace())
 		if err != nil {
 			return s.uploadRefused(c, err)
 		}
@@ -234,18 +251,43 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 	return s.dText(c, "upload", http.StatusNotFound, "PUT /buildid/BUILDID/debuginfo, /executable or /sources, not %q", kind)
 }
 
-func (s *Server) uploadRefused(c echo.Context, err error) error {
-	if re, ok := debuginfo.IsRefused(err); ok {
-		if re.TooLarge {
-			return s.dText(c, "upload", http.StatusRequestEntityTooLarge, "upload refused: %s", re.Reason)
+// mayReplace: an upload may replace a build ID's uploaded file only on a
+// server with a token, which every upload then carried (guardUploads).
+func (s *Server) mayReplace() bool { return s.cfg.AuthToken != "" }
+
+// uploadStatus is the status and message of a debug upload that failed:
+// no server path or internal detail in it, but for a refusal's reason.
+func uploadStatus(err error) (int, string) {
+	var ce *debuginfo.ConflictError
+	switch re, ok := debuginfo.IsRefused(err); {
+	case ok && re.TooLarge:
+		return http.StatusRequestEntityTooLarge, "upload refused: " + re.Reason
+	case ok:
+		return http.StatusUnprocessableEntity, "upload refused: " + re.Reason
+	case errors.As(err, &ce):
+		return http.StatusConflict, "upload refused: " + ce.Error()
+	case diskFull(err):
+		return http.StatusInsufficientStorage, "the server's disk is full, so the file was not stored; try again after its operator frees space"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// rateReader's words: too slow, stalled, or past the deadline.
+		msg := err.Error()
+		if _, after, ok := strings.Cut(msg, "reading the upload: "); ok {
+			msg = after
 		}
-		return s.dText(c, "upload", http.StatusUnprocessableEntity, "upload refused: %s", re.Reason)
+		msg, _, _ = strings.Cut(msg, ": read tcp") // the connection's addresses
+		return http.StatusRequestTimeout, msg
+	case errors.Is(err, http.ErrBodyReadAfterClose) || errors.Is(err, io.ErrUnexpectedEOF):
+		return http.StatusBadRequest, "the upload ended early; send it again"
 	}
-	if diskFull(err) {
-		return s.dText(c, "upload", http.StatusInsufficientStorage, "the server's disk is full, so the file was not stored")
-	}
-	if errors.Is(err, http.ErrBodyReadAfterClose) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return s.dText(c, "upload", http.StatusBadRequest, "the upload ended early: %v", err)
+	return 0, ""
+}
+
+func (s *Server) uploadRefused(c echo.Context, err error) error {
+	if code, msg := uploadStatus(err); code != 0 {
+		if code == http.StatusRequestTimeout {
+			c.Response().Header().Set("Connection", "close") // the rest of the body is not awaited
+		}
+		return s.dText(c, "upload", code, "%s", msg)
 	}
 	s.log.Error("debug file upload failed", "request_id", reqID(c), "err", err)
 	return s.dText(c, "upload", http.StatusInternalServerError, "storing the file failed (logged as request %s)", reqID(c))
@@ -300,6 +342,7 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 	var results []result
 	bid := ""
 	failed := false
+	worst := 0 // the highest status of a failed part
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -314,12 +357,17 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 			bid = strings.TrimSpace(string(b))
 		case "file":
 			r := result{File: part.FileName()}
-			es, err := files.Put(req.Context(), part, part.FileName(), "", "")
+			es, err := files.Put(req.Context(), part, part.FileName(), "", "", s.mayReplace())
 			if err != nil {
-				if _, ok := debuginfo.IsRefused(err); !ok {
+				code, msg := uploadStatus(err)
+				if code == 0 || code >= 500 {
 					s.log.Error("debug file upload failed", "request_id", reqID(c), "err", err)
 				}
-				r.Error, failed = err.Error(), true
+				if code == 0 {
+					code, msg = http.StatusInternalServerError, "storing the file failed (logged as request "+reqID(c)+")"
+				}
+				r.Error, failed = msg, true
+				worst = max(worst, code)
 			} else {
 				r.Stored, bid = uploadReply(es), es[0].BuildID
 				s.debugArrived(es)
@@ -329,8 +377,15 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 			r := result{File: part.FileName()}
 			if bid == "" {
 				r.Error, failed = "sources need a build_id field or an ELF file before them", true
+				worst = max(worst, http.StatusUnprocessableEntity)
 			} else if n, err := files.PutSources(req.Context(), bid, part, part.FileName()); err != nil {
-				r.Error, failed = err.Error(), true
+				code, msg := uploadStatus(err)
+				if code == 0 {
+					s.log.Error("source upload failed", "request_id", reqID(c), "err", err)
+					code, msg = http.StatusInternalServerError, "storing the sources failed (logged as request "+reqID(c)+")"
+				}
+				r.Error, failed = msg, true
+				worst = max(worst, code)
 			} else {
 				r.Sources = n
 			}
@@ -344,7 +399,10 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 	status := http.StatusCreated
 	if failed {
 		status = http.StatusUnprocessableEntity
-		if len(results) > 1 {
+		if worst >= 500 || worst == http.StatusConflict {
+			status = worst // a full disk is 507 whatever else the parts got
+		}
+		if len(results) > 1 && worst < 500 {
 			status = http.StatusMultiStatus
 		}
 	}

@@ -58,7 +58,9 @@ type dopts struct {
 	token    string
 	serve    string
 	maxFile  int64
-	sym      func(files *debuginfo.Store) *web.SymbolizationConfig
+	// localDirs are served too (--serve-local-debug).
+	localDirs []string
+	sym       func(files *debuginfo.Store) *web.SymbolizationConfig
 }
 
 func debuginfoServer(t testing.TB, o dopts) *dserver {
@@ -74,7 +76,7 @@ func debuginfoServer(t testing.TB, o dopts) *dserver {
 		o.serve = "open"
 	}
 	files := debuginfo.New(debuginfo.Config{Store: o.st, Upstream: o.upstream, MaxFile: o.maxFile,
-		TempDir: t.TempDir(), ProfileOf: ondemand.JobID})
+		TempDir: t.TempDir(), ProfileOf: ondemand.JobID, LocalDirs: o.localDirs})
 	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
 	if o.sym != nil {
 		cfg.Symbolization = o.sym(files)
@@ -342,7 +344,7 @@ func TestDebuginfoUploadAndServe(t *testing.T) {
 		t.Error("a source tarball wrote /escape.c")
 	}
 
-	// Later, better debug info replaces the first.
+	// The same file again is no error, and replaces nothing.
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, "s3cret"); code != 201 || strings.Contains(body, `"replaced":true`) {
 		t.Errorf("same file again: %d %s", code, body)
 	}
@@ -352,7 +354,9 @@ func TestDebuginfoUploadAndServe(t *testing.T) {
 		!strings.Contains(string(b), `{type="debuginfo",code="404"} 1`) {
 		t.Errorf("/metrics:\n%s", b)
 	}
-	r, err = http.Get(ds.URL + "/debuginfo?q=prog.deb")
+	req, _ = http.NewRequest(http.MethodGet, ds.URL+"/debuginfo?q=prog.deb", nil)
+	req.Header.Set("Authorization", "Bearer s3cret") // the index lists profiles: behind the token
+	r, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

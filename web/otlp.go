@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
@@ -18,6 +20,7 @@ import (
 	"viewer/web/ingest"
 	"viewer/web/ondemand"
 	"viewer/web/profiles"
+	"viewer/web/store"
 )
 
 // OTLPPath is the OTLP/HTTP path of the profiles signal (development).
@@ -85,6 +88,18 @@ func (s *Server) handleOTLP(c echo.Context) error {
 			if errors.Is(err, ingest.ErrBusy) || ctx.Err() != nil {
 				return httpStatusError(err)
 			}
+			if storageFailed(err) {
+				// Retryable, never a partial success (which exporters
+				// drop): the client sends the request again later,
+				// profiles stored already being stored once (by digest).
+				s.log.Error("OTLP profiles not stored: the store failed; the client is told to retry", "request_id", reqID(c), "err", err)
+				c.Response().Header().Set("Retry-After", strconv.Itoa(int(OTLPStorageRetry/time.Second)))
+				why := "the server's store is unavailable"
+				if diskFull(err) {
+					why = "the server's disk is full"
+				}
+				return httpError(http.StatusServiceUnavailable, "%s, so the profiles were not stored; retry in %v", why, OTLPStorageRetry)
+			}
 			res.Rejected++
 			res.Reasons = append(res.Reasons, ErrorMessage(err))
 			continue
@@ -111,6 +126,16 @@ func (s *Server) handleOTLP(c echo.Context) error {
 		return err
 	}
 	return c.Blob(http.StatusOK, otlpProtobuf, b)
+}
+
+// OTLPStorageRetry is the Retry-After of an OTLP request the store could
+// not take (a full disk, a bucket down): OTLP/HTTP retries 503 after it.
+const OTLPStorageRetry = 10 * time.Second
+
+// storageFailed reports whether err is the store's failure rather than
+// the profile's: the disk full, or the object store unavailable.
+func storageFailed(err error) bool {
+	return diskFull(err) || errors.Is(err, store.ErrUnavailable)
 }
 
 // parseOTLPBody reads the request's body, then waits for its turn

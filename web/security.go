@@ -242,6 +242,14 @@ func isSymbolAPI(c echo.Context) bool {
 	return c.Request().Method == http.MethodPost && (p == "/api/symbolize" || p == "/symbolicate/v5")
 }
 
+// isListing reports whether the request lists profiles (their links are
+// what a token-less visitor must not learn): the services page and the
+// debug file index, which need the token when one is set.
+func isListing(c echo.Context) bool {
+	p := c.Path()
+	return p == "/services" || p == "/debuginfo"
+}
+
 // isControl reports whether the request changes a symbolization run
 // (skip, disable, retry), which needs the token when one is set.
 func isControl(c echo.Context) bool {
@@ -271,6 +279,11 @@ func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
 			if isSymbolAPI(c) && c.Path() == "/api/symbolize" && sameOrigin(c) != nil {
 				return httpError(http.StatusForbidden,
 					"symbolization request refused: it comes from another site's page; call /api/symbolize with curl or a program, or from this server's own page")
+			}
+			if isListing(c) && !s.authorized(c) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer"`)
+				return httpError(http.StatusUnauthorized,
+					"this list of profiles needs the server's token (a profile's own link needs none): send Authorization: Bearer TOKEN, or sign in at /login")
 			}
 			if !isUpload(c) {
 				return next(c)

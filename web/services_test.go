@@ -167,7 +167,8 @@ func stackKey(locs []*profile.Location) string {
 }
 
 // TestServiceMergeToken: with --auth-token a merge, which stores a
-// profile, needs the token as an upload does; /services is readable.
+// profile, needs the token as an upload does; so does /services, which
+// lists profiles (TestListingsNeedToken).
 func TestServiceMergeToken(t *testing.T) {
 	s, err := web.New(web.Config{DataDir: t.TempDir(), OTLP: true, AuthToken: "s3cret"})
 	if err != nil {
@@ -189,8 +190,8 @@ func TestServiceMergeToken(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound { // authorized; no such service yet
 		t.Errorf("merge with the token: %s, want 404 (no profiles yet)", resp.Status)
 	}
-	if r, _ := getNoRedirect(t, ts.URL+"/services"); r.StatusCode != 200 {
-		t.Errorf("/services: %s", r.Status)
+	if r, _ := getNoRedirect(t, ts.URL+"/services"); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/services without the token: %s", r.Status)
 	}
 }
 

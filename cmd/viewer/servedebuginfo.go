@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"viewer/web"
 	"viewer/web/debuginfo"
@@ -35,7 +36,7 @@ func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid string) []string
 func registerDebuginfoFlags(fs *flag.FlagSet, sym *symbolizeFlags) *debuginfoFlags {
 	f := &debuginfoFlags{}
 	sym.uploaded = f
-	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too)")
+	fs.StringVar(&f.serve, "debuginfod-serve", "open", "serve uploaded debug files as a debuginfod server (/buildid/…) to `open|token|off`: anyone, only requests with the upload token (Authorization: Bearer, e.g. from DEBUGINFOD_HEADERS_FILE), or nobody (uploads refused too). Uploads are taken from anyone only on a loopback --addr, with --auth-token, or when =open is given explicitly")
 	fs.BoolVar(&f.localDebug, "serve-local-debug", false, "also serve, by build ID, the files of --debug-dir, /usr/lib/debug/.build-id and perf's ~/.debug")
 	return f
 }
@@ -71,5 +72,40 @@ func (f *debuginfoFlags) config(st store.Store, sym *symbolizeFlags, token strin
 		}
 	}
 	f.files = debuginfo.New(cfg)
-	return &web.DebuginfoConfig{Files: f.files, Serve: f.serve}, nil
+	dc := &web.DebuginfoConfig{Files: f.files, Serve: f.serve}
+	if token == "" && !sym.loopback() && !f.explicit(sym.fs) {
+		dc.RefuseUploads = "this server is reachable beyond this machine and has no --auth-token, so anyone could upload debug files that name its profiles' functions and that it serves to debuggers; " +
+			"its operator can set --auth-token, or say --debuginfod-serve=open to take uploads from anyone"
+	}
+	return dc, nil
+}
+
+// explicit reports whether --debuginfod-serve was given on the command
+// line (open by default serves anyone, but takes uploads from anyone only
+// on loopback or when said).
+func (f *debuginfoFlags) explicit(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "debuginfod-serve" })
+	return set
+}
+
+// sweep removes the debug files and sources of uploads a crash left
+// unacknowledged (debuginfo.Store.Sweep): all of them in a local
+// directory, which is this process's alone, and those older than an
+// upload may take in a bucket that replicas share.
+func (f *debuginfoFlags) sweep(ctx context.Context, shared bool, deadline time.Duration, log func(string, ...any)) {
+	if f.files == nil {
+		return
+	}
+	grace := time.Duration(0)
+	if shared {
+		grace = deadline + time.Minute
+	}
+	n, err := f.files.Sweep(ctx, grace)
+	switch {
+	case err != nil:
+		log("sweeping debug files left by interrupted uploads failed", "err", err)
+	case n > 0:
+		log("removed debug files and sources of uploads that were never acknowledged (interrupted by a crash)", "files", n)
+	}
 }

@@ -151,7 +151,8 @@ func debuginfoRequest(ctx context.Context, method, u, contentType string, body i
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode == http.StatusUnprocessableEntity || resp.StatusCode == http.StatusMultiStatus {
+	switch resp.StatusCode {
+	case http.StatusUnprocessableEntity, http.StatusMultiStatus, http.StatusConflict, http.StatusInsufficientStorage:
 		if json.Unmarshal(b, reply) == nil {
 			return nil // per-file errors are in the reply
 		}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"viewer/symbolize"
@@ -54,6 +55,9 @@ type Config struct {
 type Store struct {
 	cfg Config
 	st  store.Store
+	// mu makes deciding whether a build ID's kind is free and taking it
+	// one step (Put), and a source index's read and write (PutSources).
+	mu sync.Mutex
 }
 
 // New returns a Store for cfg.
@@ -252,21 +256,22 @@ func openPath(path, origin string) (*File, error) {
 }
 
 // Open returns bid's file of kind (debuginfo, executable or source/PATH):
-// an uploaded one, else one in the local debug directories, else, when
-// federate is set, one fetched from upstream. It returns ErrNotFound when
-// none has it.
+// one in the local debug directories, else an uploaded one (a file found
+// on this machine always wins over an upload, which anyone may have
+// sent), else, when federate is set, one fetched from upstream. It returns
+// ErrNotFound when none has it.
 func (s *Store) Open(ctx context.Context, bid string, kind symbolize.FetchKind, federate bool) (*File, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return nil, err
-	}
-	f, err := s.openStored(ctx, bid, kind)
-	if !errors.Is(err, ErrNotFound) {
-		return f, err
 	}
 	if kind == symbolize.KindDebuginfo || kind == symbolize.KindExecutable {
 		if p := s.localPath(bid, kind); p != "" {
 			return openPath(p, "local")
 		}
+	}
+	f, err := s.openStored(ctx, bid, kind)
+	if !errors.Is(err, ErrNotFound) {
+		return f, err
 	}
 	if !federate || s.cfg.Upstream == nil {
 		return nil, ErrNotFound

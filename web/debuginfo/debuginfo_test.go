@@ -21,14 +21,14 @@ func newStore(t *testing.T) *Store {
 }
 
 // An unstripped binary has code and DWARF: it is stored as both kinds, once,
-// and a later, different file of the same build ID and kind replaces it.
+// and the same file again is no error.
 func TestPutBothKinds(t *testing.T) {
 	exe, bid := debuginfodtest.BuildELF(t, t.TempDir(), "both", 64)
 	s := newStore(t)
 	ctx := context.Background()
 	f, _ := os.Open(exe)
 	defer f.Close()
-	es, err := s.Put(ctx, f, exe, "", "")
+	es, err := s.Put(ctx, f, exe, "", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

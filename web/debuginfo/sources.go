@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,11 +37,14 @@ type sourceFile struct {
 
 func sourcesKey(bid string) string { return prefix + bid + "/sources.json" }
 
-// sourceKey is where the source file at path of bid is stored: named by a
-// digest, so no path from a tarball or a URL ever becomes part of a key.
-func sourceKey(bid, p string) string {
+// sourceKey is where the source file at path of bid is stored by the
+// upload up: named by digests, so no path from a tarball or a URL ever
+// becomes part of a key, and an upload never writes over a file another
+// one stored (a refused upload then leaves the files before it as they
+// were).
+func sourceKey(bid, p, up string) string {
 	sum := sha256.Sum256([]byte(p))
-	return prefix + bid + "/src-" + hex.EncodeToString(sum[:16])
+	return prefix + bid + "/src-" + hex.EncodeToString(sum[:16]) + "-" + up
 }
 
 // cleanSource turns a tar entry name or a requested path into the absolute
@@ -69,8 +73,11 @@ func (s *Store) sources(ctx context.Context, bid string) (*sourceIndex, error) {
 // (plain, gzip or zstd) read from r: each regular file at its absolute path
 // with the archive's leading "/" optional, as `tar -C / -cf src.tar
 // home/me/app/main.c` makes it. The build ID must have an uploaded file.
-// It returns how many files were stored.
-func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string) (int, error) {
+// It returns how many files were stored. An archive refused (over the
+// limit, damaged) or not stored (the disk full, the client gone) leaves
+// nothing: the files written for it are removed, and those a crash left
+// are removed by Sweep.
+func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string) (n int, err error) {
 	if err := ValidBuildID(bid); err != nil {
 		return 0, refused("%v", err)
 	}
@@ -83,6 +90,17 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 	if err != nil {
 		return 0, err
 	}
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	up := hex.EncodeToString(nonce[:])
+	files := map[string]sourceFile{}
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				s.remove(ctx, f.Object)
+			}
+		}
+	}()
 	br := bufio.NewReader(io.LimitReader(r, s.cfg.MaxFile+1))
 	var in io.Reader = br
 	if head, _ := br.Peek(4); len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
@@ -102,7 +120,6 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 	archive := path.Base(strings.ReplaceAll(name, "\\", "/"))
 	tr := tar.NewReader(in)
 	var total int64
-	n := 0
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -112,31 +129,51 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 			if n == 0 {
 				return 0, refused("the sources are not a tar archive (%v): make one with tar -C / -czf src.tar.gz PATHS", err)
 			}
-			return n, refused("the tar archive is damaged after %d files: %v", n, err)
+			return 0, refused("the tar archive is damaged after %d files (%v): none of it was stored", n, err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		total += h.Size
 		if total > s.cfg.MaxFile {
-			return n, &RefusedError{TooLarge: true, Reason: fmt.Sprintf("the sources are larger than this server's --max-debug-file (%d bytes)", s.cfg.MaxFile)}
+			return 0, &RefusedError{TooLarge: true, Reason: fmt.Sprintf("the sources are larger than this server's --max-debug-file (%d bytes): none of them was stored", s.cfg.MaxFile)}
 		}
 		p := cleanSource(h.Name)
-		if _, ok := ix.Files[p]; !ok && len(ix.Files) >= maxSourceFiles {
-			return n, refused("build ID %s would have more than %d source files", bid, maxSourceFiles)
+		if _, ok := ix.Files[p]; !ok && len(ix.Files)+len(files) >= maxSourceFiles {
+			return 0, refused("build ID %s would have more than %d source files", bid, maxSourceFiles)
 		}
-		key := sourceKey(bid, p)
+		key := sourceKey(bid, p, up)
+		files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
 		if err := s.st.Put(ctx, key, tr); err != nil {
-			return n, err
+			return 0, err
 		}
-		ix.Files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
 		n++
 	}
 	if n == 0 {
 		return 0, refused("the tar archive has no regular files")
 	}
+	// The index is read again and written under the lock, so uploads of
+	// one build ID's sources at once each keep their files.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ix, err = s.sources(ctx, bid); err != nil {
+		return 0, err
+	}
+	var replaced []string
+	for p, f := range files {
+		if old, ok := ix.Files[p]; ok && old.Object != f.Object {
+			replaced = append(replaced, old.Object)
+		}
+		ix.Files[p] = f
+	}
 	b, _ := json.Marshal(ix)
-	return n, s.st.Put(ctx, sourcesKey(bid), strings.NewReader(string(b)))
+	if err := s.st.Put(ctx, sourcesKey(bid), strings.NewReader(string(b))); err != nil {
+		return 0, err
+	}
+	for _, k := range replaced {
+		s.remove(ctx, k)
+	}
+	return n, nil
 }
 
 // openSource opens an uploaded source file of bid.

@@ -1,6 +1,7 @@
 package debuginfo
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -89,9 +90,14 @@ func classify(r io.ReaderAt) (c contents, err error) {
 // for the index and X-DEBUGINFOD-FILE), under its build ID as every kind its
 // contents make it. wantBID and want, when set (a PUT to
 // /buildid/BUILDID/KIND), must match the file. The body is spooled to a
-// temporary file, never held in memory. A later upload of the same build ID
-// and kind replaces the earlier one (better debug info later).
-func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want symbolize.FetchKind) ([]Entry, error) {
+// temporary file, never held in memory. A build ID and kind that has a file
+// already, uploaded or found on this machine, keeps it: the first upload
+// wins, since nothing here can tell a better file from a forged one. The
+// same bytes again are no error; other bytes are a *ConflictError, unless
+// replace is set (an upload carrying the server's token) and the file is an
+// uploaded one. A kind that conflicts is skipped when the upload is wanted
+// as another kind, or as any kind and another one is free.
+func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want symbolize.FetchKind, replace bool) ([]Entry, error) {
 	if wantBID != "" {
 		if err := ValidBuildID(wantBID); err != nil {
 			return nil, refused("%v", err)
@@ -145,6 +151,53 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	obj := prefix + c.bid + "/elf-" + sum[:32]
+	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "." || name == "/" || name == "" {
+		name = c.bid
+	}
+
+	// Which kinds are free, the same, or taken by other bytes: decided
+	// before the file is written (a refusal writes nothing), and again
+	// with the metas written under the lock, so two uploads of one build
+	// ID cannot both find it free (a bucket shared by replicas is guarded
+	// by its conditional write, putMeta).
+	type plan struct {
+		out      []Entry
+		write    []symbolize.FetchKind
+		olds     map[symbolize.FetchKind]*Entry
+		conflict *ConflictError
+	}
+	decide := func() (*plan, error) {
+		p := &plan{olds: map[symbolize.FetchKind]*Entry{}}
+		for _, k := range kinds {
+			old, cf, err := s.holder(ctx, c.bid, k, sum, replace)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case cf != nil:
+				if want == k || p.conflict == nil {
+					p.conflict = cf
+				}
+			case old != nil && old.SHA256 == sum:
+				p.out = append(p.out, *old) // the same bytes again
+			default:
+				p.write = append(p.write, k)
+				p.olds[k] = old
+			}
+		}
+		if cf := p.conflict; cf != nil && (want == symbolize.FetchKind(cf.Kind) || want == "" && len(p.write) == 0 && len(p.out) == 0) {
+			return nil, cf
+		}
+		return p, nil
+	}
+	pl, err := decide()
+	if err != nil {
+		return nil, err
+	}
+	if len(pl.write) == 0 {
+		return pl.out, nil
+	}
 	if spool != nil {
 		committed = true
 		if err := spool.Commit(ctx, obj, tmp); err != nil {
@@ -158,25 +211,150 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 			return nil, err
 		}
 	}
-	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
-	if name == "." || name == "/" || name == "" {
-		name = c.bid
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pl, err = decide(); err != nil || len(pl.write) == 0 {
+		s.forget(ctx, c.bid, obj) // taken meanwhile
+		if err != nil {
+			return nil, err
+		}
+		return pl.out, nil
 	}
+	out, write, olds := pl.out, pl.write, pl.olds
 	now := time.Now().UTC().Truncate(time.Second)
-	var out []Entry
-	for _, k := range kinds {
+	var wrote []symbolize.FetchKind
+	for _, k := range write {
 		e := Entry{BuildID: c.bid, Kind: string(k), Name: name, Size: n, Uploaded: now,
 			Holds: c.holds(), SHA256: sum, Object: obj}
-		if old, err := s.entry(ctx, c.bid, k); err == nil && old.SHA256 != sum {
+		if old := olds[k]; old != nil {
 			e.Replaced = old.SHA256
 		}
 		b, _ := json.Marshal(e)
-		if err := s.st.Put(ctx, metaKey(c.bid, k), strings.NewReader(string(b))); err != nil {
+		err := s.putMeta(ctx, metaKey(c.bid, k), b, olds[k] == nil)
+		if errors.Is(err, errTaken) {
+			// Another replica stored this kind meanwhile: it was first.
+			if want == k || want == "" && len(wrote) == 0 && len(out) == 0 {
+				s.forget(ctx, c.bid, obj)
+				old, _ := s.entry(ctx, c.bid, k)
+				cf := &ConflictError{BuildID: c.bid, Kind: string(k)}
+				if old != nil {
+					cf.SHA256 = old.SHA256
+				}
+				return nil, cf
+			}
+			continue
+		}
+		if err != nil {
+			if len(wrote) == 0 {
+				s.forget(ctx, c.bid, obj)
+			}
 			return out, err
 		}
+		wrote = append(wrote, k)
 		out = append(out, e)
+		if old := olds[k]; old != nil && old.Object != obj {
+			s.forget(ctx, c.bid, old.Object)
+		}
 	}
 	return out, nil
+}
+
+// ConflictError is an upload refused because its build ID and kind has
+// another file already (HTTP 409): the first file stays.
+type ConflictError struct {
+	BuildID, Kind string
+	// SHA256 is the digest of the file kept; Local its path when it is
+	// found on this machine rather than uploaded.
+	SHA256, Local string
+}
+
+func (e *ConflictError) Error() string {
+	where := "an uploaded file"
+	if e.Local != "" {
+		where = "a file on the server's machine (" + e.Local + ")"
+	}
+	return fmt.Sprintf("build ID %s already has a %s file, %s with SHA-256 %s; an upload of other bytes does not replace it (the first file of a build ID wins). "+
+		"Upload that same file, or ask the server's operator, whose --auth-token may replace an uploaded file", e.BuildID, e.Kind, where, e.SHA256)
+}
+
+// holder returns the uploaded entry of bid's kind when there is one, and a
+// conflict when the kind is held by a file other than sum that this upload
+// may not replace: a local file, or an uploaded one without replace.
+func (s *Store) holder(ctx context.Context, bid string, k symbolize.FetchKind, sum string, replace bool) (*Entry, *ConflictError, error) {
+	if p := s.localPath(bid, k); p != "" {
+		local, err := fileDigest(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if local != sum {
+			return nil, &ConflictError{BuildID: bid, Kind: string(k), SHA256: local, Local: p}, nil
+		}
+	}
+	old, err := s.entry(ctx, bid, k)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if old.SHA256 != sum && !replace {
+		return nil, &ConflictError{BuildID: bid, Kind: string(k), SHA256: old.SHA256}, nil
+	}
+	return old, nil, nil
+}
+
+func fileDigest(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// errTaken: a conditional write found the key written.
+var errTaken = errors.New("debuginfo: written meanwhile")
+
+// absentPutter is a store with a conditional write (store.Blob).
+type absentPutter interface {
+	PutIfAbsent(ctx context.Context, key string, r io.Reader) (bool, error)
+}
+
+// putMeta writes a meta object; when fresh, only if it does not exist yet
+// on a store that can make the write conditional (errTaken otherwise).
+func (s *Store) putMeta(ctx context.Context, key string, b []byte, fresh bool) error {
+	if ap, ok := s.st.(absentPutter); ok && fresh {
+		won, err := ap.PutIfAbsent(ctx, key, bytes.NewReader(b))
+		if err == nil && !won {
+			return errTaken
+		}
+		return err
+	}
+	return s.st.Put(ctx, key, bytes.NewReader(b))
+}
+
+// forget removes bid's object obj unless a meta still names it: what an
+// upload wrote and then did not keep, or a replaced file. It runs after the
+// request's end too (a client that went away leaves nothing).
+func (s *Store) forget(ctx context.Context, bid, obj string) {
+	ctx = context.WithoutCancel(ctx)
+	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
+		if e, err := s.entry(ctx, bid, k); err == nil && e.Object == obj {
+			return
+		}
+	}
+	s.remove(ctx, obj)
+}
+
+// remove deletes key when the store can (store.Deleter).
+func (s *Store) remove(ctx context.Context, key string) {
+	if d, ok := s.st.(store.Deleter); ok {
+		d.Delete(context.WithoutCancel(ctx), key)
+	}
 }
 
 func hasKind(ks []symbolize.FetchKind, k symbolize.FetchKind) bool {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 )
 
 // Lister is a Store that can list its keys; Dir and Blob are. The debug
@@ -128,4 +129,38 @@ func (d *Dir) Commit(ctx context.Context, key string, f *os.File) (err error) {
 		return fmt.Errorf("store: %w", err)
 	}
 	return d.syncEntry(dir)
+}
+
+// Deleter is a Store that can remove objects; Dir and Blob are. The debug
+// file store (web/debuginfo) removes what it wrote for an upload it then
+// refused, and the objects a crash left unreferenced.
+type Deleter interface {
+	// Delete removes key; a key that does not exist is no error.
+	Delete(ctx context.Context, key string) error
+}
+
+// Delete removes key's file.
+func (d *Dir) Delete(ctx context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := d.settle(key); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// Delete removes key's object.
+func (s *Blob) Delete(ctx context.Context, key string) error {
+	if err := ValidKey(key); err != nil {
+		return err
+	}
+	if err := s.b.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return s.wrap("deleting", key, err)
+	}
+	return nil
 }

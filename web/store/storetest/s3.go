@@ -30,6 +30,7 @@ type S3 struct {
 	down     atomic.Bool
 	requests atomic.Int64
 	failPuts atomic.Bool
+	putsLeft atomic.Int64 // > 0: PUTs that succeed before failPuts is set
 }
 
 // NewS3 starts an S3 server on 127.0.0.1 holding bucket "profiles", closed
@@ -59,6 +60,9 @@ func NewS3(t testing.TB) *S3 {
 	h := faker.Server()
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if r.Method == http.MethodPut && s.putsLeft.Load() > 0 && s.putsLeft.Add(-1) == 0 {
+			s.failPuts.Store(true)
+		}
 		if s.down.Load() || (s.failPuts.Load() && r.Method == http.MethodPut) {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -86,6 +90,13 @@ func (s *S3) SetDown(down bool) { s.down.Store(down) }
 
 // SetFailPuts makes writes fail with 503 while reads still work.
 func (s *S3) SetFailPuts(fail bool) { s.failPuts.Store(fail) }
+
+// FailPutsAfter lets n more writes through, then makes writes fail as
+// SetFailPuts(true) does: a store that fills up in the middle of an upload.
+func (s *S3) FailPutsAfter(n int64) {
+	s.failPuts.Store(false)
+	s.putsLeft.Store(n + 1)
+}
 
 // Requests counts the HTTP requests the server received.
 func (s *S3) Requests() int64 { return s.requests.Load() }
