@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	jsoniter "github.com/json-iterator/go"
@@ -123,14 +124,25 @@ func otlpWireError(err error) error {
 // prescanOTLP counts what an OTLP request in data (protobuf, or OTLP JSON
 // when json is set) holds, in passes over it that allocate nothing per
 // field: the tables and samples, checked against lim as they are counted;
-// then each location's lines and each stack's frames (4 and 8 bytes an
-// entry, within the limits just checked); then the frames the samples
-// name, checked against --max-frames.
+// then, unless a bound of the frames is within --max-frames (and stands
+// for them), each location's lines and each stack's frames (4 and 8
+// bytes an entry, within the limits just checked), and the frames the
+// samples name, checked against --max-frames.
 func prescanOTLP(data []byte, json bool, lim Limits) (otlpCounts, error) {
 	s := otlpScan{lim: lim}
 	for s.pass = 0; s.pass < 4; s.pass++ {
 		switch s.pass {
 		case 1:
+			// Every sample naming the longest stack of the locations
+			// with the most lines bounds the frames: when that is within
+			// --max-frames, it stands for them (the estimate's), and
+			// the passes that count them exactly are not made (an
+			// exporter's request: 3 of the pre-scan's 4 passes).
+			bound := satMul(satMul(s.c.samples, s.longest), max(1, s.maxLines))
+			if lim.MaxFrames <= 0 || bound <= int64(lim.MaxFrames) {
+				s.c.frames = bound
+				return s.c, nil
+			}
 			s.locLines = make([]int32, 0, s.c.locations)
 		case 2:
 			s.stackFrames = make([]int64, 0, s.c.stacks)
@@ -164,12 +176,15 @@ func countOTLP(r io.Reader, json bool, lim Limits) error {
 // otlpScan is prescanOTLP's state: the pass, its counts and what the
 // earlier passes found.
 type otlpScan struct {
-	pass        int
-	lim         Limits
-	c           otlpCounts
-	ticks       int
-	locLines    []int32 // pass 1: lines of each location
-	stackFrames []int64 // pass 2: frames of each stack
+	pass  int
+	lim   Limits
+	c     otlpCounts
+	ticks int
+	// longest and maxLines are the most locations of a stack and the most
+	// lines of a location (pass 0).
+	longest, maxLines int64
+	locLines          []int32 // pass 1: lines of each location
+	stackFrames       []int64 // pass 2: frames of each stack
 }
 
 func (s *otlpScan) walk(r io.Reader, json bool) error {
@@ -177,6 +192,14 @@ func (s *otlpScan) walk(r io.Reader, json bool) error {
 		return walkOTLPJSON(r, s)
 	}
 	return walkOTLPProto(&protoStream{r: bufio.NewReaderSize(r, 64<<10)}, s)
+}
+
+// satMul is a × b for counts (not negative), at most math.MaxInt64.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // counted is called after each entry the first pass counts: every 4096th
@@ -194,6 +217,7 @@ func (s *otlpScan) location(lines int64) error {
 	case 0:
 		s.c.locations++
 		s.c.lines += lines
+		s.maxLines = max(s.maxLines, lines)
 		return s.counted()
 	case 1:
 		s.locLines = append(s.locLines, int32(min(lines, 1<<31-1)))
@@ -217,6 +241,7 @@ func (s *otlpScan) stack(n int64) error {
 	case 0:
 		s.c.stacks++
 		s.c.stackLocations += n
+		s.longest = max(s.longest, n)
 		return s.counted()
 	case 2:
 		s.stackFrames = append(s.stackFrames, n)

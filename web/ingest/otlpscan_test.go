@@ -91,8 +91,25 @@ func FuzzPrescanOTLP(f *testing.F) {
 		if derr != nil {
 			return // pdata refuses it: nothing decoded
 		}
-		if got := decodedCounts(ps); got != c {
+		got := decodedCounts(ps)
+		if c.frames < got.frames {
+			t.Fatalf("pre-scan bound the frames at %d; pdata decoded %d", c.frames, got.frames)
+		}
+		c.frames = got.frames
+		if got != c {
 			t.Fatalf("pre-scan counted %+v; pdata decoded %+v", c, got)
+		}
+		// Within --max-frames exactly, the frames are counted exactly;
+		// one less is refused naming it.
+		if got.frames > 0 {
+			exact, err := prescanOTLP(data, json, Limits{MaxFrames: int(got.frames)})
+			if err != nil || exact.frames > got.frames {
+				t.Fatalf("%d frames within --max-frames %d: %v, counted %d", got.frames, got.frames, err, exact.frames)
+			}
+			_, err = prescanOTLP(data, json, Limits{MaxFrames: int(got.frames) - 1})
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
+				t.Fatalf("%d frames over --max-frames %d: %v", got.frames, got.frames-1, err)
+			}
 		}
 		if c.locations > 0 {
 			_, err := prescanOTLP(data, json, Limits{MaxLocations: int(c.locations) - 1})
