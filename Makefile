@@ -62,6 +62,7 @@ NORACE_NAMES = \
 	TestDefaultLimitsAcceptRepeatedStacks \
 	TestFullDisk \
 	TestFullDiskDebugAndOTLP \
+	TestHostileOTLP \
 	TestHugePerfData \
 	TestHugeProfile \
 	TestKillDuringSourceUpload \
@@ -71,6 +72,7 @@ NORACE_NAMES = \
 	TestMemoryWithinBudget \
 	TestSecondServerOnOneDataDir \
 	TestStackFidelity \
+	TestSymbolizeAPIMemory
 
 NORACE_BROWSER_TESTS = \
 	TestAnnotateMergeInBrowser \
