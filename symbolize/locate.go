@@ -29,6 +29,17 @@ type candidate struct {
 	named bool
 }
 
+// uploadedHow is how an uploaded debug file is described (uploaded.go).
+const uploadedHow = "uploaded debug file"
+
+// local reports whether the candidate was found on this machine (the
+// mapped file, --debug-dir, the system and perf trees), not uploaded to
+// the server or downloaded from debuginfod (its cache included): only local
+// debug info may point the source view at files on this machine.
+func (c candidate) local() bool {
+	return c.how != uploadedHow && !strings.HasPrefix(c.how, "debuginfod ")
+}
+
 // trust is how localfile opens the candidate.
 func (c candidate) trust() localfile.Trust {
 	if c.named {
@@ -108,7 +119,7 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 			ef.Close()
 		}
 	}
-	l := &loaded{obj: df, source: src}
+	l := &loaded{obj: df, source: src, local: f.debug.local()}
 	var notes []string
 	if f.unverified {
 		notes = append(notes, "the profile has no build ID for this binary: the file at its path on this machine was used, unverified")
