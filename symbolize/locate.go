@@ -102,8 +102,41 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	src := f.debug.path + " (" + f.debug.how + ")"
 	ev(StateLoading, src, nil)
 	return get(func(ctx context.Context) (*loaded, error) {
-		return openFound(ctx, f, src)
+		l, err := openFound(ctx, f, src)
+		if err == nil {
+			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid)
+		}
+		return l, err
 	})
+}
+
+// uploadedOrCached reports whether the file at p is one uploaded to this
+// server or lies in the debuginfod cache, although a profile's mapping
+// path led to it (a mapping may name the store's own file): such debug
+// info is someone else's, like any upload.
+func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return true
+	}
+	if d := s.cfg.DebuginfodCacheDir; d != "" {
+		if rd, err := filepath.EvalSymlinks(d); err == nil && localfile.Under(real, rd) {
+			return true
+		}
+	}
+	if s.cfg.Uploaded == nil || bid == "" {
+		return false
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return true
+	}
+	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
+		if ui, err := os.Stat(u); err == nil && os.SameFile(fi, ui) {
+			return true
+		}
+	}
+	return false
 }
 
 // openFound opens a search result for lookups.

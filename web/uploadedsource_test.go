@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -77,10 +79,10 @@ func canaryBinary(t *testing.T) (exe, secret string, addr uint64) {
 }
 
 // canaryProfile is a symbolized profile whose one sample is in
-// canary_work, in file, mapped from a path that is not on this machine.
-func canaryProfile(t *testing.T, bid, file string, addr uint64) []byte {
+// canary_work, in file, mapped from the path mapped.
+func canaryProfile(t *testing.T, bid, file string, addr uint64, mapped string) []byte {
 	t.Helper()
-	m := &profile.Mapping{ID: 1, Start: 0, Limit: 1 << 32, File: "/opt/elsewhere/prog", BuildID: bid, HasFunctions: true, HasFilenames: true}
+	m := &profile.Mapping{ID: 1, Start: 0, Limit: 1 << 32, File: mapped, BuildID: bid, HasFunctions: true, HasFilenames: true}
 	f := &profile.Function{ID: 1, Name: "canary_work", SystemName: "canary_work", Filename: file}
 	l := &profile.Location{ID: 1, Mapping: m, Address: addr, Line: []profile.Line{{Function: f, Line: 1}}}
 	p := &profile.Profile{
@@ -117,7 +119,15 @@ func TestUploadedDebugInfoReadsNoLocalFile(t *testing.T) {
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", exe, ""); code != 201 {
 		t.Fatalf("debug file upload: %d %s", code, body)
 	}
-	id := uploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr))
+	id := uploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, "/opt/elsewhere/prog"))
+	// A mapping may also name the uploaded file where the store keeps it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stored, err := ds.files.LocalPath(ctx, bid, symbolize.KindDebuginfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaStore := uploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, stored))
 	get := func(u string) string {
 		t.Helper()
 		resp, err := http.Get(u)
@@ -135,12 +145,14 @@ func TestUploadedDebugInfoReadsNoLocalFile(t *testing.T) {
 		"/p/" + id + "/annotate.json?" + url.Values{"fn": {"canary_work"}}.Encode(),
 		"/buildid/" + bid + "/source" + secret,
 	}
+	// First: the engine keeps what it loaded by build ID.
+	routes = append([]string{"/p/" + viaStore + "/source?" + url.Values{"fn": {"canary_work"}}.Encode()}, routes...)
 	for _, r := range routes {
 		if b := get(ds.URL + r); strings.Contains(b, secretCanary) {
 			t.Errorf("%s shows the file the uploaded DWARF's comp_dir names on this machine:\n%s", r, excerpt(b, secretCanary))
 		}
 	}
-	page := get(ds.URL + routes[0])
+	page := get(ds.URL + routes[1])
 	if !strings.Contains(page, "uploaded or downloaded, not found on this machine") {
 		t.Errorf("the source view does not say why the local file is not read:\n%s", excerpt(page, "source-problem"))
 	}
@@ -155,7 +167,7 @@ func TestUploadedDebugInfoReadsNoLocalFile(t *testing.T) {
 	if code, b := put(t, ds.URL+"/buildid/"+bid+"/sources?name=src.tar", &tb, ""); code != 201 {
 		t.Fatalf("sources upload: %d %s", code, b)
 	}
-	page = get(ds.URL + routes[0])
+	page = get(ds.URL + routes[1])
 	if !strings.Contains(page, "ARCHIVE-LINE") || strings.Contains(page, secretCanary) {
 		t.Errorf("after its source archive is uploaded, the source view does not show the archive's file:\n%s", excerpt(page, "source-"))
 	}
