@@ -37,9 +37,10 @@ type SourceConfig struct {
 	// LocalPaths lets the server read the absolute paths a profile names,
 	// on this machine. Only for a server that listens on loopback: its
 	// user is the machine's user (serve decides it as for mappings). Even
-	// then a path is read only when the binary's debug info (Units) names
-	// it, it is under that compile unit's directory or one of Roots, and
-	// not under /proc, /sys or /dev.
+	// then a path is read only when the binary's debug info (Units) was
+	// found on this machine (not uploaded or downloaded) and names it, it
+	// is under that compile unit's directory or one of Roots, and not
+	// under /proc, /sys or /dev.
 	LocalPaths bool
 	// Units finds the compile unit of a sampled address in the binary's
 	// debug info, to check a path against (nil: local paths are not read).
