@@ -70,6 +70,9 @@ NORACE_NAMES = \
 	TestLoad \
 	TestMemoryWithinBudget \
 	TestSecondServerOnOneDataDir \
+	TestSectionAsElfutilsServesIt \
+	TestSectionBombNotDecompressed \
+	TestSourceArchiveIndexBounded \
 	TestStackFidelity \
 
 NORACE_BROWSER_TESTS = \
