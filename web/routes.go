@@ -76,7 +76,7 @@ func (s *Server) routes() {
 	e.GET("/README.md", s.handleReadme) // the panels link to its sections
 	// The upload token's login (security.go).
 	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", newLoginBackoff().guard(s.handleLogin))
+	e.POST("/login", newLoginBackoff(s.clientAddr).guard(s.handleLogin))
 }
 
 // compressOnce gzips responses of 1 KiB or more for clients that accept it,
