@@ -8,7 +8,8 @@
 //
 //	$(id)                       document.getElementById
 //	readConfig(id)              the page's JSON config script element, parsed
-//	getJSON(url, {revalidate, marks})  fetch + JSON, errors name the status and the server's text
+//	getJSON(url, {revalidate, marks})  fetch + JSON, errors name the status and the server's message
+//	responseError(resp)         what a failed response says: its JSON {"error", "heading"}, else its text
 //	escapeRE(s), compileSearch(q)      a case-insensitive RegExp; invalid regex text is matched literally
 //	wireCopyLink(button, before)       "Copy link" with the current URL (before() runs first)
 //	tooltipRow(label, value, pct)      one label/value/share row of a tooltip
@@ -39,8 +40,8 @@ export async function getJSON(url, { revalidate = false, marks = null } = {}) {
   const resp = await fetch(url, { headers: { Accept: 'application/json' }, cache: revalidate ? 'no-cache' : 'default' });
   if (marks) marks.headers = performance.now();
   if (!resp.ok) {
-    const body = (await resp.text()).trim();
-    throw new Error(`${resp.status} ${resp.statusText}${body ? `: ${body.slice(0, 300)}` : ''}`);
+    const msg = await responseError(resp);
+    throw new Error(`${resp.status} ${resp.statusText}${msg ? `: ${msg}` : ''}`);
   }
   if (!marks) return resp.json();
   const text = await resp.text();
@@ -48,6 +49,24 @@ export async function getJSON(url, { revalidate = false, marks = null } = {}) {
   const json = JSON.parse(text);
   marks.parsed = performance.now();
   return json;
+}
+
+/**
+ * What a failed response says: the server answers the JSON requests of
+ * pages with {"error", "heading"} (web/render.go): the heading, when it
+ * names the cause, then the message; any other body's first 300 characters.
+ */
+export async function responseError(resp) {
+  const text = (await resp.text()).trim();
+  if ((resp.headers.get('Content-Type') || '').includes('application/json')) {
+    try {
+      const j = JSON.parse(text);
+      if (j && typeof j.error === 'string') return j.heading ? `${j.heading}: ${j.error}` : j.error;
+    } catch {
+      // not the server's error: its text below
+    }
+  }
+  return text.slice(0, 300);
 }
 
 export function escapeRE(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }

@@ -8,7 +8,7 @@
 
 import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
 import {
-  $, readConfig, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink, legendEntries, renderLegend,
+  $, readConfig, responseError, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink, legendEntries, renderLegend,
 } from './common.js';
 
 export { diffColor };
@@ -198,24 +198,11 @@ function renderTop(json) {
   body.replaceChildren(frag);
 }
 
-// errorText is what a failed response says: the heading and message of the
-// server's error page (which names the cause), else its text.
-async function errorText(resp) {
-  const text = await resp.text();
-  if ((resp.headers.get('Content-Type') || '').includes('text/html')) {
-    const doc = new DOMParser().parseFromString(text, 'text/html');
-    const h = doc.querySelector('.error h1');
-    const m = doc.querySelector('.error .message');
-    if (h || m) return [h && h.textContent, m && m.textContent].filter(Boolean).join(': ');
-  }
-  return `${resp.status} ${resp.statusText}: ${text.slice(0, 300)}`;
-}
-
 async function load() {
   let json;
   try {
     const resp = await fetch(config.dataURL, { headers: { Accept: 'application/json' } });
-    if (!resp.ok) throw new Error(await errorText(resp));
+    if (!resp.ok) throw new Error(await responseError(resp)); // the heading names the cause
     json = await resp.json();
     tree = new Tree(json);
     tree.base = Float64Array.from(json.base || []);

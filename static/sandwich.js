@@ -8,6 +8,7 @@
 // call path (z=, the widest caller at each step).
 
 import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
+import { responseError } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const config = JSON.parse($('sandwich-config').textContent);
@@ -52,7 +53,7 @@ for (const g of [callers, callees]) {
 async function load() {
   try {
     const resp = await fetch(config.dataURL, { headers: { Accept: 'application/json' } });
-    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}: ${(await resp.text()).slice(0, 300)}`);
+    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}: ${await responseError(resp)}`);
     data = await resp.json();
   } catch (err) {
     status.textContent = `Could not load the sandwich: ${err.message}`;

@@ -15,7 +15,7 @@
 
 import { reload } from './page.js';
 import { formatValue } from './flame.js';
-import { readConfig } from './common.js';
+import { readConfig, responseError } from './common.js';
 
 const config = readConfig('flame-config');
 const section = document.getElementById('symbolization');
@@ -375,8 +375,8 @@ function watch() {
 async function post(path) {
   const resp = await fetch(`${base}${path}`, { method: 'POST', headers: { Accept: 'application/json' } });
   if (!resp.ok) {
-    const text = (await resp.text()).trim();
     const after = resp.headers.get('Retry-After');
+    const text = await responseError(resp);
     throw new Error(`${text || resp.statusText}${after ? ` (retry in ${after} s)` : ''}`);
   }
   return resp.json().catch(() => ({}));

@@ -8,7 +8,23 @@ type Page struct {
 	Title string // shown in <title> and the header
 	// Nav links shown in the header, e.g. Flame graph, Top, Types.
 	Nav []NavLink
+	// Warnings of the profile the page shows, on a line under the header.
+	Warnings Warnings
 }
+
+// Warnings are what a profile's conversion skipped, cut or could not do:
+// each page of the profile shows their count on a quiet line under the
+// header, expanding to the list.
+type Warnings struct {
+	List    []string // the text of each, shown as text
+	Omitted int      // warnings past those listed
+}
+
+// Count is how many warnings there are, listed or not.
+func (w Warnings) Count() int { return len(w.List) + w.Omitted }
+
+// Summary is the line's text: "3 warnings".
+func (w Warnings) Summary() string { return Plural(w.Count(), "warning") }
 
 // NavLink is one header link; Active marks the current page.
 type NavLink struct {

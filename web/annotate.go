@@ -268,7 +268,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		q.Set("inline", c.QueryParam("inline"))
 	}
 	page := views.AnnotatePage{
-		Page:     views.Page{Title: displayName(l.Meta, id) + " · annotate " + fn, Nav: nav(id, siq, "")},
+		Page:     s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")),
 		ID:       id,
 		Fn:       fn,
 		Symbol:   lst.Func.Name,

@@ -163,7 +163,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 	}
 	keep.Set("si", si)
 	page := views.DiffPage{
-		Page:        views.Page{Title: "Diff " + displayName(bm, baseID) + " → " + displayName(m, id), Nav: nav(id, c.QueryParam("si"), "")},
+		Page:        s.diffPage(c, baseID, bm, id, m, "Diff "+displayName(bm, baseID)+" → "+displayName(m, id), nav(id, c.QueryParam("si"), "")),
 		BaseID:      baseID,
 		ID:          id,
 		BaseName:    bm.Name,
@@ -278,7 +278,7 @@ func (s *Server) handleSandwichPage(c echo.Context) error {
 		data[k] = v
 	}
 	page := views.SandwichPage{
-		Page:        views.Page{Title: displayName(m, id) + " · " + fn, Nav: nav(id, c.QueryParam("si"), "")},
+		Page:        s.profilePage(c, id, m, displayName(m, id)+" · "+fn, nav(id, c.QueryParam("si"), "")),
 		ID:          id,
 		Fn:          fn,
 		DataURL:     "/p/" + id + "/sandwich.json?" + data.Encode(),

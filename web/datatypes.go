@@ -211,7 +211,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	skid := skidParam(c)
 	st := l.Meta.SampleTypes[i]
 	page := views.TypesPage{
-		Page:        views.Page{Title: displayName(l.Meta, id) + " · data types", Nav: append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})},
+		Page:        s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · data types", append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})),
 		ID:          id,
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
@@ -434,8 +434,8 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 	}
 	siq := c.QueryParam("si")
 	page := views.FlamePage{
-		Page: views.Page{Title: displayName(m, id) + " · data-type flame graph",
-			Nav: dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true}))},
+		Page: s.profilePage(c, id, m, displayName(m, id)+" · data-type flame graph",
+			dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true}))),
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),

@@ -68,14 +68,19 @@ func (s *Server) dMetrics() *debuginfodMetrics {
 	return &s.cfg.Debuginfo.metrics
 }
 
-// dText answers a debuginfod or upload request with a plain-text message,
-// which is what curl, gdb and debuginfod-find show.
+// dText answers a debuginfod request with a plain-text message, which is
+// what curl, gdb and debuginfod-find show; an upload to /api/debuginfo
+// gets it as JSON {"error"}, as the other APIs (render.go).
 func (s *Server) dText(c echo.Context, typ string, status int, format string, args ...any) error {
 	s.dMetrics().add(typ, status)
-	if c.Request().Method == http.MethodHead {
+	msg := fmt.Sprintf(format, args...)
+	switch {
+	case c.Request().Method == http.MethodHead:
 		return c.NoContent(status)
+	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
+		return c.JSON(status, jsonError{Error: msg, Status: status})
 	}
-	return c.String(status, fmt.Sprintf(format, args...)+"\n")
+	return c.String(status, msg+"\n")
 }
 
 // debuginfoOn returns the configured files, or answers 404.

@@ -274,7 +274,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 	}
 	si := m.SampleTypes[i].Type
 	page := views.FlamePage{
-		Page:        views.Page{Title: displayName(m, id), Nav: nav(id, c.QueryParam("si"), "flame")},
+		Page:        s.profilePage(c, id, m, displayName(m, id), nav(id, c.QueryParam("si"), "flame")),
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -50,8 +51,66 @@ func ErrorMessage(err error) string {
 	return err.Error()
 }
 
-// handleError answers every failed request: JSON {"error": …} under /api/,
-// the HTML error page elsewhere. Unexpected errors are logged and shown as
+// jsonError is the body of a failed JSON request: the message a user
+// sees, the status again, and the heading the HTML page would have.
+type jsonError struct {
+	Error   string `json:"error"`
+	Status  int    `json:"status"`
+	Heading string `json:"heading,omitempty"`
+}
+
+// jsonRoute marks a route whose answers are JSON but whose path neither
+// ends in .json nor starts with /api/ (routes.go): its errors are JSON too.
+func jsonRoute(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(jsonRouteKey, true)
+		return next(c)
+	}
+}
+
+const jsonRouteKey = "viewer.jsonRoute"
+
+// answersJSON reports whether a failed request is answered in JSON: an
+// API (under /api/, or marked jsonRoute), a .json path, or a request
+// whose Accept header prefers application/json to text/html.
+func answersJSON(c echo.Context) bool {
+	p := c.Request().URL.Path
+	if strings.HasPrefix(p, "/api/") || strings.HasSuffix(p, ".json") || c.Get(jsonRouteKey) == true {
+		return true
+	}
+	return prefersJSON(c.Request().Header.Values(echo.HeaderAccept))
+}
+
+// prefersJSON reports whether the Accept header values name
+// application/json with a quality above zero and at least text/html's
+// (wildcards don't count: a browser's */* is not a request for JSON).
+func prefersJSON(accept []string) bool {
+	jsonQ, htmlQ := -1.0, -1.0
+	for _, v := range accept {
+		for _, r := range strings.Split(v, ",") {
+			typ, params, _ := strings.Cut(r, ";")
+			q := 1.0
+			for _, p := range strings.Split(params, ";") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						q = f
+					}
+				}
+			}
+			switch strings.ToLower(strings.TrimSpace(typ)) {
+			case echo.MIMEApplicationJSON:
+				jsonQ = max(jsonQ, q)
+			case "text/html":
+				htmlQ = max(htmlQ, q)
+			}
+		}
+	}
+	return jsonQ > 0 && jsonQ >= htmlQ
+}
+
+// handleError answers every failed request: JSON {"error": …} to API and
+// .json routes and to requests that ask for JSON (answersJSON), the HTML
+// error page elsewhere. Unexpected errors are logged and shown as
 // a generic 500.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
@@ -92,8 +151,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		werr = writeOTLPStatus(c, status, msg)
 	case strings.HasPrefix(c.Request().URL.Path, "/buildid/"): // debuginfod clients and curl (debuginfod.go)
 		werr = c.String(status, msg+"\n")
-	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
-		werr = c.JSON(status, map[string]string{"error": msg})
+	case answersJSON(c):
+		werr = c.JSON(status, jsonError{Error: msg, Status: status, Heading: heading})
 	default:
 		werr = Render(c, status, views.Error(views.ErrorPage{
 			Page:    views.Page{Title: http.StatusText(status)},

@@ -26,7 +26,7 @@ func (s *Server) routes() {
 	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)  // serve --otlp (otlp.go)
 	e.POST("/api/symbolize", s.handleSymbolizeAPI) // symbolizeapi.go
 	// The Firefox Profiler's API (symbolicate.go), with CORS for profiler.firefox.com.
-	e.Match([]string{http.MethodPost, http.MethodOptions}, "/symbolicate/v5", s.handleSymbolicateV5, symbolicateCORS)
+	e.Match([]string{http.MethodPost, http.MethodOptions}, "/symbolicate/v5", s.handleSymbolicateV5, symbolicateCORS, jsonRoute)
 
 	// OTLP profiles by service.name; a time range merged, redirected to
 	// its /p/ID (services.go).
@@ -40,6 +40,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/timeline.json", s.handleTimelineJSON) // samples per thread over time; t= filters every view (timeline.go)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
+	e.GET("/p/:id/warnings.json", s.handleWarningsJSON) // what the conversion skipped or cut, as every page lists it (warnings.go)
 	// Data types (datatypes.go).
 	e.GET("/p/:id/types", s.handleTypesPage)
 	e.GET("/p/:id/types.json", s.handleTypesJSON)
@@ -55,12 +56,14 @@ func (s *Server) routes() {
 	e.GET("/p/:id/sandwich", s.handleSandwichPage)
 	e.GET("/p/:id/sandwich.json", s.handleSandwichJSON)
 	e.GET("/p/:id/source", s.handleSource)
-	// On-demand symbolization (symbolization.go).
+	// On-demand symbolization (symbolization.go). Routes that answer JSON
+	// but whose paths don't say so are marked jsonRoute: their errors are
+	// JSON too (render.go).
 	e.GET("/p/:id/events", s.handleSymbolizationEvents)
-	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)
-	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip)
-	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable)
-	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry)
+	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus, jsonRoute)
+	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip, jsonRoute)
+	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable, jsonRoute)
+	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry, jsonRoute)
 
 	// debuginfod server and debug file uploads (web/debuginfod.go).
 	e.Match(readMethods, "/buildid/:id/:kind", s.handleBuildID) // debuginfo, executable

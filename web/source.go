@@ -366,7 +366,7 @@ func (s *Server) handleSource(c echo.Context) error {
 	}
 	st := l.Meta.SampleTypes[i]
 	page := views.SourcePage{
-		Page:     views.Page{Title: displayName(l.Meta, id) + " · source of " + what, Nav: nav(id, c.QueryParam("si"), "")},
+		Page:     s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · source of "+what, nav(id, c.QueryParam("si"), "")),
 		ID:       id,
 		Fn:       what,
 		Unit:     st.Unit,

@@ -27,16 +27,24 @@ const multipartSlack = 1 << 20
 type uploadResponse struct {
 	ID  string `json:"id"`
 	URL string `json:"url"`
+	// Warnings are the profile's warnings (warnings.json), for the CLI to
+	// print; WarningsOmitted counts those past the list.
+	Warnings        []string `json:"warnings,omitempty"`
+	WarningsOmitted int      `json:"warningsOmitted,omitempty"`
 }
 
 // handleAPIUpload stores a profile sent as multipart field "file" or as the
-// raw body, answering 201 {"id","url"}.
+// raw body, answering 201 {"id","url","warnings"}.
 func (s *Server) handleAPIUpload(c echo.Context) error {
 	id, err := s.receive(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, uploadResponse{ID: id, URL: "/p/" + id})
+	w, err := s.Warnings(c.Request().Context(), id)
+	if err != nil { // stored all the same: its pages say what they can
+		s.log.Error("reading an upload's warnings", "request_id", reqID(c), "id", id, "err", err)
+	}
+	return c.JSON(http.StatusCreated, uploadResponse{ID: id, URL: "/p/" + id, Warnings: w.List, WarningsOmitted: w.Omitted})
 }
 
 // handleFormUpload is the browser form's target: it stores the file and

@@ -129,6 +129,11 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			continue
 		}
 		fmt.Fprintf(s.out, "%s/p/%s\t%s\n", base, id, f)
+		if w, err := srv.Warnings(ctx, id); err != nil {
+			fmt.Fprintf(s.err, "viewer: %s: reading its warnings: %v\n", f, web.ErrorMessage(err))
+		} else {
+			printWarnings(s.err, "viewer: "+f+": ", w.List, w.Omitted, base+"/p/"+id) // upload.go
+		}
 	}
 
 	select {

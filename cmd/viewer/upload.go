@@ -56,13 +56,26 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if c, ok := body.(io.Closer); ok {
 		defer c.Close()
 	}
-	link, err := upload(ctx, strings.TrimRight(server, "/"), name, body, size, strings.TrimSpace(*token), m)
+	r, err := upload(ctx, strings.TrimRight(server, "/"), name, body, size, strings.TrimSpace(*token), m)
 	m.finish()
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	fmt.Fprintln(s.out, link)
+	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
+	fmt.Fprintln(s.out, r.link)
 	return nil
+}
+
+// printWarnings prints a stored profile's warnings as the server lists
+// them, one "warning: " line each (after prefix), and how many more its
+// warnings.json (at link) counts.
+func printWarnings(w io.Writer, prefix string, list []string, omitted int, link string) {
+	for _, t := range list {
+		fmt.Fprintf(w, "%swarning: %s\n", prefix, t)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(w, "%s%d more warnings not listed: the comments of %s/profile.pb.gz hold them all\n", prefix, omitted, link)
+	}
 }
 
 // uploadBody opens what to send for file, and its size: the file itself,
@@ -112,8 +125,8 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer, m *phaseMeter) (st
 		return "", nil, 0, err
 	}
 	m.finish()
-	for _, c := range p.Comments {
-		if strings.HasPrefix(c, "perf.data: unwound ") || strings.HasPrefix(c, "warning: cannot unwind") {
+	for _, c := range p.Comments { // its warnings are the server's to print, with the others
+		if strings.HasPrefix(c, "perf.data: unwound ") {
 			fmt.Fprintln(stderr, c)
 		}
 	}
@@ -121,15 +134,24 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer, m *phaseMeter) (st
 	return file + ".pb.gz", &buf, int64(buf.Len()), nil
 }
 
+// uploaded is what the server answered an upload: the profile's link and
+// its warnings.
+type uploaded struct {
+	link            string
+	Warnings        []string
+	WarningsOmitted int
+}
+
 // upload streams body (of size bytes) to server's /api/profiles as
-// multipart field "file" named name and returns the profile's full link;
-// m shows the bytes sent, then the wait for the server's conversion.
-func upload(ctx context.Context, server, name string, f io.Reader, size int64, token string, m *phaseMeter) (string, error) {
+// multipart field "file" named name and returns the profile's full link
+// and warnings; m shows the bytes sent, then the wait for the server's
+// conversion.
+func upload(ctx context.Context, server, name string, f io.Reader, size int64, token string, m *phaseMeter) (*uploaded, error) {
 	form, contentType := multipartFile(name, &sentReader{r: f, m: m}, size, m)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, server+"/api/profiles", form)
 	if err != nil {
 		form.Close()
-		return "", err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", contentType)
 	if token != "" {
@@ -140,26 +162,28 @@ func upload(ctx context.Context, server, name string, f io.Reader, size int64, t
 		if ctx.Err() == nil {
 			err = fmt.Errorf("%w (is viewer serve running there? pass --server URL or set VIEWER_SERVER)", err)
 		}
-		return "", err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var r struct {
-		ID, URL, Error string
+		ID, URL, Error  string
+		Warnings        []string
+		WarningsOmitted int
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return "", fmt.Errorf("%s answered %s: %.200s", server, resp.Status, body)
+		return nil, fmt.Errorf("%s answered %s: %.200s", server, resp.Status, body)
 	}
 	if resp.StatusCode != http.StatusCreated {
 		if r.Error == "" {
 			r.Error = resp.Status
 		}
-		return "", fmt.Errorf("%s: %s", name, r.Error)
+		return nil, fmt.Errorf("%s: %s", name, r.Error)
 	}
-	return server + r.URL, nil
+	return &uploaded{link: server + r.URL, Warnings: r.Warnings, WarningsOmitted: r.WarningsOmitted}, nil
 }
 
 // sentReader shows, once r is read to its end, that the server is

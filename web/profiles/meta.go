@@ -2,10 +2,12 @@ package profiles
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/web/ingest/perftext"
 )
 
 // Meta is the small description stored next to a profile (meta.json), enough
@@ -20,6 +22,14 @@ type Meta struct {
 	Samples           int           `json:"samples"` // sample records (distinct stacks); samples are counted by ingest.CountIndex
 	DurationNanos     int64         `json:"durationNanos,omitempty"`
 	Mappings          []MappingMeta `json:"mappings,omitempty"`
+	// Warnings are what the conversion skipped, cut or could not do (the
+	// profile's "warning: " comments, perftext.Warnings), shown on every
+	// page of the profile. Never nil in a Meta made by NewMeta ("[]" in
+	// meta.json): nil is a meta.json written before warnings were kept.
+	// At most MaxMetaWarnings, each cut to MaxWarningBytes;
+	// WarningsOmitted counts the others.
+	Warnings        []string `json:"warnings"`
+	WarningsOmitted int      `json:"warningsOmitted,omitempty"`
 }
 
 // SampleType is a profile's sample type with the sum of its values.
@@ -39,6 +49,32 @@ type MappingMeta struct {
 // MaxMetaMappings bounds the mappings listed in meta.json; a Meta listing
 // this many may have left some out.
 const MaxMetaMappings = 1000
+
+// MaxMetaWarnings bounds the warnings meta.json lists, and MaxWarningBytes
+// each one's length: a pprof upload's comments are the uploader's text, and
+// every page of the profile shows them.
+const (
+	MaxMetaWarnings = 100
+	MaxWarningBytes = 4096
+)
+
+// SetWarnings sets m's warnings to those of p, within MaxMetaWarnings and
+// MaxWarningBytes.
+func (m *Meta) SetWarnings(p *profile.Profile) {
+	all := perftext.Warnings(p)
+	m.Warnings = make([]string, 0, min(len(all), MaxMetaWarnings))
+	m.WarningsOmitted = max(len(all)-MaxMetaWarnings, 0)
+	for _, w := range all[:len(all)-m.WarningsOmitted] {
+		if len(w) > MaxWarningBytes {
+			cut := MaxWarningBytes
+			for cut > 0 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			w = w[:cut] + "…"
+		}
+		m.Warnings = append(m.Warnings, w)
+	}
+}
 
 // NewMeta describes p, uploaded as name in format, of size bytes.
 func NewMeta(p *profile.Profile, name, format string, size int64) *Meta {
@@ -65,6 +101,7 @@ func NewMeta(p *profile.Profile, name, format string, size int64) *Meta {
 		}
 		m.Mappings = append(m.Mappings, MappingMeta{File: mp.File, BuildID: mp.BuildID, HasFunctions: mp.HasFunctions})
 	}
+	m.SetWarnings(p)
 	return m
 }
 

@@ -470,6 +470,9 @@ func (s *Service) load(ctx context.Context, id string, gen uint64) (*Loaded, err
 			meta = nil
 		}
 	}
+	if meta != nil && meta.Warnings == nil {
+		meta.SetWarnings(p) // a meta.json from before warnings were kept
+	}
 	if meta == nil {
 		meta = NewMeta(p, "", format, size)
 		if b, err := json.Marshal(meta); err == nil && !symbolized {

@@ -953,7 +953,9 @@ func (c *converter) finish() {
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)
 	}
-	cm = append(cm, c.f.Warnings...)
+	for _, w := range c.f.Warnings { // damaged or cut input: warnings, as the others
+		add("warning: %s", w)
+	}
 	if len(c.f.Skipped) > 0 {
 		names := make([]string, 0, len(c.f.Skipped))
 		for n, k := range c.f.Skipped {
