@@ -94,6 +94,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFormatterMatchesGo \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
+	TestBrowserLoopbackNames \
 	TestBrowserPhoneWidth \
 	TestBrowserServices \
 	TestBrowserTimeline \

@@ -449,7 +449,7 @@ func (s *Server) handleSource(c echo.Context) error {
 		return Render(c, http.StatusOK, views.Source(page))
 	}
 	sc := s.sourceConfig()
-	sc.LocalPaths = sc.LocalPaths && localRequest(c) // security.go: not through a proxy or a rebound name
+	sc.LocalPaths = sc.LocalPaths && localRequest(c) // hosts.go: not through a proxy or a rebound name
 	if sc.LocalPaths && !s.authorized(c) {
 		sc.localRefusal = "reading source files on this machine needs the server's token: sign in at /login"
 	}
