@@ -79,6 +79,32 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
+	{"an Instruments call tree (deep copy text)",
+		"Fold it with FlameGraph's stackcollapse-instruments.pl and upload the folded stacks, or open it in speedscope.",
+		sniffInstrumentsText},
+	{"a stackprof profile (Ruby)",
+		"Fold it with `stackprof --stackcollapse` and upload the folded stacks, or open it in speedscope.",
+		jsonKeys("version", "mode", "interval")},
+	{"a GHC profile (Haskell .prof JSON)",
+		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
+		jsonKeys("program", "rts_arguments")},
+	{"a GHC profile (Haskell .prof)",
+		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
+		func(head, _ []byte) bool {
+			return bytes.Contains(firstLines(head, 3), []byte("Time and Allocation Profiling Report"))
+		}},
+	{"a Papyrus script profile (Skyrim, Fallout 4)",
+		"Open it in speedscope.",
+		func(head, _ []byte) bool { return bytes.Contains(firstLines(head, 1), []byte(" log opened (")) }},
+	{"a pmcstat callgraph (FreeBSD hwpmc)",
+		"Fold it with FlameGraph's stackcollapse-pmc.pl and upload the folded stacks, or open it in speedscope.",
+		func(head, _ []byte) bool {
+			l := firstLines(head, 1)
+			return bytes.HasPrefix(l, []byte("@ ")) && bytes.Contains(l, []byte(" samples]"))
+		}},
+	{"a Safari timeline recording (Web Inspector export)",
+		"Open it in Safari's Web Inspector (Timelines, Import) or in speedscope.",
+		jsonKeys("version", "recording")},
 	{"an ELF executable or library, not a profile",
 		"Record it with `perf record -g ./program` and upload the perf.data.",
 		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }},
@@ -214,4 +240,25 @@ func sniffInstrumentsZip(head, data []byte) bool {
 		}
 	}
 	return false
+}
+
+// firstLines returns the first n lines of head.
+func firstLines(head []byte, n int) []byte {
+	end := 0
+	for ; n > 0 && end < len(head); n-- {
+		i := bytes.IndexByte(head[end:], '\n')
+		if i < 0 {
+			return head
+		}
+		end += i + 1
+	}
+	return head[:end]
+}
+
+// sniffInstrumentsText accepts the text Instruments copies from a call
+// tree (Edit, Deep Copy): a header of tab-separated columns ending in
+// "Symbol Name" or "Symbol Names", its first column a weight.
+func sniffInstrumentsText(head, _ []byte) bool {
+	l := strings.TrimRight(string(firstLines(head, 1)), "\r\n")
+	return strings.Contains(l, "\t") && (strings.HasSuffix(l, "Symbol Name") || strings.HasSuffix(l, "Symbol Names"))
 }
