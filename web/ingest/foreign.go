@@ -37,18 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a Chrome .cpuprofile (V8 CPU profile JSON)",
-		"For Node.js, record with `perf record -g node --perf-basic-prof app.js` and upload `perf script` output; or open the .cpuprofile in Chrome DevTools or speedscope.",
-		func(head, _ []byte) bool {
-			// The nodes come first and may fill head: the samples and
-			// timeDeltas after them are often out of sight.
-			return topLevelKeys(head)["nodes"] && bytes.Contains(head, []byte(`"callFrame"`))
-		}},
-	{"a speedscope JSON file",
-		"Open it at speedscope.app, or upload the perf script or folded stacks it was made from.",
-		func(head, _ []byte) bool {
-			return bytes.Contains(head, []byte("speedscope.app/file-format-schema.json"))
-		}},
 	{"a Firefox Profiler profile (processed format)",
 		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
 		func(head, _ []byte) bool {
