@@ -49,9 +49,6 @@ var foreignFormats = []foreignFormat{
 			return jsonKeys("meta")(head, nil) && bytes.Contains(head, []byte(`"threads"`)) ||
 				jsonKeys("meta", "libs")(head, nil)
 		}},
-	{"a Chrome trace-event JSON file (chrome://tracing, Perfetto)",
-		"Open it in ui.perfetto.dev or chrome://tracing; to sample a Linux process, record it with `perf record -g` and upload the perf.data.",
-		sniffTraceEvents},
 	{"a callgrind profile (Valgrind)",
 		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
 		sniffCallgrind},
@@ -167,24 +164,6 @@ func topLevelKeys(head []byte) map[string]bool {
 			expectKey = true
 		}
 	}
-}
-
-// sniffTraceEvents accepts {"traceEvents": [...]} and the bare array form,
-// whose first element holds "ph" and "ts" or "name".
-func sniffTraceEvents(head, _ []byte) bool {
-	if topLevelKeys(head)["traceEvents"] {
-		return true
-	}
-	t := bytes.TrimLeft(head, " \t\r\n")
-	if len(t) == 0 || t[0] != '[' {
-		return false
-	}
-	first := t[1:]
-	if end := bytes.IndexByte(first, '}'); end >= 0 {
-		first = first[:end+1]
-	}
-	k := topLevelKeys(bytes.TrimLeft(first, " \t\r\n"))
-	return k["ph"] && (k["ts"] || k["name"])
 }
 
 // sniffCallgrind accepts Valgrind's callgrind and cachegrind output: a
