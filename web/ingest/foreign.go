@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks and perf JSON"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, trace events and Firefox Profiler profiles"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -37,18 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a Firefox Profiler profile (processed format)",
-		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
-		func(head, _ []byte) bool {
-			return jsonKeys("meta", "threads")(head, nil) && bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) ||
-				jsonKeys("meta", "shared")(head, nil)
-		}},
-	{"a Firefox Profiler profile (Gecko format)",
-		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
-		func(head, _ []byte) bool {
-			return jsonKeys("meta")(head, nil) && bytes.Contains(head, []byte(`"threads"`)) ||
-				jsonKeys("meta", "libs")(head, nil)
-		}},
 	{"a callgrind profile (Valgrind)",
 		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
 		sniffCallgrind},
