@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, trace events and Firefox Profiler profiles"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events and Firefox Profiler profiles"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what

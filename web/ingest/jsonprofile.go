@@ -15,6 +15,7 @@ var (
 	speedscopeFormat  = Format{Name: "speedscope JSON", Sniff: jsonprof.SniffSpeedscope, Parse: jsonParser(jsonprof.ParseSpeedscope)}
 	cpuProfileFormat  = Format{Name: "V8 CPU profile", Sniff: jsonprof.SniffCPUProfile, Parse: jsonParser(jsonprof.ParseCPUProfile)}
 	heapProfileFormat = Format{Name: "V8 heap profile", Sniff: jsonprof.SniffHeapProfile, Parse: jsonParser(jsonprof.ParseHeapProfile)}
+	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log)}
 	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox)}
 	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents)}
 )
