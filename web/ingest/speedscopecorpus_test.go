@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/web/flame"
 	"viewer/web/ingest"
 )
 
@@ -282,4 +284,133 @@ func sampleTypes(p *profile.Profile) string {
 		s = append(s, t.Type+"/"+t.Unit)
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// TestJSONProfileThreadsAndTimes checks that the threads of a timestamped
+// JSON profile are its samples' labels and its times the timeline's: each
+// profile speedscope shows of the file (a thread) is the samples of one
+// thread, with speedscope's stacks (within maxStackTVD), one timeline row
+// each; the timeline sums every sample, and the first half of its span
+// (t=) keeps some of them but not all (when it has more than one bucket:
+// multiprocess.json lasts microseconds).
+func TestJSONProfileThreadsAndTimes(t *testing.T) {
+	pidRe, tidRe := regexp.MustCompile(`pid (\d+)`), regexp.MustCompile(`tid (\d+)`)
+	for _, rel := range []string{
+		"Chrome/70/worker.json",
+		"Chrome/66/worker.json",
+		"trace-event/multiprocess.json",
+		"trace-event/multi-thread-with-samples.json",
+		"Firefox/63/simple-firefox.json",
+		"node/8.5.0/simple.v8log.json",
+	} {
+		t.Run(rel, func(t *testing.T) {
+			file := filepath.Join(speedscopeCorpus, filepath.FromSlash(rel))
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := ingest.Parse(data, ingest.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks, err := readExpectedBlocks(file + ".expected.folded")
+			if err != nil {
+				t.Fatal(err)
+			}
+			si := 0
+			for i, st := range p.SampleType {
+				if st.Type == p.DefaultSampleType {
+					si = i
+				}
+			}
+			for _, blk := range blocks {
+				// The samples of the block's thread: by pid and tid when
+				// speedscope names them, else by the thread's name.
+				keep := func(s *profile.Sample) bool {
+					if m := pidRe.FindStringSubmatch(blk.name); m != nil && strconv.FormatInt(s.NumLabel["pid"][0], 10) != m[1] {
+						return false
+					}
+					if m := tidRe.FindStringSubmatch(blk.name); m != nil {
+						return strconv.FormatInt(s.NumLabel["tid"][0], 10) == m[1]
+					}
+					if _, thread, ok := strings.Cut(blk.name, " - "); ok {
+						return len(s.Label["comm"]) == 1 && s.Label["comm"][0] == thread
+					}
+					return len(p.Sample) > 0 && (len(s.Label["comm"]) == 0 || s.Label["comm"][0] == blk.name || len(blocks) == 1)
+				}
+				q := &profile.Profile{SampleType: p.SampleType}
+				for _, s := range p.Sample {
+					if keep(s) {
+						q.Sample = append(q.Sample, s)
+					}
+				}
+				if d := stackTVD(stacksOf(q, si), blk.stacks); d > maxStackTVD {
+					t.Errorf("thread %q: stack shares differ from speedscope's by TVD %.4f\n%s", blk.name, d, stackDiff(stacksOf(q, si), blk.stacks))
+				}
+			}
+			tl := flame.BuildTimeline(p, si)
+			if len(tl.Rows) != min(len(blocks), flame.TimelineThreads) {
+				var names []string
+				for _, r := range tl.Rows {
+					names = append(names, r.Name)
+				}
+				t.Errorf("the timeline has %d rows %q; want one per thread, %d", len(tl.Rows), names, len(blocks))
+			}
+			var total, sum int64
+			for _, v := range tl.Total {
+				total += v
+			}
+			for _, s := range p.Sample {
+				sum += s.Value[si]
+			}
+			if total != sum || total == 0 {
+				t.Errorf("the timeline sums %d, the samples %d", total, sum)
+			}
+			r := flame.TimeRange{From: 0, To: tl.SpanNanos / 2}
+			var half int64
+			for _, s := range p.Sample {
+				if r.Has(s) {
+					half += s.Value[si]
+				}
+			}
+			if len(tl.Total) > 1 && (half <= 0 || half >= sum) {
+				t.Errorf("t=%s keeps %d of %d: want some samples but not all", r, half, sum)
+			}
+		})
+	}
+}
+
+type expectedBlock struct {
+	name   string
+	stacks map[string]float64
+}
+
+// readExpectedBlocks reads an .expected.folded file's blocks with stacks,
+// each a profile speedscope shows.
+func readExpectedBlocks(name string) ([]expectedBlock, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []expectedBlock
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(line, "# ") {
+			n := strings.TrimPrefix(line, "# ")
+			out = append(out, expectedBlock{name: strings.TrimSpace(n[:strings.LastIndex(n, "(")]), stacks: map[string]float64{}})
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil || len(out) == 0 {
+			return nil, fmt.Errorf("%s: bad line %q", name, line)
+		}
+		out[len(out)-1].stacks[line[:i]] += v
+	}
+	kept := out[:0]
+	for _, b := range out {
+		if len(b.stacks) > 0 {
+			kept = append(kept, b)
+		}
+	}
+	return kept, nil
 }

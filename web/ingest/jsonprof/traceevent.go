@@ -589,7 +589,7 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 		if len(open) > 0 {
 			top := open[len(open)-1]
 			swapped := false
-			for i := 1; i < len(ends) && ends[i].ts <= ends[0].ts; i++ {
+			for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
 				if ends[i].key == top.key {
 					ends[0], ends[i] = ends[i], ends[0]
 					swapped = true
@@ -597,7 +597,7 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 				}
 			}
 			if !swapped {
-				for i := 1; i < len(ends) && ends[i].ts <= ends[0].ts; i++ {
+				for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
 					if ends[i].named == top.named && ends[i].name == top.name {
 						ends[0], ends[i] = ends[i], ends[0]
 						break
@@ -623,3 +623,8 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 	}
 	return nil
 }
+
+// maxEndSearch bounds how many E events of one time replaySpans looks
+// through for the one that ends the innermost frame, so that a trace of
+// many ends at one time takes linear time (speedscope looks through all).
+const maxEndSearch = 1000
