@@ -34,7 +34,19 @@ type Options struct {
 	// MaxRecords bounds the samples or events read, each of which the
 	// reader keeps until the end (24 bytes each).
 	MaxRecords int
+	// Reserve, when set, is asked for memory before the reader takes it:
+	// for its records as they grow, then for the profile's samples. An
+	// error stops the read.
+	Reserve func(n int64) error
 }
+
+// Memory a read takes per record (one slice's worth more while it grows)
+// and per sample of the profile (its cell, values, labels and
+// profile.Sample; TestJSONMemoryEstimate in web/ingest).
+const (
+	recordMemory = 2 * 24
+	sampleMemory = 256
+)
 
 // Frame is one frame as a JSON profile names it.
 type Frame struct {
@@ -84,6 +96,7 @@ type builder struct {
 	defType  int // index of the default sample type, -1 if none chosen
 	records  []record
 	comments []string
+	reserved int64 // what opt.Reserve gave
 	bad      int
 	badWhat  []string
 }
@@ -162,6 +175,9 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 	if b.opt.MaxRecords > 0 && len(b.records) >= b.opt.MaxRecords {
 		return fmt.Errorf("%w: more than %d samples or events (restart the server with a larger --max-records to accept it)", ErrLimit, b.opt.MaxRecords)
 	}
+	if err := b.need(int64(len(b.records)+1) * recordMemory); err != nil {
+		return err
+	}
 	k := keyID{stack, th}
 	ki, ok := b.keyIdx[k]
 	if !ok {
@@ -170,6 +186,20 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 		b.keyIdx[k] = ki
 	}
 	b.records = append(b.records, record{at: at, value: value, key: ki, typ: int16(typ), span: span})
+	return nil
+}
+
+// need asks opt.Reserve for memory until the read holds total bytes,
+// in steps that double what it holds, so that it is asked a few times.
+func (b *builder) need(total int64) error {
+	if b.opt.Reserve == nil || total <= b.reserved {
+		return nil
+	}
+	n := max(total-b.reserved, b.reserved, 1<<20)
+	if err := b.opt.Reserve(n); err != nil {
+		return err
+	}
+	b.reserved += n
 	return nil
 }
 
@@ -288,20 +318,30 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	if t0 <= t1 {
 		w = int64(perfdata.TimeBucket(uint64(t1 - t0)))
 	}
-	cells := map[cell][]int64{}
+	// Each cell's values are a slice of one array; samples of a thread
+	// share its label maps, and of a thread and time their numeric ones.
+	cells := map[cell]int32{}
+	var values []int64
 	var order []cell
+	nt := len(b.types)
+	base := int64(len(b.records)) * recordMemory
+	var needErr error
 	addCell := func(c cell, typ int16, v int64) {
-		vals := cells[c]
-		if vals == nil {
-			vals = make([]int64, len(b.types))
-			cells[c] = vals
+		i, ok := cells[c]
+		if !ok {
+			if err := b.need(base + int64(len(order)+1)*sampleMemory); err != nil && needErr == nil {
+				needErr = err
+			}
+			i = int32(len(order))
+			cells[c] = i
 			order = append(order, c)
+			values = append(values, make([]int64, nt)...)
 		}
-		vals[typ] += v
+		values[int(i)*nt+int(typ)] += v
 	}
 	bucketed := func(timed bool) {
 		clear(cells)
-		order = order[:0]
+		order, values = order[:0], values[:0]
 		for _, r := range b.records {
 			if !timed || r.at == noTime {
 				addCell(cell{r.key, noTime}, r.typ, r.value)
@@ -323,6 +363,9 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		}
 	}
 	bucketed(w > 0)
+	if needErr != nil {
+		return nil, needErr
+	}
 	if w > 0 && b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
 		n := len(cells)
 		bucketed(false)
@@ -333,8 +376,19 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	if b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
 		return nil, fmt.Errorf("%w: more than %d distinct stacks (restart the server with a larger --max-samples to accept it)", ErrLimit, b.opt.MaxSamples)
 	}
+	b.records = nil
+	clear(cells)
+	type threadAt struct {
+		thread int32
+		at     int64
+	}
+	labels := make([]map[string][]string, len(b.threads))
+	numLabels := map[threadAt]map[string][]int64{}
+	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
 	stacks := make(map[int32][]*profile.Location)
-	for _, c := range order {
+	samples := make([]profile.Sample, len(order))
+	p.Sample = make([]*profile.Sample, len(order))
+	for i, c := range order {
 		k := b.keys[c.key]
 		st, ok := stacks[k.node]
 		if !ok {
@@ -343,27 +397,39 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 			}
 			stacks[k.node] = st
 		}
-		s := &profile.Sample{Location: st, Value: cells[c]}
+		s := &samples[i]
+		s.Location = st
+		s.Value = values[i*nt : (i+1)*nt : (i+1)*nt]
 		th := b.threads[k.thread]
 		if th.Comm != "" {
-			s.Label = map[string][]string{"comm": {th.Comm}}
+			if labels[k.thread] == nil {
+				labels[k.thread] = map[string][]string{"comm": {th.Comm}}
+			}
+			s.Label = labels[k.thread]
 		}
 		if th.Pid >= 0 || th.Tid >= 0 || c.at != noTime {
-			s.NumLabel = map[string][]int64{}
-			if th.Pid >= 0 {
-				s.NumLabel["pid"] = []int64{th.Pid}
+			ta := threadAt{k.thread, c.at}
+			num := numLabels[ta]
+			if num == nil {
+				num = map[string][]int64{}
+				if th.Pid >= 0 {
+					num["pid"] = []int64{th.Pid}
+				}
+				if th.Tid >= 0 {
+					num["tid"] = []int64{th.Tid}
+				}
+				if c.at != noTime {
+					num[perfdata.TimeLabel] = []int64{c.at}
+				}
+				numLabels[ta] = num
 			}
-			if th.Tid >= 0 {
-				s.NumLabel["tid"] = []int64{th.Tid}
-			}
+			s.NumLabel = num
 			if c.at != noTime {
-				s.NumLabel[perfdata.TimeLabel] = []int64{c.at}
-				s.NumUnit = map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+				s.NumUnit = timeUnit
 			}
 		}
-		p.Sample = append(p.Sample, s)
+		p.Sample[i] = s
 	}
-	b.records = nil
 	return p, nil
 }
 

@@ -405,13 +405,28 @@ func (r *traceRead) readSamples(b *builder) error {
 
 func formatID(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// span is a B or E event (an X event is one of each) of one thread.
+// span is a B or E event (an X event is one of each) of one thread: its
+// time (µs), the frame it opens or closes as speedscope keys it, and its
+// event name (-1: none), both interned in spanNames.
 type span struct {
-	ts    float64
-	name  string
-	named bool
-	key   string // the frame it opens or closes, as speedscope keys it
-	frame Frame
+	ts        float64
+	key, name int32
+}
+
+// spanNames interns the keys and names of spans, and each key's frame.
+type spanNames struct {
+	ids    map[string]int32
+	frames []Frame // of each key; Name "" for an event name
+}
+
+func (n *spanNames) id(s string, f Frame) int32 {
+	if i, ok := n.ids[s]; ok {
+		return i
+	}
+	i := int32(len(n.frames))
+	n.ids[s] = i
+	n.frames = append(n.frames, f)
+	return i
 }
 
 // hermesArgs are the args Hermes' trace events carry for a frame.
@@ -441,12 +456,15 @@ func isHermesArgs(args jsontext.Value) bool {
 // spanOf makes the span of e. A frame is named by the event's name and
 // its args (as JSON), as speedscope names it; Hermes' frames by the name,
 // with the file and line the args give.
-func (r *traceRead) spanOf(e *traceEvent, ts float64) span {
+func (r *traceRead) spanOf(e *traceEvent, ts float64, names *spanNames) span {
 	name := e.name()
 	if e.Name == nil || name == "" {
 		name = "(unnamed)"
 	}
-	s := span{ts: ts, name: e.name(), named: e.Name != nil}
+	s := span{ts: ts, name: -1}
+	if e.Name != nil {
+		s.name = names.id("\x00"+*e.Name, Frame{})
+	}
 	if r.hermes {
 		var a hermesArgs
 		_ = json.Unmarshal(e.Args, &a)
@@ -460,8 +478,7 @@ func (r *traceRead) spanOf(e *traceEvent, ts float64) span {
 		if a.Column != nil {
 			f.Col = int64(*a.Column)
 		}
-		s.frame = f
-		s.key = fmt.Sprintf("%s:%s:%d:%d", f.Name, f.File, f.Line, f.Col)
+		s.key = names.id(fmt.Sprintf("%s:%s:%d:%d", f.Name, f.File, f.Line, f.Col), f)
 		return s
 	}
 	key := name
@@ -471,8 +488,7 @@ func (r *traceRead) spanOf(e *traceEvent, ts float64) span {
 			key += " " + string(args)
 		}
 	}
-	s.key = key
-	s.frame = Frame{Name: key, Line: -1, Col: -1}
+	s.key = names.id(key, Frame{Name: key, Line: -1, Col: -1})
 	return s
 }
 
@@ -495,6 +511,7 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 	threads := map[pidTid]*thread{}
 	var order []pidTid
 	skip := &traceRead{}
+	names := &spanNames{ids: map[string]int32{}}
 	err := eachTraceEvent(data, skip, func(e *traceEvent) error {
 		if e.Ph != "B" && e.Ph != "E" && e.Ph != "X" {
 			return nil
@@ -506,7 +523,7 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 			threads[pt] = t
 			order = append(order, pt)
 		}
-		s := r.spanOf(e, float64(e.Ts))
+		s := r.spanOf(e, float64(e.Ts), names)
 		switch e.Ph {
 		case "B":
 			t.begins = append(t.begins, s)
@@ -555,7 +572,7 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 		t.xs = nil
 		sort.SliceStable(t.begins, func(i, j int) bool { return t.begins[i].ts < t.begins[j].ts })
 		sort.SliceStable(t.ends, func(i, j int) bool { return t.ends[i].ts < t.ends[j].ts })
-		if err := r.replaySpans(b, b.thread(r.meta.thread(pt.pid, pt.tid)), typ, t.begins, t.ends); err != nil {
+		if err := r.replaySpans(b, b.thread(r.meta.thread(pt.pid, pt.tid)), typ, t.begins, t.ends, names); err != nil {
 			return err
 		}
 	}
@@ -564,10 +581,10 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 
 // replaySpans opens and closes the frames of one thread's begins and
 // ends (each in order of time) on a timeline.
-func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []span) error {
+func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []span, names *spanNames) error {
 	tl := b.timeline(th, typ, true)
 	var open []span
-	frames := map[string]int32{}
+	frames := map[int32]int32{}
 	ns := func(ts float64) int64 { return int64(math.Round(ts * 1000)) }
 	for len(begins) > 0 || len(ends) > 0 {
 		takeBegin := len(ends) == 0 ||
@@ -577,7 +594,7 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 			begins = begins[1:]
 			f, ok := frames[s.key]
 			if !ok {
-				f = b.frame(s.frame)
+				f = b.frame(names.frames[s.key])
 				frames[s.key] = f
 			}
 			open = append(open, s)
@@ -598,7 +615,7 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 			}
 			if !swapped {
 				for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
-					if ends[i].named == top.named && ends[i].name == top.name {
+					if ends[i].name == top.name {
 						ends[0], ends[i] = ends[i], ends[0]
 						break
 					}
@@ -608,12 +625,12 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 		e := ends[0]
 		ends = ends[1:]
 		if len(open) == 0 {
-			b.skip(fmt.Sprintf("an end of %q at ts %v with no frame open", e.key, e.ts))
+			b.skip(fmt.Sprintf("an end of %q at ts %v with no frame open", names.frames[e.key].Name, e.ts))
 			continue
 		}
 		top := open[len(open)-1]
-		if e.named != top.named || e.name != top.name {
-			b.skip(fmt.Sprintf("an end of %q at ts %v while %q is the innermost open frame", e.key, e.ts, top.key))
+		if e.name != top.name {
+			b.skip(fmt.Sprintf("an end of %q at ts %v while %q is the innermost open frame", names.frames[e.key].Name, e.ts, names.frames[top.key].Name))
 			continue
 		}
 		open = open[:len(open)-1]
