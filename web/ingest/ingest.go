@@ -219,6 +219,10 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		if errors.Is(err, ErrTooLarge) || errors.As(err, &pe) {
 			return nil, "", err
 		}
+		if isJSONFormat(f) {
+			// Its content names it: no other format reads it.
+			return nil, "", &FormatError{Format: f.Name, Err: err}
+		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
 	}
 	// A text input whose first line is too long for any format to see

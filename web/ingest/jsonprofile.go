@@ -69,3 +69,28 @@ const jsonMemoryFactor = 2
 // jsonMemory is the memory reading a mapped JSON profile of size bytes
 // takes before its records, the input not included.
 func jsonMemory(size int64) int64 { return jsonMemoryFactor*size + 4<<20 }
+
+// isJSONFormat reports whether f is one of jsonFormats.
+func isJSONFormat(f Format) bool {
+	for _, j := range jsonFormats {
+		if j.Name == f.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatError is what Parse returns for an input whose content names a
+// format viewer reads (a JSON profile's schema or keys) but which cannot
+// be read as one: it says which format and why. It matches
+// ErrUnknownFormat (HTTP 400) and the reader's error.
+type FormatError struct {
+	Format string
+	Err    error
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("This is a %s file, but viewer cannot read it: %v", e.Format, e.Err)
+}
+
+func (e *FormatError) Unwrap() []error { return []error{ErrUnknownFormat, e.Err} }
