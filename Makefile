@@ -54,7 +54,7 @@ NICE ?= nice -n 19
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
 # themselves under -race. Each name is a test of NORACE_PKGS.
 NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
-NORACE_TESTS = ^(TestLoad|TestDefaultLimitsAcceptRepeatedStacks|TestKillDuringUploads|TestKillDuringSymbolization|TestFullDisk|TestSecondServerOnOneDataDir|TestStackFidelity|TestHugeProfile|TestHugePerfData|TestMemoryWithinBudget|$(NORACE_BROWSER_TESTS))$$
+NORACE_TESTS = ^(TestLoad|TestNodeCPUProfile|TestDefaultLimitsAcceptRepeatedStacks|TestKillDuringUploads|TestKillDuringSymbolization|TestFullDisk|TestSecondServerOnOneDataDir|TestStackFidelity|TestHugeProfile|TestHugePerfData|TestMemoryWithinBudget|$(NORACE_BROWSER_TESTS))$$
 NORACE_BROWSER_TESTS = TestBrowserFlameLayout|TestBrowserTopTableNames|TestBrowserTopAskedWithGraph|TestBrowserFlamePage|TestBrowserFlameColorsAndLegend|TestBrowserFlameTooltipAndDetail|TestBrowserFlameWheelZoom|TestBrowserDeepStack|TestBrowserDiffColors|TestBrowserDiffLink|TestBrowserCompareHostileNames|TestBrowserHostileNamesStayText|TestBrowserContrast|TestBrowserPhoneWidth|TestBrowserEveryPage|TestBrowserExactTopAndZoom|TestBrowserFormatterMatchesGo|TestBrowserFrameMenuSandwich|TestBrowserTimeline|TestBrowserServices|TestBrowserDropUpload|TestScreenshots|TestTypesPageInBrowser|TestAnnotatePageInBrowser|TestAnnotateMergeInBrowser
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".
