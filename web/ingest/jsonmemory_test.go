@@ -3,10 +3,12 @@ package ingest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +139,33 @@ func TestJSONMemoryEstimate(t *testing.T) {
 		if int64(peak) > est {
 			t.Errorf("%s: peak heap %d over the estimate %d", name, peak, est)
 		}
+	}
+}
+
+// TestJSONProfileWithinBudget reads large JSON profiles of each kind
+// under a memory budget too small for their records: each is refused as
+// too large, naming --ingest-memory, before its heap passes the budget
+// by more than the decoder's scratch; under a budget that fits, each is
+// read.
+func TestJSONProfileWithinBudget(t *testing.T) {
+	files := writeJSONProfiles(t, t.TempDir(), 100000)
+	for name, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		small := NewBudget(jsonMemory(st.Size())+2<<20, time.Second)
+		_, _, err = ParseFile(context.Background(), f, Limits{Memory: small})
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--ingest-memory") {
+			t.Errorf("%s (%d bytes) under a %d-byte budget: %v; want it refused as too large, naming --ingest-memory", name, st.Size(), small.Size(), err)
+		}
+		if _, err := f.Seek(0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ParseFile(context.Background(), f, Limits{Memory: NewBudget(DefaultMemory, time.Second)}); err != nil {
+			t.Errorf("%s under the default budget: %v", name, err)
+		}
+		f.Close()
 	}
 }
