@@ -69,6 +69,7 @@ NORACE_NAMES = \
 	TestKillDuringUploads \
 	TestLoad \
 	TestMemoryWithinBudget \
+	TestNodeCPUProfile \
 	TestSecondServerOnOneDataDir \
 	TestSectionAsElfutilsServesIt \
 	TestSectionBombNotDecompressed \
@@ -114,6 +115,10 @@ FUZZ_TARGETS = \
 	./web/ingest/perftext:FuzzScript \
 	./web/ingest/perftext:FuzzFolded \
 	./web/ingest/perftext:FuzzJSON \
+	./web/ingest/jsonprof:FuzzSpeedscope \
+	./web/ingest/jsonprof:FuzzV8 \
+	./web/ingest/jsonprof:FuzzTraceEvents \
+	./web/ingest/jsonprof:FuzzFirefox \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \
