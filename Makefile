@@ -70,7 +70,11 @@ NORACE_NAMES = \
 	TestKillDuringUploads \
 	TestLoad \
 	TestMemoryWithinBudget \
+	TestNodeCPUProfile \
 	TestSecondServerOnOneDataDir \
+	TestSectionAsElfutilsServesIt \
+	TestSectionBombNotDecompressed \
+	TestSourceArchiveIndexBounded \
 	TestStackFidelity \
 	TestSymbolizeAPIMemory
 
@@ -93,6 +97,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFormatterMatchesGo \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
+	TestBrowserLoopbackNames \
 	TestBrowserPhoneWidth \
 	TestBrowserServices \
 	TestBrowserTimeline \
@@ -113,6 +118,10 @@ FUZZ_TARGETS = \
 	./web/ingest/perftext:FuzzScript \
 	./web/ingest/perftext:FuzzFolded \
 	./web/ingest/perftext:FuzzJSON \
+	./web/ingest/jsonprof:FuzzSpeedscope \
+	./web/ingest/jsonprof:FuzzV8 \
+	./web/ingest/jsonprof:FuzzTraceEvents \
+	./web/ingest/jsonprof:FuzzFirefox \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

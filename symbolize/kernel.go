@@ -163,7 +163,7 @@ func (s *Symbolizer) openVmlinux(c candidate, bid, running string) *loaded {
 			}
 		}
 	}
-	return &loaded{obj: k, source: c.path + " (" + c.how + ")"}
+	return &loaded{obj: k, source: c.path + " (" + c.how + ")", local: c.local()}
 }
 
 // kernelELF is a vmlinux: kernel addresses are absolute, less the KASLR

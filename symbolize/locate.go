@@ -29,6 +29,17 @@ type candidate struct {
 	named bool
 }
 
+// uploadedHow is how an uploaded debug file is described (uploaded.go).
+const uploadedHow = "uploaded debug file"
+
+// local reports whether the candidate was found on this machine (the
+// mapped file, --debug-dir, the system and perf trees), not uploaded to
+// the server or downloaded from debuginfod (its cache included): only local
+// debug info may point the source view at files on this machine.
+func (c candidate) local() bool {
+	return c.how != uploadedHow && !strings.HasPrefix(c.how, "debuginfod ")
+}
+
 // trust is how localfile opens the candidate.
 func (c candidate) trust() localfile.Trust {
 	if c.named {
@@ -91,8 +102,41 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	src := f.debug.path + " (" + f.debug.how + ")"
 	ev(StateLoading, src, nil)
 	return get(func(ctx context.Context) (*loaded, error) {
-		return openFound(ctx, f, src)
+		l, err := openFound(ctx, f, src)
+		if err == nil {
+			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid)
+		}
+		return l, err
 	})
+}
+
+// uploadedOrCached reports whether the file at p is one uploaded to this
+// server or lies in the debuginfod cache, although a profile's mapping
+// path led to it (a mapping may name the store's own file): such debug
+// info is someone else's, like any upload.
+func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return true
+	}
+	if d := s.cfg.DebuginfodCacheDir; d != "" {
+		if rd, err := filepath.EvalSymlinks(d); err == nil && localfile.Under(real, rd) {
+			return true
+		}
+	}
+	if s.cfg.Uploaded == nil || bid == "" {
+		return false
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return true
+	}
+	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
+		if ui, err := os.Stat(u); err == nil && os.SameFile(fi, ui) {
+			return true
+		}
+	}
+	return false
 }
 
 // openFound opens a search result for lookups.
@@ -108,7 +152,7 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 			ef.Close()
 		}
 	}
-	l := &loaded{obj: df, source: src}
+	l := &loaded{obj: df, source: src, local: f.debug.local()}
 	var notes []string
 	if f.unverified {
 		notes = append(notes, "the profile has no build ID for this binary: the file at its path on this machine was used, unverified")

@@ -47,6 +47,7 @@ type loaded struct {
 	obj    object
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
+	local  bool   // found on this machine, not uploaded or downloaded
 }
 
 func (l *loaded) Size() int64  { return l.obj.Size() }

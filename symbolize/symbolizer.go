@@ -544,6 +544,12 @@ func (s *Symbolizer) Open(ctx context.Context, m *profile.Mapping, opt Options) 
 // Source says which file the handle's debug info came from, and how it was found.
 func (h *Handle) Source() string { return h.e.l.source }
 
+// Local reports whether the handle's debug info was found on this machine
+// rather than uploaded to the server or downloaded from debuginfod: the
+// paths other debug info names are someone else's, so the source view
+// reads none of them from this machine's disk.
+func (h *Handle) Local() bool { return h.e.l.local }
+
 // Lookup returns the frames at runtime address addr of the mapping, innermost
 // first, appended to frames[:0].
 func (h *Handle) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {

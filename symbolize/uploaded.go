@@ -19,7 +19,7 @@ func (s *Symbolizer) uploaded(ctx context.Context, bid string) []candidate {
 	}
 	var c []candidate
 	for _, p := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
-		c = append(c, candidate{path: p, how: "uploaded debug file"})
+		c = append(c, candidate{path: p, how: uploadedHow})
 	}
 	return c
 }

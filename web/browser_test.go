@@ -92,10 +92,11 @@ func loopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
 	return ts
 }
 
-// startServer serves a fresh viewer on 127.0.0.1.
+// startServer serves a fresh viewer on 127.0.0.1, as serve does by
+// default: requests must name this machine in their Host.
 func startServer(t *testing.T) string {
 	t.Helper()
-	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	s, err := web.New(web.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,6 +487,35 @@ func TestBrowserDropUpload(t *testing.T) {
 	run(t, b, "open an unknown profile", chromedp.Navigate(base+"/p/AAAAAAAAAAAAAAAAAAAAAA"))
 	if got := text(t, b, ".status-code"); got != "404" {
 		t.Errorf("unknown profile: status %q, want 404", got)
+	}
+}
+
+// TestBrowserLoopbackNames checks a server on loopback, which refuses a
+// foreign Host (DNS rebinding), still works for a browser that opens it as
+// http://127.0.0.1:PORT/ or http://localhost:PORT/: a dropped upload is
+// stored and its flame graph drawn, with no page problem.
+func TestBrowserLoopbackNames(t *testing.T) {
+	base := startServer(t)
+	port := base[strings.LastIndex(base, ":"):]
+	b := browsertest.Start(t, browsertest.Options{})
+	data := base64.StdEncoding.EncodeToString(browserProfile(t))
+	for _, origin := range []string{"http://127.0.0.1" + port, "http://localhost" + port} {
+		run(t, b, "open the upload page at "+origin, chromedp.Navigate(origin+"/"))
+		run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
+			const dt = new DataTransfer();
+			dt.items.add(new File([bytes], 'dropped.pb', {type: 'application/octet-stream'}));
+			document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+		})()`, data)))
+		waitFor(t, b, "the profile page at "+origin, `location.pathname.startsWith('/p/')`)
+		if err := b.WaitReady(20 * time.Second); err != nil {
+			t.Fatalf("%s: flame graph never drew: %v; page problems %q", origin, err, b.Problems())
+		}
+		frame(t, b, "main.main", "main.work", "main.parse")
+		if u := currentURL(t, b); u.Scheme+"://"+u.Host != origin {
+			t.Errorf("the page left %s for %s", origin, u)
+		}
+		noProblems(t, b)
 	}
 }
 

@@ -111,6 +111,13 @@ func hangingDebuginfod(t *testing.T) string {
 // server that does not answer, with the given token and stream bounds.
 func heldJobServer(t *testing.T, token string, events sse.Config) (base, id string) {
 	t.Helper()
+	return heldJobServerWith(t, web.Config{AuthToken: token}, events)
+}
+
+// heldJobServerWith is heldJobServer with cfg's token and proxy settings.
+func heldJobServerWith(t *testing.T, cfg web.Config, events sse.Config) (base, id string) {
+	t.Helper()
+	token := cfg.AuthToken
 	url := hangingDebuginfod(t)
 	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
@@ -119,9 +126,11 @@ func heldJobServer(t *testing.T, token string, events sse.Config) (base, id stri
 	gate := ondemand.NewGate(client)
 	engine := symbolize.New(symbolize.Config{Fetcher: gate, SystemDebugDir: "-", BuildIDCacheDir: "-",
 		KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none", IgnoreMappingPaths: true})
-	s, err := web.New(web.Config{DataDir: t.TempDir(), AuthToken: token, Symbolization: &web.SymbolizationConfig{
+	cfg.DataDir = t.TempDir()
+	cfg.Symbolization = &web.SymbolizationConfig{
 		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8, Events: events,
-	}})
+	}
+	s, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +189,39 @@ func TestEventStreamsCappedPerClient(t *testing.T) {
 	}
 	if r := open(clientFrom("127.0.0.2")); r.StatusCode != http.StatusOK {
 		t.Errorf("another client address: %d, want a stream", r.StatusCode)
+	}
+}
+
+// TestForgedForwardedForGetsNoMoreStreams checks a local client cannot
+// pass for many by writing a new X-Forwarded-For on each request: without
+// --behind-proxy the header is not read, so its 4th stream is refused as
+// its own. Behind a proxy (the peer on loopback), the proxy's entries are
+// the clients, each with its own share.
+func TestForgedForwardedForGetsNoMoreStreams(t *testing.T) {
+	for _, behind := range []bool{false, true} {
+		base, id := heldJobServerWith(t, web.Config{BehindProxy: behind}, sse.Config{MaxSubscribers: 10, MaxPerClient: 3})
+		c := clientFrom("127.0.0.1")
+		got := 0
+		for i := range 6 {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/p/"+id+"/events", nil)
+			req.Header.Set("X-Forwarded-For", "198.51.100."+strconv.Itoa(i+1))
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			if resp.StatusCode == http.StatusOK {
+				got++
+			}
+		}
+		switch {
+		case !behind && got != 3:
+			t.Errorf("without --behind-proxy, one client forging X-Forwarded-For got %d of 6 streams, want its share of 3", got)
+		case behind && got != 6:
+			t.Errorf("with --behind-proxy, 6 clients behind the proxy got %d streams, want 6", got)
+		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,14 +125,28 @@ func (s *Server) handleBuildID(c echo.Context) error {
 }
 
 // handleBuildIDSource serves /buildid/ID/source/PATH: an uploaded source
-// file, else one fetched from upstream.
+// file, else one fetched from upstream. PATH is decoded once and cleaned
+// ("." and ".." resolved, as elfutils canonicalizes it), so nothing but
+// /buildid/ID/source/CLEAN/PATH is ever asked upstream: a normalizing proxy
+// in front of the upstream would turn /buildid/ID/source/../../../admin/keys
+// into /admin/keys. What cannot be cleaned unambiguously (a backslash, an
+// escape left after decoding, NUL) is refused.
 func (s *Server) handleBuildIDSource(c echo.Context) error {
 	p, err := url.PathUnescape(c.Param("*"))
 	if err != nil || p == "" || strings.IndexByte(p, 0) >= 0 {
-		return s.dText(c, "source", http.StatusBadRequest, "bad source path")
+		return s.dText(c, "source", http.StatusBadRequest, "bad source path: not a %%-encoded path, or empty, or with NUL")
 	}
-	return s.serveBuildID(c, "source", symbolize.SourceKind("/"+strings.TrimPrefix(p, "/")), "")
+	if strings.IndexByte(p, '\\') >= 0 {
+		return s.dText(c, "source", http.StatusBadRequest, "bad source path %q: it has a backslash, which a server or proxy may read as \"/\"; ask for the path with \"/\"", p)
+	}
+	if escapeLeft.MatchString(p) {
+		return s.dText(c, "source", http.StatusBadRequest, "bad source path %q: it is still %%-encoded after decoding (encoded twice); encode the path once", p)
+	}
+	return s.serveBuildID(c, "source", symbolize.SourceKind(path.Clean("/"+p)), "")
 }
+
+// escapeLeft matches a %-escape in a path already decoded once.
+var escapeLeft = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
 
 // handleBuildIDSection serves /buildid/ID/section/NAME from the stored
 // debuginfo, else the executable.

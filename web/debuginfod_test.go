@@ -61,6 +61,9 @@ type dopts struct {
 	// localDirs are served too (--serve-local-debug).
 	localDirs []string
 	sym       func(files *debuginfo.Store) *web.SymbolizationConfig
+	// localSource lets the source view read local paths (a loopback
+	// server's default), checked against sym's engine.
+	localSource bool
 }
 
 func debuginfoServer(t testing.TB, o dopts) *dserver {
@@ -80,6 +83,9 @@ func debuginfoServer(t testing.TB, o dopts) *dserver {
 	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
 	if o.sym != nil {
 		cfg.Symbolization = o.sym(files)
+	}
+	if o.localSource && cfg.Symbolization != nil {
+		cfg.Source = &web.SourceConfig{LocalPaths: true, Units: web.EngineUnits{Engine: cfg.Symbolization.Engine}, Timeout: 5 * time.Second}
 	}
 	s, err := web.New(cfg)
 	if err != nil {

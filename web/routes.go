@@ -20,8 +20,8 @@ func (s *Server) routes() {
 
 	e.GET("/", s.handleIndex)
 	e.GET("/healthz", s.handleHealth)
-	e.POST("/api/profiles", withUploadProgress(s.handleAPIUpload))
-	e.GET("/api/uploads/:key/progress", handleUploadProgress) // an upload's progress, by its key (uploadprogress.go)
+	e.POST("/api/profiles", s.withUploadProgress(s.handleAPIUpload))
+	e.GET("/api/uploads/:key/progress", s.handleUploadProgress) // an upload's progress, by its key (uploadprogress.go)
 	e.POST("/upload", s.handleFormUpload)
 	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)  // serve --otlp (otlp.go)
 	e.POST("/api/symbolize", s.handleSymbolizeAPI) // symbolizeapi.go
@@ -79,7 +79,7 @@ func (s *Server) routes() {
 	e.GET("/README.md", s.handleReadme) // the panels link to its sections
 	// The upload token's login (security.go).
 	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", newLoginBackoff().guard(s.handleLogin))
+	e.POST("/login", newLoginBackoff(s.clientAddr).guard(s.handleLogin))
 }
 
 // compressOnce gzips responses of 1 KiB or more for clients that accept it,

@@ -37,7 +37,7 @@ const tokenCookie = "viewer_upload"
 // guard (token, concurrency, full disk). The /login routes are in routes.go.
 func (s *Server) useHardening(e *echo.Echo) {
 	slots := newUploadSlots(s.cfg.Limits)
-	e.Use(requestID, s.recoverPanics, hardenHeaders, s.guardUploads(slots))
+	e.Use(requestID, s.recoverPanics, hardenHeaders, s.checkHost, s.guardUploads(slots)) // checkHost: hosts.go
 }
 
 // Login backoff: after loginFreeFailures wrong tokens from one client
@@ -52,18 +52,19 @@ const (
 	loginMaxClients       = 10000 // addresses tracked; expired ones go first
 )
 
-// loginBackoff counts /login failures per client address (clientAddr) and
-// per peer address.
+// loginBackoff counts /login failures per client address (client:
+// Server.clientAddr) and per peer address.
 type loginBackoff struct {
 	mu      sync.Mutex
 	clients map[string]*loginFailures
 	now     func() time.Time
+	client  func(*http.Request) string
 }
 
-// loginKeys are the counters a request's failures go to, with the
-// failures each allows before waits begin.
-func loginKeys(r *http.Request) map[string]int {
-	keys := map[string]int{"client " + clientAddr(r): loginFreeFailures}
+// keys are the counters a request's failures go to, with the failures
+// each allows before waits begin.
+func (lb *loginBackoff) keys(r *http.Request) map[string]int {
+	keys := map[string]int{"client " + lb.client(r): loginFreeFailures}
 	peer, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		peer = r.RemoteAddr
@@ -80,15 +81,15 @@ type loginFailures struct {
 	last  time.Time
 }
 
-func newLoginBackoff() *loginBackoff {
-	return &loginBackoff{clients: map[string]*loginFailures{}, now: time.Now}
+func newLoginBackoff(client func(*http.Request) string) *loginBackoff {
+	return &loginBackoff{clients: map[string]*loginFailures{}, now: time.Now, client: client}
 }
 
 // guard answers 429 with Retry-After to a client that must wait, and
 // counts the failures (401s) of login.
 func (lb *loginBackoff) guard(login echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		keys := loginKeys(c.Request())
+		keys := lb.keys(c.Request())
 		var wait time.Duration
 		for k := range keys {
 			wait = max(wait, lb.wait(k))
@@ -368,51 +369,4 @@ func (s *Server) handleLogin(c echo.Context) error {
 		MaxAge: 30 * 24 * 3600,
 	})
 	return c.Redirect(http.StatusSeeOther, "/")
-}
-
-// clientAddr is the address a request comes from, for per-client bounds
-// (event streams, /login failures): the peer's IP, or, when the peer is a
-// reverse proxy on this machine, the address it appended to
-// X-Forwarded-For (only something already on this machine can forge it).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			parts := strings.Split(xff[len(xff)-1], ",")
-			if last := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(last) != nil {
-				return last
-			}
-		}
-	}
-	return host
-}
-
-// localRequest reports whether the request came straight from this machine:
-// a loopback peer, a loopback Host (not a name rebound to 127.0.0.1 by a
-// web page's DNS) and no header a reverse proxy adds. Reading files a
-// profile names (the source view) is allowed only then, since behind a
-// proxy the uploader is someone else.
-func localRequest(c echo.Context) bool {
-	r := c.Request()
-	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host", "Via"} {
-		if r.Header.Get(h) != "" {
-			return false
-		}
-	}
-	loopback := func(hostport string) bool {
-		host, _, err := net.SplitHostPort(hostport)
-		if err != nil {
-			host = hostport
-		}
-		host = strings.Trim(host, "[]")
-		if strings.EqualFold(host, "localhost") {
-			return true
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return loopback(r.Host) && loopback(r.RemoteAddr)
 }

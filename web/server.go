@@ -55,6 +55,17 @@ type Config struct {
 	// Limits bounds what uploads may hold and how many are handled at
 	// once, and who may upload (limits.go, security.go).
 	Limits Limits
+	// Addr is the address the server listens on (serve's --addr), empty
+	// when unknown. On a loopback address, unless BehindProxy, every
+	// request must name this machine in its Host (hosts.go: DNS
+	// rebinding).
+	Addr string
+	// BehindProxy says others reach the server through a reverse proxy on
+	// its loopback Addr (serve --behind-proxy): the proxy's last
+	// X-Forwarded-For entry then names the client for per-client bounds,
+	// and Host is the proxy's name, not checked. Without it that header is
+	// ignored.
+	BehindProxy bool
 	// AuthToken, when set, is required to upload (Authorization: Bearer,
 	// or the cookie /login sets); viewing stays open (security.go).
 	AuthToken string

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -22,6 +23,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/localfile"
 	"viewer/views"
+	"viewer/web/debuginfo"
 )
 
 // SourceConfig says where the source view may look for a function's
@@ -35,9 +37,10 @@ type SourceConfig struct {
 	// LocalPaths lets the server read the absolute paths a profile names,
 	// on this machine. Only for a server that listens on loopback: its
 	// user is the machine's user (serve decides it as for mappings). Even
-	// then a path is read only when the binary's debug info (Units) names
-	// it, it is under that compile unit's directory or one of Roots, and
-	// not under /proc, /sys or /dev.
+	// then a path is read only when the binary's debug info (Units) was
+	// found on this machine (not uploaded or downloaded) and names it, it
+	// is under that compile unit's directory or one of Roots, and not
+	// under /proc, /sys or /dev.
 	LocalPaths bool
 	// Units finds the compile unit of a sampled address in the binary's
 	// debug info, to check a path against (nil: local paths are not read).
@@ -48,6 +51,9 @@ type SourceConfig struct {
 	// Dirs are searched for the file: DIR/ABSOLUTE/PATH (a sysroot or a
 	// copy of the source tree) and DIR/BASENAME (--debug-dir).
 	Dirs []string
+	// Uploaded are the source archives uploaded with debug files (PUT
+	// /buildid/ID/sources), asked before debuginfod; nil: none.
+	Uploaded *debuginfo.Store
 	// Timeout bounds a debuginfod fetch (default 30s).
 	Timeout time.Duration
 
@@ -64,15 +70,25 @@ type SourceUnits interface {
 // info (found as symbolization finds it, kept in its store).
 type EngineUnits struct{ Engine *symbolize.Symbolizer }
 
-// Unit opens m's debug info and returns the unit holding addr.
+// Unit opens m's debug info and returns the unit holding addr. Debug info
+// not found on this machine (uploaded, or from debuginfod) is refused with
+// errForeignDebugInfo: whoever made it chose the paths it names.
 func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) (symbolize.CompileUnit, bool, error) {
 	h, err := u.Engine.Open(ctx, m, symbolize.Options{})
 	if err != nil {
 		return symbolize.CompileUnit{}, false, err
 	}
 	defer h.Close()
+	if !h.Local() {
+		return symbolize.CompileUnit{}, false, errForeignDebugInfo
+	}
 	return h.Unit(addr)
 }
+
+// errForeignDebugInfo: the binary's debug info was uploaded or downloaded,
+// so its paths may name any file here (DW_AT_comp_dir /etc); its sources
+// come from its uploaded source archive or debuginfod only.
+var errForeignDebugInfo = errors.New("the binary's debug info was uploaded or downloaded, not found on this machine, so the paths it names are not read here (upload its sources with PUT /buildid/ID/sources)")
 
 // maxSourceBytes bounds a source file shown.
 const maxSourceBytes = 8 << 20
@@ -232,6 +248,13 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 	if len(sc.Dirs) > 0 {
 		why = append(why, fmt.Sprintf("not under %s", strings.Join(sc.Dirs, ", ")))
 	}
+	if sc.Uploaded != nil && buildID != "" && filepath.IsAbs(clean) {
+		if b, err := uploadedSource(ctx, sc.Uploaded, buildID, clean); err == nil {
+			return b, "uploaded source archive", nil
+		} else if !errors.Is(err, debuginfo.ErrNotFound) {
+			why = append(why, fmt.Sprintf("the uploaded source archive failed: %v", shortErr(err)))
+		}
+	}
 	switch {
 	case buildID == "":
 		why = append(why, "the binary has no build ID, so debuginfod cannot be asked")
@@ -265,6 +288,23 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		}
 	}
 	return nil, "", errors.New(strings.Join(why, "; "))
+}
+
+// uploadedSource reads file clean of build ID bid from its uploaded source
+// archive, up to maxSourceBytes.
+func uploadedSource(ctx context.Context, files *debuginfo.Store, bid, clean string) ([]byte, error) {
+	if debuginfo.ValidBuildID(bid) != nil {
+		return nil, debuginfo.ErrNotFound
+	}
+	f, err := files.Open(ctx, bid, symbolize.SourceKind(filepath.ToSlash(clean)), false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.Size > maxSourceBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d bytes the source view shows", clean, f.Size, maxSourceBytes)
+	}
+	return io.ReadAll(io.LimitReader(f, maxSourceBytes))
 }
 
 func shortErr(err error) string {
@@ -302,6 +342,9 @@ func (sc SourceConfig) localAllowed(ctx context.Context, clean string, lv *lineV
 	var lookErr error
 	for _, st := range lv.sites {
 		cu, ok, err := sc.Units.Unit(ctx, st.m, st.addr)
+		if errors.Is(err, errForeignDebugInfo) {
+			return err
+		}
 		if err != nil {
 			lookErr = err
 			continue
@@ -406,9 +449,12 @@ func (s *Server) handleSource(c echo.Context) error {
 		return Render(c, http.StatusOK, views.Source(page))
 	}
 	sc := s.sourceConfig()
-	sc.LocalPaths = sc.LocalPaths && localRequest(c) // security.go: not through a proxy or a rebound name
+	sc.LocalPaths = sc.LocalPaths && localRequest(c) // hosts.go: not through a proxy or a rebound name
 	if sc.LocalPaths && !s.authorized(c) {
 		sc.localRefusal = "reading source files on this machine needs the server's token: sign in at /login"
+	}
+	if d := s.cfg.Debuginfo; d != nil && d.Files != nil && (d.Serve != "token" || s.authorized(c)) {
+		sc.Uploaded = d.Files
 	}
 	text, origin, err := findSource(ctx, sc, lv)
 	if err != nil {

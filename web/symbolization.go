@@ -31,7 +31,7 @@ func (s *Server) initSymbolization() {
 	}
 	cfg := *c
 	if cfg.Events.ClientKey == nil {
-		cfg.Events.ClientKey = clientAddr // per-client stream cap (security.go)
+		cfg.Events.ClientKey = s.clientAddr // per-client stream cap (hosts.go)
 	}
 	var lease *ondemand.LeaseConfig
 	if s.cfg.Replica != nil {

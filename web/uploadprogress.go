@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -48,6 +49,12 @@ type uploadTrack struct {
 	changed chan struct{} // closed and replaced on every change
 	ended   time.Time     // when finished; zero while running
 	started time.Time
+	// client made the track (clientAddr); watchers are its open streams
+	// and uploading says an upload named its key: a track neither
+	// watched nor uploaded is forgotten at once (uploadTracks.leave).
+	client    string
+	watchers  int
+	uploading bool
 }
 
 func (t *uploadTrack) report(phase string, done, total int64) {
@@ -93,62 +100,139 @@ func (t *uploadTrack) bump() {
 const maxUploadPhases = 16
 
 // uploadTracks are the tracks of the uploads in flight and of those that
-// ended in the last uploadTrackTTL, process-wide (keys are random).
+// ended in the last uploadTrackTTL, process-wide (keys are random), and
+// how many each client address holds.
 var uploadTracks = struct {
-	mu sync.Mutex
-	m  map[string]*uploadTrack
-}{m: map[string]*uploadTrack{}}
+	mu       sync.Mutex
+	m        map[string]*uploadTrack
+	byClient map[string]int
+}{m: map[string]*uploadTrack{}, byClient: map[string]int{}}
 
 const (
 	uploadTrackTTL = time.Minute
 	// maxUploadTracks bounds the tracks kept; a new key past it is not
 	// followed (the upload itself goes on).
 	maxUploadTracks = 4096
-	// uploadTrackIdle forgets a track no upload came for.
+	// maxClientUploadTracks bounds one client address's tracks, so that
+	// one client cannot take all of maxUploadTracks (the upload page
+	// follows one upload at a time).
+	maxClientUploadTracks = 16
+	// uploadTrackIdle ends a stream no upload came for.
 	uploadTrackIdle = 10 * time.Minute
 )
 
-// track is key's track, made when new (nil when there are too many).
-func track(key string) *uploadTrack {
+// errTooManyTracks says why a key is not followed: the client's share, or
+// all tracks, are taken by uploads in flight or streams open.
+type errTooManyTracks struct{ own bool }
+
+func (e errTooManyTracks) Error() string {
+	if e.own {
+		return fmt.Sprintf("this address follows %d uploads' progress already, the most one client may; close a progress stream or wait for an upload to end", maxClientUploadTracks)
+	}
+	return fmt.Sprintf("the server follows %d uploads' progress already, the most it keeps; retry shortly", maxUploadTracks)
+}
+
+// track is key's track for a request from client, made when new; watch
+// counts a stream on it (leave uncounts it), else an upload names it.
+// A new track that would pass the client's share or the total first
+// drops ended ones (the oldest first); past that it is refused.
+func track(key, client string, watch bool) (*uploadTrack, error) {
 	uploadTracks.mu.Lock()
 	defer uploadTracks.mu.Unlock()
-	now := time.Now()
-	if t := uploadTracks.m[key]; t != nil {
-		return t
+	t := uploadTracks.m[key]
+	if t == nil {
+		now := time.Now()
+		if uploadTracks.byClient[client] >= maxClientUploadTracks && !dropEndedTrack(client, now) {
+			return nil, errTooManyTracks{own: true}
+		}
+		if len(uploadTracks.m) >= maxUploadTracks && !dropEndedTrack("", now) {
+			return nil, errTooManyTracks{}
+		}
+		t = &uploadTrack{changed: make(chan struct{}), started: now, client: client}
+		uploadTracks.m[key] = t
+		uploadTracks.byClient[client]++
 	}
+	t.mu.Lock()
+	if watch {
+		t.watchers++
+	} else {
+		t.uploading = true
+	}
+	t.mu.Unlock()
+	return t, nil
+}
+
+// dropEndedTrack forgets the ended tracks past uploadTrackTTL, then, if
+// none was, the one that ended first, of client ("": of any client). It
+// reports whether it forgot one. uploadTracks.mu is held.
+func dropEndedTrack(client string, now time.Time) bool {
+	var first string
+	var firstEnd time.Time
+	dropped := false
 	for k, t := range uploadTracks.m {
+		if client != "" && t.client != client {
+			continue
+		}
 		t.mu.Lock()
-		old := !t.ended.IsZero() && now.Sub(t.ended) > uploadTrackTTL || t.ended.IsZero() && now.Sub(t.started) > uploadTrackIdle && len(t.events) == 0
+		ended := t.ended
 		t.mu.Unlock()
-		if old {
-			delete(uploadTracks.m, k)
+		switch {
+		case ended.IsZero():
+		case now.Sub(ended) > uploadTrackTTL:
+			forgetTrack(k, t)
+			dropped = true
+		case first == "" || ended.Before(firstEnd):
+			first, firstEnd = k, ended
 		}
 	}
-	if len(uploadTracks.m) >= maxUploadTracks {
-		return nil
+	if !dropped && first != "" {
+		forgetTrack(first, uploadTracks.m[first])
+		dropped = true
 	}
-	t := &uploadTrack{changed: make(chan struct{}), started: now}
-	uploadTracks.m[key] = t
-	return t
+	return dropped
+}
+
+// forgetTrack removes key's track t. uploadTracks.mu is held.
+func forgetTrack(key string, t *uploadTrack) {
+	delete(uploadTracks.m, key)
+	if uploadTracks.byClient[t.client]--; uploadTracks.byClient[t.client] <= 0 {
+		delete(uploadTracks.byClient, t.client)
+	}
+}
+
+// leave uncounts a stream on key's track t, forgetting the track when no
+// stream watches it and no upload named it: a key asked for and left is
+// worth nothing, and costs its client's share nothing after.
+func leave(key string, t *uploadTrack) {
+	uploadTracks.mu.Lock()
+	defer uploadTracks.mu.Unlock()
+	t.mu.Lock()
+	t.watchers--
+	idle := t.watchers == 0 && !t.uploading
+	t.mu.Unlock()
+	if idle && uploadTracks.m[key] == t {
+		forgetTrack(key, t)
+	}
 }
 
 // withUploadProgress follows an upload that names a progress key
 // (UploadProgressHeader): the request body's bytes as "receiving", then
-// the parse's phases (ingest.WithProgress), then its end.
-func withUploadProgress(h echo.HandlerFunc) echo.HandlerFunc {
+// the parse's phases (ingest.WithProgress), then its end. An upload past
+// its client's share of keys goes on unfollowed.
+func (s *Server) withUploadProgress(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Request().Header.Get(UploadProgressHeader)
 		if !progressKeyPattern.MatchString(key) {
 			return h(c)
 		}
-		t := track(key)
-		if t == nil {
+		t, err := track(key, s.clientAddr(c.Request()), false)
+		if err != nil {
 			return h(c)
 		}
 		r := c.Request()
 		r.Body = &receivedBody{ReadCloser: r.Body, t: t, total: r.ContentLength}
 		c.SetRequest(r.WithContext(ingest.WithProgress(r.Context(), t.report)))
-		err := h(c)
+		err = h(c)
 		t.finish(err)
 		return err
 	}
@@ -179,16 +263,22 @@ func (b *receivedBody) Read(p []byte) (int, error) {
 
 // handleUploadProgress streams the progress of the upload keyed :key as
 // server-sent events (uploadEvent JSON), each phase's latest, until the
-// upload ends; a key no upload has named yet is waited for.
-func handleUploadProgress(c echo.Context) error {
+// upload ends; a key no upload has named yet is waited for, up to
+// uploadTrackIdle. Past the client's share of keys it answers 429.
+func (s *Server) handleUploadProgress(c echo.Context) error {
 	key := c.Param("key")
 	if !progressKeyPattern.MatchString(key) {
 		return echo.NewHTTPError(http.StatusBadRequest, "the progress key must be 16 to 64 letters, digits, '-' or '_'")
 	}
-	t := track(key)
-	if t == nil {
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many uploads are followed; retry shortly")
+	t, err := track(key, s.clientAddr(c.Request()), true)
+	if err != nil {
+		c.Response().Header().Set("Retry-After", "10")
+		if err.(errTooManyTracks).own {
+			return httpError(http.StatusTooManyRequests, "%v", err)
+		}
+		return httpError(http.StatusServiceUnavailable, "%v", err)
 	}
+	defer leave(key, t)
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -204,6 +294,9 @@ func handleUploadProgress(c echo.Context) error {
 	sent, sentSeq := 0, -1
 	keepAlive := time.NewTicker(15 * time.Second)
 	defer keepAlive.Stop()
+	idle := time.NewTimer(uploadTrackIdle)
+	var uploading bool
+	defer idle.Stop()
 	for {
 		t.mu.Lock()
 		evs := append([]uploadEvent(nil), t.events...)
@@ -228,6 +321,13 @@ func handleUploadProgress(c echo.Context) error {
 			return nil
 		case <-changed:
 			time.Sleep(50 * time.Millisecond) // coalesce bursts
+		case <-idle.C:
+			t.mu.Lock()
+			uploading = t.uploading
+			t.mu.Unlock()
+			if !uploading {
+				return nil // no upload came: the stream ends, and its key with it
+			}
 		case <-keepAlive.C:
 			if sse.WriteComment(w, "keep-alive") != nil {
 				return nil

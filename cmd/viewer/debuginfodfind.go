@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync"
 
@@ -61,7 +62,7 @@ flags:
 		if len(rest) != 3 || !strings.HasPrefix(rest[2], "/") {
 			return usageError{"debuginfod-find: source wants a build ID and an absolute source path, e.g. source BUILDID /usr/src/foo.c"}
 		}
-		kind = debuginfod.SourceKind(rest[2])
+		kind = debuginfod.SourceKind(path.Clean(rest[2])) // as elfutils canonicalizes it
 	default:
 		return usageError{fmt.Sprintf("debuginfod-find: unknown kind %q; use debuginfo, executable or source", rest[0])}
 	}

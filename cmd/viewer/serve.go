@@ -99,6 +99,8 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		Limits:        limits,
 		AuthToken:     token,
 		OTLP:          *otlp,
+		Addr:          *addr,                // on loopback: Host must name this machine (web/hosts.go)
+		BehindProxy:   limFlags.behindProxy, // X-Forwarded-For names the client; Host not checked
 	})
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.DurationVar(&f.uploadIdle, "upload-idle", 30*time.Second, "drop an upload whose body stops arriving for this long")
 	fs.StringVar(&f.token, "auth-token", "", "`TOKEN` required to upload (Authorization: Bearer TOKEN, or /login in a browser); viewing links needs none. Prefer --auth-token-file: flags show in ps")
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "`FILE` holding the upload token (first line)")
-	fs.BoolVar(&f.behindProxy, "behind-proxy", false, "others reach this server through a reverse proxy on the loopback --addr: never read files or binaries at paths a profile names")
+	fs.BoolVar(&f.behindProxy, "behind-proxy", false, "others reach this server through a reverse proxy on the loopback --addr: never read files or binaries at paths a profile names, take the proxy's last X-Forwarded-For entry as the client address (per-client limits), and accept any Host (without it a loopback server answers only Host localhost or a loopback address)")
 	return f
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -131,16 +130,5 @@ func (f *symbolizeFlags) loopback() bool {
 		return false // servelimits.go: others reach this loopback address
 	}
 	a := f.fs.Lookup("addr")
-	if a == nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(a.Value.String())
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return a != nil && web.LoopbackOnly(a.Value.String())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -42,6 +43,11 @@ func kindFile(kind Kind) (string, error) {
 	}
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", &InvalidKindError{Kind: kind, Reason: "a source path must not contain NUL"}
+	}
+	if path.Clean(p) != p {
+		// A server, or a proxy before it, may resolve "..": only
+		// /buildid/ID/source/CLEAN/PATH is ever asked.
+		return "", &InvalidKindError{Kind: kind, Reason: "a source path must be clean: no \".\" or \"..\" segments, no \"//\", no trailing \"/\""}
 	}
 	var b strings.Builder
 	b.WriteString("source")

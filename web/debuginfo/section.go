@@ -13,8 +13,9 @@ import (
 
 // Section returns section name of bid's debuginfo, else of its executable,
 // as the elfutils server does: ErrNotFound when neither has it with
-// contents (a .bss-like SHT_NOBITS section has none). Compressed sections
-// are served decompressed.
+// contents (a .bss-like SHT_NOBITS section has none). A compressed section
+// is sent as stored, compressed, as elfutils sends it (elf_rawdata): never
+// decompressed, so a small file claiming a 1 GiB section costs its bytes.
 func (s *Store) Section(ctx context.Context, bid, name string, federate bool) (*File, error) {
 	if err := ValidBuildID(bid); err != nil {
 		return nil, err
@@ -47,7 +48,8 @@ func section(f *File, name string) (out *File, err error) {
 			out, err = nil, fmt.Errorf("debuginfo: malformed ELF file: %v", p)
 		}
 	}()
-	ef, err := elf.NewFile(&readerAt{rs: f.ReadSeeker})
+	ra := &readerAt{rs: f.ReadSeeker}
+	ef, err := elf.NewFile(ra)
 	if err != nil {
 		return nil, fmt.Errorf("debuginfo: %w", err)
 	}
@@ -55,22 +57,13 @@ func section(f *File, name string) (out *File, err error) {
 	if sec == nil || sec.Type == elf.SHT_NOBITS {
 		return nil, ErrNotFound
 	}
-	size := int64(sec.Size)
-	// Open's reader of an uncompressed section claims to go on forever:
-	// bound it by the section's size.
-	var rs io.ReadSeeker = io.NewSectionReader(sec.ReaderAt, 0, size)
-	if sec.Flags&elf.SHF_COMPRESSED != 0 {
-		rs = sec.Open()
-		// Open decompresses; its size is the uncompressed one.
-		n, err := rs.Seek(0, io.SeekEnd)
-		if err != nil {
-			return nil, err
-		}
-		size = n
-		if _, err := rs.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
+	// The section's bytes as stored (FileSize; Size is the uncompressed
+	// size of a compressed one), never decompressed.
+	size := int64(sec.FileSize)
+	if end := int64(sec.Offset) + size; int64(sec.Offset) < 0 || size < 0 || end < size || end > f.Size {
+		return nil, fmt.Errorf("debuginfo: malformed ELF file: section %s runs past the file's end", name)
 	}
+	rs := io.NewSectionReader(ra, int64(sec.Offset), size)
 	return &File{ReadSeeker: rs, closer: f, Size: size, ModTime: f.ModTime, Name: f.Name, Origin: f.Origin}, nil
 }
 

@@ -17,11 +17,20 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"viewer/symbolize"
 	"viewer/web/store"
 )
 
-// maxSourceFiles bounds the files one build ID's source index may list.
-const maxSourceFiles = 100000
+// Bounds of one build ID's source index: the files it lists, the length
+// of each path (Linux's PATH_MAX: no compiler names a longer one), and the
+// index's bytes as stored, which every source request reads whole. An
+// archive of empty files with 1 MiB PAX names once made a 1 GB index, a
+// 3.66 GB peak and a build ID whose every source request failed.
+const (
+	maxSourceFiles      = 100000
+	maxSourcePath       = 4096
+	maxSourceIndexBytes = 32 << 20
+)
 
 // sourceIndex maps the absolute source paths of a build ID (as its DWARF
 // names them) to stored objects.
@@ -52,7 +61,7 @@ func sourceKey(bid, p, up string) string {
 func cleanSource(p string) string { return path.Clean("/" + p) }
 
 func (s *Store) sources(ctx context.Context, bid string) (*sourceIndex, error) {
-	b, err := store.ReadAll(ctx, s.st, sourcesKey(bid), 64<<20)
+	b, err := store.ReadAll(ctx, s.st, sourcesKey(bid), 2*maxSourceIndexBytes)
 	if errors.Is(err, store.ErrNotFound) {
 		return &sourceIndex{Files: map[string]sourceFile{}}, nil
 	}
@@ -118,12 +127,19 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		in = zr
 	}
 	archive := path.Base(strings.ReplaceAll(name, "\\", "/"))
-	tr := tar.NewReader(in)
+	// The archive as decompressed, headers and names included, counts
+	// against --max-debug-file, not only its files' contents.
+	unpacked := &countingReader{r: in, limit: s.cfg.MaxFile}
+	tr := tar.NewReader(unpacked)
 	var total int64
+	indexBytes := ix.bytes()
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
+		}
+		if unpacked.n > s.cfg.MaxFile {
+			return 0, unpackedTooLarge(s.cfg.MaxFile)
 		}
 		if err != nil {
 			if n == 0 {
@@ -138,13 +154,24 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		if total > s.cfg.MaxFile {
 			return 0, &RefusedError{TooLarge: true, Reason: fmt.Sprintf("the sources are larger than this server's --max-debug-file (%d bytes): none of them was stored", s.cfg.MaxFile)}
 		}
+		if len(h.Name) > maxSourcePath {
+			return 0, refused("a file in the sources has a name of %d bytes, over the %d bytes a path may have (PATH_MAX): archive the files by the paths their DWARF names", len(h.Name), maxSourcePath)
+		}
 		p := cleanSource(h.Name)
-		if _, ok := ix.Files[p]; !ok && len(ix.Files)+len(files) >= maxSourceFiles {
-			return 0, refused("build ID %s would have more than %d source files", bid, maxSourceFiles)
+		if _, ok := ix.Files[p]; !ok {
+			if len(ix.Files)+len(files) >= maxSourceFiles {
+				return 0, refused("build ID %s would have more than %d source files", bid, maxSourceFiles)
+			}
+			if indexBytes += indexEntryBytes(p, archive); indexBytes > maxSourceIndexBytes {
+				return 0, refused("build ID %s's source index would be over %d bytes (its paths are too many or too long): upload only the files its DWARF names", bid, maxSourceIndexBytes)
+			}
 		}
 		key := sourceKey(bid, p, up)
 		files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
 		if err := s.st.Put(ctx, key, tr); err != nil {
+			if unpacked.n > s.cfg.MaxFile {
+				return 0, unpackedTooLarge(s.cfg.MaxFile)
+			}
 			return 0, err
 		}
 		n++
@@ -174,6 +201,46 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		s.remove(ctx, k)
 	}
 	return n, nil
+}
+
+// indexEntryBytes is about what one file adds to the stored index: its
+// path and archive name, its object key and the JSON around them.
+func indexEntryBytes(p, archive string) int {
+	jp, _ := json.Marshal(p) // escapes may make it longer
+	ja, _ := json.Marshal(archive)
+	return len(jp) + len(ja) + len(prefix) + symbolize.MaxBuildIDLen + len("/src-") + 32 + 48
+}
+
+// bytes is about the stored size of the index.
+func (ix *sourceIndex) bytes() int {
+	n := 0
+	for p, f := range ix.Files {
+		n += indexEntryBytes(p, f.Archive)
+	}
+	return n
+}
+
+func unpackedTooLarge(max int64) error {
+	return &RefusedError{TooLarge: true, Reason: fmt.Sprintf("the sources unpack to more than this server's --max-debug-file (%d bytes), tar headers and names included", max)}
+}
+
+// countingReader counts the bytes read through it, and fails once they
+// are over limit.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+}
+
+var errUnpackedTooLarge = errors.New("the archive unpacks to more than the limit")
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n > c.limit {
+		return 0, errUnpackedTooLarge
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // openSource opens an uploaded source file of bid.

@@ -50,9 +50,8 @@ func (b *Budget) take(ctx context.Context, n int64, what string) (release func()
 		return func() {}, nil
 	}
 	n = max(n, 1)
-	if n > b.size {
-		return nil, fmt.Errorf("%w: reading this %s needs about %s of memory, more than the server's %s for uploads (restart it with a larger --ingest-memory to accept it)",
-			ErrTooLarge, what, mib(n), mib(b.size))
+	if err := b.fits(n, what); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
@@ -68,6 +67,16 @@ func (b *Budget) take(ctx context.Context, n int64, what string) (release func()
 // memory in proportion to a request (the symbolization API).
 func (b *Budget) Take(ctx context.Context, n int64, what string) (release func(), err error) {
 	return b.take(ctx, n, what)
+}
+
+// fits is ErrTooLarge, naming what and the flag, when n bytes are more
+// than the whole budget (never for a nil Budget).
+func (b *Budget) fits(n int64, what string) error {
+	if b == nil || n <= b.size {
+		return nil
+	}
+	return fmt.Errorf("%w: reading this %s needs about %s of memory, more than the server's %s for uploads (restart it with a larger --ingest-memory to accept it)",
+		ErrTooLarge, what, mib(n), mib(b.size))
 }
 
 // taken counts n bytes acquired, and returns what gives them back.
@@ -112,9 +121,8 @@ func (r *reservation) grow(n int64, what string) error {
 	if r.b == nil || n <= 0 {
 		return nil
 	}
-	if r.held+n > r.b.size {
-		return fmt.Errorf("%w: reading this %s needs about %s of memory, more than the server's %s for uploads (restart it with a larger --ingest-memory to accept it)",
-			ErrTooLarge, what, mib(r.held+n), mib(r.b.size))
+	if err := r.b.fits(r.held+n, what); err != nil {
+		return err
 	}
 	give, err := r.b.take(r.ctx, n, what)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks and perf JSON"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events and Firefox Profiler profiles"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -37,33 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a Chrome .cpuprofile (V8 CPU profile JSON)",
-		"For Node.js, record with `perf record -g node --perf-basic-prof app.js` and upload `perf script` output; or open the .cpuprofile in Chrome DevTools or speedscope.",
-		func(head, _ []byte) bool {
-			// The nodes come first and may fill head: the samples and
-			// timeDeltas after them are often out of sight.
-			return topLevelKeys(head)["nodes"] && bytes.Contains(head, []byte(`"callFrame"`))
-		}},
-	{"a speedscope JSON file",
-		"Open it at speedscope.app, or upload the perf script or folded stacks it was made from.",
-		func(head, _ []byte) bool {
-			return bytes.Contains(head, []byte("speedscope.app/file-format-schema.json"))
-		}},
-	{"a Firefox Profiler profile (processed format)",
-		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
-		func(head, _ []byte) bool {
-			return jsonKeys("meta", "threads")(head, nil) && bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) ||
-				jsonKeys("meta", "shared")(head, nil)
-		}},
-	{"a Firefox Profiler profile (Gecko format)",
-		"Open it at profiler.firefox.com; for a Linux recording, upload the `perf script` output it was imported from.",
-		func(head, _ []byte) bool {
-			return jsonKeys("meta")(head, nil) && bytes.Contains(head, []byte(`"threads"`)) ||
-				jsonKeys("meta", "libs")(head, nil)
-		}},
-	{"a Chrome trace-event JSON file (chrome://tracing, Perfetto)",
-		"Open it in ui.perfetto.dev or chrome://tracing; to sample a Linux process, record it with `perf record -g` and upload the perf.data.",
-		sniffTraceEvents},
 	{"a callgrind profile (Valgrind)",
 		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
 		sniffCallgrind},
@@ -79,6 +52,32 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
+	{"an Instruments call tree (deep copy text)",
+		"Fold it with FlameGraph's stackcollapse-instruments.pl and upload the folded stacks, or open it in speedscope.",
+		sniffInstrumentsText},
+	{"a stackprof profile (Ruby)",
+		"Fold it with `stackprof --stackcollapse` and upload the folded stacks, or open it in speedscope.",
+		jsonKeys("version", "mode", "interval")},
+	{"a GHC profile (Haskell .prof JSON)",
+		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
+		jsonKeys("program", "rts_arguments")},
+	{"a GHC profile (Haskell .prof)",
+		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
+		func(head, _ []byte) bool {
+			return bytes.Contains(firstLines(head, 3), []byte("Time and Allocation Profiling Report"))
+		}},
+	{"a Papyrus script profile (Skyrim, Fallout 4)",
+		"Open it in speedscope.",
+		func(head, _ []byte) bool { return bytes.Contains(firstLines(head, 1), []byte(" log opened (")) }},
+	{"a pmcstat callgraph (FreeBSD hwpmc)",
+		"Fold it with FlameGraph's stackcollapse-pmc.pl and upload the folded stacks, or open it in speedscope.",
+		func(head, _ []byte) bool {
+			l := firstLines(head, 1)
+			return bytes.HasPrefix(l, []byte("@ ")) && bytes.Contains(l, []byte(" samples]"))
+		}},
+	{"a Safari timeline recording (Web Inspector export)",
+		"Open it in Safari's Web Inspector (Timelines, Import) or in speedscope.",
+		jsonKeys("version", "recording")},
 	{"an ELF executable or library, not a profile",
 		"Record it with `perf record -g ./program` and upload the perf.data.",
 		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }},
@@ -155,24 +154,6 @@ func topLevelKeys(head []byte) map[string]bool {
 	}
 }
 
-// sniffTraceEvents accepts {"traceEvents": [...]} and the bare array form,
-// whose first element holds "ph" and "ts" or "name".
-func sniffTraceEvents(head, _ []byte) bool {
-	if topLevelKeys(head)["traceEvents"] {
-		return true
-	}
-	t := bytes.TrimLeft(head, " \t\r\n")
-	if len(t) == 0 || t[0] != '[' {
-		return false
-	}
-	first := t[1:]
-	if end := bytes.IndexByte(first, '}'); end >= 0 {
-		first = first[:end+1]
-	}
-	k := topLevelKeys(bytes.TrimLeft(first, " \t\r\n"))
-	return k["ph"] && (k["ts"] || k["name"])
-}
-
 // sniffCallgrind accepts Valgrind's callgrind and cachegrind output: a
 // "# callgrind format" line, or the "events:" and "fn=" lines of the format.
 func sniffCallgrind(head, _ []byte) bool {
@@ -214,4 +195,25 @@ func sniffInstrumentsZip(head, data []byte) bool {
 		}
 	}
 	return false
+}
+
+// firstLines returns the first n lines of head.
+func firstLines(head []byte, n int) []byte {
+	end := 0
+	for ; n > 0 && end < len(head); n-- {
+		i := bytes.IndexByte(head[end:], '\n')
+		if i < 0 {
+			return head
+		}
+		end += i + 1
+	}
+	return head[:end]
+}
+
+// sniffInstrumentsText accepts the text Instruments copies from a call
+// tree (Edit, Deep Copy): a header of tab-separated columns ending in
+// "Symbol Name" or "Symbol Names", its first column a weight.
+func sniffInstrumentsText(head, _ []byte) bool {
+	l := strings.TrimRight(string(firstLines(head, 1)), "\r\n")
+	return strings.Contains(l, "\t") && (strings.HasSuffix(l, "Symbol Name") || strings.HasSuffix(l, "Symbol Names"))
 }

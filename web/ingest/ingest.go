@@ -72,8 +72,9 @@ type Limits struct {
 }
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in
-// pprof.go; the perf formats are in perf.go.
-var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
+// pprof.go; the perf formats are in perf.go; the JSON profiles of
+// browsers and language profilers in jsonprofile.go.
+var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
@@ -223,6 +224,10 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		var pe *PanicError
 		if errors.Is(err, ErrTooLarge) || errors.As(err, &pe) {
 			return nil, "", err
+		}
+		if isJSONFormat(f) {
+			// Its content names it: no other format reads it.
+			return nil, "", &FormatError{Format: f.Name, Err: err}
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
 	}

@@ -761,45 +761,72 @@ func ParseOTLPFile(ctx context.Context, f *os.File, json bool, lim Limits) (*OTL
 const OTLPInMemory = 4 << 20
 
 // ReadOTLP reads an OTLP request body of exactly size bytes (its
-// Content-Length) into memory, once the memory its decoding takes (as
-// ParseOTLPFile reckons it) is reserved from lim.Memory: ErrBusy when the
-// budget stays taken, ErrTooLarge when it is too small. Other errors are
-// the body's. release gives the memory back, and data's buffer to the
-// next request (pdata's decoder copies what it keeps, TestParseOTLPKeepsNoBody):
-// data must not be used after it.
+// Content-Length) into memory, reserving from lim.Memory as its bytes
+// arrive (the buffer they fill, and what decoding them takes, as
+// ParseOTLPFile reckons it), so that a client trickling its body holds
+// memory for what it sent, not for what it announced: ErrBusy when the
+// budget stays taken, ErrTooLarge when it is too small for size. Other
+// errors are the body's. release gives the memory back, and data's buffer
+// to the next request (pdata's decoder copies what it keeps,
+// TestParseOTLPKeepsNoBody): data must not be used after it.
 func ReadOTLP(ctx context.Context, r io.Reader, size int64, lim Limits) (data []byte, release func(), err error) {
 	if lim.MaxBytes > 0 && size > lim.MaxBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrTooLarge, size, lim.MaxBytes)
 	}
-	give, err := lim.Memory.take(ctx, size+otlpMemoryFactor*size, "OTLP request")
-	if err != nil {
+	if err := lim.Memory.fits(size+otlpMemoryFactor*size, "OTLP request"); err != nil {
 		return nil, nil, err
 	}
-	buf, put := otlpBody(size)
+	res := &reservation{b: lim.Memory, ctx: ctx}
+	var buf []byte
+	put := func() {}
 	release = func() {
 		put()
-		give()
+		res.release()
 	}
-	data = buf[:size]
-	n, err := io.ReadFull(r, data)
-	if err == nil {
-		// Exactly size bytes: the body must end here.
-		var one [1]byte
-		m, rerr := io.ReadFull(r, one[:])
-		switch {
-		case rerr == io.EOF:
-			return data, release, nil
-		case m > 0:
-			err = fmt.Errorf("%w: the body holds more than %d bytes, its Content-Length", ErrCorrupt, size)
-		default:
-			err = rerr
+	var n int64
+	for n < size {
+		end := min(size, n+otlpReadStep)
+		if int64(len(buf)) < end {
+			nb, nput := otlpBody(min(size, max(end, 2*int64(len(buf)))))
+			if err := res.grow(int64(cap(nb))+otlpMemoryFactor*end-res.held, "OTLP request"); err != nil {
+				nput()
+				release()
+				return nil, nil, err
+			}
+			copy(nb, buf[:n])
+			put()
+			buf, put = nb[:cap(nb)], nput
+		} else if err := res.grow(int64(cap(buf))+otlpMemoryFactor*end-res.held, "OTLP request"); err != nil {
+			release()
+			return nil, nil, err
 		}
-	} else if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = fmt.Errorf("%w: the body holds %d bytes, its Content-Length says %d", ErrCorrupt, n, size)
+		m, err := io.ReadFull(r, buf[n:end])
+		n += int64(m)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			release()
+			return nil, nil, fmt.Errorf("%w: the body holds %d bytes, its Content-Length says %d", ErrCorrupt, n, size)
+		}
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+	}
+	// Exactly size bytes: the body must end here.
+	var one [1]byte
+	m, err := io.ReadFull(r, one[:])
+	switch {
+	case err == io.EOF:
+		return buf[:size], release, nil
+	case m > 0:
+		err = fmt.Errorf("%w: the body holds more than %d bytes, its Content-Length", ErrCorrupt, size)
 	}
 	release()
 	return nil, nil, err
 }
+
+// otlpReadStep is how many more bytes of an OTLP body ReadOTLP reserves
+// memory for before reading them.
+const otlpReadStep = 64 << 10
 
 // otlpBodies keep ReadOTLP's buffers, one pool per power of two from
 // 64 KiB to OTLPInMemory: a new buffer per request (zeroed, then

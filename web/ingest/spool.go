@@ -165,6 +165,22 @@ func (in *inflated) read(ctx context.Context, lim Limits, what string, mapPerf b
 		}
 		r.release() // read it into memory, at that cost
 	}
+	if mapPerf && sniffJSONProfile(head) {
+		// A JSON profile is mapped and read as a stream; its records and
+		// samples are taken from the budget as they grow (jsonParser).
+		r := lim.reserve
+		if r == nil {
+			r = &reservation{b: lim.Memory, ctx: ctx}
+		}
+		if err := r.grow(jsonMemory(size), what); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		data, evict, unmap, err := mapFile(src, size)
+		if err == nil {
+			return data, nil, evict, func() { unmap(); r.release() }, nil
+		}
+		r.release()
+	}
 	var est int64
 	if pre != nil && pre.scanned {
 		est, pprofErr, err = pprofEstimate(size, head, pre.c, pre.err)

@@ -1,0 +1,470 @@
+// Package jsonprof reads the JSON profiles of browsers and of the
+// language profilers that write speedscope's format: speedscope JSON
+// (py-spy, rbspy, Austin, dotnet-trace), V8 CPU and heap-sampling
+// profiles (node --cpu-prof, DevTools), Chrome trace events (sampled
+// ProfileChunk events, or B/E/X events as spans), node --prof logs and
+// Firefox Profiler profiles. Each is read as speedscope reads it, so
+// stacks and weights equal what speedscope shows, into the pprof profile
+// every page uses: threads and processes become the labels perf.data's
+// samples carry (comm, pid, tid), and a timestamped format keeps its
+// times in perfdata.TimeLabel. The input is read with a streaming JSON
+// decoder (jsontext): nothing holds a tree of the whole document, only
+// the stacks, frames and per-sample records the profile is made from.
+package jsonprof
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"viewer/web/ingest/perfdata"
+)
+
+// ErrLimit is wrapped by errors about inputs over the caller's limits.
+var ErrLimit = errors.New("over the limit")
+
+// Options bound what a read keeps; zero fields mean no limit.
+type Options struct {
+	// MaxSamples bounds the distinct samples (stack, thread, time
+	// bucket) of the profile; over it, times are dropped first.
+	MaxSamples int
+	// MaxRecords bounds the samples or events read, each of which the
+	// reader keeps until the end (24 bytes each).
+	MaxRecords int
+	// Reserve, when set, is asked for memory before the reader takes it:
+	// for its records as they grow, then for the profile's samples. An
+	// error stops the read.
+	Reserve func(n int64) error
+}
+
+// Memory a read takes per record (one slice's worth more while it grows)
+// and per sample of the profile (its cell, values, labels and
+// profile.Sample; TestJSONMemoryEstimate in web/ingest).
+const (
+	recordMemory = 2 * 24
+	sampleMemory = 256
+)
+
+// Frame is one frame as a JSON profile names it.
+type Frame struct {
+	Name, File string
+	Line, Col  int64
+}
+
+// Thread is what a sample's labels say of where it ran: comm (the
+// thread's or profile's name), and pid and tid when known (-1 if not).
+type Thread struct {
+	Comm     string
+	Pid, Tid int64
+}
+
+// noTime marks a record without a time.
+const noTime = math.MinInt64
+
+// maxValue bounds a weight (2^60 ns, 36 years) and maxTime a time (2^61
+// ns, 73 years: wall clocks in ns since 1970 fit), so that a span's end
+// and the span of all times stay within an int64.
+const (
+	maxValue = 1 << 60
+	maxTime  = 1 << 61
+)
+
+// node is one stack in the trie of stacks: its leaf frame and the stack
+// it was called from (-1 for a root frame).
+type node struct{ parent, frame int32 }
+
+// record is one sample or span as read: what it weighs (value of type
+// typ), on which stack and thread (key), and when (at, ns; noTime if
+// unknown). A span's value is a duration from at, spread over the time
+// buckets it covers.
+type record struct {
+	at, value int64
+	key       int32
+	typ       int16
+	span      bool
+}
+
+type keyID struct{ node, thread int32 }
+
+// builder accumulates stacks into a profile.
+type builder struct {
+	opt      Options
+	frames   []Frame
+	frameIdx map[Frame]int32
+	nodes    []node
+	nodeIdx  map[node]int32
+	threads  []Thread
+	thIdx    map[Thread]int32
+	keys     []keyID
+	keyIdx   map[keyID]int32
+	types    []*profile.ValueType
+	defType  int // index of the default sample type, -1 if none chosen
+	records  []record
+	comments []string
+	reserved int64 // what opt.Reserve gave
+	bad      int
+	badWhat  []string
+}
+
+func newBuilder(opt Options) *builder {
+	return &builder{
+		opt:      opt,
+		frameIdx: map[Frame]int32{},
+		nodeIdx:  map[node]int32{},
+		thIdx:    map[Thread]int32{},
+		keyIdx:   map[keyID]int32{},
+		defType:  -1,
+	}
+}
+
+// frame returns the ID of f.
+func (b *builder) frame(f Frame) int32 {
+	if i, ok := b.frameIdx[f]; ok {
+		return i
+	}
+	i := int32(len(b.frames))
+	b.frames = append(b.frames, f)
+	b.frameIdx[f] = i
+	return i
+}
+
+// push returns the stack of frame called from stack parent (-1: none).
+func (b *builder) push(parent, frame int32) int32 {
+	n := node{parent, frame}
+	if i, ok := b.nodeIdx[n]; ok {
+		return i
+	}
+	i := int32(len(b.nodes))
+	b.nodes = append(b.nodes, n)
+	b.nodeIdx[n] = i
+	return i
+}
+
+// stack returns the stack of frames, root first.
+func (b *builder) stack(frames []int32) int32 {
+	s := int32(-1)
+	for _, f := range frames {
+		s = b.push(s, f)
+	}
+	return s
+}
+
+// thread returns the ID of t.
+func (b *builder) thread(t Thread) int32 {
+	if i, ok := b.thIdx[t]; ok {
+		return i
+	}
+	i := int32(len(b.threads))
+	b.threads = append(b.threads, t)
+	b.thIdx[t] = i
+	return i
+}
+
+// valueType returns the index of the sample type typ/unit.
+func (b *builder) valueType(typ, unit string) int {
+	for i, t := range b.types {
+		if t.Type == typ && t.Unit == unit {
+			return i
+		}
+	}
+	b.types = append(b.types, &profile.ValueType{Type: typ, Unit: unit})
+	return len(b.types) - 1
+}
+
+// add records value of type typ on stack (-1: the empty stack, which is
+// dropped, as speedscope drops time outside every frame) in thread th.
+func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) error {
+	if stack < 0 || value == 0 {
+		return nil
+	}
+	if value < 0 || value > maxValue {
+		b.skip(fmt.Sprintf("a weight of %d", value))
+		return nil
+	}
+	if at != noTime && (at < -maxTime || at > maxTime) {
+		at = noTime
+	}
+	if b.opt.MaxRecords > 0 && len(b.records) >= b.opt.MaxRecords {
+		return fmt.Errorf("%w: more than %d samples or events (restart the server with a larger --max-records to accept it)", ErrLimit, b.opt.MaxRecords)
+	}
+	if err := b.need(int64(len(b.records)+1) * recordMemory); err != nil {
+		return err
+	}
+	k := keyID{stack, th}
+	ki, ok := b.keyIdx[k]
+	if !ok {
+		ki = int32(len(b.keys))
+		b.keys = append(b.keys, k)
+		b.keyIdx[k] = ki
+	}
+	b.records = append(b.records, record{at: at, value: value, key: ki, typ: int16(typ), span: span})
+	return nil
+}
+
+// need asks opt.Reserve for memory until the read holds total bytes,
+// in steps that double what it holds, so that it is asked a few times.
+func (b *builder) need(total int64) error {
+	if b.opt.Reserve == nil || total <= b.reserved {
+		return nil
+	}
+	n := max(total-b.reserved, b.reserved, 1<<20)
+	if err := b.opt.Reserve(n); err != nil {
+		return err
+	}
+	b.reserved += n
+	return nil
+}
+
+// skip counts one unreadable part of the input, naming the first few.
+func (b *builder) skip(why string) {
+	b.bad++
+	if len(b.badWhat) < 3 {
+		b.badWhat = append(b.badWhat, why)
+	}
+}
+
+// timeline adds the weight of an evented profile's stacks: between two
+// events, the stack open then weighs the time between them.
+type timeline struct {
+	b     *builder
+	th    int32
+	typ   int
+	timed bool // values are nanoseconds since a common origin
+	stack []int32
+	node  int32
+	last  int64
+	began bool
+}
+
+func (b *builder) timeline(th int32, typ int, timed bool) *timeline {
+	return &timeline{b: b, th: th, typ: typ, timed: timed, node: -1}
+}
+
+// advance gives the open stack the weight up to at.
+func (t *timeline) advance(at int64) error {
+	if !t.began {
+		t.last, t.began = at, true
+		return nil
+	}
+	if at <= t.last {
+		return nil
+	}
+	when := int64(noTime)
+	if t.timed {
+		when = t.last
+	}
+	err := t.b.add(t.node, t.th, t.typ, at-t.last, when, t.timed)
+	t.last = at
+	return err
+}
+
+// open enters frame at at.
+func (t *timeline) open(frame int32, at int64) error {
+	if err := t.advance(at); err != nil {
+		return err
+	}
+	t.node = t.b.push(t.node, frame)
+	t.stack = append(t.stack, t.node)
+	return nil
+}
+
+// close leaves the innermost open frame at at.
+func (t *timeline) close(at int64) error {
+	if err := t.advance(at); err != nil {
+		return err
+	}
+	if len(t.stack) == 0 {
+		return nil
+	}
+	t.stack = t.stack[:len(t.stack)-1]
+	t.node = t.b.nodes[t.node].parent
+	return nil
+}
+
+// top is the frame of the innermost open frame, -1 if none.
+func (t *timeline) top() int32 {
+	if t.node < 0 {
+		return -1
+	}
+	return t.b.nodes[t.node].frame
+}
+
+// depth is how many frames are open.
+func (t *timeline) depth() int { return len(t.stack) }
+
+// finish returns the profile, or an error when nothing could be read.
+// format names the format in errors.
+func (b *builder) finish(format string) (*profile.Profile, error) {
+	if len(b.records) == 0 {
+		if b.bad > 0 {
+			return nil, fmt.Errorf("no %s sample could be read (%d unreadable: %s)", format, b.bad, strings.Join(b.badWhat, "; "))
+		}
+		return nil, fmt.Errorf("the %s input holds no samples", format)
+	}
+	p := &profile.Profile{SampleType: b.types}
+	if b.bad > 0 {
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %d unreadable parts: %s", b.bad, strings.Join(b.badWhat, "; ")))
+	}
+	p.Comments = append(p.Comments, b.comments...)
+	if b.defType >= 0 {
+		t := b.types[b.defType]
+		p.DefaultSampleType = t.Type
+		p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
+	}
+	locs := b.locations(p)
+	type cell struct {
+		key int32
+		at  int64
+	}
+	t0, t1 := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range b.records {
+		if r.at != noTime {
+			end := r.at
+			if r.span {
+				end += r.value - 1
+			}
+			t0, t1 = min(t0, r.at), max(t1, end)
+		}
+	}
+	w := int64(0)
+	if t0 <= t1 {
+		w = int64(perfdata.TimeBucket(uint64(t1 - t0)))
+	}
+	// Each cell's values are a slice of one array; samples of a thread
+	// share its label maps, and of a thread and time their numeric ones.
+	cells := map[cell]int32{}
+	var values []int64
+	var order []cell
+	nt := len(b.types)
+	base := int64(len(b.records)) * recordMemory
+	var needErr error
+	addCell := func(c cell, typ int16, v int64) {
+		i, ok := cells[c]
+		if !ok {
+			if err := b.need(base + int64(len(order)+1)*sampleMemory); err != nil && needErr == nil {
+				needErr = err
+			}
+			i = int32(len(order))
+			cells[c] = i
+			order = append(order, c)
+			values = append(values, make([]int64, nt)...)
+		}
+		values[int(i)*nt+int(typ)] += v
+	}
+	bucketed := func(timed bool) {
+		clear(cells)
+		order, values = order[:0], values[:0]
+		for _, r := range b.records {
+			if !timed || r.at == noTime {
+				addCell(cell{r.key, noTime}, r.typ, r.value)
+				continue
+			}
+			at := r.at - t0
+			if !r.span {
+				addCell(cell{r.key, at / w * w}, r.typ, r.value)
+				continue
+			}
+			// A span's weight is spread over the buckets it covers.
+			for v := r.value; v > 0; {
+				bucket := at / w * w
+				part := min(v, bucket+w-at)
+				addCell(cell{r.key, bucket}, r.typ, part)
+				v -= part
+				at += part
+			}
+		}
+	}
+	bucketed(w > 0)
+	if needErr != nil {
+		return nil, needErr
+	}
+	if w > 0 && b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
+		n := len(cells)
+		bucketed(false)
+		if len(cells) <= b.opt.MaxSamples {
+			p.Comments = append(p.Comments, fmt.Sprintf("warning: sample times dropped: kept per time bucket, the profile would hold %d samples, over the limit of %d; it has no timeline", n, b.opt.MaxSamples))
+		}
+	}
+	if b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
+		return nil, fmt.Errorf("%w: more than %d distinct stacks (restart the server with a larger --max-samples to accept it)", ErrLimit, b.opt.MaxSamples)
+	}
+	b.records = nil
+	clear(cells)
+	type threadAt struct {
+		thread int32
+		at     int64
+	}
+	labels := make([]map[string][]string, len(b.threads))
+	numLabels := map[threadAt]map[string][]int64{}
+	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+	stacks := make(map[int32][]*profile.Location)
+	samples := make([]profile.Sample, len(order))
+	p.Sample = make([]*profile.Sample, len(order))
+	for i, c := range order {
+		k := b.keys[c.key]
+		st, ok := stacks[k.node]
+		if !ok {
+			for n := k.node; n >= 0; n = b.nodes[n].parent {
+				st = append(st, locs[b.nodes[n].frame])
+			}
+			stacks[k.node] = st
+		}
+		s := &samples[i]
+		s.Location = st
+		s.Value = values[i*nt : (i+1)*nt : (i+1)*nt]
+		th := b.threads[k.thread]
+		if th.Comm != "" {
+			if labels[k.thread] == nil {
+				labels[k.thread] = map[string][]string{"comm": {th.Comm}}
+			}
+			s.Label = labels[k.thread]
+		}
+		if th.Pid >= 0 || th.Tid >= 0 || c.at != noTime {
+			ta := threadAt{k.thread, c.at}
+			num := numLabels[ta]
+			if num == nil {
+				num = map[string][]int64{}
+				if th.Pid >= 0 {
+					num["pid"] = []int64{th.Pid}
+				}
+				if th.Tid >= 0 {
+					num["tid"] = []int64{th.Tid}
+				}
+				if c.at != noTime {
+					num[perfdata.TimeLabel] = []int64{c.at}
+				}
+				numLabels[ta] = num
+			}
+			s.NumLabel = num
+			if c.at != noTime {
+				s.NumUnit = timeUnit
+			}
+		}
+		p.Sample[i] = s
+	}
+	return p, nil
+}
+
+// locations makes one location per frame, with a function per name and
+// file, and adds them to p.
+func (b *builder) locations(p *profile.Profile) []*profile.Location {
+	type fnKey struct{ name, file string }
+	fns := map[fnKey]*profile.Function{}
+	locs := make([]*profile.Location, len(b.frames))
+	for i, f := range b.frames {
+		k := fnKey{f.Name, f.File}
+		fn := fns[k]
+		if fn == nil {
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.Name, SystemName: f.Name, Filename: f.File}
+			fns[k] = fn
+			p.Function = append(p.Function, fn)
+		}
+		l := &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: fn, Line: max(f.Line, 0), Column: max(f.Col, 0)}}}
+		locs[i] = l
+		p.Location = append(p.Location, l)
+	}
+	return locs
+}

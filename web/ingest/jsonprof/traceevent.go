@@ -1,0 +1,647 @@
+package jsonprof
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/pprof/profile"
+)
+
+// SniffTraceEvents reports whether head starts a trace-event JSON file
+// (chrome://tracing, DevTools' performance panel, Perfetto's JSON,
+// Hermes): {"traceEvents": [...]} or the bare array, whose first element
+// has a "ph".
+func SniffTraceEvents(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) == 0 {
+		return false
+	}
+	if t[0] == '{' {
+		return topNames(t)["traceEvents"]
+	}
+	if t[0] != '[' {
+		return false
+	}
+	first := bytes.TrimLeft(t[1:], " \t\r\n")
+	return len(first) > 0 && first[0] == '{' && topNames(first)["ph"]
+}
+
+// topNames returns the names of the JSON object head starts with, as far
+// as head goes.
+func topNames(head []byte) map[string]bool {
+	names := map[string]bool{}
+	d := newDecoder(head)
+	if t, err := d.ReadToken(); err != nil || t.Kind() != '{' {
+		return names
+	}
+	for {
+		t, err := d.ReadToken()
+		if err != nil || t.Kind() != '"' {
+			return names
+		}
+		names[t.String()] = true
+		if d.SkipValue() != nil {
+			return names
+		}
+	}
+}
+
+// traceEvent is one event of a trace, as far as profiles use it.
+type traceEvent struct {
+	Pid  flexNumber     `json:"pid"`
+	Tid  flexNumber     `json:"tid"`
+	Ts   flexNumber     `json:"ts"`
+	Ph   string         `json:"ph"`
+	Name *string        `json:"name"`
+	Dur  *flexNumber    `json:"dur"`
+	Tdur *flexNumber    `json:"tdur"`
+	ID   jsontext.Value `json:"id"`
+	Args jsontext.Value `json:"args"`
+}
+
+func (e *traceEvent) name() string {
+	if e.Name == nil {
+		return ""
+	}
+	return *e.Name
+}
+
+type pidTid struct{ pid, tid int64 }
+
+// traceMeta is what a trace's metadata events say of its processes and
+// threads.
+type traceMeta struct {
+	processes map[int64]string
+	threads   map[pidTid]string
+}
+
+func (m *traceMeta) event(e *traceEvent) {
+	if e.Ph != "M" || len(e.Args) == 0 {
+		return
+	}
+	var a struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(e.Args, &a) != nil || a.Name == "" {
+		return
+	}
+	switch e.name() {
+	case "process_name":
+		m.processes[int64(e.Pid)] = a.Name
+	case "thread_name":
+		m.threads[pidTid{int64(e.Pid), int64(e.Tid)}] = a.Name
+	}
+}
+
+// thread is the Thread of pid and tid: comm is the thread's name, or its
+// process's.
+func (m *traceMeta) thread(pid, tid int64) Thread {
+	comm := m.threads[pidTid{pid, tid}]
+	if comm == "" {
+		comm = m.processes[pid]
+	}
+	return Thread{Comm: comm, Pid: pid, Tid: tid}
+}
+
+// chromeProfileEvent is a CpuProfile, Profile or ProfileChunk event: a
+// V8 CPU profile of one thread, whole or in chunks.
+type chromeProfileEvent struct {
+	ts    float64
+	kind  string
+	id    string // the profile's id, or its pid:tid
+	pt    pidTid
+	hasID bool
+	args  jsontext.Value
+}
+
+// traceSample is a sample of the "samples" array that some traces carry
+// beside their events (Hermes, Android systrace JSON).
+type traceSample struct {
+	Pid flexNumber `json:"pid"`
+	Tid flexNumber `json:"tid"`
+	Ts  flexNumber `json:"ts"`
+	Sf  flexNumber `json:"sf"`
+}
+
+type traceStackFrame struct {
+	Name     string      `json:"name"`
+	Category string      `json:"category"`
+	Parent   *flexNumber `json:"parent"`
+}
+
+// traceRead is what the first reading of a trace finds.
+type traceRead struct {
+	meta        traceMeta
+	profiles    []chromeProfileEvent
+	samples     []traceSample
+	stackFrames map[string]traceStackFrame
+	spans       int  // B, E and X events
+	hermes      bool // the first event has Hermes' args
+	truncated   bool
+}
+
+// ParseTraceEvents reads a trace-event JSON file, as speedscope does:
+// when it holds V8 CPU profiles (Profile and ProfileChunk events, or
+// CpuProfile events of older Chrome), each is a thread's samples, read
+// as ParseCPUProfile reads a .cpuprofile; else when it has a "samples"
+// array with "stackFrames", those samples; else its B/E and X events are
+// spans, each thread's stack the spans open, weighing the time to the
+// next event. Process and thread names come from the metadata (M)
+// events; times are kept. A trace cut short inside its event array (as
+// Chrome leaves one it had no time to close) is read as far as it goes.
+func ParseTraceEvents(data []byte, opt Options) (*profile.Profile, error) {
+	r := &traceRead{meta: traceMeta{processes: map[int64]string{}, threads: map[pidTid]string{}}}
+	first := true
+	err := eachTraceEvent(data, r, func(e *traceEvent) error {
+		if first {
+			r.hermes = isHermesArgs(e.Args)
+			first = false
+		}
+		r.meta.event(e)
+		switch e.Ph {
+		case "B", "E", "X":
+			r.spans++
+		}
+		switch n := e.name(); n {
+		case "CpuProfile", "Profile", "ProfileChunk":
+			pt := pidTid{int64(e.Pid), int64(e.Tid)}
+			id := "pt:" + strconv.FormatInt(pt.pid, 10) + ":" + strconv.FormatInt(pt.tid, 10)
+			hasID := len(e.ID) > 0 && string(e.ID) != "null"
+			if hasID {
+				id = "id:" + string(e.ID)
+			}
+			r.profiles = append(r.profiles, chromeProfileEvent{ts: float64(e.Ts), kind: n, id: id, pt: pt, hasID: hasID, args: bytes.Clone(e.Args)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("trace events: %w", err)
+	}
+	b := newBuilder(opt)
+	if r.truncated {
+		b.comments = append(b.comments, "the trace ends inside its event array, as a trace cut short does: read as far as it goes")
+	}
+	switch {
+	case len(r.profiles) > 0:
+		err = r.readChromeProfiles(b)
+	case r.stackFrames != nil && len(r.samples) > 0:
+		err = r.readSamples(b)
+	default:
+		err = r.readSpans(data, b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace events: %w", err)
+	}
+	return b.finish("trace events")
+}
+
+// eachTraceEvent calls fn with each event of the trace in data, and
+// reads the "samples" and "stackFrames" beside them into r.
+func eachTraceEvent(data []byte, r *traceRead, fn func(*traceEvent) error) error {
+	d := newDecoder(data)
+	events := func() error {
+		err := d.array(func() error {
+			var e traceEvent
+			if err := d.value(&e); err != nil {
+				return err
+			}
+			return fn(&e)
+		})
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			r.truncated = true
+			return nil
+		}
+		return err
+	}
+	var err error
+	if d.PeekKind() == '[' {
+		err = events()
+	} else {
+		err = d.object(func(name string) error {
+			switch name {
+			case "traceEvents":
+				return events()
+			case "samples":
+				if r.samples != nil {
+					return d.SkipValue()
+				}
+				r.samples = []traceSample{}
+				return d.array(func() error {
+					var s traceSample
+					err := d.value(&s)
+					r.samples = append(r.samples, s)
+					return err
+				})
+			case "stackFrames":
+				r.stackFrames = map[string]traceStackFrame{}
+				return d.object(func(id string) error {
+					var f traceStackFrame
+					err := d.value(&f)
+					r.stackFrames[id] = f
+					return err
+				})
+			}
+			return d.SkipValue()
+		})
+	}
+	if err != nil {
+		return d.errAt(err)
+	}
+	return nil
+}
+
+// chromeChunk is the data of a Profile, ProfileChunk or CpuProfile event.
+type chromeChunk struct {
+	Data *struct {
+		CPUProfile *struct {
+			Nodes      []v8Node `json:"nodes"`
+			Samples    []int64  `json:"samples"`
+			TimeDeltas []int64  `json:"timeDeltas"`
+			StartTime  *float64 `json:"startTime"`
+		} `json:"cpuProfile"`
+		TimeDeltas []int64  `json:"timeDeltas"`
+		StartTime  *float64 `json:"startTime"`
+	} `json:"data"`
+}
+
+// readChromeProfiles assembles each V8 CPU profile from its events, in
+// the order of their times, and adds its samples to b.
+func (r *traceRead) readChromeProfiles(b *builder) error {
+	sort.SliceStable(r.profiles, func(i, j int) bool { return r.profiles[i].ts < r.profiles[j].ts })
+	type assembled struct {
+		cp cpuProfile
+		pt pidTid
+	}
+	byID := map[string]*assembled{}
+	var order []string
+	for _, e := range r.profiles {
+		var c chromeChunk
+		if len(e.args) > 0 {
+			if err := json.Unmarshal(e.args, &c); err != nil {
+				b.skip(fmt.Sprintf("%s event at ts %v: %v", e.kind, e.ts, err))
+				continue
+			}
+		}
+		switch e.kind {
+		case "CpuProfile":
+			if c.Data == nil || c.Data.CPUProfile == nil {
+				continue
+			}
+			p := c.Data.CPUProfile
+			a := &assembled{pt: e.pt, cp: cpuProfile{nodes: p.Nodes, samples: p.Samples, timeDeltas: p.TimeDeltas}}
+			if p.StartTime != nil {
+				a.cp.startTime = *p.StartTime
+			}
+			if byID[e.id] == nil {
+				order = append(order, e.id)
+			}
+			byID[e.id] = a
+		case "Profile":
+			a := &assembled{pt: e.pt}
+			if c.Data != nil && c.Data.StartTime != nil {
+				a.cp.startTime = *c.Data.StartTime
+			}
+			if byID[e.id] == nil {
+				order = append(order, e.id)
+			}
+			byID[e.id] = a
+		case "ProfileChunk":
+			a := byID[e.id]
+			if a == nil {
+				b.skip(fmt.Sprintf("a ProfileChunk at ts %v of a profile (%s) with no Profile event before it", e.ts, e.id))
+				continue
+			}
+			if c.Data == nil {
+				continue
+			}
+			if p := c.Data.CPUProfile; p != nil {
+				a.cp.nodes = append(a.cp.nodes, p.Nodes...)
+				a.cp.samples = append(a.cp.samples, p.Samples...)
+			}
+			a.cp.timeDeltas = append(a.cp.timeDeltas, c.Data.TimeDeltas...)
+			if c.Data.StartTime != nil {
+				a.cp.startTime = *c.Data.StartTime
+			}
+		}
+	}
+	typ := b.valueType("cpu", "nanoseconds")
+	b.defType = typ
+	for _, id := range order {
+		a := byID[id]
+		th := b.thread(r.meta.thread(a.pt.pid, a.pt.tid))
+		if err := a.cp.read(b, th, typ); err != nil {
+			b.skip(fmt.Sprintf("the profile of thread %d of process %d: %v", a.pt.tid, a.pt.pid, err))
+		}
+	}
+	return nil
+}
+
+// readSamples adds the "samples" array of a trace: each thread's sample
+// weighs the time to its next sample; its stack is its stack frame and
+// the frames' parents.
+func (r *traceRead) readSamples(b *builder) error {
+	typ := b.valueType("time", "nanoseconds")
+	b.defType = typ
+	byThread := map[pidTid][]int{}
+	var order []pidTid
+	for i, s := range r.samples {
+		pt := pidTid{int64(s.Pid), int64(s.Tid)}
+		if byThread[pt] == nil {
+			order = append(order, pt)
+		}
+		byThread[pt] = append(byThread[pt], i)
+	}
+	frameOf := map[string]int32{}
+	var st []int32
+	for _, pt := range order {
+		th := b.thread(r.meta.thread(pt.pid, pt.tid))
+		idx := byThread[pt]
+		for k, i := range idx {
+			s := r.samples[i]
+			var weight float64
+			if k+1 < len(idx) {
+				weight = float64(r.samples[idx[k+1]].Ts) - float64(s.Ts)
+			}
+			st = st[:0]
+			ok := true
+			for id, n := formatID(float64(s.Sf)), 0; id != "0"; n++ {
+				f, found := r.stackFrames[id]
+				if !found || n > 1<<16 {
+					b.skip(fmt.Sprintf("a sample's stack names frame %s, which stackFrames lacks", id))
+					ok = false
+					break
+				}
+				fi, seen := frameOf[id]
+				if !seen {
+					fi = b.frame(Frame{Name: f.Name})
+					frameOf[id] = fi
+				}
+				st = append(st, fi)
+				if f.Parent == nil {
+					break
+				}
+				id = formatID(float64(*f.Parent))
+			}
+			if !ok {
+				continue
+			}
+			for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
+				st[i], st[j] = st[j], st[i]
+			}
+			if err := b.add(b.stack(st), th, typ, int64(math.Round(weight*1000)), int64(math.Round(float64(s.Ts)*1000)), true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func formatID(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// span is a B or E event (an X event is one of each) of one thread: its
+// time (µs), the frame it opens or closes as speedscope keys it, and its
+// event name (-1: none), both interned in spanNames.
+type span struct {
+	ts        float64
+	key, name int32
+}
+
+// spanNames interns the keys and names of spans, and each key's frame.
+type spanNames struct {
+	ids    map[string]int32
+	frames []Frame // of each key; Name "" for an event name
+}
+
+func (n *spanNames) id(s string, f Frame) int32 {
+	if i, ok := n.ids[s]; ok {
+		return i
+	}
+	i := int32(len(n.frames))
+	n.ids[s] = i
+	n.frames = append(n.frames, f)
+	return i
+}
+
+// hermesArgs are the args Hermes' trace events carry for a frame.
+type hermesArgs struct {
+	URL    *string  `json:"url"`
+	Line   *float64 `json:"line"`
+	Column *float64 `json:"column"`
+}
+
+// isHermesArgs reports whether args hold every field of Hermes' frames.
+func isHermesArgs(args jsontext.Value) bool {
+	if len(args) == 0 {
+		return false
+	}
+	var m map[string]jsontext.Value
+	if json.Unmarshal(args, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"line", "column", "name", "category", "url", "params", "allocatedCategory", "allocatedName"} {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// spanOf makes the span of e. A frame is named by the event's name and
+// its args (as JSON), as speedscope names it; Hermes' frames by the name,
+// with the file and line the args give.
+func (r *traceRead) spanOf(e *traceEvent, ts float64, names *spanNames) span {
+	name := e.name()
+	if e.Name == nil || name == "" {
+		name = "(unnamed)"
+	}
+	s := span{ts: ts, name: -1}
+	if e.Name != nil {
+		s.name = names.id("\x00"+*e.Name, Frame{})
+	}
+	if r.hermes {
+		var a hermesArgs
+		_ = json.Unmarshal(e.Args, &a)
+		f := Frame{Name: name, Line: -1, Col: -1}
+		if a.URL != nil {
+			f.File = *a.URL
+		}
+		if a.Line != nil {
+			f.Line = int64(*a.Line)
+		}
+		if a.Column != nil {
+			f.Col = int64(*a.Column)
+		}
+		s.key = names.id(fmt.Sprintf("%s:%s:%d:%d", f.Name, f.File, f.Line, f.Col), f)
+		return s
+	}
+	key := name
+	if len(e.Args) > 0 && string(e.Args) != "null" {
+		args := jsontext.Value(bytes.Clone(e.Args))
+		if args.Compact() == nil {
+			key += " " + string(args)
+		}
+	}
+	s.key = names.id(key, Frame{Name: key, Line: -1, Col: -1})
+	return s
+}
+
+// readSpans reads the B, E and X events of data (a second reading) and
+// adds each thread's stacks to b, as speedscope's eventListToProfile
+// does: B events and X starts in order of time; an E event at the same
+// time as others ends the innermost open frame first; an E event whose
+// name is not the innermost open frame's is ignored.
+func (r *traceRead) readSpans(data []byte, b *builder) error {
+	if r.spans == 0 {
+		return nil
+	}
+	type thread struct {
+		begins, ends []span
+		xs           []struct {
+			s   span
+			dur float64
+		}
+	}
+	threads := map[pidTid]*thread{}
+	var order []pidTid
+	skip := &traceRead{}
+	names := &spanNames{ids: map[string]int32{}}
+	err := eachTraceEvent(data, skip, func(e *traceEvent) error {
+		if e.Ph != "B" && e.Ph != "E" && e.Ph != "X" {
+			return nil
+		}
+		pt := pidTid{int64(e.Pid), int64(e.Tid)}
+		t := threads[pt]
+		if t == nil {
+			t = &thread{}
+			threads[pt] = t
+			order = append(order, pt)
+		}
+		s := r.spanOf(e, float64(e.Ts), names)
+		switch e.Ph {
+		case "B":
+			t.begins = append(t.begins, s)
+		case "E":
+			t.ends = append(t.ends, s)
+		case "X":
+			dur := 0.0
+			if e.Dur != nil {
+				dur = float64(*e.Dur)
+			} else if e.Tdur != nil {
+				dur = float64(*e.Tdur)
+			}
+			t.xs = append(t.xs, struct {
+				s   span
+				dur float64
+			}{s, dur})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	typ := b.valueType("time", "nanoseconds")
+	b.defType = typ
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].pid != order[j].pid {
+			return order[i].pid < order[j].pid
+		}
+		return order[i].tid < order[j].tid
+	})
+	for _, pt := range order {
+		t := threads[pt]
+		sort.SliceStable(t.xs, func(i, j int) bool {
+			a, c := t.xs[i], t.xs[j]
+			if a.s.ts != c.s.ts {
+				return a.s.ts < c.s.ts
+			}
+			return a.dur > c.dur
+		})
+		for _, x := range t.xs {
+			t.begins = append(t.begins, x.s)
+			e := x.s
+			e.ts += x.dur
+			t.ends = append(t.ends, e)
+		}
+		t.xs = nil
+		sort.SliceStable(t.begins, func(i, j int) bool { return t.begins[i].ts < t.begins[j].ts })
+		sort.SliceStable(t.ends, func(i, j int) bool { return t.ends[i].ts < t.ends[j].ts })
+		if err := r.replaySpans(b, b.thread(r.meta.thread(pt.pid, pt.tid)), typ, t.begins, t.ends, names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaySpans opens and closes the frames of one thread's begins and
+// ends (each in order of time) on a timeline.
+func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []span, names *spanNames) error {
+	tl := b.timeline(th, typ, true)
+	var open []span
+	frames := map[int32]int32{}
+	ns := func(ts float64) int64 { return int64(math.Round(ts * 1000)) }
+	for len(begins) > 0 || len(ends) > 0 {
+		takeBegin := len(ends) == 0 ||
+			len(begins) > 0 && (begins[0].ts < ends[0].ts || begins[0].ts == ends[0].ts && begins[0].key == ends[0].key)
+		if takeBegin {
+			s := begins[0]
+			begins = begins[1:]
+			f, ok := frames[s.key]
+			if !ok {
+				f = b.frame(names.frames[s.key])
+				frames[s.key] = f
+			}
+			open = append(open, s)
+			if err := tl.open(f, ns(s.ts)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(open) > 0 {
+			top := open[len(open)-1]
+			swapped := false
+			for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
+				if ends[i].key == top.key {
+					ends[0], ends[i] = ends[i], ends[0]
+					swapped = true
+					break
+				}
+			}
+			if !swapped {
+				for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
+					if ends[i].name == top.name {
+						ends[0], ends[i] = ends[i], ends[0]
+						break
+					}
+				}
+			}
+		}
+		e := ends[0]
+		ends = ends[1:]
+		if len(open) == 0 {
+			b.skip(fmt.Sprintf("an end of %q at ts %v with no frame open", names.frames[e.key].Name, e.ts))
+			continue
+		}
+		top := open[len(open)-1]
+		if e.name != top.name {
+			b.skip(fmt.Sprintf("an end of %q at ts %v while %q is the innermost open frame", names.frames[e.key].Name, e.ts, names.frames[top.key].Name))
+			continue
+		}
+		open = open[:len(open)-1]
+		if err := tl.close(ns(e.ts)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxEndSearch bounds how many E events of one time replaySpans looks
+// through for the one that ends the innermost frame, so that a trace of
+// many ends at one time takes linear time (speedscope looks through all).
+const maxEndSearch = 1000
