@@ -24,7 +24,7 @@ const (
 	// takes one or two: its debuginfo, then its executable).
 	apiFetchesPerRequest = 64
 	// apiFetchesPerClient and apiFetchRate bound one client's (by
-	// address, as the login backoff counts them): a burst of that many,
+	// address, as clientAddr tells them apart): a burst of that many,
 	// then that many a second.
 	apiFetchesPerClient = 128
 	apiFetchRate        = 2
@@ -65,7 +65,7 @@ func (cf *clientFetches) limiter(client string) *rate.Limiter {
 // fetchQuota is the request's context carrying its fetch budget
 // (debuginfod.WithQuota): apiFetchesPerRequest, and its client's.
 func (s *Server) fetchQuota(c echo.Context) context.Context {
-	client := clientAddr(c.Request())
+	client := s.clientAddr(c.Request())
 	l := s.apiFetches.limiter(client)
 	var made atomic.Int64
 	return debuginfod.WithQuota(c.Request().Context(), func() error {
