@@ -62,6 +62,7 @@ NORACE_NAMES = \
 	TestDefaultLimitsAcceptRepeatedStacks \
 	TestFullDisk \
 	TestFullDiskDebugAndOTLP \
+	TestHostileOTLP \
 	TestHugePerfData \
 	TestHugeProfile \
 	TestKillDuringSourceUpload \
@@ -75,6 +76,7 @@ NORACE_NAMES = \
 	TestSectionBombNotDecompressed \
 	TestSourceArchiveIndexBounded \
 	TestStackFidelity \
+	TestSymbolizeAPIMemory
 
 NORACE_BROWSER_TESTS = \
 	TestAnnotateMergeInBrowser \
@@ -110,6 +112,7 @@ NORACE_BROWSER_TESTS = \
 FUZZ_TARGETS = \
 	./web/ingest:FuzzParse \
 	./web/ingest:FuzzDecodePprof \
+	./web/ingest:FuzzPrescanOTLP \
 	./web/flame:FuzzBuild \
 	./web/ingest/perfdata:FuzzPerfData \
 	./web/ingest/perftext:FuzzScript \

@@ -309,6 +309,10 @@ var hostileRows = []hostileRow{
 		shape: hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 19_000, frames: 1_900_000, locations: 1_900_000, stacks: 19_000, depth: 100}},
 	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib,
 		shape: hostileShape{textLines: 2_100_000}},
+	// Issue 33: an OTLP file uploaded as a profile is counted as the
+	// OTLP endpoint counts it (hostileotlp_test.go), before pdata decodes
+	// 50M locations (5.4 GB).
+	{name: "OTLP upload with 50M locations", heavy: true, input: func(t testing.TB) []byte { return otlpEntries(t, 2, 50_000_000) }, want: 413, msg: "more than 4000000 locations (restart the server with a larger --max-locations", peak: 320 * mib},
 	{name: "a 10 MB folded line", input: func(t testing.TB) []byte { return []byte(strings.Repeat("a;", 5<<20) + "a 1\n") }, want: 413, msg: "line 1 is longer than the 4194304-byte limit", peak: 64 * mib,
 		shape: hostileShape{textLines: 1}},
 }

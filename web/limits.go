@@ -30,6 +30,9 @@ type Limits struct {
 	// under a "[truncated N frames]" frame), MaxStrings a pprof string
 	// table and MaxLineBytes a line of a text profile (ingest.Default*).
 	MaxFrames, MaxStackDepth, MaxStrings, MaxLineBytes int
+	// MaxOTLPProfiles bounds the profiles of one OTLP request
+	// (ingest.DefaultMaxOTLPProfiles), each stored apart.
+	MaxOTLPProfiles int
 	// IngestMemory is the memory shared by all uploads being parsed, each
 	// taking its estimated cost first (default ingest.DefaultMemory).
 	IngestMemory int64
@@ -93,20 +96,21 @@ func (l Limits) ingest(maxUpload int64) ingest.Limits {
 		wait = 2 * time.Second
 	}
 	return ingest.Limits{
-		MaxBytes:      maxUpload,
-		MaxSamples:    pick(l.MaxSamples, ingest.DefaultMaxSamples),
-		MaxLocations:  pick(l.MaxLocations, ingest.DefaultMaxLocations),
-		MaxFunctions:  pick(l.MaxFunctions, ingest.DefaultMaxFunctions),
-		MaxMappings:   pick(l.MaxMappings, ingest.DefaultMaxMappings),
-		MaxRecords:    pick(l.MaxRecords, ingest.DefaultMaxRecords),
-		MaxFrames:     pick(l.MaxFrames, ingest.DefaultMaxFrames),
-		MaxStackDepth: pick(l.MaxStackDepth, ingest.DefaultMaxStackDepth),
-		MaxStrings:    pick(l.MaxStrings, ingest.DefaultMaxStrings),
-		MaxLineBytes:  pick(l.MaxLineBytes, ingest.DefaultMaxLineBytes),
-		Memory:        ingest.NewBudget(mem, wait),
-		SpoolDir:      l.SpoolDir,
-		Binaries:      l.Binaries,
-		NoUnwind:      l.NoUnwind,
+		MaxBytes:        maxUpload,
+		MaxSamples:      pick(l.MaxSamples, ingest.DefaultMaxSamples),
+		MaxLocations:    pick(l.MaxLocations, ingest.DefaultMaxLocations),
+		MaxFunctions:    pick(l.MaxFunctions, ingest.DefaultMaxFunctions),
+		MaxMappings:     pick(l.MaxMappings, ingest.DefaultMaxMappings),
+		MaxRecords:      pick(l.MaxRecords, ingest.DefaultMaxRecords),
+		MaxFrames:       pick(l.MaxFrames, ingest.DefaultMaxFrames),
+		MaxStackDepth:   pick(l.MaxStackDepth, ingest.DefaultMaxStackDepth),
+		MaxStrings:      pick(l.MaxStrings, ingest.DefaultMaxStrings),
+		MaxLineBytes:    pick(l.MaxLineBytes, ingest.DefaultMaxLineBytes),
+		MaxOTLPProfiles: pick(l.MaxOTLPProfiles, ingest.DefaultMaxOTLPProfiles),
+		Memory:          ingest.NewBudget(mem, wait),
+		SpoolDir:        l.SpoolDir,
+		Binaries:        l.Binaries,
+		NoUnwind:        l.NoUnwind,
 	}
 }
 

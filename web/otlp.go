@@ -171,7 +171,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 				give()
 				return nil, nil, nil, err
 			}
-			if res, err = ingest.ParseOTLP(data, asJSON, s.limits); err != nil {
+			if res, err = ingest.ParseOTLP(ctx, data, asJSON, s.limits); err != nil {
 				release()
 				end()
 				give()
@@ -181,6 +181,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 			return res, once, func() {
 				once()
 				end()
+				res.Release()
 				give()
 			}, nil
 		}
@@ -211,6 +212,7 @@ func (s *Server) parseOTLPBody(c echo.Context, asJSON bool) (res *ingest.OTLPRes
 	return res, func() {}, func() {
 		release()
 		end()
+		res.Release()
 	}, nil
 }
 

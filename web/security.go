@@ -274,6 +274,13 @@ func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
 				return httpError(http.StatusUnauthorized,
 					"the symbolization API on this server needs its token (it may make the server fetch debug info): send Authorization: Bearer TOKEN")
 			}
+			// A CORS-simple POST: any page could make the server fetch
+			// from debuginfod. /symbolicate/v5 keeps its one allowed
+			// origin (symbolicateCORS).
+			if isSymbolAPI(c) && c.Path() == "/api/symbolize" && sameOrigin(c) != nil {
+				return httpError(http.StatusForbidden,
+					"symbolization request refused: it comes from another site's page; call /api/symbolize with curl or a program, or from this server's own page")
+			}
 			if isListing(c) && !s.authorized(c) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="viewer"`)
 				return httpError(http.StatusUnauthorized,

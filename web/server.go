@@ -100,6 +100,10 @@ type Server struct {
 
 	annotations *annotations // the annotate view's listings (annotate.go)
 	otlp        *otlpQueue   // the OTLP requests' turns (otlpqueue.go)
+	// The symbolization APIs' debuginfod fetches by client, and their
+	// turns (fetchquota.go, symbolizeapi.go).
+	apiFetches *clientFetches
+	apiTurns   *places
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/viewer, else ~/.local/share/viewer.
@@ -154,6 +158,8 @@ func New(cfg Config) (*Server, error) {
 
 		annotations: newAnnotations(),         // annotate.go
 		otlp:        newOTLPQueue(cfg.Limits), // otlpqueue.go
+		apiFetches:  newClientFetches(),       // fetchquota.go
+		apiTurns:    newAPITurns(cfg.Limits),  // symbolizeapi.go
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -76,6 +77,16 @@ func (s *Server) handleSymbolicateV5(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	leave, err := s.apiTurn(c) // symbolizeapi.go: as /api/symbolize
+	if err != nil {
+		return err
+	}
+	defer leave()
+	give, err := s.apiBodyMemory(c)
+	if err != nil {
+		return err
+	}
+	defer give()
 	var req symbolicateRequest
 	if err := decodeAPIBody(c, &req); err != nil {
 		return err
@@ -94,11 +105,17 @@ func (s *Server) handleSymbolicateV5(c echo.Context) error {
 	if modules > maxAPIBinaries || frames > maxAPIAddresses {
 		return httpError(http.StatusRequestEntityTooLarge, "%d modules and %d frames in one request; at most %d and %d", modules, frames, maxAPIBinaries, maxAPIAddresses)
 	}
+	giveFrames, err := s.apiAddressMemory(c, frames)
+	if err != nil {
+		return err
+	}
+	defer giveFrames()
 	out := struct {
 		Results []symbolicateResult `json:"results"`
 	}{}
+	ctx := s.fetchQuota(c) // the request's jobs share its fetches
 	for ji, j := range jobs {
-		res, err := symbolicateJobWith(c, eng, j)
+		res, err := symbolicateJobWith(ctx, eng, j)
 		if err != nil {
 			return httpError(http.StatusBadRequest, "jobs[%d]: %v", ji, err)
 		}
@@ -107,7 +124,7 @@ func (s *Server) handleSymbolicateV5(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func symbolicateJobWith(c echo.Context, eng *symbolize.Symbolizer, j symbolicateJob) (symbolicateResult, error) {
+func symbolicateJobWith(ctx context.Context, eng *symbolize.Symbolizer, j symbolicateJob) (symbolicateResult, error) {
 	res := symbolicateResult{FoundModules: map[string]bool{}, Stacks: make([][]v5Frame, len(j.Stacks))}
 	// The offsets each module is asked for, once each.
 	bins := make([]symbolize.BinaryAddresses, len(j.MemoryMap))
@@ -144,7 +161,7 @@ func symbolicateJobWith(c echo.Context, eng *symbolize.Symbolizer, j symbolicate
 		}
 	}
 	found := make([]*symbolize.BinaryFrames, len(bins))
-	got := eng.SymbolizeAddresses(c.Request().Context(), ask, symbolize.Options{})
+	got := eng.SymbolizeAddresses(ctx, ask, symbolize.Options{})
 	for k := range got {
 		found[askIdx[k]] = &got[k]
 	}

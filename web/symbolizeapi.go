@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +23,58 @@ const (
 	maxAPIAddresses = 1_000_000
 	maxAPIBody      = 64 << 20
 )
+
+// What a symbolization API request is charged in --ingest-memory: its
+// body while it is decoded (apiBodyMemory × its size, the whole bound
+// when its length is not given), then apiAddressMemory per address for
+// the lookups and the answer. Measured: 1M addresses took 480 MB.
+const (
+	apiBodyMemory    = 3
+	apiAddressMemory = 512
+)
+
+// newAPITurns are the places of the symbolization API requests worked at
+// once: the cores, the others waiting up to --upload-wait, in arrival
+// order. Four requests of 1M addresses at once took 1.33 GB.
+func newAPITurns(l Limits) *places {
+	w := l.UploadWait
+	if w <= 0 {
+		w = 2 * time.Second
+	}
+	return &places{ch: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), wait: w}
+}
+
+// apiBodyMemory takes what decoding the request's body is charged
+// (apiBodyMemory) from --ingest-memory: 413 or 503 naming the flag when
+// it cannot be had.
+func (s *Server) apiBodyMemory(c echo.Context) (release func(), err error) {
+	body := c.Request().ContentLength
+	if body <= 0 || body > maxAPIBody {
+		body = maxAPIBody
+	}
+	release, err = s.limits.Memory.Take(c.Request().Context(), apiBodyMemory*body, "symbolization request")
+	return release, httpStatusError(err)
+}
+
+// apiAddressMemory takes what looking up n addresses and answering them
+// is charged (apiAddressMemory each) from --ingest-memory.
+func (s *Server) apiAddressMemory(c echo.Context, n int) (release func(), err error) {
+	release, err = s.limits.Memory.Take(c.Request().Context(), int64(n)*apiAddressMemory, fmt.Sprintf("symbolization request of %d addresses", n))
+	return release, httpStatusError(err)
+}
+
+// apiTurn waits for a place among the symbolization API requests worked
+// at once (apiTurns), answering 503 with Retry-After when none frees up.
+func (s *Server) apiTurn(c echo.Context) (leave func(), err error) {
+	if !s.apiTurns.enter(c.Request().Context()) {
+		secs := max(1, int(s.apiTurns.wait.Round(time.Second)/time.Second))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return nil, httpError(http.StatusServiceUnavailable,
+			"the server is busy with %d other symbolization requests (at most %d at once, its cores); retry in %d s (or restart it with a larger --upload-wait)",
+			cap(s.apiTurns.ch), cap(s.apiTurns.ch), secs)
+	}
+	return s.apiTurns.leave, nil
+}
 
 // symbolizeRequest is the body of POST /api/symbolize.
 type symbolizeRequest struct {
@@ -77,6 +131,16 @@ func (s *Server) handleSymbolizeAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	leave, err := s.apiTurn(c)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	give, err := s.apiBodyMemory(c)
+	if err != nil {
+		return err
+	}
+	defer give()
 	var req symbolizeRequest
 	if err := decodeAPIBody(c, &req); err != nil {
 		return err
@@ -108,6 +172,11 @@ func (s *Server) handleSymbolizeAPI(c echo.Context) error {
 		}
 		bins[i] = symbolize.BinaryAddresses{BuildID: bid, File: b.File, Addresses: addrs, Base: symbolize.ObjectAddresses}
 	}
+	giveAddrs, err := s.apiAddressMemory(c, total)
+	if err != nil {
+		return err
+	}
+	defer giveAddrs()
 	opt := symbolize.Options{NoDebuginfod: req.Debuginfod != nil && !*req.Debuginfod}
 	stream := strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream")
 	var send func(event string, v any)
@@ -115,7 +184,7 @@ func (s *Server) handleSymbolizeAPI(c echo.Context) error {
 		send = eventStream(c)
 		opt.Progress = func(ev symbolize.Event) { send("binary", binaryEvent(ev)) }
 	}
-	res := eng.SymbolizeAddresses(c.Request().Context(), bins, opt)
+	res := eng.SymbolizeAddresses(s.fetchQuota(c), bins, opt)
 	out := symbolizeResponse{Binaries: make([]apiBinary, len(res))}
 	for i, r := range res {
 		ab := apiBinary{BuildID: r.BuildID, File: r.File, State: string(r.State), Source: r.Source, Reason: r.Reason,

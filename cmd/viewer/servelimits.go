@@ -17,7 +17,7 @@ import (
 // handled at once, and the optional upload token.
 type limitFlags struct {
 	samples, locations, functions, mappings, records int
-	frames, depth, strs                              int
+	frames, depth, strs, otlpProfiles                int
 	line, renderBytes                                limitSize // sizes, 0: no limit
 	ingestMemory, minRate, memoryLimit               sizeFlag
 	uploads                                          int
@@ -38,6 +38,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together, a stack that repeats counting once (its records merge into one sample); 0: no limit")
 	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
+	fs.IntVar(&f.otlpProfiles, "max-otlp-profiles", ingest.DefaultMaxOTLPProfiles, "most profiles one OTLP request may hold (each is stored as a profile); 0: no limit")
 	f.line = limitSize(ingest.DefaultMaxLineBytes)
 	fs.Var(&f.line, "max-line", "longest line of a text profile (folded stacks, perf script), e.g. 4MiB; 0: the text parsers' own bound, which is also the most it can be")
 	f.ingestMemory = sizeFlag(ingest.DefaultMemory)
@@ -67,9 +68,9 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		}
 		return n
 	}
-	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records, f.frames, f.depth, f.strs, int(f.line), f.renderNodes, int(f.renderBytes)} {
+	for _, n := range []int{f.samples, f.locations, f.functions, f.mappings, f.records, f.frames, f.depth, f.strs, f.otlpProfiles, int(f.line), f.renderNodes, int(f.renderBytes)} {
 		if n < 0 {
-			return web.Limits{}, "", usageError{"serve: --max-samples, --max-locations, --max-functions, --max-mappings, --max-records, --max-frames, --max-stack-depth, --max-strings, --max-line, --render-nodes and --render-bytes must be 0 (no limit) or more"}
+			return web.Limits{}, "", usageError{"serve: --max-samples, --max-locations, --max-functions, --max-mappings, --max-records, --max-frames, --max-stack-depth, --max-strings, --max-otlp-profiles, --max-line, --render-nodes and --render-bytes must be 0 (no limit) or more"}
 		}
 	}
 	if f.depth == 1 {
@@ -88,7 +89,8 @@ func (f *limitFlags) config() (web.Limits, string, error) {
 		MaxSamples: count(f.samples), MaxLocations: count(f.locations), MaxFunctions: count(f.functions),
 		MaxMappings: count(f.mappings), MaxRecords: count(f.records),
 		MaxFrames: count(f.frames), MaxStackDepth: count(f.depth), MaxStrings: count(f.strs), MaxLineBytes: count(int(f.line)),
-		IngestMemory: int64(f.ingestMemory), MinUploadRate: int64(f.minRate), UploadDeadline: f.uploadDeadline,
+		MaxOTLPProfiles: count(f.otlpProfiles),
+		IngestMemory:    int64(f.ingestMemory), MinUploadRate: int64(f.minRate), UploadDeadline: f.uploadDeadline,
 		RenderTimeout: f.renderTimeout, RenderNodes: count(f.renderNodes), RenderBytes: count(int(f.renderBytes)),
 		MaxConcurrentUploads: f.uploads, UploadWait: f.uploadWait, UploadIdle: f.uploadIdle,
 	}

@@ -341,7 +341,7 @@ func (c *Client) Fetch(ctx context.Context, buildID string, kind Kind, progress 
 	if !done {
 		if len(c.servers) == 0 {
 			err = ErrNoServers
-		} else {
+		} else if err = askQuota(ctx); err == nil {
 			var got fetched
 			got, err = c.join(ctx, key, bid, kind, file, progress)
 			path, server = got.path, got.server

@@ -61,6 +61,14 @@ func (b *Budget) take(ctx context.Context, n int64, what string) (release func()
 	return b.taken(n), nil
 }
 
+// Take reserves n bytes for what (named in the refusals), waiting up to
+// the budget's wait: ErrTooLarge when n is more than the whole budget,
+// ErrBusy when it stays taken. For work outside the parses that spends
+// memory in proportion to a request (the symbolization API).
+func (b *Budget) Take(ctx context.Context, n int64, what string) (release func(), err error) {
+	return b.take(ctx, n, what)
+}
+
 // fits is ErrTooLarge, naming what and the flag, when n bytes are more
 // than the whole budget (never for a nil Budget).
 func (b *Budget) fits(n int64, what string) error {

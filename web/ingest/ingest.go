@@ -42,6 +42,9 @@ type Limits struct {
 	// MaxStrings bounds a pprof string table; MaxLineBytes one line of a
 	// text format.
 	MaxFrames, MaxStackDepth, MaxStrings, MaxLineBytes int
+	// MaxOTLPProfiles bounds the profiles of one OTLP request, each
+	// stored apart (DefaultMaxOTLPProfiles).
+	MaxOTLPProfiles int
 	// Memory, when set, is the budget a parse takes its estimated memory
 	// from before it reads the input into memory (budget.go).
 	Memory *Budget
@@ -63,6 +66,9 @@ type Limits struct {
 	// reserve is ParseFile's share of Memory, which a mapped perf.data
 	// grows as it learns what it needs (parsePerfData).
 	reserve *reservation
+	// otlpStream, set by ParseOTLPFile, counts an OTLP request's tables
+	// as it inflates (countOTLP); its error stops the inflation.
+	otlpStream func(io.Reader) error
 }
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in

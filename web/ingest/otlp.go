@@ -67,10 +67,16 @@ func sniffOTLP(head []byte) bool {
 // different types (OTLP has one per profile) become the sample types of
 // the one pprof profile, each sample zero in the others.
 func parseOTLP(data []byte, lim Limits) (*profile.Profile, error) {
-	ps, err := UnmarshalOTLP(data)
+	r := lim.reserve
+	if r == nil {
+		r = &reservation{b: lim.Memory, ctx: context.Background()}
+	}
+	// ParseFile took at least the bytes (estimate).
+	ps, release, err := decodeOTLP(data, isJSON(data), lim, r, int64(len(data)))
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	got, err := FromOTLP(ps, lim)
 	if err != nil {
 		return nil, err
@@ -121,7 +127,7 @@ func UnmarshalOTLP(data []byte) (pprofile.Profiles, error) {
 		ps  pprofile.Profiles
 		err error
 	)
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+	if isJSON(data) {
 		ps, err = (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(data)
 	} else {
 		ps, err = (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(data)
@@ -130,6 +136,28 @@ func UnmarshalOTLP(data []byte) (pprofile.Profiles, error) {
 		return pprofile.Profiles{}, fmt.Errorf("%w: not a valid OTLP profiles message: %v", ErrCorrupt, err)
 	}
 	return ps, nil
+}
+
+// decodeOTLP pre-scans an OTLP request (prescanOTLP), refusing it over
+// lim before anything is decoded, takes from r's budget what decoding and
+// converting it is estimated to allocate (the bytes included) beyond
+// covered, what its caller took, and decodes it. release gives back what
+// it took, once the converted profiles are stored.
+func decodeOTLP(data []byte, json bool, lim Limits, r *reservation, covered int64) (ps pprofile.Profiles, release func(), err error) {
+	c, err := prescanOTLP(data, json, lim)
+	if err != nil {
+		return ps, nil, err
+	}
+	extra := c.memory(int64(len(data))) - covered
+	mine := &reservation{b: r.b, ctx: r.ctx}
+	if err := mine.grow(extra, "OTLP request"); err != nil {
+		return ps, nil, err
+	}
+	if ps, err = UnmarshalOTLP(data); err != nil {
+		mine.release()
+		return ps, nil, err
+	}
+	return ps, mine.release, nil
 }
 
 // OTLPProfile is one OTLP profile converted to pprof, with what its
@@ -150,20 +178,50 @@ type OTLPResult struct {
 	Profiles []OTLPProfile
 	Rejected int
 	Reasons  []string
+	// release gives back the memory ParseOTLP took for the request's
+	// decoding and its profiles (Release).
+	release func()
 }
 
+// Release gives back the memory ParseOTLP took for the request beyond
+// what its caller reserved: call it once the profiles are stored.
+func (r *OTLPResult) Release() {
+	if r != nil && r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// maxOTLPMessage bounds the partial-success message (Message): each
+// rejected profile may give a reason of its own (an index out of its
+// table names the index).
+const maxOTLPMessage = 4 << 10
+
 // Message is the partial-success message: the distinct reasons profiles
-// were rejected, or "" when none was.
+// were rejected, or "" when none was, up to maxOTLPMessage bytes, then
+// how many more reasons there were.
 func (r *OTLPResult) Message() string {
 	seen := map[string]bool{}
-	var out []string
+	var b strings.Builder
+	more := 0
 	for _, s := range r.Reasons {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+		if seen[s] {
+			continue
 		}
+		seen[s] = true
+		if b.Len()+len(s)+2 > maxOTLPMessage {
+			more++
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s)
 	}
-	return strings.Join(out, "; ")
+	if more > 0 {
+		fmt.Fprintf(&b, "; and %d other reasons", more)
+	}
+	return b.String()
 }
 
 // FromOTLP converts each profile of ps to a pprof profile, checked and
@@ -177,8 +235,19 @@ func (r *OTLPResult) Message() string {
 func FromOTLP(ps pprofile.Profiles, lim Limits) (*OTLPResult, error) {
 	res := &OTLPResult{}
 	dict := ps.Dictionary()
-	samples := 0
+	samples, profiles := 0, 0
 	rps := ps.ResourceProfiles()
+	for i := range rps.Len() {
+		for j := range rps.At(i).ScopeProfiles().Len() {
+			profiles += rps.At(i).ScopeProfiles().At(j).Profiles().Len()
+		}
+	}
+	if lim.MaxOTLPProfiles > 0 && profiles > lim.MaxOTLPProfiles {
+		return nil, fmt.Errorf("%w: the OTLP request holds more than %d profiles (%d; restart the server with a larger --max-otlp-profiles to accept it, or send fewer per request)", ErrTooLarge, lim.MaxOTLPProfiles, profiles)
+	}
+	// One converter for the request: its index of each dictionary table
+	// is made once, not once per profile.
+	c := newOTLPConverter(dict, lim)
 	for i := range rps.Len() {
 		rp := rps.At(i)
 		resLabels := stringAttrs(rp.Resource().Attributes())
@@ -192,7 +261,6 @@ func FromOTLP(ps pprofile.Profiles, lim Limits) (*OTLPResult, error) {
 				if lim.MaxSamples > 0 && samples > lim.MaxSamples {
 					return nil, fmt.Errorf("%w: the request holds more than %d samples (--max-samples); send fewer profiles per request", ErrTooLarge, lim.MaxSamples)
 				}
-				c := otlpConverter{dict: dict, lim: lim}
 				p, err := c.profile(pr, resLabels, sp.Scope())
 				if err != nil {
 					if errors.Is(err, ErrTooLarge) {
@@ -268,8 +336,13 @@ type otlpConverter struct {
 	locations []*profile.Location
 	// slab is where the next locations are made, a few hundred at a time
 	// rather than one allocation each.
-	slab   []profile.Location
-	frames int
+	slab []profile.Location
+	// frames are the frames the request's samples made so far, each
+	// location's lines each (limitFrames' count), against MaxFrames.
+	frames int64
+	// made are the dictionary indices the profile being converted made
+	// an entry for, cleared before the next profile (reset).
+	madeLocations, madeFunctions, madeMappings []int32
 	// labels are the label maps of samples with attributes, by their
 	// attributes (canonical indices): samples with the same attributes
 	// share one, as samples without share the profile's.
@@ -280,6 +353,37 @@ type otlpConverter struct {
 	// each sample still has its samples share their labels.
 	canon   []int32
 	attrIDs map[attrID]int32
+}
+
+// newOTLPConverter is the converter of a request with dictionary dict.
+func newOTLPConverter(dict pprofile.ProfilesDictionary, lim Limits) *otlpConverter {
+	return &otlpConverter{
+		dict:      dict,
+		lim:       lim,
+		mappings:  make([]*profile.Mapping, dict.MappingTable().Len()),
+		functions: make([]*profile.Function, dict.FunctionTable().Len()),
+		locations: make([]*profile.Location, dict.LocationTable().Len()),
+		canon:     make([]int32, dict.AttributeTable().Len()),
+		attrIDs:   map[attrID]int32{},
+	}
+}
+
+// reset clears what the last profile made, so that the next one makes
+// its own locations, functions and mappings: a cost of what it made, not
+// of the dictionary's size.
+func (c *otlpConverter) reset() {
+	for _, i := range c.madeLocations {
+		c.locations[i] = nil
+	}
+	for _, i := range c.madeFunctions {
+		c.functions[i] = nil
+	}
+	for _, i := range c.madeMappings {
+		c.mappings[i] = nil
+	}
+	c.madeLocations, c.madeFunctions, c.madeMappings = c.madeLocations[:0], c.madeFunctions[:0], c.madeMappings[:0]
+	c.slab = nil
+	c.labels = map[string]sampleLabels{}
 }
 
 // attrID is what makes two attribute table entries the same label.
@@ -383,12 +487,7 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 	if pt, err := c.valueType(pr.PeriodType()); err == nil && pt.Type != "" {
 		c.p.PeriodType = pt
 	}
-	c.mappings = make([]*profile.Mapping, c.dict.MappingTable().Len())
-	c.functions = make([]*profile.Function, c.dict.FunctionTable().Len())
-	c.locations = make([]*profile.Location, c.dict.LocationTable().Len())
-	c.labels = map[string]sampleLabels{}
-	c.canon = make([]int32, c.dict.AttributeTable().Len())
-	c.attrIDs = map[attrID]int32{}
+	c.reset()
 
 	// Labels every sample carries: the resource's, the scope's and the
 	// profile's own attributes.
@@ -424,6 +523,12 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 		if si := samples.At(i).StackIndex(); si >= 0 && int(si) < stacks.Len() {
 			nframes += stacks.At(int(si)).LocationIndices().Len()
 		}
+	}
+	// The request's frames are bounded before this profile's are
+	// allocated: a stack of a million locations named by each of a
+	// million samples is 10^12 frames in a few megabytes.
+	if c.lim.MaxFrames > 0 && c.frames+int64(nframes) > int64(c.lim.MaxFrames) {
+		return nil, fmt.Errorf("%w: the request's stacks hold more than %d frames (--max-frames)", ErrTooLarge, c.lim.MaxFrames)
 	}
 	frames := make([]*profile.Location, nframes)
 	// As many locations as the stacks can name, at most: no growth.
@@ -482,10 +587,10 @@ func (c *otlpConverter) profile(pr pprofile.Profile, resLabels map[string]string
 				return nil, err
 			}
 			ps.Location[j] = loc
+			c.frames += int64(max(1, len(loc.Line)))
 		}
-		c.frames += len(ps.Location)
-		if c.lim.MaxFrames > 0 && c.frames > c.lim.MaxFrames {
-			return nil, fmt.Errorf("%w: a profile's stacks hold more than %d frames (--max-frames)", ErrTooLarge, c.lim.MaxFrames)
+		if c.lim.MaxFrames > 0 && c.frames > int64(c.lim.MaxFrames) {
+			return nil, fmt.Errorf("%w: the request's stacks hold more than %d frames (--max-frames)", ErrTooLarge, c.lim.MaxFrames)
 		}
 		c.p.Sample = append(c.p.Sample, ps)
 	}
@@ -540,6 +645,7 @@ func (c *otlpConverter) location(i int32) (*profile.Location, error) {
 		l.Line = append(l.Line, profile.Line{Function: f, Line: ln.Line(), Column: ln.Column()})
 	}
 	c.locations[i] = l
+	c.madeLocations = append(c.madeLocations, i)
 	c.p.Location = append(c.p.Location, l)
 	return l, nil
 }
@@ -575,6 +681,7 @@ func (c *otlpConverter) mapping(i int32) (*profile.Mapping, error) {
 		m.BuildID = strings.ToLower(b[0])
 	}
 	c.mappings[i] = m
+	c.madeMappings = append(c.madeMappings, i)
 	c.p.Mapping = append(c.p.Mapping, m)
 	return m, nil
 }
@@ -605,6 +712,7 @@ func (c *otlpConverter) function(i int32) (*profile.Function, error) {
 	}
 	f := &profile.Function{ID: uint64(len(c.p.Function) + 1), Name: name, SystemName: sys, Filename: file, StartLine: of.StartLine()}
 	c.functions[i] = f
+	c.madeFunctions = append(c.madeFunctions, i)
 	c.p.Function = append(c.p.Function, f)
 	return f, nil
 }
@@ -618,12 +726,32 @@ const otlpMemoryFactor = 8
 // OTLP JSON when json is set, else protobuf) within lim and its memory budget, and converts
 // each of its profiles (FromOTLP).
 func ParseOTLPFile(ctx context.Context, f *os.File, json bool, lim Limits) (*OTLPResult, error) {
-	data, _, _, release, err := readFile(ctx, f, lim, "OTLP request", false)
+	// Its tables are counted as it inflates: one over a limit stops there.
+	lim.otlpStream = func(r io.Reader) error { return countOTLP(r, json, lim) }
+	in, err := inflateLayers(ctx, f, lim, false)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	return ParseOTLP(data, json, lim)
+	defer in.remove()
+	// The inflated request is mapped, not read into memory, while it is
+	// pre-scanned and decoded (pdata copies what it keeps): a request
+	// refused for its tables costs no memory for its bytes, and one
+	// accepted takes its estimate, its bytes included, once counted.
+	data, _, unmap, err := mapFile(in.src, in.size)
+	if err != nil {
+		release, err := lim.Memory.take(ctx, in.size, "OTLP request")
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		data = make([]byte, in.size)
+		if _, err := in.src.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	} else {
+		defer unmap()
+	}
+	return parseOTLPData(ctx, data, json, lim, 0)
 }
 
 // OTLPInMemory is the largest OTLP request body, as sent, that the
@@ -721,21 +849,37 @@ func otlpBody(size int64) (buf []byte, put func()) {
 }
 
 // ParseOTLP converts each profile of an OTLP request in data (not
-// gzipped; OTLP JSON when json is set, else protobuf), whose memory the
-// caller reserved (ReadOTLP, readFile).
-func ParseOTLP(data []byte, json bool, lim Limits) (*OTLPResult, error) {
+// gzipped; OTLP JSON when json is set, else protobuf), whose bytes and
+// otlpMemoryFactor × their size the caller reserved (ReadOTLP,
+// ParseOTLPFile). Its tables are counted first (prescanOTLP) and the
+// request refused over lim; what decoding and converting them takes
+// beyond that is taken from lim.Memory and held until res.Release.
+func ParseOTLP(ctx context.Context, data []byte, json bool, lim Limits) (*OTLPResult, error) {
+	size := int64(len(data))
+	return parseOTLPData(ctx, data, json, lim, size+otlpMemoryFactor*size)
+}
+
+// parseOTLPData is ParseOTLP for a request whose caller took covered
+// bytes of lim.Memory for it.
+func parseOTLPData(ctx context.Context, data []byte, json bool, lim Limits, covered int64) (*OTLPResult, error) {
 	if isGzip(data) {
 		return nil, fmt.Errorf("%w: the body is gzip-compressed without Content-Encoding: gzip; send that header with it", ErrCorrupt)
 	}
-	if json != (len(bytes.TrimLeft(data, " \t\r\n")) > 0 && bytes.TrimLeft(data, " \t\r\n")[0] == '{') {
+	if json != isJSON(data) {
 		if json {
 			return nil, fmt.Errorf("%w: the body is sent as application/json but is not a JSON object", ErrCorrupt)
 		}
 		return nil, fmt.Errorf("%w: the body is sent as application/x-protobuf but looks like JSON; send Content-Type: application/json", ErrCorrupt)
 	}
-	ps, err := UnmarshalOTLP(data)
+	ps, release, err := decodeOTLP(data, json, lim, &reservation{b: lim.Memory, ctx: ctx}, covered)
 	if err != nil {
 		return nil, err
 	}
-	return FromOTLP(ps, lim)
+	res, err := FromOTLP(ps, lim)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	res.release = release
+	return res, nil
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
@@ -10,8 +11,9 @@ import (
 
 // BenchmarkOTLPRequest is the parse of one request of
 // BenchmarkOTLPIntake (web): a 10,000-sample eBPF-like profile as OTLP
-// protobuf, decoded by pdata and converted to pprof with its call sites,
-// without the HTTP server and the store around it.
+// protobuf, its tables counted (prescanOTLP), decoded by pdata and
+// converted to pprof with its call sites, without the HTTP server and the
+// store around it; and the pre-scan alone, its share.
 //
 //	go test -run '^$' -bench OTLPRequest -benchmem ./web/ingest/
 func BenchmarkOTLPRequest(b *testing.B) {
@@ -19,15 +21,22 @@ func BenchmarkOTLPRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		ps, err := UnmarshalOTLP(body)
-		if err != nil {
-			b.Fatal(err)
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			res, err := ParseOTLP(context.Background(), body, false, Limits{})
+			if err != nil || len(res.Profiles) != 1 {
+				b.Fatal(res, err)
+			}
+			res.Release()
 		}
-		res, err := FromOTLP(ps, Limits{})
-		if err != nil || len(res.Profiles) != 1 {
-			b.Fatal(res, err)
+	})
+	b.Run("prescan", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := prescanOTLP(body, false, Limits{}); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }

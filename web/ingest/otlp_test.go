@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -259,7 +260,7 @@ func TestParseOTLPKeepsNoBody(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := ParseOTLP(data, asJSON, Limits{})
+		res, err := ParseOTLP(context.Background(), data, asJSON, Limits{})
 		if err != nil || len(res.Profiles) == 0 {
 			t.Fatal(res, err)
 		}

@@ -271,6 +271,24 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream
 		return out, n, nil, sp, err
 	}
 	pr, pw := io.Pipe()
+	if lim.otlpStream != nil {
+		// An OTLP request over a limit stops inflating at the count.
+		counted := make(chan error, 1)
+		go func() {
+			err := lim.otlpStream(pr)
+			if err == nil {
+				_, err = io.Copy(io.Discard, pr)
+			}
+			pr.CloseWithError(err)
+			counted <- err
+		}()
+		n, err := io.Copy(io.MultiWriter(out, pw), &ctxReader{ctx: ctx, r: r})
+		pw.CloseWithError(err)
+		if cerr := <-counted; cerr != nil && (err == nil || err == cerr) {
+			return out, n, nil, nil, cerr
+		}
+		return out, n, nil, nil, inflateError(ctx, n, err, lim)
+	}
 	scanned := make(chan *prescanned, 1)
 	go func() { scanned <- prescanStream(pr, lim) }()
 	n, err := io.Copy(io.MultiWriter(out, pw), &ctxReader{ctx: ctx, r: r})

@@ -1,0 +1,125 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"viewer/web/ingest/otlptest"
+)
+
+// decodedCounts is what pdata decoded of a request, counted as the
+// pre-scan counts it (frames: each sample's stack's locations, their
+// lines each; indices out of their table count as the pre-scan does).
+func decodedCounts(ps pprofile.Profiles) otlpCounts {
+	d := ps.Dictionary()
+	c := otlpCounts{
+		strings: int64(d.StringTable().Len()), attributes: int64(d.AttributeTable().Len()), stacks: int64(d.StackTable().Len()),
+		links: int64(d.LinkTable().Len()), locations: int64(d.LocationTable().Len()), functions: int64(d.FunctionTable().Len()),
+		mappings: int64(d.MappingTable().Len()),
+	}
+	for _, l := range d.LocationTable().All() {
+		c.lines += int64(l.Lines().Len())
+	}
+	stackFrames := make([]int64, d.StackTable().Len())
+	for i, s := range d.StackTable().All() {
+		c.stackLocations += int64(s.LocationIndices().Len())
+		for _, li := range s.LocationIndices().All() {
+			if li >= 0 && int(li) < d.LocationTable().Len() {
+				stackFrames[i] += int64(max(1, d.LocationTable().At(int(li)).Lines().Len()))
+			} else {
+				stackFrames[i]++
+			}
+		}
+	}
+	for _, rp := range ps.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				c.profiles++
+				for _, s := range p.Samples().All() {
+					c.samples++
+					if si := s.StackIndex(); si >= 0 && int(si) < len(stackFrames) {
+						c.frames += stackFrames[si]
+					}
+				}
+			}
+		}
+	}
+	return c
+}
+
+// FuzzPrescanOTLP feeds the OTLP pre-scan arbitrary bytes, as protobuf
+// and, when they start with '{', as OTLP JSON: go test -fuzz
+// FuzzPrescanOTLP ./web/ingest. It never panics; whatever pdata decodes
+// without error, the pre-scan counted exactly (its tables, lines, stack
+// locations, profiles, samples and frames), so no table reaches the
+// decoder uncounted; and over a limit it refuses, naming the flag.
+func FuzzPrescanOTLP(f *testing.F) {
+	for _, p := range []func() pprofile.Profiles{
+		func() pprofile.Profiles { return otlptest.FromPprof(otlptest.Native(), otlptest.CheckoutResource) },
+		func() pprofile.Profiles { return otlptest.FromPprof(otlptest.Rich(), otlptest.CheckoutResource) },
+	} {
+		req := pprofileotlp.NewExportRequestFromProfiles(p())
+		pb, err := req.MarshalProto()
+		if err != nil {
+			f.Fatal(err)
+		}
+		js, err := req.MarshalJSON()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(pb)
+		f.Add(js)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		json := isJSON(data)
+		c, err := prescanOTLP(data, json, Limits{})
+		ps, derr := UnmarshalOTLP(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("pre-scan without limits: %v; want ErrCorrupt or nothing", err)
+			}
+			if derr == nil && !json {
+				t.Fatalf("the pre-scan refused what pdata decodes: %v", err)
+			}
+			return
+		}
+		if derr != nil {
+			return // pdata refuses it: nothing decoded
+		}
+		got := decodedCounts(ps)
+		if c.frames < got.frames {
+			t.Fatalf("pre-scan bound the frames at %d; pdata decoded %d", c.frames, got.frames)
+		}
+		c.frames = got.frames
+		if got != c {
+			t.Fatalf("pre-scan counted %+v; pdata decoded %+v", c, got)
+		}
+		// Within --max-frames exactly, the frames are counted exactly;
+		// one less is refused naming it.
+		if got.frames > 0 {
+			exact, err := prescanOTLP(data, json, Limits{MaxFrames: int(got.frames)})
+			if err != nil || exact.frames > got.frames {
+				t.Fatalf("%d frames within --max-frames %d: %v, counted %d", got.frames, got.frames, err, exact.frames)
+			}
+			_, err = prescanOTLP(data, json, Limits{MaxFrames: int(got.frames) - 1})
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
+				t.Fatalf("%d frames over --max-frames %d: %v", got.frames, got.frames-1, err)
+			}
+		}
+		if c.locations > 0 {
+			_, err := prescanOTLP(data, json, Limits{MaxLocations: int(c.locations) - 1})
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-locations") {
+				t.Fatalf("%d locations over --max-locations %d: %v", c.locations, c.locations-1, err)
+			}
+		}
+		// The stream count agrees with the pre-scan.
+		if err := countOTLP(bytes.NewReader(data), json, Limits{}); err != nil {
+			t.Fatalf("stream count: %v, pre-scan passed", err)
+		}
+	})
+}
