@@ -3,6 +3,7 @@ package elfsym
 import (
 	"debug/elf"
 	"sort"
+	"strings"
 )
 
 // symtabLiner names addresses from .symtab, or .dynsym when the object is
@@ -39,12 +40,18 @@ func newSymtabLiner(f *File) *symtabLiner {
 		if elf.ST_BIND(s.Info) == elf.STB_LOCAL {
 			symFile = file
 		}
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || (s.Value == 0 && f.kind != elf.ET_REL) {
+		if s.Section == elf.SHN_UNDEF || (s.Value == 0 && f.kind != elf.ET_REL) {
+			continue
+		}
+		var sec *elf.Section
+		if int(s.Section) < len(f.elf.Sections) {
+			sec = f.elf.Sections[s.Section]
+		}
+		if !codeSymbol(t, s.Name, sec) {
 			continue
 		}
 		var secEnd uint64
-		if int(s.Section) < len(f.elf.Sections) {
-			sec := f.elf.Sections[s.Section]
+		if sec != nil {
 			secEnd = sec.Addr + sec.Size
 		}
 		l.syms = append(l.syms, sym{addr: s.Value, size: s.Size, name: cleanName(s.Name), file: symFile, secEnd: secEnd})
@@ -75,6 +82,22 @@ func newSymtabLiner(f *File) *symtabLiner {
 	l.syms = out
 	f.size.Add(int64(len(out)+len(l.all)) * 64)
 	return l
+}
+
+// codeSymbol reports whether a symbol names code: a function, or a label
+// without a type in a code section, as assembly entry points such as
+// ld.so's _start and _dl_start_user are. GNU addr2line, eu-addr2line,
+// llvm-symbolizer and perf all name addresses after those labels; without
+// them a process's start-up samples go to the function before (_dl_help).
+// ARM's mapping symbols ($x, $d) and local labels (.L) name no function.
+func codeSymbol(t elf.SymType, name string, sec *elf.Section) bool {
+	switch t {
+	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+		return true
+	case elf.STT_NOTYPE:
+		return sec != nil && sec.Flags&elf.SHF_EXECINSTR != 0 && name != "" && name[0] != '$' && !strings.HasPrefix(name, ".L")
+	}
+	return false
 }
 
 // pltSymbols names the x86-64 PLT stubs "name@plt", as perf and objdump do:
@@ -136,7 +159,7 @@ func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
 	if s.size > 0 && addr >= s.addr+s.size {
 		return "", 0, false
 	}
-	if s.size == 0 && i+1 == len(l.syms) {
+	if s.size == 0 && (addr >= s.secEnd || i+1 == len(l.syms)) {
 		return "", 0, false
 	}
 	return s.name, s.addr, true
@@ -151,10 +174,13 @@ func (l *symtabLiner) gnuLookup(addr uint64) (sym, bool) {
 	if i < 0 || addr >= all[i].secEnd {
 		return sym{}, false
 	}
+	// A symbol without a size holds its first byte (bfd's
+	// maybe_function_sym), so a label wins at its own address.
+	extent := func(s sym) uint64 { return max(s.size, 1) }
 	best := -1
 	for j := i; j >= 0 && j > i-64; j-- {
 		s := all[j]
-		if s.size > 0 && addr < s.addr+s.size && (best < 0 || s.size <= all[best].size) {
+		if addr < s.addr+extent(s) && (best < 0 || extent(s) <= extent(all[best])) {
 			best = j
 		}
 	}
