@@ -58,6 +58,7 @@ type File struct {
 
 	symOnce sync.Once
 	sym     *symtabLiner
+	plt     atomic.Pointer[[]sym] // PLT stubs named from the executable (UsePLTOf)
 
 	textOnce   sync.Once
 	text       uint64 // link-time address of _text (KernelText)
@@ -303,6 +304,9 @@ func (f *File) ObjAddr(addr, start, limit, fileOffset uint64) (uint64, error) {
 func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
 	frames = frames[:0]
 	defer recoverInto(&err, f.path)
+	if name, ok := f.pltName(addr); ok && f.symNames {
+		return append(frames, Frame{Name: name}), nil
+	}
 	dw, _ := f.dwarf()
 	if dw == nil {
 		return f.symtabFrames(addr, frames), nil

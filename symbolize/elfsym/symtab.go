@@ -11,6 +11,8 @@ import (
 type symtabLiner struct {
 	syms []sym // sorted by addr, one per address (llvm-symbolizer's choice)
 	all  []sym // every function symbol, by addr, then table order (addr2line's)
+	// hasPLT: syms holds the PLT stubs (the object has .rela.plt and .dynsym).
+	hasPLT bool
 }
 
 type sym struct {
@@ -59,7 +61,8 @@ func newSymtabLiner(f *File) *symtabLiner {
 	l.all = make([]sym, len(l.syms))
 	copy(l.all, l.syms)
 	// Profiles name PLT stubs as perf does; addr2line's way (all) has none.
-	l.syms = append(l.syms, pltSymbols(f.elf)...)
+	plt := pltSymbols(f.elf)
+	l.syms, l.hasPLT = append(l.syms, plt...), len(plt) > 0
 	sort.SliceStable(l.all, func(i, j int) bool { return l.all[i].addr < l.all[j].addr })
 	// Sort by address, then size; of the aliases at one address keep the last
 	// (largest, then last in the table), which is the one llvm-symbolizer
@@ -98,45 +101,6 @@ func codeSymbol(t elf.SymType, name string, sec *elf.Section) bool {
 		return sec != nil && sec.Flags&elf.SHF_EXECINSTR != 0 && name != "" && name[0] != '$' && !strings.HasPrefix(name, ".L")
 	}
 	return false
-}
-
-// pltSymbols names the x86-64 PLT stubs "name@plt", as perf and objdump do:
-// a sample in a stub (the jump to a library function) is otherwise given
-// to the symbol before it (_init). Entry i of .rela.plt is stub i of
-// .plt.sec when the binary has one (IBT), else stub i+1 of .plt (the
-// first is the resolver's).
-func pltSymbols(ef *elf.File) []sym {
-	rel, plt := ef.Section(".rela.plt"), ef.Section(".plt")
-	if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 || rel == nil || plt == nil || rel.Type == elf.SHT_NOBITS || plt.Type == elf.SHT_NOBITS {
-		return nil
-	}
-	const stub = 16
-	base, end := plt.Addr+stub, plt.Addr+plt.Size
-	if sec := ef.Section(".plt.sec"); sec != nil && sec.Type != elf.SHT_NOBITS {
-		base, end = sec.Addr, sec.Addr+sec.Size
-	}
-	data, err := rel.Data()
-	if err != nil {
-		return nil
-	}
-	dyn, _ := ef.DynamicSymbols()
-	var out []sym
-	for i := 0; (i+1)*24 <= len(data); i++ {
-		addr := base + uint64(i)*stub
-		if addr+stub > end {
-			break
-		}
-		info := ef.ByteOrder.Uint64(data[i*24+8:])
-		if elf.R_X86_64(info&0xffffffff) != elf.R_X86_64_JMP_SLOT {
-			continue
-		}
-		name := "*ABS*"
-		if k := int(info>>32) - 1; k >= 0 && k < len(dyn) {
-			name = dyn[k].Name
-		}
-		out = append(out, sym{addr: addr, size: stub, name: name + "@plt", secEnd: end})
-	}
-	return out
 }
 
 // lookup returns the function symbol holding addr. A symbol without a size
