@@ -105,6 +105,9 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 	if f.exe.path != "" && f.exe.path != f.debug.path {
 		if ef, err := elfsym.OpenContext(ctx, f.exe.path, f.exe.trust()); err == nil {
 			df.UseLoadSegmentsOf(ef)
+			if !df.PLTNamed() {
+				df.UsePLTOf(ef)
+			}
 			ef.Close()
 		}
 	}

@@ -47,6 +47,10 @@ type loaded struct {
 	obj    object
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
+
+	pltMu   sync.Mutex // guards the PLT search (plt.go)
+	pltDone bool       // the executable's PLT names were sought
+	pltErr  error      // why they were not found
 }
 
 func (l *loaded) Size() int64  { return l.obj.Size() }

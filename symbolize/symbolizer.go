@@ -413,6 +413,7 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 		objAddrs[i] = a
 	}
+	pltErr := s.namePLT(mctx, e.l, m, opt, objAddrs) // plt.go
 	if f, ok := e.l.obj.(*elfsym.File); ok && len(objAddrs) > 64 {
 		f.Prefetch(objAddrs)
 	}
@@ -461,10 +462,16 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		if firstErr != nil {
 			return fail(StateError, fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr))
 		}
+		if pltErr != nil {
+			return fail(StateNotFound, pltErr)
+		}
 		// A stripped file and nothing better: no symbols, not a failure.
 		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)", len(g.locs), e.l.source))
 	}
 	r.State = StateSymbolized
+	if pltErr != nil {
+		r.Reason = strings.TrimPrefix(r.Reason+"; "+pltErr.Error(), "; ")
+	}
 	if firstErr != nil && r.Reason == "" {
 		r.Reason = fmt.Sprintf("some addresses only partly resolved: %v", firstErr)
 	}
