@@ -84,6 +84,12 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 			return s.loadKernel(ctx, bid, opt, ev)
 		})
 	}
+	if IsVDSO(m.File) {
+		if s.useRunningVDSO(bid) { // vdso.go
+			ev(StateLoading, runningVDSOSource, nil)
+			return get(func(context.Context) (*loaded, error) { return openRunningVDSO() })
+		}
+	}
 	f, err := s.find(ctx, m, bid, opt, ev)
 	if err != nil {
 		return nil, err

@@ -59,6 +59,10 @@ type Config struct {
 	// found by build ID. A server symbolizing profiles uploaded from other
 	// machines sets it, so an upload cannot make it read arbitrary paths.
 	IgnoreMappingPaths bool
+	// IgnoreRunningVDSO: never name a [vdso] mapping from this process's
+	// own vDSO (the running kernel's, used when its build ID matches); only
+	// from files found by build ID, such as perf's build-ID cache.
+	IgnoreRunningVDSO bool
 	// MaxDebugFile bounds the size of a file opened for its debug info or
 	// symbols, found locally or downloaded (--max-debug-file; 0: no limit).
 	// A larger file is skipped and named in the binary's reason, so a huge
@@ -230,12 +234,13 @@ func needs(l *profile.Location) bool { return NeedsName(l) }
 // has no lines, and its mapping is a real file not yet symbolized. It is the
 // one definition the job queue and the pages use too.
 func NeedsName(l *profile.Location) bool {
-	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !IsPseudo(l.Mapping.File)
+	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !IsPseudoBinary(l.Mapping.File, l.Mapping.BuildID)
 }
 
 // IsPseudo reports whether a mapping names no file with debug info to look
 // for: anonymous memory, the heap and stack, the vDSO and vsyscall pages, JIT
-// regions (perf maps, memfd). Such mappings are never missing debug info.
+// regions (perf maps, memfd). Such mappings are never missing debug info;
+// IsPseudoBinary makes an exception of a vDSO with a build ID.
 func IsPseudo(name string) bool {
 	if IsKernel(name) {
 		return false
