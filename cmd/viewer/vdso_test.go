@@ -58,8 +58,9 @@ func TestVDSONamesAsPerfScript(t *testing.T) {
 	if out, err := exec.Command(gcc, "-O1", "-g", "-fno-omit-frame-pointer", "-o", exe, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	home := filepath.Join(dir, "home") // perf's build-ID cache: home/.debug
-	if err := os.Mkdir(home, 0o755); err != nil { // perf caches nothing without it
+	// perf's build-ID cache, home/.debug: perf caches nothing without home.
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
