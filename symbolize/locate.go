@@ -153,6 +153,11 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 			add(filepath.Join(d, base+".debug"), "--debug-dir")
 			add(filepath.Join(d, base), "--debug-dir")
 		}
+		if len(bid) > 2 {
+			for _, p := range s.debugDirs.lookup(d, bid) { // debugdir.go
+				add(p, "--debug-dir, by build ID")
+			}
+		}
 	}
 	if s.cfg.SystemDebugDir != "" && len(bid) > 2 {
 		add(elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree")

@@ -25,7 +25,8 @@ import (
 type Config struct {
 	// DebugDirs are searched first (--debug-dir), each in the build-ID layout
 	// (DIR/.build-id/ab/cdef….debug, DIR/ab/cdef….debug, DIR/BUILDID/debuginfo)
-	// or holding plain files named like the binary; build IDs are checked.
+	// or holding files under any name and subdirectory, found by the build
+	// ID read from each (debugdir.go); build IDs are checked.
 	DebugDirs []string
 	// Fetcher fetches from debuginfod when nothing local fits; nil: none.
 	Fetcher Fetcher
@@ -73,8 +74,9 @@ type Config struct {
 // Symbolizer symbolizes profiles. Make one per process with New: it owns the
 // store of loaded debug info keyed by build ID. It is safe for concurrent use.
 type Symbolizer struct {
-	cfg   Config
-	store *store
+	cfg       Config
+	store     *store
+	debugDirs debugDirs // the --debug-dir files by build ID
 }
 
 // New returns a Symbolizer with the defaults for the fields cfg leaves empty.
