@@ -118,6 +118,8 @@ func (f *File) PLTNamed() bool {
 // safe while lookups run: a binary's debug file is loaded and shared
 // before a profile shows that it needs the executable.
 func (f *File) UsePLTOf(exe *File) {
+	var err error
+	defer recoverInto(&err, exe.path) // a corrupt executable names no stubs
 	stubs := pltSymbols(exe.elf)
 	if len(stubs) == 0 {
 		return
