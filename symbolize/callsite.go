@@ -203,7 +203,7 @@ func newLocationIndex(p *profile.Profile) *locationIndex {
 		if l.Mapping != m || j == 0 {
 			m = l.Mapping
 			mKernel = m != nil && IsKernel(m.File)
-			mNeedsNames = m != nil && !m.HasFunctions && !IsPseudo(m.File)
+			mNeedsNames = m != nil && !m.HasFunctions && !IsPseudoBinary(m.File, m.BuildID)
 		}
 		if mNeedsNames && len(l.Line) == 0 && l.Address != 0 {
 			x.flags[j] |= locNeeds

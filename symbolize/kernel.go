@@ -115,6 +115,9 @@ func (s *Symbolizer) vmlinuxCandidates(bid string) []candidate {
 			candidate{elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree", false},
 			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout", false},
 			candidate{filepath.Join(d, "vmlinux"), "--debug-dir", false})
+		for _, p := range s.debugDirs.lookup(d, bid) { // debugdir.go
+			cands = append(cands, candidate{p, "--debug-dir, by build ID", false})
+		}
 	}
 	if s.cfg.SystemDebugDir != "" {
 		cands = append(cands, candidate{elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree", false})

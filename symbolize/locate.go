@@ -95,6 +95,12 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 			return s.loadKernel(ctx, bid, opt, ev)
 		})
 	}
+	if IsVDSO(m.File) {
+		if s.useRunningVDSO(bid) { // vdso.go
+			ev(StateLoading, runningVDSOSource, nil)
+			return get(func(context.Context) (*loaded, error) { return openRunningVDSO() })
+		}
+	}
 	f, err := s.find(ctx, m, bid, opt, ev)
 	if err != nil {
 		return nil, err
@@ -149,6 +155,9 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 	if f.exe.path != "" && f.exe.path != f.debug.path {
 		if ef, err := elfsym.OpenContext(ctx, f.exe.path, f.exe.trust()); err == nil {
 			df.UseLoadSegmentsOf(ef)
+			if !df.PLTNamed() {
+				df.UsePLTOf(ef)
+			}
 			ef.Close()
 		}
 	}
@@ -187,6 +196,11 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 		if base != "" && base != "." && base != "/" {
 			add(filepath.Join(d, base+".debug"), "--debug-dir")
 			add(filepath.Join(d, base), "--debug-dir")
+		}
+		if len(bid) > 2 {
+			for _, p := range s.debugDirs.lookup(d, bid) { // debugdir.go
+				add(p, "--debug-dir, by build ID")
+			}
 		}
 	}
 	if s.cfg.SystemDebugDir != "" && len(bid) > 2 {

@@ -48,6 +48,10 @@ type loaded struct {
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
 	local  bool   // found on this machine, not uploaded or downloaded
+
+	pltMu   sync.Mutex // guards the PLT search (plt.go)
+	pltDone bool       // the executable's PLT names were sought
+	pltErr  error      // why they were not found
 }
 
 func (l *loaded) Size() int64  { return l.obj.Size() }

@@ -25,7 +25,8 @@ import (
 type Config struct {
 	// DebugDirs are searched first (--debug-dir), each in the build-ID layout
 	// (DIR/.build-id/ab/cdef….debug, DIR/ab/cdef….debug, DIR/BUILDID/debuginfo)
-	// or holding plain files named like the binary; build IDs are checked.
+	// or holding files under any name and subdirectory, found by the build
+	// ID read from each (debugdir.go); build IDs are checked.
 	DebugDirs []string
 	// Fetcher fetches from debuginfod when nothing local fits; nil: none.
 	Fetcher Fetcher
@@ -59,6 +60,10 @@ type Config struct {
 	// found by build ID. A server symbolizing profiles uploaded from other
 	// machines sets it, so an upload cannot make it read arbitrary paths.
 	IgnoreMappingPaths bool
+	// IgnoreRunningVDSO: never name a [vdso] mapping from this process's
+	// own vDSO (the running kernel's, used when its build ID matches); only
+	// from files found by build ID, such as perf's build-ID cache.
+	IgnoreRunningVDSO bool
 	// MaxDebugFile bounds the size of a file opened for its debug info or
 	// symbols, found locally or downloaded (--max-debug-file; 0: no limit).
 	// A larger file is skipped and named in the binary's reason, so a huge
@@ -69,8 +74,9 @@ type Config struct {
 // Symbolizer symbolizes profiles. Make one per process with New: it owns the
 // store of loaded debug info keyed by build ID. It is safe for concurrent use.
 type Symbolizer struct {
-	cfg   Config
-	store *store
+	cfg       Config
+	store     *store
+	debugDirs debugDirs // the --debug-dir files by build ID
 }
 
 // New returns a Symbolizer with the defaults for the fields cfg leaves empty.
@@ -230,12 +236,13 @@ func needs(l *profile.Location) bool { return NeedsName(l) }
 // has no lines, and its mapping is a real file not yet symbolized. It is the
 // one definition the job queue and the pages use too.
 func NeedsName(l *profile.Location) bool {
-	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !IsPseudo(l.Mapping.File)
+	return l.Mapping != nil && !l.Mapping.HasFunctions && len(l.Line) == 0 && l.Address != 0 && !IsPseudoBinary(l.Mapping.File, l.Mapping.BuildID)
 }
 
 // IsPseudo reports whether a mapping names no file with debug info to look
 // for: anonymous memory, the heap and stack, the vDSO and vsyscall pages, JIT
-// regions (perf maps, memfd). Such mappings are never missing debug info.
+// regions (perf maps, memfd). Such mappings are never missing debug info;
+// IsPseudoBinary makes an exception of a vDSO with a build ID.
 func IsPseudo(name string) bool {
 	if IsKernel(name) {
 		return false
@@ -413,6 +420,7 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 		objAddrs[i] = a
 	}
+	pltErr := s.namePLT(mctx, e.l, m, opt, objAddrs) // plt.go
 	if f, ok := e.l.obj.(*elfsym.File); ok && len(objAddrs) > 64 {
 		f.Prefetch(objAddrs)
 	}
@@ -461,10 +469,16 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		if firstErr != nil {
 			return fail(StateError, fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr))
 		}
+		if pltErr != nil {
+			return fail(StateNotFound, pltErr)
+		}
 		// A stripped file and nothing better: no symbols, not a failure.
 		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)", len(g.locs), e.l.source))
 	}
 	r.State = StateSymbolized
+	if pltErr != nil {
+		r.Reason = strings.TrimPrefix(r.Reason+"; "+pltErr.Error(), "; ")
+	}
 	if firstErr != nil && r.Reason == "" {
 		r.Reason = fmt.Sprintf("some addresses only partly resolved: %v", firstErr)
 	}

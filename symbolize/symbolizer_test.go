@@ -331,6 +331,9 @@ func TestFindDebugInfoByBuildID(t *testing.T) {
 	}{
 		{"debug-dir build-ID tree", ".build-id/" + bid[:2] + "/" + bid[2:] + ".debug", "--debug-dir build-ID tree", func(c *Config, d string) { c.DebugDirs = []string{d} }},
 		{"debug-dir plain file", "c-stripped.debug", "--debug-dir", func(c *Config, d string) { c.DebugDirs = []string{d} }},
+		// Found by the build ID read from each file under the directory,
+		// whatever its name and depth (main matched names only).
+		{"debug-dir any name and depth", "opt/app/app-1.2.dbg", "--debug-dir, by build ID", func(c *Config, d string) { c.DebugDirs = []string{d} }},
 		{"debug-dir debuginfod layout", bid + "/debuginfo", "--debug-dir debuginfod layout", func(c *Config, d string) { c.DebugDirs = []string{d} }},
 		{"system debug dir", ".build-id/" + bid[:2] + "/" + bid[2:] + ".debug", "system build-ID tree", func(c *Config, d string) { c.SystemDebugDir = d }},
 		{"perf build-ID cache", ".build-id/" + bid[:2] + "/" + bid[2:] + "/debug", "perf build-ID cache", func(c *Config, d string) { c.BuildIDCacheDir = d }},
@@ -362,6 +365,32 @@ func TestFindDebugInfoByBuildID(t *testing.T) {
 			checkLocations(t, tc.name, locs, td("c-stripped.debug"))
 		})
 	}
+	t.Run("debug-dir file added later", func(t *testing.T) {
+		// One Symbolizer: its index of the directory is read again once
+		// the directory changed, as after a user copies a file and Retries.
+		dir := t.TempDir()
+		cfg := hermetic()
+		cfg.DebugDirs = []string{dir}
+		s := New(cfg)
+		symbolize := func() MappingReport {
+			m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
+			m.File = "/nonexistent/c-stripped"
+			prof := newProfile(m)
+			addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+			rep, _ := s.Symbolize(context.Background(), prof, Options{})
+			return rep.Mappings[0]
+		}
+		if r := symbolize(); r.State != StateNotFound {
+			t.Fatalf("empty debug dir: state %q", r.State)
+		}
+		os.MkdirAll(filepath.Join(dir, "x"), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, "x", "renamed"), debug, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := symbolize(); r.State != StateSymbolized || !strings.Contains(r.Source, "by build ID") {
+			t.Errorf("after adding the file: state %q source %q reason %q", r.State, r.Source, r.Reason)
+		}
+	})
 	t.Run("wrong build ID is not used", func(t *testing.T) {
 		dir := t.TempDir()
 		other, _ := os.ReadFile(td("c-pie-dwarf5"))

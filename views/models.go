@@ -116,8 +116,9 @@ type Binary struct {
 
 // Neutral states: neither a success nor a failure to fix.
 const (
-	// StatePseudo is a mapping that is no file with debug info ([vdso],
-	// [stack], //anon, a JIT map): it is not counted as a binary.
+	// StatePseudo is a mapping that is no file with debug info ([vdso]
+	// without a build ID, [stack], //anon, a JIT map): it is not counted as
+	// a binary.
 	StatePseudo = "pseudo"
 	// StateNoSymbols is a real binary left without names (stripped, no
 	// debug info found); Help says what to do.

@@ -205,7 +205,7 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 	}
 	n, real := m.Unnamed(), 0
 	for _, mp := range m.Mappings {
-		if !symbolize.IsPseudo(mp.File) {
+		if !symbolize.IsPseudoBinary(mp.File, mp.BuildID) {
 			real++
 		}
 	}

@@ -143,7 +143,7 @@ func mappingRows(m *profiles.Meta) []views.Binary {
 		switch {
 		case mp.HasFunctions:
 			state = "symbolized"
-		case symbolize.IsPseudo(mp.File):
+		case symbolize.IsPseudoBinary(mp.File, mp.BuildID):
 			rows = append(rows, pseudoRow(mp))
 			continue
 		}
@@ -165,7 +165,7 @@ func pseudoRow(mp profiles.MappingMeta) views.Binary {
 // hold only the binaries it worked on.
 func withPseudoRows(rows []views.Binary, m *profiles.Meta) []views.Binary {
 	for _, mp := range m.Mappings {
-		if !mp.HasFunctions && symbolize.IsPseudo(mp.File) {
+		if !mp.HasFunctions && symbolize.IsPseudoBinary(mp.File, mp.BuildID) {
 			rows = append(rows, pseudoRow(mp))
 		}
 	}

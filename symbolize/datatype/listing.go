@@ -190,7 +190,7 @@ func x86Decode(code []byte) (x86asm.Inst, error) {
 
 // objdumpText is x86asm's GNU syntax of inst, written as binutils' objdump
 // writes it: its mnemonics, "movabs" for 64-bit immediates, an explicit
-// index scale of 1, and the 0x0 displacement it encodes in padding nops and
+// index scale of 1, no %riz index beside an r12 base, and the 0x0 displacement it encodes in padding nops and
 // rbp/r13-based operands.
 func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
 	if inst.Op == x86asm.NOP {
@@ -209,6 +209,26 @@ func objdumpText(inst x86asm.Inst, pc uint64, code []byte) string {
 	}
 	if m, ok := memArg(inst); ok && m.Index != 0 && m.Scale <= 1 {
 		rest = strings.Replace(rest, ","+"%"+strings.ToLower(m.Index.String())+")", ","+"%"+strings.ToLower(m.Index.String())+",1)", 1)
+	}
+	if m, ok := memArg(inst); ok && m.Index == 0 && m.Scale == 1 && m.Base == x86asm.R12 {
+		// r12 as a base needs a SIB byte, as rsp does: objdump writes
+		// (%r12), x86asm (%r12,%riz).
+		rest = strings.Replace(rest, "(%r12,%riz)", "(%r12)", 1)
+	}
+	if m, ok := memArg(inst); ok && m.Base == 0 && m.Index == 0 && m.Disp == 0 {
+		// Absolute address 0 (mov %fs:0x0,%rax, a TLS access; mov 0x0,%eax
+		// before a relocation): x86asm writes %fs: and nothing.
+		switch {
+		case m.Segment != 0:
+			seg := "%" + strings.ToLower(m.Segment.String()) + ":"
+			rest = strings.Replace(rest, seg, seg+"0x0", 1)
+		case strings.HasPrefix(rest, ","):
+			rest = "0x0" + rest
+		case strings.HasSuffix(rest, ","):
+			rest += "0x0"
+		default:
+			rest = strings.Replace(rest, ",,", ",0x0,", 1)
+		}
 	}
 	if m, ok := memArg(inst); ok && m.Disp == 0 && (m.Base == x86asm.RBP || m.Base == x86asm.R13) && !strings.Contains(rest, "0x0(") {
 		rest = strings.Replace(rest, "(%", "0x0(%", 1)

@@ -58,6 +58,7 @@ type File struct {
 
 	symOnce sync.Once
 	sym     *symtabLiner
+	plt     atomic.Pointer[[]sym] // PLT stubs named from the executable (UsePLTOf)
 
 	textOnce   sync.Once
 	text       uint64 // link-time address of _text (KernelText)
@@ -96,8 +97,27 @@ func OpenContext(ctx context.Context, path string, trust localfile.Trust) (_ *Fi
 	if err != nil {
 		return nil, err
 	}
-	f, ef := lf.OS, lf.File
-	ff := &File{path: path, f: f, r: lf.R, elf: ef, kind: ef.Type}
+	return newFile(path, lf.OS, lf.R, lf.File), nil
+}
+
+// OpenImage opens an ELF object held in memory, such as the vDSO image the
+// kernel maps into every process; name is what errors call it.
+func OpenImage(name string, image []byte) (_ *File, err error) {
+	defer recoverInto(&err, name)
+	r := bytes.NewReader(image)
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not an ELF object: %w", name, err)
+	}
+	f := newFile(name, nil, r, ef)
+	f.size.Add(int64(len(image)))
+	return f, nil
+}
+
+// newFile reads what Open reads of an object: its loadable segments, build
+// ID, .gnu_debuglink and whether it holds code.
+func newFile(path string, f *os.File, r io.ReaderAt, ef *elf.File) *File {
+	ff := &File{path: path, f: f, r: r, elf: ef, kind: ef.Type}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			ff.progs = append(ff.progs, p.ProgHeader)
@@ -115,7 +135,7 @@ func OpenContext(ctx context.Context, path string, trust localfile.Trust) (_ *Fi
 	if s := ef.Section(".text"); s != nil && s.Type != elf.SHT_NOBITS {
 		ff.hasText = true
 	}
-	return ff, nil
+	return ff
 }
 
 // estimateOffsets fills in the file offsets of the loadable segments of a
@@ -253,6 +273,9 @@ func (f *File) Size() int64 { return f.size.Load() + 4096 }
 func (f *File) Close() error {
 	f.dw = nil
 	f.sym = nil
+	if f.f == nil {
+		return nil // OpenImage's
+	}
 	return f.f.Close()
 }
 
@@ -303,6 +326,9 @@ func (f *File) ObjAddr(addr, start, limit, fileOffset uint64) (uint64, error) {
 func (f *File) Lookup(addr uint64, frames []Frame) (_ []Frame, err error) {
 	frames = frames[:0]
 	defer recoverInto(&err, f.path)
+	if name, ok := f.pltName(addr); ok && f.symNames {
+		return append(frames, Frame{Name: name}), nil
+	}
 	dw, _ := f.dwarf()
 	if dw == nil {
 		return f.symtabFrames(addr, frames), nil

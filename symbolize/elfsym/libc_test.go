@@ -17,19 +17,25 @@ import (
 // found by the build ID of the libc this machine runs.
 func libcDebug(t testing.TB) string {
 	t.Helper()
-	lib, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")
+	return debugFileOf(t, "/lib/x86_64-linux-gnu/libc.so.6")
+}
+
+// debugFileOf returns the path of the separate debug file libc6-dbg installs
+// for lib (libc, ld.so), found by the build ID of the one this machine runs.
+func debugFileOf(t testing.TB, lib string) string {
+	t.Helper()
+	lib, err := filepath.EvalSymlinks(lib)
 	if err != nil {
-		t.Fatalf("libc.so.6 not found: %v", err)
+		t.Fatalf("%s not found: %v", lib, err)
 	}
 	f, err := Open(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	id := f.BuildID()
-	p := filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
+	p := BuildIDPath("/usr/lib/debug", f.BuildID(), ".debug")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("libc debug info %s missing (package libc6-dbg): run make deps", p)
+		t.Fatalf("debug info %s of %s missing (package libc6-dbg): run make deps", p, lib)
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package elfsym
 import (
 	"debug/elf"
 	"sort"
+	"strings"
 )
 
 // symtabLiner names addresses from .symtab, or .dynsym when the object is
@@ -10,6 +11,8 @@ import (
 type symtabLiner struct {
 	syms []sym // sorted by addr, one per address (llvm-symbolizer's choice)
 	all  []sym // every function symbol, by addr, then table order (addr2line's)
+	// hasPLT: syms holds the PLT stubs (the object has .rela.plt and .dynsym).
+	hasPLT bool
 }
 
 type sym struct {
@@ -39,12 +42,18 @@ func newSymtabLiner(f *File) *symtabLiner {
 		if elf.ST_BIND(s.Info) == elf.STB_LOCAL {
 			symFile = file
 		}
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || (s.Value == 0 && f.kind != elf.ET_REL) {
+		if s.Section == elf.SHN_UNDEF || (s.Value == 0 && f.kind != elf.ET_REL) {
+			continue
+		}
+		var sec *elf.Section
+		if int(s.Section) < len(f.elf.Sections) {
+			sec = f.elf.Sections[s.Section]
+		}
+		if !codeSymbol(t, s.Name, sec) {
 			continue
 		}
 		var secEnd uint64
-		if int(s.Section) < len(f.elf.Sections) {
-			sec := f.elf.Sections[s.Section]
+		if sec != nil {
 			secEnd = sec.Addr + sec.Size
 		}
 		l.syms = append(l.syms, sym{addr: s.Value, size: s.Size, name: cleanName(s.Name), file: symFile, secEnd: secEnd})
@@ -52,7 +61,8 @@ func newSymtabLiner(f *File) *symtabLiner {
 	l.all = make([]sym, len(l.syms))
 	copy(l.all, l.syms)
 	// Profiles name PLT stubs as perf does; addr2line's way (all) has none.
-	l.syms = append(l.syms, pltSymbols(f.elf)...)
+	plt := pltSymbols(f.elf)
+	l.syms, l.hasPLT = append(l.syms, plt...), len(plt) > 0
 	sort.SliceStable(l.all, func(i, j int) bool { return l.all[i].addr < l.all[j].addr })
 	// Sort by address, then size; of the aliases at one address keep the last
 	// (largest, then last in the table), which is the one llvm-symbolizer
@@ -77,43 +87,20 @@ func newSymtabLiner(f *File) *symtabLiner {
 	return l
 }
 
-// pltSymbols names the x86-64 PLT stubs "name@plt", as perf and objdump do:
-// a sample in a stub (the jump to a library function) is otherwise given
-// to the symbol before it (_init). Entry i of .rela.plt is stub i of
-// .plt.sec when the binary has one (IBT), else stub i+1 of .plt (the
-// first is the resolver's).
-func pltSymbols(ef *elf.File) []sym {
-	rel, plt := ef.Section(".rela.plt"), ef.Section(".plt")
-	if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 || rel == nil || plt == nil || rel.Type == elf.SHT_NOBITS || plt.Type == elf.SHT_NOBITS {
-		return nil
+// codeSymbol reports whether a symbol names code: a function, or a label
+// without a type in a code section, as assembly entry points such as
+// ld.so's _start and _dl_start_user are. GNU addr2line, eu-addr2line,
+// llvm-symbolizer and perf all name addresses after those labels; without
+// them a process's start-up samples go to the function before (_dl_help).
+// ARM's mapping symbols ($x, $d) and local labels (.L) name no function.
+func codeSymbol(t elf.SymType, name string, sec *elf.Section) bool {
+	switch t {
+	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+		return true
+	case elf.STT_NOTYPE:
+		return sec != nil && sec.Flags&elf.SHF_EXECINSTR != 0 && name != "" && name[0] != '$' && !strings.HasPrefix(name, ".L")
 	}
-	const stub = 16
-	base, end := plt.Addr+stub, plt.Addr+plt.Size
-	if sec := ef.Section(".plt.sec"); sec != nil && sec.Type != elf.SHT_NOBITS {
-		base, end = sec.Addr, sec.Addr+sec.Size
-	}
-	data, err := rel.Data()
-	if err != nil {
-		return nil
-	}
-	dyn, _ := ef.DynamicSymbols()
-	var out []sym
-	for i := 0; (i+1)*24 <= len(data); i++ {
-		addr := base + uint64(i)*stub
-		if addr+stub > end {
-			break
-		}
-		info := ef.ByteOrder.Uint64(data[i*24+8:])
-		if elf.R_X86_64(info&0xffffffff) != elf.R_X86_64_JMP_SLOT {
-			continue
-		}
-		name := "*ABS*"
-		if k := int(info>>32) - 1; k >= 0 && k < len(dyn) {
-			name = dyn[k].Name
-		}
-		out = append(out, sym{addr: addr, size: stub, name: name + "@plt", secEnd: end})
-	}
-	return out
+	return false
 }
 
 // lookup returns the function symbol holding addr. A symbol without a size
@@ -136,7 +123,7 @@ func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
 	if s.size > 0 && addr >= s.addr+s.size {
 		return "", 0, false
 	}
-	if s.size == 0 && i+1 == len(l.syms) {
+	if s.size == 0 && (addr >= s.secEnd || i+1 == len(l.syms)) {
 		return "", 0, false
 	}
 	return s.name, s.addr, true
@@ -151,10 +138,13 @@ func (l *symtabLiner) gnuLookup(addr uint64) (sym, bool) {
 	if i < 0 || addr >= all[i].secEnd {
 		return sym{}, false
 	}
+	// A symbol without a size holds its first byte (bfd's
+	// maybe_function_sym), so a label wins at its own address.
+	extent := func(s sym) uint64 { return max(s.size, 1) }
 	best := -1
 	for j := i; j >= 0 && j > i-64; j-- {
 		s := all[j]
-		if s.size > 0 && addr < s.addr+s.size && (best < 0 || s.size <= all[best].size) {
+		if addr < s.addr+extent(s) && (best < 0 || extent(s) <= extent(all[best])) {
 			best = j
 		}
 	}

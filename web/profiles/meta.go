@@ -106,7 +106,8 @@ func NewMeta(p *profile.Profile, name, format string, size int64) *Meta {
 }
 
 // AllNamed reports whether meta.json says every mapping that is a real file
-// has names (pseudo mappings such as [vdso] have none to get). A Meta with
+// has names (pseudo mappings such as [stack] have none to get;
+// symbolize.IsPseudoBinary). A Meta with
 // no mappings, or one whose list may be cut (MaxMetaMappings), does not say.
 func (m *Meta) AllNamed() bool {
 	if m == nil || len(m.Mappings) == 0 || len(m.Mappings) >= MaxMetaMappings {
@@ -120,7 +121,7 @@ func (m *Meta) AllNamed() bool {
 func (m *Meta) Unnamed() int {
 	n := 0
 	for _, mp := range m.Mappings {
-		if !mp.HasFunctions && !symbolize.IsPseudo(mp.File) {
+		if !mp.HasFunctions && !symbolize.IsPseudoBinary(mp.File, mp.BuildID) {
 			n++
 		}
 	}
