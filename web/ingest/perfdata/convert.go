@@ -78,8 +78,12 @@ type Binaries interface {
 	Object(path, buildID string, inode uint64) (*unwind.Object, error)
 }
 
-// MaxUnwindDepth bounds the frames one DWARF-mode stack unwinds to.
-const MaxUnwindDepth = 256
+// unwindBound is the most frames a DWARF-mode stack copy of n bytes can
+// unwind to: each caller's return address is a word of the copy (the
+// sampled pc and a leaf's return address may be registers). The depth
+// limit cuts stacks later, under a "[truncated N frames]" frame that
+// counts what it cut, so unwinding does not stop at it.
+func unwindBound(n int) int { return n/8 + 2 }
 
 // Parse reads a perf.data held in memory and converts it to a profile.
 func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
@@ -819,7 +823,7 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		return v.obj, vaddr, nil
 	}
-	frames, err := unwind.Unwind(regs, s.Stack, lookup, MaxUnwindDepth, c.frameBuf[:0])
+	frames, err := unwind.Unwind(regs, s.Stack, lookup, unwindBound(len(s.Stack)), c.frameBuf[:0])
 	c.frameBuf = frames
 	if err == nil {
 		c.unwound++
