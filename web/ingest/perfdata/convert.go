@@ -839,11 +839,17 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		c.unwindStops[reason]++
 	}
-	if len(frames) == 1 && errors.Is(err, errNoMapping) {
-		// The sampled pc is in no mapping of the process (at exec, before
-		// the new program's mmap records): as perf script, no user frame;
-		// a user-mode sample still gets its pc (sample's fallback).
-		return nil
+	if errors.Is(err, errNoMapping) {
+		// The last frame is in no mapping of the process, so it is no code:
+		// a sampled pc at exec, before the new program's mmap records (as
+		// perf script, no user frame; a user-mode sample still gets its pc,
+		// sample's fallback), or a word read past the outermost frame, where
+		// the CFI does not mark it (Go's rt0_go, clone, and systemstack on
+		// the g0 stack read stale stack addresses such as 0x7fff3508aea8).
+		frames = frames[:len(frames)-1]
+		if len(frames) == 0 {
+			return nil
+		}
 	}
 	return frames
 }
