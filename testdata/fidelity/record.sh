@@ -17,6 +17,7 @@ g++ -O2 -g -gz=zlib -fno-omit-frame-pointer -o sorter-fp sorter.cc
 g++ -O2 -g -gz=zlib -o sorter-nofp sorter.cc
 gcc -O2 -g -gz=zlib -o libcwork libcwork.c
 gcc -O2 -g -gz=zlib -o deeprec deeprec.c
+gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o deeprec-fp deeprec.c
 (cd gowork.src && go build -o ../gowork .) # as a user builds it: no flags
 
 rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
@@ -24,6 +25,8 @@ rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o sorter-dwarf.data ./sorter-nofp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwork 0.6
 rec -F 499 -z --call-graph=dwarf,32768 --buildid-mmap -o deeprec-dwarf.data ./deeprec 1
+# The kernel cuts these chains at kernel.perf_event_max_stack (127).
+rec -F 499 -g -o deeprec-fp.data ./deeprec-fp 0.5
 # The kernel finds no build ID in a Go binary (--buildid-mmap) and perf 6.1
 # writes none for a compressed (-z) recording: uncompressed, then gzipped
 # (the test unpacks it).
@@ -33,4 +36,4 @@ rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/
 chmod 644 ./*.data
 rm -f ./*.data.old
 gzip -9 -f go-dwarf.data
-ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec gowork
+ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec deeprec-fp gowork
