@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +37,11 @@ var fidelityRecordings = []struct {
 	{"sorter-dwarf", false},
 	{"libc-dwarf", false},
 	{"python-dwarf", false},
+	{"deeprec-dwarf", false},
+	// go-dwarf.data.gz (95.4%) and go-fp.data (84.0%) are recorded but not
+	// yet held to 99%: Go's inlined frames (addr2line -i finds none where
+	// viewer does), generic function names and frames past perf's root
+	// that perf 6.1 does not unwind (no .eh_frame) still differ.
 }
 
 // needTool finds a tool the test cannot do without; missing, it fails.
@@ -71,7 +80,7 @@ func TestStackFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork"} {
+	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork", "deeprec", "gowork"} {
 		// perf recorded them elsewhere: its build-ID cache gives perf script
 		// and viewer's unwinder these very files.
 		if out, err := exec.Command(perf, "buildid-cache", "-a", filepath.Join(abs, b)).CombinedOutput(); err != nil {
@@ -83,7 +92,7 @@ func TestStackFidelity(t *testing.T) {
 	viewer := buildViewer(t)
 	for _, rec := range fidelityRecordings {
 		t.Run(rec.name, func(t *testing.T) {
-			data := filepath.Join(abs, rec.name+".data")
+			data := fidelityData(t, filepath.Join(abs, rec.name+".data"))
 			bins := recordedBinaries(t, perf, data, abs)
 			names := newAliases(bins)
 			kernelOK := bins["[kernel.kallsyms]"] != "" && bins["[kernel.kallsyms]"] == runningKernelBuildID()
@@ -92,11 +101,7 @@ func TestStackFidelity(t *testing.T) {
 			}
 			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
 			got := viewerStacks(t, viewer, data, abs, names, kernelOK)
-			total, same := 0, 0
-			for k, n := range want {
-				total += n
-				same += min(n, got[k])
-			}
+			total, same := matchStacks(want, got)
 			gotTotal := 0
 			for _, n := range got {
 				gotTotal += n
@@ -126,6 +131,69 @@ func TestStackFidelity(t *testing.T) {
 	}
 }
 
+// fidelityData is the recording at path, or, when only path.gz is
+// there, path.gz unpacked to a temporary file (a recording perf could
+// not both compress and give build IDs).
+func fidelityData(t *testing.T, path string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	in, err := os.Open(path + ".gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// matchStacks counts perf's samples (want) and how many of them viewer
+// has the same stack for (got), stacks keyed leaf first. A viewer stack
+// that goes on past the root of perf's, with named frames only, counts
+// as the same: perf's unwinder may stop where viewer's goes on (an
+// unnamed frame there is more likely invented); each viewer sample stands
+// for one of perf's only once. Exact matches are taken first.
+func matchStacks(want, got map[string]int) (total, same int) {
+	left := maps.Clone(got)
+	for k, n := range want {
+		total += n
+		m := min(n, left[k])
+		same += m
+		left[k] -= m
+	}
+	deeper := slices.Sorted(maps.Keys(got))
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		n := want[k] - min(want[k], got[k])
+		for _, g := range deeper {
+			if n == 0 {
+				break
+			}
+			if ln := left[g]; ln > 0 && strings.HasPrefix(g, k+";") && !slices.Contains(strings.Split(g[len(k)+1:], ";"), "?") {
+				m := min(n, ln)
+				same += m
+				left[g] -= m
+				n -= m
+			}
+		}
+	}
+	return total, same
+}
+
 // recordedBinaries maps each file perf recorded a build ID for (perf
 // buildid-list) to that build ID; a program of testdata/fidelity is named by
 // its recorded path too.
@@ -137,9 +205,15 @@ func recordedBinaries(t *testing.T, perf, data, dir string) map[string]string {
 	}
 	bins := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		id, file, ok := strings.Cut(line, " ")
-		if !ok {
+		// A binary whose build ID the kernel did not find (--buildid-mmap
+		// on a Go program) is listed with blanks for its ID.
+		fs := strings.Fields(line)
+		if len(fs) == 0 {
 			continue
+		}
+		id, file := "", fs[len(fs)-1]
+		if len(fs) == 2 {
+			id = fs[0]
 		}
 		bins[file] = id
 		if !strings.HasPrefix(file, "[") && len(elfFiles(file, id, dir)) == 0 {
@@ -168,9 +242,13 @@ func elfFiles(file, id, dir string) []string {
 	if local := filepath.Join(dir, filepath.Base(file)); strings.Contains(file, "/testdata/fidelity/") {
 		file = local
 	}
-	for _, f := range []string{file, filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")} {
+	files := []string{file}
+	if len(id) > 2 {
+		files = append(files, filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
+	}
+	for _, f := range files {
 		if ef, err := elf.Open(f); err == nil {
-			if elfsym.BuildIDNote(ef) == id {
+			if id == "" || elfsym.BuildIDNote(ef) == id {
 				out = append(out, f)
 			}
 			ef.Close()
@@ -344,7 +422,7 @@ type perfFrame struct {
 // last, names canonical, ";"-joined).
 func perfStacks(t *testing.T, perf, a2l, data string, fp bool, bins map[string]string, names aliases, kernelOK bool) map[string]int {
 	t.Helper()
-	cmd := exec.Command(perf, "script", "-f", "-F", "ip,sym,dso", "-i", data)
+	cmd := exec.Command(perf, "script", "-f", "--max-stack=4096", "-F", "ip,sym,dso", "-i", data)
 	cmd.Env = append(os.Environ(), "PAGER=cat")
 	out, err := cmd.Output()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.mappings, "max-mappings", ingest.DefaultMaxMappings, "most mappings (binaries) one profile may hold; 0: no limit")
 	fs.IntVar(&f.records, "max-records", ingest.DefaultMaxRecords, "most records one perf.data may hold; 0: no limit")
 	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together, a stack that repeats counting once (its records merge into one sample); 0: no limit")
-	fs.IntVar(&f.depth, "max-stack-depth", ingest.DefaultMaxStackDepth, "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame; 0: no limit")
+	fs.IntVar(&f.depth, "max-stack-depth", defaultStackDepth(perfMaxStackFile), "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame (default 4096, or this machine's kernel.perf_event_max_stack when larger); 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
 	fs.IntVar(&f.otlpProfiles, "max-otlp-profiles", ingest.DefaultMaxOTLPProfiles, "most profiles one OTLP request may hold (each is stored as a profile); 0: no limit")
 	f.line = limitSize(ingest.DefaultMaxLineBytes)
@@ -58,6 +59,25 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "`FILE` holding the upload token (first line)")
 	fs.BoolVar(&f.behindProxy, "behind-proxy", false, "others reach this server through a reverse proxy on the loopback --addr: never read files or binaries at paths a profile names, take the proxy's last X-Forwarded-For entry as the client address (per-client limits), and accept any Host (without it a loopback server answers only Host localhost or a loopback address)")
 	return f
+}
+
+// perfMaxStackFile is the sysctl that bounds the frames perf records and
+// perf script prints by default.
+const perfMaxStackFile = "/proc/sys/kernel/perf_event_max_stack"
+
+// defaultStackDepth is --max-stack-depth's default: ingest's, or the
+// machine's perf limit read from file when that is larger, so that viewer
+// never cuts a stack perf on this machine keeps.
+func defaultStackDepth(file string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ingest.DefaultMaxStackDepth
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return ingest.DefaultMaxStackDepth
+	}
+	return max(ingest.DefaultMaxStackDepth, n)
 }
 
 // config turns the flags into the server's limits and upload token.

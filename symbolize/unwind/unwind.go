@@ -1,10 +1,12 @@
 package unwind
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -15,6 +17,45 @@ type Object struct {
 	eh, debug *Table
 	loads     []elf.ProgHeader // the executable's PT_LOAD segments
 	buildID   string
+	// sigreturns are the addresses of the binary's signal return
+	// trampolines (sigreturnCode), ascending: glibc's __restore_rt has CFI
+	// that restores the interrupted registers, Go's
+	// runtime.sigreturn__sigaction has none.
+	sigreturns []uint64
+}
+
+// sigreturnCode is x86-64's signal return trampoline, mov $15,%rax;
+// syscall (rt_sigreturn), as libunwind and the kernel's vDSO know it.
+var sigreturnCode = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
+
+// findSigreturns lists where exe's executable sections hold sigreturnCode.
+func findSigreturns(exe *elf.File) []uint64 {
+	var out []uint64
+	for _, s := range exe.Sections {
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for off := 0; ; {
+			i := bytes.Index(d[off:], sigreturnCode)
+			if i < 0 {
+				break
+			}
+			out = append(out, s.Addr+uint64(off+i))
+			off += i + len(sigreturnCode)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sigreturn reports whether vaddr is a signal return trampoline's start.
+func (o *Object) sigreturn(vaddr uint64) bool {
+	_, ok := slices.BinarySearch(o.sigreturns, vaddr)
+	return ok
 }
 
 // BuildID is the GNU build ID of the binary the Object was read from, ""
@@ -34,6 +75,7 @@ func NewObject(exe, debug *elf.File) (*Object, error) {
 	if exe.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("unwind: %v binaries are not supported (x86-64 only)", exe.Machine)
 	}
+	o.sigreturns = findSigreturns(exe)
 	if s := exe.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			o.eh = NewTable(d, s.Addr, true)
@@ -161,14 +203,32 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 	}
 	pc := regs.V[RegRA]
 	out = append(out, pc)
+	exact := true // pc is where the frame stopped, not a return address
 	for depth := 1; ; depth++ {
 		if depth >= max {
 			return out, ErrDepth
 		}
+		if !exact {
+			if o, vaddr, err := lookup(pc); err == nil && o.sigreturn(vaddr) {
+				// A signal handler returned here: the interrupted registers
+				// are in the signal frame above. Both frames are given as
+				// pc+1, so that a caller's pc-1 is the instruction itself.
+				next, ok := signalFrame(regs.V[RegRSP], read)
+				if !ok {
+					return out, ErrStackEnd
+				}
+				out[len(out)-1] = pc + 1
+				pc = next.V[RegRA]
+				regs, exact = next, true
+				out = append(out, pc+1)
+				continue
+			}
+		}
 		q := pc
-		if depth > 1 {
+		if !exact {
 			q-- // a return address: the call is the instruction before it
 		}
+		exact = false
 		o, vaddr, err := lookup(q)
 		if err != nil {
 			return out, err
@@ -247,6 +307,31 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 		regs = next
 		out = append(out, pc)
 	}
+}
+
+// sigcontextRegs are the offsets of the registers the kernel saves in an
+// x86-64 signal frame, from the stack pointer a signal handler returns
+// with (the rt_sigframe's ucontext; its uc_mcontext is 40 bytes in), by
+// DWARF number (arch/x86/include/uapi/asm/sigcontext.h).
+var sigcontextRegs = [NumRegs]int{
+	0: 40 + 104, 1: 40 + 96, 2: 40 + 112, 3: 40 + 88, // rax rdx rcx rbx
+	4: 40 + 72, 5: 40 + 64, 6: 40 + 80, RegRSP: 40 + 120, // rsi rdi rbp rsp
+	8: 40, 9: 40 + 8, 10: 40 + 16, 11: 40 + 24, 12: 40 + 32, 13: 40 + 40, 14: 40 + 48, 15: 40 + 56, // r8-r15
+	RegRA: 40 + 128, // rip
+}
+
+// signalFrame reads the registers a signal interrupted from the signal
+// frame at sp; false when the stack copy does not hold them all.
+func signalFrame(sp uint64, read func(uint64) (uint64, bool)) (Regs, bool) {
+	var r Regs
+	for reg, off := range sigcontextRegs {
+		v, ok := read(sp + uint64(off))
+		if !ok {
+			return r, false
+		}
+		r.Set(reg, v)
+	}
+	return r, true
 }
 
 // Size estimates the bytes the Object holds: its sections and their index,

@@ -85,3 +85,50 @@ func TestUnwindStops(t *testing.T) {
 		t.Errorf("self-recursive garbage: %d frames, err %v", len(frames), err)
 	}
 }
+
+// TestUnwindGoSignalFrame walks a stack of testdata/fidelity/gowork (a Go
+// program built normally: no .eh_frame, Go's .debug_frame) sampled at the
+// first instruction of runtime.sigtramp, whose return address is Go's
+// signal return trampoline runtime.sigreturn__sigaction (no CFI). The walk
+// goes on through the signal frame to the interrupted main.spin, each
+// frame given so that pc-1 falls in its function (the trampoline's start,
+// the interrupted instruction), and ends where the copy does.
+func TestUnwindGoSignalFrame(t *testing.T) {
+	ef, err := elf.Open("../../testdata/fidelity/gowork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	o, err := NewObject(ef, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]uint64{}
+	for _, s := range syms {
+		at[s.Name] = s.Value
+	}
+	sigtramp, restorer, spin := at["runtime.sigtramp.abi0"], at["runtime.sigreturn__sigaction.abi0"], at["main.spin"]
+	if sigtramp == 0 || restorer == 0 || spin == 0 {
+		t.Fatalf("gowork lacks runtime.sigtramp.abi0, runtime.sigreturn__sigaction.abi0 or main.spin: %#x %#x %#x", sigtramp, restorer, spin)
+	}
+	const sp = 0x7ffd0000
+	stack := make([]byte, 512)
+	binary.LittleEndian.PutUint64(stack[0:], restorer) // sigtramp's return address
+	// The rt_sigframe's ucontext starts at sp+8; its mcontext 40 bytes in.
+	mc := stack[8+40:]
+	binary.LittleEndian.PutUint64(mc[120:], 0x7ffe0000) // rsp: the goroutine stack, not copied
+	binary.LittleEndian.PutUint64(mc[128:], spin+5)     // rip
+	var r Regs
+	r.Set(RegRA, sigtramp)
+	r.Set(RegRSP, sp)
+	lookup := func(pc uint64) (*Object, uint64, error) { return o, pc, nil }
+	frames, err := Unwind(r, stack, lookup, 256, nil)
+	want := []uint64{sigtramp, restorer + 1, spin + 6}
+	if len(frames) != len(want) || frames[0] != want[0] || frames[1] != want[1] || frames[2] != want[2] || !errors.Is(err, ErrStackEnd) {
+		t.Errorf("frames %#x, err %v; want %#x and the copy's end", frames, err, want)
+	}
+}

@@ -16,12 +16,24 @@ cd "$(dirname "$0")"
 g++ -O2 -g -gz=zlib -fno-omit-frame-pointer -o sorter-fp sorter.cc
 g++ -O2 -g -gz=zlib -o sorter-nofp sorter.cc
 gcc -O2 -g -gz=zlib -o libcwork libcwork.c
+gcc -O2 -g -gz=zlib -o deeprec deeprec.c
+gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o deeprec-fp deeprec.c
+(cd gowork.src && go build -o ../gowork .) # as a user builds it: no flags
 
 rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
 rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o sorter-dwarf.data ./sorter-nofp 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwork 0.6
+rec -F 499 -z --call-graph=dwarf,32768 --buildid-mmap -o deeprec-dwarf.data ./deeprec 1
+# The kernel cuts these chains at kernel.perf_event_max_stack (127).
+rec -F 499 -g -o deeprec-fp.data ./deeprec-fp 0.5
+# The kernel finds no build ID in a Go binary (--buildid-mmap) and perf 6.1
+# writes none for a compressed (-z) recording: uncompressed, then gzipped
+# (the test unpacks it).
+rec -F 499 --call-graph=dwarf,16384 -o go-dwarf.data ./gowork 1s
+rec -F 499 -g -o go-fp.data ./gowork 1s
 rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/bin/python3.11 work.py 60
 chmod 644 ./*.data
 rm -f ./*.data.old
-ls -l ./*.data sorter-fp sorter-nofp libcwork
+gzip -9 -f go-dwarf.data
+ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec deeprec-fp gowork

@@ -297,6 +297,8 @@ func (c *converter) merge(w *converter, exe map[uint32]*vmap) {
 
 	c.nSamples += w.nSamples
 	c.noMapping += w.noMapping
+	c.kernelCut += w.kernelCut
+	c.kernelLimit = max(c.kernelLimit, w.kernelLimit)
 	c.lost += w.lost
 	c.dwarf += w.dwarf
 	if w.first != 0 && (c.first == 0 || w.first < c.first) {

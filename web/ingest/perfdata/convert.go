@@ -78,8 +78,12 @@ type Binaries interface {
 	Object(path, buildID string, inode uint64) (*unwind.Object, error)
 }
 
-// MaxUnwindDepth bounds the frames one DWARF-mode stack unwinds to.
-const MaxUnwindDepth = 256
+// unwindBound is the most frames a DWARF-mode stack copy of n bytes can
+// unwind to: each caller's return address is a word of the copy (the
+// sampled pc and a leaf's return address may be registers). The depth
+// limit cuts stacks later, under a "[truncated N frames]" frame that
+// counts what it cut, so unwinding does not stop at it.
+func unwindBound(n int) int { return n/8 + 2 }
 
 // Parse reads a perf.data held in memory and converts it to a profile.
 func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
@@ -231,14 +235,18 @@ type converter struct {
 	exes                      []exeChange
 	shared                    *chunkShared // nil: the conversion is in one chunk
 	nSamples, noMapping, lost uint64
-	dwarf                     uint64 // samples with a copied user stack (--call-graph=dwarf)
-	unwound                   uint64 // of those, unwound to their outermost frame
-	unwindStops               map[string]uint64
-	unwindBinErrs             map[string]error // binaries the unwinder could not use
-	frameBuf                  []uint64
-	frames                    int // of the kept samples, as MaxFrames counts them
-	first, last               uint64
-	t0, bucket                uint64 // the time label's origin and bucket width (ns); bucket 0: no label
+	// kernelCut counts the samples whose chain has kernelLimit frames, the
+	// kernel's limit (chainStack.full).
+	kernelCut     uint64
+	kernelLimit   int
+	dwarf         uint64 // samples with a copied user stack (--call-graph=dwarf)
+	unwound       uint64 // of those, unwound to their outermost frame
+	unwindStops   map[string]uint64
+	unwindBinErrs map[string]error // binaries the unwinder could not use
+	frameBuf      []uint64
+	frames        int // of the kept samples, as MaxFrames counts them
+	first, last   uint64
+	t0, bucket    uint64 // the time label's origin and bucket width (ns); bucket 0: no label
 }
 
 // TimeLabel is the numeric label (unit nanoseconds) that holds when a
@@ -302,7 +310,12 @@ type chainStack struct {
 	check          uint64
 	stack          uint32
 	unmapped, user uint32
+	full           bool // the chain has the kernel's most frames (kernelCut)
 }
+
+// defaultMaxStack is kernel.perf_event_max_stack's default: the frames
+// the kernel records in a call chain unless told otherwise.
+const defaultMaxStack = 127
 
 type numKey struct {
 	pid, tid uint32
@@ -713,6 +726,9 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 		check = maphash.Bytes(c.check, s.chain)
 		if e, ok := c.chains[ck]; ok && e.check == check {
 			c.noMapping += uint64(e.unmapped)
+			if e.full {
+				c.kernelCut++
+			}
 			return e.stack, int(e.user)
 		}
 	}
@@ -727,6 +743,17 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 			userFrames++
 		}
 		locs = append(locs, c.location(space, ip, kernel))
+	}
+	// The kernel stops a chain at its limit and says nothing: one that
+	// long was most likely cut.
+	limit := int(a.SampleMaxStack)
+	if limit == 0 {
+		limit = defaultMaxStack
+	}
+	full := len(locs) >= limit
+	if full {
+		c.kernelCut++
+		c.kernelLimit = max(c.kernelLimit, limit)
 	}
 	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
 		frames := c.unwind(s, a)
@@ -754,7 +781,7 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	}
 	if cached {
 		if _, taken := c.chains[ck]; !taken {
-			c.chains[ck] = chainStack{check: check, stack: stack, unmapped: uint32(c.noMapping - unmapped), user: uint32(userFrames)}
+			c.chains[ck] = chainStack{check: check, stack: stack, unmapped: uint32(c.noMapping - unmapped), user: uint32(userFrames), full: full}
 		}
 	}
 	return stack, userFrames
@@ -819,7 +846,7 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		return v.obj, vaddr, nil
 	}
-	frames, err := unwind.Unwind(regs, s.Stack, lookup, MaxUnwindDepth, c.frameBuf[:0])
+	frames, err := unwind.Unwind(regs, s.Stack, lookup, unwindBound(len(s.Stack)), c.frameBuf[:0])
 	c.frameBuf = frames
 	if err == nil {
 		c.unwound++
@@ -835,11 +862,17 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		c.unwindStops[reason]++
 	}
-	if len(frames) == 1 && errors.Is(err, errNoMapping) {
-		// The sampled pc is in no mapping of the process (at exec, before
-		// the new program's mmap records): as perf script, no user frame;
-		// a user-mode sample still gets its pc (sample's fallback).
-		return nil
+	if errors.Is(err, errNoMapping) {
+		// The last frame is in no mapping of the process, so it is no code:
+		// a sampled pc at exec, before the new program's mmap records (as
+		// perf script, no user frame; a user-mode sample still gets its pc,
+		// sample's fallback), or a word read past the outermost frame, where
+		// the CFI does not mark it (Go's rt0_go, clone, and systemstack on
+		// the g0 stack read stale stack addresses such as 0x7fff3508aea8).
+		frames = frames[:len(frames)-1]
+		if len(frames) == 0 {
+			return nil
+		}
 	}
 	return frames
 }
@@ -952,6 +985,10 @@ func (c *converter) finish() {
 	}
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)
+	}
+	if c.kernelCut > 0 {
+		add("warning: %d samples' call chains hold %d frames, the most the kernel records (kernel.perf_event_max_stack when recorded, 127 by default): their root-most frames were probably cut while recording and are not in the file; raise it on the recording machine (sysctl kernel.perf_event_max_stack=1024) and record again, or record with --call-graph=dwarf,32768",
+			c.kernelCut, c.kernelLimit)
 	}
 	for _, w := range c.f.Warnings { // damaged or cut input: warnings, as the others
 		add("warning: %s", w)

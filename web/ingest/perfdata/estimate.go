@@ -166,19 +166,15 @@ func (c codeRanges) has(a uint64) bool {
 
 // unwoundFrames calls fn with the frames unwinding is expected to find in
 // the user stack of a --call-graph=dwarf sample: its sampled user pc,
-// then each word of the stack copy that falls in code, up to
-// MaxUnwindDepth in all.
+// then each word of the stack copy that falls in code.
 func (f *File) unwoundFrames(s *Sample, a *Attr, fn func(pc uint64)) {
 	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
-	n := 0
 	if regs.Valid&(1<<unwind.RegRA) != 0 {
 		fn(regs.V[unwind.RegRA])
-		n++
 	}
-	for b := s.Stack; len(b) >= 8 && n < MaxUnwindDepth; b = b[8:] {
+	for b := s.Stack; len(b) >= 8; b = b[8:] {
 		if w := f.ByteOrder.Uint64(b); f.code.has(w) {
 			fn(w)
-			n++
 		}
 	}
 }

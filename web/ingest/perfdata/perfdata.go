@@ -153,8 +153,11 @@ type Attr struct {
 	BranchSampleType uint64
 	SampleRegsUser   uint64
 	SampleStackUser  uint32
-	SampleRegsIntr   uint64
-	IDs              []uint64
+	// SampleMaxStack is the most frames the kernel records in a call
+	// chain, 0 for its sysctl kernel.perf_event_max_stack (127 by default).
+	SampleMaxStack uint16
+	SampleRegsIntr uint64
+	IDs            []uint64
 	// Name is the event's name from the EVENT_DESC feature, or derived from
 	// Type and Config when the file has none.
 	Name string
@@ -584,6 +587,9 @@ func (f *File) decodeAttr(b []byte) (*Attr, error) {
 	}
 	if len(b) >= 92 {
 		a.SampleStackUser = f.ByteOrder.Uint32(b[88:])
+	}
+	if len(b) >= 110 {
+		a.SampleMaxStack = f.ByteOrder.Uint16(b[108:])
 	}
 	if f.ByteOrder == binary.BigEndian {
 		// Bitfields are allocated from the most significant bit on big-endian

@@ -1,0 +1,49 @@
+package perfdata
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestKernelCutChainsWarned converts testdata/fidelity's frame-pointer
+// recording of a 320-deep recursion (perf record -g, the kernel's default
+// limit of 127 frames): the kernel cut most chains, which nothing in the
+// file marks, and the profile's warnings must count exactly the samples
+// whose chain perf script --max-stack=4096 prints with 127 frames.
+func TestKernelCutChainsWarned(t *testing.T) {
+	perf := needPerf(t)
+	file := "../../../testdata/fidelity/deeprec-fp.data"
+	out, err := exec.Command(perf, "script", "-f", "--max-stack=4096", "-F", "ip", "-i", file).Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	full, n := 0, 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+			continue
+		}
+		if n >= defaultMaxStack {
+			full++
+		}
+		n = 0
+	}
+	if full < 10 {
+		t.Fatalf("perf script prints %d chains of %d frames; want at least 10", full, defaultMaxStack)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("warning: %d samples' call chains hold 127 frames, the most the kernel records", full)
+	if cm := strings.Join(p.Comments, "\n"); !strings.Contains(cm, want) {
+		t.Errorf("comments lack %q:\n%s", want, cm)
+	}
+}
