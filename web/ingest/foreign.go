@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events and Firefox Profiler profiles"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles and callgrind"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -37,9 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a callgrind profile (Valgrind)",
-		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
-		sniffCallgrind},
 	{"a Java Flight Recorder (JFR) recording",
 		"Convert it with async-profiler's converter (`jfrconv -o collapsed in.jfr out.txt` for folded stacks, or `-o pprof`) and upload the result.",
 		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("FLR\x00")) }},
@@ -152,27 +149,6 @@ func topLevelKeys(head []byte) map[string]bool {
 			expectKey = true
 		}
 	}
-}
-
-// sniffCallgrind accepts Valgrind's callgrind and cachegrind output: a
-// "# callgrind format" line, or the "events:" and "fn=" lines of the format.
-func sniffCallgrind(head, _ []byte) bool {
-	s := string(head)
-	if strings.HasPrefix(s, "# callgrind format") {
-		return true
-	}
-	hasEvents := false
-	for _, line := range strings.Split(s, "\n") {
-		switch {
-		case strings.HasPrefix(line, "events:"):
-			hasEvents = true
-		case strings.HasPrefix(line, "creator: callgrind"), strings.HasPrefix(line, "cmd:") && strings.Contains(s, "\nevents:"):
-			return true
-		case hasEvents && (strings.HasPrefix(line, "fn=") || strings.HasPrefix(line, "fl=")):
-			return true
-		}
-	}
-	return false
 }
 
 // sniffInstrumentsZip accepts a zip whose entries sit in a "*.trace/"

@@ -45,10 +45,10 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"node/*/*.v8log.json"}, read: "node --prof log"},
 	{globs: []string{"Chrome/*/*.json", "trace-event/*.json"}, read: "trace events"},
 	{globs: []string{"Firefox/*/*.json"}, read: "Firefox Profiler"},
+	{globs: []string{"callgrind/*"}, read: "callgrind"},
 
 	// Formats read by no reader yet: each gives its own error.
 	{globs: []string{"java-flight-recorder/*.jfr"}, notRead: "Java Flight Recorder"},
-	{globs: []string{"callgrind/*"}, notRead: "callgrind"},
 	{globs: []string{"Instruments/*/*.txt"}, notRead: "Instruments"},
 	{globs: []string{"stackprof/*.json"}, notRead: "stackprof"},
 	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
