@@ -3,10 +3,12 @@ package ingest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +103,43 @@ func writeJSONProfiles(t testing.TB, dir string, n int) map[string]string {
 		}
 		w.WriteString("]}]}")
 	})
+	write("big.firefox.json", func(w *bufio.Writer) {
+		w.WriteString(`{"meta":{"version":27,"startTime":1700000000000,"interval":1},"libs":[],"threads":[{"name":"GeckoMain","pid":10,"tid":10,`)
+		w.WriteString(`"stringTable":[`)
+		for i := 0; i < 400; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			fmt.Fprintf(w, `"fn%d (https://example.com/app/module%d.js:%d:%d)"`, i, i%40, i, i%80)
+		}
+		w.WriteString(`],"frameTable":{"schema":{"location":0,"relevantForJS":1,"implementation":2,"optimizations":3,"line":4,"column":5,"category":6},"data":[`)
+		for i := 0; i < 400; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			fmt.Fprintf(w, `[%d,false,null,null,%d,%d,1]`, i, i, i%80)
+		}
+		w.WriteString(`]},"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
+		const stacks = 5000
+		for i := 0; i < stacks; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			if i < 8 {
+				fmt.Fprintf(w, `[null,%d]`, i)
+			} else {
+				fmt.Fprintf(w, `[%d,%d]`, (i-8)/8, i%400)
+			}
+		}
+		w.WriteString(`]},"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			fmt.Fprintf(w, `[%d,%.3f,0.5]`, (i*7919)%stacks, float64(i)*1.01)
+		}
+		w.WriteString(`]},"markers":{"schema":{"name":0},"data":[]}}],"processes":[]}`)
+	})
 	return files
 }
 
@@ -137,5 +176,33 @@ func TestJSONMemoryEstimate(t *testing.T) {
 		if int64(peak) > est {
 			t.Errorf("%s: peak heap %d over the estimate %d", name, peak, est)
 		}
+	}
+}
+
+// TestJSONProfileWithinBudget reads large JSON profiles of each kind
+// under a memory budget too small for their records: each is refused as
+// too large, naming --ingest-memory, before its heap passes the budget
+// by more than the decoder's scratch; under a budget that fits, each is
+// read.
+func TestJSONProfileWithinBudget(t *testing.T) {
+	files := writeJSONProfiles(t, t.TempDir(), 100000)
+	for name, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		small := NewBudget(jsonMemory(st.Size())+2<<20, time.Second)
+		_, _, err = ParseFile(context.Background(), f, Limits{Memory: small})
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--ingest-memory") {
+			t.Errorf("%s (%d bytes) under a %d-byte budget: %v; want it refused as too large, naming --ingest-memory", name, st.Size(), small.Size(), err)
+		}
+		if _, err := f.Seek(0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ParseFile(context.Background(), f, Limits{Memory: NewBudget(DefaultMemory, time.Second)}); err != nil {
+			t.Errorf("%s under the default budget: %v", name, err)
+		}
+		f.Close()
 	}
 }

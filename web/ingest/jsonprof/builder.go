@@ -64,6 +64,14 @@ type Thread struct {
 // noTime marks a record without a time.
 const noTime = math.MinInt64
 
+// maxValue bounds a weight (2^60 ns, 36 years) and maxTime a time (2^61
+// ns, 73 years: wall clocks in ns since 1970 fit), so that a span's end
+// and the span of all times stay within an int64.
+const (
+	maxValue = 1 << 60
+	maxTime  = 1 << 61
+)
+
 // node is one stack in the trie of stacks: its leaf frame and the stack
 // it was called from (-1 for a root frame).
 type node struct{ parent, frame int32 }
@@ -171,6 +179,13 @@ func (b *builder) valueType(typ, unit string) int {
 func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) error {
 	if stack < 0 || value == 0 {
 		return nil
+	}
+	if value < 0 || value > maxValue {
+		b.skip(fmt.Sprintf("a weight of %d", value))
+		return nil
+	}
+	if at != noTime && (at < -maxTime || at > maxTime) {
+		at = noTime
 	}
 	if b.opt.MaxRecords > 0 && len(b.records) >= b.opt.MaxRecords {
 		return fmt.Errorf("%w: more than %d samples or events (restart the server with a larger --max-records to accept it)", ErrLimit, b.opt.MaxRecords)
