@@ -71,6 +71,7 @@ FUZZ_TARGETS = \
 	./web/ingest/jsonprof:FuzzTraceEvents \
 	./web/ingest/jsonprof:FuzzFirefox \
 	./web/ingest/callgrind:FuzzCallgrind \
+	./web/ingest/jfr:FuzzJFR \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

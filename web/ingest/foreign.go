@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles and callgrind"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind and Java Flight Recorder"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -37,9 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a Java Flight Recorder (JFR) recording",
-		"Convert it with async-profiler's converter (`jfrconv -o collapsed in.jfr out.txt` for folded stacks, or `-o pprof`) and upload the result.",
-		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("FLR\x00")) }},
 	{"an Instruments trace (a zipped .trace bundle)",
 		"Viewer cannot read Instruments data; open it in Instruments, or export its call tree as text and fold it with FlameGraph's stackcollapse-instruments.pl.",
 		sniffInstrumentsZip},

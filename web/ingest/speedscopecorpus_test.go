@@ -34,6 +34,13 @@ type corpusFormat struct {
 	globs   []string
 	read    string
 	notRead string
+	// javaNames: speedscope names a Java frame Class:method, viewer
+	// pkg.Class.method as `jfr print` and pprof's Java profiles do.
+	javaNames bool
+	// perBlock: each profile speedscope makes of a file is compared on
+	// its own (JFR's are the same samples without and with native
+	// frames), not merged with the others of its unit.
+	perBlock bool
 }
 
 // corpusFormats are tried in order; the first whose glob matches a file
@@ -46,9 +53,9 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"Chrome/*/*.json", "trace-event/*.json"}, read: "trace events"},
 	{globs: []string{"Firefox/*/*.json"}, read: "Firefox Profiler"},
 	{globs: []string{"callgrind/*"}, read: "callgrind"},
+	{globs: []string{"java-flight-recorder/*.jfr"}, read: "Java Flight Recorder", javaNames: true, perBlock: true},
 
 	// Formats read by no reader yet: each gives its own error.
-	{globs: []string{"java-flight-recorder/*.jfr"}, notRead: "Java Flight Recorder"},
 	{globs: []string{"Instruments/*/*.txt"}, notRead: "Instruments"},
 	{globs: []string{"stackprof/*.json"}, notRead: "stackprof"},
 	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
@@ -126,6 +133,19 @@ func TestSpeedscopeCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if f.perBlock {
+				blocks, err := readExpectedBlocks(file + ".expected.folded")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = map[string]map[string]float64{}
+				for _, b := range blocks {
+					want[b.name] = b.stacks
+				}
+			}
+			if f.javaNames {
+				want = dottedJavaNames(want)
+			}
 			for unit, stacks := range want {
 				tvd, si := nearestSampleType(p, stacks)
 				if tvd > maxStackTVD {
@@ -147,6 +167,18 @@ func corpusFormatOf(rel string) (corpusFormat, bool) {
 		}
 	}
 	return corpusFormat{}, false
+}
+
+// dottedJavaNames renames speedscope's Class:method frames pkg.Class.method.
+func dottedJavaNames(units map[string]map[string]float64) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for unit, stacks := range units {
+		out[unit] = map[string]float64{}
+		for k, v := range stacks {
+			out[unit][strings.ReplaceAll(k, ":", ".")] += v
+		}
+	}
+	return out
 }
 
 // readExpectedFolded reads an .expected.folded file: "# NAME (UNIT)"
