@@ -53,8 +53,8 @@ NICE ?= nice -n 19
 # symbolization, names arriving over SSE, upload progress, liveness) stay
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
 # themselves under -race. Each name is a test of NORACE_PKGS.
-NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/ ./web/ingest/callgrind/
-NORACE_TESTS = ^(TestLoad|TestValgrindRecording|TestNodeCPUProfile|TestDefaultLimitsAcceptRepeatedStacks|TestKillDuringUploads|TestKillDuringSymbolization|TestFullDisk|TestSecondServerOnOneDataDir|TestStackFidelity|TestHugeProfile|TestHugePerfData|TestMemoryWithinBudget|$(NORACE_BROWSER_TESTS))$$
+NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/ ./web/ingest/callgrind/ ./web/ingest/jfr/
+NORACE_TESTS = ^(TestLoad|TestValgrindRecording|TestJDKRecording|TestNodeCPUProfile|TestDefaultLimitsAcceptRepeatedStacks|TestKillDuringUploads|TestKillDuringSymbolization|TestFullDisk|TestSecondServerOnOneDataDir|TestStackFidelity|TestHugeProfile|TestHugePerfData|TestMemoryWithinBudget|$(NORACE_BROWSER_TESTS))$$
 NORACE_BROWSER_TESTS = TestBrowserFlameLayout|TestBrowserTopTableNames|TestBrowserTopAskedWithGraph|TestBrowserFlamePage|TestBrowserFlameColorsAndLegend|TestBrowserFlameTooltipAndDetail|TestBrowserFlameWheelZoom|TestBrowserDeepStack|TestBrowserDiffColors|TestBrowserDiffLink|TestBrowserCompareHostileNames|TestBrowserHostileNamesStayText|TestBrowserContrast|TestBrowserPhoneWidth|TestBrowserEveryPage|TestBrowserExactTopAndZoom|TestBrowserFormatterMatchesGo|TestBrowserFrameMenuSandwich|TestBrowserTimeline|TestBrowserServices|TestBrowserDropUpload|TestScreenshots|TestTypesPageInBrowser|TestAnnotatePageInBrowser|TestAnnotateMergeInBrowser
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".
