@@ -10,9 +10,20 @@ import (
 	"viewer/web/ingest/perfdata"
 )
 
+// The kinds of event read, and the sample types they add to: a thread
+// running Java code (cpu, and samples), in native code (samples),
+// allocating (bytes) or waiting for a lock or park (nanoseconds).
+const (
+	kindCPU = iota
+	kindNative
+	kindAlloc
+	kindLock
+)
+
 // record is one sample as read.
 type record struct {
 	kind   int
+	value  int64
 	stack  string // frame names, leaf first, joined by "\x00"
 	thread string
 	tid    int64
@@ -39,8 +50,8 @@ func (b *builder) skip(what string) {
 	}
 }
 
-func (b *builder) add(kind int, stack []string, thread string, tid, at int64) error {
-	b.records = append(b.records, record{kind, strings.Join(stack, "\x00"), thread, tid, at})
+func (b *builder) add(kind int, value int64, stack []string, thread string, tid, at int64) error {
+	b.records = append(b.records, record{kind, value, strings.Join(stack, "\x00"), thread, tid, at})
 	return nil
 }
 
@@ -53,10 +64,13 @@ func (b *builder) finish() (*profile.Profile, error) {
 		if b.bad > 0 {
 			return nil, fmt.Errorf("no JFR sample could be read (%d unreadable: %s)", b.bad, strings.Join(b.badWhat, "; "))
 		}
-		return nil, fmt.Errorf("the recording holds no jdk.ExecutionSample or jdk.NativeMethodSample events")
+		return nil, fmt.Errorf("the recording holds no execution, native, allocation or lock events with a stack")
 	}
 	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "cpu", Unit: "count"}, {Type: "samples", Unit: "count"}},
+		SampleType: []*profile.ValueType{
+			{Type: "cpu", Unit: "count"}, {Type: "samples", Unit: "count"},
+			{Type: "alloc_space", Unit: "bytes"}, {Type: "lock", Unit: "nanoseconds"},
+		},
 		DefaultSampleType: "cpu",
 		PeriodType:        &profile.ValueType{Type: "cpu", Unit: "count"},
 	}
@@ -92,7 +106,7 @@ func (b *builder) finish() (*profile.Profile, error) {
 			if b.opt.MaxSamples > 0 && len(samples) >= b.opt.MaxSamples {
 				return nil, fmt.Errorf("%w: more than %d distinct samples (restart the server with a larger --max-samples to accept it)", ErrLimit, b.opt.MaxSamples)
 			}
-			s = &profile.Sample{Value: make([]int64, 2)}
+			s = &profile.Sample{Value: make([]int64, len(p.SampleType))}
 			for _, name := range strings.Split(r.stack, "\x00") {
 				l := locs[name]
 				if l == nil {
@@ -119,10 +133,17 @@ func (b *builder) finish() (*profile.Profile, error) {
 			samples[k] = s
 			p.Sample = append(p.Sample, s)
 		}
-		if r.kind == 0 {
+		switch r.kind {
+		case kindCPU:
 			s.Value[0]++
+			s.Value[1]++
+		case kindNative:
+			s.Value[1]++
+		case kindAlloc:
+			s.Value[2] += r.value
+		case kindLock:
+			s.Value[3] += r.value
 		}
-		s.Value[1]++
 	}
 	return p, nil
 }

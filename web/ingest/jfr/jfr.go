@@ -570,18 +570,29 @@ func (c *chunk) frames(st value, stClass *class) ([]string, error) {
 	return names, nil
 }
 
+// eventKinds are the events read, each with the sample type it adds to
+// and the field its value is in ("" for a count of one).
+var eventKinds = map[string]struct {
+	kind  int
+	value string
+}{
+	"jdk.ExecutionSample":             {kindCPU, ""},
+	"jdk.NativeMethodSample":          {kindNative, ""},
+	"jdk.ObjectAllocationSample":      {kindAlloc, "weight"},
+	"jdk.ObjectAllocationInNewTLAB":   {kindAlloc, "tlabSize"},
+	"jdk.ObjectAllocationOutsideTLAB": {kindAlloc, "allocationSize"},
+	"jdk.JavaMonitorEnter":            {kindLock, "duration"},
+	"jdk.JavaMonitorWait":             {kindLock, "duration"},
+	"jdk.ThreadPark":                  {kindLock, "duration"},
+}
+
 func (b *builder) event(c *chunk, r *buf, typ int64) error {
 	cl := c.classes[typ]
 	if cl == nil {
 		return nil
 	}
-	kind := -1
-	switch cl.name {
-	case "jdk.ExecutionSample":
-		kind = 0
-	case "jdk.NativeMethodSample":
-		kind = 1
-	default:
+	ek, ok := eventKinds[cl.name]
+	if !ok {
 		return nil
 	}
 	v, err := c.read(r, typ, 0)
@@ -592,6 +603,7 @@ func (b *builder) event(c *chunk, r *buf, typ int64) error {
 	thread := ""
 	var tid int64 = -1
 	var stack []string
+	weight := int64(1)
 	for i, f := range cl.fields {
 		fv := v.fields[i]
 		switch f.name {
@@ -599,7 +611,7 @@ func (b *builder) event(c *chunk, r *buf, typ int64) error {
 			if c.tickHz > 0 {
 				at = c.start + int64(float64(fv.n-c.ticks0)*1e9/float64(c.tickHz))
 			}
-		case "sampledThread":
+		case "sampledThread", "eventThread":
 			tc := c.classes[f.class]
 			thread = c.symbol(c.fieldOf(tc, fv, "javaName"))
 			if thread == "" {
@@ -621,9 +633,18 @@ func (b *builder) event(c *chunk, r *buf, typ int64) error {
 				c.stacks[fv.n] = stack
 			}
 		}
+		if f.name == ek.value {
+			weight = fv.n
+			if ek.kind == kindLock && c.tickHz > 0 {
+				weight = int64(float64(fv.n) * 1e9 / float64(c.tickHz))
+			}
+		}
 	}
 	if len(stack) == 0 {
 		return errNoStack
 	}
-	return b.add(kind, stack, thread, tid, at)
+	if weight <= 0 {
+		return nil
+	}
+	return b.add(ek.kind, weight, stack, thread, tid, at)
 }

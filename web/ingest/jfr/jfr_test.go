@@ -13,15 +13,22 @@ import (
 	"viewer/web/ingest/perfdata"
 )
 
-// spin runs heavy twice as long as light, for 1.5 s.
+// spin runs heavy twice as long as light, for 1.5 s, allocating in churn;
+// a thread parks 5 times for 30 ms.
 const spin = `public class Spin {
     static volatile long sink;
     static void work(long n) { for (long i = 0; i < n; i++) sink += i * 31 % 7; }
     static void heavy() { work(2_000_000); }
     static void light() { work(1_000_000); }
-    public static void main(String[] a) {
+    static Object keep;
+    static void churn() { for (int i = 0; i < 200; i++) keep = new long[1024]; }
+    static void parker() { for (int i = 0; i < 5; i++) java.util.concurrent.locks.LockSupport.parkNanos(30_000_000L); }
+    public static void main(String[] a) throws Exception {
+        Thread p = new Thread(Spin::parker, "parker");
+        p.start();
         long end = System.nanoTime() + 1_500_000_000L;
-        while (System.nanoTime() < end) { heavy(); light(); }
+        while (System.nanoTime() < end) { heavy(); light(); churn(); }
+        p.join();
     }
 }
 `
@@ -30,8 +37,12 @@ const spin = `public class Spin {
 type jfrPrint struct {
 	Recording struct {
 		Events []struct {
+			Type   string `json:"type"`
 			Values struct {
-				SampledThread struct {
+				Weight         int64 `json:"weight"`
+				TLABSize       int64 `json:"tlabSize"`
+				AllocationSize int64 `json:"allocationSize"`
+				SampledThread  struct {
 					JavaName string `json:"javaName"`
 				} `json:"sampledThread"`
 				StackTrace struct {
@@ -72,7 +83,8 @@ func TestJDKRecording(t *testing.T) {
 	if b, err := exec.Command("java", "-XX:StartFlightRecording=filename="+rec+",settings=profile", src).CombinedOutput(); err != nil {
 		t.Fatalf("java: %v\n%s", err, b)
 	}
-	out, err := exec.Command("jfr", "print", "--json", "--stack-depth", fmt.Sprint(printDepth), "--events", "jdk.ExecutionSample", rec).Output()
+	out, err := exec.Command("jfr", "print", "--json", "--stack-depth", fmt.Sprint(printDepth), "--events",
+		"jdk.ExecutionSample,jdk.ObjectAllocationSample,jdk.ObjectAllocationInNewTLAB,jdk.ObjectAllocationOutsideTLAB", rec).Output()
 	if err != nil {
 		t.Fatalf("jfr print: %v", err)
 	}
@@ -81,15 +93,24 @@ func TestJDKRecording(t *testing.T) {
 		t.Fatalf("jfr print --json: %v", err)
 	}
 	want := map[string]int64{}
+	var wantAlloc int64
+	samples := 0
 	for _, e := range printed.Recording.Events {
+		if e.Type != "jdk.ExecutionSample" {
+			if len(e.Values.StackTrace.Frames) > 0 {
+				wantAlloc += e.Values.Weight + e.Values.TLABSize + e.Values.AllocationSize
+			}
+			continue
+		}
+		samples++
 		var names []string
 		for _, f := range e.Values.StackTrace.Frames {
 			names = append(names, strings.ReplaceAll(f.Method.Type.Name, "/", ".")+"."+f.Method.Name)
 		}
 		want[e.Values.SampledThread.JavaName+"|"+strings.Join(names, ";")]++
 	}
-	if len(printed.Recording.Events) < 50 {
-		t.Fatalf("jfr print lists %d execution samples; want a recording of 1.5 s of work", len(printed.Recording.Events))
+	if samples < 30 || wantAlloc == 0 {
+		t.Fatalf("jfr print lists %d execution samples, %d bytes allocated; want a recording of 1.5 s of work", samples, wantAlloc)
 	}
 
 	data, err := os.ReadFile(rec)
@@ -106,7 +127,18 @@ func TestJDKRecording(t *testing.T) {
 	got := map[string]int64{}
 	var heavy, light int64
 	t0, t1 := int64(math.MaxInt64), int64(math.MinInt64)
+	var alloc, lock, churn, parked int64
 	for _, s := range p.Sample {
+		alloc += s.Value[2]
+		lock += s.Value[3]
+		for _, l := range s.Location {
+			switch l.Line[0].Function.Name {
+			case "Spin.churn":
+				churn += s.Value[2]
+			case "Spin.parker":
+				parked += s.Value[3]
+			}
+		}
 		if s.Value[0] == 0 {
 			continue
 		}
@@ -143,6 +175,12 @@ func TestJDKRecording(t *testing.T) {
 	}
 	if r := float64(heavy) / float64(light); r < 1.5 || r > 2.7 {
 		t.Errorf("Spin.heavy %d samples, Spin.light %d: ratio %.2f, want about 2", heavy, light, r)
+	}
+	if alloc != wantAlloc || churn < alloc/2 {
+		t.Errorf("alloc_space %d bytes (%d under Spin.churn); jfr print's allocation events weigh %d", alloc, churn, wantAlloc)
+	}
+	if parked < 100e6 || parked > lock || parked > 1e9 {
+		t.Errorf("lock %d ns, %d under Spin.parker; want its 5 parks of 30 ms", lock, parked)
 	}
 	if span := t1 - t0; span < 1e9 || span > 10e9 {
 		t.Errorf("the samples' times span %d ns; want the 1.5 s run", span)
