@@ -72,6 +72,7 @@ FUZZ_TARGETS = \
 	./web/ingest/jsonprof:FuzzFirefox \
 	./web/ingest/callgrind:FuzzCallgrind \
 	./web/ingest/jfr:FuzzJFR \
+	./web/ingest/pmcstat:FuzzPmcstat \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

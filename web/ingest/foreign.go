@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind and Java Flight Recorder"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder and pmcstat callgraphs"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -63,12 +63,6 @@ var foreignFormats = []foreignFormat{
 	{"a Papyrus script profile (Skyrim, Fallout 4)",
 		"Open it in speedscope.",
 		func(head, _ []byte) bool { return bytes.Contains(firstLines(head, 1), []byte(" log opened (")) }},
-	{"a pmcstat callgraph (FreeBSD hwpmc)",
-		"Fold it with FlameGraph's stackcollapse-pmc.pl and upload the folded stacks, or open it in speedscope.",
-		func(head, _ []byte) bool {
-			l := firstLines(head, 1)
-			return bytes.HasPrefix(l, []byte("@ ")) && bytes.Contains(l, []byte(" samples]"))
-		}},
 	{"a Safari timeline recording (Web Inspector export)",
 		"Open it in Safari's Web Inspector (Timelines, Import) or in speedscope.",
 		jsonKeys("version", "recording")},

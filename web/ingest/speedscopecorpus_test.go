@@ -53,6 +53,7 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"Chrome/*/*.json", "trace-event/*.json"}, read: "trace events"},
 	{globs: []string{"Firefox/*/*.json"}, read: "Firefox Profiler"},
 	{globs: []string{"callgrind/*"}, read: "callgrind"},
+	{globs: []string{"pmcstat/*.txt"}, read: "pmcstat callgraph"},
 	{globs: []string{"java-flight-recorder/*.jfr"}, read: "Java Flight Recorder", javaNames: true, perBlock: true},
 
 	// Formats read by no reader yet: each gives its own error.
@@ -60,7 +61,6 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"stackprof/*.json"}, notRead: "stackprof"},
 	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
 	{globs: []string{"papyrus/*.log"}, notRead: "Papyrus"},
-	{globs: []string{"pmcstat/*.txt"}, notRead: "pmcstat"},
 	{globs: []string{"Safari/*/*.json"}, notRead: "Safari"},
 }
 
