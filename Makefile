@@ -73,6 +73,7 @@ FUZZ_TARGETS = \
 	./web/ingest/callgrind:FuzzCallgrind \
 	./web/ingest/jfr:FuzzJFR \
 	./web/ingest/pmcstat:FuzzPmcstat \
+	./web/ingest/instruments:FuzzInstruments \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder and pmcstat callgraphs"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs and Instruments deep copies"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -46,9 +46,6 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
-	{"an Instruments call tree (deep copy text)",
-		"Fold it with FlameGraph's stackcollapse-instruments.pl and upload the folded stacks, or open it in speedscope.",
-		sniffInstrumentsText},
 	{"a stackprof profile (Ruby)",
 		"Fold it with `stackprof --stackcollapse` and upload the folded stacks, or open it in speedscope.",
 		jsonKeys("version", "mode", "interval")},
@@ -175,12 +172,4 @@ func firstLines(head []byte, n int) []byte {
 		end += i + 1
 	}
 	return head[:end]
-}
-
-// sniffInstrumentsText accepts the text Instruments copies from a call
-// tree (Edit, Deep Copy): a header of tab-separated columns ending in
-// "Symbol Name" or "Symbol Names", its first column a weight.
-func sniffInstrumentsText(head, _ []byte) bool {
-	l := strings.TrimRight(string(firstLines(head, 1)), "\r\n")
-	return strings.Contains(l, "\t") && (strings.HasSuffix(l, "Symbol Name") || strings.HasSuffix(l, "Symbol Names"))
 }

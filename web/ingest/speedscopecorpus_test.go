@@ -54,10 +54,10 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"Firefox/*/*.json"}, read: "Firefox Profiler"},
 	{globs: []string{"callgrind/*"}, read: "callgrind"},
 	{globs: []string{"pmcstat/*.txt"}, read: "pmcstat callgraph"},
+	{globs: []string{"Instruments/*/*.txt"}, read: "Instruments deep copy"},
 	{globs: []string{"java-flight-recorder/*.jfr"}, read: "Java Flight Recorder", javaNames: true, perBlock: true},
 
 	// Formats read by no reader yet: each gives its own error.
-	{globs: []string{"Instruments/*/*.txt"}, notRead: "Instruments"},
 	{globs: []string{"stackprof/*.json"}, notRead: "stackprof"},
 	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
 	{globs: []string{"papyrus/*.log"}, notRead: "Papyrus"},
@@ -68,6 +68,17 @@ var corpusFormats = []corpusFormat{
 // samples (its snapshot has no stacks): Parse refuses them with a
 // FormatError naming the format and that no sample could be read.
 var noStacks = map[string]bool{"trace-event/mismatched-name.json": true}
+
+// speedscopeTruncates are the corpus files whose weights speedscope cuts
+// to whole units (its Instruments reader takes "2.45 s" as 2 s, "96.08 Gc"
+// as 96 Gc, with parseInt: read so, every file passes at 0.01), which
+// viewer reads whole; they are held to divergedTVD instead.
+var speedscopeTruncates = map[string]bool{
+	"Instruments/13.4/cycles-example-deep-copy.txt":      true,
+	"Instruments/16.0/simple-time-profile-deep-copy.txt": true,
+}
+
+const divergedTVD = 0.1
 
 // maxStackTVD is the largest total variation distance between viewer's
 // stack shares and speedscope's: its snapshots round each value to three
@@ -148,7 +159,7 @@ func TestSpeedscopeCorpus(t *testing.T) {
 			}
 			for unit, stacks := range want {
 				tvd, si := nearestSampleType(p, stacks)
-				if tvd > maxStackTVD {
+				if tvd > maxStackTVD && (!speedscopeTruncates[rel] || tvd > divergedTVD) {
 					t.Errorf("unit %s: stack shares differ from speedscope's by TVD %.4f (sample type %d of %s), over %v\n%s",
 						unit, tvd, si, sampleTypes(p), maxStackTVD, stackDiff(stacksOf(p, si), stacks))
 				}
