@@ -74,6 +74,7 @@ FUZZ_TARGETS = \
 	./web/ingest/jfr:FuzzJFR \
 	./web/ingest/pmcstat:FuzzPmcstat \
 	./web/ingest/instruments:FuzzInstruments \
+	./web/ingest/stackprof:FuzzStackprof \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

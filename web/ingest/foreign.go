@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs and Instruments deep copies"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies and stackprof"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -46,9 +46,6 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
-	{"a stackprof profile (Ruby)",
-		"Fold it with `stackprof --stackcollapse` and upload the folded stacks, or open it in speedscope.",
-		jsonKeys("version", "mode", "interval")},
 	{"a GHC profile (Haskell .prof JSON)",
 		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
 		jsonKeys("program", "rts_arguments")},

@@ -55,10 +55,10 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"callgrind/*"}, read: "callgrind"},
 	{globs: []string{"pmcstat/*.txt"}, read: "pmcstat callgraph"},
 	{globs: []string{"Instruments/*/*.txt"}, read: "Instruments deep copy"},
+	{globs: []string{"stackprof/*.json"}, read: "stackprof"},
 	{globs: []string{"java-flight-recorder/*.jfr"}, read: "Java Flight Recorder", javaNames: true, perBlock: true},
 
 	// Formats read by no reader yet: each gives its own error.
-	{globs: []string{"stackprof/*.json"}, notRead: "stackprof"},
 	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
 	{globs: []string{"papyrus/*.log"}, notRead: "Papyrus"},
 	{globs: []string{"Safari/*/*.json"}, notRead: "Safari"},
