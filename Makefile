@@ -53,7 +53,7 @@ NICE ?= nice -n 19
 # symbolization, names arriving over SSE, upload progress, liveness) stay
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
 # themselves under -race. Each name is a test of NORACE_PKGS.
-NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
+NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/ ./web/ingest/callgrind/ ./web/ingest/jfr/
 NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES) $(NORACE_BROWSER_TESTS))))$$
 space := $(subst ,, )
 # One name a line, sorted, so branches adding tests merge without conflict.
@@ -65,18 +65,22 @@ NORACE_NAMES = \
 	TestHostileOTLP \
 	TestHugePerfData \
 	TestHugeProfile \
+	TestJDKRecording \
 	TestKillDuringSourceUpload \
 	TestKillDuringSymbolization \
 	TestKillDuringUploads \
 	TestLoad \
 	TestMemoryWithinBudget \
 	TestNodeCPUProfile \
+	TestPLTNamesWithSeparateDebugFile \
 	TestSecondServerOnOneDataDir \
 	TestSectionAsElfutilsServesIt \
 	TestSectionBombNotDecompressed \
 	TestSourceArchiveIndexBounded \
 	TestStackFidelity \
-	TestSymbolizeAPIMemory
+	TestSymbolizeAPIMemory \
+	TestVDSONamesAsPerfScript \
+	TestValgrindRecording \
 
 NORACE_BROWSER_TESTS = \
 	TestAnnotateMergeInBrowser \
@@ -100,8 +104,10 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserLoopbackNames \
 	TestBrowserPhoneWidth \
 	TestBrowserServices \
+	TestBrowserSourcePhoneWidth \
 	TestBrowserTimeline \
 	TestBrowserTopAskedWithGraph \
+	TestBrowserTopStickyHeader \
 	TestBrowserTopTableNames \
 	TestBrowserWarningsOnEveryPage \
 	TestScreenshots \
@@ -122,6 +128,11 @@ FUZZ_TARGETS = \
 	./web/ingest/jsonprof:FuzzV8 \
 	./web/ingest/jsonprof:FuzzTraceEvents \
 	./web/ingest/jsonprof:FuzzFirefox \
+	./web/ingest/callgrind:FuzzCallgrind \
+	./web/ingest/jfr:FuzzJFR \
+	./web/ingest/pmcstat:FuzzPmcstat \
+	./web/ingest/instruments:FuzzInstruments \
+	./web/ingest/stackprof:FuzzStackprof \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

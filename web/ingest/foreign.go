@@ -9,7 +9,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events and Firefox Profiler profiles"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies and stackprof"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -37,12 +37,6 @@ type foreignFormat struct {
 
 // foreignFormats are tried in order once no format has read the input.
 var foreignFormats = []foreignFormat{
-	{"a callgrind profile (Valgrind)",
-		"Open it in KCachegrind or QCachegrind; viewer reads sampled profiles: record the program with `perf record -g` instead.",
-		sniffCallgrind},
-	{"a Java Flight Recorder (JFR) recording",
-		"Convert it with async-profiler's converter (`jfrconv -o collapsed in.jfr out.txt` for folded stacks, or `-o pprof`) and upload the result.",
-		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("FLR\x00")) }},
 	{"an Instruments trace (a zipped .trace bundle)",
 		"Viewer cannot read Instruments data; open it in Instruments, or export its call tree as text and fold it with FlameGraph's stackcollapse-instruments.pl.",
 		sniffInstrumentsZip},
@@ -52,12 +46,6 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
-	{"an Instruments call tree (deep copy text)",
-		"Fold it with FlameGraph's stackcollapse-instruments.pl and upload the folded stacks, or open it in speedscope.",
-		sniffInstrumentsText},
-	{"a stackprof profile (Ruby)",
-		"Fold it with `stackprof --stackcollapse` and upload the folded stacks, or open it in speedscope.",
-		jsonKeys("version", "mode", "interval")},
 	{"a GHC profile (Haskell .prof JSON)",
 		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
 		jsonKeys("program", "rts_arguments")},
@@ -69,12 +57,6 @@ var foreignFormats = []foreignFormat{
 	{"a Papyrus script profile (Skyrim, Fallout 4)",
 		"Open it in speedscope.",
 		func(head, _ []byte) bool { return bytes.Contains(firstLines(head, 1), []byte(" log opened (")) }},
-	{"a pmcstat callgraph (FreeBSD hwpmc)",
-		"Fold it with FlameGraph's stackcollapse-pmc.pl and upload the folded stacks, or open it in speedscope.",
-		func(head, _ []byte) bool {
-			l := firstLines(head, 1)
-			return bytes.HasPrefix(l, []byte("@ ")) && bytes.Contains(l, []byte(" samples]"))
-		}},
 	{"a Safari timeline recording (Web Inspector export)",
 		"Open it in Safari's Web Inspector (Timelines, Import) or in speedscope.",
 		jsonKeys("version", "recording")},
@@ -154,27 +136,6 @@ func topLevelKeys(head []byte) map[string]bool {
 	}
 }
 
-// sniffCallgrind accepts Valgrind's callgrind and cachegrind output: a
-// "# callgrind format" line, or the "events:" and "fn=" lines of the format.
-func sniffCallgrind(head, _ []byte) bool {
-	s := string(head)
-	if strings.HasPrefix(s, "# callgrind format") {
-		return true
-	}
-	hasEvents := false
-	for _, line := range strings.Split(s, "\n") {
-		switch {
-		case strings.HasPrefix(line, "events:"):
-			hasEvents = true
-		case strings.HasPrefix(line, "creator: callgrind"), strings.HasPrefix(line, "cmd:") && strings.Contains(s, "\nevents:"):
-			return true
-		case hasEvents && (strings.HasPrefix(line, "fn=") || strings.HasPrefix(line, "fl=")):
-			return true
-		}
-	}
-	return false
-}
-
 // sniffInstrumentsZip accepts a zip whose entries sit in a "*.trace/"
 // bundle, as Finder or `zip -r` packs an Instruments trace.
 func sniffInstrumentsZip(head, data []byte) bool {
@@ -208,12 +169,4 @@ func firstLines(head []byte, n int) []byte {
 		end += i + 1
 	}
 	return head[:end]
-}
-
-// sniffInstrumentsText accepts the text Instruments copies from a call
-// tree (Edit, Deep Copy): a header of tab-separated columns ending in
-// "Symbol Name" or "Symbol Names", its first column a weight.
-func sniffInstrumentsText(head, _ []byte) bool {
-	l := strings.TrimRight(string(firstLines(head, 1)), "\r\n")
-	return strings.Contains(l, "\t") && (strings.HasSuffix(l, "Symbol Name") || strings.HasSuffix(l, "Symbol Names"))
 }

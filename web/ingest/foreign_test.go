@@ -33,9 +33,6 @@ func TestForeignFormats(t *testing.T) {
 		name, what string
 		data       []byte
 	}{
-		{"callgrind", "a callgrind profile", []byte("# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\ncmd: ./a.out\nevents: Ir\nfl=a.c\nfn=main\n16 200\n")},
-		{"callgrind no banner", "a callgrind profile", []byte("version: 1\ncreator: callgrind-3.19.0\npid: 1\ncmd: ./a.out\n\npositions: line\nevents: Ir\nfl=(1) a.c\nfn=(1) main\n16 200\n")},
-		{"jfr", "a Java Flight Recorder", append([]byte("FLR\x00\x00\x02\x00\x01"), make([]byte, 64)...)},
 		{"instruments zip", "an Instruments trace", zipOf(t, "Run.trace/form.template", "Run.trace/instrument_data/x/run_data/1.run.zip")},
 		{"instruments xml", "an Instruments export", []byte(`<?xml version="1.0"?>` + "\n" + `<trace-query-result><node xpath='//trace-toc[1]/run[1]/data[1]/table[1]'><schema name="time-profile"></schema></node></trace-query-result>`)},
 		{"elf", "an ELF executable", append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...)},

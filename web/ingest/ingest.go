@@ -73,8 +73,9 @@ type Limits struct {
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in
 // pprof.go; the perf formats are in perf.go; the JSON profiles of
-// browsers and language profilers in jsonprofile.go.
-var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
+// browsers and language profilers in jsonprofile.go; callgrind in
+// callgrindprofile.go.
+var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, callgrindFormat, jfrFormat, pmcstatFormat, instrumentsFormat, stackprofFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
