@@ -83,6 +83,8 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserContrast \
 	TestBrowserDeepStack \
 	TestBrowserDiffColors \
+	TestBrowserDiffNoise \
+	TestBrowserDiffLayout \
 	TestBrowserDiffLink \
 	TestBrowserDropUpload \
 	TestBrowserEveryPage \
