@@ -89,6 +89,8 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserContrast \
 	TestBrowserDeepStack \
 	TestBrowserDiffColors \
+	TestBrowserDiffNoise \
+	TestBrowserDiffLayout \
 	TestBrowserDiffLink \
 	TestBrowserDropUpload \
 	TestBrowserEveryPage \

@@ -21,6 +21,7 @@
 //	nameColor(tree, nm, scheme, max)   the same for one name (heatMaxOf(tree) gives heat's max)
 //	legendEntries(tree, scheme, n)     the n widest groups of the scheme, for a legend
 //	renderLegend(el, entries, scheme)  draws those entries as the legend row
+//	fitToWindow(chart, above)          the graph's pane sized to the window (flame and diff pages)
 //	emit(type, detail), on(type, fn)   document-level "viewer:TYPE" CustomEvents
 
 export const $ = (id) => document.getElementById(id);
@@ -384,6 +385,38 @@ export function renderLegend(el, entries, scheme) {
   }
   el.replaceChildren(frag);
   el.dataset.scheme = scheme;
+}
+
+// ---- layout ----
+
+const MIN_CHART = 220;
+/**
+ * Sizes chart (in a .flame-body, flame.css) to the window's height below
+ * its top, so the graph scrolls inside itself and the table beside it (or
+ * below it, on a phone) stays in reach; refits on resize, on load and when
+ * an element of above changes size. Returns the refit function.
+ */
+export function fitToWindow(chart, above) {
+  const fit = () => {
+    const box = chart.getBoundingClientRect();
+    const top = box.top + window.scrollY;
+    // Below the chart in its column: the detail strip and the help line, and
+    // the page's bottom padding.
+    const main = chart.closest('main');
+    const below = chart.parentElement.getBoundingClientRect().bottom - box.bottom
+      + (main ? parseFloat(getComputedStyle(main).paddingBottom) || 0 : 0) + 2;
+    const h = Math.max(MIN_CHART, Math.floor(window.innerHeight - top - below));
+    if (chart.style.height !== `${h}px`) {
+      chart.style.height = `${h}px`;
+      chart.parentElement.style.setProperty('--chart-h', `${h + 8}px`); // and its top margin
+      chart.closest('.flame-body').style.setProperty('--chart-room', `${h}px`);
+    }
+  };
+  window.addEventListener('resize', fit);
+  window.addEventListener('load', fit);
+  const ro = new ResizeObserver(fit);
+  for (const el of above) if (el) ro.observe(el);
+  return fit;
 }
 
 // ---- events ----

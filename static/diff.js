@@ -1,14 +1,18 @@
 // diff.js: the differential flame graph page (/p/A/diff/B). diff.json is
 // flame.json of the new profile B plus, per node, the base profile A's value
-// for the same call path ("base") and A's total ("baseTotal"). Widths are B's;
-// a frame's colour is the change of its share of the profile: red grew, blue
-// shrank, the most changed frame at full strength; the color switch also
+// for the same call path ("base"), A's total ("baseTotal") and the sampling
+// events of both totals ("samples", "baseSamples"). Widths are B's; a frame's
+// colour is the change of its share of the profile on a fixed scale (full at
+// SATURATION), red grew, blue shrank; a change within the sampling noise
+// (changeColor) is neutral, so two samplings of one program draw no
+// colour. The color switch also
 // offers the flame page's schemes (package, binary, heat; color= in the URL). Zoom is kept in the URL (z)
 // like the flame graph page, so the page's link reproduces the view.
 
 import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
 import {
   $, readConfig, responseError, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink, legendEntries, renderLegend,
+  fitToWindow,
 } from './common.js';
 
 export { diffColor };
@@ -24,6 +28,38 @@ function delta(t, i) {
   const now = t.rootTotal > 0 ? t.total[i] / t.rootTotal : 0;
   const was = t.baseTotal > 0 ? t.base[i] / t.baseTotal : 0;
   return now - was;
+}
+
+/** A change of this much of the total (10 percentage points) is drawn at full strength. */
+const SATURATION = 0.10;
+/** The legend's stops, in percentage points. */
+const STOPS = [1, 3, 10];
+/** A change within this many standard errors is sampling noise. */
+const NOISE_Z = 3;
+
+/**
+ * The sampling noise of a change from share was (of nWas samples) to now
+ * (of nNow): NOISE_Z standard errors of the difference of two binomial
+ * shares, sqrt(p(1-p)(1/nWas + 1/nNow)) with p the pooled share. 0 when a
+ * side's sample count is unknown (no floor).
+ */
+export function noiseOf(was, now, nWas, nNow) {
+  if (!(nWas > 0 && nNow > 0)) return 0;
+  const p = (was * nWas + now * nNow) / (nWas + nNow);
+  return NOISE_Z * Math.sqrt(Math.max(0, p * (1 - p)) * (1 / nWas + 1 / nNow));
+}
+
+/** The fill of a change d of share whose noise is noise: neutral within it, else on the fixed scale. */
+export function changeColor(d, noise) {
+  if (Math.abs(d) <= noise) return diffColor(0);
+  return diffColor(Math.max(-1, Math.min(1, d / SATURATION)));
+}
+
+/** The noise of node i of t (shares of each side's total, t.samples and t.baseSamples events). */
+function nodeNoise(t, i) {
+  const now = t.rootTotal > 0 ? t.total[i] / t.rootTotal : 0;
+  const was = t.baseTotal > 0 ? t.base[i] / t.baseTotal : 0;
+  return noiseOf(was, now, t.baseSamples, t.samples);
 }
 
 /** The diff page's color schemes; 'diff' (the change) is the default. */
@@ -42,11 +78,8 @@ class DiffGraph extends FlameGraph {
   }
 
   setTree(t) {
-    let max = 0;
-    for (let i = 1; i < t.length; i++) max = Math.max(max, Math.abs(delta(t, i)));
-    this.maxDelta = max;
     this.nodeColor = new Array(t.length);
-    for (let i = 0; i < t.length; i++) this.nodeColor[i] = diffColor(max > 0 ? delta(t, i) / max : 0);
+    for (let i = 0; i < t.length; i++) this.nodeColor[i] = changeColor(delta(t, i), nodeNoise(t, i));
     super.setTree(t);
   }
 
@@ -74,14 +107,17 @@ const matchOut = $('match');
 const schemeSelect = $('color-scheme');
 const legend = $('legend');
 
-/** The legend of the scheme: red and blue for the change, else the flame page's groups. */
+/** The change scale's stops, shrank to grew, for the legend. */
+function scaleEntries() {
+  const stop = (pp) => ({ label: `${pp > 0 ? '+' : '−'}${Math.abs(pp)} pp`, color: changeColor(pp / 100, 0), key: `${pp}` });
+  return [...STOPS.slice().reverse().map((pp) => stop(-pp)),
+    { label: 'noise', color: diffColor(0), key: 'noise' }, ...STOPS.map(stop)];
+}
+
+/** The legend of the scheme: the change's scale, else the flame page's groups. */
 function showLegend() {
   if (!legend || !tree) return;
-  const entries = graph.scheme === 'diff'
-    ? [{ label: 'grew', color: diffColor(1), key: 'grew' }, { label: 'shrank', color: diffColor(-1), key: 'shrank' },
-      { label: 'unchanged', color: diffColor(0), key: 'unchanged' }]
-    : legendEntries(tree, graph.scheme);
-  renderLegend(legend, entries, graph.scheme);
+  renderLegend(legend, graph.scheme === 'diff' ? scaleEntries() : legendEntries(tree, graph.scheme), graph.scheme);
 }
 
 if (schemeSelect) {
@@ -152,12 +188,15 @@ function pp(d) {
 function describe(i) {
   const t = tree;
   const d = delta(t, i);
+  const noise = nodeNoise(t, i);
   return {
     name: t.label(i),
     base: `${formatValue(t.base[i], t.unit)} (${formatPct(t.baseTotal ? t.base[i] / t.baseTotal : 0)})`,
     now: `${formatValue(t.total[i], t.unit)} (${formatPct(t.rootTotal ? t.total[i] / t.rootTotal : 0)})`,
-    change: `${pp(d)} · ${t.total[i] - t.base[i] >= 0 ? '+' : '−'}${formatValue(Math.abs(t.total[i] - t.base[i]), t.unit)}`,
+    change: `${pp(d)} · ${t.total[i] - t.base[i] >= 0 ? '+' : '−'}${formatValue(Math.abs(t.total[i] - t.base[i]), t.unit)}`
+      + (Math.abs(d) <= noise && d !== 0 ? ` (within the noise, ±${(noise * 100).toFixed(2)} pp)` : ''),
     delta: d,
+    noise,
     color: graph.nodeColor[i],
   };
 }
@@ -182,15 +221,18 @@ function renderTop(json) {
   const share = (v, t) => (t ? v / t : 0);
   for (const [name, flat, cum, bflat, bcum] of json.top || []) {
     const d = share(cum, tot) - share(bcum, btot);
+    const noise = noiseOf(share(bcum, btot), share(cum, tot), json.baseSamples, json.samples);
+    const sign = Math.abs(d) <= noise ? 'noise' : d > 0 ? 'grew' : 'shrank';
     const tr = document.createElement('tr');
     tr.dataset.name = name;
     for (const [text, cls] of [
       [formatPct(share(bcum, btot)), 'num'], [formatPct(share(cum, tot)), 'num'],
-      [pp(d), `num ${d > 0 ? 'grew' : d < 0 ? 'shrank' : ''}`],
+      [pp(d), `num ${sign}`],
       [formatPct(share(bflat, btot)), 'num'], [formatPct(share(flat, tot)), 'num'], [name, 'fn']]) {
       const td = document.createElement('td');
       td.className = cls;
       td.textContent = text;
+      if (cls === 'fn') td.title = text;
       tr.append(td);
     }
     frag.append(tr);
@@ -207,6 +249,8 @@ async function load() {
     tree = new Tree(json);
     tree.base = Float64Array.from(json.base || []);
     tree.baseTotal = json.baseTotal || 0;
+    tree.samples = json.samples || 0;
+    tree.baseSamples = json.baseSamples || 0;
     if (tree.base.length !== tree.length) throw new Error('diff.json: base has a value per node');
   } catch (err) {
     status.textContent = `Could not load the diff: ${err.message}`;
@@ -253,5 +297,9 @@ window.viewer = {
   describe(path) { const i = tree.resolve(path); return tree.path(i).length === path.length ? describe(i) : null; },
 };
 
+// The graph scrolls in its own pane, the table beside it (below on a phone).
+const fitChart = fitToWindow(chart, document.querySelectorAll('.page-head, .toolbar, #legend, .diff-note'));
+
 readURL();
-load();
+fitChart();
+load().then(fitChart);

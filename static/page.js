@@ -15,7 +15,7 @@
 
 import { Tree, FlameGraph, Minimap, formatValue, formatPct } from './flame.js';
 import {
-  $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, tooltipRow, placeTooltip,
+  $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
   frameLinks, legendEntries, renderLegend, packageOf, emit,
 } from './common.js';
 
@@ -506,29 +506,9 @@ if (schemeSelect) {
 
 // ---- layout: the graph takes the rest of the window ----
 
-const MIN_CHART = 220;
-/** Sizes the chart to the window's height below its top (it scrolls inside itself). */
-function fitChart() {
-  const box = chart.getBoundingClientRect();
-  const top = box.top + window.scrollY;
-  // Below the chart in its column: the detail strip and the help line, and
-  // the page's bottom padding.
-  const main = chart.closest('main');
-  const below = chart.parentElement.getBoundingClientRect().bottom - box.bottom
-    + (main ? parseFloat(getComputedStyle(main).paddingBottom) || 0 : 0) + 2;
-  const h = Math.max(MIN_CHART, Math.floor(window.innerHeight - top - below));
-  if (chart.style.height !== `${h}px`) {
-    chart.style.height = `${h}px`;
-    chart.parentElement.style.setProperty('--chart-h', `${h + 8}px`); // and its top margin
-    document.querySelector('.flame-body').style.setProperty('--chart-room', `${h}px`);
-  }
-}
-window.addEventListener('resize', fitChart);
-window.addEventListener('load', fitChart);
 // Whatever above the chart changes size (the panel folding, the legend, the
 // breadcrumb) moves its top.
-const above = new ResizeObserver(fitChart);
-for (const el of document.querySelectorAll('.page-head, #toolbar, #symbolization, #legend, #crumbs, #flame-note')) above.observe(el);
+const fitChart = fitToWindow(chart, document.querySelectorAll('.page-head, #toolbar, #symbolization, #legend, #crumbs, #flame-note'));
 graph.ondraw = () => { if (minimap) minimap.draw(); };
 
 // The Filters popover closes on a click elsewhere or Escape.

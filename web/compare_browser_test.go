@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -130,8 +132,8 @@ func TestBrowserDiffColors(t *testing.T) {
 	if got := eval[string](t, b, `[...document.querySelectorAll('#color-scheme option')].map((o) => o.value).join(' ')`); got != "diff package binary heat" {
 		t.Fatalf("the diff page's color switch offers %q, want diff package binary heat", got)
 	}
-	if got := eval[string](t, b, `document.getElementById('color-scheme').value + ' ' + document.getElementById('legend').dataset.scheme + ': ' + [...document.querySelectorAll('#legend .legend-item')].map((e) => e.textContent).join(', ')`); got != "diff diff: grew, shrank, unchanged" {
-		t.Errorf("default scheme and legend %q, want the change's", got)
+	if got := eval[string](t, b, `document.getElementById('color-scheme').value + ' ' + document.getElementById('legend').dataset.scheme + ': ' + [...document.querySelectorAll('#legend .legend-item')].map((e) => e.textContent).join(', ')`); got != "diff diff: −10 pp, −3 pp, −1 pp, noise, +1 pp, +3 pp, +10 pp" {
+		t.Errorf("default scheme and legend %q, want the change's scale", got)
 	}
 	if grew := pixel(t, b, "main", "render"); !(grew[0] > grew[2]+60) {
 		t.Errorf("render grew but is drawn rgb%v, not red", grew)
@@ -325,5 +327,180 @@ func TestBrowserCompareHostileNames(t *testing.T) {
 		t.Errorf("source file shown as %q", got)
 	}
 	check("source")
+	pageProblems(t, b)
+}
+
+// sampled draws n samples from the distribution of stacks (stack, weight,
+// stack, weight, ...) with a fixed seed and returns stacksPB's arguments:
+// each stack with how many samples fell on it.
+func sampled(seed uint64, n int, dist ...any) []any {
+	r := rand.New(rand.NewPCG(seed, 34))
+	var sum int
+	for i := 1; i < len(dist); i += 2 {
+		sum += dist[i].(int)
+	}
+	counts := make([]int, len(dist)/2)
+	for range n {
+		x := r.IntN(sum)
+		for k := 0; k < len(counts); k++ {
+			if x -= dist[2*k+1].(int); x < 0 {
+				counts[k]++
+				break
+			}
+		}
+	}
+	out := make([]any, 0, len(dist))
+	for k, c := range counts {
+		out = append(out, dist[2*k], c)
+	}
+	return out
+}
+
+// serviceDist is a service's CPU: 14 call paths with their weights.
+var serviceDist = []any{
+	"main;serve;parse;lex", 120, "main;serve;parse;alloc", 60, "main;serve;route", 40,
+	"main;serve;handle;query;scan", 150, "main;serve;handle;query;decode", 90, "main;serve;handle;render;template", 110,
+	"main;serve;handle;render;escape", 45, "main;serve;handle;log", 30, "main;serve;write;flush", 70,
+	"main;gc;mark", 100, "main;gc;sweep", 35, "main;timer", 20, "main;serve;handle;auth;hash", 80, "main;idle", 50,
+}
+
+// TestBrowserDiffNoise: two samplings (20,000 samples each, fixed seeds) of
+// one program differ by up to about a point per frame; the diff draws every
+// frame neutral, as the noise of that many samples, where it painted the
+// largest such change saturated. A real doubling of one function is drawn
+// at full red, and the legend prints the scale and the rule.
+func TestBrowserDiffNoise(t *testing.T) {
+	base := compareServer(t, web.Config{})
+	a := postProfile(t, base, "run1.pb.gz", stacksPB(t, "", nil, sampled(1, 20000, serviceDist...)...))
+	bID := postProfile(t, base, "run2.pb.gz", stacksPB(t, "", nil, sampled(2, 20000, serviceDist...)...))
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	run(t, b, "open the diff of two runs", chromedp.Navigate(base+"/p/"+a+"/diff/"+bID))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("the diff never drew: %v; page problems: %q", err, b.Problems())
+	}
+	pageProblems(t, b)
+	// Every frame's fill, and its change, from the page's own description.
+	type node struct {
+		Path  string  `json:"path"`
+		Delta float64 `json:"delta"`
+		Color string  `json:"color"`
+	}
+	nodes := func() []node {
+		return eval[[]node](t, b, `(() => { const t = window.viewer.tree; const out = [];
+			for (let i = 1; i < t.length; i++) { const p = t.path(i); const d = window.viewer.describe(p);
+				out.push({ path: p.join('>'), delta: d.delta, color: d.color }); }
+			return out; })()`)
+	}
+	// The root is both profiles' whole: no change, the neutral fill.
+	neutral := eval[string](t, b, `window.viewer.describe([]).color`)
+	maxDelta := 0.0
+	for _, n := range nodes() {
+		maxDelta = max(maxDelta, math.Abs(n.Delta))
+		if n.Color != neutral {
+			t.Errorf("%s changed by %+.2f pp between two samplings of one program, and is drawn %s, not neutral %s", n.Path, n.Delta*100, n.Color, neutral)
+		}
+	}
+	if maxDelta < 0.005 {
+		t.Fatalf("the two samplings differ by at most %.2f pp: the test shows nothing", maxDelta*100)
+	}
+	if got := pixel(t, b, "main", "serve", "handle", "query", "scan"); max(got[0], got[1], got[2])-min(got[0], got[1], got[2]) > 30 {
+		t.Errorf("scan is drawn rgb%v, not a neutral grey", got)
+	}
+	if got := eval[string](t, b, `document.querySelector('#diff-top td.grew, #diff-top td.shrank')?.closest('tr').dataset.name || ''`); got != "" {
+		t.Errorf("the table marks %s as changed between two samplings of one program", got)
+	}
+	if got, want := eval[string](t, b, `[...document.querySelectorAll('#legend .legend-item')].map((e) => e.textContent).join(', ')`), "−10 pp, −3 pp, −1 pp, noise, +1 pp, +3 pp, +10 pp"; got != want {
+		t.Errorf("the legend reads %q, want the scale's stops %q", got, want)
+	}
+	rule := text(t, b, "#diff-rule")
+	for _, want := range []string{"red", "slower", "±10 pp", "3 standard errors"} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("the diff's rule %q does not say %q", rule, want)
+		}
+	}
+	b.Screenshot(t, "diff-noise")
+
+	// The same program with scan's weight doubled: 20% -> 33% of the total.
+	doubled := append([]any(nil), serviceDist...)
+	for i := 0; i < len(doubled); i += 2 {
+		if strings.HasSuffix(doubled[i].(string), ";scan") {
+			doubled[i+1] = 2 * doubled[i+1].(int)
+		}
+	}
+	cID := postProfile(t, base, "run3.pb.gz", stacksPB(t, "", nil, sampled(3, 20000, doubled...)...))
+	run(t, b, "open the diff against the doubled scan", chromedp.Navigate(base+"/p/"+a+"/diff/"+cID))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("the diff never drew: %v; page problems: %q", err, b.Problems())
+	}
+	if got := eval[float64](t, b, `window.viewer.describe(['main', 'serve', 'handle', 'query', 'scan']).delta`); got < 0.10 {
+		t.Errorf("scan doubled, and its share grew by %.2f pp only", got*100)
+	}
+	if got := pixel(t, b, "main", "serve", "handle", "query", "scan"); !(got[0] > 180 && got[1] < 90 && got[2] < 90) {
+		t.Errorf("scan doubled and is drawn rgb%v, not saturated red", got)
+	}
+	if got := eval[string](t, b, `window.viewer.describe(['main', 'timer']).color`); got != neutral {
+		t.Errorf("timer (1%% of the total, 0.17 pp less) is drawn %s, not neutral", got)
+	}
+	pageProblems(t, b)
+}
+
+// TestBrowserDiffLayout: a deep diff's graph scrolls in its own pane with
+// the changes table beside it at 1440x900, the page as tall as the window;
+// on a 390 px phone the table follows the pane (a window's height down,
+// not the graph's) and nothing is wider than the screen.
+func TestBrowserDiffLayout(t *testing.T) {
+	deep := "main"
+	for i := range 300 {
+		deep += fmt.Sprintf(";level%03d", i)
+	}
+	var before, after []any
+	for i := range 40 {
+		before = append(before, fmt.Sprintf("main;serve;fn%02d", i), 10+i)
+		after = append(after, fmt.Sprintf("main;serve;fn%02d", i), 10+(i*7)%40)
+	}
+	before = append(before, deep, 200)
+	after = append(after, deep, 400)
+	base := compareServer(t, web.Config{})
+	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, before...))
+	bID := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, after...))
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	run(t, b, "open the diff", chromedp.Navigate(base+"/p/"+a+"/diff/"+bID))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("the diff never drew: %v; page problems: %q", err, b.Problems())
+	}
+	box := func(sel string) rect {
+		return eval[rect](t, b, fmt.Sprintf(`(r => ({x: r.left, y: r.top, width: r.width, height: r.height}))(document.querySelector(%q).getBoundingClientRect())`, sel))
+	}
+	if h := eval[float64](t, b, `window.viewer.graph.canvas.getBoundingClientRect().height`); h < 3000 {
+		t.Fatalf("the graph is %.0f px tall: the test needs a deep one", h)
+	}
+	inner := eval[float64](t, b, `window.innerHeight`)
+	chart, table, head := box("#chart"), box("#diff-top"), box(".top-section h2")
+	if table.X < chart.X+chart.Width || head.Y < 0 || head.Y+head.Height > inner {
+		t.Errorf("at 1440x900 the changes table is at (%.0f, %.0f), its heading at y=%.0f, the graph spans x %.0f..%.0f: want it beside the graph, in the window",
+			table.X, table.Y, head.Y, chart.X, chart.X+chart.Width)
+	}
+	if row := box("#diff-top tbody tr"); row.Y+row.Height > inner {
+		t.Errorf("at 1440x900 the first change is at y=%.0f, below the window (%.0f)", row.Y, inner)
+	}
+	if h := eval[float64](t, b, `document.documentElement.scrollHeight`); h > inner+2 {
+		t.Errorf("at 1440x900 the page is %.0f px tall, want the window's %.0f (the graph scrolls in its pane)", h, inner)
+	}
+	b.Screenshot(t, "diff-1440")
+
+	run(t, b, "a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
+	waitFor(t, b, "the canvas follows", `document.getElementById('flame').getBoundingClientRect().width < 390`)
+	if w := eval[float64](t, b, `document.documentElement.scrollWidth`); w > 390 {
+		wide := eval[[]string](t, b, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391 || e.scrollWidth > e.clientWidth + 1).slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + e.getBoundingClientRect().right + ' ' + e.scrollWidth + '/' + e.clientWidth)`)
+		t.Errorf("at 390 px the page is %.0f px wide; wider elements: %q", w, wide)
+	}
+	chart, table = box("#chart"), box("#diff-top")
+	if table.Y < chart.Y+chart.Height {
+		t.Errorf("at 390 px the changes table (y=%.0f) is not below the graph (bottom %.0f)", table.Y, chart.Y+chart.Height)
+	}
+	b.Screenshot(t, "diff-390")
+	if y := table.Y + eval[float64](t, b, `window.scrollY`); y > 2*844 {
+		t.Errorf("at 390x844 the changes table starts %.0f px down the page, want within two screens", y)
+	}
 	pageProblems(t, b)
 }

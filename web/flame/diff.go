@@ -14,7 +14,11 @@ import (
 type DiffTree struct {
 	*Tree
 	BaseTotal int64 // total of the base profile (after filters)
-	Top       []DiffRow
+	// Samples and BaseSamples estimate how many sampling events make up
+	// the two totals: the page's noise floor is the binomial standard
+	// error of a share measured on that many samples (see events).
+	Samples, BaseSamples float64
+	Top                  []DiffRow
 }
 
 // DiffRow is one function's flat and cumulative value in both profiles.
@@ -60,7 +64,7 @@ func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Option
 		}
 		ws = append(ws, weighted{seq: w.seq, base: w.v})
 	}
-	rows, _, baseTotal := diffTop(ws[:nb], ws[nb:], fr)
+	rows, total, baseTotal := diffTop(ws[:nb], ws[nb:], fr)
 	minFrac := opt.MinFraction
 	if minFrac < 0 {
 		minFrac = DefaultMinFraction
@@ -70,7 +74,50 @@ func Diff(base *profile.Profile, bsi int, p *profile.Profile, si int, opt Option
 	if si >= 0 && si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
-	return &DiffTree{Tree: t, BaseTotal: baseTotal, Top: rows}
+	return &DiffTree{Tree: t, BaseTotal: baseTotal, Top: rows,
+		Samples: events(p, si, total), BaseSamples: events(base, bsi, baseTotal)}
+}
+
+// events estimates how many sampling events make up total, the value of
+// sample type si kept by the filters. Values are often weights (time,
+// bytes), and a share's sampling noise depends on the events counted, not
+// on the weight: from the profile's count-typed sample type when it has
+// one (Go's "samples", perf's "samples"), else total / Period when the
+// period is in si's unit, else the sample records in proportion to total
+// (records can merge events, so that errs towards more noise).
+func events(p *profile.Profile, si int, total int64) float64 {
+	if si < 0 || si >= len(p.SampleType) || total <= 0 {
+		return 0
+	}
+	unit := p.SampleType[si].Unit
+	if unit == "count" {
+		return float64(total)
+	}
+	c := -1
+	for i, st := range p.SampleType {
+		if st.Unit == "count" {
+			c = i
+			break
+		}
+	}
+	if c < 0 && p.Period > 0 && p.PeriodType != nil && p.PeriodType.Unit == unit {
+		return float64(total) / float64(p.Period)
+	}
+	var all, n int64
+	for _, s := range p.Sample {
+		if si < len(s.Value) {
+			all += s.Value[si]
+		}
+		if c < 0 {
+			n++
+		} else if c < len(s.Value) {
+			n += s.Value[c]
+		}
+	}
+	if all <= 0 {
+		return 0
+	}
+	return float64(n) * float64(total) / float64(all)
 }
 
 // adopt interns every name of g into f and returns, per name ID of g, its
@@ -162,10 +209,11 @@ func diffTop(cur, base []weighted, fr *frames) (rows []DiffRow, total, baseTotal
 }
 
 // DiffJSONVersion is the "version" of diff.json.
-const DiffJSONVersion = 1
+const DiffJSONVersion = 2
 
 // DiffJSON encodes d as diff.json: flame.json's fields (the tree of the
-// compared profile) plus "baseTotal", "base" (per node, the base profile's
+// compared profile) plus "baseTotal", "samples" and "baseSamples" (the
+// estimated sampling events of the two totals), "base" (per node, the base profile's
 // total for the same call path, parallel to nodes) and "top" (at most
 // maxTop rows of [name, flat, cum, baseFlat, baseCum], largest change first).
 func (d *DiffTree) DiffJSON(maxTop int) []byte {
@@ -175,6 +223,10 @@ func (d *DiffTree) DiffJSON(maxTop int) []byte {
 	b = strconv.AppendInt(b, DiffJSONVersion, 10)
 	b = append(b, `,"baseTotal":`...)
 	b = strconv.AppendInt(b, d.BaseTotal, 10)
+	b = append(b, `,"samples":`...)
+	b = strconv.AppendFloat(b, math.Round(d.Samples), 'f', -1, 64)
+	b = append(b, `,"baseSamples":`...)
+	b = strconv.AppendFloat(b, math.Round(d.BaseSamples), 'f', -1, 64)
 	b = append(b, `,"base":[`...)
 	for i, v := range d.Base {
 		if i > 0 {
