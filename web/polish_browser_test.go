@@ -1,12 +1,16 @@
 package web_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"viewer/web"
 	"viewer/web/browsertest"
 )
 
@@ -84,4 +88,59 @@ func TestBrowserTopStickyHeader(t *testing.T) {
 	}
 	b.Screenshot(t, "top-sticky-header")
 	noProblems(t, b)
+}
+
+// pageOverflowJS is how far the page scrolls sideways past the viewport,
+// and the widest elements that do not sit inside a box of their own that
+// scrolls or clips them.
+const pageOverflowJS = `(() => {
+	const vw = document.documentElement.clientWidth;
+	const wide = [];
+	for (const el of document.querySelectorAll('body *')) {
+		const r = el.getBoundingClientRect();
+		if (r.width === 0 || r.right <= vw + 1) continue;
+		let p = el.parentElement, clipped = false;
+		for (; p && p !== document.body; p = p.parentElement) {
+			const ox = getComputedStyle(p).overflowX;
+			if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { clipped = true; break; }
+		}
+		if (!clipped) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '') + ' right=' + Math.round(r.right));
+	}
+	return { over: document.documentElement.scrollWidth - vw, wide: wide.slice(0, 8) };
+})()`
+
+type pageOverflow struct {
+	Over float64  `json:"over"`
+	Wide []string `json:"wide"`
+}
+
+// TestBrowserSourcePhoneWidth opens a source page with real lines, one of
+// them 200 characters long, at 390×844 as a phone (issue 34: it
+// overflowed by 34 px): the page does not scroll sideways; the long line
+// scrolls inside its own box, and is there whole.
+func TestBrowserSourcePhoneWidth(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hello.c")
+	long := "\treturn s + " + strings.Repeat("compute_helper_value(n) + ", 7) + "0; /* long */"
+	code := strings.Replace(helloC, "\treturn s;", long, 1)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := compareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
+	id := postProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
+	sb := startStrict(t)
+	emulate(t, sb, 390, 844, true)
+	b := sb.Browser
+	run(t, b, "open the source page", chromedp.Navigate(base+"/p/"+id+"/source?fn=compute"))
+	waitFor(t, b, "the source lines", `document.readyState === 'complete' && document.querySelectorAll('[data-line]').length >= 5`)
+	time.Sleep(200 * time.Millisecond)
+	o := eval[pageOverflow](t, b, pageOverflowJS)
+	if o.Over > 0 {
+		t.Errorf("source page at 390 px scrolls sideways by %.0f px: %s", o.Over, strings.Join(o.Wide, "; "))
+	}
+	if !strings.Contains(eval[string](t, b, `document.body.innerText`), "/* long */") {
+		t.Errorf("the long line's end is not on the page")
+	}
+	b.Screenshot(t, "source-390")
+	sb.check(t, "source at 390 px")
 }
