@@ -1,0 +1,146 @@
+package web_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"viewer/web"
+	"viewer/web/browsertest"
+)
+
+// topHeaderJS measures the /top table's sticky header against its scroll
+// container (the nearest ancestor that scrolls, or the viewport) and the
+// rows: which rows it hides (a row below the header's height from the
+// container's top whose middle point hits the header rather than the row).
+const topHeaderJS = `(() => {
+	const th = document.querySelector('#top thead th');
+	let box = th.parentElement;
+	for (; box && box !== document.body; box = box.parentElement) {
+		const cs = getComputedStyle(box);
+		if (/(auto|scroll|hidden)/.test(cs.overflowY + cs.overflowX)) break;
+	}
+	const view = box && box !== document.body ? box.getBoundingClientRect() : { top: 0, bottom: innerHeight };
+	const h = th.getBoundingClientRect();
+	const covered = [];
+	const rows = [...document.querySelectorAll('#top tbody tr')].filter((r) => !r.hidden);
+	rows.forEach((r, i) => {
+		const b = r.getBoundingClientRect();
+		const y = (b.top + b.bottom) / 2;
+		if (b.top < Math.max(view.top, 0) + h.height - 0.5 || y > Math.min(view.bottom, innerHeight) || y < 0) return;
+		const hit = document.elementFromPoint(b.left + b.width / 2, y);
+		if (!hit || !r.contains(hit)) covered.push(i + 1);
+	});
+	return { headTop: h.top, headBottom: h.bottom, boxTop: Math.max(view.top, 0), covered, firstRowTop: rows[0].getBoundingClientRect().top, scrolls: box !== document.body && box.scrollHeight > box.clientHeight + 1 };
+})()`
+
+type topHeader struct {
+	HeadTop     float64 `json:"headTop"`
+	HeadBottom  float64 `json:"headBottom"`
+	BoxTop      float64 `json:"boxTop"`
+	Covered     []int   `json:"covered"`
+	FirstRowTop float64 `json:"firstRowTop"`
+	Scrolls     bool    `json:"scrolls"`
+}
+
+// TestBrowserTopStickyHeader opens /p/ID/top at 1440×900 (issue 34: the
+// header sat 96 px below the top of its scroll box, over rows 3–4): the
+// header is at the top of its scroll container and hides no row, before
+// and after the table is scrolled.
+func TestBrowserTopStickyHeader(t *testing.T) {
+	base := startServer(t)
+	id := postProfile(t, base, "wide.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	run(t, b, "open the top page", chromedp.Navigate(base+"/p/"+id+"/top"))
+	waitFor(t, b, "the top table", `document.body.dataset.ready === '1' && document.querySelectorAll('#top tbody tr').length > 50`)
+	time.Sleep(100 * time.Millisecond)
+	check := func(when string) topHeader {
+		t.Helper()
+		h := eval[topHeader](t, b, topHeaderJS)
+		if d := h.HeadTop - h.BoxTop; d > 1 || d < -1 {
+			t.Errorf("%s: the header's top is at y=%.0f, %.0f px below the top of its scroll box (y=%.0f)", when, h.HeadTop, d, h.BoxTop)
+		}
+		if len(h.Covered) > 0 {
+			t.Errorf("%s: the header (y=%.0f–%.0f) hides rows %v", when, h.HeadTop, h.HeadBottom, h.Covered)
+		}
+		return h
+	}
+	h := check("before scrolling")
+	if h.FirstRowTop < h.HeadBottom-1 {
+		t.Errorf("before scrolling the first row (y=%.0f) starts under the header (bottom y=%.0f)", h.FirstRowTop, h.HeadBottom)
+	}
+	// Scroll as a user would: the wheel over the table, 600 px.
+	run(t, b, "scroll the table", chromedp.Evaluate[chromedp.Void](`(() => {
+		const r = document.querySelector('#top tbody tr:nth-child(8)').getBoundingClientRect();
+		window.__wheelAt = [r.left + 200, r.top];
+	})()`))
+	at := eval[[]float64](t, b, `window.__wheelAt`)
+	run(t, b, "wheel", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, at[0], at[1], func(p *input.DispatchMouseEventParams) { p.DeltaX, p.DeltaY = 1e-9, 600 }))
+	time.Sleep(400 * time.Millisecond)
+	after := check("after scrolling 600 px")
+	if after.FirstRowTop >= h.FirstRowTop-100 {
+		t.Errorf("the wheel did not scroll the table: first row at y=%.0f, was %.0f", after.FirstRowTop, h.FirstRowTop)
+	}
+	b.Screenshot(t, "top-sticky-header")
+	noProblems(t, b)
+}
+
+// pageOverflowJS is how far the page scrolls sideways past the viewport,
+// and the widest elements that do not sit inside a box of their own that
+// scrolls or clips them.
+const pageOverflowJS = `(() => {
+	const vw = document.documentElement.clientWidth;
+	const wide = [];
+	for (const el of document.querySelectorAll('body *')) {
+		const r = el.getBoundingClientRect();
+		if (r.width === 0 || r.right <= vw + 1) continue;
+		let p = el.parentElement, clipped = false;
+		for (; p && p !== document.body; p = p.parentElement) {
+			const ox = getComputedStyle(p).overflowX;
+			if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { clipped = true; break; }
+		}
+		if (!clipped) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '') + ' right=' + Math.round(r.right));
+	}
+	return { over: document.documentElement.scrollWidth - vw, wide: wide.slice(0, 8) };
+})()`
+
+type pageOverflow struct {
+	Over float64  `json:"over"`
+	Wide []string `json:"wide"`
+}
+
+// TestBrowserSourcePhoneWidth opens a source page with real lines, one of
+// them 200 characters long, at 390×844 as a phone (issue 34: it
+// overflowed by 34 px): the page does not scroll sideways; the long line
+// scrolls inside its own box, and is there whole.
+func TestBrowserSourcePhoneWidth(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hello.c")
+	long := "\treturn s + " + strings.Repeat("compute_helper_value(n) + ", 7) + "0; /* long */"
+	code := strings.Replace(helloC, "\treturn s;", long, 1)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := compareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
+	id := postProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
+	sb := startStrict(t)
+	emulate(t, sb, 390, 844, true)
+	b := sb.Browser
+	run(t, b, "open the source page", chromedp.Navigate(base+"/p/"+id+"/source?fn=compute"))
+	waitFor(t, b, "the source lines", `document.readyState === 'complete' && document.querySelectorAll('[data-line]').length >= 5`)
+	time.Sleep(200 * time.Millisecond)
+	o := eval[pageOverflow](t, b, pageOverflowJS)
+	if o.Over > 0 {
+		t.Errorf("source page at 390 px scrolls sideways by %.0f px: %s", o.Over, strings.Join(o.Wide, "; "))
+	}
+	if !strings.Contains(eval[string](t, b, `document.body.innerText`), "/* long */") {
+		t.Errorf("the long line's end is not on the page")
+	}
+	b.Screenshot(t, "source-390")
+	sb.check(t, "source at 390 px")
+}
