@@ -42,6 +42,11 @@ var builtViewer struct {
 	once      sync.Once
 	dir, path string
 	err       error
+	// goCaches are GOCACHE and GOMODCACHE as this test process started:
+	// tests that point HOME at a temporary directory (for perf's build-ID
+	// cache) would otherwise build the binary with an empty cache, from
+	// scratch.
+	goCaches []string
 }
 
 // buildViewer returns the viewer binary, building it on first use.
@@ -59,7 +64,9 @@ func buildViewer(t *testing.T) string {
 		}
 		builtViewer.dir = dir
 		bin := filepath.Join(dir, "viewer")
-		if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		build := exec.Command(goBin, "build", "-o", bin, ".")
+		build.Env = append(os.Environ(), builtViewer.goCaches...)
+		if out, err := build.CombinedOutput(); err != nil {
 			builtViewer.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
@@ -72,6 +79,11 @@ func buildViewer(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "env", "GOCACHE", "GOMODCACHE").Output(); err == nil {
+		if v := strings.Fields(string(out)); len(v) == 2 {
+			builtViewer.goCaches = []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1]}
+		}
+	}
 	code := m.Run()
 	if builtViewer.dir != "" {
 		os.RemoveAll(builtViewer.dir)
