@@ -19,17 +19,23 @@ func TestTypesDebugFileOverLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
-	fi, err := os.Stat(exe)
+	// The binary alone in its debug directory: testdata also holds its
+	// smaller .debug file, which --debug-dir finds by build ID.
+	bin, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := fi.Size() - 1
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "datatype-dw5-pie")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	limit := int64(len(bin)) - 1
 	s, ts := newTestServer(t, Config{Limits: Limits{MaxDebugFile: limit}})
-	s.SetDataTypeEngine(testdataEngine(symbolize.Config{MaxDebugFile: limit}))
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{MaxDebugFile: limit, DebugDirs: []string{dir}}))
 	pid := upload(t, ts.URL, data)
 	r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json")
-	want := fmt.Sprintf("debug file %s is %d bytes, over --max-debug-file %d", exe, fi.Size(), limit)
+	want := fmt.Sprintf("debug file %s is %d bytes, over --max-debug-file %d", exe, len(bin), limit)
 	found := false
 	for _, d := range r.DSOs {
 		if d.Name == "datatype-dw5-pie" {
