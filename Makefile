@@ -29,15 +29,19 @@ test: deps
 test-race:
 	$(GO) test -race -vet=all -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
 
+# NORACE_TOOL_PKGS run after the others, alone: their tests run a JVM and
+# valgrind, and beside TestHugePerfData's perf record they cost it a
+# tenth of its samples (471k of the 500k it needs, in CI).
 test-plain:
 	$(GO) test -vet=off -run '$(NORACE_TESTS)|^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
+	$(GO) test -vet=off -run '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) $(NORACE_TOOL_PKGS)
 
 # test-plain-build compiles test-plain's packages and the viewer
 # binary its cmd/viewer tests build, into the build cache, and runs no test.
 # After templ-check: both compile the standard library without -race, and
 # two go commands side by side would each compile it.
 test-plain-build: templ-check
-	$(NICE) $(GO) test -vet=off -run '^$$' $(NORACE_PKGS)
+	$(NICE) $(GO) test -vet=off -run '^$$' $(NORACE_PKGS) $(NORACE_TOOL_PKGS)
 	$(NICE) $(GO) build -o /dev/null ./cmd/viewer
 
 # NICE runs make test's compile-only jobs at the lowest priority.
@@ -52,8 +56,9 @@ NICE ?= nice -n 19
 # budget). The browser tests of concurrent server work (on-demand
 # symbolization, names arriving over SSE, upload progress, liveness) stay
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
-# themselves under -race. Each name is a test of NORACE_PKGS.
-NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/ ./web/ingest/callgrind/ ./web/ingest/jfr/
+# themselves under -race. Each name is a test of NORACE_PKGS or NORACE_TOOL_PKGS.
+NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
+NORACE_TOOL_PKGS = ./web/ingest/callgrind/ ./web/ingest/jfr/
 NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES) $(NORACE_BROWSER_TESTS))))$$
 space := $(subst ,, )
 # One name a line, sorted, so branches adding tests merge without conflict.
