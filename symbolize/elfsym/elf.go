@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,8 @@ type File struct {
 
 	size atomic.Int64 // bytes held by decoded tables
 
+	fileSize uint64 // the object's length in bytes; no section reaches past it
+
 	symNames bool // name the outermost frame from the symbol table
 
 	debugDWARF bool // decode with debug/dwarf, not fastLiner (tests compare the two)
@@ -117,7 +120,7 @@ func OpenImage(name string, image []byte) (_ *File, err error) {
 // newFile reads what Open reads of an object: its loadable segments, build
 // ID, .gnu_debuglink and whether it holds code.
 func newFile(path string, f *os.File, r io.ReaderAt, ef *elf.File) *File {
-	ff := &File{path: path, f: f, r: r, elf: ef, kind: ef.Type}
+	ff := &File{path: path, f: f, r: r, elf: ef, kind: ef.Type, fileSize: objectSize(f, r)}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			ff.progs = append(ff.progs, p.ProgHeader)
@@ -136,6 +139,30 @@ func newFile(path string, f *os.File, r io.ReaderAt, ef *elf.File) *File {
 		ff.hasText = true
 	}
 	return ff
+}
+
+// objectSize is the length of the object f (or, held in memory, r): a
+// damaged or hostile section header may claim gigabytes the file does not
+// have, and reading a section allocates its claimed size first.
+func objectSize(f *os.File, r io.ReaderAt) uint64 {
+	if f != nil {
+		if st, err := f.Stat(); err == nil && st.Size() >= 0 {
+			return uint64(st.Size())
+		}
+	}
+	if s, ok := r.(interface{ Size() int64 }); ok && s.Size() >= 0 {
+		return uint64(s.Size())
+	}
+	return math.MaxUint64
+}
+
+// checkSection refuses a section whose bytes reach past the end of the
+// object, before anything of its claimed size is allocated.
+func (f *File) checkSection(s *elf.Section) error {
+	if s.Offset > f.fileSize || s.FileSize > f.fileSize-s.Offset {
+		return fmt.Errorf("section %s of %d bytes at offset %d reaches past the end of the file (%d bytes): the file is damaged or truncated", s.Name, s.FileSize, s.Offset, f.fileSize)
+	}
+	return nil
 }
 
 // estimateOffsets fills in the file offsets of the loadable segments of a

@@ -87,6 +87,9 @@ func sectionData(f *File, s *elf.Section, old bool) ([]byte, error) {
 	if s.FileSize > 4<<30 {
 		return nil, fmt.Errorf("section of %d bytes is too large", s.FileSize)
 	}
+	if err := f.checkSection(s); err != nil {
+		return nil, err
+	}
 	raw := make([]byte, s.FileSize)
 	if _, err := f.r.ReadAt(raw, int64(s.Offset)); err != nil && err != io.EOF {
 		return nil, err
@@ -96,7 +99,11 @@ func sectionData(f *File, s *elf.Section, old bool) ([]byte, error) {
 		if len(raw) < 12 || string(raw[:4]) != "ZLIB" {
 			return raw, nil
 		}
-		return inflate(raw[12:], binary.BigEndian.Uint64(raw[4:12]))
+		size := binary.BigEndian.Uint64(raw[4:12])
+		if size > 200*s.FileSize+1<<20 {
+			return nil, fmt.Errorf("claims %d bytes uncompressed from %d", size, s.FileSize)
+		}
+		return inflate(raw[12:], size)
 	}
 	if s.Flags&elf.SHF_COMPRESSED == 0 {
 		return raw, nil
@@ -120,8 +127,10 @@ func sectionData(f *File, s *elf.Section, old bool) ([]byte, error) {
 		size = uint64(ef.ByteOrder.Uint32(raw[4:]))
 		hdr = 12
 	}
-	if size > 4<<30 {
-		return nil, fmt.Errorf("claims %d bytes uncompressed", size)
+	// As in openSection: DWARF compresses 3 to 10 times, and the buffer is
+	// allocated at the claimed size up front.
+	if size > 4<<30 || size > 200*s.FileSize+1<<20 {
+		return nil, fmt.Errorf("claims %d bytes uncompressed from %d", size, s.FileSize)
 	}
 	switch elf.CompressionType(typ) {
 	case elf.COMPRESS_ZLIB:

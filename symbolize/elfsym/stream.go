@@ -134,6 +134,9 @@ func openSection(f *File, s *elf.Section, old bool) (*lazySection, error) {
 	if s.FileSize > 4<<30 {
 		return nil, fmt.Errorf("%s: section of %d bytes is too large", s.Name, s.FileSize)
 	}
+	if err := f.checkSection(s); err != nil {
+		return nil, err
+	}
 	ls := &lazySection{name: s.Name}
 	ls.cond = sync.NewCond(&ls.mu)
 	head := make([]byte, min(s.FileSize, 24))
