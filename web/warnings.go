@@ -65,7 +65,7 @@ func (s *Server) diffPage(c echo.Context, baseID string, bm *profiles.Meta, id s
 	return p
 }
 
-// warningsJSON is the warnings.json encoding (README "warnings.json").
+// warningsJSON is the warnings.json encoding (static/docs/pages.md, "Warnings").
 type warningsJSON struct {
 	Version  int      `json:"version"`
 	Count    int      `json:"count"`    // every warning, listed or not
