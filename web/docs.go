@@ -14,9 +14,12 @@ import (
 // markdown of static/docs) in the site's layout, with the manual's menu.
 func (s *Server) handleDocs(c echo.Context) error {
 	name := c.Param("page")
-	if strings.HasSuffix(name, ".md") {
-		// A file name as GitHub links it: its route.
-		return c.Redirect(http.StatusMovedPermanently, manual.Root+strings.TrimSuffix(strings.TrimSuffix(name, ".md"), "README"))
+	if route := strings.TrimSuffix(name, ".md"); route != name || route == "README" {
+		// A file name as GitHub links it (the index is README.md): its route.
+		if route == "README" {
+			route = ""
+		}
+		return c.Redirect(http.StatusMovedPermanently, manual.Root+route)
 	}
 	m, err := manual.Load()
 	if err != nil {
@@ -25,9 +28,6 @@ func (s *Server) handleDocs(c echo.Context) error {
 	p, ok := m.Page(name)
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "The manual has no page "+name+": its pages are listed at "+manual.Root)
-	}
-	if name == "README" {
-		return c.Redirect(http.StatusMovedPermanently, manual.Root)
 	}
 	menu := make([]views.NavLink, len(m.Pages))
 	for i, q := range m.Pages {
