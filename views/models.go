@@ -10,6 +10,9 @@ type Page struct {
 	Nav []NavLink
 	// Warnings of the profile the page shows, on a line under the header.
 	Warnings Warnings
+	// Help is the manual's section (a /docs/ URL) that explains the page,
+	// linked under it; empty for none.
+	Help string
 }
 
 // Warnings are what a profile's conversion skipped, cut or could not do:
