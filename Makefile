@@ -97,6 +97,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserDiffNoise \
 	TestBrowserDiffLayout \
 	TestBrowserDiffLink \
+	TestBrowserDocs \
 	TestBrowserDropUpload \
 	TestBrowserEveryPage \
 	TestBrowserExactTopAndZoom \

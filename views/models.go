@@ -10,6 +10,9 @@ type Page struct {
 	Nav []NavLink
 	// Warnings of the profile the page shows, on a line under the header.
 	Warnings Warnings
+	// Help is the manual's section (a /docs/ URL) that explains the page,
+	// linked under it; empty for none.
+	Help string
 }
 
 // Warnings are what a profile's conversion skipped, cut or could not do:
@@ -110,7 +113,7 @@ type Binary struct {
 	Source  string // where the debug info came from or is being fetched from
 	Detail  string // reason for a failure, bytes so far, etc.
 	// Help is the next step when State is StateNoSymbols; the row links it
-	// to the README section on where debug info comes from (HelpURL).
+	// to the manual's section on where debug info comes from (HelpURL).
 	Help string
 }
 
@@ -125,9 +128,9 @@ const (
 	StateNoSymbols = "no symbols"
 )
 
-// HelpURL is the README section explaining where debug info comes from, as
-// the server serves it.
-const HelpURL = "/README.md#where-debug-info-comes-from"
+// HelpURL is the manual's section explaining where debug info comes from
+// (static/docs/symbolization.md, served at /docs/symbolization).
+const HelpURL = "/docs/symbolization#where-debug-info-comes-from"
 
 // Stat is a labelled value shown under the title.
 type Stat struct{ Label, Value string }

@@ -268,7 +268,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		q.Set("inline", c.QueryParam("inline"))
 	}
 	page := views.AnnotatePage{
-		Page:     s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")),
+		Page:     withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")), "/docs/types#annotate-view"),
 		ID:       id,
 		Fn:       fn,
 		Symbol:   lst.Func.Name,

@@ -214,7 +214,7 @@ func (s *Server) diffNote(ctx context.Context, id, role string) string {
 
 // handleSandwichJSON serves /p/ID/sandwich.json?fn=NAME: the function's
 // merged callers and callees, built on the server from every sample so
-// that frames merged away in flame.json still count (format in README).
+// that frames merged away in flame.json still count (format in static/docs/pages.md).
 func (s *Server) handleSandwichJSON(c echo.Context) error {
 	fn := c.QueryParam("fn")
 	if fn == "" {

@@ -190,11 +190,11 @@ type hostileRow struct {
 	// upload is stored, the heap its views (after the server
 	// forgot the parsed profile) may cost.
 	peak, views uint64
-	// shape is what the README's peak-memory formula counts of the input.
+	// shape is what the manual's peak-memory formula (static/docs/operations.md) counts of the input.
 	shape hostileShape
 }
 
-// hostileShape is what the README's formula for peak memory counts of an
+// hostileShape is what the manual's formula for peak memory counts of an
 // input (section "Running it for a team"): for pprof, the wire format's
 // strings, samples, frames, locations, lines and functions; for text,
 // its lines; and the stored profile's distinct stacks' frames.
@@ -213,7 +213,7 @@ func deepShape(frames int64) hostileShape {
 	return hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 1, frames: frames, locations: 2, lines: 2, functions: 2, stacks: 1, depth: frames}
 }
 
-// ingestEstimate is the README's I for one upload of decompressed size
+// ingestEstimate is the manual's I for one upload of decompressed size
 // bytes: the bytes plus, for pprof, what the pre-scan counts (the rows'
 // samples are all distinct); for folded stacks 900 per line, else 2 × the
 // size. (A text input is counted both ways, whichever is more: the test
@@ -226,9 +226,9 @@ func (h hostileShape) ingestEstimate(size int64) int64 {
 	return size + max(900*h.textLines, 2*size)
 }
 
-// formulaBound is the README's "live ≈ 40 MiB + I + P + R" for a row, with
+// formulaBound is the manual's "live ≈ 40 MiB + I + P + R" for a row, with
 // the limits the test server runs with (the defaults), turned into the
-// bound the README gives for the heap as runtime/metrics reports it (live
+// bound the manual gives for the heap as runtime/metrics reports it (live
 // objects and garbage not yet swept): at most twice the live estimate and
 // at most --memory-limit while the live estimate is under that limit,
 // else the live estimate. It is computed for the row's uploads (at once),
@@ -257,7 +257,7 @@ func formulaBound(r hostileRow, size int64) (upload, views uint64) {
 	return heapBound(40*mib + at*each), heapBound(40*mib + i + p + building + built)
 }
 
-// heapBound is the README's bound on the heap for a live estimate: the
+// heapBound is the manual's bound on the heap for a live estimate: the
 // runtime lets garbage grow the heap to twice what is live, and collects
 // harder near --memory-limit (the test sets the default).
 func heapBound(live int64) uint64 {
@@ -304,7 +304,7 @@ var hostileRows = []hostileRow{
 	// The upload also encodes and stores the converted copy (web/profiles),
 	// 531 MiB measured where it was 350 MiB before, and builds the first
 	// view beside it, its 400 MiB free in --ingest-memory: 993-1035 MiB
-	// measured; the README's formula, asserted too, says 1280 MiB.
+	// measured; the manual's formula, asserted too, says 1280 MiB.
 	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 1152 * mib, views: 1536 * mib,
 		shape: hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 19_000, frames: 1_900_000, locations: 1_900_000, stacks: 19_000, depth: 100}},
 	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib,
@@ -368,9 +368,9 @@ func TestHostileInputs(t *testing.T) {
 			if peak > r.peak {
 				t.Errorf("peak heap %d MiB handling the upload; want at most %d MiB", peak/mib, r.peak/mib)
 			}
-			t.Logf("README formula for the upload: %d MiB", formulaUpload/mib)
+			t.Logf("the manual's formula for the upload: %d MiB", formulaUpload/mib)
 			if peak > formulaUpload {
-				t.Errorf("peak heap %d MiB handling the upload; the README's formula says at most %d MiB", peak/mib, formulaUpload/mib)
+				t.Errorf("peak heap %d MiB handling the upload; the manual's formula says at most %d MiB", peak/mib, formulaUpload/mib)
 			}
 			if r.want == 201 && codes[0] == 201 {
 				id := msgs[0]
@@ -389,9 +389,9 @@ func TestHostileInputs(t *testing.T) {
 				if peak > r.views {
 					t.Errorf("peak heap %d MiB serving the views; want at most %d MiB", peak/mib, r.views/mib)
 				}
-				t.Logf("README formula for the views: %d MiB", formulaViews/mib)
+				t.Logf("the manual's formula for the views: %d MiB", formulaViews/mib)
 				if peak > formulaViews {
-					t.Errorf("peak heap %d MiB serving the views; the README's formula says at most %d MiB", peak/mib, formulaViews/mib)
+					t.Errorf("peak heap %d MiB serving the views; the manual's formula says at most %d MiB", peak/mib, formulaViews/mib)
 				}
 			}
 			if code, _ := fetchSize(t, ts.URL, "/healthz"); code != 200 {

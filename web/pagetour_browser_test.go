@@ -90,6 +90,31 @@ func openTour(t *testing.T, b *strictBrowser, base string, p tourPage) {
 	time.Sleep(200 * time.Millisecond)
 }
 
+// over is overflowJS's answer: the viewport's width, the page's, and the
+// widest elements that stick out of the viewport unclipped.
+type over struct {
+	Width, Scroll float64
+	Wide          []string
+}
+
+// overflowJS measures whether the page scrolls sideways (over).
+const overflowJS = `(() => {
+	const vw = document.documentElement.clientWidth;
+	const wide = [];
+	for (const el of document.querySelectorAll('body *')) {
+		const r = el.getBoundingClientRect();
+		if (r.width === 0 || r.right <= vw + 1) continue;
+		// Inside a scrolling box, it scrolls there, not the page.
+		let p = el.parentElement, clipped = false;
+		for (; p && p !== document.body; p = p.parentElement) {
+			const ox = getComputedStyle(p).overflowX;
+			if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { clipped = true; break; }
+		}
+		if (!clipped) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') + ' right=' + Math.round(r.right));
+	}
+	return { Width: vw, Scroll: document.documentElement.scrollWidth, Wide: wide.slice(0, 8) };
+})()`
+
 // TestBrowserPhoneWidth opens every page but the flame graph's at 390×844
 // (a phone, emulated as mobile) and fails when the page scrolls sideways,
 // naming the widest elements; on the data-type page, type names must get
@@ -106,26 +131,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 			continue // the flame graph's own layout is issue 22's other half
 		}
 		openTour(t, b, base, p)
-		type over struct {
-			Width, Scroll float64
-			Wide          []string
-		}
-		o := eval[over](t, b.Browser, `(() => {
-			const vw = document.documentElement.clientWidth;
-			const wide = [];
-			for (const el of document.querySelectorAll('body *')) {
-				const r = el.getBoundingClientRect();
-				if (r.width === 0 || r.right <= vw + 1) continue;
-				// Inside a scrolling box, it scrolls there, not the page.
-				let p = el.parentElement, clipped = false;
-				for (; p && p !== document.body; p = p.parentElement) {
-					const ox = getComputedStyle(p).overflowX;
-					if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { clipped = true; break; }
-				}
-				if (!clipped) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') + ' right=' + Math.round(r.right));
-			}
-			return { Width: vw, Scroll: document.documentElement.scrollWidth, Wide: wide.slice(0, 8) };
-		})()`)
+		o := eval[over](t, b.Browser, overflowJS)
 		if o.Scroll > o.Width+1 {
 			t.Errorf("%s at 390 px: the page is %v px wide (viewport %v): %s", p.name, o.Scroll, o.Width, strings.Join(o.Wide, "; "))
 		}

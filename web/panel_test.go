@@ -90,7 +90,7 @@ func between(s, from, to string) string {
 // TestPanelNoSymbolsSaysWhatToDo: a stripped binary with no debug info on
 // the machine and no debuginfod ends as "no symbols" (not an error), its
 // detail says what was checked and the next step, and the row links to the
-// README section the server serves.
+// manual's section the server serves.
 func TestPanelNoSymbolsSaysWhatToDo(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	abs, err := filepath.Abs(exe)
@@ -128,8 +128,9 @@ func TestPanelNoSymbolsSaysWhatToDo(t *testing.T) {
 	if !strings.Contains(string(body), "0 of 1 symbolized") {
 		t.Errorf("the header does not count the binary: %s", between(string(body), `id="symbolization-summary"`, "</span>"))
 	}
-	code, hdr, readme := fetch(t, base+strings.Split(views.HelpURL, "#")[0])
-	if code != 200 || !strings.Contains(hdr.Get("Content-Type"), "text/plain") || !strings.Contains(string(readme), "### Where debug info comes from") {
-		t.Errorf("%s: %d %q, want the README with its section on debug info sources", views.HelpURL, code, hdr.Get("Content-Type"))
+	page, anchor, _ := strings.Cut(views.HelpURL, "#")
+	code, hdr, doc := fetch(t, base+page)
+	if code != 200 || !strings.Contains(hdr.Get("Content-Type"), "text/html") || !strings.Contains(string(doc), `id="`+anchor+`">Where debug info comes from<`) {
+		t.Errorf("%s: %d %q, want the manual's page with its section on debug info sources", views.HelpURL, code, hdr.Get("Content-Type"))
 	}
 }

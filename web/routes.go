@@ -10,7 +10,8 @@ import (
 
 // routes registers every route: the one place to add more. Handlers live in
 // one file per feature (upload.go, flamepage.go, toppage.go, zoom.go,
-// compare.go, source.go, types.go, symbolization.go, security.go, static.go).
+// compare.go, source.go, types.go, symbolization.go, security.go, static.go,
+// docs.go).
 func (s *Server) routes() {
 	e := s.e
 	// Outermost: it renders the error the others return, as echo would.
@@ -76,7 +77,11 @@ func (s *Server) routes() {
 
 	e.GET("/static/*", s.handleStatic)
 	e.GET("/favicon.ico", s.handleFavicon)
-	e.GET("/README.md", s.handleReadme) // the panels link to its sections
+	// The manual (docs.go): static/docs rendered in the site's layout.
+	e.GET("/docs/", s.handleDocs)
+	e.GET("/docs/:page", s.handleDocs)
+	e.GET("/docs", s.handleDocsRoot)
+	e.GET("/README.md", s.handleDocsRoot) // linked by the pages before the manual
 	// The upload token's login (security.go).
 	e.GET("/login", s.handleLoginPage)
 	e.POST("/login", newLoginBackoff(s.clientAddr).guard(s.handleLogin))

@@ -103,7 +103,7 @@ func (s *Server) serviceEntries(ctx context.Context, prefix string) ([]profiles.
 // handleServices is /services: one row per service.name, its newest
 // profiles with their time and sample count, each linked at /p/ID.
 func (s *Server) handleServices(c echo.Context) error {
-	m := views.ServicesPage{Page: views.Page{Title: "Services"}}
+	m := views.ServicesPage{Page: views.Page{Title: "Services", Help: "/docs/api#opentelemetry-profiles-and-the-symbolization-api"}}
 	all, err := s.serviceEntries(c.Request().Context(), profiles.ServicesPrefix)
 	var he *echo.HTTPError
 	switch {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"viewer"
 	"viewer/static"
 	"viewer/views"
 )
@@ -60,13 +59,6 @@ func serveStatic(c echo.Context, name string) error {
 	h.Set(echo.HeaderCacheControl, "public, max-age=3600")
 	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(b))
 	return nil
-}
-
-// handleReadme serves the README built into the binary, as text: the
-// symbolization panel links to its section on where debug info comes from.
-func (s *Server) handleReadme(c echo.Context) error {
-	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=3600")
-	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", viewer.README)
 }
 
 func (s *Server) handleIndex(c echo.Context) error {

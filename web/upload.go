@@ -139,7 +139,7 @@ func (s *Server) buildFirstView(ctx context.Context, p *profile.Profile, format 
 	return v
 }
 
-// firstViewMemory is what the README's peak-memory formula counts for a
+// firstViewMemory is what the manual's peak-memory formula (static/docs/operations.md) counts for a
 // view of p while it is built (its R): 150 bytes a location and 60 a
 // frame of its stacks (p's samples are its distinct stacks once the
 // decoder has merged their records).

@@ -46,6 +46,13 @@ func (s *Server) profilePage(c echo.Context, id string, m *profiles.Meta, title 
 	return views.Page{Title: title, Nav: nav, Warnings: w}
 }
 
+// withHelp is page p linking the manual's section at help (a /docs/ URL)
+// that explains it.
+func withHelp(p views.Page, help string) views.Page {
+	p.Help = help
+	return p
+}
+
 // diffPage is profilePage for the diff of profile id against baseID: the
 // warnings of both, each named by its profile, as both make the numbers.
 func (s *Server) diffPage(c echo.Context, baseID string, bm *profiles.Meta, id string, m *profiles.Meta, title string, nav []views.NavLink) views.Page {
@@ -65,7 +72,7 @@ func (s *Server) diffPage(c echo.Context, baseID string, bm *profiles.Meta, id s
 	return p
 }
 
-// warningsJSON is the warnings.json encoding (README "warnings.json").
+// warningsJSON is the warnings.json encoding (static/docs/pages.md, "Warnings").
 type warningsJSON struct {
 	Version  int      `json:"version"`
 	Count    int      `json:"count"`    // every warning, listed or not

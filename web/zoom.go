@@ -162,7 +162,7 @@ func searchRE(q string) *regexp.Regexp {
 
 // handleTopJSON serves top.json: the top table of the view the flame page
 // shows (si, filters, zoom path z), sorted by sort (flat, cum or name),
-// its first n rows, and with q the search's matched value (README).
+// its first n rows, and with q the search's matched value (static/docs/api.md).
 func (s *Server) handleTopJSON(c echo.Context) error {
 	l, i, err := s.requestProfile(c)
 	if err != nil {
@@ -230,7 +230,7 @@ func (s *Server) handleTopJSON(c echo.Context) error {
 // integers of up to 20 characters, brackets and commas.
 const topJSONRow = 48
 
-// topJSON is the top.json encoding (README "top.json format").
+// topJSON is the top.json encoding (static/docs/api.md, the manual's "flame.json format").
 type topJSON struct {
 	Version    int      `json:"version"`
 	SampleType string   `json:"sampleType"`

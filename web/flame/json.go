@@ -6,7 +6,7 @@ import (
 )
 
 // JSONVersion is the "version" field of flame.json; bump it on any
-// incompatible change to the format documented in the README.
+// incompatible change to the format documented in the manual (static/docs/api.md).
 const JSONVersion = 1
 
 // JSONRevision counts compatible additions to flame.json within

@@ -136,7 +136,7 @@ func Parse(data []byte, lim Limits) (*profile.Profile, string, error) {
 // textMemoryFactor is what parsing a perf script, perf JSON or perf.data
 // input of n bytes is estimated to allocate, as a multiple of n: their
 // records merge into far fewer distinct stacks, so the input itself and
-// its decoded records dominate (the 3 × the upload the README gave before
+// its decoded records dominate (the 3 × the upload the manual gave before
 // the budget, input included).
 const textMemoryFactor = 2
 
