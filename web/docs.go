@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"viewer/manual"
 	"viewer/views"
+	"viewer/web/manual"
 )
 
 // handleDocs serves a page of the manual (package manual renders the

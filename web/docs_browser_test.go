@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/manual"
 	"viewer/web"
+	"viewer/web/manual"
 )
 
 // TestBrowserDocs opens every page of the manual in chromium at 1440×900

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"viewer/manual"
 	"viewer/views"
+	"viewer/web/manual"
 )
 
 // docsHTML is a served page's anchors (every id) and links (every href).

@@ -15,11 +15,11 @@ import (
 // manual reads on GitHub as files. (The served pages' links are checked
 // by web's TestDocsServedLinksResolve.)
 func TestDocsRelativeLinks(t *testing.T) {
-	files, err := filepath.Glob("../static/docs/*.md")
+	files, err := filepath.Glob("../../static/docs/*.md")
 	if err != nil || len(files) < 2 {
 		t.Fatalf("the manual's pages: %v %v", files, err)
 	}
-	files = append(files, "../README.md")
+	files = append(files, "../../README.md")
 	ids := map[string][]string{} // cleaned path → anchors
 	links := map[string][]string{}
 	for _, f := range files {
@@ -108,7 +108,7 @@ func TestManualRendersEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("../static/docs/*.md")
+	files, _ := filepath.Glob("../../static/docs/*.md")
 	if len(m.Pages) != len(files) || m.Pages[0].Name != "" {
 		t.Fatalf("%d pages (first %q), want the %d files, the index first", len(m.Pages), m.Pages[0].Name, len(files))
 	}
