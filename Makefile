@@ -82,6 +82,7 @@ NORACE_NAMES = \
 	TestSectionAsElfutilsServesIt \
 	TestSectionBombNotDecompressed \
 	TestSourceArchiveIndexBounded \
+	TestSourceArchiveWindowBomb \
 	TestStackFidelity \
 	TestSymbolizeAPIMemory \
 	TestVDSONamesAsPerfScript \

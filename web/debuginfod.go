@@ -21,6 +21,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/web/debuginfo"
+	"viewer/web/ingest"
 )
 
 // DebuginfoConfig makes the server a debuginfod server for the files
@@ -257,7 +258,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 		s.debugArrived(es)
 		return c.JSON(http.StatusCreated, uploadReply(es))
 	case "sources":
-		n, err := files.PutSources(ctx, bid, req.Body, name)
+		n, err := files.PutSources(ctx, bid, req.Body, name, s.limits.Memory)
 		if err != nil {
 			return s.uploadRefused(c, err)
 		}
@@ -282,6 +283,10 @@ func uploadStatus(err error) (int, string) {
 		return http.StatusUnprocessableEntity, "upload refused: " + re.Reason
 	case errors.As(err, &ce):
 		return http.StatusConflict, "upload refused: " + ce.Error()
+	case errors.Is(err, ingest.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, "upload refused: " + err.Error() // --ingest-memory, named
+	case errors.Is(err, ingest.ErrBusy):
+		return http.StatusServiceUnavailable, err.Error()
 	case diskFull(err):
 		return http.StatusInsufficientStorage, "the server's disk is full, so the file was not stored; try again after its operator frees space"
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -298,10 +303,20 @@ func uploadStatus(err error) (int, string) {
 	return 0, ""
 }
 
+// retryUpload tells the client of an upload refused for want of memory
+// to send it again after --upload-wait.
+func (s *Server) retryUpload(c echo.Context) {
+	secs := max(1, int(s.limits.Memory.Wait().Round(time.Second)/time.Second))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+}
+
 func (s *Server) uploadRefused(c echo.Context, err error) error {
 	if code, msg := uploadStatus(err); code != 0 {
-		if code == http.StatusRequestTimeout {
+		switch code {
+		case http.StatusRequestTimeout:
 			c.Response().Header().Set("Connection", "close") // the rest of the body is not awaited
+		case http.StatusServiceUnavailable:
+			s.retryUpload(c)
 		}
 		return s.dText(c, "upload", code, "%s", msg)
 	}
@@ -394,8 +409,11 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 			if bid == "" {
 				r.Error, failed = "sources need a build_id field or an ELF file before them", true
 				worst = max(worst, http.StatusUnprocessableEntity)
-			} else if n, err := files.PutSources(req.Context(), bid, part, part.FileName()); err != nil {
+			} else if n, err := files.PutSources(req.Context(), bid, part, part.FileName(), s.limits.Memory); err != nil {
 				code, msg := uploadStatus(err)
+				if code == http.StatusServiceUnavailable {
+					s.retryUpload(c)
+				}
 				if code == 0 {
 					s.log.Error("source upload failed", "request_id", reqID(c), "err", err)
 					code, msg = http.StatusInternalServerError, "storing the sources failed (logged as request "+reqID(c)+")"

@@ -36,7 +36,9 @@ const (
 // profiles as a viewer profile (queued for symbolization like any upload)
 // and answers with an ExportProfilesServiceResponse in the request's
 // encoding: partial success when some profiles were rejected. The IDs of
-// the stored profiles are listed in the X-Viewer-Profiles header.
+// the stored profiles are listed in the X-Viewer-Profiles header (the
+// first 2 KiB of them: listedProfiles), their number in
+// X-Viewer-Profiles-Count.
 func (s *Server) handleOTLP(c echo.Context) error {
 	req := c.Request()
 	asJSON, err := otlpEncoding(req)
@@ -107,7 +109,9 @@ func (s *Server) handleOTLP(c echo.Context) error {
 		ids = append(ids, id)
 	}
 	if len(ids) > 0 {
-		c.Response().Header().Set("X-Viewer-Profiles", strings.Join(ids, ","))
+		h := c.Response().Header()
+		h.Set("X-Viewer-Profiles", listedProfiles(ids))
+		h.Set("X-Viewer-Profiles-Count", strconv.Itoa(len(ids)))
 	}
 	resp := pprofileotlp.NewExportResponse()
 	if res.Rejected > 0 {
@@ -126,6 +130,26 @@ func (s *Server) handleOTLP(c echo.Context) error {
 		return err
 	}
 	return c.Blob(http.StatusOK, otlpProtobuf, b)
+}
+
+// otlpListedBytes bounds the IDs the X-Viewer-Profiles header lists: a
+// request may store --max-otlp-profiles profiles (10,000 IDs were a
+// 210 KB header, which proxies refuse: nginx's default proxy_buffer_size,
+// a 4 KiB page, must hold the whole header of a response).
+const otlpListedBytes = 2 << 10
+
+// listedProfiles is the X-Viewer-Profiles header: the stored profiles'
+// IDs, comma-separated, as many of the first as otlpListedBytes holds;
+// X-Viewer-Profiles-Count says how many were stored, and the services
+// page lists them all by their resources' service.
+func listedProfiles(ids []string) string {
+	n := 0
+	for i, id := range ids {
+		if n += len(id) + min(i, 1); n > otlpListedBytes {
+			return strings.Join(ids[:i], ",")
+		}
+	}
+	return strings.Join(ids, ",")
 }
 
 // OTLPStorageRetry is the Retry-After of an OTLP request the store could

@@ -3,6 +3,7 @@ package debuginfo
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -46,6 +47,64 @@ type sourceFile struct {
 
 func sourcesKey(bid string) string { return prefix + bid + "/sources.json" }
 
+// Memory is what a source upload takes its memory from (the server's
+// --ingest-memory, ingest.Budget): Take reserves n bytes for what, waiting
+// a while for them, and fails when they are not to be had.
+type Memory interface {
+	Take(ctx context.Context, n int64, what string) (release func(), err error)
+}
+
+// What a source upload is charged in Memory, as it learns what it needs:
+// sourceBaseMemory at once (tar's special headers, up to 1 MiB each, read
+// and parsed; the decompressor's state and buffers), a zstd archive's
+// window as its frame header declares it (the decoder keeps that much of
+// what it unpacked: a 2 KB archive declaring 512 MiB took 512 MiB), and
+// sourceIndexFactor bytes per byte of the build ID's source index, the
+// stored one as it is read and each file's entry before it is added (the
+// index read twice, its map, the new files' and the JSON written).
+const (
+	sourceBaseMemory  = 4 << 20
+	sourceIndexFactor = 6
+	// sourceChargeStep batches the index's charges.
+	sourceChargeStep = 1 << 20
+)
+
+// sourceCharge is one upload's share of Memory, taken in steps.
+type sourceCharge struct {
+	mem      Memory
+	ctx      context.Context
+	held     int64
+	releases []func()
+}
+
+// grow makes the share at least n bytes.
+func (c *sourceCharge) grow(n int64) error {
+	if c.mem == nil || n <= c.held {
+		return nil
+	}
+	release, err := c.mem.Take(c.ctx, n-c.held, "source archive")
+	if err != nil {
+		return err
+	}
+	c.held = n
+	c.releases = append(c.releases, release)
+	return nil
+}
+
+func (c *sourceCharge) release() {
+	for _, r := range c.releases {
+		r()
+	}
+	c.releases, c.held = nil, 0
+}
+
+// zstdWindowMemory is what the zstd decoder keeps for a frame of window
+// w: the window and two blocks' room beyond it.
+func zstdWindowMemory(w uint64) int64 {
+	const block = 128<<10 + 64
+	return int64(w) + 2*int64(min(w, block))
+}
+
 // sourceKey is where the source file at path of bid is stored by the
 // upload up: named by digests, so no path from a tarball or a URL ever
 // becomes part of a key, and an upload never writes over a file another
@@ -85,8 +144,10 @@ func (s *Store) sources(ctx context.Context, bid string) (*sourceIndex, error) {
 // It returns how many files were stored. An archive refused (over the
 // limit, damaged) or not stored (the disk full, the client gone) leaves
 // nothing: the files written for it are removed, and those a crash left
-// are removed by Sweep.
-func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string) (n int, err error) {
+// are removed by Sweep. The memory the upload takes is taken from mem
+// first (nil: none), as it learns what it needs; mem's errors are
+// returned as they are.
+func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string, mem Memory) (n int, err error) {
 	if err := ValidBuildID(bid); err != nil {
 		return 0, refused("%v", err)
 	}
@@ -95,9 +156,28 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 			return 0, refused("no debug file is uploaded for build ID %s: upload it first, then its sources", bid)
 		}
 	}
+	// fixed is what the upload holds whatever its index (the base, the
+	// zstd window); the index's share grows with indexBytes.
+	charge := &sourceCharge{mem: mem, ctx: ctx}
+	defer charge.release()
+	fixed, indexBytes := int64(sourceBaseMemory), 0
+	need := func() int64 { return fixed + sourceIndexFactor*int64(indexBytes) }
+	if info, err := s.st.Stat(ctx, sourcesKey(bid)); err == nil {
+		// Taken before the stored index is read (which fails past twice
+		// the bound).
+		indexBytes = int(min(info.Size, 2*maxSourceIndexBytes+1))
+	}
+	if err := charge.grow(need()); err != nil {
+		return 0, err
+	}
 	ix, err := s.sources(ctx, bid)
 	if err != nil {
 		return 0, err
+	}
+	if indexBytes = max(indexBytes, ix.bytes()); need() > charge.held {
+		if err := charge.grow(need()); err != nil {
+			return 0, err
+		}
 	}
 	var nonce [8]byte
 	rand.Read(nonce[:])
@@ -119,7 +199,24 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		}
 		in = gz
 	} else if len(head) == 4 && string(head) == "\x28\xb5\x2f\xfd" {
-		zr, err := zstd.NewReader(br)
+		// The decoder allocates the window the first frame declares:
+		// that is taken first, and no later frame may declare more.
+		window := uint64(zstd.MinWindowSize)
+		var h zstd.Header
+		if fh, _ := br.Peek(zstd.HeaderMaxSize); h.Decode(fh) == nil && !h.Skippable {
+			window = max(window, h.WindowSize)
+			if h.SingleSegment {
+				window = max(window, h.FrameContentSize)
+			}
+		}
+		if window > zstd.MaxWindowSize {
+			return 0, refused("the zstd archive declares a window of %d MiB, more than the %d MiB a zstd archive may have here: compress it without --long above 29", window>>20, zstd.MaxWindowSize>>20)
+		}
+		fixed += zstdWindowMemory(window)
+		if err := charge.grow(need()); err != nil {
+			return 0, err
+		}
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(window))
 		if err != nil {
 			return 0, refused("the sources are not a valid zstd file: %v", err)
 		}
@@ -132,7 +229,6 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 	unpacked := &countingReader{r: in, limit: s.cfg.MaxFile}
 	tr := tar.NewReader(unpacked)
 	var total int64
-	indexBytes := ix.bytes()
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -165,6 +261,11 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 			if indexBytes += indexEntryBytes(p, archive); indexBytes > maxSourceIndexBytes {
 				return 0, refused("build ID %s's source index would be over %d bytes (its paths are too many or too long): upload only the files its DWARF names", bid, maxSourceIndexBytes)
 			}
+			if need() > charge.held {
+				if err := charge.grow(need() + sourceChargeStep); err != nil {
+					return 0, err
+				}
+			}
 		}
 		key := sourceKey(bid, p, up)
 		files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
@@ -194,7 +295,7 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		ix.Files[p] = f
 	}
 	b, _ := json.Marshal(ix)
-	if err := s.st.Put(ctx, sourcesKey(bid), strings.NewReader(string(b))); err != nil {
+	if err := s.st.Put(ctx, sourcesKey(bid), bytes.NewReader(b)); err != nil {
 		return 0, err
 	}
 	for _, k := range replaced {

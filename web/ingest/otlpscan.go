@@ -526,19 +526,52 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 		}
 		return failed == nil
 	}
+	// pdata's decoder reads a field with an empty name as its object's
+	// end and goes on reading the value after it as the fields or
+	// elements of the object or array around it, where this walk would
+	// count none of them: such a request is refused, wherever it has
+	// one (an exporter never writes it).
+	emptyName := func() bool {
+		return fail(errOTLPWire("JSON: an object has a field with an empty name"))
+	}
+	// skip passes over a value this walk does not count, refusing a
+	// field with an empty name in it.
+	var skip func(it *jsoniter.Iterator)
+	skip = func(it *jsoniter.Iterator) {
+		switch it.WhatIsNext() {
+		case jsoniter.ObjectValue:
+			it.ReadObjectCB(func(it *jsoniter.Iterator, f string) bool {
+				if f == "" {
+					return emptyName()
+				}
+				skip(it)
+				return failed == nil && it.Error == nil
+			})
+		case jsoniter.ArrayValue:
+			it.ReadArrayCB(func(it *jsoniter.Iterator) bool { skip(it); return failed == nil && it.Error == nil })
+		default:
+			it.Skip()
+		}
+	}
 	array := func(it *jsoniter.Iterator, f func(*jsoniter.Iterator) error) {
 		if it.WhatIsNext() != jsoniter.ArrayValue {
-			it.Skip()
+			skip(it)
 			return
 		}
 		it.ReadArrayCB(func(it *jsoniter.Iterator) bool { return fail(f(it)) && it.Error == nil })
 	}
 	object := func(it *jsoniter.Iterator, f func(it *jsoniter.Iterator, field string)) {
 		if it.WhatIsNext() != jsoniter.ObjectValue {
-			it.Skip()
+			skip(it)
 			return
 		}
-		it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool { f(it, field); return failed == nil && it.Error == nil })
+		it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
+			if field == "" {
+				return emptyName()
+			}
+			f(it, field)
+			return failed == nil && it.Error == nil
+		})
 	}
 	// An int32 index, as a number or a decimal string.
 	index := func(it *jsoniter.Iterator) int64 {
@@ -549,7 +582,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 			v, _ := strconv.ParseInt(it.ReadString(), 10, 32)
 			return v
 		}
-		it.Skip()
+		skip(it)
 		return 0
 	}
 	field := func(f, camel, snake string) bool { return f == camel || f == snake }
@@ -560,7 +593,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 				stack = index(it)
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return s.sample(stack)
 	}
@@ -576,7 +609,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 				array(it, sample)
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return nil
 	}
@@ -586,7 +619,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 				array(it, profile)
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return nil
 	}
@@ -596,13 +629,13 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 				array(it, scope)
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return nil
 	}
 	count := func(n *int64) func(*jsoniter.Iterator) error {
 		return func(it *jsoniter.Iterator) error {
-			it.Skip()
+			skip(it)
 			return s.entry(n)
 		}
 	}
@@ -610,10 +643,10 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 		var lines int64
 		object(it, func(it *jsoniter.Iterator, f string) {
 			if f == "lines" {
-				array(it, func(it *jsoniter.Iterator) error { lines++; it.Skip(); return nil })
+				array(it, func(it *jsoniter.Iterator) error { lines++; skip(it); return nil })
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return s.location(lines)
 	}
@@ -626,13 +659,13 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 						k += s.stackFrame(index(it))
 					} else {
 						k++
-						it.Skip()
+						skip(it)
 					}
 					return nil
 				})
 				return
 			}
-			it.Skip()
+			skip(it)
 		})
 		return s.stack(k)
 	}
@@ -654,7 +687,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 			case field(f, "stackTable", "stack_table") && (s.pass == 0 || s.pass == 2):
 				array(it, stack)
 			default:
-				it.Skip()
+				skip(it)
 			}
 		})
 	}
@@ -665,7 +698,7 @@ func walkOTLPJSON(r io.Reader, s *otlpScan) error {
 		case f == "dictionary" && s.pass != 3:
 			dictionary(it)
 		default:
-			it.Skip()
+			skip(it)
 		}
 	})
 	if failed != nil {

@@ -123,3 +123,28 @@ func FuzzPrescanOTLP(f *testing.F) {
 		}
 	})
 }
+
+// TestPrescanOTLPEmptyFieldName: pdata's JSON decoder reads a field with
+// an empty name as its object's end, and the value after it as the
+// fields or elements of what is around it, so an empty name smuggled
+// tables past the pre-scan (which skipped the value): each request here
+// decodes to a table the walk did not count, and is refused.
+func TestPrescanOTLPEmptyFieldName(t *testing.T) {
+	for _, in := range []string{
+		// The value read as the request's own fields: a dictionary.
+		`{"dictionary":{"":{"dictionary":{"stackTable":[{},{},{}]}}}}`,
+		// The value read as more elements of the array around it:
+		// profiles past --max-otlp-profiles.
+		`{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"":[{},{},{}]}]}]}]}`,
+		// What FuzzPrescanOTLP found: the request ends at the empty name.
+		`{"":[],"dictionary":{"stackTable":[{}]}}`,
+	} {
+		c, err := prescanOTLP([]byte(in), true, Limits{})
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "empty name") {
+			t.Errorf("%s: pre-scan counted %+v, %v; want it refused naming the empty name", in, c, err)
+		}
+		if ps, err := UnmarshalOTLP([]byte(in)); err == nil {
+			t.Logf("%s: pdata decodes %+v", in, decodedCounts(ps))
+		}
+	}
+}

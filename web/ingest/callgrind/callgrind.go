@@ -44,10 +44,16 @@ type Options struct {
 // otherwise unrolls until these stop it.
 // The visits are bounded so that the tree's cells (stacks × events) stay
 // under maxCells.
+// The visits are bounded in proportion to the input too (visitsPerByte,
+// at least minVisits): a recursion that passes its whole cost around, no
+// self cost ending it, takes every visit it is given, and a 100-byte
+// file took the 8M of maxCells (1.5 s).
 const (
-	minShare = 1e-4
-	maxDepth = 256
-	maxCells = 1 << 23
+	minShare      = 1e-4
+	maxDepth      = 256
+	maxCells      = 1 << 23
+	visitsPerByte = 16
+	minVisits     = 1 << 16
 )
 
 // maxEvents bounds the events of a file: Valgrind's tools count at most
@@ -175,12 +181,23 @@ type reader struct {
 	cost     []int64
 
 	line    int
+	bytes   int // read so far, newlines included
 	bad     int
 	badWhat []string
+	visits  int // made by the call tree (profile)
 }
 
 // Parse reads a callgrind or cachegrind file from r.
 func Parse(r io.Reader, opt Options) (*profile.Profile, error) {
+	rd, err := read(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	return rd.profile(opt)
+}
+
+// read reads the lines of a file into its call graph.
+func read(r io.Reader, opt Options) (*reader, error) {
 	rd := &reader{
 		npos:    1,
 		files:   map[string]string{},
@@ -197,6 +214,7 @@ func Parse(r io.Reader, opt Options) (*profile.Profile, error) {
 	sc.Buffer(make([]byte, 0, min(maxLine, 64<<10)), maxLine)
 	for sc.Scan() {
 		rd.line++
+		rd.bytes += len(sc.Bytes()) + 1
 		if err := rd.readLine(sc.Text()); err != nil {
 			return nil, fmt.Errorf("line %d: %w", rd.line, err)
 		}
@@ -210,7 +228,7 @@ func Parse(r io.Reader, opt Options) (*profile.Profile, error) {
 	if rd.events == nil {
 		return nil, errors.New(`no "events:" line names what the costs count`)
 	}
-	return rd.profile(opt)
+	return rd, nil
 }
 
 func (rd *reader) skip(what string) error {
@@ -486,8 +504,9 @@ func (rd *reader) profile(opt Options) (*profile.Profile, error) {
 	}
 	// Each visit makes at most one node: the expanded paths take up to
 	// maxVisits, their flattened ends as many again.
-	maxVisits := max(1<<12, maxCells/nev/2)
+	maxVisits := min(max(1<<12, maxCells/nev/2), max(minVisits, visitsPerByte*rd.bytes))
 	visits := 0
+	defer func() { rd.visits = visits }()
 	for e := 0; e < nev; e++ {
 		sum := 0.0
 		for f := range g.fns {
