@@ -37,6 +37,7 @@ var fidelityRecordings = []struct {
 	{"sorter-dwarf", false},
 	{"libc-dwarf", false},
 	{"python-dwarf", false},
+	{"python-start-dwarf", false},
 	{"deeprec-dwarf", false},
 	// perf 6.1 (built with libunwind) unwinds none of a Go program's
 	// --call-graph=dwarf stacks past the sampled function (Go binaries
@@ -72,7 +73,7 @@ func needTool(t *testing.T, name, pkg string) string {
 //	go test -run StackFidelity -v ./cmd/viewer/   # prints the match per recording
 func TestStackFidelity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs perf script and viewer on seven recordings")
+		t.Skip("runs perf script and viewer on eight recordings")
 	}
 	if raceDetector {
 		t.Skip("its work is in perf script and the viewer binary, not this process: make test runs it without -race")
@@ -109,7 +110,7 @@ func TestStackFidelity(t *testing.T) {
 			}
 			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
 			got := viewerStacks(t, viewer, data, abs, names, kernelOK)
-			total, same := matchStacks(want, got)
+			total, same, missed := matchStacks(want, got)
 			gotTotal := 0
 			for _, n := range got {
 				gotTotal += n
@@ -125,9 +126,9 @@ func TestStackFidelity(t *testing.T) {
 			if pct < 99 {
 				t.Errorf("%.1f%% of the samples have perf's stack; want at least 99%%", pct)
 			}
-			logDifferences(t, want, got)
+			logDifferences(t, missed, got)
 			if d := os.Getenv("VIEWER_FIDELITY_DUMP"); d != "" { // both sides' stacks, to diff
-				for side, m := range map[string]map[string]int{"perf": want, "viewer": got} {
+				for side, m := range map[string]map[string]int{"perf": want, "viewer": got, "missed": missed} {
 					var b strings.Builder
 					for k, n := range m {
 						fmt.Fprintf(&b, "%d %s\n", n, k)
@@ -175,9 +176,11 @@ func fidelityData(t *testing.T, path string) string {
 // that goes on past the root of perf's, with named frames only, counts
 // as the same: perf's unwinder may stop where viewer's goes on (an
 // unnamed frame there is more likely invented); each viewer sample stands
-// for one of perf's only once. Exact matches are taken first.
-func matchStacks(want, got map[string]int) (total, same int) {
+// for one of perf's only once. Exact matches are taken first. missed
+// counts perf's samples per stack that viewer has no match for.
+func matchStacks(want, got map[string]int) (total, same int, missed map[string]int) {
 	left := maps.Clone(got)
+	missed = map[string]int{}
 	for k, n := range want {
 		total += n
 		m := min(n, left[k])
@@ -198,8 +201,11 @@ func matchStacks(want, got map[string]int) (total, same int) {
 				n -= m
 			}
 		}
+		if n > 0 {
+			missed[k] = n
+		}
 	}
-	return total, same
+	return total, same, missed
 }
 
 // recordedBinaries maps each file perf recorded a build ID for (perf
@@ -430,43 +436,47 @@ type perfFrame struct {
 // last, names canonical, ";"-joined).
 func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool) map[string]int {
 	t.Helper()
-	cmd := exec.Command(perf, "script", "-f", "--max-stack=4096", "-F", "ip,sym,dso", "-i", data)
-	cmd.Env = append(os.Environ(), "PAGER=cat")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("perf script -i %s: %v", data, err)
+	samples := perfScript(t, perf, data)
+	if !fp {
+		// perf prints the function a frame's address is in, once other
+		// functions are inlined there, as "(inlined)" too, without its
+		// binary (perf 6.1: "f8011 __libc_open64 (inlined)"); perf script
+		// --no-inline prints the same frames, one per address, each with
+		// its binary.
+		whole := perfScript(t, perf, data, "--no-inline")
+		if len(whole) != len(samples) {
+			t.Fatalf("perf script prints %d samples, with --no-inline %d", len(samples), len(whole))
+		}
+		for i, s := range samples {
+			w, j := whole[i], 0
+			for k := range s {
+				for j < len(w) && w[j].addr != s[k].addr {
+					j++
+				}
+				if j == len(w) {
+					break
+				}
+				if s[k].dso == "" {
+					s[k].dso = w[j].dso
+				}
+				if k+1 < len(s) && s[k+1].addr != s[k].addr {
+					j++
+				}
+			}
+		}
 	}
-	var samples [][]perfFrame
-	var cur []perfFrame
-	flush := func() {
-		if len(cur) > 0 {
-			samples = append(samples, cur)
+	if !fp {
+		// perf's DWARF unwinder (libunwind) ends a stack whose copy ran
+		// out before the outermost frame with a return address of 0, which
+		// it prints less one, as 0xffffffffffffffff [unknown]: no frame.
+		// viewer ends the stack at its last frame and counts it in the
+		// profile's "stacks end early" warning.
+		for i, s := range samples {
+			if n := len(s); n > 1 && s[n-1].addr == ^uint64(0) {
+				samples[i] = s[:n-1]
+			}
 		}
-		cur = nil
 	}
-	frameLine := regexp.MustCompile(`^\s*([0-9a-f]+) (.*?)(?: \(([^()]*)\))?$`)
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			flush()
-			continue
-		}
-		m := frameLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("perf script line %q", line)
-		}
-		a, _ := strconv.ParseUint(m[1], 16, 64)
-		f := perfFrame{addr: a, sym: m[2], dso: m[3]}
-		if strings.HasSuffix(f.sym, " (inlined)") {
-			f.inlined = true
-		} else if m[3] == "inlined" { // "(inlined)" is no DSO
-			f.dso, f.inlined = "", true
-		}
-		cur = append(cur, f)
-	}
-	flush()
 	for _, s := range samples { // an inlined frame is in the binary of the function it is inlined into
 		for i := len(s) - 2; i >= 0; i-- {
 			if s[i].inlined && s[i].dso == "" && s[i+1].addr == s[i].addr {
@@ -509,6 +519,50 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 		stacks[strings.Join(fs, ";")]++
 	}
 	return stacks
+}
+
+// perfScript runs perf script -F ip,sym,dso (and args) on a recording and
+// returns its samples' frames, leaf first.
+func perfScript(t *testing.T, perf, data string, args ...string) [][]perfFrame {
+	t.Helper()
+	cmd := exec.Command(perf, append([]string{"script", "-f", "--max-stack=4096", "-F", "ip,sym,dso", "-i", data}, args...)...)
+	cmd.Env = append(os.Environ(), "PAGER=cat")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("perf script -i %s %v: %v", data, args, err)
+	}
+	var samples [][]perfFrame
+	var cur []perfFrame
+	flush := func() {
+		if len(cur) > 0 {
+			samples = append(samples, cur)
+		}
+		cur = nil
+	}
+	frameLine := regexp.MustCompile(`^\s*([0-9a-f]+) (.*?)(?: \(([^()]*)\))?$`)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		m := frameLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("perf script line %q", line)
+		}
+		a, _ := strconv.ParseUint(m[1], 16, 64)
+		f := perfFrame{addr: a, sym: m[2], dso: m[3]}
+		if strings.HasSuffix(f.sym, " (inlined)") {
+			f.inlined = true
+		} else if m[3] == "inlined" { // "(inlined)" is no DSO
+			f.dso, f.inlined = "", true
+		}
+		cur = append(cur, f)
+	}
+	flush()
+	return samples
 }
 
 // addr2lines are the tools that expand a frame into the functions inlined
@@ -685,18 +739,17 @@ func viewerStacks(t *testing.T, viewer, data, dir string, names aliases, kernelO
 	return stacks
 }
 
-// logDifferences logs perf's stacks viewer lacks, each beside viewer's
-// stack that shares the most frames from the root, and where they part.
-func logDifferences(t *testing.T, want, got map[string]int) {
+// logDifferences logs perf's stacks viewer has no match for (missed, as
+// matchStacks counts them), each beside viewer's stack that shares the
+// most frames from the root, and where they part.
+func logDifferences(t *testing.T, missed, got map[string]int) {
 	type miss struct {
 		k string
 		n int
 	}
 	var ms []miss
-	for k, n := range want {
-		if d := n - got[k]; d > 0 {
-			ms = append(ms, miss{k, d})
-		}
+	for k, n := range missed {
+		ms = append(ms, miss{k, n})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].n > ms[j].n || ms[i].n == ms[j].n && ms[i].k < ms[j].k })
 	for i, m := range ms {
