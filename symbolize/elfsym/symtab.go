@@ -104,7 +104,8 @@ func codeSymbol(t elf.SymType, name string, sec *elf.Section) bool {
 }
 
 // lookup returns the function symbol holding addr. A symbol without a size
-// holds the addresses up to the next symbol.
+// holds the addresses up to the next symbol or its section's end, the
+// last one too (crti's _fini, alone in .fini after all other code).
 func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
 	lo, hi := 0, len(l.syms)
 	for lo < hi {
@@ -123,7 +124,7 @@ func (l *symtabLiner) lookup(addr uint64) (string, uint64, bool) {
 	if s.size > 0 && addr >= s.addr+s.size {
 		return "", 0, false
 	}
-	if s.size == 0 && (addr >= s.secEnd || i+1 == len(l.syms)) {
+	if s.size == 0 && addr >= s.secEnd {
 		return "", 0, false
 	}
 	return s.name, s.addr, true

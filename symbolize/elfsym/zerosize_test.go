@@ -111,3 +111,35 @@ func gnuFunctions(t testing.TB, obj string, addrs []uint64) []string {
 	}
 	return names
 }
+
+// TestLastSizelessSymbol names the first address of python3.11's .fini,
+// crti's size-less _fini and the binary's last code symbol, _fini in
+// profiles' way, as perf and llvm-symbolizer do (python3.11-dbg's debug
+// file): a process's exit sampled there showed an unnamed frame.
+func TestLastSizelessSymbol(t *testing.T) {
+	dbg := debugFileOf(t, "/usr/bin/python3.11")
+	ef, err := elf.Open(dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fini := ef.Section(".fini")
+	ef.Close()
+	if fini == nil {
+		t.Fatalf("%s has no .fini section", dbg)
+	}
+	f, err := Open(dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.UseSymbolTableNames(true)
+	for _, a := range []uint64{fini.Addr, fini.Addr + fini.Size - 1} {
+		fr, err := f.Lookup(a, nil)
+		if err != nil || len(fr) == 0 || fr[len(fr)-1].Name != "_fini" {
+			t.Errorf("%#x (in .fini): frames %v, err %v; want _fini", a, fr, err)
+		}
+	}
+	if fr, _ := f.Lookup(fini.Addr+fini.Size, nil); len(fr) > 0 && fr[len(fr)-1].Name == "_fini" {
+		t.Errorf("%#x, past .fini's end, named _fini", fini.Addr+fini.Size)
+	}
+}

@@ -22,6 +22,47 @@ type Object struct {
 	// that restores the interrupted registers, Go's
 	// runtime.sigreturn__sigaction has none.
 	sigreturns []uint64
+	// entries are the first addresses of the binary's executable
+	// sections and function symbols, ascending: where a sampled pc that no
+	// CFI covers (crti's _init and _fini, which .eh_frame leaves out) still
+	// has its return address at the stack pointer (entryRow).
+	entries []uint64
+}
+
+// entryRow is the CFI row at a function's first instruction, every x86-64
+// CIE's initial rule: the call just pushed the return address, so the
+// CFA is the stack pointer plus 8 and the return address is at CFA−8.
+var entryRow = func() Row {
+	r := Row{CFA: Rule{Kind: RegOffset, Reg: RegRSP, Off: 8}, RA: RegRA}
+	r.Regs[RegRA] = Rule{Kind: Offset, Off: -8}
+	return r
+}()
+
+// findEntries lists the first addresses of exe's executable sections and
+// function symbols (Object.entries).
+func findEntries(exe *elf.File) []uint64 {
+	var out []uint64
+	for _, s := range exe.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+			out = append(out, s.Addr)
+		}
+	}
+	syms, _ := exe.Symbols()
+	dyn, _ := exe.DynamicSymbols()
+	for _, sy := range append(syms, dyn...) {
+		if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 {
+			out = append(out, sy.Value)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// entry reports whether vaddr is the first instruction of an executable
+// section or function of the binary.
+func (o *Object) entry(vaddr uint64) bool {
+	_, ok := slices.BinarySearch(o.entries, vaddr)
+	return ok
 }
 
 // sigreturnCode is x86-64's signal return trampoline, mov $15,%rax;
@@ -76,6 +117,7 @@ func NewObject(exe, debug *elf.File) (*Object, error) {
 		return nil, fmt.Errorf("unwind: %v binaries are not supported (x86-64 only)", exe.Machine)
 	}
 	o.sigreturns = findSigreturns(exe)
+	o.entries = findEntries(exe)
 	if s := exe.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			o.eh = NewTable(d, s.Addr, true)
@@ -228,12 +270,19 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 		if !exact {
 			q-- // a return address: the call is the instruction before it
 		}
+		atPC := exact
 		exact = false
 		o, vaddr, err := lookup(q)
 		if err != nil {
 			return out, err
 		}
 		row, err := o.Row(vaddr)
+		if errors.Is(err, ErrNoFDE) && atPC && o.entry(vaddr) {
+			// Stopped at the first instruction of code no CFI covers (a
+			// process's exit sampled in crti's _fini): the return
+			// address is at the stack pointer, as libunwind finds it.
+			row, err = entryRow, nil
+		}
 		if err != nil {
 			return out, err
 		}
@@ -337,7 +386,7 @@ func signalFrame(sp uint64, read func(uint64) (uint64, bool)) (Regs, bool) {
 // Size estimates the bytes the Object holds: its sections and their index,
 // for the store that keeps it within the memory budget.
 func (o *Object) Size() int64 {
-	n := int64(len(o.loads))*int64(unsafe.Sizeof(elf.ProgHeader{})) + 256
+	n := int64(len(o.loads))*int64(unsafe.Sizeof(elf.ProgHeader{})) + 8*int64(len(o.sigreturns)+len(o.entries)) + 256
 	for _, t := range []*Table{o.eh, o.debug} {
 		if t != nil {
 			n += t.size()

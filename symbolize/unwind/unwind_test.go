@@ -36,6 +36,12 @@ func TestUnwindStops(t *testing.T) {
 		r.Set(RegRBP, bp)
 		return r
 	}
+	// plt is a stack whose top word is ra.
+	plt := func(ra uint64) []byte {
+		b := make([]byte, 64)
+		binary.LittleEndian.PutUint64(b, ra)
+		return b
+	}
 	stack := make([]byte, 64)
 	// level at 0x1280: CFA = rbp+16, rbp saved at CFA-16, ra at CFA-8.
 	binary.LittleEndian.PutUint64(stack[16:], sp+48)  // saved rbp
@@ -50,16 +56,26 @@ func TestUnwindStops(t *testing.T) {
 	if !errors.Is(err, ErrStackEnd) || len(frames) != 1 {
 		t.Errorf("cut stack: frames %#x, err %v; want the leaf and ErrStackEnd", frames, err)
 	}
+	// deep's .fini (crti's _fini, 0x1370) has no FDE: sampled at its
+	// first instruction, the return address is at the stack pointer; a
+	// byte further in, nothing says where it is.
+	frames, err = Unwind(regs(0x1370, sp+16), plt(0x1352), lookup, 256, nil)
+	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
+		t.Errorf("_fini at its entry 0x1370: frames %#x, err %v; want [0x1370 0x1352]", frames, err)
+	}
+	frames, err = Unwind(regs(0x1374, sp+16), plt(0x1352), lookup, 256, nil)
+	if !errors.Is(err, ErrNoFDE) || len(frames) != 1 {
+		t.Errorf("_fini at 0x1374: frames %#x, err %v; want the leaf and ErrNoFDE", frames, err)
+	}
 	// The PLT's CFA is an expression, rsp+8 plus 8 past the stub's push
 	// ((rip&15) >= 11): the return address is at the stack pointer here.
-	plt := make([]byte, 64)
-	binary.LittleEndian.PutUint64(plt[0:], 0x1352)
-	frames, err = Unwind(regs(0x1030, sp), plt, lookup, 256, nil)
+	frames, err = Unwind(regs(0x1030, sp), plt(0x1352), lookup, 256, nil)
 	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
 		t.Errorf("PLT at 0x1030: frames %#x, err %v; want [0x1030 0x1352]", frames, err)
 	}
-	binary.LittleEndian.PutUint64(plt[8:], 0x1352)
-	frames, err = Unwind(regs(0x103b, sp+32), plt, lookup, 256, nil)
+	pushed := plt(0x1352)
+	binary.LittleEndian.PutUint64(pushed[8:], 0x1352)
+	frames, err = Unwind(regs(0x103b, sp+32), pushed, lookup, 256, nil)
 	if err != nil || len(frames) != 2 || frames[1] != 0x1352 {
 		t.Errorf("PLT at 0x103b: frames %#x, err %v; want the return address one slot up", frames, err)
 	}

@@ -38,7 +38,8 @@ type Limits struct {
 	// profile; MaxRecords bounds a perf.data's records (limits.go).
 	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
 	// MaxFrames bounds the frames of all stacks together and MaxStackDepth
-	// one stack, whose root-most frames beyond it are cut (limitFrames);
+	// one stack, whose root-most frames beyond it are cut (limitFrames;
+	// a perf.data's recorded depth raises it, recordedDepth);
 	// MaxStrings bounds a pprof string table; MaxLineBytes one line of a
 	// text format.
 	MaxFrames, MaxStackDepth, MaxStrings, MaxLineBytes int
@@ -69,6 +70,11 @@ type Limits struct {
 	// otlpStream, set by ParseOTLPFile, counts an OTLP request's tables
 	// as it inflates (countOTLP); its error stops the inflation.
 	otlpStream func(io.Reader) error
+	// recordedDepth, set by parseFormats, is where a format's parser
+	// says how deep its input's stacks were recorded at most
+	// (perfdata.File.RecordedMaxStack): MaxStackDepth, when it is less,
+	// is raised to it, so that no stack perf kept whole is cut.
+	recordedDepth *int
 }
 
 // formats are tried in order. pprofFormat and pprofLegacyFormat are in
@@ -206,6 +212,7 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		return nil, "", err
 	}
 	var tried []string
+	lim.recordedDepth = new(int)
 	for _, f := range formats {
 		if f.Name == pprofFormat.Name && pprofErr != nil {
 			tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, pprofErr))
@@ -247,6 +254,7 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 // empty sample types dropped, its counts and stacks held to lim, and its
 // caller frames made call sites.
 func (lim Limits) finish(p *profile.Profile) error {
+	lim = lim.recordedDepthFloor()
 	dropEmptySampleTypes(p) // emptytypes.go
 	if err := lim.checkCounts(p); err != nil {
 		return err
@@ -259,6 +267,16 @@ func (lim Limits) finish(p *profile.Profile) error {
 	// follows pprof's convention.
 	symbolize.CallSites(p)
 	return nil
+}
+
+// recordedDepthFloor is lim with MaxStackDepth raised to the depth the
+// parsed input was recorded with, when a parser set it and it is more (a
+// depth of 0, no limit, stays).
+func (lim Limits) recordedDepthFloor() Limits {
+	if d := lim.recordedDepth; d != nil && lim.MaxStackDepth > 0 && *d > lim.MaxStackDepth {
+		lim.MaxStackDepth = *d
+	}
+	return lim
 }
 
 func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }

@@ -38,6 +38,12 @@ func parsePerfData(data []byte, lim Limits) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lim.recordedDepth != nil {
+		// perf record --call-graph=fp,N: the chains perf keeps whole are
+		// kept whole here, whatever the depth limit.
+		*lim.recordedDepth = f.RecordedMaxStack()
+		lim = lim.recordedDepthFloor()
+	}
 	if lim.MaxRecords > 0 && f.NumRecords() > lim.MaxRecords {
 		return nil, fmt.Errorf("%w: perf.data holds %d records, over the limit of %d (record a shorter run, or restart the server with a larger --max-records)", ErrTooLarge, f.NumRecords(), lim.MaxRecords)
 	}

@@ -163,6 +163,18 @@ type Attr struct {
 	Name string
 }
 
+// RecordedMaxStack is the most frames any event's call chains were
+// recorded with (perf record --call-graph=fp,N writes N as the attr's
+// sample_max_stack), 0 when no event says (perf's default: the recording
+// machine's kernel.perf_event_max_stack, which the file does not hold).
+func (f *File) RecordedMaxStack() int {
+	n := 0
+	for _, a := range f.Attrs {
+		n = max(n, int(a.SampleMaxStack))
+	}
+	return n
+}
+
 // Freq reports whether SamplePeriod is a frequency.
 func (a *Attr) Freq() bool { return a.Flags&(1<<10) != 0 }
 
