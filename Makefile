@@ -135,11 +135,14 @@ FUZZ_TARGETS = \
 	./web/ingest/jsonprof:FuzzV8 \
 	./web/ingest/jsonprof:FuzzTraceEvents \
 	./web/ingest/jsonprof:FuzzFirefox \
+	./web/ingest/jsonprof:FuzzGHC \
+	./web/ingest/jsonprof:FuzzSafari \
 	./web/ingest/callgrind:FuzzCallgrind \
 	./web/ingest/jfr:FuzzJFR \
 	./web/ingest/pmcstat:FuzzPmcstat \
 	./web/ingest/instruments:FuzzInstruments \
 	./web/ingest/stackprof:FuzzStackprof \
+	./web/ingest/papyrus:FuzzPapyrus \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \
