@@ -143,6 +143,7 @@ FUZZ_TARGETS = \
 	./web/ingest/instruments:FuzzInstruments \
 	./web/ingest/stackprof:FuzzStackprof \
 	./web/ingest/papyrus:FuzzPapyrus \
+	./web/ingest/ghcprof:FuzzGHCReport \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

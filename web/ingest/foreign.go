@@ -8,7 +8,7 @@ import (
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies, stackprof, GHC JSON profiles, Papyrus profiles and Safari timeline recordings"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies, stackprof, GHC profiles (text and JSON), Papyrus profiles and Safari timeline recordings"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -44,11 +44,6 @@ var foreignFormats = []foreignFormat{
 		func(head, _ []byte) bool {
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
-		}},
-	{"a GHC profile report (Haskell .prof text)",
-		"Run the program with +RTS -pj instead of -p and upload the JSON .prof it writes, or fold this one with ghc-prof-flamegraph and upload the folded stacks.",
-		func(head, _ []byte) bool {
-			return bytes.Contains(firstLines(head, 3), []byte("Time and Allocation Profiling Report"))
 		}},
 	{"an ELF executable or library, not a profile",
 		"Record it with `perf record -g ./program` and upload the perf.data.",
@@ -89,17 +84,4 @@ func sniffInstrumentsZip(head, data []byte) bool {
 		}
 	}
 	return false
-}
-
-// firstLines returns the first n lines of head.
-func firstLines(head []byte, n int) []byte {
-	end := 0
-	for ; n > 0 && end < len(head); n-- {
-		i := bytes.IndexByte(head[end:], '\n')
-		if i < 0 {
-			return head
-		}
-		end += i + 1
-	}
-	return head[:end]
 }

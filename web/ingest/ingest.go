@@ -75,7 +75,7 @@ type Limits struct {
 // pprof.go; the perf formats are in perf.go; the JSON profiles of
 // browsers and language profilers in jsonprofile.go; callgrind in
 // callgrindprofile.go.
-var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat, callgrindFormat, jfrFormat, pmcstatFormat, instrumentsFormat, stackprofFormat, papyrusFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
+var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat, callgrindFormat, jfrFormat, pmcstatFormat, instrumentsFormat, stackprofFormat, papyrusFormat, ghcReportFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
