@@ -48,40 +48,36 @@ type frame struct {
 // Write writes p to w in speedscope's file format, named name. Nothing is
 // written when it returns ErrNoSamples.
 func Write(w io.Writer, p *profile.Profile, name string) error {
-	// The frames and each sample's stack, root first, as indexes into
-	// frames: stacks[off[i]:off[i+1]] is sample order[i]'s.
+	// The frames, and each location's, outermost first: a sample's stack
+	// is its locations' frames, expanded as it is written (no copy of
+	// the stacks: a profile may hold millions).
 	var frames []frame
 	frameIdx := map[frame]int32{}
 	locFrames := map[*profile.Location][]int32{}
 	order := samplesInTimeOrder(p)
-	var stacks []int32
-	off := make([]int, 0, len(order)+1)
-	off = append(off, 0)
 	for _, s := range order {
-		for i := len(s.Location) - 1; i >= 0; i-- {
-			l := s.Location[i]
-			fs, ok := locFrames[l]
-			if !ok {
-				// One frame per line, outermost first; one for the
-				// address when the location has no lines.
-				for j := len(l.Line) - 1; j >= min(0, len(l.Line)-1); j-- {
-					f := frame{name: flame.FrameName(l, j)}
-					if j >= 0 && l.Line[j].Function != nil {
-						f.file, f.line = l.Line[j].Function.Filename, l.Line[j].Function.StartLine
-					}
-					fi, ok := frameIdx[f]
-					if !ok {
-						fi = int32(len(frames))
-						frames = append(frames, f)
-						frameIdx[f] = fi
-					}
-					fs = append(fs, fi)
-				}
-				locFrames[l] = fs
+		for _, l := range s.Location {
+			if _, ok := locFrames[l]; ok {
+				continue
 			}
-			stacks = append(stacks, fs...)
+			// One frame per line, outermost first; one for the address
+			// when the location has no lines.
+			var fs []int32
+			for j := len(l.Line) - 1; j >= min(0, len(l.Line)-1); j-- {
+				f := frame{name: flame.FrameName(l, j)}
+				if j >= 0 && l.Line[j].Function != nil {
+					f.file, f.line = l.Line[j].Function.Filename, l.Line[j].Function.StartLine
+				}
+				fi, ok := frameIdx[f]
+				if !ok {
+					fi = int32(len(frames))
+					frames = append(frames, f)
+					frameIdx[f] = fi
+				}
+				fs = append(fs, fi)
+			}
+			locFrames[l] = fs
 		}
-		off = append(off, len(stacks))
 	}
 	// The sample types with something to show.
 	var types []int
@@ -141,14 +137,16 @@ func Write(w io.Writer, p *profile.Profile, name string) error {
 			str("startValue"), jsontext.Int(0),
 			str("samples"), jsontext.BeginArray)
 		var total int64
-		for i, s := range order {
+		for _, s := range order {
 			if ti >= len(s.Value) || s.Value[ti] <= 0 {
 				continue
 			}
 			total += s.Value[ti]
 			tok(jsontext.BeginArray)
-			for _, f := range stacks[off[i]:off[i+1]] {
-				tok(jsontext.Int(int64(f)))
+			for i := len(s.Location) - 1; i >= 0; i-- {
+				for _, f := range locFrames[s.Location[i]] {
+					tok(jsontext.Int(int64(f)))
+				}
 			}
 			tok(jsontext.EndArray)
 		}
