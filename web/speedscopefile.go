@@ -51,8 +51,14 @@ func (s *Server) handleSpeedscopeJSON(c echo.Context) error {
 
 // speedscopeLink is the flame page's link that opens profile id in
 // speedscope's app, which fetches its speedscope.json from this server
-// (by the host the page was asked for).
+// (by the host the page was asked for). It is empty for a page served by
+// plain HTTP from another machine than the browser's: the app's page is
+// HTTPS, and browsers block its fetches of http:// URLs (mixed content)
+// but those of localhost and loopback addresses.
 func speedscopeLink(c echo.Context, id, name string) string {
+	if c.Scheme() != "https" && !loopbackHostPort(c.Request().Host) {
+		return ""
+	}
 	file := c.Scheme() + "://" + c.Request().Host + "/p/" + id + "/speedscope.json"
 	return SpeedscopeOrigin + "/#profileURL=" + url.QueryEscape(file) + "&title=" + url.QueryEscape(name)
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -111,6 +112,19 @@ func TestSpeedscopeJSON(t *testing.T) {
 		t.Errorf("an unknown profile's speedscope.json: status %d, want 404", f.status)
 	}
 	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
+	// Served by plain HTTP under another machine's name, the page has no
+	// link: speedscope.app (HTTPS) could not fetch the file.
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/p/"+id, nil)
+	req.Host = "viewer.example:8080"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), "speedscope-link") {
+		t.Errorf("the page served by http as viewer.example: status %d, link there: %v; want no link", resp.StatusCode, strings.Contains(string(body), "speedscope-link"))
+	}
 	if f := get(t, ts.URL+"/p/"+id+"/speedscope.json", "Origin", "https://elsewhere.example"); f.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("another origin is let read the file: %q", f.header.Get("Access-Control-Allow-Origin"))
 	}
