@@ -22,4 +22,5 @@ var ghcReportFormat = Format{
 		}
 		return p, err
 	},
+	Named: true, // its first line says what it is
 }

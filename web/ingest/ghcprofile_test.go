@@ -1,7 +1,9 @@
 package ingest_test
 
 import (
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"viewer/web/ingest"
@@ -27,6 +29,22 @@ func TestGHCReports(t *testing.T) {
 		}
 		if len(p.SampleType) != 2 || p.SampleType[0].Type != "time" || p.SampleType[1].Type != "alloc" {
 			t.Errorf("%s: sample types %v, want time and alloc", file, sampleTypes(p))
+		}
+	}
+}
+
+// TestNamedFormatErrors checks that a Papyrus log or GHC report that
+// cannot be read is answered with why (a FormatError naming the format),
+// not with the list of every format tried: their first line names them.
+func TestNamedFormatErrors(t *testing.T) {
+	for in, want := range map[string]struct{ format, says string }{
+		"Script_a log opened (PC)\nLog closed\n":                  {"Papyrus profile", "no events"},
+		"\tFri Time and Allocation Profiling Report  (Final)\n\n": {"GHC profiling report", "no cost centre tree"},
+	} {
+		_, _, err := ingest.Parse([]byte(in), ingest.Limits{})
+		var fe *ingest.FormatError
+		if !errors.As(err, &fe) || fe.Format != want.format || !strings.Contains(err.Error(), want.says) || !errors.Is(err, ingest.ErrUnknownFormat) {
+			t.Errorf("Parse(%.40q) = %v; want a FormatError of %s saying %q", in, err, want.format, want.says)
 		}
 	}
 }

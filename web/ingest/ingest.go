@@ -28,6 +28,10 @@ type Format struct {
 	Sniff func(head []byte) bool
 	// Parse converts the whole input to a profile.
 	Parse func(data []byte, lim Limits) (*profile.Profile, error)
+	// Named says Sniff accepts only inputs that name the format (a
+	// header line no other format writes), so that when Parse fails, its
+	// error is the answer (a FormatError), as for the JSON profiles.
+	Named bool
 }
 
 // Limits bound what one input may expand to; zero fields mean no limit.
@@ -226,7 +230,7 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		if errors.Is(err, ErrTooLarge) || errors.As(err, &pe) {
 			return nil, "", err
 		}
-		if isJSONFormat(f) {
+		if isJSONFormat(f) || f.Named {
 			// Its content names it: no other format reads it.
 			return nil, "", &FormatError{Format: f.Name, Err: err}
 		}

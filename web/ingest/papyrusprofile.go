@@ -21,4 +21,5 @@ var papyrusFormat = Format{
 		}
 		return p, err
 	},
+	Named: true, // its first line says what it is
 }
