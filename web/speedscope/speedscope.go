@@ -79,13 +79,14 @@ func Write(w io.Writer, p *profile.Profile, name string) error {
 			locFrames[l] = fs
 		}
 	}
-	// The sample types with something to show.
+	// The sample types with something to show; speedscope opens on the
+	// default one, or the last, as pprof and the flame page do.
 	var types []int
-	active := 0
+	active := -1
 	for ti, st := range p.SampleType {
 		for _, s := range order {
 			if ti < len(s.Value) && s.Value[ti] > 0 {
-				if st.Type == p.DefaultSampleType {
+				if st.Type == p.DefaultSampleType && active < 0 {
 					active = len(types)
 				}
 				types = append(types, ti)
@@ -95,6 +96,9 @@ func Write(w io.Writer, p *profile.Profile, name string) error {
 	}
 	if len(types) == 0 {
 		return ErrNoSamples
+	}
+	if active < 0 {
+		active = len(types) - 1
 	}
 
 	e := jsontext.NewEncoder(w, jsontext.AllowInvalidUTF8(true))

@@ -182,3 +182,38 @@ func TestNoSamples(t *testing.T) {
 		t.Errorf("Write = %v with %d bytes; want ErrNoSamples and nothing written", err, buf.Len())
 	}
 }
+
+// TestActiveProfile checks that speedscope opens on the sample type the
+// flame page shows first: the profile's default, else the last (a Go CPU
+// profile's cpu, not its sample count).
+func TestActiveProfile(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/peers/pprof/gobench.cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := flame.SampleIndex(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := speedscope.Write(&buf, p, "prof"); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Active   int `json:"activeProfileIndex"`
+		Profiles []struct {
+			Name string `json:"name"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	want := "prof: " + p.SampleType[si].Type + " (" + p.SampleType[si].Unit + ")"
+	if f.Active >= len(f.Profiles) || f.Profiles[f.Active].Name != want {
+		t.Errorf("speedscope opens profile %d of %d; want %q", f.Active, len(f.Profiles), want)
+	}
+}
