@@ -85,8 +85,9 @@ type FlamePage struct {
 	SVGURL   string
 	PprofURL string
 	TopURL   string
-	// SpeedscopeURL opens the profile in speedscope's web app, which
-	// fetches the server's speedscope.json of it.
+	// SpeedscopeURL opens the profile in speedscope's web app (a redirect
+	// there), which fetches the server's speedscope.json of it; empty
+	// where the app could not.
 	SpeedscopeURL string
 	// Exact says the server answers top.json and flame.json?z= next to
 	// DataURL: the page's top table, search share and zoomed trees come

@@ -282,7 +282,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		DataURL:       withQuery(profileURL(id, "/flame.json", si), filterQuery(c)),
 		SVGURL:        withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
 		PprofURL:      "/p/" + id + "/profile.pb.gz",
-		SpeedscopeURL: speedscopeLink(c, id, displayName(m, id)),
+		SpeedscopeURL: speedscopeLink(c, id),
 		TopURL:        withQuery(profileURL(id, "/top", si), filterQuery(c)),
 		Exact:         true, // top.json, flame.json?z= (zoom.go)
 		Stats:         stats(m, i),

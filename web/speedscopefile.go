@@ -49,16 +49,37 @@ func (s *Server) handleSpeedscopeJSON(c echo.Context) error {
 	return err
 }
 
-// speedscopeLink is the flame page's link that opens profile id in
-// speedscope's app, which fetches its speedscope.json from this server
-// (by the host the page was asked for). It is empty for a page served by
-// plain HTTP from another machine than the browser's: the app's page is
-// HTTPS, and browsers block its fetches of http:// URLs (mixed content)
-// but those of localhost and loopback addresses.
-func speedscopeLink(c echo.Context, id, name string) string {
-	if c.Scheme() != "https" && !loopbackHostPort(c.Request().Host) {
+// speedscopeLink is the flame page's "Open in speedscope" link to
+// /p/ID/speedscope (handleOpenSpeedscope), or "" where speedscope's app
+// could not fetch the file: a page served by plain HTTP from another
+// machine than the browser's, as the app's page is HTTPS and browsers
+// block its fetches of http:// URLs (mixed content) but those of
+// localhost and loopback addresses. The link is relative, so that the
+// page is the same whatever port or name it was asked by.
+func speedscopeLink(c echo.Context, id string) string {
+	if !speedscopeCanFetch(c) {
 		return ""
 	}
+	return "/p/" + id + "/speedscope"
+}
+
+func speedscopeCanFetch(c echo.Context) bool {
+	return c.Scheme() == "https" || loopbackHostPort(c.Request().Host)
+}
+
+// handleOpenSpeedscope redirects to speedscope's app with #profileURL=
+// naming this profile's speedscope.json by the absolute URL the request
+// was made to, which the app then fetches from the browser.
+func (s *Server) handleOpenSpeedscope(c echo.Context) error {
+	id := c.Param("id")
+	m, err := s.Meta(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	if !speedscopeCanFetch(c) {
+		return httpError(http.StatusConflict, "speedscope.app (an HTTPS page) cannot fetch this server's http:// URLs: open viewer by https, or as localhost, "+
+			"or download /p/%s/speedscope.json and open the file in speedscope", id)
+	}
 	file := c.Scheme() + "://" + c.Request().Host + "/p/" + id + "/speedscope.json"
-	return SpeedscopeOrigin + "/#profileURL=" + url.QueryEscape(file) + "&title=" + url.QueryEscape(name)
+	return c.Redirect(http.StatusSeeOther, SpeedscopeOrigin+"/#profileURL="+url.QueryEscape(file)+"&title="+url.QueryEscape(displayName(m, id)))
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -102,9 +101,13 @@ func TestSpeedscopeJSON(t *testing.T) {
 			}
 
 			page := get(t, ts.URL+"/p/"+id)
-			link := SpeedscopeOrigin + "/#profileURL=" + url.QueryEscape(ts.URL+"/p/"+id+"/speedscope.json")
-			if !strings.Contains(html.UnescapeString(string(page.body)), `id="speedscope-link" href="`+link) {
-				t.Errorf("the flame page has no Open in speedscope link to %s", link)
+			if !strings.Contains(string(page.body), `id="speedscope-link" href="/p/`+id+`/speedscope"`) {
+				t.Errorf("the flame page has no Open in speedscope link to /p/%s/speedscope", id)
+			}
+			open := get(t, ts.URL+"/p/"+id+"/speedscope")
+			link := SpeedscopeOrigin + "/#profileURL=" + url.QueryEscape(ts.URL+"/p/"+id+"/speedscope.json") + "&title="
+			if open.status != http.StatusSeeOther || !strings.HasPrefix(open.header.Get("Location"), link) {
+				t.Errorf("/p/ID/speedscope: status %d to %q; want a redirect to %s...", open.status, open.header.Get("Location"), link)
 			}
 		})
 	}
@@ -113,17 +116,21 @@ func TestSpeedscopeJSON(t *testing.T) {
 	}
 	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
 	// Served by plain HTTP under another machine's name, the page has no
-	// link: speedscope.app (HTTPS) could not fetch the file.
-	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/p/"+id, nil)
-	req.Host = "viewer.example:8080"
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), "speedscope-link") {
-		t.Errorf("the page served by http as viewer.example: status %d, link there: %v; want no link", resp.StatusCode, strings.Contains(string(body), "speedscope-link"))
+	// link, and the link's route says why: speedscope.app (HTTPS) could
+	// not fetch the file.
+	for _, path := range []string{"/p/" + id, "/p/" + id + "/speedscope"} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Host = "viewer.example:8080"
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), "speedscope-link") || resp.StatusCode == http.StatusSeeOther ||
+			path != "/p/"+id && !strings.Contains(string(body), "cannot fetch this server") {
+			t.Errorf("%s served by http as viewer.example: status %d: %.200s; want no link to speedscope, and why", path, resp.StatusCode, body)
+		}
 	}
 	if f := get(t, ts.URL+"/p/"+id+"/speedscope.json", "Origin", "https://elsewhere.example"); f.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("another origin is let read the file: %q", f.header.Get("Access-Control-Allow-Origin"))
