@@ -137,11 +137,15 @@ FUZZ_TARGETS = \
 	./web/ingest/jsonprof:FuzzV8 \
 	./web/ingest/jsonprof:FuzzTraceEvents \
 	./web/ingest/jsonprof:FuzzFirefox \
+	./web/ingest/jsonprof:FuzzGHC \
+	./web/ingest/jsonprof:FuzzSafari \
 	./web/ingest/callgrind:FuzzCallgrind \
 	./web/ingest/jfr:FuzzJFR \
 	./web/ingest/pmcstat:FuzzPmcstat \
 	./web/ingest/instruments:FuzzInstruments \
 	./web/ingest/stackprof:FuzzStackprof \
+	./web/ingest/papyrus:FuzzPapyrus \
+	./web/ingest/ghcprof:FuzzGHCReport \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

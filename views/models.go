@@ -88,6 +88,10 @@ type FlamePage struct {
 	SVGURL   string
 	PprofURL string
 	TopURL   string
+	// SpeedscopeURL opens the profile in speedscope's web app (a redirect
+	// there), which fetches the server's speedscope.json of it; empty
+	// where the app could not.
+	SpeedscopeURL string
 	// Exact says the server answers top.json and flame.json?z= next to
 	// DataURL: the page's top table, search share and zoomed trees come
 	// from every sample rather than from the drawn tree.

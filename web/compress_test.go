@@ -109,6 +109,8 @@ func TestEveryRouteEncodedOnce(t *testing.T) {
 		"GET /p/:id/flame.json":           {path: "/p/" + id + "/flame.json", contentType: "application/json"},
 		"GET /p/:id/flame.svg":            {path: "/p/" + id + "/flame.svg", contentType: "image/svg+xml"},
 		"GET /p/:id/profile.pb.gz":        {path: "/p/" + id + "/profile.pb.gz", contentType: "application/gzip"},
+		"GET /p/:id/speedscope.json":      {path: "/p/" + id + "/speedscope.json", contentType: "application/json"},
+		"GET /p/:id/speedscope":           {path: "/p/" + id + "/speedscope"},
 		"GET /p/:id/types":                {path: "/p/" + id + "/types", contentType: "text/html"},
 		"GET /p/:id/types.json":           {path: "/p/" + id + "/types.json"},
 		"GET /p/:id/types/flame":          {path: "/p/" + id + "/types/flame", contentType: "text/html"},

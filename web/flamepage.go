@@ -274,18 +274,19 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 	}
 	si := m.SampleTypes[i].Type
 	page := views.FlamePage{
-		Page:        s.profilePage(c, id, m, displayName(m, id), nav(id, c.QueryParam("si"), "flame")),
-		ID:          id,
-		Name:        m.Name,
-		SampleTypes: sampleTypes(m, i),
-		SI:          si,
-		DataURL:     withQuery(profileURL(id, "/flame.json", si), filterQuery(c)),
-		SVGURL:      withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
-		PprofURL:    "/p/" + id + "/profile.pb.gz",
-		TopURL:      withQuery(profileURL(id, "/top", si), filterQuery(c)),
-		Exact:       true, // top.json, flame.json?z= (zoom.go)
-		Stats:       stats(m, i),
-		Filter:      flameFilterBar(c, id), // filterquery.go
+		Page:          s.profilePage(c, id, m, displayName(m, id), nav(id, c.QueryParam("si"), "flame")),
+		ID:            id,
+		Name:          m.Name,
+		SampleTypes:   sampleTypes(m, i),
+		SI:            si,
+		DataURL:       withQuery(profileURL(id, "/flame.json", si), filterQuery(c)),
+		SVGURL:        withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
+		PprofURL:      "/p/" + id + "/profile.pb.gz",
+		SpeedscopeURL: speedscopeLink(c, id),
+		TopURL:        withQuery(profileURL(id, "/top", si), filterQuery(c)),
+		Exact:         true, // top.json, flame.json?z= (zoom.go)
+		Stats:         stats(m, i),
+		Filter:        flameFilterBar(c, id), // filterquery.go
 	}
 	page.Binaries = mappingRows(m)
 	s.fillSymbolization(c.Request().Context(), id, m, &page) // symbolization.go

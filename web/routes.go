@@ -41,6 +41,10 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/timeline.json", s.handleTimelineJSON) // samples per thread over time; t= filters every view (timeline.go)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
+	// The profile in speedscope's format, which speedscope.app fetches,
+	// and the flame page's link there (speedscopefile.go).
+	e.GET("/p/:id/speedscope.json", s.handleSpeedscopeJSON, speedscopeCORS)
+	e.GET("/p/:id/speedscope", s.handleOpenSpeedscope)
 	e.GET("/p/:id/warnings.json", s.handleWarningsJSON) // what the conversion skipped or cut, as every page lists it (warnings.go)
 	// Data types (datatypes.go).
 	e.GET("/p/:id/types", s.handleTypesPage)

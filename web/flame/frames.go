@@ -217,6 +217,18 @@ func lineName(l *profile.Location, ln *profile.Line) string {
 	return addrName(l)
 }
 
+// FrameName is the label the flame graph gives a frame: line i of location
+// l (its function's name, else its address as addrName has it), or l's
+// address when i is out of l.Line (a location without lines). Exporters
+// (web/speedscope) name frames so, so that their stacks are the flame
+// graph's.
+func FrameName(l *profile.Location, i int) string {
+	if i < 0 || i >= len(l.Line) {
+		return addrName(l)
+	}
+	return lineName(l, &l.Line[i])
+}
+
 // addrName labels an unsymbolized location as basename(mapping)+0xOFFSET,
 // where OFFSET is the address's offset in the object file (as addr2line
 // wants it), or the bare address when the location has no mapping.

@@ -3,13 +3,12 @@ package ingest
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
 
 // readable lists what Parse reads, for the errors about what it does not.
-const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies and stackprof"
+const readable = "viewer reads pprof, perf.data, perf script, folded stacks, perf JSON, speedscope JSON, V8 CPU and heap profiles, node --prof logs, trace events, Firefox Profiler profiles, callgrind, Java Flight Recorder, pmcstat callgraphs, Instruments deep copies, stackprof, GHC profiles (text and JSON), Papyrus profiles and Safari timeline recordings"
 
 // ForeignFormatError is what Parse returns for a profile or trace in a
 // format viewer does not read: it names what the bytes look like and what
@@ -46,20 +45,6 @@ var foreignFormats = []foreignFormat{
 			return bytes.HasPrefix(bytes.TrimSpace(head), []byte("<?xml")) &&
 				(bytes.Contains(head, []byte("<trace-query-result")) || bytes.Contains(head, []byte("<trace-toc")))
 		}},
-	{"a GHC profile (Haskell .prof JSON)",
-		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
-		jsonKeys("program", "rts_arguments")},
-	{"a GHC profile (Haskell .prof)",
-		"Fold it with ghc-prof-flamegraph and upload the folded stacks, or open it in speedscope.",
-		func(head, _ []byte) bool {
-			return bytes.Contains(firstLines(head, 3), []byte("Time and Allocation Profiling Report"))
-		}},
-	{"a Papyrus script profile (Skyrim, Fallout 4)",
-		"Open it in speedscope.",
-		func(head, _ []byte) bool { return bytes.Contains(firstLines(head, 1), []byte(" log opened (")) }},
-	{"a Safari timeline recording (Web Inspector export)",
-		"Open it in Safari's Web Inspector (Timelines, Import) or in speedscope.",
-		jsonKeys("version", "recording")},
 	{"an ELF executable or library, not a profile",
 		"Record it with `perf record -g ./program` and upload the perf.data.",
 		func(head, _ []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }},
@@ -77,63 +62,6 @@ func foreign(head, data []byte) error {
 		}
 	}
 	return nil
-}
-
-// jsonKeys returns a sniff for a JSON object that has all of keys at its
-// top level, judged from the tokens in head (which may be cut short).
-func jsonKeys(keys ...string) func(head, _ []byte) bool {
-	return func(head, _ []byte) bool {
-		found := topLevelKeys(head)
-		for _, k := range keys {
-			if !found[k] {
-				return false
-			}
-		}
-		return true
-	}
-}
-
-// topLevelKeys returns the keys of the JSON object head starts with, as
-// far as head goes.
-func topLevelKeys(head []byte) map[string]bool {
-	keys := map[string]bool{}
-	d := json.NewDecoder(bytes.NewReader(head))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return keys
-	}
-	depth := 1
-	expectKey := true
-	for {
-		t, err := d.Token()
-		if err != nil {
-			return keys
-		}
-		switch v := t.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return keys
-				}
-			}
-			if depth == 1 {
-				expectKey = true
-			}
-			continue
-		case string:
-			if depth == 1 && expectKey {
-				keys[v] = true
-				expectKey = false
-				continue
-			}
-		}
-		if depth == 1 {
-			expectKey = true
-		}
-	}
 }
 
 // sniffInstrumentsZip accepts a zip whose entries sit in a "*.trace/"
@@ -156,17 +84,4 @@ func sniffInstrumentsZip(head, data []byte) bool {
 		}
 	}
 	return false
-}
-
-// firstLines returns the first n lines of head.
-func firstLines(head []byte, n int) []byte {
-	end := 0
-	for ; n > 0 && end < len(head); n-- {
-		i := bytes.IndexByte(head[end:], '\n')
-		if i < 0 {
-			return head
-		}
-		end += i + 1
-	}
-	return head[:end]
 }

@@ -70,6 +70,10 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)"}}],"startTime":0,"endTime":1,"samples":[1],"timeDeltas":[1]}`))
 	f.Add([]byte("# callgrind format\nevents: Ir\nfn=main\n16 200\n"))
+	f.Add([]byte("Script_a log opened (PC)\n1:PUSH:7:1:None:a..f\n3:PUSH:8:1:None:a..g\n3:POP:8:1:None:a..g\n9:POP:7:1:None:a..f\nLog closed\n"))
+	if b, err := os.ReadFile("ghcprof/testdata/bt-P.prof"); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte("main;work;compute 10\nmain;idle 3\n"))
 	f.Add(gzipped([]byte("a;b 1\n")))
 	f.Add(gzipped(gzipped([]byte("a;b 1\n"))))

@@ -28,6 +28,10 @@ type Format struct {
 	Sniff func(head []byte) bool
 	// Parse converts the whole input to a profile.
 	Parse func(data []byte, lim Limits) (*profile.Profile, error)
+	// Named says Sniff accepts only inputs that name the format (a
+	// header line no other format writes), so that when Parse fails, its
+	// error is the answer (a FormatError), as for the JSON profiles.
+	Named bool
 }
 
 // Limits bound what one input may expand to; zero fields mean no limit.
@@ -81,7 +85,7 @@ type Limits struct {
 // pprof.go; the perf formats are in perf.go; the JSON profiles of
 // browsers and language profilers in jsonprofile.go; callgrind in
 // callgrindprofile.go.
-var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, callgrindFormat, jfrFormat, pmcstatFormat, instrumentsFormat, stackprofFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
+var formats = []Format{pprofFormat, otlpFormat, perfDataFormat, perfJSONFormat, speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat, callgrindFormat, jfrFormat, pmcstatFormat, instrumentsFormat, stackprofFormat, papyrusFormat, ghcReportFormat, pprofLegacyFormat, perfScriptFormat, foldedFormat}
 
 // sniffLen is how many leading bytes Sniff functions are given.
 const sniffLen = 4096
@@ -233,7 +237,7 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		if errors.Is(err, ErrTooLarge) || errors.As(err, &pe) {
 			return nil, "", err
 		}
-		if isJSONFormat(f) {
+		if isJSONFormat(f) || f.Named {
 			// Its content names it: no other format reads it.
 			return nil, "", &FormatError{Format: f.Name, Err: err}
 		}

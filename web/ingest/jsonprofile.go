@@ -19,6 +19,8 @@ var (
 	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log)}
 	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox)}
 	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents)}
+	ghcFormat         = Format{Name: "GHC profile", Sniff: jsonprof.SniffGHC, Parse: jsonParser(jsonprof.ParseGHC)}
+	safariFormat      = Format{Name: "Safari recording", Sniff: jsonprof.SniffSafari, Parse: jsonParser(jsonprof.ParseSafari)}
 )
 
 // jsonParser adapts a jsonprof parser to lim: MaxSamples bounds the
@@ -46,7 +48,7 @@ func jsonParser(parse func([]byte, jsonprof.Options) (*profile.Profile, error)) 
 }
 
 // jsonFormats are the JSON profiles ParseFile maps instead of reading.
-var jsonFormats = []Format{speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat}
+var jsonFormats = []Format{speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat}
 
 // sniffJSONProfile reports whether head starts a JSON profile jsonprof reads.
 func sniffJSONProfile(head []byte) bool {

@@ -59,9 +59,9 @@ var corpusFormats = []corpusFormat{
 	{globs: []string{"java-flight-recorder/*.jfr"}, read: "Java Flight Recorder", javaNames: true, perBlock: true},
 
 	// Formats read by no reader yet: each gives its own error.
-	{globs: []string{"haskell/*.prof"}, notRead: "GHC"},
-	{globs: []string{"papyrus/*.log"}, notRead: "Papyrus"},
-	{globs: []string{"Safari/*/*.json"}, notRead: "Safari"},
+	{globs: []string{"haskell/*.prof"}, read: "GHC profile"},
+	{globs: []string{"papyrus/*.log"}, read: "Papyrus profile"},
+	{globs: []string{"Safari/*/*.json"}, read: "Safari recording"},
 }
 
 // noStacks are the corpus files speedscope reads as a profile without

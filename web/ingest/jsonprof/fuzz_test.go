@@ -73,3 +73,17 @@ func FuzzFirefox(f *testing.F) {
 		`"frameTable":{"func":[0,1],"line":[null,4],"column":[null,2],"length":2},"funcTable":{"name":[0,1],"fileName":[null,2],"length":2}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, data, SniffFirefox, ParseFirefox) })
 }
+
+func FuzzGHC(f *testing.F) {
+	f.Add([]byte(`{"program":"p","rts_arguments":["-pj"],"initial_capabilities":0,"tick_interval":1000,` +
+		`"cost_centres":[{"id":1,"label":"MAIN","module":"MAIN","src_loc":"<built-in>"},{"id":2,"label":"f","module":"Main","src_loc":"Main.hs:(3,1)-(4,9)"}],` +
+		`"profile":{"id":1,"entries":0,"alloc":8,"ticks":1,"children":[{"id":2,"entries":3,"alloc":64,"ticks":5,"children":[]}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, data, SniffGHC, ParseGHC) })
+}
+
+func FuzzSafari(f *testing.F) {
+	f.Add([]byte(`{"version":1,"recording":{"displayName":"R","startTime":1,"sampleStackTraces":[` +
+		`{"timestamp":1.5,"stackFrames":[{"name":"","url":"file:///a.js","line":2,"column":3},{"name":"main","url":"file:///a.js","line":1,"column":1}]},` +
+		`{"timestamp":1.6,"stackFrames":[{"name":"main","url":"file:///a.js","line":1,"column":1}]}],"sampleDurations":[0.001,0.002]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, data, SniffSafari, ParseSafari) })
+}
