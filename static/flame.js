@@ -348,7 +348,7 @@ export function formatIn(col, v) {
   if (neg) a = -a;
   a *= col.mul;
   const q = a / col.div;
-  let d = q >= 100n ? 0 : q >= 10n ? 1 : q >= 1n ? 2 : 3;
+  let d = col.div === 1n || q >= 100n ? 0 : q >= 10n ? 1 : q >= 1n ? 2 : 3; // ns and B are whole
   let r = roundDiv(a * POW10[d], col.div);
   while (d > 0 && r >= 1000n) {
     d--;

@@ -244,8 +244,8 @@ func ColumnOf(unit string, values ...int64) Column {
 func (c Column) Unit() string { return c.st.name }
 
 // Format writes v in the column's unit: three significant digits from 1
-// (1.50 ms, 15.0 ms, 1,500 ms), three decimals below it (0.038 s), 0 as
-// "0".
+// (1.50 ms, 15.0 ms, 1,500 ms), three decimals below it (0.038 s), ns and
+// bytes whole (35 ns), 0 as "0".
 func (c Column) Format(v int64) string {
 	if c.mul == 0 {
 		return FormatValue(v, c.unit)
@@ -256,6 +256,8 @@ func (c Column) Format(v int64) string {
 	a := mulSat(abs(v), c.mul)
 	d := 3
 	switch q := a / c.st.div; {
+	case c.st.div == 1: // ns and B are whole
+		d = 0
 	case q >= 100:
 		d = 0
 	case q >= 10:
