@@ -111,9 +111,13 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
 	TestBrowserLoopbackNames \
+	TestBrowserNamesIdentify \
+	TestBrowserOneUnitPerColumn \
 	TestBrowserPhoneWidth \
 	TestBrowserServices \
 	TestBrowserSourcePhoneWidth \
+	TestBrowserTableFollowsRange \
+	TestBrowserTableFollowsZoom \
 	TestBrowserTimeline \
 	TestBrowserTopAskedWithGraph \
 	TestBrowserTopStickyHeader \

@@ -20,9 +20,11 @@
 //	nameColors(tree, scheme)           per name: [fill, faded fill] for scheme 'package' | 'binary' | 'heat'
 //	nameColor(tree, nm, scheme, max)   the same for one name (heatMaxOf(tree) gives heat's max)
 //	legendEntries(tree, scheme, n)     the n widest groups of the scheme, for a legend
-//	renderLegend(el, entries, scheme)  draws those entries as the legend row
+//	renderLegend(el, entries, scheme)  draws those entries as the legend row (package paths shortened, names.js)
 //	fitToWindow(chart, above)          the graph's pane sized to the window (flame and diff pages)
 //	emit(type, detail), on(type, fn)   document-level "viewer:TYPE" CustomEvents
+
+import { packageLabels } from './names.js';
 
 export const $ = (id) => document.getElementById(id);
 
@@ -367,10 +369,15 @@ export function legendEntries(tree, scheme, n = 6) {
   return out;
 }
 
-/** Fills el (the legend row) with entries ({label, color, key}) of scheme. */
+/**
+ * Fills el (the legend row) with entries ({label, color, key}) of scheme.
+ * A package path reads as its last elements ("…/handler", more where two
+ * would read alike; packageLabels), the whole of it in the title.
+ */
 export function renderLegend(el, entries, scheme) {
   const frag = document.createDocumentFragment();
-  for (const e of entries) {
+  const shown = packageLabels(entries.map((e) => e.label));
+  entries.forEach((e, n) => {
     const item = document.createElement('span');
     item.className = 'legend-item';
     if (e.key) item.dataset.key = e.key;
@@ -378,11 +385,11 @@ export function renderLegend(el, entries, scheme) {
     sw.className = 'swatch';
     sw.style.background = e.color;
     const text = document.createElement('span');
-    text.textContent = e.label;
+    text.textContent = shown[n];
     item.title = e.label;
     item.append(sw, text);
     frag.append(item);
-  }
+  });
   el.replaceChildren(frag);
   el.dataset.scheme = scheme;
 }

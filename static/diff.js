@@ -10,6 +10,7 @@
 // like the flame graph page, so the page's link reproduces the view.
 
 import { Tree, FlameGraph, formatValue, formatPct } from './flame.js';
+import { fitNameCells } from './names.js';
 import {
   $, readConfig, responseError, compileSearch, diffColor, tooltipRow, placeTooltip, wireCopyLink, legendEntries, renderLegend,
   fitToWindow,
@@ -238,7 +239,10 @@ function renderTop(json) {
     frag.append(tr);
   }
   body.replaceChildren(frag);
+  fitNameCells(body.querySelectorAll('td.fn'));
 }
+// The names refit when the table's width changes.
+new ResizeObserver(() => fitNameCells($('diff-top').querySelectorAll('tbody td.fn'))).observe($('diff-top'));
 
 async function load() {
   let json;

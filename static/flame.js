@@ -234,7 +234,7 @@ export class Tree {
 // uint64, so that both round alike.
 const TIME_STEPS = [[1n, 1000n, 'ns'], [1000n, 1000n, 'µs'], [1000000n, 1000n, 'ms'], [1000000000n, 120n, 's']];
 const BYTE_STEPS = [[1n, 1024n, 'B'], [1n << 10n, 1024n, 'KiB'], [1n << 20n, 1024n, 'MiB'], [1n << 30n, 1024n, 'GiB'], [1n << 40n, 0n, 'TiB']];
-const POW10 = [1n, 10n, 100n];
+const POW10 = [1n, 10n, 100n, 1000n];
 const MAX_U64 = (1n << 64n) - 1n;
 
 /** Formats a value of the given pprof unit for people (views.FormatValue). */
@@ -304,6 +304,75 @@ function fixed(r, d) {
 
 function group(digits) {
   return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/**
+ * The one unit of a column of values (views.ColumnOf, whose twin this is):
+ * for time and bytes, the largest unit the column's biggest value reaches
+ * that keeps its smallest at 1/1000 or more; counts and other units as
+ * formatValue writes them. Pass it to formatIn.
+ */
+export function columnUnit(unit, values) {
+  const u = (unit || '').toLowerCase();
+  const muls = {
+    nanoseconds: 1n, nanosecond: 1n, ns: 1n, microseconds: 1000n, microsecond: 1000n, us: 1000n, 'µs': 1000n,
+    milliseconds: 1000000n, millisecond: 1000000n, ms: 1000000n, seconds: 1000000000n, second: 1000000000n, s: 1000000000n,
+  };
+  let mul = muls[u];
+  let steps = TIME_STEPS;
+  if (['bytes', 'byte', 'b'].includes(u)) { mul = 1n; steps = BYTE_STEPS; }
+  if (mul === undefined) return { unit, mul: 0n, div: 1n, name: '' };
+  let lo = 0n;
+  let hi = 0n;
+  for (const v of values) {
+    if (!isFinite(v)) continue;
+    let a = BigInt(Math.round(v));
+    if (a < 0n) a = -a;
+    a *= mul;
+    if (a === 0n) continue;
+    if (lo === 0n || a < lo) lo = a;
+    if (a > hi) hi = a;
+  }
+  let st = steps[0];
+  for (const s of steps.slice(1)) if (s[0] <= hi && s[0] <= lo * 1000n) st = s;
+  return { unit, mul, div: st[0], name: st[2] };
+}
+
+/** Writes v in a column's unit (columnUnit; views.Column.Format): 1.50 ms, 15.0 ms, 1,500 ms, 0.038 s, 0. */
+export function formatIn(col, v) {
+  if (col.mul === 0n) return formatValue(v, col.unit);
+  if (!isFinite(v)) return '–';
+  let a = BigInt(Math.round(v));
+  if (a === 0n) return '0';
+  const neg = a < 0n;
+  if (neg) a = -a;
+  a *= col.mul;
+  const q = a / col.div;
+  let d = col.div === 1n || q >= 100n ? 0 : q >= 10n ? 1 : q >= 1n ? 2 : 3; // ns and B are whole
+  let r = roundDiv(a * POW10[d], col.div);
+  while (d > 0 && r >= 1000n) {
+    d--;
+    r = roundDiv(a * POW10[d], col.div);
+  }
+  return `${neg ? '-' : ''}${fixed(r, d)} ${col.name}`;
+}
+
+/**
+ * What values of a sample type measure, for a column's header
+ * (views.Quantity): "CPU time", "Wall time", "Time", "Bytes", "Samples",
+ * else the type's own name.
+ */
+export function quantity(type, unit) {
+  const t = (type || '').toLowerCase();
+  const u = (unit || '').toLowerCase();
+  if (u === '' || u === 'count') return t === '' || t === 'samples' || t === 'sample' ? 'Samples' : type;
+  if (['nanoseconds', 'nanosecond', 'ns', 'microseconds', 'microsecond', 'us', 'µs', 'milliseconds', 'millisecond', 'ms', 'seconds', 'second', 's'].includes(u)) {
+    if (t.startsWith('cpu')) return 'CPU time';
+    if (t === 'wall') return 'Wall time';
+    return 'Time';
+  }
+  if (['bytes', 'byte', 'b'].includes(u)) return 'Bytes';
+  return type || 'Value';
 }
 
 /** Formats a fraction as a percentage with two decimals, rounded half up (views.Percent). */

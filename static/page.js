@@ -13,7 +13,10 @@
 // frameRect() are what framemenu.js reads. Shared helpers are in common.js;
 // window.viewer is for tests and the console only.
 
-import { Tree, FlameGraph, Minimap, formatValue, formatPct } from './flame.js';
+import {
+  Tree, FlameGraph, Minimap, formatValue, formatPct, columnUnit, formatIn, quantity,
+} from './flame.js';
+import { fitNameCells } from './names.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
   frameLinks, legendEntries, renderLegend, packageOf, emit,
@@ -119,19 +122,29 @@ function withParam(url, key, value) {
 
 // ---- loading ----
 
-/** Refetches flame.json and redraws, keeping zoom, search and mode. */
+/**
+ * Refetches flame.json and redraws, keeping zoom, search and mode. The
+ * top table's top.json is asked for beside it; after the first load the
+ * graph and the table change together (tables follow the view, showTop),
+ * unless the table comes over TOP_WAIT_MS after the graph: then the
+ * graph comes first and the table says it is loading the new view.
+ */
 export async function reload() {
   const gen = ++generation;
   zoomGen++; // a zoom fetch under way is for the old tree
+  const tgen = ++topGen; // so is a table on its way
   trees.clear();
+  topCache.clear(); // names may have changed (symbolize.js), or the range (t=)
   const t0 = performance.now();
   const path = graph.zoomPath.slice();
   const marks = {};
   let json;
+  let table = null; // the table's top.json, when the graph waits for it
   try {
     // After the first load, revalidate: names may have changed on the server.
     const pending = getJSON(path.length ? viewURL('flame.json', path) : dataURL, loads > 0, marks);
-    requestTopEarly();
+    if (loads === 0) requestTopEarly();
+    else if (exact) table = settle(topFor(path, true));
     json = await pending;
   } catch (err) {
     if (gen === generation) showStatus(`Could not load the flame graph: ${err.message}`, true);
@@ -147,6 +160,8 @@ export async function reload() {
   }
   const t2 = performance.now();
   keep(tree.zoom, tree);
+  const got = table && await Promise.race([table, wait(TOP_WAIT_MS)]);
+  if (gen !== generation) return;
   graph.setTree(tree);
   const t3 = performance.now();
   showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
@@ -157,7 +172,12 @@ export async function reload() {
   }
   showCrumbs();
   writeURL();
-  fetchTop(loads > 0);
+  if (loads === 0 || !exact) fetchTop(false);
+  else if (got) showTop(got, tgen);
+  else {
+    showTopPending(); // the graph's view, the table's rows to come
+    table.then((r) => showTop(r, tgen));
+  }
   // After the graph is on screen: idle time, so the frame showing it comes first.
   if (window.requestIdleCallback) requestIdleCallback(showLegend, { timeout: 300 }); else setTimeout(showLegend, 0);
   timings = {
@@ -170,6 +190,15 @@ export async function reload() {
   document.body.dataset.ready = '1';
   emit('drawn', { loads });
 }
+
+// TOP_WAIT_MS: how long a redrawn graph waits for its table's rows.
+const TOP_WAIT_MS = 150;
+
+/** A promise of ms from now, resolving to null. */
+function wait(ms) { return new Promise((resolve) => { setTimeout(() => resolve(null), ms); }); }
+
+/** p as a promise that never rejects: {json} or {error}. */
+function settle(p) { return p.then((json) => ({ json }), (error) => ({ error })); }
 
 /** The tree drawn now. */
 export function currentTree() { return tree; }
@@ -246,59 +275,90 @@ graph.onzoom = () => {
   tipFor = -1; // the tooltip's "In zoom" share changes
   showCrumbs();
   writeURL();
-  // The table after the tree: its fetch and rows would delay the drawing.
-  topTable.dataset.state = 'loading';
   clearTimeout(localDraw);
-  fetchZoom().finally(() => fetchTop());
-  if (document.body.dataset.zoom !== 'loading') return false;
-  // A finer tree is on its way, usually within tens of ms: draw the zoom
-  // when it arrives. Drawing the old tree zoomed now would take the page's
-  // thread (recording, then rasterizing thousands of labels) that the
-  // response waits for; only a slow server gets that redraw meanwhile.
-  localDraw = setTimeout(() => graph.draw(), LOCAL_DRAW_MS);
-  return true;
+  return zoomView();
 };
 
-// fetchZoom swaps in the tree compacted at the zoomed frame's total, unless
-// the drawn tree has no merged frame below the zoom (then it is exact).
-async function fetchZoom() {
+// zoomView draws the zoom and shows its top table in the same frame
+// (tables follow the view): at once when both are in hand (a kept tree, or
+// the drawn one when it is exact below the zoom; a kept top.json, or the
+// one the drawn tree gives when it is exact there), else once the finer
+// tree (flame.json?z=, unless the drawn tree has no merged frame below the
+// zoom) and the table (top.json?z=), asked for together, have come. Only
+// a slow server gets the old tree zoomed meanwhile (LOCAL_DRAW_MS), with
+// the table saying it is loading that view. It returns true: it draws.
+function zoomView() {
   const gen = ++zoomGen;
+  const tgen = ++topGen;
   zoomStart = performance.now();
   const path = graph.zoomPath.slice();
   let t = trees.get(path.join('\n'));
   if (t) keep(path, t); // most recently used
-  let fetchMs = 0;
-  let buildMs = 0;
   const marks = {};
   // Above the drawn tree's zoomed frame only its chain is there; below it,
   // merged frames open in a finer tree.
-  if (!t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom))) {
-    document.body.dataset.zoom = 'loading';
-    try {
-      const json = await getJSON(viewURL('flame.json', path), false, marks);
-      fetchMs = performance.now() - zoomStart;
-      t = new Tree(json);
-      buildMs = performance.now() - zoomStart - fetchMs;
-    } catch (err) {
-      if (gen === zoomGen) {
-        clearTimeout(localDraw);
-        graph.draw(); // the old tree, zoomed
-        document.body.dataset.zoom = 'error';
-        showStatus(`Could not load the zoomed flame graph: ${err.message}`, true);
-      }
+  const needTree = !t && exact && (graph.zoom < tree.zoom.length || tree.hasMerged(graph.zoom));
+  const topURL = exact ? viewURL('top.json', path, topExtra()) : '';
+  const kept = topURL ? topCache.get(topURL) : null;
+  if (!needTree) {
+    if (t && t !== tree) swapTree(t); else graph.draw();
+    // The table from what is in hand, then (when that was the drawn
+    // tree's) top.json's rows, the same but for ties and the search's
+    // share, which is of every sample.
+    if (kept) showTop({ json: kept }, tgen);
+    else if (!exact || !tree.hasMerged(graph.zoom)) {
+      showTop({ json: { ...localTop(topExtra()), matched: top ? top.matched : undefined } }, tgen);
+      if (exact) settle(topFor(path, false)).then((r) => showTop(r, tgen));
+    } else {
+      showTopPending();
+      settle(topFor(path, false)).then((r) => showTop(r, tgen));
+    }
+    zoomDone(gen, 0, 0, marks);
+    return true;
+  }
+  document.body.dataset.zoom = 'loading';
+  const treeP = settle(getJSON(viewURL('flame.json', path), false, marks).then((json) => {
+    marks.fetched = performance.now();
+    const built = new Tree(json);
+    marks.buildMs = performance.now() - marks.fetched;
+    return built;
+  }));
+  const tableP = kept ? Promise.resolve({ json: kept }) : settle(topFor(path, false));
+  // A finer tree is on its way, usually within tens of ms: draw the zoom
+  // when it arrives. Drawing the old tree zoomed now would take the page's
+  // thread (recording, then rasterizing thousands of labels) that the
+  // response waits for; only a slow server gets that redraw meanwhile.
+  localDraw = setTimeout(() => { graph.draw(); showTopPending(); }, LOCAL_DRAW_MS);
+  Promise.all([treeP, tableP]).then(([tr, table]) => {
+    if (gen !== zoomGen) return; // zoomed elsewhere meanwhile
+    clearTimeout(localDraw);
+    if (tr.error) {
+      graph.draw(); // the old tree, zoomed
+      showTop(table, tgen);
+      document.body.dataset.zoom = 'error';
+      showStatus(`Could not load the zoomed flame graph: ${tr.error.message}`, true);
       return;
     }
-    keep(path, t);
-  }
-  if (gen !== zoomGen) return; // zoomed elsewhere meanwhile
-  clearTimeout(localDraw);
-  if (t && t !== tree) {
-    tree = t;
-    graph.setTree(t);
-    showCrumbs();
-    showLegend();
-    writeURL();
-  }
+    keep(path, tr.json);
+    swapTree(tr.json);
+    showTop(table, tgen);
+    zoomDone(gen, marks.fetched - zoomStart, marks.buildMs, marks);
+  });
+  return true;
+}
+
+// swapTree draws t (of the zoom) in place of the drawn tree.
+function swapTree(t) {
+  tree = t;
+  graph.setTree(t);
+  showCrumbs();
+  showLegend();
+  writeURL();
+}
+
+// zoomDone records a zoom's timings (benchmarks) and says it is drawn.
+function zoomDone(gen, fetchMs, buildMs, marks) {
+  if (gen !== zoomGen) return;
   const ms = performance.now() - zoomStart;
   const since = (m) => (m ? m - zoomStart : 0);
   zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length, headersMs: since(marks.headers), textMs: since(marks.text), parsedMs: since(marks.parsed), drawMs: graph.lastDrawMs });
@@ -527,35 +587,82 @@ const topMore = $('top-more');
 // The table covers the zoomed frame's subtree, with shares of its total, so
 // zooming works like pprof's focus. The server sorts by the column (flat, cum
 // descending; name ascending) and sends the first rows; the other direction
-// reverses them.
+// reverses them. fetchTop shows the table of the view drawn now (a sort,
+// a search, more rows); a zoom or a reload shows it with the graph.
 async function fetchTop(revalidate) {
   if (!tree) return;
   const gen = ++topGen;
   topTable.dataset.state = 'loading';
-  const extra = topExtra();
+  showTop(await (exact ? settle(topFor(graph.zoomPath, revalidate)) : { json: localTop(topExtra()) }), gen);
+}
+
+// topCache: the last top.json answers by URL, so that a zoom back to a
+// view shows its table with its graph.
+const topCache = new Map();
+const TOPS_KEPT = 16;
+
+/** top.json of the view at path (with topExtra), kept or asked for (revalidate: asked again). */
+function topFor(path, revalidate) {
+  const url = viewURL('top.json', path, topExtra());
   const early = earlyTop;
   earlyTop = null;
-  let json;
-  try {
-    if (!exact) json = localTop(extra);
-    else {
-      const url = viewURL('top.json', graph.zoomPath, extra);
-      json = await (early && early.url === url && !revalidate ? early.json : getJSON(url, revalidate));
-    }
-  } catch (err) {
-    if (gen === topGen) {
-      topTable.dataset.state = 'error';
-      $('top-scope').textContent = `Could not load the top table: ${err.message}`;
-    }
+  if (!revalidate && topCache.has(url)) return Promise.resolve(topCache.get(url));
+  const p = early && early.url === url && !revalidate ? early.json : getJSON(url, revalidate);
+  return p.then((json) => {
+    topCache.delete(url);
+    topCache.set(url, json);
+    while (topCache.size > TOPS_KEPT) topCache.delete(topCache.keys().next().value);
+    return json;
+  });
+}
+
+/** Shows answer ({json} or {error}: a settled top.json) unless a newer table (topGen) was asked for since gen. */
+function showTop(answer, gen) {
+  if (gen !== topGen) return;
+  if (answer.error) {
+    topTable.dataset.state = 'error';
+    $('top-scope').textContent = `Could not load the top table: ${answer.error.message}`;
     return;
   }
-  if (gen !== topGen) return;
-  top = json;
+  top = answer.json;
   renderTop();
   showMatch();
   topTable.dataset.state = 'ready';
   if (!firstTopMs && topBody.rows.length) firstTopMs = performance.now();
   emit('top');
+}
+
+// showTopPending says the table is loading the view the graph shows: its
+// scope is that view's, its rows still the last view's, dimmed (flame.css).
+function showTopPending() {
+  topTable.dataset.state = 'loading';
+  const scope = $('top-scope');
+  scope.textContent = `${scopeText(graph.zoomPath)} · loading…`;
+  scope.title = scopeTitle(graph.zoomPath);
+}
+
+// viewRange is the time range (t=) the page shows, as [from, to] seconds
+// since the first sample, or null.
+function viewRange() {
+  const m = /^([0-9.]+)-([0-9.]+)$/.exec(new URL(dataURL, location.href).searchParams.get('t') || '');
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+// scopeText says which samples the table counts: the zoomed frame (the
+// last of path, with its share when known) and the time range.
+function scopeText(path, share) {
+  const r = viewRange();
+  const secs = (x) => String(Number(x.toFixed(3)));
+  const range = r ? `${secs(r[0])}–${secs(r[1])} s of the recording` : '';
+  if (!path.length) return r ? `samples of ${range}` : 'whole profile';
+  const last = path[path.length - 1];
+  const of = share === undefined ? '' : ` (${formatPct(share)} of the ${r ? 'range' : 'profile'})`;
+  return `within ${last.startsWith('…<') ? '…' : last}${of}${r ? `, ${range}` : ''}; shares of the zoomed frame`;
+}
+
+// scopeTitle is the whole zoom path, the scope's tooltip.
+function scopeTitle(path) {
+  return path.length ? `Zoomed into: all › ${path.join(' › ')}` : '';
 }
 
 // topExtra is top.json's query beyond the view's: the sort, the rows, the search.
@@ -571,12 +678,12 @@ function topExtra() {
 // the server computes the table while it sends the tree and the page draws
 // it: asked for only once the graph is drawn, the table came a server
 // computation later (0.3-0.7 s on a 2M-sample profile, BENCHMARKS.md).
-// fetchTop takes its answer when it asks for the same URL.
+// topFor takes its answer when it asks for the same URL.
 function requestTopEarly() {
   if (!exact || loads > 0) return;
   const url = viewURL('top.json', graph.zoomPath, topExtra());
   earlyTop = { url, json: getJSON(url, false) };
-  earlyTop.json.catch(() => {}); // fetchTop reports the error, if it still wants it
+  earlyTop.json.catch(() => {}); // showTop reports the error, if it still wants it
 }
 
 // localTop is top.json computed from the drawn tree, when there is no top.json.
@@ -586,7 +693,7 @@ function localTop(extra) {
   const rows = tree.topFunctions(z);
   rows.sort((a, b) => (key === 'name' ? a.name.localeCompare(b.name) : b[key] - a[key]) || a.name.localeCompare(b.name));
   const out = {
-    unit: tree.unit, total: tree.rootTotal, zoomTotal: tree.total[z], zoom: tree.path(z), functions: rows.length,
+    sampleType: tree.sampleType, unit: tree.unit, total: tree.rootTotal, zoomTotal: tree.total[z], zoom: tree.path(z), functions: rows.length,
     rows: rows.slice(0, extra.n || rows.length).map((r) => [r.name, r.flat, r.cum]),
   };
   if (extra.q && graph.matched) out.matched = graph.matched.value;
@@ -596,15 +703,18 @@ function localTop(extra) {
 function renderTop() {
   const t = top;
   const z = t.zoom.length;
-  const last = z ? t.zoom[z - 1] : '';
-  $('top-scope').textContent = z === 0 ? 'whole profile'
-    : `within ${last.startsWith('…<') ? '…' : last} (${formatPct(t.zoomTotal / t.total)} of the profile); shares of the zoomed frame`;
+  const scope = $('top-scope');
+  scope.textContent = scopeText(t.zoom, z ? t.zoomTotal / t.total : undefined);
+  scope.title = scopeTitle(t.zoom);
   const { key, desc } = topSort;
   const rows = t.rows.map(([name, flat, cum]) => ({ name, flat, cum }));
   if (desc === (key === 'name')) rows.reverse();
   const frag = document.createDocumentFragment();
   const total = t.zoomTotal;
   const re = graph.re;
+  // One unit a column, as pprof writes a report.
+  const flatCol = columnUnit(t.unit, rows.map((r) => r.flat));
+  const cumCol = columnUnit(t.unit, rows.map((r) => r.cum));
   for (const r of rows) {
     const tr = document.createElement('tr');
     tr.dataset.name = r.name;
@@ -613,8 +723,8 @@ function renderTop() {
       if (re.test(r.name)) tr.className = 'match';
     }
     for (const [text, cls] of [
-      [formatValue(r.flat, t.unit), 'num'], [formatPct(r.flat / total), 'num pct'],
-      [formatValue(r.cum, t.unit), 'num'], [formatPct(r.cum / total), 'num pct'],
+      [formatIn(flatCol, r.flat), 'num'], [formatPct(r.flat / total), 'num pct'],
+      [formatIn(cumCol, r.cum), 'num'], [formatPct(r.cum / total), 'num pct'],
       [r.name, 'fn']]) {
       const td = document.createElement('td');
       td.className = cls;
@@ -628,91 +738,27 @@ function renderTop() {
   fitNames();
   topMore.hidden = t.functions <= t.rows.length;
   $('top-all').textContent = `Show all ${t.functions.toLocaleString('en-US')}`;
+  const what = quantity(t.sampleType, t.unit);
   for (const th of topTable.querySelectorAll('th')) {
     const b = th.querySelector('[data-sort]');
     if (!b) continue;
+    const col = { flat: flatCol, cum: cumCol }[b.dataset.sort];
+    if (col) {
+      th.title = `${b.dataset.sort === 'flat' ? 'Self' : 'Cumulative'} ${/^[A-Z]{2}/.test(what) ? what : what.toLowerCase()}${col.name ? `, in ${col.name}` : ''}`;
+      th.dataset.quantity = what;
+    }
     if (b.dataset.sort === key) th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
     else th.removeAttribute('aria-sort');
   }
 }
 
 // fitNames writes each row's function name on one line of the name
-// column, shortened by elide when it is wider, so that the function's own
-// name (the end of a C++ or Go qualified name) stays readable; the cell's
-// title has the whole name. The column is the table's rest beside the
-// numbers (flame.css), the same width in every row.
-const measure = document.createElement('canvas').getContext('2d');
-function fitNames() {
-  const cells = topBody.querySelectorAll('td.fn');
-  if (!cells.length) return;
-  const cs = getComputedStyle(cells[0]);
-  const room = cells[0].clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-  if (!(room > 0)) return;
-  measure.font = cs.font;
-  const width = (t) => measure.measureText(t).width;
-  for (const td of cells) {
-    const name = td.closest('tr').dataset.name;
-    td.textContent = width(name) <= room ? name : elide(name, room, width);
-  }
-}
-
-// shortForms are name written shorter, as a C++ profiler user reads it:
-// the parameters, then the template arguments as '…' (Go names keep their
-// parentheses: pkg.(*T).M).
-function shortForms(name) {
-  const slash = name.lastIndexOf('/');
-  if (!name.includes('::')) return slash > 0 ? [`…${name.slice(slash)}`] : [];
-  const out = [];
-  const params = name.match(/^(.*\()(.+)(\)(?: const| volatile| &| &&)*)$/s);
-  let s = name;
-  if (params && balanced(params[2], '(', ')')) out.push(s = `${params[1]}…${params[3]}`);
-  const t = collapse(s, '<', '>');
-  if (t !== s) out.push(t);
-  return out;
-}
-
-// collapse replaces what each outermost open…close pair of s holds with '…'.
-function collapse(s, open, close) {
-  let depth = 0;
-  let out = '';
-  for (const ch of s) {
-    if (ch === open) { if (depth++ === 0) out += open + '…'; continue; }
-    if (ch === close && depth > 0) { if (--depth === 0) out += close; continue; }
-    if (depth === 0) out += ch;
-  }
-  return depth === 0 ? out : s;
-}
-
-function balanced(s, open, close) {
-  let depth = 0;
-  for (const ch of s) {
-    if (ch === open) depth++;
-    else if (ch === close && --depth < 0) return false;
-  }
-  return depth === 0;
-}
-
-// elide is the name as long as fits in room (width measures a text): its
-// first short form that fits, else the shortest with its middle replaced
-// by '…', a quarter of the kept characters from its start, the rest from
-// its end (all from its end in a narrow column).
-function elide(full, room, width) {
-  let name = full;
-  for (const f of shortForms(full)) {
-    name = f;
-    if (width(f) <= room) return f;
-  }
-  // Room for under 40 characters keeps the end alone, where the function's
-  // own name is.
-  const head = (k) => (room < 40 * width('0') ? 0 : Math.floor(k / 4));
-  const cut = (k) => name.slice(0, head(k)) + '…' + name.slice(name.length - (k - head(k)));
-  let lo = 0; let hi = name.length - 1; // cut(lo) fits (or is the shortest)
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (width(cut(mid)) <= room) lo = mid; else hi = mid - 1;
-  }
-  return cut(lo);
-}
+// column, shortened (names.js fitNames) when it is wider, so that the
+// function's own name (the end of a C++ or Go qualified name) stays
+// readable and no two rows read alike; the cell's title has the whole
+// name. The column is the table's rest beside the numbers (flame.css),
+// the same width in every row.
+function fitNames() { fitNameCells(topBody.querySelectorAll('td.fn')); }
 new ResizeObserver(() => fitNames()).observe(topTable);
 
 topTable.querySelector('thead').addEventListener('click', (e) => {

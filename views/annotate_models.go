@@ -13,9 +13,12 @@ type AnnotatePage struct {
 	Source  string // where the code and debug info came from
 	Range   string // the symbol's address range
 	Unit    string
-	Total   string // the function's self samples
-	Share   string // of the profile's (filtered) samples
-	JSONURL string
+	// ValueHead heads the column of self values ("CPU time", "Samples"),
+	// ValueTitle says its unit.
+	ValueHead, ValueTitle string
+	Total                 string // the function's self samples
+	Share                 string // of the profile's (filtered) samples
+	JSONURL               string
 	// FlameURL searches the flame graph for the function; SourceURL is its
 	// source view.
 	FlameURL, SourceURL string

@@ -148,8 +148,11 @@ type TopPage struct {
 	Unit        string
 	Total       string
 	Rows        []TopRow
-	FlameURL    string
-	Filter      FilterBar // compare.templ
+	// FlatTitle and CumTitle name what the value columns hold and their
+	// one unit ("Self CPU time, in ms").
+	FlatTitle, CumTitle string
+	FlameURL            string
+	Filter              FilterBar // compare.templ
 	// Note says how many of the functions Rows lists when not all, and
 	// AllURL, when set, lists them all (as many as the server's budget
 	// allows).

@@ -151,16 +151,3 @@ func Plural(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
-
-// valueHeader heads the column of values beside the shares: "Samples"
-// when the sample type counts samples (perf report's "(N samples)"),
-// else the unit.
-func valueHeader(unit string) string {
-	switch unit {
-	case "", "count":
-		return "Samples"
-	case "nanoseconds":
-		return "Time"
-	}
-	return "Value"
-}

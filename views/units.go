@@ -94,8 +94,8 @@ var (
 	byteSteps = []step{{1, 1024, "B"}, {1 << 10, 1024, "KiB"}, {1 << 20, 1024, "MiB"}, {1 << 30, 1024, "GiB"}, {1 << 40, 0, "TiB"}}
 )
 
-// pow10 are the scales for 0, 1 and 2 decimals.
-var pow10 = [...]uint64{1, 10, 100}
+// pow10 are the scales for 0 to 3 decimals.
+var pow10 = [...]uint64{1, 10, 100, 1000}
 
 // scaled renders a (base units) in the largest step it reaches with three
 // significant digits; over is true when a passes the last step's limit.
@@ -188,4 +188,132 @@ func group(digits string) string {
 		b.WriteString(digits[i : i+3])
 	}
 	return b.String()
+}
+
+// Column is the one unit a column of values is written in, as pprof
+// writes a report in one unit: the largest unit no value of the column
+// is below 1/1000 of (so its smallest value still shows, to three
+// decimals) and its largest value reaches, for time (ns, µs, ms, s) and
+// bytes (B, KiB, MiB, GiB, TiB); counts and other units as FormatValue
+// writes them. static/flame.js's columnUnit and formatIn are its twins.
+type Column struct {
+	unit string // the values' pprof unit
+	mul  uint64 // base units (ns, bytes) per value unit; 0: not scaled
+	st   step   // the column's unit
+}
+
+// ColumnOf is the unit of a column of values in the pprof unit unit.
+func ColumnOf(unit string, values ...int64) Column {
+	c := Column{unit: unit}
+	var steps []step
+	switch strings.ToLower(unit) {
+	case "nanoseconds", "nanosecond", "ns":
+		c.mul, steps = 1, timeSteps
+	case "microseconds", "microsecond", "us", "µs":
+		c.mul, steps = 1e3, timeSteps
+	case "milliseconds", "millisecond", "ms":
+		c.mul, steps = 1e6, timeSteps
+	case "seconds", "second", "s":
+		c.mul, steps = 1e9, timeSteps
+	case "bytes", "byte", "b":
+		c.mul, steps = 1, byteSteps
+	default:
+		return c
+	}
+	var lo, hi uint64
+	for _, v := range values {
+		a := mulSat(abs(v), c.mul)
+		if a == 0 {
+			continue
+		}
+		if lo == 0 || a < lo {
+			lo = a
+		}
+		hi = max(hi, a)
+	}
+	c.st = steps[0]
+	for _, s := range steps[1:] {
+		if s.div <= hi && s.div <= mulSat(lo, 1000) {
+			c.st = s
+		}
+	}
+	return c
+}
+
+// Unit is the column's unit ("ms", "MiB"), "" for counts and other units.
+func (c Column) Unit() string { return c.st.name }
+
+// Format writes v in the column's unit: three significant digits from 1
+// (1.50 ms, 15.0 ms, 1,500 ms), three decimals below it (0.038 s), ns and
+// bytes whole (35 ns), 0 as "0".
+func (c Column) Format(v int64) string {
+	if c.mul == 0 {
+		return FormatValue(v, c.unit)
+	}
+	if v == 0 {
+		return "0"
+	}
+	a := mulSat(abs(v), c.mul)
+	d := 3
+	switch q := a / c.st.div; {
+	case c.st.div == 1: // ns and B are whole
+		d = 0
+	case q >= 100:
+		d = 0
+	case q >= 10:
+		d = 1
+	case q >= 1:
+		d = 2
+	}
+	var s string
+	if a <= math.MaxUint64/1000 {
+		r := roundDiv(a*pow10[d], c.st.div)
+		for d > 0 && r >= 1000 { // 9.996 → 10.0, 0.9996 → 1.00
+			d--
+			r = roundDiv(a*pow10[d], c.st.div)
+		}
+		s = fixed(r, d)
+	} else {
+		s = group(strconv.FormatFloat(float64(a)/float64(c.st.div), 'f', 0, 64))
+	}
+	if v < 0 {
+		s = "-" + s
+	}
+	return s + " " + c.st.name
+}
+
+func abs(v int64) uint64 {
+	if v < 0 {
+		return -uint64(v)
+	}
+	return uint64(v)
+}
+
+// Quantity is what values of a sample type measure, for a column's
+// header: "CPU time" (cpu, perf's cpu-clock), "Wall time", "Time" (other
+// durations), "Bytes", "Samples" (the samples count), else the type's
+// own name. static/flame.js's quantity is its twin.
+func Quantity(sampleType, unit string) string {
+	t := strings.ToLower(sampleType)
+	switch strings.ToLower(unit) {
+	case "", "count":
+		if t == "" || t == "samples" || t == "sample" {
+			return "Samples"
+		}
+		return sampleType
+	case "nanoseconds", "nanosecond", "ns", "microseconds", "microsecond", "us", "µs", "milliseconds", "millisecond", "ms", "seconds", "second", "s":
+		switch {
+		case strings.HasPrefix(t, "cpu"):
+			return "CPU time"
+		case t == "wall":
+			return "Wall time"
+		}
+		return "Time"
+	case "bytes", "byte", "b":
+		return "Bytes"
+	}
+	if sampleType == "" {
+		return "Value"
+	}
+	return sampleType
 }

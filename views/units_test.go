@@ -22,6 +22,11 @@ type UnitsTable struct {
 		Whole int64  `json:"whole"`
 		Want  string `json:"want"`
 	} `json:"percents"`
+	Columns []struct {
+		Values []int64  `json:"values"`
+		Unit   string   `json:"unit"`
+		Want   []string `json:"want"`
+	} `json:"columns"`
 }
 
 func TestFormatValue(t *testing.T) {
@@ -101,5 +106,30 @@ func TestFormatValueNeverCarriesOver(t *testing.T) {
 func BenchmarkFormatValue(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		_ = FormatValue(int64(i)*7919, "nanoseconds")
+	}
+}
+
+// TestColumn: a column of values is written in one unit, the largest its
+// biggest value reaches that keeps its smallest at 1/1000 or more, as
+// testdata/units.json's columns say.
+func TestColumn(t *testing.T) {
+	b, err := os.ReadFile("testdata/units.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab UnitsTable
+	if err := json.Unmarshal(b, &tab); err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Columns) == 0 {
+		t.Fatal("testdata/units.json has no columns")
+	}
+	for _, c := range tab.Columns {
+		col := ColumnOf(c.Unit, c.Values...)
+		for i, v := range c.Values {
+			if got := col.Format(v); got != c.Want[i] {
+				t.Errorf("column %d %s: %d reads %q, want %q", c.Values, c.Unit, v, got, c.Want[i])
+			}
+		}
 	}
 }

@@ -327,9 +327,16 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		hot[i] = true
 	}
 	var maxSelf int64
+	selfs := make([]int64, 0, len(lst.Rows))
 	for _, r := range lst.Rows {
 		maxSelf = max(maxSelf, r.Self)
+		selfs = append(selfs, r.Self)
 	}
+	// One unit for the column, named by what it holds ("CPU time", not
+	// "Samples", for a time).
+	col := views.ColumnOf(st.Unit, selfs...)
+	page.ValueHead = views.Quantity(st.Type, st.Unit)
+	page.ValueTitle = columnTitle("Self", st.Type, col)
 	anchor := func(pc uint64) string { return fmt.Sprintf("a%x", pc) }
 	for i, r := range lst.Rows {
 		if r.NewSource && len(r.Frames) > 0 {
@@ -361,7 +368,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 			row.Label = "(unknown)"
 		}
 		if r.Self > 0 {
-			row.Count = views.FormatValue(r.Self, st.Unit)
+			row.Count = col.Format(r.Self)
 			row.Pct = views.Percent(r.Self, lst.Total)
 			row.Frac = float64(r.Self) / float64(max(maxSelf, 1))
 		}

@@ -471,9 +471,18 @@ func (s *Server) handleSource(c echo.Context) error {
 // sourceLines pairs the text's lines with their values; without text, only
 // the lines that have values are listed.
 func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
-	val := func(m map[int64]int64, n int) string {
+	// One unit a column, as pprof writes a report.
+	column := func(m map[int64]int64) views.Column {
+		vs := make([]int64, 0, len(m))
+		for _, v := range m {
+			vs = append(vs, v)
+		}
+		return views.ColumnOf(unit, vs...)
+	}
+	flatCol, cumCol := column(lv.flat), column(lv.cum)
+	val := func(m map[int64]int64, col views.Column, n int) string {
 		if v := m[int64(n)]; v != 0 {
-			return views.FormatValue(v, unit)
+			return col.Format(v)
 		}
 		return ""
 	}
@@ -483,7 +492,7 @@ func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
 		if lv.total > 0 {
 			frac = float64(cum) / float64(lv.total)
 		}
-		return views.SourceLine{N: n, Text: t, Flat: val(lv.flat, n), Cum: val(lv.cum, n), CumFrac: frac, Hot: cum != 0}
+		return views.SourceLine{N: n, Text: t, Flat: val(lv.flat, flatCol, n), Cum: val(lv.cum, cumCol, n), CumFrac: frac, Hot: cum != 0}
 	}
 	var out []views.SourceLine
 	if text == nil {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -89,14 +90,36 @@ func (s *Server) handleTop(c echo.Context) error {
 			page.AllURL = "/p/" + id + "/top?" + all.Encode()
 		}
 	}
+	// One unit a column, as pprof writes a report.
+	flats, cums := make([]int64, k), make([]int64, k)
+	for i, r := range rows[:k] {
+		flats[i], cums[i] = r.Flat, r.Cum
+	}
+	flatCol, cumCol := views.ColumnOf(st.Unit, flats...), views.ColumnOf(st.Unit, cums...)
+	page.FlatTitle = columnTitle("Self", st.Type, flatCol)
+	page.CumTitle = columnTitle("Cumulative", st.Type, cumCol)
 	for _, r := range rows[:k] {
 		page.Rows = append(page.Rows, views.TopRow{
 			Name: r.Name,
-			Flat: views.FormatValue(r.Flat, st.Unit), FlatPct: views.Percent(r.Flat, total),
-			Cum: views.FormatValue(r.Cum, st.Unit), CumPct: views.Percent(r.Cum, total),
+			Flat: flatCol.Format(r.Flat), FlatPct: views.Percent(r.Flat, total),
+			Cum: cumCol.Format(r.Cum), CumPct: views.Percent(r.Cum, total),
 			FlatFrac: frac(r.Flat), CumFrac: frac(r.Cum),
 			AnnotateHref: withQuery(annotateURL(id, r.Name, c.QueryParam("si"), true), filterQuery(c)),
 		})
 	}
 	return Render(c, http.StatusOK, views.Top(page))
+}
+
+// columnTitle is the title of a column of values of a sample type:
+// "Self CPU time, in ms".
+func columnTitle(what, sampleType string, col views.Column) string {
+	q := views.Quantity(sampleType, col.Unit())
+	if len(q) < 2 || q[1] < 'A' || q[1] > 'Z' { // "CPU time" stays capitalized
+		q = strings.ToLower(q[:1]) + q[1:]
+	}
+	s := what + " " + q
+	if u := col.Unit(); u != "" {
+		s += ", in " + u
+	}
+	return s
 }

@@ -15,7 +15,9 @@ import (
 // formatPct, as the server serves them, in chromium on every row of
 // views/testdata/units.json and checks each string is the one Go's
 // views.FormatValue and views.Percent print for the same row (the flame
-// page's tooltip and the server-rendered /top must read alike).
+// page's tooltip and the server-rendered /top must read alike); and its
+// columnUnit and formatIn write each of the table's columns as
+// views.ColumnOf's Format does.
 func TestBrowserFormatterMatchesGo(t *testing.T) {
 	raw, err := os.ReadFile("../views/testdata/units.json")
 	if err != nil {
@@ -42,8 +44,12 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 	js := eval[string](t, b, `import('/static/flame.js').then(m => JSON.stringify({
 		values: `+string(raw)+`.values.map(r => m.formatValue(r.v, r.unit)),
 		percents: `+string(raw)+`.percents.map(r => m.formatPct(r.part / r.whole)),
+		columns: `+string(raw)+`.columns.map(c => { const col = m.columnUnit(c.unit, c.values); return c.values.map(v => m.formatIn(col, v)); }),
 	}))`)
-	var got struct{ Values, Percents []string }
+	var got struct {
+		Values, Percents []string
+		Columns          [][]string
+	}
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatalf("%v: %s", err, js)
 	}
@@ -58,6 +64,26 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 	for i, r := range tab.Percents {
 		if g := views.Percent(r.Part, r.Whole); got.Percents[i] != g {
 			t.Errorf("formatPct(%d/%d) = %q in chromium, Go prints %q", r.Part, r.Whole, got.Percents[i], g)
+		}
+	}
+	var cols struct {
+		Columns []struct {
+			Values []int64 `json:"values"`
+			Unit   string  `json:"unit"`
+		} `json:"columns"`
+	}
+	if err := json.Unmarshal(raw, &cols); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Columns) != len(cols.Columns) || len(cols.Columns) == 0 {
+		t.Fatalf("chromium wrote %d columns of %d", len(got.Columns), len(cols.Columns))
+	}
+	for i, c := range cols.Columns {
+		col := views.ColumnOf(c.Unit, c.Values...)
+		for j, v := range c.Values {
+			if g := col.Format(v); got.Columns[i][j] != g {
+				t.Errorf("formatIn(columnUnit(%q, %d), %d) = %q in chromium, Go writes %q", c.Unit, c.Values, v, got.Columns[i][j], g)
+			}
 		}
 	}
 	for _, p := range b.Problems() {
