@@ -14,7 +14,9 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
+	"viewer/web/store"
 )
 
 // topHeaderJS measures the /top table's sticky header against its scroll
@@ -224,5 +226,69 @@ func TestBrowserFlameSymbolizationFolds(t *testing.T) {
 	waitFor(t, b, "the panel's outcome", `document.getElementById('symbolization').dataset.job === 'done'`)
 	time.Sleep(300 * time.Millisecond)
 	check("on a page opened after the job")
+	noProblems(t, b)
+}
+
+// siteChromeJS is what a page shares with the others: its header's links,
+// the header's box and colours, and the style sheets it loads.
+const siteChromeJS = `(() => {
+	const h = document.querySelector('header.site');
+	if (!h) return null;
+	const cs = getComputedStyle(h), r = h.getBoundingClientRect();
+	return {
+		links: [...h.querySelectorAll('a')].map((a) => a.getAttribute('href') + ' ' + a.textContent.trim()),
+		style: [cs.backgroundColor, cs.color, cs.position, Math.round(r.height), Math.round(r.top), getComputedStyle(document.body).fontFamily].join(' | '),
+		sheets: [...document.querySelectorAll('link[rel=stylesheet]')].map((l) => new URL(l.href).pathname).filter((p) => p === '/static/style.css'),
+	};
+})()`
+
+type siteChrome struct {
+	Links  []string `json:"links"`
+	Style  string   `json:"style"`
+	Sheets []string `json:"sheets"`
+}
+
+// TestBrowserDebuginfoInSiteLayout opens /debuginfo with one uploaded
+// debug file beside the upload page and the services page (issue 34: it
+// was a bare page of its own, without the site's header): it has the same
+// header, links and styles as they do, and its table lists the file.
+func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
+	_, debugFile, bid := privFiles(t)
+	st, err := store.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := debuginfo.New(debuginfo.Config{Store: st, TempDir: t.TempDir()})
+	s, err := web.New(web.Config{Store: st, OTLP: true, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: "open"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	uploadDebugFile(t, ts.URL, debugFile)
+
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	chrome := func(path string) siteChrome {
+		t.Helper()
+		run(t, b, "open "+path, chromedp.Navigate(ts.URL+path))
+		waitFor(t, b, path+" loaded", `document.readyState === 'complete'`)
+		c := eval[*siteChrome](t, b, siteChromeJS)
+		if c == nil {
+			t.Fatalf("%s has no site header (header.site); it says:\n%s", path, eval[string](t, b, `document.body.innerText`))
+		}
+		return *c
+	}
+	want := chrome("/")
+	for _, other := range []string{"/services", "/debuginfo"} {
+		got := chrome(other)
+		if strings.Join(got.Links, "\n") != strings.Join(want.Links, "\n") || got.Style != want.Style || len(got.Sheets) != 1 {
+			t.Errorf("%s's header differs from the upload page's:\n got %+v\nwant %+v", other, got, want)
+		}
+	}
+	if rows := eval[[]string](t, b, `[...document.querySelectorAll('#debug-files tbody tr')].map((r) => r.textContent.replace(/\s+/g, ' ').trim())`); len(rows) != 1 || !strings.Contains(rows[0], bid) {
+		t.Errorf("/debuginfo lists %q, want one row with build ID %s", rows, bid)
+	}
+	b.Screenshot(t, "debuginfo")
 	noProblems(t, b)
 }
