@@ -10,8 +10,9 @@
 // time left; before the first byte, how long it has waited. The server
 // reports at least once a second while a fetch is alive, and the row's
 // clock ticks on its own between reports. Long reasons (the kernel's) show
-// one line, with the rest behind a "why" disclosure. When everything is
-// symbolized, the panel folds to its one-line summary.
+// one line, with the rest behind a "why" disclosure. When the job ends, the
+// panel folds to its one-line summary (how many binaries are symbolized and
+// how many were left without symbols).
 
 import { reload } from './page.js';
 import { formatValue } from './flame.js';
@@ -260,12 +261,15 @@ function updateSummary() {
   const done = rows.filter((tr) => tr.dataset.state === 'symbolized').length;
   const missed = rows.filter((tr) => ['no symbols', 'skipped', 'error'].includes(tr.dataset.state)).length;
   let text = rows.length ? `${done} of ${rows.length} symbolized` : 'no binaries to symbolize';
+  if (missed) text += ` · ${missed} without symbols`;
   if (running) text += ' · working…';
   summary.textContent = text;
-  // Everything resolved: fold the panel to this line.
+  // The job ended (every row final): fold the panel to this line, once, so
+  // the flame graph has the room; the user may open it again.
   const details = section.querySelector('details');
   const resolved = rows.length > 0 && done === rows.length;
-  if (details && resolved && !running && !folded) { details.open = false; folded = true; }
+  const ended = rows.every((tr) => FINAL.has(tr.dataset.state));
+  if (details && ended && !running && !folded) { details.open = false; folded = true; }
   section.dataset.resolved = resolved ? '1' : '';
   retryBtn.hidden = running || missed === 0;
 }

@@ -41,6 +41,11 @@ type Listing = annotate.Result
 // it from, else a bad parameter.
 type ListingError = annotate.RequestError
 
+// Sampled is a function's self samples by address from the profile alone,
+// which a ListingError carries when the function's executable is absent
+// (annotate.Sampled).
+type Sampled = annotate.Sampled
+
 // The inline modes of a ListingRequest.
 const (
 	InlineCopy  = annotate.InlineCopy

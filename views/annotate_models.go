@@ -78,3 +78,33 @@ func kindClass(kind string) string {
 	}
 	return "k-unknown"
 }
+
+// AnnotateMissingPage is the annotate view of a function whose executable
+// is absent: the instructions cannot be listed, so the page says which file
+// is missing and how to provide it, and lists what the profile itself
+// records: the function's self samples per address, with source lines when
+// the profile has them.
+type AnnotateMissingPage struct {
+	Page
+	ID, Fn   string
+	DSO      string
+	BuildID  string
+	Why      string // the locator's reasons, for the curious
+	Unit     string
+	Total    string // the function's self samples
+	Share    string // of the profile's (filtered) samples
+	FlameURL string
+	// SourceURL is the function's source view.
+	SourceURL string
+	Filtered  bool
+	Addrs     []AnnotateAddr
+}
+
+// AnnotateAddr is one sampled address of the function in the process.
+type AnnotateAddr struct {
+	Addr       string // hex, as the profile records it
+	Count, Pct string
+	Frac       float64
+	Where      string   // file:line of the innermost frame, "" when unknown
+	Inlined    []string // the calls it is inlined through, innermost first
+}

@@ -67,35 +67,41 @@ func stateClass(state string) string {
 	return b.String()
 }
 
-// binariesSummary says how many binaries are symbolized, e.g. "2 of 5
-// symbolized"; pseudo mappings are not binaries and are not counted.
+// binariesSummary says how many binaries are symbolized and how many were
+// left without symbols, e.g. "2 of 5 symbolized · 3 without symbols":
+// the line the panel folds to. Pseudo mappings are not binaries and are not
+// counted (static/symbolize.js counts the same way).
 func binariesSummary(bins []Binary) string {
 	if len(bins) == 0 {
 		return ""
 	}
-	n, real := 0, 0
+	n, real, missed := 0, 0, 0
 	for _, b := range bins {
 		if b.State == StatePseudo {
-			continue // not a binary (static/symbolize.js counts the same way)
+			continue
 		}
 		real++
-		if strings.EqualFold(b.State, "symbolized") {
+		switch strings.ToLower(b.State) {
+		case "symbolized":
 			n++
+		case StateNoSymbols, "skipped", "error":
+			missed++
 		}
 	}
 	if real == 0 {
 		return "no binaries to symbolize"
 	}
-	return strconv.Itoa(n) + " of " + strconv.Itoa(real) + " symbolized"
+	s := strconv.Itoa(n) + " of " + strconv.Itoa(real) + " symbolized"
+	if missed > 0 {
+		s += " · " + strconv.Itoa(missed) + " without symbols"
+	}
+	return s
 }
 
-// allResolved reports whether every binary (pseudo files aside) is
-// symbolized: the panel is then rendered collapsed to its one-line summary.
-func allResolved(bins []Binary) bool {
-	for _, b := range bins {
-		if b.State != StatePseudo && !strings.EqualFold(b.State, "symbolized") {
-			return false
-		}
-	}
-	return true
+// panelOpen says whether the symbolization panel is rendered open: only
+// while a job is to be followed. Once it ended, the panel is its one-line
+// summary (which counts the binaries left without symbols) and the flame
+// graph has the room; the user may open it.
+func panelOpen(bins []Binary, following bool) bool {
+	return following && len(bins) > 0
 }

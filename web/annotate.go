@@ -138,7 +138,7 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		var le *symbolize.ListingError
 		switch {
 		case errors.As(err, &le):
-			return nil, httpStatusError(err)
+			return nil, err // the handlers map it (the page shows a Sampled one)
 		case err != nil: // the function was found but could not be decoded
 			return nil, httpError(http.StatusUnprocessableEntity, "%v", err)
 		}
@@ -146,7 +146,7 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		return a, nil
 	})
 	if err != nil {
-		return nil, 0, nil, err
+		return l, si, nil, err
 	}
 	return l, si, v.(*symbolize.Listing), nil
 }
@@ -207,7 +207,7 @@ type sourceJSON struct {
 func (s *Server) handleAnnotateJSON(c echo.Context) error {
 	l, si, a, err := s.annotateListing(c)
 	if err != nil {
-		return err
+		return httpStatusError(err)
 	}
 	st := l.Meta.SampleTypes[si]
 	lst := a.Listing
@@ -248,8 +248,12 @@ const maxHot = 3
 func (s *Server) handleAnnotatePage(c echo.Context) error {
 	id, siq, fn := c.Param("id"), c.QueryParam("si"), c.QueryParam("fn")
 	l, si, a, err := s.annotateListing(c)
+	var le *symbolize.ListingError
+	if errors.As(err, &le) && le.Sampled != nil {
+		return s.annotateMissingPage(c, l, si, le.Sampled)
+	}
 	if err != nil {
-		return err
+		return httpStatusError(err)
 	}
 	st := l.Meta.SampleTypes[si]
 	lst := a.Listing
@@ -388,4 +392,52 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		page.Rows = append(page.Rows, row)
 	}
 	return Render(c, http.StatusOK, views.Annotate(page))
+}
+
+// annotateMissingPage is the annotate view of a function whose executable
+// could not be found: what is missing and how to provide it, and the
+// function's self samples per address as the profile records them.
+func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int, sm *symbolize.Sampled) error {
+	id, siq, fn := c.Param("id"), c.QueryParam("si"), c.QueryParam("fn")
+	st := l.Meta.SampleTypes[si]
+	sq := url.Values{"fn": {fn}}
+	if siq != "" {
+		sq.Set("si", siq)
+	}
+	page := views.AnnotateMissingPage{
+		Page:      s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")),
+		ID:        id,
+		Fn:        fn,
+		DSO:       sm.DSO,
+		BuildID:   sm.BuildID,
+		Why:       sm.Why,
+		Unit:      st.Unit,
+		Total:     views.FormatValue(sm.Total, st.Unit),
+		Share:     views.Percent(sm.Total, sm.ProfileTotal),
+		FlameURL:  withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
+		SourceURL: "/p/" + id + "/source?" + sq.Encode(),
+		Filtered:  c.QueryParam("f") != "" || c.QueryParam("i") != "",
+	}
+	var maxSelf int64
+	for _, a := range sm.Addrs {
+		maxSelf = max(maxSelf, a.Self)
+	}
+	for _, a := range sm.Addrs {
+		row := views.AnnotateAddr{
+			Addr:  fmt.Sprintf("%x", a.Addr),
+			Count: views.FormatValue(a.Self, st.Unit),
+			Pct:   views.Percent(a.Self, sm.Total),
+			Frac:  float64(a.Self) / float64(max(maxSelf, 1)),
+		}
+		if len(a.Frames) > 0 {
+			if f := a.Frames[0]; f.File != "" {
+				row.Where = fmt.Sprintf("%s:%d", f.File, f.Line)
+			}
+			for _, in := range a.Frames[:len(a.Frames)-1] {
+				row.Inlined = append(row.Inlined, symbolize.Demangle(in.Name))
+			}
+		}
+		page.Addrs = append(page.Addrs, row)
+	}
+	return Render(c, http.StatusOK, views.AnnotateMissing(page))
 }

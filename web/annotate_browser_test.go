@@ -2,11 +2,17 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
 	"viewer/symbolize"
+	"viewer/web/ondemand"
 
 	"github.com/chromedp/chromedp"
 
@@ -145,4 +151,106 @@ func TestAnnotateMergeInBrowser(t *testing.T) {
 	if p := b.Problems(); len(p) > 0 {
 		t.Errorf("script problems: %q", p)
 	}
+}
+
+// TestBrowserAnnotateWithoutExecutable: the data-type recording
+// symbolized from its separate debug file alone (--debug-dir holds
+// datatype-dw5-pie.debug, which has the symbols and lines but no code), so
+// and the path the recording names ignored (IgnoreMappingPaths, as on a
+// server for other machines' uploads), so the flame graph names sum_list
+// but its instructions cannot be listed
+// (issue 34: a bare 404 page). The annotate page stays the page: one line
+// says which executable is missing and how to provide it, and a table
+// gives sum_list's self samples per address as the profile records them,
+// each with its source line, the counts adding up to the function's self
+// samples.
+func TestBrowserAnnotateWithoutExecutable(t *testing.T) {
+	dir := t.TempDir()
+	debug, err := os.ReadFile(filepath.Join("../testdata/datatype", "datatype-dw5-pie.debug"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "datatype-dw5-pie.debug"), debug, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("../testdata/datatype", "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := symbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+		c.DebugDirs = []string{dir}
+		c.IgnoreMappingPaths = true // as a server for uploads from other machines: the recorded path is not this machine's binary
+	})
+	id := uploadAPI(t, base, "", data)
+
+	waitRun(t, base, id, ondemand.RunDone)
+
+	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 800})
+	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
+	waitFor(t, b, "sum_list named in the top table", `[...document.querySelectorAll('#top-table tbody td.fn')].some((td) => td.textContent.trim() === 'sum_list')`)
+
+	run(t, b, "open the annotate view of sum_list", chromedp.Navigate(base+"/p/"+id+"/annotate?fn=sum_list&si=cpu-clock_count"))
+	waitFor(t, b, "the page", `document.readyState === 'complete'`)
+	if h := eval[string](t, b, `document.querySelector('h1')?.textContent.trim() ?? ''`); !strings.Contains(h, "sum_list") {
+		t.Fatalf("the annotate page's heading is %q, want the annotate page of sum_list; page:\n%s", h, eval[string](t, b, `document.body.innerText`))
+	}
+	msg := eval[string](t, b, `document.getElementById('annotate-missing')?.textContent.replace(/\s+/g, ' ').trim() ?? ''`)
+	for _, want := range []string{"datatype-dw5-pie", "--debug-dir", "debuginfod", "viewer upload-debuginfo"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the missing-executable line %q does not say %q", msg, want)
+		}
+	}
+	if n := eval[int](t, b, `(() => { const r = document.getElementById('annotate-missing')?.getClientRects(); return r ? r.length : 0; })()`); n == 0 {
+		t.Fatalf("the missing-executable line is not shown; the page says:\n%s", eval[string](t, b, `document.body.innerText`))
+	}
+	type addrRow struct {
+		Addr    string `json:"addr"`
+		Samples string `json:"samples"`
+		Source  string `json:"source"`
+	}
+	rows := eval[[]addrRow](t, b, `[...document.querySelectorAll('#annotate-addrs tbody tr')].map((r) => ({addr: r.querySelector('td.addr')?.textContent.trim() ?? '', samples: r.querySelector('td.samples')?.textContent.trim() ?? '', source: r.querySelector('td.where')?.textContent.trim() ?? ''}))`)
+	if len(rows) < 2 {
+		t.Fatalf("the address table has %d rows %+v, want sum_list's sampled addresses", len(rows), rows)
+	}
+	var sum int64
+	for _, r := range rows {
+		if _, err := strconv.ParseUint(r.Addr, 16, 64); err != nil {
+			t.Errorf("row %+v: the address is not hex", r)
+		}
+		n, err := strconv.ParseInt(r.Samples, 10, 64)
+		if err != nil || n <= 0 {
+			t.Errorf("row %+v: the samples are not a positive count", r)
+		}
+		sum += n
+		if !strings.Contains(r.Source, "datatype.c:") {
+			t.Errorf("row %+v: no source line from the debug file", r)
+		}
+	}
+	total := eval[string](t, b, `document.getElementById('annotate-total')?.textContent.trim() ?? ''`)
+	if strconv.FormatInt(sum, 10) != total {
+		t.Errorf("the rows add up to %d samples, the page says sum_list has %q", sum, total)
+	}
+	b.Screenshot(t, "annotate-without-executable")
+	noProblems(t, b)
+}
+
+// waitRun polls /p/ID/symbolization until the job reaches state.
+func waitRun(t testing.TB, base, id string, state ondemand.RunState) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last ondemand.Status
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/p/" + id + "/symbolization")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ondemand.Status{}
+		json.NewDecoder(resp.Body).Decode(&last)
+		resp.Body.Close()
+		if last.State == state {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s's symbolization never reached %s: %+v", id, state, last)
 }

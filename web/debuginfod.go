@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"mime"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
+	"viewer/views"
 	"viewer/web/debuginfo"
 	"viewer/web/ingest"
 )
@@ -444,22 +444,6 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 	return c.JSON(status, map[string]any{"results": results})
 }
 
-var debuginfoIndexPage = template.Must(template.New("index").Funcs(template.FuncMap{
-	"bytes": humanBytes,
-	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Debug files · viewer</title><link rel="stylesheet" href="/static/style.css"></head>
-<body><main><h1>Debug files</h1>
-<p>Uploaded debug files and executables this server serves as a debuginfod server: set <code>DEBUGINFOD_URLS={{.Base}}</code> for gdb, perf and debuginfod-find.</p>
-<form method="get" action="/debuginfo"><label>Search <input type="search" name="q" value="{{.Q}}" placeholder="build ID or file name"></label> <button type="submit">Search</button></form>
-{{if .Entries}}<table><thead><tr><th>Build ID</th><th>File</th><th>Kind</th><th>Size</th><th>Uploaded</th><th>Profiles</th></tr></thead><tbody>
-{{range .Entries}}<tr><td><a href="/buildid/{{.BuildID}}/{{.Kind}}"><code>{{.BuildID}}</code></a></td><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{bytes .Size}}</td><td>{{when .Uploaded}}</td>
-<td>{{range $i, $p := index $.Profiles .BuildID}}{{if $i}}, {{end}}<a href="/p/{{$p}}">{{$p}}</a>{{else}}none yet{{end}}</td></tr>
-{{end}}</tbody></table>{{else}}<p>No debug files{{if .Q}} match “{{.Q}}”{{end}}. Upload with <code>viewer upload-debuginfo FILE…</code>.</p>{{end}}
-</main></body></html>
-`))
-
 // handleDebuginfoIndex lists the stored files, newest first, with a search
 // box, and links each build ID to the profiles whose symbolization used it.
 func (s *Server) handleDebuginfoIndex(c echo.Context) error {
@@ -478,13 +462,16 @@ func (s *Server) handleDebuginfoIndex(c echo.Context) error {
 			profiles[e.BuildID] = files.Profiles(c.Request().Context(), e.BuildID, 20)
 		}
 	}
-	var b strings.Builder
-	if err := debuginfoIndexPage.Execute(&b, map[string]any{
-		"Entries": es, "Q": q, "Profiles": profiles, "Base": c.Scheme() + "://" + c.Request().Host,
-	}); err != nil {
-		return err
+	page := views.DebuginfoPage{Page: views.Page{Title: "Debug files"}, Base: c.Scheme() + "://" + c.Request().Host, Q: q}
+	for _, e := range es {
+		f := views.DebugFile{BuildID: e.BuildID, Href: "/buildid/" + e.BuildID + "/" + e.Kind, Name: e.Name, Kind: e.Kind,
+			Size: humanBytes(e.Size), Uploaded: e.Uploaded.UTC().Format("2006-01-02 15:04 UTC")}
+		for _, p := range profiles[e.BuildID] {
+			f.Profiles = append(f.Profiles, views.NavLink{Label: p, Href: "/p/" + p})
+		}
+		page.Files = append(page.Files, f)
 	}
-	return c.HTML(http.StatusOK, b.String())
+	return Render(c, http.StatusOK, views.Debuginfo(page))
 }
 
 // handleMetrics answers /metrics in the Prometheus text format: the

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +10,13 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/google/pprof/profile"
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/debuginfo"
+	"viewer/web/ondemand"
+	"viewer/web/store"
 )
 
 // topHeaderJS measures the /top table's sticky header against its scroll
@@ -143,4 +148,147 @@ func TestBrowserSourcePhoneWidth(t *testing.T) {
 	}
 	b.Screenshot(t, "source-390")
 	sb.check(t, "source at 390 px")
+}
+
+// benchWithUnnamedLibs is the 200k-sample benchmark profile (a quarter of
+// it under the race detector, as exactProfile) with the locations of its
+// first n libraries left without names, as a perf.data of a program whose
+// libraries have no debug info on the server: their rows stay in the
+// symbolization panel as "no symbols" after the job.
+func benchWithUnnamedLibs(t *testing.T, n int) []byte {
+	t.Helper()
+	_, data := exactProfile(t)
+	p, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range p.Mapping[1 : 1+n] {
+		m.HasFunctions, m.HasFilenames, m.HasLineNumbers = false, false, false
+	}
+	for _, l := range p.Location {
+		if l.Mapping != nil && !l.Mapping.HasFunctions {
+			l.Line = nil
+		}
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// graphBoxJS is the flame graph's drawn canvas in the window.
+const graphBoxJS = `(r => ({x: r.left, y: r.top, width: r.width, height: r.height}))(document.getElementById('flame').getBoundingClientRect())`
+
+// TestBrowserFlameSymbolizationFolds opens the 200k-sample profile whose
+// libraries the server cannot symbolize at 1440×900 (issue 34: the
+// panel stayed open with its rows once the job had ended, and the graph
+// started at y≈600): once the job ends the panel folds to its summary
+// line, which says how many binaries are left without symbols, and the
+// graph starts within the top 180 px and fills at least 60% of the
+// window's height, both on the page that followed the job and on one
+// opened after it.
+func TestBrowserFlameSymbolizationFolds(t *testing.T) {
+	_, base := symbolizingServer(t, nil, 1)
+	id := uploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	check := func(when string) {
+		t.Helper()
+		if open := eval[bool](t, b, `document.querySelector('#symbolization details').open`); open {
+			t.Errorf("%s: the symbolization panel is still open", when)
+		}
+		if s := text(t, b, "#symbolization-summary"); !strings.Contains(s, "of 4 symbolized") || !strings.Contains(s, "4 without symbols") {
+			t.Errorf("%s: the folded panel's summary %q does not say 0 of 4 symbolized, 4 without symbols", when, s)
+		}
+		g := eval[rect](t, b, graphBoxJS)
+		inner := eval[float64](t, b, `window.innerHeight`)
+		if g.Y > 180 {
+			t.Errorf("%s: the flame graph starts at y=%.0f, want within the top 180 px", when, g.Y)
+		}
+		if shown := min(g.Y+g.Height, inner) - max(g.Y, 0); shown < 0.6*inner {
+			t.Errorf("%s: the flame graph shows %.0f px of the %.0f px window (%.0f%%, y=%.0f..%.0f); want at least 60%%", when, shown, inner, 100*shown/inner, g.Y, g.Y+g.Height)
+		}
+	}
+	runLong(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
+	if err := b.WaitReady(3 * time.Minute); err != nil {
+		t.Fatalf("the flame graph never drew: %v; problems %q", err, b.Problems())
+	}
+	waitRun(t, base, id, ondemand.RunDone)
+	waitFor(t, b, "the page to learn the job ended", `document.getElementById('symbolization').dataset.job === 'done'`)
+	time.Sleep(300 * time.Millisecond) // the graph takes the room
+	check("after following the job")
+	b.Screenshot(t, "flame-symbolization-folded")
+
+	runLong(t, b, "open the page again", chromedp.Navigate(base+"/p/"+id))
+	if err := b.WaitReady(3 * time.Minute); err != nil {
+		t.Fatalf("the flame graph never drew: %v", err)
+	}
+	waitFor(t, b, "the panel's outcome", `document.getElementById('symbolization').dataset.job === 'done'`)
+	time.Sleep(300 * time.Millisecond)
+	check("on a page opened after the job")
+	noProblems(t, b)
+}
+
+// siteChromeJS is what a page shares with the others: its header's links,
+// the header's box and colours, and the style sheets it loads.
+const siteChromeJS = `(() => {
+	const h = document.querySelector('header.site');
+	if (!h) return null;
+	const cs = getComputedStyle(h), r = h.getBoundingClientRect();
+	return {
+		links: [...h.querySelectorAll('a')].map((a) => a.getAttribute('href') + ' ' + a.textContent.trim()),
+		style: [cs.backgroundColor, cs.color, cs.position, Math.round(r.height), Math.round(r.top), getComputedStyle(document.body).fontFamily].join(' | '),
+		sheets: [...document.querySelectorAll('link[rel=stylesheet]')].map((l) => new URL(l.href).pathname).filter((p) => p === '/static/style.css'),
+	};
+})()`
+
+type siteChrome struct {
+	Links  []string `json:"links"`
+	Style  string   `json:"style"`
+	Sheets []string `json:"sheets"`
+}
+
+// TestBrowserDebuginfoInSiteLayout opens /debuginfo with one uploaded
+// debug file beside the upload page and the services page (issue 34: it
+// was a bare page of its own, without the site's header): it has the same
+// header, links and styles as they do, and its table lists the file.
+func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
+	_, debugFile, bid := privFiles(t)
+	st, err := store.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := debuginfo.New(debuginfo.Config{Store: st, TempDir: t.TempDir()})
+	s, err := web.New(web.Config{Store: st, OTLP: true, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: "open"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	uploadDebugFile(t, ts.URL, debugFile)
+
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
+	chrome := func(path string) siteChrome {
+		t.Helper()
+		run(t, b, "open "+path, chromedp.Navigate(ts.URL+path))
+		waitFor(t, b, path+" loaded", `document.readyState === 'complete'`)
+		c := eval[*siteChrome](t, b, siteChromeJS)
+		if c == nil {
+			t.Fatalf("%s has no site header (header.site); it says:\n%s", path, eval[string](t, b, `document.body.innerText`))
+		}
+		return *c
+	}
+	want := chrome("/")
+	for _, other := range []string{"/services", "/debuginfo"} {
+		got := chrome(other)
+		if strings.Join(got.Links, "\n") != strings.Join(want.Links, "\n") || got.Style != want.Style || len(got.Sheets) != 1 {
+			t.Errorf("%s's header differs from the upload page's:\n got %+v\nwant %+v", other, got, want)
+		}
+	}
+	if rows := eval[[]string](t, b, `[...document.querySelectorAll('#debug-files tbody tr')].map((r) => r.textContent.replace(/\s+/g, ' ').trim())`); len(rows) != 1 || !strings.Contains(rows[0], bid) {
+		t.Errorf("/debuginfo lists %q, want one row with build ID %s", rows, bid)
+	}
+	b.Screenshot(t, "debuginfo")
+	noProblems(t, b)
 }

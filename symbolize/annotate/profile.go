@@ -90,6 +90,34 @@ type Result struct {
 type RequestError struct {
 	NotFound bool
 	Msg      string
+	// Sampled is what the profile alone says about the function when the
+	// profile places its samples in a binary whose code cannot be opened
+	// (the executable is absent): nil otherwise.
+	Sampled *Sampled
+}
+
+// Sampled is a function's self samples by address as the profile records
+// them, for when its binary's code cannot be read: no instructions, but
+// where the time went and, when the profile has them, the source lines.
+type Sampled struct {
+	DSO     string
+	BuildID string
+	// Why says why the code could not be opened (the locator's reasons).
+	Why   string
+	Total int64 // the function's self samples, after Keep and LeafKept
+	// ProfileTotal is the profile's total for the sample type, after Keep.
+	ProfileTotal int64
+	Addrs        []SampledAddr // by address
+}
+
+// SampledAddr is one address of a function in the profile: the address in
+// the process, as the profile records it, and its self samples.
+type SampledAddr struct {
+	Addr uint64
+	Self int64
+	// Frames are the profile's source frames at the address, innermost
+	// first (more than one when the code is inlined).
+	Frames []elfsym.Frame
 }
 
 func (e *RequestError) Error() string { return e.Msg }
@@ -170,11 +198,17 @@ func ForProfile(ctx context.Context, op Opener, p *profile.Profile, req Request)
 		names = req.DSONames(order)
 	}
 	var why []string
+	var unopened *profile.Mapping // the first binary holding fn's samples whose code is absent
+	var unopenedWhy string
 	for _, m := range order {
 		res, err := listIn(ctx, op, m, names[m], kept, req, hot[m])
 		if err != nil {
 			if errors.Is(err, errNotHere) {
 				why = append(why, names[m]+": "+err.Error())
+				var nh notHere
+				if errors.As(err, &nh) && nh.unopened && fnWeight[m] > 0 && unopened == nil {
+					unopened, unopenedWhy = m, err.Error()
+				}
 				continue
 			}
 			return nil, err
@@ -185,14 +219,62 @@ func ForProfile(ctx context.Context, op Opener, p *profile.Profile, req Request)
 	if len(order) == 0 {
 		return nil, &RequestError{NotFound: true, Msg: "no samples with an address for this sample type: annotating needs a profile that keeps addresses and build IDs (perf.data, or pprof with mappings)"}
 	}
+	if unopened != nil {
+		sm := sampledIn(unopened, kept, fn, si)
+		sm.DSO, sm.BuildID, sm.Why, sm.ProfileTotal = names[unopened], unopened.BuildID, unopenedWhy, total
+		id := ""
+		if sm.BuildID != "" {
+			id = " (build ID " + sm.BuildID + ")"
+		}
+		return nil, &RequestError{NotFound: true, Sampled: sm, Msg: fmt.Sprintf(
+			"the executable of %s%s was not found, so %s's instructions cannot be listed: give its directory with --debug-dir, let a debuginfod server (DEBUGINFOD_URLS) serve it, or upload it with viewer upload-debuginfo (%s)",
+			sm.DSO, id, fn, unopenedWhy)}
+	}
 	return nil, &RequestError{NotFound: true, Msg: fmt.Sprintf("function %q not found (%s); pick a function from the flame graph or top table", fn, strings.Join(why, "; "))}
+}
+
+// sampledIn is fn's self samples in mapping m by address, from the kept
+// samples whose leaf the profile places in fn, with the leaf's lines.
+func sampledIn(m *profile.Mapping, kept []*profile.Sample, fn string, si int) *Sampled {
+	sm := &Sampled{}
+	at := map[uint64]int{}
+	for _, smp := range kept {
+		leaf := smp.Location[0]
+		if leaf.Mapping != m || !hasFunc(leaf, fn) {
+			continue
+		}
+		w := smp.Value[si]
+		sm.Total += w
+		i, ok := at[leaf.Address]
+		if !ok {
+			i = len(sm.Addrs)
+			at[leaf.Address] = i
+			a := SampledAddr{Addr: leaf.Address}
+			for _, ln := range leaf.Line {
+				f := elfsym.Frame{Line: int(ln.Line)}
+				if ln.Function != nil {
+					f.Name, f.File = ln.Function.Name, ln.Function.Filename
+				}
+				a.Frames = append(a.Frames, f)
+			}
+			sm.Addrs = append(sm.Addrs, a)
+		}
+		sm.Addrs[i].Self += w
+	}
+	sort.Slice(sm.Addrs, func(i, j int) bool { return sm.Addrs[i].Addr < sm.Addrs[j].Addr })
+	return sm
 }
 
 // errNotHere is a binary that does not hold the function or cannot be
 // opened: the search goes on to the next.
 var errNotHere = errors.New("not here")
 
-type notHere struct{ msg string }
+// notHere says why; unopened when the binary's code or symbols could not
+// be opened at all (rather than not holding the function).
+type notHere struct {
+	msg      string
+	unopened bool
+}
 
 func (e notHere) Error() string        { return e.msg }
 func (e notHere) Is(target error) bool { return target == errNotHere }
@@ -202,12 +284,12 @@ func listIn(ctx context.Context, op Opener, m *profile.Mapping, name string, kep
 	fn, si := req.Fn, req.SI
 	tb, err := op.OpenCode(ctx, m)
 	if err != nil {
-		return nil, notHere{err.Error()}
+		return nil, notHere{err.Error(), true}
 	}
 	defer tb.Close()
 	sf, err := op.SymbolFile(tb.Debug())
 	if err != nil {
-		return nil, notHere{err.Error()}
+		return nil, notHere{err.Error(), true}
 	}
 	syms := Symbols(sf.Symbols())
 	if len(syms) == 0 && tb.Exec() != tb.Debug() {
@@ -259,7 +341,7 @@ func listIn(ctx context.Context, op Opener, m *profile.Mapping, name string, kep
 		sym, ok = holders[0], true
 	}
 	if !ok {
-		return nil, notHere{"no symbol or inlined function " + fn}
+		return nil, notHere{msg: "no symbol or inlined function " + fn}
 	}
 	res := &Result{DSO: name, BuildID: m.BuildID, Source: tb.Source()}
 	if req.Inline == InlineMerge {
