@@ -93,7 +93,7 @@ type Server struct {
 	prof   *profiles.Service // IDs, meta, storing and loading profiles
 	trees  *lru.Cache[treeKey, *encoded]
 	tops   *lru.Cache[treeKey, *topResult]
-	stacks *lru.Cache[treeKey, *flame.Stacks] // zoom.go
+	stacks *lru.Cache[treeKey, *flame.Stacks]    // zoom.go
 	orders *lru.Cache[treeKey, *flame.TimeOrder] // timeorder.go
 	flight singleflight.Group
 	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
