@@ -112,6 +112,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserPhoneWidth \
 	TestBrowserServices \
 	TestBrowserSourcePhoneWidth \
+	TestBrowserTimeOrder \
 	TestBrowserTimeline \
 	TestBrowserTopAskedWithGraph \
 	TestBrowserTopStickyHeader \

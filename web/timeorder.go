@@ -46,11 +46,13 @@ func (s *Server) handleTimeOrderPage(c echo.Context) error {
 		TimelineURL: profileURL(id, "/timeline.json", si),
 		FlameURL:    withQuery(profileURL(id, "", si), filterQuery(c)),
 	}
-	for _, k := range append(flame.FilterParams[:], "t") {
+	for _, k := range flame.FilterParams {
 		if v := c.QueryParam(k); v != "" {
 			page.Hidden = append(page.Hidden, views.HiddenParam{Name: k, Value: v})
 		}
 	}
+	// Always there: timeline.js sets it to the range it selects.
+	page.Hidden = append(page.Hidden, views.HiddenParam{Name: "t", Value: c.QueryParam("t")})
 	return Render(c, http.StatusOK, views.TimeOrder(page))
 }
 
