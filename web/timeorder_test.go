@@ -233,54 +233,48 @@ func TestTimeOrderNoTimes(t *testing.T) {
 	}
 }
 
-// TestTimeOrderBounded: time.json of a large profile (300k sample
-// records: 16 threads, 500 buckets, deep and varied stacks) is bounded by
-// the width asked for, not the samples: no more than the busiest
-// threads, boxes at least half a column wide, never overlapping at one
-// depth, at most MaxTimeOrderBoxes, and a body of a few hundred KB.
+// TestTimeOrderBounded: time.json of a large profile (78k sample
+// records of 13 threads over 500 buckets, each bucket a dozen stacks, a
+// phase of the program every 10 buckets) is bounded by the width asked
+// for, not by the samples: the busiest threads only, boxes at least half
+// a column wide and never overlapping at one depth, and at most
+// MaxTimeOrderBoxes when more would be wide enough.
 func TestTimeOrderBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a large profile")
 	}
 	tp := newTimedProfile()
 	rng := rand.New(rand.NewPCG(1, 2))
-	frames := make([]string, 400)
-	for i := range frames {
-		frames[i] = fmt.Sprintf("pkg.f%d", i)
-	}
+	const threads = flame.TimeOrderThreads + 1
 	records := 0
-	for tid := int64(1); tid <= 16; tid++ {
+	for tid := int64(1); tid <= threads; tid++ {
 		for ms := int64(0); ms < 500; ms++ {
-			for k := 0; k < 40; k++ {
-				depth := 5 + rng.IntN(40)
-				parts := []string{"main"}
-				for d := 1; d < depth; d++ {
-					parts = append(parts, frames[rng.IntN(len(frames))])
-				}
-				tp.add(fmt.Sprintf("t%d", tid), tid, ms, strings.Join(parts, ";"), 1+rng.Int64N(5))
+			for k := 0; k < 12; k++ {
+				stack := fmt.Sprintf("main;pkg.phase%d;pkg.g%d;pkg.h%d;pkg.leaf%d", ms/10, k, rng.IntN(50), rng.IntN(400))
+				tp.add(fmt.Sprintf("t%d", tid), tid, ms, stack, 1+tid)
 				records++
 			}
 		}
 	}
 	_, ts := newTestServer(t, Config{})
 	id := upload(t, ts.URL, encodeProfile(t, tp.p, true))
-	for _, w := range []int{200, 1500} {
+	for _, w := range []int{200, 1500, 4096} {
 		u := fmt.Sprintf("%s/p/%s/time.json?si=cpu&w=%d", ts.URL, id, w)
 		r := get(t, u)
 		var d timeOrderJSON
 		if err := json.Unmarshal(r.body, &d); err != nil || r.status != 200 {
 			t.Fatalf("GET %s: %d %v", u, r.status, err)
 		}
-		if len(d.Threads) != flame.TimeOrderThreads || d.OtherThreads != 16-flame.TimeOrderThreads {
-			t.Errorf("w=%d: %d threads and %d others; want %d and %d", w, len(d.Threads), d.OtherThreads, flame.TimeOrderThreads, 16-flame.TimeOrderThreads)
+		if len(d.Threads) != flame.TimeOrderThreads || d.OtherThreads != 1 || d.Threads[0].Name != fmt.Sprintf("t%d 1/%d", threads, threads) {
+			t.Errorf("w=%d: %d threads, the first %q, and %d others; want the %d busiest and 1 other", w, len(d.Threads), d.Threads[0].Name, d.OtherThreads, flame.TimeOrderThreads)
 		}
 		minBox := float64(d.ToNanos-d.FromNanos) / float64(w) / 2
 		boxes := 0
 		for _, th := range d.Threads {
 			bs := d.boxesOf(th.Name)
 			boxes += len(bs)
-			if len(bs) == 0 || bs[0].name != "main" || bs[0].start != 0 || bs[0].end != d.SpanNanos {
-				t.Errorf("w=%d: %s's first box %v; want main over the whole recording", w, th.Name, bs[:min(1, len(bs))])
+			if len(bs) < 51 || bs[0].name != "main" || bs[0].start != 0 || bs[0].end != d.SpanNanos || bs[1].name != "pkg.phase0" || bs[1].end != 10_000_000 {
+				t.Fatalf("w=%d: %s's first boxes %v; want main over the whole recording, then its 50 phases", w, th.Name, bs[:min(2, len(bs))])
 			}
 			for i, b := range bs {
 				if float64(b.end-b.start) < minBox {
@@ -291,11 +285,8 @@ func TestTimeOrderBounded(t *testing.T) {
 				}
 			}
 		}
-		if boxes > flame.MaxTimeOrderBoxes || d.Hidden == 0 {
-			t.Errorf("w=%d: %d boxes (at most %d), %d hidden", w, boxes, flame.MaxTimeOrderBoxes, d.Hidden)
-		}
-		if boxes > 2*w*45*len(d.Threads) {
-			t.Errorf("w=%d: %d boxes, over twice the width per depth and thread", w, boxes)
+		if boxes > flame.MaxTimeOrderBoxes || d.Hidden == 0 || boxes > 2*w*5*len(d.Threads) {
+			t.Errorf("w=%d: %d boxes (at most %d, and twice the width per depth and thread), %d hidden", w, boxes, flame.MaxTimeOrderBoxes, d.Hidden)
 		}
 		t.Logf("w=%d: %d sample records → %d boxes, %d hidden, %d bytes", w, records, boxes, d.Hidden, len(r.body))
 		if len(r.body) > 4<<20 {

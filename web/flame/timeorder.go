@@ -293,17 +293,20 @@ func (o *TimeOrder) View(r *TimeRange, width int, opt Options) *TimeOrderView {
 	}
 	// Past the bound, the narrowest boxes go: a box is never wider than
 	// the one it is in, so what stays is whole from the outermost frame.
+	// Widths are compared in eighths of a pixel, so that boxes of one
+	// width (but for rounding) stay or go together.
 	keep := func(box) bool { return true }
 	if total > MaxTimeOrderBoxes {
+		q := max(1, int64(minBox/4))
 		ws := make([]int64, 0, total)
 		for _, out := range boxes {
 			for _, b := range out {
-				ws = append(ws, b.end-b.start)
+				ws = append(ws, (b.end-b.start)/q)
 			}
 		}
 		slices.Sort(ws)
 		cut := ws[len(ws)-MaxTimeOrderBoxes]
-		keep = func(b box) bool { return b.end-b.start > cut }
+		keep = func(b box) bool { return (b.end-b.start)/q > cut }
 	}
 	outName := make([]int32, len(fr.names)) // name ID → output index+1
 	outMap := map[int32]int32{}
