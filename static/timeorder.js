@@ -17,6 +17,7 @@ import { formatValue, frameColor, fitLabel } from './flame.js';
 const config = readConfig('timeorder-config');
 const chart = $('timeorder-chart');
 const canvas = $('timeorder-canvas');
+const overlay = $('timeorder-hover'); // the hovered box's outline, drawn apart from the boxes
 const tip = $('timeorder-tip');
 const status = $('timeorder-status');
 const scope = $('timeorder-scope');
@@ -38,6 +39,7 @@ let generation = 0;
 let loads = 0;
 let hover = null; // {lane, k}
 let charWidth = 0;
+let colors = []; // per name index of data: its fill
 
 function parseRange(t) {
   const m = /^([0-9.]+)-([0-9.]+)$/.exec(t || '');
@@ -69,6 +71,8 @@ async function load() {
   }
   if (gen !== generation) return;
   data = d;
+  colors = d.names.map((name, nm) => frameColor(name, mappingOf(nm))[0]);
+  hover = null;
   loads++;
   document.body.dataset.timeorderLoads = String(loads);
   layout();
@@ -167,7 +171,7 @@ function draw() {
       if (y + ROW > h) continue;
       const name = data.names[b[k + 3]];
       const bw = x1 - x0;
-      g.fillStyle = frameColor(name, mappingOf(b[k + 3]))[0];
+      g.fillStyle = colors[b[k + 3]];
       g.fillRect(x0, y, Math.max(bw - (bw >= 3 ? 1 : 0), 0.5), ROW - 1);
       if (bw >= charWidth * 3 + 6) {
         const text = fitLabel(name, Math.floor((bw - 6) / charWidth));
@@ -177,13 +181,8 @@ function draw() {
         }
       }
     }
-    if (hover && hover.lane === lane) {
-      const k = hover.k;
-      g.strokeStyle = '#1d1a17';
-      g.lineWidth = 1.5;
-      g.strokeRect(xOf(b[k]) + 0.75, top + HEAD + b[k + 2] * ROW + 0.75, Math.max(1, xOf(b[k + 1]) - xOf(b[k]) - 1.5), ROW - 2.5);
-    }
   }
+  drawHover();
   status.hidden = !!data.threads.length;
   if (!data.threads.length) status.textContent = 'No samples in this range.';
   const shown = `${fmtSec(data.from_ns)}–${fmtSec(data.to_ns)} s`;
@@ -194,6 +193,28 @@ function draw() {
   if (data.hidden) parts.push(`${data.hidden.toLocaleString('en-US')} boxes too narrow to draw`);
   scope.textContent = parts.join(' · ');
   outBtn.hidden = !back.length;
+}
+
+/** Outlines the hovered box on the overlay canvas. */
+function drawHover() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  const dpr = window.devicePixelRatio || 1;
+  if (overlay.width !== canvas.width || overlay.height !== canvas.height) {
+    overlay.width = canvas.width;
+    overlay.height = canvas.height;
+  }
+  overlay.style.width = `${w}px`;
+  overlay.style.height = `${h}px`;
+  const g = overlay.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  if (!hover || !data) return;
+  const b = hover.lane.th.boxes, k = hover.k;
+  const from = data.from_ns, span = Math.max(1, data.to_ns - data.from_ns);
+  const x0 = ((b[k] - from) / span) * w, x1 = ((b[k + 1] - from) / span) * w;
+  g.strokeStyle = '#1d1a17';
+  g.lineWidth = 1.5;
+  g.strokeRect(x0 + 0.75, hover.lane.top + HEAD + b[k + 2] * ROW + 0.75, Math.max(1, x1 - x0 - 1.5), ROW - 2.5);
 }
 
 function mappingOf(nm) {
@@ -247,24 +268,24 @@ function showTip(e, h) {
   placeTooltip(tip, e);
 }
 
-canvas.addEventListener('pointermove', (e) => {
+overlay.addEventListener('pointermove', (e) => {
   const h = hit(e.offsetX, e.offsetY);
   const same = h && hover && h.lane === hover.lane && h.k === hover.k;
   if (!same) {
     hover = h;
-    draw();
+    drawHover();
   }
-  canvas.style.cursor = h ? 'pointer' : '';
+  overlay.style.cursor = h ? 'pointer' : '';
   if (h) showTip(e, h); else tip.hidden = true;
 });
-canvas.addEventListener('pointerleave', () => {
+overlay.addEventListener('pointerleave', () => {
   tip.hidden = true;
   if (hover) {
     hover = null;
-    draw();
+    drawHover();
   }
 });
-canvas.addEventListener('click', (e) => {
+overlay.addEventListener('click', (e) => {
   const h = hit(e.offsetX, e.offsetY);
   if (!h) return;
   const b = h.lane.th.boxes;
