@@ -113,6 +113,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserServices \
 	TestBrowserSourcePhoneWidth \
 	TestBrowserTimeOrder \
+	TestBrowserTimeOrderNoTimes \
 	TestBrowserTimeline \
 	TestBrowserTopAskedWithGraph \
 	TestBrowserTopStickyHeader \

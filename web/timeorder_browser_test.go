@@ -23,7 +23,7 @@ import (
 // graph's colors; a range dragged on the timeline narrows the view to its
 // threads (the main thread is done spinning by then); a box clicked zooms
 // to its time span, which the URL and the timeline show; Zoom out goes
-// back.
+// back, and the timeline's "Whole recording" shows every thread again.
 func TestBrowserTimeOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
@@ -160,5 +160,43 @@ func TestBrowserTimeOrder(t *testing.T) {
 	}
 	run(t, b.Browser, "zoom out", chromedp.Click(chromedp.CSS("#timeorder-out")))
 	waitFor(t, b.Browser, "the range before the click", fmt.Sprintf(`document.body.dataset.timeorderLoads === '4' && new URLSearchParams(location.search).get('t') === %q`, tq))
+	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
+	waitFor(t, b.Browser, "the whole recording again", `document.body.dataset.timeorderLoads === '5' && !location.search.includes('t=') && window.viewerTimeOrder.data.from_ns === 0`)
+	if got := threads(); fmt.Sprint(got) != fmt.Sprint(whole) {
+		t.Errorf("the whole recording again: threads %q, before %q", got, whole)
+	}
 	b.check(t, "time order")
+}
+
+// TestBrowserTimeOrderNoTimes: the time-order page of a profile whose
+// samples have no times says, in one visible line, that the view needs
+// them and which inputs keep them, instead of an empty chart.
+func TestBrowserTimeOrderNoTimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Ingest(context.Background(), browserProfile(t), "cpu.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	b := startStrict(t)
+	run(t, b.Browser, "open the time-order page", chromedp.Navigate(ts.URL+"/p/"+id+"/time"))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	note := eval[string](t, b.Browser, `(() => { const n = document.getElementById('timeorder-none'); return n.offsetHeight > 0 ? n.textContent : ''; })()`)
+	if !strings.Contains(note, "needs sample times") || !strings.Contains(note, "perf.data") {
+		t.Errorf("the page shows %q; want the line saying the view needs sample times and which inputs have them", note)
+	}
+	if eval[bool](t, b.Browser, `document.getElementById('timeorder').offsetHeight > 0`) {
+		t.Errorf("an empty chart shows beside the note")
+	}
+	b.check(t, "time order without times")
 }
