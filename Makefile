@@ -91,13 +91,15 @@ NORACE_NAMES = \
 NORACE_BROWSER_TESTS = \
 	TestAnnotateMergeInBrowser \
 	TestAnnotatePageInBrowser \
+	TestBrowserAnnotateWithoutExecutable \
 	TestBrowserCompareHostileNames \
 	TestBrowserContrast \
+	TestBrowserDebuginfoInSiteLayout \
 	TestBrowserDeepStack \
 	TestBrowserDiffColors \
-	TestBrowserDiffNoise \
 	TestBrowserDiffLayout \
 	TestBrowserDiffLink \
+	TestBrowserDiffNoise \
 	TestBrowserDocs \
 	TestBrowserDropUpload \
 	TestBrowserEveryPage \
@@ -105,6 +107,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFlameColorsAndLegend \
 	TestBrowserFlameLayout \
 	TestBrowserFlamePage \
+	TestBrowserFlameSymbolizationFolds \
 	TestBrowserFlameTooltipAndDetail \
 	TestBrowserFlameWheelZoom \
 	TestBrowserFormatterMatchesGo \
@@ -118,6 +121,8 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserSourcePhoneWidth \
 	TestBrowserTableFollowsRange \
 	TestBrowserTableFollowsZoom \
+	TestBrowserTimeOrder \
+	TestBrowserTimeOrderNoTimes \
 	TestBrowserTimeline \
 	TestBrowserTopAskedWithGraph \
 	TestBrowserTopStickyHeader \
@@ -125,6 +130,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserWarningsOnEveryPage \
 	TestScreenshots \
 	TestTypesPageInBrowser \
+
 
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".

@@ -3,15 +3,19 @@
 // server from each sample's time bucket). Dragging across it selects a range;
 // the range is the t= parameter of the URL (seconds since the first sample,
 // "1.5-2.25"), which every view honours, so a link to "the slow second" shows
-// it. page.js's setViewParam refetches and redraws the graph and its table.
+// it. The page's view module redraws for it: page.js's setViewParam
+// refetches and redraws the graph and its table; on the time-order page
+// (the section's data-view="timeorder"), timeorder.js's. A view that
+// changes the range itself (a click in the time-order view) says so with a
+// "viewer:range" event, and the selection follows.
 //
 // Nothing shows for a profile without sample times.
 
-import { setViewParam } from './page.js';
+import { $, readConfig, on } from './common.js';
 
-const $ = (id) => document.getElementById(id);
 const box = $('timeline');
-const config = JSON.parse($('flame-config').textContent);
+const config = readConfig('flame-config');
+const view = box && box.dataset.view === 'timeorder' ? import('./timeorder.js') : import('./page.js');
 const ROW = 14; // px per thread row
 const AXIS = 18;
 const LABEL = 150; // px of the name column
@@ -34,8 +38,12 @@ function fmtSec(s) {
   return s.toFixed(digits);
 }
 
-/** timeline.json beside the profile's flame.json; null for other trees (the data-type flame graph). */
+/**
+ * The section's data-src, else timeline.json beside the profile's
+ * flame.json; null for other trees (the data-type flame graph).
+ */
 function url() {
+  if (box.dataset.src) return box.dataset.src;
   const u = new URL(config.dataURL, location.href);
   if (!/^\/p\/[^/]+\/flame\.json$/.test(u.pathname)) return null;
   u.pathname = u.pathname.replace(/\/flame\.json$/, '/timeline.json');
@@ -124,7 +132,7 @@ export async function select(r) {
   range = r;
   draw();
   const t0 = performance.now();
-  await setViewParam('t', r ? `${r.from}-${r.to}` : '');
+  await (await view).setViewParam('t', r ? `${r.from}-${r.to}` : '');
   for (const el of document.querySelectorAll('input[type=hidden][name=t]')) el.value = r ? `${r.from}-${r.to}` : '';
   timings.push(performance.now() - t0);
 }
@@ -190,6 +198,12 @@ function draw() {
   out.textContent = range ? `Showing ${fmtSec(range.from)}–${fmtSec(range.to)} s of ${total}` : `Whole recording: ${total}. Drag to select a range.`;
   clear.hidden = !range;
 }
+
+// The view chose range r (seconds, or null): the selection shows it.
+on('range', (r) => {
+  range = r;
+  draw();
+});
 
 window.viewerTimeline = { select, get data() { return data; }, get timings() { return timings; } };
 

@@ -121,6 +121,8 @@ func TestEveryRouteEncodedOnce(t *testing.T) {
 		"GET /p/:id/sandwich":             {path: "/p/" + id + "/sandwich?fn=main.work", contentType: "text/html"},
 		"GET /p/:id/sandwich.json":        {path: "/p/" + id + "/sandwich.json?fn=main.work", contentType: "application/json"},
 		"GET /p/:id/source":               {path: "/p/" + id + "/source?fn=main.work", contentType: "text/html"},
+		"GET /p/:id/time":                 {path: "/p/" + id + "/time", contentType: "text/html"},
+		"GET /p/:id/time.json":            {path: "/p/" + id + "/time.json", contentType: "application/json"},
 		"GET /p/:id/events":               {path: "/p/" + id + "/events"},
 		"GET /p/:id/symbolization":        {path: "/p/" + id + "/symbolization"},
 		"POST /p/:id/symbolize/skip":      {path: "/p/" + id + "/symbolize/skip?build_id=c0ffee"},

@@ -245,6 +245,7 @@ func nav(id, si, active string) []views.NavLink {
 	return []views.NavLink{
 		{Label: "Flame graph", Href: profileURL(id, "", si), Active: active == "flame"},
 		{Label: "Top", Href: profileURL(id, "/top", si), Active: active == "top"},
+		{Label: "Time order", Href: profileURL(id, "/time", si), Active: active == "time"},
 		{Label: "Types", Href: profileURL(id, "/types", si), Active: active == "types"},
 	}
 }

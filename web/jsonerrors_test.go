@@ -48,6 +48,9 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 		"GET /p/:id/flame.json": {
 			get("/p/"+missing+"/flame.json", 404, "No profile"),
 			get("/p/"+id+"/flame.json?si=nope", 400, "unknown sample type")},
+		"GET /p/:id/time.json": {
+			get("/p/"+missing+"/time.json", 404, "No profile"),
+			get("/p/"+id+"/time.json?w=0", 400, "not a width")},
 		"GET /p/:id/top.json": {
 			get("/p/"+missing+"/top.json", 404, "No profile"),
 			get("/p/"+id+"/top.json?n=x", 400, "positive number")},

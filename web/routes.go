@@ -40,6 +40,8 @@ func (s *Server) routes() {
 	e.GET("/p/:id/flame.json", s.handleFlameJSON)
 	e.GET("/p/:id/flame.svg", s.handleFlameSVG)
 	e.GET("/p/:id/timeline.json", s.handleTimelineJSON) // samples per thread over time; t= filters every view (timeline.go)
+	e.GET("/p/:id/time", s.handleTimeOrderPage)         // each thread's stacks in time order (timeorder.go)
+	e.GET("/p/:id/time.json", s.handleTimeOrderJSON)
 	e.GET("/p/:id/profile.pb.gz", s.handleProfileDownload)
 	// The profile in speedscope's format, which speedscope.app fetches,
 	// and the flame page's link there (speedscopefile.go).

@@ -93,7 +93,8 @@ type Server struct {
 	prof   *profiles.Service // IDs, meta, storing and loading profiles
 	trees  *lru.Cache[treeKey, *encoded]
 	tops   *lru.Cache[treeKey, *topResult]
-	stacks *lru.Cache[treeKey, *flame.Stacks] // zoom.go
+	stacks *lru.Cache[treeKey, *flame.Stacks]    // zoom.go
+	orders *lru.Cache[treeKey, *flame.TimeOrder] // timeorder.go
 	flight singleflight.Group
 	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
 	types  *dataTypes        // the data-type page (datatypes.go)
@@ -183,6 +184,9 @@ func New(cfg Config) (*Server, error) {
 	if s.stacks, err = lru.New[treeKey, *flame.Stacks](stacksCache); err != nil {
 		return nil, err
 	}
+	if s.orders, err = lru.New[treeKey, *flame.TimeOrder](timeOrderCache); err != nil {
+		return nil, err
+	}
 	s.initSymbolization()
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true
@@ -221,6 +225,11 @@ func (s *Server) dropViews(id string) {
 	for _, k := range s.stacks.Keys() {
 		if k.id == id {
 			s.stacks.Remove(k)
+		}
+	}
+	for _, k := range s.orders.Keys() {
+		if k.id == id {
+			s.orders.Remove(k)
 		}
 	}
 }

@@ -44,9 +44,19 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 		opt.Filter.Time = nil
 		return NewStacks(p, si, opt).InTime(*r)
 	}
+	s, of, pos := sortedStacks(p, si, opt)
+	s.times = newTimeIndex(p, si, opt.CountType, of, pos)
+	return s
+}
+
+// sortedStacks is NewStacks without the time index, with where each
+// sample went: of[k] is sample k's stack in the grouped stacks (-1
+// skipped), pos[g] that stack's index in the sorted Stacks.ws (-1 filtered
+// out). opt.Filter.Time is not used.
+func sortedStacks(p *profile.Profile, si int, opt Options) (s *Stacks, of, pos []int32) {
 	fr := newFrames(p)
 	fr.work = opt.work
-	of := make([]int32, len(p.Sample)) // per sample: its stack in uniq
+	of = make([]int32, len(p.Sample)) // per sample: its stack in uniq
 	uniq := groupStacksOf(p, si, of)
 	ws, kept := opt.Filter.stacksOf(uniq, fr) // the zero Filter keeps every sample
 	// Sorted through a permutation, to know where each stack went.
@@ -56,7 +66,7 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	}
 	sortSeqs(order, ws, fr.work)
 	sorted := make([]weighted, len(ws))
-	pos := make([]int32, len(uniq)) // per stack of uniq: its index in sorted, -1 dropped
+	pos = make([]int32, len(uniq)) // per stack of uniq: its index in sorted, -1 dropped
 	for i := range pos {
 		pos[i] = -1
 	}
@@ -64,7 +74,7 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 		sorted[i] = ws[k]
 		pos[kept[k]] = int32(i)
 	}
-	s := &Stacks{
+	s = &Stacks{
 		// Keep only what labels need: not the locations, so the cached
 		// Stacks does not hold the profile.
 		fr: &frames{names: fr.names, nameMapping: fr.nameMapping, mappings: fr.mappings, byName: fr.byName, src: fr.src},
@@ -72,12 +82,11 @@ func NewStacks(p *profile.Profile, si int, opt Options) *Stacks {
 	}
 	s.countSamples(p, opt.CountType, of, pos) // samplecount.go
 	s.sumUp()
-	s.times = newTimeIndex(p, si, opt.CountType, of, pos)
 	if si >= 0 && si < len(p.SampleType) {
 		s.SampleType, s.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
 	s.CountType = countType(p, opt.CountType)
-	return s
+	return s, of, pos
 }
 
 // parallelSortMin is the fewest stacks sortSeqs sorts on two goroutines

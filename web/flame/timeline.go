@@ -44,22 +44,10 @@ func BuildTimeline(p *profile.Profile, si int) *Timeline {
 	if si < len(p.SampleType) {
 		t.SampleType, t.Unit = p.SampleType[si].Type, p.SampleType[si].Unit
 	}
-	var maxT, g int64
-	timed := 0
-	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
-		if len(ts) != 1 || ts[0] < 0 {
-			continue
-		}
-		timed++
-		maxT = max(maxT, ts[0])
-		g = gcd(g, ts[0])
-	}
-	if timed == 0 {
+	w, n := timeGrid(p)
+	if n == 0 {
 		return t
 	}
-	w := max(g, int64(perfdata.TimeBucket(uint64(maxT))))
-	n := int(maxT/w) + 1
 	t.BucketNanos, t.SpanNanos = w, int64(n)*w
 	t.Total = make([]int64, n)
 	type thread struct {
@@ -75,25 +63,10 @@ func BuildTimeline(p *profile.Profile, si int) *Timeline {
 			continue
 		}
 		v := s.Value[si]
-		key = key[:0]
-		if c := s.Label["comm"]; len(c) > 0 {
-			key = append(key, c[0]...)
-			key = append(key, ' ')
-		}
-		if pid := s.NumLabel["pid"]; len(pid) > 0 {
-			key = strconv.AppendInt(key, pid[0], 10)
-			key = append(key, '/')
-		}
-		if tid := s.NumLabel["tid"]; len(tid) > 0 {
-			key = strconv.AppendInt(key, tid[0], 10)
-		}
+		key = threadKey(s, key[:0])
 		th := byKey[string(key)]
 		if th == nil {
-			name := string(key)
-			if name == "" {
-				name = "all samples"
-			}
-			th = &thread{name: name, counts: make([]int64, n)}
+			th = &thread{name: threadName(key), counts: make([]int64, n)}
 			byKey[string(key)] = th
 		}
 		b := int(ts[0] / w)
@@ -126,6 +99,55 @@ func BuildTimeline(p *profile.Profile, si int) *Timeline {
 		}
 	}
 	return t
+}
+
+// timeGrid is the time buckets of p's samples: their width (the greatest
+// common divisor of the samples' times, never finer than
+// perfdata.TimeBucket of the span) and how many cover the span; 0 buckets
+// when no sample has a time.
+func timeGrid(p *profile.Profile) (width int64, n int) {
+	var maxT, g int64
+	timed := 0
+	for _, s := range p.Sample {
+		ts := s.NumLabel[perfdata.TimeLabel]
+		if len(ts) != 1 || ts[0] < 0 {
+			continue
+		}
+		timed++
+		maxT = max(maxT, ts[0])
+		g = gcd(g, ts[0])
+	}
+	if timed == 0 {
+		return 0, 0
+	}
+	w := max(g, int64(perfdata.TimeBucket(uint64(maxT))))
+	return w, int(maxT/w) + 1
+}
+
+// threadKey appends to key what keeps s's thread apart from the others:
+// "comm pid/tid", as perf script heads a sample, with the parts s has.
+func threadKey(s *profile.Sample, key []byte) []byte {
+	if c := s.Label["comm"]; len(c) > 0 {
+		key = append(key, c[0]...)
+		key = append(key, ' ')
+	}
+	if pid := s.NumLabel["pid"]; len(pid) > 0 {
+		key = strconv.AppendInt(key, pid[0], 10)
+		key = append(key, '/')
+	}
+	if tid := s.NumLabel["tid"]; len(tid) > 0 {
+		key = strconv.AppendInt(key, tid[0], 10)
+	}
+	return key
+}
+
+// threadName is the name a thread's row shows for its threadKey: "all
+// samples" when the samples name no thread.
+func threadName(key []byte) string {
+	if len(key) == 0 {
+		return "all samples"
+	}
+	return string(key)
 }
 
 func gcd(a, b int64) int64 {
