@@ -16,7 +16,10 @@
 # 5M-stack shape would need about 10 GB in the server, more than this
 # shared 24 GB machine can spare. 20m is written by genprofile -stream.
 # SIZE-VARIANT (e.g. 2m-names, 20m-labels) is that size in another shape
-# (issue 36), one genprofile option changed:
+# (issue 36, genprofile -shape VARIANT, testdata/bench/gen's Variants),
+# one genprofile option changed, written by genprofile -stream (the
+# tables, then the samples):
+#   records  none (2m-records is 2m with its samples after the tables)
 #   merged   one record per distinct stack, not one per sample
 #   shallow  stacks 5–10 deep          deep     stacks 100–200 deep
 #   locs     8 locations per function  names    200-byte Go and C++ names
@@ -68,26 +71,13 @@ wait_http() {
 printf '%-10s %10s %9s %9s %11s %11s %9s %7s\n' shape samples gz_MB upload_s flame_s cpu_s rss_MiB load
 for shape in ${@:-200k 2m 20m}; do
 	case ${shape%%-*} in
-	200k) args=(-samples 200000 -stacks 50000 -functions 20000); n=200000 funcs=20000 ;;
-	2m) args=(-samples 2000000 -stacks 500000 -functions 100000); n=2000000 funcs=100000 ;;
-	20m) args=(-stream -samples 20000000 -stacks 2000000 -functions 200000); n=20000000 funcs=200000 ;;
+	200k) args=(-samples 200000 -stacks 50000 -functions 20000); n=200000 ;;
+	2m) args=(-samples 2000000 -stacks 500000 -functions 100000); n=2000000 ;;
+	20m) args=(-stream -samples 20000000 -stacks 2000000 -functions 200000); n=20000000 ;;
 	*) echo "unknown size in $shape (200k, 2m, 20m)" >&2; exit 2 ;;
 	esac
 	case $shape in
-	*-*)
-		case ${shape#*-} in
-		merged) args+=(-merged) ;;
-		shallow) args+=(-depth 5-10) ;;
-		deep) args+=(-depth 100-200) ;;
-		locs) args+=(-locations $((funcs * 8))) ;;
-		names) args+=(-name-len 200) ;;
-		inline) args+=(-inline 4) ;;
-		labels) args+=(-labels 4) ;;
-		types) args+=(-types 4) ;;
-		all) args+=(-name-len 200 -inline 4 -labels 4 -types 4 -depth 10-100) ;;
-		*) echo "unknown variant in $shape (merged, shallow, deep, locs, names, inline, labels, types, all)" >&2; exit 2 ;;
-		esac
-		;;
+	*-*) args+=(-stream -shape "${shape#*-}") ;; # gen.Variants, written as 20m is
 	esac
 	f=$cache/bench-$shape.pb.gz
 	[ -s "$f" ] || { "$work/genprofile" -o "$f.tmp" "${args[@]}" && mv "$f.tmp" "$f"; }

@@ -54,6 +54,38 @@ type Shape struct {
 	Merged bool
 }
 
+// Variants are issue 36's shapes, each the benchmark shape (Generate's)
+// with one option changed, and "all" with several; growth.sh's SIZE-NAME,
+// genprofile -shape and the per-shape benchmarks name them.
+var Variants = []struct {
+	Name  string
+	Apply func(*Shape)
+}{
+	{"records", func(*Shape) {}}, // one record per sample, as Generate
+	{"merged", func(s *Shape) { s.Merged = true }},
+	{"shallow", func(s *Shape) { s.MinDepth, s.MaxDepth = 5, 10 }},
+	{"deep", func(s *Shape) { s.MinDepth, s.MaxDepth = 100, 200 }},
+	{"locs", func(s *Shape) { s.Locations = 8 * s.Functions }},
+	{"names", func(s *Shape) { s.NameLen = 200 }},
+	{"inline", func(s *Shape) { s.Inline = 4 }},
+	{"labels", func(s *Shape) { s.Labels = 4 }},
+	{"types", func(s *Shape) { s.Types = 4 }},
+	{"all", func(s *Shape) { s.NameLen, s.Inline, s.Labels, s.Types, s.MinDepth, s.MaxDepth = 200, 4, 4, 4, 10, 100 }},
+}
+
+// Variant returns the benchmark shape of these counts changed as the
+// variant named name changes it; false when there is none of that name.
+func Variant(name string, samples, stacks, functions, mappings int, seed uint64) (Shape, bool) {
+	sh := Shape{Samples: samples, Stacks: stacks, Functions: functions, Mappings: mappings, Seed: seed}
+	for _, v := range Variants {
+		if v.Name == name {
+			v.Apply(&sh)
+			return sh, true
+		}
+	}
+	return sh, false
+}
+
 // Generate returns a CPU profile of nSamples samples over nStacks unique
 // stacks of depth 10–60 made of nFuncs functions in nMaps mappings, with
 // Zipf-like frequencies; the same arguments give the same profile.

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -33,9 +34,41 @@ func main() {
 	labels := flag.Int("labels", 0, "give every sample this many string labels (and a numeric one when more than 1)")
 	types := flag.Int("types", 2, "number of sample types (samples, cpu, then counts)")
 	merged := flag.Bool("merged", false, "one record per distinct stack, its values summed, instead of one per sample")
+	shape := flag.String("shape", "", "start from gen.Variants' shape of this `name` (records, merged, shallow, deep, locs, names, inline, labels, types, all); the other flags given change it further")
 	flag.Parse()
 	sh := gen.Shape{Samples: *samples, Stacks: *stacks, Functions: *functions, Mappings: *mappings, Seed: *seed,
 		Locations: *locations, NameLen: *nameLen, Inline: *inline, Labels: *labels, Types: *types, Merged: *merged}
+	if *shape != "" {
+		v, ok := gen.Variant(*shape, sh.Samples, sh.Stacks, sh.Functions, sh.Mappings, sh.Seed)
+		if !ok {
+			fmt.Fprintf(os.Stderr, "genprofile: no -shape %q; see gen.Variants\n", *shape)
+			os.Exit(2)
+		}
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["depth"] {
+			*depth = fmt.Sprintf("%d-%d", cmp.Or(v.MinDepth, 10), cmp.Or(v.MaxDepth, 60))
+		}
+		if !given["locations"] {
+			sh.Locations = v.Locations
+		}
+		if !given["name-len"] {
+			sh.NameLen = v.NameLen
+		}
+		if !given["inline"] {
+			sh.Inline = v.Inline
+		}
+		if !given["labels"] {
+			sh.Labels = v.Labels
+		}
+		if !given["types"] {
+			sh.Types = cmp.Or(v.Types, 2)
+			*types = sh.Types
+		}
+		if !given["merged"] {
+			sh.Merged = v.Merged
+		}
+	}
 	if _, err := fmt.Sscanf(*depth, "%d-%d", &sh.MinDepth, &sh.MaxDepth); err != nil || sh.MinDepth < 1 || sh.MaxDepth < sh.MinDepth {
 		fmt.Fprintf(os.Stderr, "genprofile: -depth %q: want MIN-MAX, 1 <= MIN <= MAX\n", *depth)
 		os.Exit(2)
