@@ -21,7 +21,7 @@
 # tables, then the samples):
 #   records  none (2m-records is 2m with its samples after the tables)
 #   merged   one record per distinct stack, not one per sample
-#   shallow  stacks 5–10 deep          deep     stacks 100–200 deep
+#   shallow  stacks 5–10 deep          deep     stacks 60–120 deep
 #   locs     8 locations per function  names    200-byte Go and C++ names
 #   inline   4 inlined calls in every location
 #   labels   4 string labels and a numeric one on every sample

@@ -64,7 +64,7 @@ var Variants = []struct {
 	{"records", func(*Shape) {}}, // one record per sample, as Generate
 	{"merged", func(s *Shape) { s.Merged = true }},
 	{"shallow", func(s *Shape) { s.MinDepth, s.MaxDepth = 5, 10 }},
-	{"deep", func(s *Shape) { s.MinDepth, s.MaxDepth = 100, 200 }},
+	{"deep", func(s *Shape) { s.MinDepth, s.MaxDepth = 60, 120 }}, // 45M frames at 2M: under --max-frames 50M
 	{"locs", func(s *Shape) { s.Locations = 8 * s.Functions }},
 	{"names", func(s *Shape) { s.NameLen = 200 }},
 	{"inline", func(s *Shape) { s.Inline = 4 }},
