@@ -15,6 +15,21 @@
 # as many (the 2M shape already has 4 samples per stack), and a linear
 # 5M-stack shape would need about 10 GB in the server, more than this
 # shared 24 GB machine can spare. 20m is written by genprofile -stream.
+# SIZE-VARIANT (e.g. 2m-names, 20m-labels) is that size in another shape
+# (issue 36, genprofile -shape VARIANT, testdata/bench/gen's Variants),
+# one genprofile option changed, written by genprofile -stream (the
+# tables, then the samples):
+#   records  none (2m-records is 2m with its samples after the tables)
+#   merged   one record per distinct stack, not one per sample
+#   shallow  stacks 5–10 deep          deep     stacks 60–120 deep
+#   locs     8 locations per function  names    200-byte Go and C++ names
+#   inline   4 inlined calls in every location
+#   labels   4 string labels and a numeric one on every sample
+#   types    4 sample types
+#   all      names, inline, labels, types and stacks 10-100 deep together
+# DEFAULT_SERVER=1 runs the server a user starts, without the flags that
+# lift its limits (issue 36's "default server"; a profile over a default
+# limit is then refused).
 # Profiles are generated into $BENCH_CACHE (default /tmp/viewer-bench) and
 # reused. INGEST_MEMORY sets serve's --ingest-memory (default 16GiB, no
 # squeeze; TestHugeProfile runs under 1200MiB). PERF_RECORD=1 also records
@@ -53,19 +68,23 @@ wait_http() {
 	return 1
 }
 
-printf '%-5s %10s %9s %9s %11s %11s %9s %7s\n' shape samples gz_MB upload_s flame_s cpu_s rss_MiB load
-for shape in "${@:-200k 2m 20m}"; do
-	case $shape in
+printf '%-10s %10s %9s %9s %11s %11s %9s %7s\n' shape samples gz_MB upload_s flame_s cpu_s rss_MiB load
+for shape in ${@:-200k 2m 20m}; do
+	case ${shape%%-*} in
 	200k) args=(-samples 200000 -stacks 50000 -functions 20000); n=200000 ;;
 	2m) args=(-samples 2000000 -stacks 500000 -functions 100000); n=2000000 ;;
 	20m) args=(-stream -samples 20000000 -stacks 2000000 -functions 200000); n=20000000 ;;
-	*) echo "unknown shape $shape (200k, 2m, 20m)" >&2; exit 2 ;;
+	*) echo "unknown size in $shape (200k, 2m, 20m)" >&2; exit 2 ;;
+	esac
+	case $shape in
+	*-*) args+=(-stream -shape "${shape#*-}") ;; # gen.Variants, written as 20m is
 	esac
 	f=$cache/bench-$shape.pb.gz
 	[ -s "$f" ] || { "$work/genprofile" -o "$f.tmp" "${args[@]}" && mv "$f.tmp" "$f"; }
 	port=$(freeport)
-	"$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files \
-		--max-frames 0 --max-samples 0 --max-records 0 --max-upload 4GiB --ingest-memory "${INGEST_MEMORY:-16GiB}" --render-timeout 30m \
+	limits=(--max-frames 0 --max-samples 0 --max-records 0 --max-upload 4GiB --ingest-memory "${INGEST_MEMORY:-16GiB}" --render-timeout 30m)
+	[ -z "${DEFAULT_SERVER:-}" ] || limits=()
+	"$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files "${limits[@]}" \
 		>"$work/viewer.$port.log" 2>&1 &
 	pid=$!
 	pids+=("$pid")
@@ -89,5 +108,5 @@ for shape in "${@:-200k 2m 20m}"; do
 	rss=$(awk '/VmHWM/ { print $2 / 1024 }' "/proc/$pid/status")
 	kill "$pid"; wait "$pid" 2>/dev/null || true
 	awk -v s="$shape" -v n="$n" -v sz="$(stat -c %s "$f")" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$load" 'BEGIN {
-		printf "%-5s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l }'
+		printf "%-10s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l }'
 done

@@ -466,6 +466,10 @@ func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex)
 // two goroutines (a variable for the tests).
 var parallelMergeMin = 1 << 16
 
+// buildBlock is how many location pointers build allocates at a time (a
+// 512 KiB block), and sixteen times how many samples.
+const buildBlock = 1 << 16
+
 // mergedSample is a distinct sample: its location IDs, packed, as a
 // sub-slice of the input, where its summed values and its label messages
 // are in its merger's arrays, and its hash. Only locs is a pointer, so the
@@ -676,36 +680,47 @@ func (m *sampleMerger) absorb(o *sampleMerger) {
 
 // build sets p's samples from the merged ones. A sample's location IDs
 // stay in the input, packed, until the merged samples are known; then
-// they are decoded once, into one array of location pointers: on two
+// they are decoded once, into arrays of location pointers: on two
 // goroutines, each its half of the samples, when they are many.
+//
+// The samples and their location pointers are allocated in blocks as they
+// are filled (buildBlock), not in one array each: an array of all the
+// frames (140 MB at 2M samples) allocated at once started a collection
+// that scanned it while it was still unwritten, mapping the kernel's zero
+// page into every page of it, and each page written then faulted again
+// to be copied, with a TLB flush on every core: about a tenth of an
+// upload's server CPU, at any profile shape. A block is written as soon
+// as it is allocated, and one allocated during a collection is not
+// scanned by it.
 func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs locIndex) error {
-	k, n, half, atHalf := len(m.us), 0, len(m.us), 0
+	k, half := len(m.us), len(m.us)
 	if k >= parallelMergeMin/4 {
 		half = k / 2
 	}
-	for i, u := range m.us {
-		if i == half {
-			atHalf = n
-		}
-		n += int(u.n)
-	}
-	all := make([]*profile.Location, n)
-	samples := make([]profile.Sample, k)
 	p.Sample = make([]*profile.Sample, k)
 	// valid is, per half, whether its samples pass CheckValid's checks
 	// of samples (samplesValid).
 	var valid [2]bool
-	locate := func(lo, hi int, all []*profile.Location, valid *bool) {
+	locate := func(lo, hi int, valid *bool) {
 		ok := true
+		var all []*profile.Location
+		var samples []profile.Sample
 		for i := lo; i < hi; i++ {
 			u := &m.us[i]
-			sm := &samples[i]
+			if len(samples) == 0 {
+				samples = make([]profile.Sample, min(buildBlock/16, hi-i))
+			}
+			sm := &samples[0]
+			samples = samples[1:]
 			p.Sample[i] = sm
 			if u.nvalues > 0 {
 				sm.Value = m.values[u.value : u.value+int(u.nvalues) : u.value+int(u.nvalues)]
 			}
 			ok = ok && int(u.nvalues) == len(p.SampleType)
 			c := int(u.n)
+			if len(all) < c {
+				all = make([]*profile.Location, max(buildBlock, c))
+			}
 			sm.Location = all[:c:c]
 			all = all[c:]
 			ids := u.locs
@@ -729,12 +744,12 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			locate(half, k, all[atHalf:], &valid[1])
+			locate(half, k, &valid[1])
 		}()
-		locate(0, half, all, &valid[0])
+		locate(0, half, &valid[0])
 		<-done
 	} else {
-		locate(0, k, all, &valid[0])
+		locate(0, k, &valid[0])
 		valid[1] = true
 	}
 	m.samplesValid = valid[0] && valid[1] && (len(p.SampleType) > 0 || k == 0)
@@ -744,12 +759,12 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 	// sample made its 428k samples 650 MB instead of 135.
 	sameLabels := map[string]*profile.Sample{}
 	var labelKey []byte
-	for i := range samples {
+	for i := range m.us {
 		u := &m.us[i]
 		if u.nlabels == 0 {
 			continue
 		}
-		sm := &samples[i]
+		sm := p.Sample[i]
 		labels := m.labels[u.label : u.label+u.nlabels]
 		labelKey = labelKey[:0]
 		for _, lb := range labels {
