@@ -61,8 +61,15 @@ func OpenURL(ctx context.Context, rawURL string) (*Blob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", redact(u), err)
 	}
+	if tune := bucketTuning[u.Scheme]; tune != nil {
+		tune(b)
+	}
 	return &Blob{b: b, desc: redact(u)}, nil
 }
+
+// bucketTuning adjusts a freshly opened bucket's client per URL scheme
+// (driver_gcs.go bounds the Cloud Storage client's retries).
+var bucketTuning = map[string]func(*blob.Bucket){}
 
 // NewBlob wraps an open bucket (tests, or callers that configure a driver
 // themselves).
