@@ -78,6 +78,7 @@ NORACE_NAMES = \
 	TestHugePerfData \
 	TestHugeProfile \
 	TestJDKRecording \
+	TestKillDuringBucketUploads \
 	TestKillDuringSourceUpload \
 	TestKillDuringSymbolization \
 	TestKillDuringUploads \

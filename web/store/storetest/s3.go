@@ -9,11 +9,13 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +40,8 @@ type S3 struct {
 	putsLeft atomic.Int64 // > 0: PUTs that succeed before failPuts is set
 	clock    *clock
 	stall    atomic.Bool
+	mu       sync.Mutex
+	release  chan struct{} // closed when the stall ends
 	parts    atomic.Int64 // part uploads begun
 }
 
@@ -79,7 +83,16 @@ func NewS3(t testing.TB) *S3 {
 		if r.Method == http.MethodPut && r.URL.Query().Has("uploadId") && r.URL.Query().Has("partNumber") {
 			s.parts.Add(1)
 			if s.stall.Load() {
-				<-r.Context().Done() // until the client is gone
+				// The part is read (then the server notices the client
+				// going away) and never stored.
+				io.Copy(io.Discard, r.Body)
+				s.mu.Lock()
+				release := s.release
+				s.mu.Unlock()
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
 				return
 			}
 		}
@@ -95,7 +108,10 @@ func NewS3(t testing.TB) *S3 {
 		h.ServeHTTP(w, r)
 	}))
 	s.srv.Start() // httptest listens on 127.0.0.1
-	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() {
+		s.StallParts(false)
+		s.srv.Close()
+	})
 	s.Endpoint = s.srv.URL
 	q := url.Values{
 		"endpoint":       {s.srv.URL},
@@ -127,9 +143,20 @@ func (s *S3) FailPutsAfter(n int64) {
 func (s *S3) SetClockBehind(d time.Duration) { s.clock.behind.Store(int64(d)) }
 
 // StallParts makes the parts of multipart uploads (objects over 16 MiB)
-// never arrive: each part's request waits until its client goes away,
-// so a process killed meanwhile leaves its upload unfinished.
-func (s *S3) StallParts(stall bool) { s.stall.Store(stall) }
+// never arrive: each part is read and not stored, its request answered
+// only once its client went away (or the stall ends), so a process killed
+// meanwhile leaves its upload unfinished.
+func (s *S3) StallParts(stall bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stall && !s.stall.Load() {
+		s.release = make(chan struct{})
+	}
+	if !stall && s.stall.Load() {
+		close(s.release)
+	}
+	s.stall.Store(stall)
+}
 
 // PartsBegun counts the multipart uploads' parts sent to the server.
 func (s *S3) PartsBegun() int64 { return s.parts.Load() }
