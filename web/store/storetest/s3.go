@@ -42,7 +42,7 @@ type S3 struct {
 	stall    atomic.Bool
 	mu       sync.Mutex
 	release  chan struct{} // closed when the stall ends
-	parts    atomic.Int64 // part uploads begun
+	parts    atomic.Int64  // part uploads begun
 }
 
 // clock is the server's time: the real time, behind by an offset.
