@@ -31,18 +31,25 @@ test-race:
 
 # NORACE_TOOL_PKGS run after the others, alone: their tests run a JVM and
 # valgrind, and beside TestHugePerfData's perf record they cost it a
-# tenth of its samples (471k of the 500k it needs, in CI).
+# tenth of its samples (471k of the 500k it needs, in CI). OTLP_EXPORTER
+# is a module of its own, the OpenTelemetry Collector's exporter against
+# viewer's server, kept out of go.mod (the collector's tree of modules).
 test-plain:
 	$(GO) test -vet=off -run '$(NORACE_TESTS)|^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
 	$(GO) test -vet=off -run '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) $(NORACE_TOOL_PKGS)
+	cd $(OTLP_EXPORTER) && $(GO) test -vet=off -timeout $(TEST_TIMEOUT) ./...
 
-# test-plain-build compiles test-plain's packages and the viewer
-# binary its cmd/viewer tests build, into the build cache, and runs no test.
+OTLP_EXPORTER = testdata/otlpexporter
+
+# test-plain-build compiles test-plain's packages (OTLP_EXPORTER's too) and
+# the viewer binary its cmd/viewer tests build, into the build cache, and
+# runs no test.
 # After templ-check: both compile the standard library without -race, and
 # two go commands side by side would each compile it.
 test-plain-build: templ-check
 	$(NICE) $(GO) test -vet=off -run '^$$' $(NORACE_PKGS) $(NORACE_TOOL_PKGS)
 	$(NICE) $(GO) build -o /dev/null ./cmd/viewer
+	cd $(OTLP_EXPORTER) && $(NICE) $(GO) test -vet=off -run '^$$' ./...
 
 # NICE runs make test's compile-only jobs at the lowest priority.
 NICE ?= nice -n 19
@@ -71,6 +78,7 @@ NORACE_NAMES = \
 	TestHugePerfData \
 	TestHugeProfile \
 	TestJDKRecording \
+	TestKillDuringBucketUploads \
 	TestKillDuringSourceUpload \
 	TestKillDuringSymbolization \
 	TestKillDuringUploads \

@@ -144,16 +144,31 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 				t.Errorf("the acknowledged source after refused uploads: %d, %d bytes (want %d)", code, len(body), len(src))
 			}
 
-			// What a crash between a file and its index leaves: swept.
+			// What a crash between a file and its index leaves, and in a
+			// bucket a crash in the middle of a large file's write (an
+			// unfinished multipart upload, its parts unlisted): swept.
 			orphan := "debuginfo/" + bid + "/src-00112233445566778899aabbccddeeff-0011223344556677"
 			if err := st.Put(context.Background(), orphan, strings.NewReader("orphan")); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := ds.files.Sweep(context.Background(), 0); n != 1 || err != nil {
-				t.Errorf("sweep: %d removed, %v; want the 1 orphan", n, err)
+			want := 1
+			if s3 != nil {
+				if u := s3.Uploads(t); len(u) != 0 {
+					t.Errorf("unfinished uploads after the refused ones: %q", u)
+				}
+				s3.BeginUpload(t, "debuginfo/"+bid+"/elf-00112233445566778899aabbccddeeff", bytes.Repeat([]byte("x"), 5<<20))
+				want++
+			}
+			if n, err := ds.files.Sweep(context.Background(), 0); n != want || err != nil {
+				t.Errorf("sweep: %d removed, %v; want the %d left by a crash", n, err, want)
 			}
 			if got := storeFiles(t, st); strings.Join(got, "\n") != strings.Join(acked, "\n") {
 				t.Errorf("after the sweep the store holds\n%s\nnot what was acknowledged\n%s", strings.Join(got, "\n"), strings.Join(acked, "\n"))
+			}
+			if s3 != nil {
+				if u := s3.Uploads(t); len(u) != 0 {
+					t.Errorf("unfinished uploads after the sweep: %q", u)
+				}
 			}
 		})
 	}

@@ -92,7 +92,8 @@ func (f *debuginfoFlags) explicit(fs *flag.FlagSet) bool {
 // sweep removes the debug files and sources of uploads a crash left
 // unacknowledged (debuginfo.Store.Sweep): all of them in a local
 // directory, which is this process's alone, and those older than an
-// upload may take in a bucket that replicas share.
+// upload's body may take in a bucket that replicas share (its unfinished
+// multipart uploads, and spool files in TMPDIR, once a day old).
 func (f *debuginfoFlags) sweep(ctx context.Context, shared bool, deadline time.Duration, log func(string, ...any)) {
 	if f.files == nil {
 		return

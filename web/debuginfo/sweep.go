@@ -3,6 +3,8 @@ package debuginfo
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,15 +14,33 @@ import (
 
 // Sweep removes the files of uploads that were never acknowledged: debug
 // files and sources no meta or source index names, as a crash between
-// writing a file and its meta (or index) leaves them. Files younger than
-// grace are kept: on a bucket shared by replicas they may be another
-// replica's upload in progress (a local directory is one process's, and
-// is swept with no grace at start-up). It returns how many it removed.
+// writing a file and its meta (or index) leaves them, and, in an S3
+// bucket, the unfinished multipart uploads of a file a crash interrupted
+// (store.UploadAborter), whose parts List does not show, and the local
+// spool files of uploads to a bucket (sweepSpool). Files younger
+// than grace, and with a grace unfinished uploads younger than
+// UnfinishedUploadGrace, are kept: on a bucket shared by replicas they
+// may be another replica's upload in progress (a local directory is one
+// process's, and is swept with no grace at start-up). It returns how many
+// files and uploads it removed.
 func (s *Store) Sweep(ctx context.Context, grace time.Duration) (int, error) {
 	l, ok := s.st.(store.Lister)
 	d, ok2 := s.st.(store.Deleter)
 	if !ok || !ok2 {
 		return 0, nil
+	}
+	now := time.Now()
+	aborted := 0
+	if a, ok := s.st.(store.UploadAborter); ok {
+		uploadGrace := grace
+		if grace > 0 {
+			uploadGrace = max(grace, UnfinishedUploadGrace)
+		}
+		n, err := a.AbortUploads(ctx, prefix, now.Add(-uploadGrace))
+		if err != nil {
+			return n, err
+		}
+		aborted = n
 	}
 	keys, err := l.List(ctx, prefix)
 	if err != nil {
@@ -56,8 +76,7 @@ func (s *Store) Sweep(ctx context.Context, grace time.Duration) (int, error) {
 			files = append(files, k)
 		}
 	}
-	removed := 0
-	now := time.Now()
+	removed := aborted + s.sweepSpool(now)
 	for _, k := range files {
 		if named[k] {
 			continue
@@ -75,6 +94,35 @@ func (s *Store) Sweep(ctx context.Context, grace time.Duration) (int, error) {
 	}
 	return removed, nil
 }
+
+// spoolPattern names the files Put spools an upload to, in TempDir, when
+// the store is not a local directory.
+const spoolPattern = "viewer-debuginfo-upload-*"
+
+// sweepSpool removes the spool files in TempDir that a crash left, those
+// last written UnfinishedUploadGrace ago or more: TempDir may be shared
+// by other servers on this machine, whose uploads in progress are
+// younger. It returns how many it removed.
+func (s *Store) sweepSpool(now time.Time) int {
+	if _, ok := s.st.(store.Spooler); ok {
+		return 0 // a directory spools in itself (store.NewDir sweeps)
+	}
+	names, _ := filepath.Glob(filepath.Join(s.cfg.TempDir, spoolPattern))
+	n := 0
+	for _, p := range names {
+		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() && now.Sub(info.ModTime()) >= UnfinishedUploadGrace && os.Remove(p) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// UnfinishedUploadGrace is the least age of an unfinished multipart
+// upload Sweep aborts when it is given a grace (a shared bucket): a debug
+// file is written to the bucket after its body arrived, in a write no
+// deadline bounds (a 4 GiB file at a few MB/s takes many minutes), so
+// the grace of the upload's body is too short for it; a day is not.
+const UnfinishedUploadGrace = 24 * time.Hour
 
 func metaKind(base string) symbolize.FetchKind {
 	return symbolize.FetchKind(strings.TrimSuffix(base, ".json"))

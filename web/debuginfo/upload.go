@@ -111,7 +111,7 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 	if spool != nil {
 		tmp, err = spool.TempFile()
 	} else {
-		tmp, err = os.CreateTemp(s.cfg.TempDir, "viewer-debuginfo-upload-*")
+		tmp, err = os.CreateTemp(s.cfg.TempDir, spoolPattern)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("debuginfo: %w", err)

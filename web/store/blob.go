@@ -31,6 +31,9 @@ type Blob struct {
 	b      *blob.Bucket
 	prefix string
 	desc   string
+	// bucket names an s3:// URL's bucket (AbortUploads), with prefix
+	// its prefix= parameter.
+	bucket string
 }
 
 // OpenURL opens the bucket a URL names, such as
@@ -64,7 +67,11 @@ func OpenURL(ctx context.Context, rawURL string) (*Blob, error) {
 	if tune := bucketTuning[u.Scheme]; tune != nil {
 		tune(b)
 	}
-	return &Blob{b: b, desc: redact(u)}, nil
+	bl := &Blob{b: b, desc: redact(u)}
+	if u.Scheme == "s3" {
+		bl.bucket, bl.prefix = u.Host, u.Query().Get("prefix")
+	}
+	return bl, nil
 }
 
 // bucketTuning adjusts a freshly opened bucket's client per URL scheme

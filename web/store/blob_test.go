@@ -208,3 +208,36 @@ func TestOpenURLRefusesWhatItCannotOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobS3AbortUploads: the unfinished multipart uploads a crash left
+// in an S3 bucket (parts no object listing shows) are aborted when they
+// began before the time given and their key is under the prefix given,
+// within the bucket's own prefix=; a younger one (another replica's,
+// going on) and one under another prefix are kept.
+func TestBlobS3AbortUploads(t *testing.T) {
+	s3 := storetest.NewS3(t)
+	b := s3.OpenURL(t, s3.WithPrefix("team-a"))
+	if n, err := b.AbortUploads(context.Background(), "debuginfo/", time.Now()); n != 0 || err != nil {
+		t.Errorf("AbortUploads on a bucket that never had an upload: %d, %v", n, err)
+	}
+	part := bytes.Repeat([]byte("p"), 5<<20)
+	s3.SetClockBehind(2 * time.Hour)
+	s3.BeginUpload(t, "team-a/debuginfo/ab/elf-old", part)
+	s3.BeginUpload(t, "team-a/abcd/original", part)
+	s3.BeginUpload(t, "team-b/debuginfo/ab/elf-old", part)
+	s3.SetClockBehind(0)
+	s3.BeginUpload(t, "team-a/debuginfo/ab/elf-new", part)
+	n, err := b.AbortUploads(context.Background(), "debuginfo/", time.Now().Add(-time.Hour))
+	if err != nil || n != 1 {
+		t.Errorf("AbortUploads: %d, %v; want the 1 old upload under team-a/debuginfo/", n, err)
+	}
+	left := strings.Join(s3.Uploads(t), "\n")
+	for _, k := range []string{"team-a/abcd/original", "team-b/debuginfo/ab/elf-old", "team-a/debuginfo/ab/elf-new"} {
+		if !strings.Contains(left, k+" ") {
+			t.Errorf("the upload of %s was aborted; left:\n%s", k, left)
+		}
+	}
+	if strings.Contains(left, "team-a/debuginfo/ab/elf-old") {
+		t.Errorf("the old upload under the prefix is left:\n%s", left)
+	}
+}
