@@ -275,3 +275,34 @@ func FuzzSourceArchive(f *testing.F) {
 		}
 	})
 }
+
+// TestDamagedArchiveRefused: a gzip stream damaged within a file's
+// contents is refused as damaged, naming the file, and leaves the store
+// as it was (FuzzSourceArchive found it: the store's read error was
+// returned as it was, which the server answered 500).
+func TestDamagedArchiveRefused(t *testing.T) {
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	tw.WriteHeader(&tar.Header{Name: "src/damaged.c", Mode: 0o644, Size: 4096, Typeflag: tar.TypeReg})
+	tw.Write(bytes.Repeat([]byte("int damaged;\n"), 4096/13+1)[:4096])
+	tw.Close()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tb.Bytes()[:512+1024]) // the header and a quarter of the file
+	zw.Flush()                      // byte-aligned: the next block starts here
+	// A final block of the reserved type 11: flate's "corrupt input".
+	damaged := append(gz.Bytes(), 0x07, 0, 0, 0)
+
+	st := newMemStore()
+	meta, _ := json.Marshal(Entry{BuildID: fuzzBuildID, Kind: "debuginfo"})
+	st.objects[metaKey(fuzzBuildID, symbolize.KindDebuginfo)] = meta
+	s := New(Config{Store: st})
+	before := st.keys()
+	_, err := s.PutSources(context.Background(), fuzzBuildID, bytes.NewReader(damaged), "damaged.tar.gz", nil)
+	if re, ok := IsRefused(err); !ok || !strings.Contains(re.Reason, "damaged within /src/damaged.c") {
+		t.Errorf("a gzip stream damaged within a file: %v; want refused as damaged within /src/damaged.c", err)
+	}
+	if after := st.keys(); !slices.Equal(after, before) {
+		t.Errorf("the damaged archive changed the store: %q, was %q", after, before)
+	}
+}
