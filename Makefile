@@ -167,6 +167,7 @@ FUZZ_TARGETS = \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \
+	./web/debuginfo:FuzzSourceArchive \
 	./web/sse:FuzzWrite
 FUZZTIME ?= 10s
 FUZZMINIMIZE ?= 2s

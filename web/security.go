@@ -286,6 +286,11 @@ func (s *Server) guardUploads(slots *uploadSlots) echo.MiddlewareFunc {
 				return httpError(http.StatusUnauthorized,
 					"this list of profiles needs the server's token (a profile's own link needs none): send Authorization: Bearer TOKEN, or sign in at /login")
 			}
+			if isSymbolAPI(c) {
+				// Its body is read before its turn (readAPIBody), as
+				// uploads are read: at --upload-min-rate.
+				return limited(c)
+			}
 			if !isUpload(c) {
 				return next(c)
 			}

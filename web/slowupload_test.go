@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,94 @@ func TestTricklingUploadsHoldNoMemory(t *testing.T) {
 	case e := <-ended:
 		t.Errorf("a trickling upload above the minimum rate ended early: %s", e)
 	default:
+	}
+}
+
+// TestTricklingSymbolizeRequests is the slow-upload attack on the
+// symbolization API: more clients than the requests worked at once (the
+// cores) announce 8 MiB /api/symbolize bodies and send them just above
+// --upload-min-rate. An honest request sent meanwhile is answered 200:
+// a request takes its turn and its memory for its body as the bytes
+// arrive, not for what it announced (before, the first ones took every
+// turn and 24 MiB each before a byte came, and the honest request waited
+// --upload-wait for a turn and got 503). A client sending slower than
+// --upload-min-rate is dropped with a 400 naming the flag.
+func TestTricklingSymbolizeRequests(t *testing.T) {
+	_, base := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 64 << 20, UploadWait: time.Second}})
+	tricklers := runtime.GOMAXPROCS(0) + 2
+	stop := make(chan struct{})
+	defer close(stop)
+	ended := make(chan string, tricklers)
+	for i := range tricklers {
+		pr, pw := io.Pipe()
+		go func() { // 12 KiB a second: above the 10 KiB/s minimum
+			defer pw.Close()
+			pw.Write([]byte(`{"debuginfod": false, "binaries": [`))
+			chunk := bytes.Repeat([]byte(" "), 12<<10)
+			for {
+				if _, err := pw.Write(chunk); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					pw.CloseWithError(fmt.Errorf("trickle %d stopped", i))
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, base+"/api/symbolize", pr)
+			req.ContentLength = 8 << 20
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				ended <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ended <- resp.Status + " " + string(b)
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond) // they have sent their headers and first bytes
+
+	for i := range 3 {
+		if code, b := symbolizeAPI(t, base, randomBinaries(t, 1, 10, false)); code != http.StatusOK {
+			t.Errorf("honest request %d during %d trickling ones: %d %.300s; want 200", i, tricklers, code, b)
+		}
+	}
+	select {
+	case e := <-ended:
+		t.Errorf("a trickling request above the minimum rate ended early: %.300s", e)
+	default:
+	}
+
+	// Below the minimum rate (10 bytes a second for a 1 s window): dropped.
+	_, slowBase := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{UploadRateWindow: time.Second}})
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		for range 20 {
+			if _, err := pw.Write([]byte(" ")); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	req, _ := http.NewRequest(http.MethodPost, slowBase+"/api/symbolize", pr)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "--upload-min-rate") {
+		t.Errorf("a request trickled at 10 bytes a second: %s %.300s; want 400 naming --upload-min-rate", resp.Status, b)
 	}
 }

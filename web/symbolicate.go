@@ -77,18 +77,18 @@ func (s *Server) handleSymbolicateV5(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	leave, err := s.apiTurn(c) // symbolizeapi.go: as /api/symbolize
-	if err != nil {
-		return err
-	}
-	defer leave()
-	give, err := s.apiBodyMemory(c)
+	body, give, err := s.readAPIBody(c) // symbolizeapi.go: as /api/symbolize
 	if err != nil {
 		return err
 	}
 	defer give()
+	leave, err := s.apiTurn(c)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	var req symbolicateRequest
-	if err := decodeAPIBody(c, &req); err != nil {
+	if err := decodeAPIBody(body, &req); err != nil {
 		return err
 	}
 	jobs := req.Jobs

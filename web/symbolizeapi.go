@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,12 +26,15 @@ const (
 )
 
 // What a symbolization API request is charged in --ingest-memory: its
-// body while it is decoded (apiBodyMemory × its size, the whole bound
-// when its length is not given), then apiAddressMemory per address for
-// the lookups and the answer. Measured: 1M addresses took 480 MB.
+// body while it is read and decoded (apiBodyMemory × the buffer holding
+// it, taken as its bytes arrive: readAPIBody), then apiAddressMemory per
+// address for the lookups and the answer. Measured: 1M addresses took
+// 480 MB.
 const (
 	apiBodyMemory    = 3
 	apiAddressMemory = 512
+	// apiReadStep is the first buffer of a body of unknown length.
+	apiReadStep = 64 << 10
 )
 
 // newAPITurns are the places of the symbolization API requests worked at
@@ -44,16 +48,62 @@ func newAPITurns(l Limits) *places {
 	return &places{ch: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), wait: w}
 }
 
-// apiBodyMemory takes what decoding the request's body is charged
-// (apiBodyMemory) from --ingest-memory: 413 or 503 naming the flag when
-// it cannot be had.
-func (s *Server) apiBodyMemory(c echo.Context) (release func(), err error) {
-	body := c.Request().ContentLength
-	if body <= 0 || body > maxAPIBody {
-		body = maxAPIBody
+// readAPIBody reads the request's body, at most maxAPIBody bytes, taking
+// what it is charged (apiBodyMemory a byte of the buffer that holds it)
+// from --ingest-memory as its bytes arrive, and before its turn among the
+// requests worked at once (apiTurn): a client trickling its body holds
+// memory for what it sent, not for what it announced, and no turn (four
+// trickling 8 MiB bodies took every turn and 24 MiB each before a byte
+// came, and honest requests waited --upload-wait for a 503). The body is
+// read at --upload-min-rate as uploads are (guardUploads). 413 or 503
+// naming --ingest-memory when the memory cannot be had; release gives it
+// back.
+func (s *Server) readAPIBody(c echo.Context) (body []byte, release func(), err error) {
+	r := c.Request()
+	tooLarge := httpError(http.StatusRequestEntityTooLarge, "the request body is over %s", humanBytes(maxAPIBody))
+	if r.ContentLength > maxAPIBody {
+		return nil, nil, tooLarge
 	}
-	release, err = s.limits.Memory.Take(c.Request().Context(), apiBodyMemory*body, "symbolization request")
-	return release, httpStatusError(err)
+	var gives []func()
+	release = func() {
+		for _, g := range gives {
+			g()
+		}
+	}
+	// A byte beyond the bound finds a body that goes on; the server
+	// ends a body at its Content-Length.
+	bound := int64(maxAPIBody) + 1
+	if r.ContentLength >= 0 {
+		bound = r.ContentLength + 1
+	}
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= bound {
+				release()
+				return nil, nil, tooLarge
+			}
+			n := min(max(2*int64(cap(buf)), apiReadStep), bound)
+			give, err := s.limits.Memory.TakeMore(r.Context(), apiBodyMemory*int64(cap(buf)), apiBodyMemory*(n-int64(cap(buf))), "symbolization request")
+			if err != nil {
+				release()
+				return nil, nil, httpStatusError(err)
+			}
+			gives = append(gives, give)
+			nb := make([]byte, len(buf), n)
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, release, nil
+		}
+		if err != nil {
+			release()
+			return nil, nil, httpError(http.StatusBadRequest, "reading the request body failed: %v", err)
+		}
+	}
 }
 
 // apiAddressMemory takes what looking up n addresses and answering them
@@ -131,18 +181,18 @@ func (s *Server) handleSymbolizeAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	body, give, err := s.readAPIBody(c)
+	if err != nil {
+		return err
+	}
+	defer give()
 	leave, err := s.apiTurn(c)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	give, err := s.apiBodyMemory(c)
-	if err != nil {
-		return err
-	}
-	defer give()
 	var req symbolizeRequest
-	if err := decodeAPIBody(c, &req); err != nil {
+	if err := decodeAPIBody(body, &req); err != nil {
 		return err
 	}
 	if len(req.Binaries) == 0 {
@@ -244,18 +294,9 @@ func eventStream(c echo.Context) func(event string, v any) {
 	}
 }
 
-// decodeAPIBody reads a JSON body of at most maxAPIBody bytes into v.
-func decodeAPIBody(c echo.Context, v any) error {
-	r := c.Request()
-	if r.ContentLength > maxAPIBody {
-		return httpError(http.StatusRequestEntityTooLarge, "the request body is over %s", humanBytes(maxAPIBody))
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxAPIBody))
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return httpError(http.StatusRequestEntityTooLarge, "the request body is over %s", humanBytes(maxAPIBody))
-		}
+// decodeAPIBody decodes a JSON body (readAPIBody) into v.
+func decodeAPIBody(body []byte, v any) error {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
 		if err == io.EOF {
 			return httpError(http.StatusBadRequest, "the request has no body; send JSON")
 		}

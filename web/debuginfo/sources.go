@@ -190,7 +190,10 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 			}
 		}
 	}()
-	br := bufio.NewReader(io.LimitReader(r, s.cfg.MaxFile+1))
+	// body keeps the client's errors (a stall, a cut connection), told
+	// apart from the archive's damage, which is refused.
+	body := &errorReader{r: io.LimitReader(r, s.cfg.MaxFile+1)}
+	br := bufio.NewReader(body)
 	var in io.Reader = br
 	if head, _ := br.Peek(4); len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
@@ -238,6 +241,9 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 			return 0, unpackedTooLarge(s.cfg.MaxFile)
 		}
 		if err != nil {
+			if body.err != nil {
+				return 0, body.err
+			}
 			if n == 0 {
 				return 0, refused("the sources are not a tar archive (%v): make one with tar -C / -czf src.tar.gz PATHS", err)
 			}
@@ -269,9 +275,15 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		}
 		key := sourceKey(bid, p, up)
 		files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
-		if err := s.st.Put(ctx, key, tr); err != nil {
+		content := &errorReader{r: tr}
+		if err := s.st.Put(ctx, key, content); err != nil {
 			if unpacked.n > s.cfg.MaxFile {
 				return 0, unpackedTooLarge(s.cfg.MaxFile)
+			}
+			if content.err != nil && body.err == nil {
+				// A gzip or zstd stream or a tar entry damaged within a
+				// file: the store saw a read error.
+				return 0, refused("the archive is damaged within %s, after %d files (%v): none of it was stored", p, n, content.err)
 			}
 			return 0, err
 		}
@@ -341,6 +353,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	return n, err
+}
+
+// errorReader keeps the first error other than io.EOF its reader gave.
+type errorReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errorReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
 	return n, err
 }
 

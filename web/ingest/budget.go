@@ -69,6 +69,18 @@ func (b *Budget) Take(ctx context.Context, n int64, what string) (release func()
 	return b.take(ctx, n, what)
 }
 
+// TakeMore reserves n more bytes for what, which holds held already: as
+// Take, but ErrTooLarge when held+n is more than the whole budget. For
+// work that takes its memory in steps as its input arrives (the
+// symbolization API's request bodies), so that one whose whole is over
+// the budget is refused as too large, not left waiting for itself.
+func (b *Budget) TakeMore(ctx context.Context, held, n int64, what string) (release func(), err error) {
+	if err := b.fits(held+n, what); err != nil {
+		return nil, err
+	}
+	return b.take(ctx, n, what)
+}
+
 // fits is ErrTooLarge, naming what and the flag, when n bytes are more
 // than the whole budget (never for a nil Budget).
 func (b *Budget) fits(n int64, what string) error {
