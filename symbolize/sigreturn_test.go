@@ -36,7 +36,7 @@ func TestSignalTrampolineNamedAtItsStart(t *testing.T) {
 	}
 	for _, c := range []struct {
 		file, symsFrom, trampoline, want string
-		base                                uint64
+		base                             uint64
 	}{
 		{lib, dbg, "__restore_rt", "__restore_rt", 0x7f3a12000000},
 		{gowork, gowork, "runtime.sigreturn__sigaction.abi0", "runtime.sigreturn__sigaction.abi0", 0},
