@@ -420,6 +420,16 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 		objAddrs[i] = a
 	}
+	if f, ok := e.l.obj.(*elfsym.File); ok {
+		for i, a := range objAddrs {
+			// A signal handler's return address is a signal trampoline's
+			// first instruction (CallSites moved it one back, as for any
+			// caller): it is named there, __restore_rt as perf names it.
+			if a != 0 && f.SignalTrampolineAt(a+1) {
+				objAddrs[i] = a + 1
+			}
+		}
+	}
 	pltErr := s.namePLT(mctx, e.l, m, opt, objAddrs) // plt.go
 	if f, ok := e.l.obj.(*elfsym.File); ok && len(objAddrs) > 64 {
 		f.Prefetch(objAddrs)

@@ -49,6 +49,16 @@ var fidelityRecordings = []struct {
 	// and its leaves, inlined frames and kernel frames to perf's.
 	{"go-dwarf", false},
 	{"go-fp", true},
+	// perf record -a -g of the whole machine while sigwork ran: its
+	// SIGALRM handler's stacks go through glibc's signal trampoline
+	// (__restore_rt), its clock reads through the vDSO (named when this
+	// machine runs the recording's kernel: cacheRunningVDSO); the other
+	// processes' binaries (go test binaries in /tmp) are mostly gone, and
+	// their frames compare as unnamed on both sides. Its 4 samples in
+	// ld.so's start-up differ at the root: the return address of _start's
+	// call to _dl_start is _dl_start_user's first instruction, which perf
+	// names; viewer names the caller, _start, as addr2line does there.
+	{"system-fp", true},
 }
 
 // needTool finds a tool the test cannot do without; missing, it fails.
@@ -77,7 +87,7 @@ func needTool(t *testing.T, name, pkg string) string {
 //	go test -run StackFidelity -v ./cmd/viewer/   # prints the match per recording
 func TestStackFidelity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs perf script and viewer on eight recordings")
+		t.Skip("runs perf script and viewer on nine recordings")
 	}
 	if raceDetector {
 		t.Skip("its work is in perf script and the viewer binary, not this process: make test runs it without -race")
@@ -93,7 +103,7 @@ func TestStackFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork", "deeprec", "gowork"} {
+	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork", "deeprec", "gowork", "sigwork"} {
 		// perf recorded them elsewhere: its build-ID cache gives perf script
 		// and viewer's unwinder these very files.
 		if out, err := exec.Command(perf, "buildid-cache", "-a", filepath.Join(abs, b)).CombinedOutput(); err != nil {
@@ -109,6 +119,9 @@ func TestStackFidelity(t *testing.T) {
 			bins := recordedBinaries(t, perf, data, abs)
 			names := newAliases(bins)
 			kernelOK := bins["[kernel.kallsyms]"] != "" && bins["[kernel.kallsyms]"] == runningKernelBuildID()
+			if id := bins["[vdso]"]; id != "" {
+				cacheRunningVDSO(t, home, id)
+			}
 			if !kernelOK {
 				t.Logf("no kernel build ID recorded, or this machine runs another kernel: kernel frames compare as [kernel]")
 			}
@@ -250,6 +263,61 @@ func runningKernelBuildID() string {
 		return ""
 	}
 	return elfsym.ParseBuildIDNotes(b)
+}
+
+// cacheRunningVDSO puts this process's vDSO, the running kernel's, into
+// perf's build-ID cache under home, where perf record put it on the
+// recording machine, when its build ID is the recorded one: perf script
+// then names [vdso] frames (__vdso_clock_gettime) as viewer does from the
+// running kernel's. On another kernel neither names them.
+func cacheRunningVDSO(t *testing.T, home, id string) {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[5] != "[vdso]" {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, _ := strconv.ParseUint(lo, 16, 64)
+		end, _ := strconv.ParseUint(hi, 16, 64)
+		mem, err := os.Open("/proc/self/mem")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		img := make([]byte, end-start)
+		if _, err := mem.ReadAt(img, int64(start)); err != nil {
+			t.Fatalf("reading this process's vDSO: %v", err)
+		}
+		ef, err := elf.NewFile(bytes.NewReader(img))
+		if err != nil {
+			t.Fatalf("this process's vDSO: %v", err)
+		}
+		if got := elfsym.BuildIDNote(ef); got != id {
+			t.Logf("the recording's vDSO (build ID %s) is not this kernel's (%s): perf and viewer name no [vdso] frame", id, got)
+			return
+		}
+		dir := filepath.Join(home, ".debug", "[vdso]", id)
+		link := filepath.Join(home, ".debug", ".build-id", id[:2], id[2:])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "vdso"), img, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..", "..", "[vdso]", id), link); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Logf("this process has no [vdso] mapping: perf names no [vdso] frame")
 }
 
 // elfFiles lists the files holding a recorded binary's symbols: the binary

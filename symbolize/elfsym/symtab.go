@@ -2,6 +2,7 @@ package elfsym
 
 import (
 	"debug/elf"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -178,4 +179,31 @@ func (f *File) Symbols() []Symbol {
 type Symbol struct {
 	Addr, Size uint64
 	Name       string
+}
+
+// signalTrampolines are the names of the functions a signal handler
+// returns to (the sa_restorer the kernel puts on the handler's stack as its
+// return address): glibc's and musl's __restore_rt, Go's
+// runtime.sigreturn__sigaction (runtime.sigreturn before Go 1.21), the
+// kernel's 32-bit vDSO's __kernel_rt_sigreturn.
+var signalTrampolines = []string{"__restore_rt", "runtime.sigreturn__sigaction", "runtime.sigreturn", "__kernel_rt_sigreturn"}
+
+// SignalTrampolineAt reports whether a signal return trampoline starts at
+// addr (an address in the object, as Lookup takes). A call chain holds its
+// start as the return address of the signal handler's frame, though no call
+// instruction comes before it: that frame is named at addr itself, not at
+// addr − 1, which is the padding after the function before it.
+func (f *File) SignalTrampolineAt(addr uint64) bool {
+	st := f.symtab()
+	if st == nil {
+		return false
+	}
+	// Every symbol at addr, aliases too (syms keeps one name an address).
+	all := st.all
+	for i := sort.Search(len(all), func(i int) bool { return all[i].addr >= addr }); i < len(all) && all[i].addr == addr; i++ {
+		if slices.Contains(signalTrampolines, strings.TrimSuffix(all[i].name, ".abi0")) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,7 +3,8 @@
 # machine's perf (Debian's linux-perf 6.1): an optimized C++ program with
 # inlined templates and the STL (with frame pointers, `perf record -g`, and
 # without, `--call-graph=dwarf`), a C program whose stacks go through libc
-# (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info) and a
+# (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info), a
+# system-wide recording with signal handlers and vDSO calls, and a
 # CPython 3.11 run (python3.11-dbg has its debug info, by build ID: the
 # recording needs the python3.11 of the same Debian version). cmd/viewer's TestStackFidelity compares viewer's stacks
 # of each recording with `perf script`'s. Rerun it from any directory; it
@@ -19,6 +20,7 @@ gcc -O2 -g -gz=zlib -o libcwork libcwork.c
 gcc -O2 -g -gz=zlib -o deeprec deeprec.c
 gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o deeprec-fp deeprec.c
 (cd gowork.src && go build -o ../gowork .) # as a user builds it: no flags
+gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o sigwork sigwork.c
 
 rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
 rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
@@ -36,7 +38,13 @@ rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/
 # CPython's start-up, from ld.so's _start on: relocation, the interpreter's
 # initialization and the site imports (-m 1024: no samples lost at 8 kHz).
 rec -F 8000 -m 1024 -z --call-graph=dwarf,8192 --buildid-mmap -o python-start-dwarf.data /usr/bin/python3.11 -c pass
+# The whole machine (-a) for 2 s while sigwork takes a SIGALRM every
+# millisecond and reads the clock through the vDSO: stacks through glibc's
+# __restore_rt and [vdso], ld.so's start-up of short-lived commands, kernel
+# frames, and whatever else runs (frames of binaries gone since, such as
+# go test's, compare as unnamed on both sides).
+rec -F 499 -a -g -o system-fp.data ./sigwork 2
 chmod 644 ./*.data
 rm -f ./*.data.old
-gzip -9 -f go-dwarf.data
-ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec deeprec-fp gowork
+gzip -9 -f go-dwarf.data system-fp.data
+ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec deeprec-fp gowork sigwork
