@@ -61,11 +61,11 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 	// The last resort, once nothing local names the kernel: a vmlinux is
 	// hundreds of MiB, so it is fetched only when kallsyms cannot do.
 	fetchVmlinux := func() (*loaded, error) {
-		if s.cfg.IgnoreVmlinux || bid == "" || s.cfg.Fetcher == nil || opt.NoDebuginfod {
+		if s.cfg.IgnoreVmlinux || bid == "" || s.fetcher(opt) == nil || opt.NoDebuginfod {
 			return nil, nil
 		}
 		ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
-		p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
+		p, err := s.fetcher(opt).Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
 		if err == nil {
 			if l := s.openVmlinux(candidate{path: p, how: "debuginfod debuginfo"}, bid, running); l != nil {
 				return l, nil

@@ -110,7 +110,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	return get(func(ctx context.Context) (*loaded, error) {
 		l, err := openFound(ctx, f, src)
 		if err == nil {
-			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid)
+			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid, opt.Profile)
 		}
 		return l, err
 	})
@@ -120,7 +120,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 // server or lies in the debuginfod cache, although a profile's mapping
 // path led to it (a mapping may name the store's own file): such debug
 // info is someone else's, like any upload.
-func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
+func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid, profile string) bool {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return true
@@ -137,7 +137,7 @@ func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
 	if err != nil {
 		return true
 	}
-	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
+	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid, profile) {
 		if ui, err := os.Stat(u); err == nil && os.SameFile(fi, ui) {
 			return true
 		}
@@ -358,7 +358,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			return done()
 		}
 	}
-	for _, c := range s.uploaded(ctx, bid) { // uploaded.go
+	for _, c := range s.uploaded(ctx, bid, opt.Profile) { // uploaded.go
 		if sr.check(c) {
 			return done()
 		}
@@ -371,7 +371,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			}
 		}
 	}
-	if bid != "" && s.cfg.Fetcher != nil && !opt.NoDebuginfod {
+	if bid != "" && s.fetcher(opt) != nil && !opt.NoDebuginfod {
 		progress := func(p debuginfod.Progress) {
 			pp := p
 			ev(StateFetching, "", &pp)
@@ -383,7 +383,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		var ferr error
 		for _, k := range kinds {
 			ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: k, Phase: debuginfod.PhaseConnecting, Total: -1})
-			p, err := s.cfg.Fetcher.Fetch(ctx, bid, k, progress)
+			p, err := s.fetcher(opt).Fetch(ctx, bid, k, progress)
 			if err != nil {
 				if ctx.Err() != nil {
 					return found{}, ctx.Err()
@@ -430,7 +430,7 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	}
 	switch {
 	case sr.bid == "":
-	case s.cfg.Fetcher == nil:
+	case s.fetcher(opt) == nil:
 		why = append(why, "debuginfod is not configured (set DEBUGINFOD_URLS)")
 	case opt.NoDebuginfod:
 		why = append(why, "debuginfod not asked for this profile")
@@ -547,10 +547,10 @@ func (s *Symbolizer) Locate(ctx context.Context, m *profile.Mapping, opt Options
 		switch {
 		case opt.NoDebuginfod:
 			return "", errors.New("debuginfod not asked for this profile")
-		case s.cfg.Fetcher == nil:
+		case s.fetcher(opt) == nil:
 			return "", errors.New("debuginfod is not configured (set DEBUGINFOD_URLS)")
 		}
-		p, err := s.cfg.Fetcher.Fetch(ctx, bid, k, note)
+		p, err := s.fetcher(opt).Fetch(ctx, bid, k, note)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()

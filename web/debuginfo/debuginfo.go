@@ -42,9 +42,6 @@ type Config struct {
 	// DIR/.build-id/ab/cdef….debug or DIR/ab/cdef… layout, perf's
 	// DIR/.build-id/ab/cdef…/{debug,elf}, or DIR/BUILDID/{debuginfo,executable}.
 	LocalDirs []string
-	// ProfileOf names the profile a symbolizer fetch is for (jobs.JobID),
-	// so the index links build IDs to the profiles that used them; nil: none.
-	ProfileOf func(context.Context) string
 	// TempDir holds uploads while they are checked, and copies of stored
 	// files the symbolizer opens when the store is not a local directory;
 	// "" means os.TempDir().
@@ -362,8 +359,9 @@ func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FetchK
 // executable, for viewer's own symbolizer (symbolize.Uploaded), so a
 // private binary's profile gets names once its debug file is uploaded (a
 // Retry finds a file uploaded after the first run). It notes the profile
-// being symbolized as a user of the files, for the index page.
-func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
+// being symbolized (profile; "" for none) as a user of the files, for the
+// index page.
+func (s *Store) UploadedFiles(ctx context.Context, bid, profile string) []string {
 	var out []string
 	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		if p, err := s.LocalPath(ctx, bid, k); err == nil {
@@ -371,7 +369,7 @@ func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
 		}
 	}
 	if len(out) > 0 {
-		s.noteUse(ctx, bid)
+		s.noteUse(ctx, bid, profile)
 	}
 	return out
 }

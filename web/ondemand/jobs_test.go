@@ -90,7 +90,8 @@ func (f *fakeFetcher) count(id string) int {
 // each unsymbolized binary is worked on under the context opt.Binary gives
 // (one that ended is not started, one that ends is reported skipped with
 // its cause), at most opt.Parallel at once, looked up in local, then
-// fetched through the fetcher (the Gate); its locations are named
+// fetched through opt.Fetcher, else the fetcher (the Gate), as the engine
+// does; its locations are named
 // "<base>:fn<address>" under opt.Names, before its final event.
 type fakeSymbolizer struct {
 	fetcher symbolize.Fetcher
@@ -174,7 +175,11 @@ func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt 
 			end(symbolize.StateNotFound, "", errors.New("not found locally"))
 			return
 		} else {
-			path, err := s.fetcher.Fetch(mctx, m.BuildID, symbolize.KindDebuginfo, nil)
+			f := s.fetcher
+			if opt.Fetcher != nil {
+				f = opt.Fetcher
+			}
+			path, err := f.Fetch(mctx, m.BuildID, symbolize.KindDebuginfo, nil)
 			if err != nil {
 				if stopped() {
 					return
@@ -663,7 +668,7 @@ func TestDisableCancelsFetchesAndStopsAsking(t *testing.T) {
 	}
 	// A fetch asked after Disable never reaches the client.
 	j := h.m.Job("p1")
-	if _, err := h.m.cfg.Gate.Fetch(withJob(context.Background(), j), "ee05", symbolize.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
+	if _, err := h.m.cfg.Gate.For(j).Fetch(context.Background(), "ee05", symbolize.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
 		t.Errorf("fetch after Disable: %v", err)
 	}
 	if h.fetch.count("ee05") != 0 {

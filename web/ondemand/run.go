@@ -134,8 +134,10 @@ func (j *Job) run(parent context.Context) {
 	noDebuginfod := !j.debuginfodLocked()
 	j.mu.Unlock()
 	w := j.startWriter(ctx, pc)
-	rep, err := j.symbolize(withJob(tctx, j), p, symbolize.Options{
+	rep, err := j.symbolize(tctx, p, symbolize.Options{
 		NoDebuginfod: noDebuginfod,
+		Fetcher:      j.m.cfg.Gate.For(j),
+		Profile:      j.id,
 		Parallel:     j.m.cfg.Parallel,
 		Names:        &pc.mu,
 		Binary:       j.binaryContext,
