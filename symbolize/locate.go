@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
@@ -183,15 +184,15 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 	if filepath.IsAbs(file) && !s.cfg.IgnoreMappingPaths {
 		c = append(c, candidate{path: file, how: "the mapped file", named: true})
 	}
+	addAll := func(cs []buildid.Candidate, how string) {
+		for _, bc := range cs {
+			add(bc.Path, how)
+		}
+	}
 	base := filepath.Base(file)
 	for _, d := range s.cfg.DebugDirs {
-		if len(bid) > 2 {
-			add(elfsym.BuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
-			add(elfsym.BuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
-			add(elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
-			add(elfsym.BareBuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
-			add(filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout")
-			add(filepath.Join(d, bid, "executable"), "--debug-dir debuginfod layout")
+		for _, bc := range buildid.Paths(d, bid, debugDirLayouts, buildid.Debuginfo|buildid.Executable) {
+			add(bc.Path, debugDirHow(bc.Layout))
 		}
 		if base != "" && base != "." && base != "/" {
 			add(filepath.Join(d, base+".debug"), "--debug-dir")
@@ -203,19 +204,30 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 			}
 		}
 	}
-	if s.cfg.SystemDebugDir != "" && len(bid) > 2 {
-		add(elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree")
+	if s.cfg.SystemDebugDir != "" {
+		addAll(buildid.Paths(s.cfg.SystemDebugDir, bid, buildid.Tree, buildid.Debuginfo), "system build-ID tree")
 	}
-	if s.cfg.BuildIDCacheDir != "" && len(bid) > 2 {
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/debug"), "perf build-ID cache")
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/elf"), "perf build-ID cache")
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/vdso"), "perf build-ID cache")
+	if s.cfg.BuildIDCacheDir != "" {
+		addAll(buildid.Paths(s.cfg.BuildIDCacheDir, bid, buildid.Perf, buildid.Debuginfo|buildid.Executable|buildid.VDSO), "perf build-ID cache")
 	}
-	if s.cfg.DebuginfodCacheDir != "" && len(bid) > 2 {
-		add(filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache")
-		add(filepath.Join(s.cfg.DebuginfodCacheDir, bid, "executable"), "debuginfod cache")
+	if s.cfg.DebuginfodCacheDir != "" {
+		addAll(buildid.Paths(s.cfg.DebuginfodCacheDir, bid, buildid.Debuginfod, buildid.Debuginfo|buildid.Executable), "debuginfod cache")
 	}
 	return c
+}
+
+// debugDirLayouts are the layouts a --debug-dir is searched in by build ID.
+const debugDirLayouts = buildid.Tree | buildid.Bare | buildid.Debuginfod
+
+// debugDirHow says where in a --debug-dir a candidate of layout l was.
+func debugDirHow(l buildid.Layout) string {
+	switch l {
+	case buildid.Debuginfod:
+		return "--debug-dir debuginfod layout"
+	case buildid.Vmlinux:
+		return "--debug-dir"
+	}
+	return "--debug-dir build-ID tree"
 }
 
 // mappingBuildID is m's build ID as paths and URLs take it (lowercase hex,
@@ -225,10 +237,10 @@ func mappingBuildID(m *profile.Mapping) (string, error) {
 	if m.BuildID == "" {
 		return "", nil
 	}
-	bid, err := debuginfod.NormalizeBuildID(m.BuildID)
+	bid, err := buildid.Normalize(m.BuildID)
 	if err != nil {
 		reason := err.Error()
-		var ie *debuginfod.InvalidBuildIDError
+		var ie *buildid.InvalidError
 		if errors.As(err, &ie) {
 			reason = ie.Reason
 		}

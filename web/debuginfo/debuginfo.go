@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/symbolize/buildid"
 	"viewer/web/store"
 )
 
@@ -110,12 +111,12 @@ func refused(format string, args ...any) error {
 }
 
 // ValidBuildID reports whether id is a build ID as the protocol writes it:
-// lowercase hex of even length, at most symbolize.MaxBuildIDLen digits
-// (symbolize.NormalizeBuildID, the one check, and lower case).
+// lowercase hex of even length, at most buildid.MaxLen digits
+// (buildid.Normalize, the one check, and lower case).
 func ValidBuildID(id string) error {
-	n, err := symbolize.NormalizeBuildID(id)
+	n, err := buildid.Normalize(id)
 	if err != nil {
-		var ie *symbolize.InvalidBuildIDError
+		var ie *buildid.InvalidError
 		if errors.As(err, &ie) {
 			return fmt.Errorf("build ID %q is not valid: %s", id, ie.Reason)
 		}
