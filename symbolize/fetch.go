@@ -75,3 +75,10 @@ type DebuginfodClient = debuginfod.Client
 
 // NewDebuginfodClient returns the debuginfod client for cfg.
 func NewDebuginfodClient(cfg DebuginfodConfig) (*DebuginfodClient, error) { return debuginfod.New(cfg) }
+
+// WithFetchQuota is ctx with q asked before each fetch from a debuginfod
+// server made under it (debuginfod.WithQuota); q's error refuses the fetch.
+// The symbolization APIs bound what one request and one client may fetch.
+func WithFetchQuota(ctx context.Context, q func() error) context.Context {
+	return debuginfod.WithQuota(ctx, q)
+}
