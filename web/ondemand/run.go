@@ -267,9 +267,13 @@ func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 		return
 	}
 	if dirty {
-		if err := j.storeProfile(ctx, p); err != nil {
+		encoded, err := j.storeProfile(ctx, p)
+		if err != nil {
 			j.finish(err)
 			return
+		}
+		if j.m.cfg.Replace != nil {
+			j.m.cfg.Replace(ctx, j.id, p, encoded)
 		}
 	}
 	j.mu.Lock()
@@ -301,17 +305,18 @@ func (j *Job) stampNow() time.Time {
 }
 
 // storeProfile writes p as the symbolized copy and tells the server to
-// drop what it cached of the profile.
-func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
+// drop what it cached of the profile. It returns the bytes stored.
+func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := profiles.WriteGzipped(&buf, p); err != nil {
-		return fmt.Errorf("encoding the symbolized profile: %w", err)
+		return nil, fmt.Errorf("encoding the symbolized profile: %w", err)
 	}
-	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), &buf); err != nil {
-		return fmt.Errorf("storing the symbolized profile: %w", err)
+	encoded := buf.Bytes()
+	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), bytes.NewReader(encoded)); err != nil {
+		return nil, fmt.Errorf("storing the symbolized profile: %w", err)
 	}
 	j.m.stored(j.id)
-	return nil
+	return encoded, nil
 }
 
 // afterFetch checks, once a download ended, whether the profile was
