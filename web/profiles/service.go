@@ -208,15 +208,9 @@ func (s *Service) Ingest(ctx context.Context, data []byte, name string) (string,
 	return s.stored(ctx, sha256.Sum256(data), p, NewMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
 }
 
-// IngestFile is Ingest for an upload spooled to f, of size bytes whose
-// SHA-256 is sum: it is parsed within the ingest memory budget, and
-// stored from the file.
-func (s *Service) IngestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
-	return s.IngestFileAlong(ctx, f, size, sum, name, nil)
-}
-
-// IngestFileAlong is IngestFile that, once the upload is parsed, also runs
-// along (when not nil) with the parsed profile and its format on another
+// IngestFileAlong is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum: it is parsed within the ingest memory budget, and stored
+// from the file. Once the upload is parsed, it also runs along (when not nil) with the parsed profile and its format on another
 // goroutine while the profile is stored, and returns when both are done:
 // the caller builds the first view on the second core while the converted
 // copy is encoded and written.
