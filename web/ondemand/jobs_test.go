@@ -1251,3 +1251,48 @@ func TestBinaryTimeoutStopsOneBinary(t *testing.T) {
 		t.Errorf("record: %+v, %v", rec, err)
 	}
 }
+
+// TestFinalProfileIsHandedOver: the job asks the engine with its own view
+// of the gate and its profile's ID (no context value), and once the final
+// copy is stored hands the named profile over in memory (Config.Replace),
+// with the very bytes it stored, so the server need not parse them again.
+func TestFinalProfileIsHandedOver(t *testing.T) {
+	type handover struct {
+		id      string
+		p       *profile.Profile
+		encoded []byte
+	}
+	var mu sync.Mutex
+	var got []handover
+	h := newHarness(t, Config{Replace: func(_ context.Context, id string, p *profile.Profile, encoded []byte) {
+		mu.Lock()
+		got = append(got, handover{id, p, encoded})
+		mu.Unlock()
+	}})
+	h.sym.local["bb02"] = true
+	h.upload("p1", addrProfile("bb02"))
+	h.m.Submit("p1", Options{})
+	final(t, h.events("p1"))
+	if r := h.sym.reqs[0]; r.Profile != "p1" || r.Fetcher == nil {
+		t.Errorf("the engine was asked with Profile %q, Fetcher %v; want the job's", r.Profile, r.Fetcher)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].id != "p1" {
+		t.Fatalf("handed over %d profiles (%+v), want p1 once", len(got), got)
+	}
+	stored, err := store.ReadAll(context.Background(), h.st, profiles.Key("p1", profiles.KeySymbolized), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stored, got[0].encoded) {
+		t.Error("the bytes handed over are not the stored copy")
+	}
+	named := false
+	for _, f := range got[0].p.Function {
+		named = named || strings.Contains(f.Name, ":fn")
+	}
+	if !named {
+		t.Errorf("the profile handed over has no names: %v", got[0].p.Function)
+	}
+}

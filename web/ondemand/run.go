@@ -125,7 +125,7 @@ func (j *Job) run(parent context.Context) {
 	}
 	keys := j.initBinaries(p)
 	if len(keys) == 0 {
-		j.complete(ctx, p, false)
+		j.complete(ctx, p, false, nil)
 		return
 	}
 	j.recordProgress(ctx, true) // a kill -9 from here on leaves the rows
@@ -173,7 +173,7 @@ func (j *Job) run(parent context.Context) {
 		return
 	}
 	j.settle(keys, rep, context.Cause(tctx), err)
-	j.complete(ctx, p, pc.changed())
+	j.complete(ctx, p, pc.changed(), pc.lastStored())
 }
 
 // symbolize is the job's one engine call. The engine recovers a panic on
@@ -258,8 +258,9 @@ func (j *Job) recordProgress(ctx context.Context, now bool) {
 }
 
 // complete stores the final copy (when anything changed since the last
-// snapshot) and the record, then ends the job.
-func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
+// snapshot, last) and the record, hands the final profile over
+// (Config.Replace) when a copy of it is stored, then ends the job.
+func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool, last []byte) {
 	st := j.m.cfg.Store
 	// Someone else may have finished while the last binary loaded.
 	if rec, stamp, err := ReadOutcome(ctx, st, j.id); err == nil && rec.Done && !stamp.Equal(j.stampNow()) && !j.retry {
@@ -272,9 +273,10 @@ func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 			j.finish(err)
 			return
 		}
-		if j.m.cfg.Replace != nil {
-			j.m.cfg.Replace(ctx, j.id, p, encoded)
-		}
+		last = encoded
+	}
+	if last != nil && j.m.cfg.Replace != nil {
+		j.m.cfg.Replace(ctx, j.id, p, last) // the stored copy is p as it is now
 	}
 	j.mu.Lock()
 	rec := Outcome{NoDebuginfod: j.opts.NoDebuginfod, Done: true, Finished: time.Now().UTC().Truncate(time.Second), Asked: append([]string(nil), j.asked...)}
