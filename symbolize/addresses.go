@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sync/errgroup"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/elfsym"
 )
 
@@ -169,7 +170,7 @@ func (s *Symbolizer) CompleteBuildID(prefix string) (string, bool) {
 			if filepath.Base(filepath.Dir(m)) == head && !strings.HasPrefix(name, prefix) {
 				id = head + name
 			}
-			if n, err := NormalizeBuildID(id); err == nil && n == id && strings.HasPrefix(id, prefix) {
+			if n, err := buildid.Normalize(id); err == nil && n == id && strings.HasPrefix(id, prefix) {
 				return id, true
 			}
 		}

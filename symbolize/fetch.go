@@ -57,17 +57,6 @@ var (
 	ErrNoServers     = debuginfod.ErrNoServers
 )
 
-// InvalidBuildIDError says why NormalizeBuildID refused a build ID.
-type InvalidBuildIDError = debuginfod.InvalidBuildIDError
-
-// MaxBuildIDLen is the longest build ID accepted, in hex digits.
-const MaxBuildIDLen = debuginfod.MaxBuildIDLen
-
-// NormalizeBuildID is the one build-ID check (debuginfod.NormalizeBuildID):
-// an even number of hex digits, at most MaxBuildIDLen, returned in lower
-// case; nothing that fails it reaches a path or a URL.
-func NormalizeBuildID(id string) (string, error) { return debuginfod.NormalizeBuildID(id) }
-
 // ELFBuildID is the GNU build ID note of an ELF file read with debug/elf
 // (elfsym.BuildIDNote, the one build-ID reader), "" when it has none.
 func ELFBuildID(ef *elf.File) string { return elfsym.BuildIDNote(ef) }
@@ -86,3 +75,10 @@ type DebuginfodClient = debuginfod.Client
 
 // NewDebuginfodClient returns the debuginfod client for cfg.
 func NewDebuginfodClient(cfg DebuginfodConfig) (*DebuginfodClient, error) { return debuginfod.New(cfg) }
+
+// WithFetchQuota is ctx with q asked before each fetch from a debuginfod
+// server made under it (debuginfod.WithQuota); q's error refuses the fetch.
+// The symbolization APIs bound what one request and one client may fetch.
+func WithFetchQuota(ctx context.Context, q func() error) context.Context {
+	return debuginfod.WithQuota(ctx, q)
+}

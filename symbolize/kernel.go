@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 )
@@ -61,11 +61,11 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 	// The last resort, once nothing local names the kernel: a vmlinux is
 	// hundreds of MiB, so it is fetched only when kallsyms cannot do.
 	fetchVmlinux := func() (*loaded, error) {
-		if s.cfg.IgnoreVmlinux || bid == "" || s.cfg.Fetcher == nil || opt.NoDebuginfod {
+		if s.cfg.IgnoreVmlinux || bid == "" || s.fetcher(opt) == nil || opt.NoDebuginfod {
 			return nil, nil
 		}
 		ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: debuginfod.KindDebuginfo, Phase: debuginfod.PhaseConnecting, Total: -1})
-		p, err := s.cfg.Fetcher.Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
+		p, err := s.fetcher(opt).Fetch(ctx, bid, debuginfod.KindDebuginfo, func(p debuginfod.Progress) { ev(StateFetching, "", &p) })
 		if err == nil {
 			if l := s.openVmlinux(candidate{path: p, how: "debuginfod debuginfo"}, bid, running); l != nil {
 				return l, nil
@@ -77,12 +77,9 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 		return nil, nil
 	}
 	if bid != "" && s.cfg.BuildIDCacheDir != "" {
-		for _, p := range []string{
-			elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/kallsyms"),
-			filepath.Join(s.cfg.BuildIDCacheDir, "[kernel.kallsyms]", bid, "kallsyms"),
-		} {
-			if k, err := loadKallsyms(p); err == nil {
-				return &loaded{obj: k, source: p + " (perf build-ID cache)", note: "kernel symbols only, no lines"}, nil
+		for _, c := range buildid.Paths(s.cfg.BuildIDCacheDir, bid, buildid.Perf, buildid.Kallsyms) {
+			if k, err := loadKallsyms(c.Path); err == nil {
+				return &loaded{obj: k, source: c.Path + " (perf build-ID cache)", note: "kernel symbols only, no lines"}, nil
 			}
 		}
 	}
@@ -109,29 +106,30 @@ func (s *Symbolizer) loadKernel(ctx context.Context, bid string, opt Options, ev
 // vmlinux of build ID bid (lowercase hex).
 func (s *Symbolizer) vmlinuxCandidates(bid string) []candidate {
 	var cands []candidate
+	add := func(cs []buildid.Candidate, how string) {
+		for _, c := range cs {
+			cands = append(cands, candidate{path: c.Path, how: how})
+		}
+	}
 	for _, d := range s.cfg.DebugDirs {
-		cands = append(cands,
-			candidate{elfsym.BuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree", false},
-			candidate{elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree", false},
-			candidate{filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout", false},
-			candidate{filepath.Join(d, "vmlinux"), "--debug-dir", false})
+		for _, c := range buildid.Paths(d, bid, debugDirLayouts|buildid.Vmlinux, buildid.Debuginfo|buildid.Kernel) {
+			cands = append(cands, candidate{path: c.Path, how: debugDirHow(c.Layout)})
+		}
 		for _, p := range s.debugDirs.lookup(d, bid) { // debugdir.go
 			cands = append(cands, candidate{p, "--debug-dir, by build ID", false})
 		}
 	}
 	if s.cfg.SystemDebugDir != "" {
-		cands = append(cands, candidate{elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree", false})
+		add(buildid.Paths(s.cfg.SystemDebugDir, bid, buildid.Tree, buildid.Debuginfo), "system build-ID tree")
 	}
 	if s.cfg.BuildIDCacheDir != "" {
-		cands = append(cands, candidate{elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/debug"), "perf build-ID cache", false}, candidate{elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/elf"), "perf build-ID cache", false})
+		add(buildid.Paths(s.cfg.BuildIDCacheDir, bid, buildid.Perf, buildid.Debuginfo|buildid.Executable), "perf build-ID cache")
 	}
-	if r := s.cfg.KernelRelease; r != "" {
-		for _, p := range []string{"/usr/lib/debug/boot/vmlinux-" + r, "/usr/lib/debug/lib/modules/" + r + "/vmlinux", "/boot/vmlinux-" + r, "/lib/modules/" + r + "/build/vmlinux"} {
-			cands = append(cands, candidate{path: p, how: "standard vmlinux path"})
-		}
+	for _, p := range buildid.KernelPaths(s.cfg.KernelRelease) {
+		cands = append(cands, candidate{path: p, how: "standard vmlinux path"})
 	}
 	if s.cfg.DebuginfodCacheDir != "" {
-		cands = append(cands, candidate{filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache", false})
+		add(buildid.Paths(s.cfg.DebuginfodCacheDir, bid, buildid.Debuginfod, buildid.Debuginfo), "debuginfod cache")
 	}
 	return cands
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
@@ -110,7 +111,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 	return get(func(ctx context.Context) (*loaded, error) {
 		l, err := openFound(ctx, f, src)
 		if err == nil {
-			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid)
+			l.local = l.local && !s.uploadedOrCached(ctx, f.debug.path, bid, opt.Profile)
 		}
 		return l, err
 	})
@@ -120,7 +121,7 @@ func (s *Symbolizer) acquire(ctx context.Context, key string, m *profile.Mapping
 // server or lies in the debuginfod cache, although a profile's mapping
 // path led to it (a mapping may name the store's own file): such debug
 // info is someone else's, like any upload.
-func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
+func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid, profile string) bool {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return true
@@ -137,7 +138,7 @@ func (s *Symbolizer) uploadedOrCached(ctx context.Context, p, bid string) bool {
 	if err != nil {
 		return true
 	}
-	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid) {
+	for _, u := range s.cfg.Uploaded.UploadedFiles(ctx, bid, profile) {
 		if ui, err := os.Stat(u); err == nil && os.SameFile(fi, ui) {
 			return true
 		}
@@ -183,15 +184,15 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 	if filepath.IsAbs(file) && !s.cfg.IgnoreMappingPaths {
 		c = append(c, candidate{path: file, how: "the mapped file", named: true})
 	}
+	addAll := func(cs []buildid.Candidate, how string) {
+		for _, bc := range cs {
+			add(bc.Path, how)
+		}
+	}
 	base := filepath.Base(file)
 	for _, d := range s.cfg.DebugDirs {
-		if len(bid) > 2 {
-			add(elfsym.BuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
-			add(elfsym.BuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
-			add(elfsym.BareBuildIDPath(d, bid, ".debug"), "--debug-dir build-ID tree")
-			add(elfsym.BareBuildIDPath(d, bid, ""), "--debug-dir build-ID tree")
-			add(filepath.Join(d, bid, "debuginfo"), "--debug-dir debuginfod layout")
-			add(filepath.Join(d, bid, "executable"), "--debug-dir debuginfod layout")
+		for _, bc := range buildid.Paths(d, bid, debugDirLayouts, buildid.Debuginfo|buildid.Executable) {
+			add(bc.Path, debugDirHow(bc.Layout))
 		}
 		if base != "" && base != "." && base != "/" {
 			add(filepath.Join(d, base+".debug"), "--debug-dir")
@@ -203,19 +204,30 @@ func (s *Symbolizer) candidates(file, bid string) []candidate {
 			}
 		}
 	}
-	if s.cfg.SystemDebugDir != "" && len(bid) > 2 {
-		add(elfsym.BuildIDPath(s.cfg.SystemDebugDir, bid, ".debug"), "system build-ID tree")
+	if s.cfg.SystemDebugDir != "" {
+		addAll(buildid.Paths(s.cfg.SystemDebugDir, bid, buildid.Tree, buildid.Debuginfo), "system build-ID tree")
 	}
-	if s.cfg.BuildIDCacheDir != "" && len(bid) > 2 {
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/debug"), "perf build-ID cache")
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/elf"), "perf build-ID cache")
-		add(elfsym.BuildIDPath(s.cfg.BuildIDCacheDir, bid, "/vdso"), "perf build-ID cache")
+	if s.cfg.BuildIDCacheDir != "" {
+		addAll(buildid.Paths(s.cfg.BuildIDCacheDir, bid, buildid.Perf, buildid.Debuginfo|buildid.Executable|buildid.VDSO), "perf build-ID cache")
 	}
-	if s.cfg.DebuginfodCacheDir != "" && len(bid) > 2 {
-		add(filepath.Join(s.cfg.DebuginfodCacheDir, bid, "debuginfo"), "debuginfod cache")
-		add(filepath.Join(s.cfg.DebuginfodCacheDir, bid, "executable"), "debuginfod cache")
+	if s.cfg.DebuginfodCacheDir != "" {
+		addAll(buildid.Paths(s.cfg.DebuginfodCacheDir, bid, buildid.Debuginfod, buildid.Debuginfo|buildid.Executable), "debuginfod cache")
 	}
 	return c
+}
+
+// debugDirLayouts are the layouts a --debug-dir is searched in by build ID.
+const debugDirLayouts = buildid.Tree | buildid.Bare | buildid.Debuginfod
+
+// debugDirHow says where in a --debug-dir a candidate of layout l was.
+func debugDirHow(l buildid.Layout) string {
+	switch l {
+	case buildid.Debuginfod:
+		return "--debug-dir debuginfod layout"
+	case buildid.Vmlinux:
+		return "--debug-dir"
+	}
+	return "--debug-dir build-ID tree"
 }
 
 // mappingBuildID is m's build ID as paths and URLs take it (lowercase hex,
@@ -225,10 +237,10 @@ func mappingBuildID(m *profile.Mapping) (string, error) {
 	if m.BuildID == "" {
 		return "", nil
 	}
-	bid, err := debuginfod.NormalizeBuildID(m.BuildID)
+	bid, err := buildid.Normalize(m.BuildID)
 	if err != nil {
 		reason := err.Error()
-		var ie *debuginfod.InvalidBuildIDError
+		var ie *buildid.InvalidError
 		if errors.As(err, &ie) {
 			reason = ie.Reason
 		}
@@ -358,7 +370,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			return done()
 		}
 	}
-	for _, c := range s.uploaded(ctx, bid) { // uploaded.go
+	for _, c := range s.uploaded(ctx, bid, opt.Profile) { // uploaded.go
 		if sr.check(c) {
 			return done()
 		}
@@ -371,7 +383,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 			}
 		}
 	}
-	if bid != "" && s.cfg.Fetcher != nil && !opt.NoDebuginfod {
+	if bid != "" && s.fetcher(opt) != nil && !opt.NoDebuginfod {
 		progress := func(p debuginfod.Progress) {
 			pp := p
 			ev(StateFetching, "", &pp)
@@ -383,7 +395,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		var ferr error
 		for _, k := range kinds {
 			ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: k, Phase: debuginfod.PhaseConnecting, Total: -1})
-			p, err := s.cfg.Fetcher.Fetch(ctx, bid, k, progress)
+			p, err := s.fetcher(opt).Fetch(ctx, bid, k, progress)
 			if err != nil {
 				if ctx.Err() != nil {
 					return found{}, ctx.Err()
@@ -430,7 +442,7 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	}
 	switch {
 	case sr.bid == "":
-	case s.cfg.Fetcher == nil:
+	case s.fetcher(opt) == nil:
 		why = append(why, "debuginfod is not configured (set DEBUGINFOD_URLS)")
 	case opt.NoDebuginfod:
 		why = append(why, "debuginfod not asked for this profile")
@@ -547,10 +559,10 @@ func (s *Symbolizer) Locate(ctx context.Context, m *profile.Mapping, opt Options
 		switch {
 		case opt.NoDebuginfod:
 			return "", errors.New("debuginfod not asked for this profile")
-		case s.cfg.Fetcher == nil:
+		case s.fetcher(opt) == nil:
 			return "", errors.New("debuginfod is not configured (set DEBUGINFOD_URLS)")
 		}
-		p, err := s.cfg.Fetcher.Fetch(ctx, bid, k, note)
+		p, err := s.fetcher(opt).Fetch(ctx, bid, k, note)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/unwind"
 )
@@ -173,8 +174,8 @@ func TestEveryConsumerHonoursDebugDirAndIgnoreVmlinux(t *testing.T) {
 	}
 	bid, kid := buildID(t, exe), buildID(t, vmlinux)
 	debugDir := t.TempDir()
-	userFile := elfsym.BuildIDPath(debugDir, bid, "")
-	kernelFile := elfsym.BuildIDPath(debugDir, kid, ".debug")
+	userFile := buildid.Paths(debugDir, bid, buildid.Tree, buildid.Executable)[0].Path
+	kernelFile := buildid.Paths(debugDir, kid, buildid.Tree, buildid.Debuginfo)[0].Path
 	copyFile(t, exe, userFile)
 	copyFile(t, vmlinux, kernelFile)
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/debuginfod/debuginfodtest"
-	"viewer/symbolize/elfsym"
 )
 
 // TestPLTNamesWithSeparateDebugFile symbolizes samples in each PLT stub of
@@ -31,7 +31,7 @@ func TestPLTNamesWithSeparateDebugFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	bid := buildID(t, lib)
-	dbg := elfsym.BuildIDPath("/usr/lib/debug", bid, ".debug")
+	dbg := buildid.Paths("/usr/lib/debug", bid, buildid.Tree, buildid.Debuginfo)[0].Path
 	if _, err := os.Stat(dbg); err != nil {
 		t.Fatalf("libc's debug file %s missing (package libc6-dbg): run make deps", dbg)
 	}

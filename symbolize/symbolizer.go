@@ -160,6 +160,14 @@ type Options struct {
 	Progress func(Event)
 	// NoDebuginfod: use local debug info only for this profile.
 	NoDebuginfod bool
+	// Fetcher, when set, is asked instead of Config.Fetcher for this
+	// call's downloads: the on-demand job's view of the fetch gate, which
+	// reports progress to that job and lets its user skip a download.
+	Fetcher Fetcher
+	// Profile is the ID of the profile being symbolized, handed to
+	// Config.Uploaded so the server notes which profiles used an uploaded
+	// file; "" outside a server's job.
+	Profile string
 	// Binary, when set, gives the context one binary (key is its
 	// BinaryKey, m its first mapping) is worked on under, so a caller can
 	// cancel just that binary (a Skip button) or bound its time; the engine
@@ -630,3 +638,12 @@ func (s *Symbolizer) Loads() int64 { return s.store.loads.Load() }
 
 // CacheStats reports how many binaries the store holds and their bytes.
 func (s *Symbolizer) CacheStats() (binaries int, bytes int64) { return s.store.stats() }
+
+// fetcher is the Fetcher for a call with opt: its own, else the Config's
+// (nil: none).
+func (s *Symbolizer) fetcher(opt Options) Fetcher {
+	if opt.Fetcher != nil {
+		return opt.Fetcher
+	}
+	return s.cfg.Fetcher
+}

@@ -79,7 +79,7 @@ func debuginfoServer(t testing.TB, o dopts) *dserver {
 		o.serve = "open"
 	}
 	files := debuginfo.New(debuginfo.Config{Store: o.st, Upstream: o.upstream, MaxFile: o.maxFile,
-		TempDir: t.TempDir(), ProfileOf: ondemand.JobID, LocalDirs: o.localDirs})
+		TempDir: t.TempDir(), LocalDirs: o.localDirs})
 	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
 	if o.sym != nil {
 		cfg.Symbolization = o.sym(files)

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize"
 )
 
 // Bounds of the debuginfod fetches the symbolization APIs (/api/symbolize,
@@ -63,12 +63,12 @@ func (cf *clientFetches) limiter(client string) *rate.Limiter {
 }
 
 // fetchQuota is the request's context carrying its fetch budget
-// (debuginfod.WithQuota): apiFetchesPerRequest, and its client's.
+// (symbolize.WithFetchQuota): apiFetchesPerRequest, and its client's.
 func (s *Server) fetchQuota(c echo.Context) context.Context {
 	client := s.clientAddr(c.Request())
 	l := s.apiFetches.limiter(client)
 	var made atomic.Int64
-	return debuginfod.WithQuota(c.Request().Context(), func() error {
+	return symbolize.WithFetchQuota(c.Request().Context(), func() error {
 		if made.Add(1) > apiFetchesPerRequest {
 			return fmt.Errorf("not fetched: this request already made its %d debuginfod fetches (at most %d per symbolization API request); send the rest in another request",
 				apiFetchesPerRequest, apiFetchesPerRequest)

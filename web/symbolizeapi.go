@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
+	"viewer/symbolize/buildid"
 )
 
 // Bounds of one symbolization API request, so its work stays proportional
@@ -306,7 +307,7 @@ func decodeAPIBody(body []byte, v any) error {
 }
 
 // cleanBuildID checks a build ID with the one build-ID check
-// (symbolize.NormalizeBuildID) before it names a file or reaches a URL,
+// (buildid.Normalize) before it names a file or reaches a URL,
 // and lowercases it. The API also wants at least 8 digits: a shorter ID
 // cannot name one binary.
 func cleanBuildID(id string) (string, error) {
@@ -314,9 +315,9 @@ func cleanBuildID(id string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("no build_id; the symbolization API finds debug info by build ID")
 	}
-	n, err := symbolize.NormalizeBuildID(id)
+	n, err := buildid.Normalize(id)
 	if err != nil {
-		var ie *symbolize.InvalidBuildIDError
+		var ie *buildid.InvalidError
 		if errors.As(err, &ie) {
 			return "", fmt.Errorf("build_id %q is not a build ID: %s; a GNU build ID is an even number of hex digits, usually 40", id, ie.Reason)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/debuginfod"
 )
 
@@ -105,7 +106,7 @@ flags:
 // buildIDArg accepts a build ID or, like elfutils' tool, an ELF file whose
 // build ID is used.
 func buildIDArg(arg string) (string, error) {
-	if id, err := debuginfod.NormalizeBuildID(arg); err == nil {
+	if id, err := buildid.Normalize(arg); err == nil {
 		return id, nil
 	} else if _, statErr := os.Stat(arg); statErr != nil {
 		return "", usageError{err.Error() + " (nor is it an ELF file's name)"}

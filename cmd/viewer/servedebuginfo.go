@@ -10,7 +10,6 @@ import (
 
 	"viewer/web"
 	"viewer/web/debuginfo"
-	"viewer/web/ondemand"
 	"viewer/web/store"
 )
 
@@ -26,11 +25,11 @@ type debuginfoFlags struct {
 // UploadedFiles is the symbolizer's view of the uploaded files
 // (symbolizeFlags.uploaded, set before the store exists): none until
 // config made them, or with --debuginfod-serve=off.
-func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid string) []string {
+func (f *debuginfoFlags) UploadedFiles(ctx context.Context, bid, profile string) []string {
 	if f.files == nil {
 		return nil
 	}
-	return f.files.UploadedFiles(ctx, bid)
+	return f.files.UploadedFiles(ctx, bid, profile)
 }
 
 func registerDebuginfoFlags(fs *flag.FlagSet, sym *symbolizeFlags) *debuginfoFlags {
@@ -57,9 +56,8 @@ func (f *debuginfoFlags) config(st store.Store, sym *symbolizeFlags, token strin
 		return nil, usageError{fmt.Sprintf("serve: --debuginfod-serve is %q: use open, token or off", f.serve)}
 	}
 	cfg := debuginfo.Config{
-		Store:     st,
-		MaxFile:   sym.debugFileCap,
-		ProfileOf: ondemand.JobID,
+		Store:   st,
+		MaxFile: sym.debugFileCap,
 	}
 	if sym.client != nil {
 		cfg.Upstream = sym.client

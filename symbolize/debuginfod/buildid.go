@@ -6,48 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
 )
-
-// MaxBuildIDLen is the longest build ID accepted, in hex characters
-// (elfutils' MAX_BUILD_ID_BYTES is 64 bytes).
-const MaxBuildIDLen = 128
-
-// ValidBuildID reports whether id is a build ID this client will send: an
-// even number of hex digits, at most MaxBuildIDLen of them, in either case.
-func ValidBuildID(id string) bool {
-	_, err := NormalizeBuildID(id)
-	return err == nil
-}
-
-// NormalizeBuildID checks id and returns it in lowercase, the only form
-// debuginfod servers and the elfutils cache accept. Nothing that fails this
-// check ever reaches a URL or a path.
-func NormalizeBuildID(id string) (string, error) {
-	reason := ""
-	switch {
-	case id == "":
-		reason = "it is empty"
-	case len(id) > MaxBuildIDLen:
-		reason = fmt.Sprintf("it has %d characters, more than %d", len(id), MaxBuildIDLen)
-	case len(id)%2 != 0:
-		reason = "it has an odd number of hex digits"
-	default:
-		for i := 0; i < len(id); i++ {
-			c := id[i]
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				reason = fmt.Sprintf("character %d (%q) is not a hex digit", i+1, c)
-				break
-			}
-		}
-	}
-	if reason != "" {
-		return "", &InvalidBuildIDError{BuildID: id, Reason: reason}
-	}
-	return strings.ToLower(id), nil
-}
 
 // errNoBuildID means an ELF file carries no GNU build-ID note.
 var errNoBuildID = errors.New("no GNU build-ID note")

@@ -17,6 +17,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"viewer/symbolize/buildid"
 )
 
 // Client fetches files by build ID: from the cache first, else from every
@@ -266,7 +268,7 @@ func osRelease() (id, version string) {
 // Cached returns the cached file for buildID and kind without asking any
 // server, or false when it is not cached (or the arguments are invalid).
 func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
-	bid, err := NormalizeBuildID(buildID)
+	bid, err := buildid.Normalize(buildID)
 	if err != nil {
 		return "", false
 	}
@@ -283,7 +285,7 @@ func (c *Client) Cached(buildID string, kind Kind) (string, bool) {
 // again before cache_miss_s ends: its file has just arrived somewhere (an
 // upload to the server this client may ask). Hits are kept.
 func (c *Client) ForgetMiss(buildID string) {
-	bid, err := NormalizeBuildID(buildID)
+	bid, err := buildid.Normalize(buildID)
 	if err != nil {
 		return
 	}
@@ -321,7 +323,7 @@ func (c *Client) Fetch(ctx context.Context, buildID string, kind Kind, progress 
 	if progress != nil {
 		emit = progress
 	}
-	bid, err := NormalizeBuildID(buildID)
+	bid, err := buildid.Normalize(buildID)
 	if err != nil {
 		emit(Progress{BuildID: buildID, Kind: kind, Phase: PhaseError, Total: -1, Err: err})
 		return "", err

@@ -5,21 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"viewer/symbolize/buildid"
 )
 
 // ErrNoServers is returned when a file is not in the cache and no debuginfod
 // server is configured (DEBUGINFOD_URLS empty, --no-debuginfod).
 var ErrNoServers = errors.New("debuginfod: not in the cache and no debuginfod server is configured (set DEBUGINFOD_URLS or --debuginfod-urls)")
 
-// InvalidBuildIDError says why a build ID was refused before any request.
-type InvalidBuildIDError struct {
-	BuildID string
-	Reason  string
-}
-
-func (e *InvalidBuildIDError) Error() string {
-	return fmt.Sprintf("debuginfod: invalid build ID %q: %s; a build ID is an even number of hex digits, at most %d", e.BuildID, e.Reason, MaxBuildIDLen)
-}
+// InvalidBuildIDError says why a build ID was refused before any request
+// (buildid.Normalize, the one check).
+type InvalidBuildIDError = buildid.InvalidError
 
 // InvalidKindError says why a Kind was refused.
 type InvalidKindError struct {

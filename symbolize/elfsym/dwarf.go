@@ -336,11 +336,9 @@ func (ud *unitData) fileName(i int32) string {
 	return ud.files[i]
 }
 
-// line finds the line-table row for pc: the last row at or below it, unless
-// that row ends its sequence.
-func (ud *unitData) line(pc uint64) (string, int, int) { return ud.lineIn(ud.rows, pc) }
-
-// lineIn is line over a span of the rows that holds pc's row.
+// lineIn finds the line-table row for pc in rows, a span of the unit's rows
+// that holds pc's row: the last row at or below it, unless that row ends
+// its sequence.
 func (ud *unitData) lineIn(rows []lineRow, pc uint64) (string, int, int) {
 	lo, hi := 0, len(rows)
 	for lo < hi {

@@ -15,7 +15,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,27 +218,6 @@ func BuildIDNote(ef *elf.File) string {
 		}
 	}
 	return ""
-}
-
-// BuildIDPath is where a build-ID directory keeps the file of build ID id
-// (lowercase hex, checked by the caller): DIR/.build-id/ab/cdef…SUFFIX, as
-// /usr/lib/debug, perf's ~/.debug and gdb's debug-file-directory lay it out.
-// Suffix is ".debug", "" or, in perf's cache, "/elf", "/debug", "/kallsyms".
-// It is "" for an id too short to split. It is the one place the layout is
-// spelled, beside the one build-ID reader (BuildIDNote).
-func BuildIDPath(dir, id, suffix string) string {
-	return buildIDPath(filepath.Join(dir, ".build-id"), id, suffix)
-}
-
-// BareBuildIDPath is BuildIDPath for a copied .build-id tree given as DIR
-// itself: DIR/ab/cdef…SUFFIX.
-func BareBuildIDPath(dir, id, suffix string) string { return buildIDPath(dir, id, suffix) }
-
-func buildIDPath(dir, id, suffix string) string {
-	if len(id) <= 2 {
-		return ""
-	}
-	return filepath.Join(dir, id[:2], id[2:]+suffix)
 }
 
 // parseBuildIDNote finds an NT_GNU_BUILD_ID note in a run of ELF notes.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"viewer/symbolize/buildid"
 )
 
 // libcDebug returns the path of libc's separate debug file from libc6-dbg,
@@ -33,7 +35,7 @@ func debugFileOf(t testing.TB, lib string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p := BuildIDPath("/usr/lib/debug", f.BuildID(), ".debug")
+	p := buildid.Paths("/usr/lib/debug", f.BuildID(), buildid.Tree, buildid.Debuginfo)[0].Path
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("debug info %s of %s missing (package libc6-dbg): run make deps", p, lib)
 	}

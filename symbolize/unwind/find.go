@@ -11,7 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
-	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/buildid"
 	"viewer/symbolize/elfsym"
 	"viewer/symbolize/localfile"
 )
@@ -68,7 +68,7 @@ func NewFinder(loc Locator) *Finder { return &Finder{Locator: loc} }
 func (f *Finder) Object(path, buildID string, inode uint64) (*Object, error) {
 	if buildID != "" {
 		// Held by the Locator's store, once for all its users.
-		bid, err := debuginfod.NormalizeBuildID(buildID)
+		bid, err := buildid.Normalize(buildID)
 		if err != nil {
 			return nil, err
 		}

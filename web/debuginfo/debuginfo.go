@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/symbolize/buildid"
 	"viewer/web/store"
 )
 
@@ -42,9 +43,6 @@ type Config struct {
 	// DIR/.build-id/ab/cdef….debug or DIR/ab/cdef… layout, perf's
 	// DIR/.build-id/ab/cdef…/{debug,elf}, or DIR/BUILDID/{debuginfo,executable}.
 	LocalDirs []string
-	// ProfileOf names the profile a symbolizer fetch is for (jobs.JobID),
-	// so the index links build IDs to the profiles that used them; nil: none.
-	ProfileOf func(context.Context) string
 	// TempDir holds uploads while they are checked, and copies of stored
 	// files the symbolizer opens when the store is not a local directory;
 	// "" means os.TempDir().
@@ -113,12 +111,12 @@ func refused(format string, args ...any) error {
 }
 
 // ValidBuildID reports whether id is a build ID as the protocol writes it:
-// lowercase hex of even length, at most symbolize.MaxBuildIDLen digits
-// (symbolize.NormalizeBuildID, the one check, and lower case).
+// lowercase hex of even length, at most buildid.MaxLen digits
+// (buildid.Normalize, the one check, and lower case).
 func ValidBuildID(id string) error {
-	n, err := symbolize.NormalizeBuildID(id)
+	n, err := buildid.Normalize(id)
 	if err != nil {
-		var ie *symbolize.InvalidBuildIDError
+		var ie *buildid.InvalidError
 		if errors.As(err, &ie) {
 			return fmt.Errorf("build ID %q is not valid: %s", id, ie.Reason)
 		}
@@ -362,8 +360,9 @@ func (s *Store) LocalPath(ctx context.Context, bid string, kind symbolize.FetchK
 // executable, for viewer's own symbolizer (symbolize.Uploaded), so a
 // private binary's profile gets names once its debug file is uploaded (a
 // Retry finds a file uploaded after the first run). It notes the profile
-// being symbolized as a user of the files, for the index page.
-func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
+// being symbolized (profile; "" for none) as a user of the files, for the
+// index page.
+func (s *Store) UploadedFiles(ctx context.Context, bid, profile string) []string {
 	var out []string
 	for _, k := range []symbolize.FetchKind{symbolize.KindDebuginfo, symbolize.KindExecutable} {
 		if p, err := s.LocalPath(ctx, bid, k); err == nil {
@@ -371,7 +370,7 @@ func (s *Store) UploadedFiles(ctx context.Context, bid string) []string {
 		}
 	}
 	if len(out) > 0 {
-		s.noteUse(ctx, bid)
+		s.noteUse(ctx, bid, profile)
 	}
 	return out
 }

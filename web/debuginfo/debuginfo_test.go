@@ -47,7 +47,7 @@ func TestPutBothKinds(t *testing.T) {
 			t.Errorf("%s: %d bytes, want %d", k, len(b), len(want))
 		}
 	}
-	if p := s.UploadedFiles(ctx, bid); len(p) != 2 {
+	if p := s.UploadedFiles(ctx, bid, ""); len(p) != 2 {
 		t.Errorf("UploadedFiles: %v", p)
 	}
 	if _, err := s.Open(ctx, bid, symbolize.SourceKind("/etc/passwd"), false); !errors.Is(err, ErrNotFound) {

@@ -2,9 +2,9 @@ package debuginfo
 
 import (
 	"os"
-	"path/filepath"
 
 	"viewer/symbolize"
+	"viewer/symbolize/buildid"
 )
 
 // localPath finds bid's file of kind in the local debug directories
@@ -14,26 +14,16 @@ func (s *Store) localPath(bid string, kind symbolize.FetchKind) string {
 	if len(bid) < 4 {
 		return ""
 	}
+	want := buildid.Executable
+	if kind == symbolize.KindDebuginfo {
+		want = buildid.Debuginfo
+	}
 	for _, d := range s.cfg.LocalDirs {
-		var cands []string
-		if kind == symbolize.KindDebuginfo {
-			cands = []string{
-				filepath.Join(d, ".build-id", bid[:2], bid[2:]+".debug"),
-				filepath.Join(d, bid[:2], bid[2:]+".debug"),
-				filepath.Join(d, ".build-id", bid[:2], bid[2:], "debug"), // perf's ~/.debug
-				filepath.Join(d, bid, "debuginfo"),
-			}
-		} else {
-			cands = []string{
-				filepath.Join(d, ".build-id", bid[:2], bid[2:]),
-				filepath.Join(d, bid[:2], bid[2:]),
-				filepath.Join(d, ".build-id", bid[:2], bid[2:], "elf"),
-				filepath.Join(d, bid, "executable"),
-			}
-		}
-		for _, p := range cands {
-			if fileIs(p, bid, kind) {
-				return p
+		// Each layout: a build-ID tree, a copied one, perf's ~/.debug, a
+		// debuginfod cache.
+		for _, c := range buildid.Paths(d, bid, buildid.Tree|buildid.Bare|buildid.Perf|buildid.Debuginfod, want) {
+			if fileIs(c.Path, bid, kind) {
+				return c.Path
 			}
 		}
 	}

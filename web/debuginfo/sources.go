@@ -18,7 +18,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"viewer/symbolize"
+	"viewer/symbolize/buildid"
 	"viewer/web/store"
 )
 
@@ -321,7 +321,7 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 func indexEntryBytes(p, archive string) int {
 	jp, _ := json.Marshal(p) // escapes may make it longer
 	ja, _ := json.Marshal(archive)
-	return len(jp) + len(ja) + len(prefix) + symbolize.MaxBuildIDLen + len("/src-") + 32 + 48
+	return len(jp) + len(ja) + len(prefix) + buildid.MaxLen + len("/src-") + 32 + 48
 }
 
 // bytes is about the stored size of the index.

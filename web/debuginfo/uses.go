@@ -10,13 +10,9 @@ import (
 // usedKey marks that profile id was symbolized with bid's uploaded file.
 func usedKey(bid, id string) string { return prefix + bid + "/used/" + id }
 
-// noteUse records that the profile of ctx's symbolization job (found by
-// Config.ProfileOf) used bid's uploaded file, once.
-func (s *Store) noteUse(ctx context.Context, bid string) {
-	if s.cfg.ProfileOf == nil {
-		return
-	}
-	id := s.cfg.ProfileOf(ctx)
+// noteUse records that profile id (being symbolized) used bid's uploaded
+// file, once.
+func (s *Store) noteUse(ctx context.Context, bid, id string) {
 	if id == "" || store.ValidKey(usedKey(bid, id)) != nil {
 		return
 	}

@@ -12,11 +12,12 @@ import (
 // or that the upload asked not to make.
 var ErrSkipped = errors.New("not asked")
 
-// Gate is the Fetcher given to the symbolization engine. Fetches made for a
-// job (found through the context the job passes to the engine) report their
-// progress to that job, and can be cancelled by its Skip and Disable without
-// touching other jobs that wait for the same download; other fetches pass
-// straight through. A nil inner symbolize.Fetcher means debuginfod is off.
+// Gate is the Fetcher given to the symbolization engine. A job passes its
+// own view of the gate (For) in symbolize.Options.Fetcher, so the fetches
+// made for it report their progress to that job, and can be cancelled by its
+// Skip and Disable without touching other jobs that wait for the same
+// download; other fetches (source files, annotate) pass straight through.
+// A nil inner symbolize.Fetcher means debuginfod is off.
 type Gate struct {
 	inner symbolize.Fetcher
 }
@@ -33,25 +34,34 @@ type cacher interface {
 	Cached(buildID string, kind symbolize.FetchKind) (string, bool)
 }
 
-type jobKey struct{}
-
-func withJob(ctx context.Context, j *Job) context.Context {
-	return context.WithValue(ctx, jobKey{}, j)
-}
-
-func jobFrom(ctx context.Context) *Job {
-	j, _ := ctx.Value(jobKey{}).(*Job)
-	return j
-}
-
-// Fetch implements symbolize.Fetcher. No lock is held while the download runs.
+// Fetch implements symbolize.Fetcher for fetches made for no job.
 func (g *Gate) Fetch(ctx context.Context, buildID string, kind symbolize.FetchKind, progress func(symbolize.FetchProgress)) (string, error) {
 	if g.inner == nil {
 		return "", fmt.Errorf("debuginfod is off on this server: %w", ErrSkipped)
 	}
-	j := jobFrom(ctx)
-	if j == nil {
-		return g.inner.Fetch(ctx, buildID, kind, progress)
+	return g.inner.Fetch(ctx, buildID, kind, progress)
+}
+
+// For is the Fetcher for job j's symbolization (symbolize.Options.Fetcher);
+// nil without a gate, so the engine's own Fetcher (none) applies.
+func (g *Gate) For(j *Job) symbolize.Fetcher {
+	if g == nil {
+		return nil
+	}
+	return jobFetcher{g: g, j: j}
+}
+
+// jobFetcher is the gate as one job sees it.
+type jobFetcher struct {
+	g *Gate
+	j *Job
+}
+
+// Fetch implements symbolize.Fetcher. No lock is held while the download runs.
+func (f jobFetcher) Fetch(ctx context.Context, buildID string, kind symbolize.FetchKind, progress func(symbolize.FetchProgress)) (string, error) {
+	g, j := f.g, f.j
+	if g.inner == nil {
+		return "", fmt.Errorf("debuginfod is off on this server: %w", ErrSkipped)
 	}
 	fctx, done, err := j.startFetch(ctx, buildID)
 	if err != nil {
@@ -77,16 +87,6 @@ func (g *Gate) Fetch(ctx context.Context, buildID string, kind symbolize.FetchKi
 	done()
 	j.afterFetch()
 	return path, err
-}
-
-// JobID is the ID of the profile whose symbolization ctx belongs to, or ""
-// outside a job: the uploaded-debug-file store notes which profiles used a
-// file (web/debuginfo).
-func JobID(ctx context.Context) string {
-	if j := jobFrom(ctx); j != nil {
-		return j.id
-	}
-	return ""
 }
 
 // ForgetMiss drops the misses the debuginfod client remembers for buildID

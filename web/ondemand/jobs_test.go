@@ -90,7 +90,8 @@ func (f *fakeFetcher) count(id string) int {
 // each unsymbolized binary is worked on under the context opt.Binary gives
 // (one that ended is not started, one that ends is reported skipped with
 // its cause), at most opt.Parallel at once, looked up in local, then
-// fetched through the fetcher (the Gate); its locations are named
+// fetched through opt.Fetcher, else the fetcher (the Gate), as the engine
+// does; its locations are named
 // "<base>:fn<address>" under opt.Names, before its final event.
 type fakeSymbolizer struct {
 	fetcher symbolize.Fetcher
@@ -174,7 +175,11 @@ func (s *fakeSymbolizer) Symbolize(ctx context.Context, p *profile.Profile, opt 
 			end(symbolize.StateNotFound, "", errors.New("not found locally"))
 			return
 		} else {
-			path, err := s.fetcher.Fetch(mctx, m.BuildID, symbolize.KindDebuginfo, nil)
+			f := s.fetcher
+			if opt.Fetcher != nil {
+				f = opt.Fetcher
+			}
+			path, err := f.Fetch(mctx, m.BuildID, symbolize.KindDebuginfo, nil)
 			if err != nil {
 				if stopped() {
 					return
@@ -663,7 +668,7 @@ func TestDisableCancelsFetchesAndStopsAsking(t *testing.T) {
 	}
 	// A fetch asked after Disable never reaches the client.
 	j := h.m.Job("p1")
-	if _, err := h.m.cfg.Gate.Fetch(withJob(context.Background(), j), "ee05", symbolize.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
+	if _, err := h.m.cfg.Gate.For(j).Fetch(context.Background(), "ee05", symbolize.KindDebuginfo, nil); !errors.Is(err, ErrSkipped) {
 		t.Errorf("fetch after Disable: %v", err)
 	}
 	if h.fetch.count("ee05") != 0 {
@@ -1244,5 +1249,50 @@ func TestBinaryTimeoutStopsOneBinary(t *testing.T) {
 	}
 	if rec, _, err := ReadOutcome(context.Background(), h.st, "p1"); err != nil || !rec.Done {
 		t.Errorf("record: %+v, %v", rec, err)
+	}
+}
+
+// TestFinalProfileIsHandedOver: the job asks the engine with its own view
+// of the gate and its profile's ID (no context value), and once the final
+// copy is stored hands the named profile over in memory (Config.Replace),
+// with the very bytes it stored, so the server need not parse them again.
+func TestFinalProfileIsHandedOver(t *testing.T) {
+	type handover struct {
+		id      string
+		p       *profile.Profile
+		encoded []byte
+	}
+	var mu sync.Mutex
+	var got []handover
+	h := newHarness(t, Config{Replace: func(_ context.Context, id string, p *profile.Profile, encoded []byte) {
+		mu.Lock()
+		got = append(got, handover{id, p, encoded})
+		mu.Unlock()
+	}})
+	h.sym.local["bb02"] = true
+	h.upload("p1", addrProfile("bb02"))
+	h.m.Submit("p1", Options{})
+	final(t, h.events("p1"))
+	if r := h.sym.reqs[0]; r.Profile != "p1" || r.Fetcher == nil {
+		t.Errorf("the engine was asked with Profile %q, Fetcher %v; want the job's", r.Profile, r.Fetcher)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].id != "p1" {
+		t.Fatalf("handed over %d profiles (%+v), want p1 once", len(got), got)
+	}
+	stored, err := store.ReadAll(context.Background(), h.st, profiles.Key("p1", profiles.KeySymbolized), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stored, got[0].encoded) {
+		t.Error("the bytes handed over are not the stored copy")
+	}
+	named := false
+	for _, f := range got[0].p.Function {
+		named = named || strings.Contains(f.Name, ":fn")
+	}
+	if !named {
+		t.Errorf("the profile handed over has no names: %v", got[0].p.Function)
 	}
 }

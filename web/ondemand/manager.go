@@ -36,6 +36,11 @@ type Config struct {
 	Store      store.Store
 	Load       Loader
 	Broker     *sse.Broker
+	// Replace, when set, is handed each job's final symbolized profile
+	// once its encoding (encoded) is stored and OnStored ran, so that
+	// this server serves it without parsing the stored copy again
+	// (profiles.Service.Replace). The job no longer changes p.
+	Replace func(ctx context.Context, id string, p *profile.Profile, encoded []byte)
 	// Gate is the Fetcher the Symbolizer was built with; nil or a gate with
 	// no client means debuginfod is off.
 	Gate *Gate

@@ -18,7 +18,8 @@ import (
 type partial struct {
 	mu    sync.Mutex
 	p     *profile.Profile
-	dirty bool // names arrived since the last stored copy
+	dirty bool   // names arrived since the last stored copy
+	last  []byte // the last copy stored, encoded
 }
 
 // named marks that a binary's names arrived.
@@ -33,6 +34,20 @@ func (pc *partial) changed() bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.dirty
+}
+
+// stored notes the bytes of a copy once stored.
+func (pc *partial) stored(data []byte) {
+	pc.mu.Lock()
+	pc.last = data
+	pc.mu.Unlock()
+}
+
+// lastStored is the last copy stored, encoded; nil when none was.
+func (pc *partial) lastStored() []byte {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.last
 }
 
 // encode serializes the profile and clears the dirty mark.
@@ -121,6 +136,7 @@ func (w *writer) write() {
 		w.pc.named() // try again with the next one
 		return
 	}
+	w.pc.stored(data)
 	j.m.stored(j.id)
 	j.storedNames()
 }

@@ -125,7 +125,7 @@ func (j *Job) run(parent context.Context) {
 	}
 	keys := j.initBinaries(p)
 	if len(keys) == 0 {
-		j.complete(ctx, p, false)
+		j.complete(ctx, p, false, nil)
 		return
 	}
 	j.recordProgress(ctx, true) // a kill -9 from here on leaves the rows
@@ -134,8 +134,10 @@ func (j *Job) run(parent context.Context) {
 	noDebuginfod := !j.debuginfodLocked()
 	j.mu.Unlock()
 	w := j.startWriter(ctx, pc)
-	rep, err := j.symbolize(withJob(tctx, j), p, symbolize.Options{
+	rep, err := j.symbolize(tctx, p, symbolize.Options{
 		NoDebuginfod: noDebuginfod,
+		Fetcher:      j.m.cfg.Gate.For(j),
+		Profile:      j.id,
 		Parallel:     j.m.cfg.Parallel,
 		Names:        &pc.mu,
 		Binary:       j.binaryContext,
@@ -171,7 +173,7 @@ func (j *Job) run(parent context.Context) {
 		return
 	}
 	j.settle(keys, rep, context.Cause(tctx), err)
-	j.complete(ctx, p, pc.changed())
+	j.complete(ctx, p, pc.changed(), pc.lastStored())
 }
 
 // symbolize is the job's one engine call. The engine recovers a panic on
@@ -256,8 +258,9 @@ func (j *Job) recordProgress(ctx context.Context, now bool) {
 }
 
 // complete stores the final copy (when anything changed since the last
-// snapshot) and the record, then ends the job.
-func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
+// snapshot, last) and the record, hands the final profile over
+// (Config.Replace) when a copy of it is stored, then ends the job.
+func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool, last []byte) {
 	st := j.m.cfg.Store
 	// Someone else may have finished while the last binary loaded.
 	if rec, stamp, err := ReadOutcome(ctx, st, j.id); err == nil && rec.Done && !stamp.Equal(j.stampNow()) && !j.retry {
@@ -265,10 +268,15 @@ func (j *Job) complete(ctx context.Context, p *profile.Profile, dirty bool) {
 		return
 	}
 	if dirty {
-		if err := j.storeProfile(ctx, p); err != nil {
+		encoded, err := j.storeProfile(ctx, p)
+		if err != nil {
 			j.finish(err)
 			return
 		}
+		last = encoded
+	}
+	if last != nil && j.m.cfg.Replace != nil {
+		j.m.cfg.Replace(ctx, j.id, p, last) // the stored copy is p as it is now
 	}
 	j.mu.Lock()
 	rec := Outcome{NoDebuginfod: j.opts.NoDebuginfod, Done: true, Finished: time.Now().UTC().Truncate(time.Second), Asked: append([]string(nil), j.asked...)}
@@ -299,17 +307,18 @@ func (j *Job) stampNow() time.Time {
 }
 
 // storeProfile writes p as the symbolized copy and tells the server to
-// drop what it cached of the profile.
-func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) error {
+// drop what it cached of the profile. It returns the bytes stored.
+func (j *Job) storeProfile(ctx context.Context, p *profile.Profile) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := profiles.WriteGzipped(&buf, p); err != nil {
-		return fmt.Errorf("encoding the symbolized profile: %w", err)
+		return nil, fmt.Errorf("encoding the symbolized profile: %w", err)
 	}
-	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), &buf); err != nil {
-		return fmt.Errorf("storing the symbolized profile: %w", err)
+	encoded := buf.Bytes()
+	if err := j.m.cfg.Store.Put(ctx, profiles.Key(j.id, profiles.KeySymbolized), bytes.NewReader(encoded)); err != nil {
+		return nil, fmt.Errorf("storing the symbolized profile: %w", err)
 	}
 	j.m.stored(j.id)
-	return nil
+	return encoded, nil
 }
 
 // afterFetch checks, once a download ended, whether the profile was

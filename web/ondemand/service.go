@@ -65,6 +65,7 @@ func NewService(cfg ServiceConfig, prof *profiles.Service, lease *LeaseConfig, l
 		Store:      prof.Store(),
 		Load:       prof.Converted, // the job symbolizes its own copy, never the original again
 		Broker:     b,
+		Replace:    prof.Replace, // the next page on this server does not parse the stored copy
 		Gate:       cfg.Gate,
 		Servers:    cfg.Servers,
 		Workers:    cfg.Workers,

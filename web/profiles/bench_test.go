@@ -162,3 +162,69 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	return len(p), nil
 }
+
+// BenchmarkLoadAfterSymbolization is the page load that follows a
+// symbolization on the same server: parsing the stored symbolized copy, as
+// before profiles.Replace ("parse": the cache dropped, the copy read back),
+// against the profile handed over in memory ("handover"). The profile is
+// dwarf.data symbolized by the engine with this machine's files.
+//
+//	go test -run '^$' -bench LoadAfterSymbolization -benchtime 20x ./web/profiles
+func BenchmarkLoadAfterSymbolization(b *testing.B) {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", "dwarf.data"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.NewDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	engine := symbolize.New(symbolize.Config{})
+	s, err := profiles.New(profiles.Config{Store: st, Limits: ingest.Limits{Binaries: unwind.NewFinder(engine)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, err := s.Ingest(ctx, data, "dwarf.data")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.Converted(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := engine.Symbolize(ctx, p, symbolize.Options{NoDebuginfod: true}); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := profiles.WriteGzipped(&buf, p); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Put(ctx, profiles.Key(id, profiles.KeySymbolized), bytes.NewReader(buf.Bytes())); err != nil {
+		b.Fatal(err)
+	}
+	for _, how := range []string{"parse", "handover"} {
+		b.Run(how, func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				if how == "parse" {
+					s.Invalidate(id)
+				} else {
+					s.Replace(ctx, id, p, buf.Bytes())
+				}
+				cpu0 := cpuTime()
+				b.StartTimer()
+				l, err := s.Profile(ctx, id)
+				if err != nil || !l.Symbolized {
+					b.Fatal(err, l.Symbolized)
+				}
+				b.StopTimer()
+				cpu += cpuTime() - cpu0
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(p.Sample)), "samples")
+		})
+	}
+}

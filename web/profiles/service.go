@@ -133,6 +133,41 @@ func (s *Service) Invalidate(id string) {
 	}
 }
 
+// Replace takes p, whose encoding (encoded) was just stored as the
+// symbolized copy of profile id, as what this server serves of id: it drops
+// what was cached (as Invalidate) and caches p, so the next page load here
+// uses it without reading and parsing the stored copy, which other replicas
+// and a restart still load. p must not change afterwards. Without the
+// profile's meta in memory or in the store, the next load reads the copy.
+func (s *Service) Replace(ctx context.Context, id string, p *profile.Profile, encoded []byte) {
+	meta, ok := s.metas.Peek(id)
+	s.Invalidate(id)
+	gen := s.generation(id)
+	if !ok {
+		b, err := store.ReadAll(ctx, s.store, Key(id, KeyMeta), 16<<20)
+		if err != nil {
+			return
+		}
+		meta = new(Meta)
+		if json.Unmarshal(b, meta) != nil {
+			return
+		}
+	}
+	if meta.Warnings == nil {
+		m := *meta // the cached one is shared
+		meta = &m
+		meta.SetWarnings(p) // a meta.json from before warnings were kept
+	}
+	if s.cfg.Recheck > 0 {
+		// What revalidate compares with: this copy is not another
+		// replica's newer one.
+		if v, err := s.SymbolizedVersion(ctx, id); err == nil {
+			s.checked.Add(id, check{at: time.Now(), version: v})
+		}
+	}
+	s.cacheLoaded(id, gen, &Loaded{ID: id, Meta: meta, Profile: p, Symbolized: true, Version: contentVersion(encoded)})
+}
+
 func (s *Service) generation(id string) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,15 +208,9 @@ func (s *Service) Ingest(ctx context.Context, data []byte, name string) (string,
 	return s.stored(ctx, sha256.Sum256(data), p, NewMeta(p, name, format, int64(len(data))), func() io.Reader { return bytes.NewReader(data) })
 }
 
-// IngestFile is Ingest for an upload spooled to f, of size bytes whose
-// SHA-256 is sum: it is parsed within the ingest memory budget, and
-// stored from the file.
-func (s *Service) IngestFile(ctx context.Context, f *os.File, size int64, sum [sha256.Size]byte, name string) (string, error) {
-	return s.IngestFileAlong(ctx, f, size, sum, name, nil)
-}
-
-// IngestFileAlong is IngestFile that, once the upload is parsed, also runs
-// along (when not nil) with the parsed profile and its format on another
+// IngestFileAlong is Ingest for an upload spooled to f, of size bytes whose
+// SHA-256 is sum: it is parsed within the ingest memory budget, and stored
+// from the file. Once the upload is parsed, it also runs along (when not nil) with the parsed profile and its format on another
 // goroutine while the profile is stored, and returns when both are done:
 // the caller builds the first view on the second core while the converted
 // copy is encoded and written.

@@ -311,3 +311,76 @@ func canonical(p *profile.Profile) string {
 	b.WriteString(strings.Join(lines, "\n"))
 	return b.String()
 }
+
+// TestReplaceHandsOverTheSymbolizedCopy: once symbolization stored its copy
+// and handed it over (Replace), the next page load on this server serves
+// that very profile, decoding nothing; a restart, or another replica on the
+// same store, parses the stored copy and sees the same names.
+func TestReplaceHandsOverTheSymbolizedCopy(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perf", "fp.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, st, new(countingBinaries))
+	id, err := s.Ingest(ctx, data, "fp.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Profile(ctx, id); err != nil { // the page was open
+		t.Fatal(err)
+	}
+	// What a symbolization job does: name every function, store, hand over.
+	p, err := s.Converted(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range p.Function {
+		f.Name = fmt.Sprintf("symbolized_%d", i)
+	}
+	var buf bytes.Buffer
+	if err := profiles.WriteGzipped(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, profiles.Key(id, profiles.KeySymbolized), bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	s.Replace(ctx, id, p, buf.Bytes())
+
+	l, err := s.Profile(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Profile != p || !l.Symbolized {
+		t.Fatalf("the next load here got a profile decoded again (same object: %v, symbolized: %v), want the one handed over", l.Profile == p, l.Symbolized)
+	}
+	if l.Meta == nil || l.Meta.Samples == 0 {
+		t.Fatalf("the handed-over profile has no meta: %+v", l.Meta)
+	}
+	// A new Service on the same store is a restart, or another replica.
+	for name, other := range map[string]*profiles.Service{"a restart or another replica": newService(t, st, new(countingBinaries))} {
+		ol, err := other.Profile(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ol.Symbolized || ol.Version != l.Version {
+			t.Errorf("%s loaded symbolized %v, version %s; want the stored copy, version %s", name, ol.Symbolized, ol.Version, l.Version)
+		}
+		if got, want := funcNames(ol.Profile), funcNames(p); !slices.Equal(got, want) {
+			t.Errorf("%s sees functions %v, want %v", name, got, want)
+		}
+	}
+}
+
+func funcNames(p *profile.Profile) []string {
+	var n []string
+	for _, f := range p.Function {
+		n = append(n, f.Name)
+	}
+	slices.Sort(n)
+	return n
+}
