@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"viewer/symbolize"
+	"viewer/web"
 	"viewer/web/ingest"
 	"viewer/web/ingest/perfdata"
 )
@@ -33,8 +34,9 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	unwindOn := unwindFlag(fs)
 	progress := addProgressFlag(fs)
+	seconds := fs.Int("seconds", 0, "for a URL argument: the profile's duration, set as its seconds= as go tool pprof -seconds does (0: the URL's own)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN] [--progress]")
+		fmt.Fprintln(s.err, "usage: viewer upload FILE|URL [--server URL] [--token TOKEN] [--progress] [--seconds N]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -42,10 +44,13 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	if len(files) != 1 {
-		return usageError{"upload: give exactly one FILE"}
+		return usageError{"upload: give exactly one FILE or URL"}
 	}
 	if *token == "" {
 		*token = os.Getenv("VIEWER_TOKEN")
+	}
+	if isProfileURL(files[0]) {
+		return uploadURL(ctx, strings.TrimRight(server, "/"), files[0], *seconds, strings.TrimSpace(*token), s, progress)
 	}
 	m := progress.meter(s.err)
 	defer m.finish()
@@ -60,6 +65,28 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	m.finish()
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
+	}
+	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
+	fmt.Fprintln(s.out, r.link)
+	return nil
+}
+
+// uploadURL fetches the profile at raw (profileurl.go), as go tool pprof
+// would, and uploads its bytes: this machine reaches the endpoint, the
+// server need not (and never fetches a URL itself). The fetch is bounded
+// by web.DefaultMaxUpload, the server's default --max-upload; a server
+// with a smaller limit refuses the upload with its own reason.
+func uploadURL(ctx context.Context, server, raw string, seconds int, token string, s stdio, progress *progressFlag) error {
+	fp, err := fetchProfile(ctx, raw, seconds, web.DefaultMaxUpload, s.err)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	m := progress.meter(s.err)
+	defer m.finish()
+	r, err := upload(ctx, server, fp.name, bytes.NewReader(fp.data), int64(len(fp.data)), token, m)
+	m.finish()
+	if err != nil {
+		return fmt.Errorf("upload: the %d bytes %s answered: %w", len(fp.data), fp.url, err)
 	}
 	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
 	fmt.Fprintln(s.out, r.link)
