@@ -34,6 +34,7 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	unwindOn := unwindFlag(fs)
 	progress := addProgressFlag(fs)
+	maps := addSourceMapFlags(fs) // sourcemaps.go
 	seconds := fs.Int("seconds", 0, "for a URL argument: the profile's duration, set as its seconds= as go tool pprof -seconds does (0: the URL's own)")
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer upload FILE|URL [--server URL] [--token TOKEN] [--progress] [--seconds N]")
@@ -54,7 +55,16 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	}
 	m := progress.meter(s.err)
 	defer m.finish()
-	name, body, size, err := uploadBody(files[0], *unwindOn, s.err, m)
+	var (
+		name string
+		body io.Reader
+		size int64
+	)
+	if maps.enabled() {
+		name, body, size, err = sourceMappedBody(files[0], maps, s.err)
+	} else {
+		name, body, size, err = uploadBody(files[0], *unwindOn, s.err, m)
+	}
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -91,6 +101,28 @@ func uploadURL(ctx context.Context, server, raw string, seconds int, token strin
 	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
 	fmt.Fprintln(s.out, r.link)
 	return nil
+}
+
+// sourceMappedBody reads file here, maps its JavaScript frames through
+// the source maps (sourcemaps.go) and returns it as pprof to send: the
+// server never sees the scripts or maps.
+func sourceMappedBody(file string, maps *sourceMapFlags, stderr io.Writer) (string, io.Reader, int64, error) {
+	data, err := readBounded(file)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := maps.apply(p, stderr); err != nil {
+		return "", nil, 0, err
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return "", nil, 0, err
+	}
+	return file + ".pb.gz", &buf, int64(buf.Len()), nil
 }
 
 // printWarnings prints a stored profile's warnings as the server lists

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/google/pprof/profile"
 )
 
 // Map is a decoded source map: per generated line, its segments in
@@ -221,4 +223,72 @@ func Inline(script []byte) ([]byte, error) {
 		return []byte(payload), nil
 	}
 	return base64.StdEncoding.DecodeString(payload)
+}
+
+// URL returns the sourceMappingURL a script's last
+// "//# sourceMappingURL=" comment names ("" when none): a data: URL
+// (Inline reads it) or a path relative to the script.
+func URL(script []byte) string {
+	s := string(script)
+	k := max(strings.LastIndex(s, "//# sourceMappingURL="), strings.LastIndex(s, "//@ sourceMappingURL="))
+	if k < 0 {
+		return ""
+	}
+	u := s[k+len("//# sourceMappingURL="):]
+	if e := strings.IndexAny(u, " \r\n*"); e >= 0 {
+		u = u[:e]
+	}
+	return u
+}
+
+// Apply rewrites p's frames whose file has a map (lookup returns nil for
+// a file without one) to where the map says their code came from: the
+// original source file, line and column, and the original name at that
+// position when the map has one (a minified function's position is its
+// declaration's, whose name the map keeps), else the frame's own name.
+// It returns how many locations' lines it rewrote.
+func Apply(p *profile.Profile, lookup func(file string) *Map) int {
+	type key struct{ name, file string }
+	funcs := map[key]*profile.Function{}
+	maps := map[string]*Map{}
+	nextID := uint64(0)
+	for _, f := range p.Function {
+		nextID = max(nextID, f.ID)
+	}
+	n := 0
+	for _, l := range p.Location {
+		for i := range l.Line {
+			ln := &l.Line[i]
+			fn := ln.Function
+			if fn == nil || fn.Filename == "" || ln.Line <= 0 {
+				continue
+			}
+			m, ok := maps[fn.Filename]
+			if !ok {
+				m = lookup(fn.Filename)
+				maps[fn.Filename] = m
+			}
+			if m == nil {
+				continue
+			}
+			pos, ok := m.Find(int(ln.Line), int(max(ln.Column, 1)))
+			if !ok {
+				continue
+			}
+			k := key{fn.Name, pos.Source}
+			if pos.Name != "" {
+				k.name = pos.Name
+			}
+			nf := funcs[k]
+			if nf == nil {
+				nextID++
+				nf = &profile.Function{ID: nextID, Name: k.name, SystemName: fn.Name, Filename: pos.Source}
+				funcs[k] = nf
+				p.Function = append(p.Function, nf)
+			}
+			ln.Function, ln.Line, ln.Column = nf, int64(pos.Line), int64(pos.Column)
+			n++
+		}
+	}
+	return n
 }
