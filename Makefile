@@ -164,6 +164,7 @@ FUZZ_TARGETS = \
 	./web/ingest/stackprof:FuzzStackprof \
 	./web/ingest/papyrus:FuzzPapyrus \
 	./web/ingest/ghcprof:FuzzGHCReport \
+	./web/ingest/sourcemap:FuzzParse \
 	./symbolize/elfsym:FuzzOpenLookup \
 	./symbolize/datatype:FuzzOpenAttribute \
 	./symbolize/debuginfod:FuzzFileBuildID \

@@ -92,6 +92,11 @@ type FlamePage struct {
 	// there), which fetches the server's speedscope.json of it; empty
 	// where the app could not.
 	SpeedscopeURL string
+	// FirefoxURL opens the profile's selected sample type in the Firefox
+	// Profiler (a redirect there), which fetches the server's firefox.json
+	// of it and asks the server's /symbolicate/v5 for unnamed frames;
+	// empty where the app could not fetch it.
+	FirefoxURL string
 	// Exact says the server answers top.json and flame.json?z= next to
 	// DataURL: the page's top table, search share and zoomed trees come
 	// from every sample rather than from the drawn tree.

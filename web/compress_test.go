@@ -111,6 +111,8 @@ func TestEveryRouteEncodedOnce(t *testing.T) {
 		"GET /p/:id/profile.pb.gz":        {path: "/p/" + id + "/profile.pb.gz", contentType: "application/gzip"},
 		"GET /p/:id/speedscope.json":      {path: "/p/" + id + "/speedscope.json", contentType: "application/json"},
 		"GET /p/:id/speedscope":           {path: "/p/" + id + "/speedscope"},
+		"GET /p/:id/firefox.json":         {path: "/p/" + id + "/firefox.json", contentType: "application/json"},
+		"GET /p/:id/firefox":              {path: "/p/" + id + "/firefox"},
 		"GET /p/:id/types":                {path: "/p/" + id + "/types", contentType: "text/html"},
 		"GET /p/:id/types.json":           {path: "/p/" + id + "/types.json"},
 		"GET /p/:id/types/flame":          {path: "/p/" + id + "/types/flame", contentType: "text/html"},

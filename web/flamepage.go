@@ -284,6 +284,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 		SVGURL:        withQuery(profileURL(id, "/flame.svg", si), filterQuery(c)),
 		PprofURL:      "/p/" + id + "/profile.pb.gz",
 		SpeedscopeURL: speedscopeLink(c, id),
+		FirefoxURL:    firefoxLink(c, id, c.QueryParam("si")),
 		TopURL:        withQuery(profileURL(id, "/top", si), filterQuery(c)),
 		Exact:         true, // top.json, flame.json?z= (zoom.go)
 		Stats:         stats(m, i),

@@ -261,7 +261,7 @@ func TestNoTraversal(t *testing.T) {
 	_ = s
 	bad := []string{"..", "%2e%2e", "..%2f..%2f..%2fetc%2fpasswd", "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "..%5c..%5cetc", "%252e%252e%252f",
 		"....//....//etc", "..;", id + "%2f..%2f" + id, id + "%00", "%c0%ae%c0%ae", "." + id[1:], strings.ToUpper(id), id + "x", ".", "~root"}
-	suffixes := []string{"", "/top", "/flame.json", "/flame.svg", "/profile.pb.gz", "/speedscope.json", "/speedscope", "/types", "/types.json", "/types/flame", "/types/flame.json", "/events", "/symbolization",
+	suffixes := []string{"", "/top", "/flame.json", "/flame.svg", "/profile.pb.gz", "/speedscope.json", "/speedscope", "/firefox.json", "/firefox", "/types", "/types.json", "/types/flame", "/types/flame.json", "/events", "/symbolization",
 		"/sandwich?fn=main.work", "/sandwich.json?fn=main.work", "/source?fn=main.work", "/compare", "/diff/" + id, "/diff/" + id + "/diff.json"}
 	for _, b := range bad {
 		for _, path := range []string{"/p/" + id + "/diff/" + b, "/p/" + id + "/diff/" + b + "/diff.json"} {

@@ -63,6 +63,9 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 		"GET /p/:id/speedscope.json": {
 			get("/p/"+missing+"/speedscope.json", 404, "No profile"),
 			get("/p/not-an-id/speedscope.json", 404, "No profile")}, // it takes no parameter: a malformed ID
+		"GET /p/:id/firefox.json": {
+			get("/p/"+missing+"/firefox.json", 404, "No profile"),
+			get("/p/"+id+"/firefox.json?si=nope", 400, "unknown sample type")},
 		"GET /p/:id/types.json": {
 			get("/p/"+missing+"/types.json", 404, "No profile"),
 			get("/p/"+id+"/types.json?si=nope", 400, "unknown sample type")},

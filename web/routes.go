@@ -47,6 +47,11 @@ func (s *Server) routes() {
 	// and the flame page's link there (speedscopefile.go).
 	e.GET("/p/:id/speedscope.json", s.handleSpeedscopeJSON, speedscopeCORS)
 	e.GET("/p/:id/speedscope", s.handleOpenSpeedscope)
+	// The profile in the Firefox Profiler's processed format, which
+	// profiler.firefox.com fetches, and the flame page's link there
+	// (firefoxfile.go).
+	e.GET("/p/:id/firefox.json", s.handleFirefoxJSON, firefoxCORS)
+	e.GET("/p/:id/firefox", s.handleOpenFirefox)
 	e.GET("/p/:id/warnings.json", s.handleWarningsJSON) // what the conversion skipped or cut, as every page lists it (warnings.go)
 	// Data types (datatypes.go).
 	e.GET("/p/:id/types", s.handleTypesPage)

@@ -78,6 +78,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")
 	unwindOn := unwindFlag(fs)
 	progress := addProgressFlag(fs)
+	maps := addSourceMapFlags(fs) // sourcemaps.go
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz [--progress]   (IN may be - for standard input)")
 		fmt.Fprintln(s.err, "IN may be perf.data (file or pipe mode), perf script output, folded stacks,")
@@ -99,6 +100,11 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	m.finish()
 	if err != nil {
 		return err
+	}
+	if maps.enabled() {
+		if err := maps.apply(p, s.err); err != nil {
+			return fmt.Errorf("convert: %w", err)
+		}
 	}
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {

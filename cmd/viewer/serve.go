@@ -28,13 +28,14 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	data := fs.String("data", "", "`directory` to store profiles in (default $XDG_DATA_HOME/viewer, else ~/.local/share/viewer)")
 	maxUpload := sizeFlag(web.DefaultMaxUpload)
 	fs.Var(&maxUpload, "max-upload", "largest accepted upload, as sent and after decompression (e.g. 512MiB, 2GiB)")
+	seconds := fs.Int("seconds", 0, "for a URL argument: the profile's duration, set as its seconds= as go tool pprof -seconds does (0: the URL's own)")
 	otlp := fs.Bool("otlp", false, "take OpenTelemetry profiles at POST "+web.OTLPPath+" (OTLP/HTTP, protobuf or JSON), behind --auth-token when one is set")
 	symFlags := registerSymbolizeFlags(fs)           // servesymbolize.go
 	limFlags := registerLimitFlags(fs)               // servelimits.go
 	stFlags := registerStoreFlags(fs)                // servestore.go
 	dbgFlags := registerDebuginfoFlags(fs, symFlags) // servedebuginfo.go
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR | --store URL] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [FILE...]")
+		fmt.Fprintln(s.err, "usage: viewer serve [--addr HOST:PORT] [--data DIR | --store URL] [--max-upload SIZE] [--debug-dir DIR]... [--no-debuginfod | --debuginfod-urls URLS] [--seconds N] [FILE | URL...]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -127,7 +128,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}
 
 	for _, f := range files {
-		id, err := loadFile(ctx, srv, f, int64(maxUpload))
+		id, err := loadSource(ctx, srv, f, *seconds, int64(maxUpload), s.err)
 		if err != nil {
 			fmt.Fprintf(s.err, "viewer: %s: %v\n", f, err)
 			continue
@@ -155,6 +156,27 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// loadSource stores a local profile, or one fetched from an http(s) URL
+// (profileurl.go; the CLI fetches it, never the server), as if it were
+// uploaded.
+func loadSource(ctx context.Context, srv *web.Server, name string, seconds int, max int64, stderr io.Writer) (string, error) {
+	if !isProfileURL(name) {
+		return loadFile(ctx, srv, name, max)
+	}
+	fp, err := fetchProfile(ctx, name, seconds, max, stderr)
+	if err != nil {
+		return "", err
+	}
+	id, err := srv.Ingest(ctx, fp.data, fp.name)
+	if err != nil {
+		return "", fmt.Errorf("the %d bytes %s answered: %s", len(fp.data), fp.url, web.ErrorMessage(err))
+	}
+	if err := srv.QueueSymbolization(ctx, id, false); err != nil {
+		fmt.Fprintf(stderr, "viewer: %s: symbolization not queued: %v\n", name, err)
+	}
+	return id, nil
 }
 
 // loadFile stores a local profile as if it were uploaded.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"viewer/symbolize"
+	"viewer/web"
 	"viewer/web/ingest"
 	"viewer/web/ingest/perfdata"
 )
@@ -33,8 +34,10 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	unwindOn := unwindFlag(fs)
 	progress := addProgressFlag(fs)
+	maps := addSourceMapFlags(fs) // sourcemaps.go
+	seconds := fs.Int("seconds", 0, "for a URL argument: the profile's duration, set as its seconds= as go tool pprof -seconds does (0: the URL's own)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload FILE [--server URL] [--token TOKEN] [--progress]")
+		fmt.Fprintln(s.err, "usage: viewer upload FILE|URL [--server URL] [--token TOKEN] [--progress] [--seconds N]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -42,14 +45,26 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	if len(files) != 1 {
-		return usageError{"upload: give exactly one FILE"}
+		return usageError{"upload: give exactly one FILE or URL"}
 	}
 	if *token == "" {
 		*token = os.Getenv("VIEWER_TOKEN")
 	}
+	if isProfileURL(files[0]) {
+		return uploadURL(ctx, strings.TrimRight(server, "/"), files[0], *seconds, strings.TrimSpace(*token), s, progress)
+	}
 	m := progress.meter(s.err)
 	defer m.finish()
-	name, body, size, err := uploadBody(files[0], *unwindOn, s.err, m)
+	var (
+		name string
+		body io.Reader
+		size int64
+	)
+	if maps.enabled() {
+		name, body, size, err = sourceMappedBody(files[0], maps, s.err)
+	} else {
+		name, body, size, err = uploadBody(files[0], *unwindOn, s.err, m)
+	}
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -64,6 +79,50 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
 	fmt.Fprintln(s.out, r.link)
 	return nil
+}
+
+// uploadURL fetches the profile at raw (profileurl.go), as go tool pprof
+// would, and uploads its bytes: this machine reaches the endpoint, the
+// server need not (and never fetches a URL itself). The fetch is bounded
+// by web.DefaultMaxUpload, the server's default --max-upload; a server
+// with a smaller limit refuses the upload with its own reason.
+func uploadURL(ctx context.Context, server, raw string, seconds int, token string, s stdio, progress *progressFlag) error {
+	fp, err := fetchProfile(ctx, raw, seconds, web.DefaultMaxUpload, s.err)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	m := progress.meter(s.err)
+	defer m.finish()
+	r, err := upload(ctx, server, fp.name, bytes.NewReader(fp.data), int64(len(fp.data)), token, m)
+	m.finish()
+	if err != nil {
+		return fmt.Errorf("upload: the %d bytes %s answered: %w", len(fp.data), fp.url, err)
+	}
+	printWarnings(s.err, "", r.Warnings, r.WarningsOmitted, r.link)
+	fmt.Fprintln(s.out, r.link)
+	return nil
+}
+
+// sourceMappedBody reads file here, maps its JavaScript frames through
+// the source maps (sourcemaps.go) and returns it as pprof to send: the
+// server never sees the scripts or maps.
+func sourceMappedBody(file string, maps *sourceMapFlags, stderr io.Writer) (string, io.Reader, int64, error) {
+	data, err := readBounded(file)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := maps.apply(p, stderr); err != nil {
+		return "", nil, 0, err
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return "", nil, 0, err
+	}
+	return file + ".pb.gz", &buf, int64(buf.Len()), nil
 }
 
 // printWarnings prints a stored profile's warnings as the server lists
