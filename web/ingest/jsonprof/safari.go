@@ -79,7 +79,7 @@ func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 					}
 					stacks = append(stacks, b.stack(st))
 					times = append(times, float64(s.Timestamp))
-					return b.need(int64(len(stacks)) * recordMemory)
+					return b.keep(recordMemory)
 				})
 			}
 			return d.SkipValue()
