@@ -38,7 +38,7 @@ type safariFrame struct {
 // their timestamps; the recording's displayName is their comm.
 func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	typ := b.valueType("time", "nanoseconds")
 	b.defType = typ
 	var (
