@@ -56,7 +56,7 @@ func BenchmarkVsSpeedscope(b *testing.B) {
 				b.ReportMetric(v.time.Seconds()/s.time.Seconds(), "time/speedscope")
 				b.ReportMetric(float64(v.serverRSS+v.rendererRSS)/float64(s.rendererRSS), "mem/speedscope")
 				b.ReportMetric(v.serverCPU.Seconds(), "server-cpu-s")
-				b.ReportMetric((v.serverCPU + v.rendererCPU).Seconds()/s.rendererCPU.Seconds(), "cpu/speedscope")
+				b.ReportMetric((v.serverCPU+v.rendererCPU).Seconds()/s.rendererCPU.Seconds(), "cpu/speedscope")
 			}
 		})
 	}
