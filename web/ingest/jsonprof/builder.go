@@ -427,6 +427,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
 	locs := b.locations(p)
+	b.cells = nil // the cells are summed again from b.order and b.values
 	w, origin := int64(0), int64(0)
 	if b.t0 <= b.t1 {
 		// The read's cells sum again into buckets of w (a multiple of
@@ -483,7 +484,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	if b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
 		return nil, fmt.Errorf("%w: more than %d distinct stacks (restart the server with a larger --max-samples to accept it)", ErrLimit, b.opt.MaxSamples)
 	}
-	b.cells, b.order, b.values = nil, nil, nil
+	b.order, b.values = nil, nil
 	clear(cells)
 	type threadAt struct {
 		thread int32
