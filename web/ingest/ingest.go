@@ -28,6 +28,10 @@ type Format struct {
 	Sniff func(head []byte) bool
 	// Parse converts the whole input to a profile.
 	Parse func(data []byte, lim Limits) (*profile.Profile, error)
+	// Stream, when set, converts the input r gives to a profile as it
+	// reads it, never holding it whole; ParseFile reads the format with
+	// it (parseStream).
+	Stream func(r io.Reader, lim Limits) (*profile.Profile, error)
 	// Named says Sniff accepts only inputs that name the format (a
 	// header line no other format writes), so that when Parse fails, its
 	// error is the answer (a FormatError), as for the JSON profiles.

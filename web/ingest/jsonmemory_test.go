@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"viewer/testdata/bench/v8gen"
 	"viewer/web/heappeak"
 )
 
@@ -204,5 +205,66 @@ func TestJSONProfileWithinBudget(t *testing.T) {
 			t.Errorf("%s under the default budget: %v", name, err)
 		}
 		f.Close()
+	}
+}
+
+// TestBigTraceStreamsWithinBudget reads a 20 MB Chrome trace of
+// ProfileChunk events (testdata/bench/v8gen) and a 1M-sample
+// .cpuprofile as streams under a 256 MiB budget: each has every thread's
+// samples, and its heap stays under what the read took from the budget
+// (TestJSONFileMemory measures a 1 GB trace the same way).
+func TestBigTraceStreamsWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads 30 MB")
+	}
+	dir := t.TempDir()
+	write := func(name string, fn func(*os.File) error) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fn(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return path
+	}
+	trace := write("trace.json", func(f *os.File) error {
+		return v8gen.WriteChromeTrace(f, v8gen.TraceShape{Bytes: 20_000_000, Threads: 2, Nodes: 2000, ChunkSamples: 300, XPerChunk: 20, Seed: 1})
+	})
+	cpu := write("1m.cpuprofile", func(f *os.File) error { return v8gen.WriteCPUProfile(f, 1_000_000, 2000, 1) })
+	for _, c := range []struct {
+		path    string
+		budget  int64
+		threads int
+	}{{trace, 256 << 20, 2}, {cpu, 256 << 20, 1}} {
+		f, err := os.Open(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		debug.FreeOSMemory()
+		stop := heappeak.Watch()
+		b := NewBudget(c.budget, time.Second)
+		p, format, err := ParseFile(context.Background(), f, Limits{Memory: b})
+		peak := stop()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s (%d bytes) under a %d MiB budget: %v", c.path, st.Size(), c.budget>>20, err)
+		}
+		threads := map[int64]bool{}
+		for _, s := range p.Sample {
+			if tid := s.NumLabel["tid"]; len(tid) == 1 {
+				threads[tid[0]] = true
+			}
+		}
+		if len(threads) != c.threads && !(c.threads == 1 && len(threads) == 0) {
+			t.Errorf("%s: samples of %d threads, want %d", format, len(threads), c.threads)
+		}
+		if int64(peak) > b.peak.Load() {
+			t.Errorf("%s: peak heap %d MiB over the %d MiB the read took from the budget", format, peak>>20, b.peak.Load()>>20)
+		}
+		t.Logf("%s, %d MB: peak heap %d MiB, %d MiB taken of a %d MiB budget", format, st.Size()/1e6, peak>>20, b.peak.Load()>>20, c.budget>>20)
 	}
 }

@@ -1,9 +1,11 @@
 package ingest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/google/pprof/profile"
 
@@ -14,11 +16,11 @@ import (
 // speedscope reads them (package jsonprof).
 var (
 	speedscopeFormat  = Format{Name: "speedscope JSON", Sniff: jsonprof.SniffSpeedscope, Parse: jsonParser(jsonprof.ParseSpeedscope)}
-	cpuProfileFormat  = Format{Name: "V8 CPU profile", Sniff: jsonprof.SniffCPUProfile, Parse: jsonParser(jsonprof.ParseCPUProfile)}
+	cpuProfileFormat  = Format{Name: "V8 CPU profile", Sniff: jsonprof.SniffCPUProfile, Parse: jsonParser(jsonprof.ParseCPUProfile), Stream: jsonStreamer(jsonprof.ReadCPUProfile)}
 	heapProfileFormat = Format{Name: "V8 heap profile", Sniff: jsonprof.SniffHeapProfile, Parse: jsonParser(jsonprof.ParseHeapProfile)}
 	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log)}
 	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox)}
-	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents)}
+	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents), Stream: jsonStreamer(jsonprof.ReadTraceEvents)}
 	ghcFormat         = Format{Name: "GHC profile", Sniff: jsonprof.SniffGHC, Parse: jsonParser(jsonprof.ParseGHC)}
 	safariFormat      = Format{Name: "Safari recording", Sniff: jsonprof.SniffSafari, Parse: jsonParser(jsonprof.ParseSafari)}
 )
@@ -45,6 +47,71 @@ func jsonParser(parse func([]byte, jsonprof.Options) (*profile.Profile, error)) 
 		}
 		return p, err
 	}
+}
+
+// jsonStreamer adapts a jsonprof reader of a stream to lim, as
+// jsonParser does: what it keeps is taken from lim's reservation as it
+// grows.
+func jsonStreamer(read func(io.Reader, jsonprof.Options) (*profile.Profile, error)) func(io.Reader, Limits) (*profile.Profile, error) {
+	return func(r io.Reader, lim Limits) (*profile.Profile, error) {
+		opt := jsonprof.Options{MaxSamples: lim.MaxSamples, MaxRecords: lim.MaxRecords}
+		if res := lim.reserve; res != nil {
+			opt.Reserve = func(n int64) error { return res.grow(n, "JSON profile's samples") }
+		}
+		p, err := read(r, opt)
+		if errors.Is(err, jsonprof.ErrLimit) {
+			return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
+		}
+		return p, err
+	}
+}
+
+// jsonStreamMemory is what reading a JSON profile as a stream takes
+// before what it keeps (taken as that grows): the decoder's buffer, one
+// event or node being decoded and the garbage of those before it
+// (TestJSONMemoryEstimate, TestJSONFileMemory).
+const jsonStreamMemory = 24 << 20
+
+// streamFormat is the format parseFormats would read head with first,
+// when that format reads a stream (Format.Stream).
+func streamFormat(head []byte) (Format, bool) {
+	for _, f := range formats {
+		if f.Sniff != nil && f.Sniff(head) && f.Parse != nil {
+			return f, f.Stream != nil
+		}
+	}
+	return Format{}, false
+}
+
+// parseStream reads the size bytes of src, which head starts and f
+// claims, as a stream: the input is never in memory whole, mapped or
+// read; the budget is charged jsonStreamMemory, then what the reader
+// keeps as it grows.
+func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, head []byte, lim Limits) (*profile.Profile, string, error) {
+	if err := foreign(head, head); err != nil {
+		return nil, "", err
+	}
+	if lim.reserve == nil {
+		lim.reserve = &reservation{b: lim.Memory, ctx: ctx}
+	}
+	defer lim.reserve.release()
+	if err := lim.reserve.grow(jsonStreamMemory, "profile"); err != nil {
+		return nil, "", err
+	}
+	lim.recordedDepth = new(int)
+	in := &countReader{r: &ctxReader{ctx: ctx, r: io.NewSectionReader(src, 0, size)}, total: size, report: lim.progress, phase: "reading records"}
+	p, err := safeStream(f, bufio.NewReaderSize(in, 256<<10), lim)
+	if err != nil {
+		var pe *PanicError
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrBusy) || errors.As(err, &pe) || ctx.Err() != nil {
+			return nil, "", err
+		}
+		return nil, "", &FormatError{Format: f.Name, Err: err}
+	}
+	if err := lim.finish(p); err != nil {
+		return nil, "", err
+	}
+	return p, f.Name, nil
 }
 
 // jsonFormats are the JSON profiles ParseFile maps instead of reading.

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/google/pprof/profile"
@@ -175,4 +176,14 @@ func safeParse(f Format, data []byte, lim Limits) (p *profile.Profile, err error
 		}
 	}()
 	return f.Parse(data, lim)
+}
+
+// safeStream is safeParse of f's Stream.
+func safeStream(f Format, r io.Reader, lim Limits) (p *profile.Profile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, &PanicError{Format: f.Name, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return f.Stream(r, lim)
 }

@@ -45,6 +45,9 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 		}
 		return in.p, pprofFormat.Name, nil
 	}
+	if f, ok := streamFormat(in.head); ok {
+		return parseStream(ctx, f, in.src, in.size, in.head, lim)
+	}
 	data, pprofErr, evict, release, err := in.read(ctx, lim, "profile", true)
 	if err != nil {
 		return nil, "", err
@@ -334,12 +337,14 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// countReader tells report ("inflating") how many of total bytes were read.
+// countReader tells report how many of total bytes were read, as phase
+// ("inflating" when "").
 type countReader struct {
 	r           io.Reader
 	done, total int64
 	last        int64
 	report      Progress
+	phase       string
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
@@ -347,7 +352,11 @@ func (c *countReader) Read(p []byte) (int, error) {
 	c.done += int64(n)
 	if c.report != nil && (c.done-c.last >= 1<<20 || err != nil) {
 		c.last = c.done
-		c.report("inflating", c.done, c.total)
+		phase := c.phase
+		if phase == "" {
+			phase = "inflating"
+		}
+		c.report(phase, c.done, c.total)
 	}
 	return n, err
 }

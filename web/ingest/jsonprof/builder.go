@@ -9,7 +9,8 @@
 // samples carry (comm, pid, tid), and a timestamped format keeps its
 // times in perfdata.TimeLabel. The input is read with a streaming JSON
 // decoder (jsontext): nothing holds a tree of the whole document, only
-// the stacks, frames and per-sample records the profile is made from.
+// the stacks, frames and the sums of samples per stack, thread and time
+// bucket the profile is made from.
 package jsonprof
 
 import (
@@ -31,19 +32,23 @@ type Options struct {
 	// MaxSamples bounds the distinct samples (stack, thread, time
 	// bucket) of the profile; over it, times are dropped first.
 	MaxSamples int
-	// MaxRecords bounds the samples or events read, each of which the
-	// reader keeps until the end (24 bytes each).
+	// MaxRecords bounds the samples or events read.
 	MaxRecords int
 	// Reserve, when set, is asked for memory before the reader takes it:
-	// for its records as they grow, then for the profile's samples. An
-	// error stops the read.
+	// for what it keeps as it grows (the cells samples are summed into,
+	// a format's tables), then for the profile's samples. An error stops
+	// the read.
 	Reserve func(n int64) error
 }
 
-// Memory a read takes per record (one slice's worth more while it grows)
-// and per sample of the profile (its cell, values, labels and
-// profile.Sample; TestJSONMemoryEstimate in web/ingest).
+// Memory a read takes per cell (a stack, thread, sample type and time
+// bucket the samples read are summed into: its map entry, key and value,
+// one slice's worth more while they grow), per record a format keeps
+// until its end (Safari's samples), and per sample of the profile (its
+// cell, values, labels and profile.Sample; TestJSONMemoryEstimate in
+// web/ingest).
 const (
+	cellMemory   = 160
 	recordMemory = 2 * 24
 	sampleMemory = 256
 )
@@ -76,15 +81,15 @@ const (
 // it was called from (-1 for a root frame).
 type node struct{ parent, frame int32 }
 
-// record is one sample or span as read: what it weighs (value of type
-// typ), on which stack and thread (key), and when (at, ns; noTime if
-// unknown). A span's value is a duration from at, spread over the time
-// buckets it covers.
-type record struct {
-	at, value int64
-	key       int32
-	typ       int16
-	span      bool
+// sumCell is where the samples read are summed as they are read: a stack
+// and thread (key), a sample type, and the time bucket of width
+// builder.width that holds them (noTime: no time), so that a read keeps
+// memory in proportion to its distinct stacks and the time buckets they
+// fall in, not to its samples.
+type sumCell struct {
+	at  int64
+	key int32
+	typ int16
 }
 
 type keyID struct{ node, thread int32 }
@@ -102,11 +107,22 @@ type builder struct {
 	keyIdx   map[keyID]int32
 	types    []*profile.ValueType
 	defType  int // index of the default sample type, -1 if none chosen
-	records  []record
-	comments []string
-	reserved int64 // what opt.Reserve gave
-	bad      int
-	badWhat  []string
+	cells    map[sumCell]int32
+	order    []sumCell
+	values   []int64 // of each cell of order
+	records  int     // samples and spans read
+	// width is the time buckets' width (ns) the timed cells are summed
+	// in, aligned to multiples of it: a power of ten times
+	// perfdata.MinTimeBucket, never more than the width finish buckets
+	// the profile's times in (perfdata.TimeBucket of their span, t0 to
+	// t1), so finish can sum the cells again into its buckets; it grows
+	// with the span (coarsen).
+	width, t0, t1 int64
+	kept          int64 // bytes a format keeps beside the cells (keep)
+	comments      []string
+	reserved      int64 // what opt.Reserve gave
+	bad           int
+	badWhat       []string
 }
 
 func newBuilder(opt Options) *builder {
@@ -117,6 +133,10 @@ func newBuilder(opt Options) *builder {
 		thIdx:    map[Thread]int32{},
 		keyIdx:   map[keyID]int32{},
 		defType:  -1,
+		cells:    map[sumCell]int32{},
+		width:    perfdata.MinTimeBucket,
+		t0:       math.MaxInt64,
+		t1:       math.MinInt64,
 	}
 }
 
@@ -175,7 +195,10 @@ func (b *builder) valueType(typ, unit string) int {
 }
 
 // add records value of type typ on stack (-1: the empty stack, which is
-// dropped, as speedscope drops time outside every frame) in thread th.
+// dropped, as speedscope drops time outside every frame) in thread th,
+// at time at (ns; noTime if unknown); a span's value is a duration from
+// at, spread over the time buckets it covers. It is summed into its
+// cells at once: nothing is kept per record.
 func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) error {
 	if stack < 0 || value == 0 {
 		return nil
@@ -187,12 +210,10 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 	if at != noTime && (at < -maxTime || at > maxTime) {
 		at = noTime
 	}
-	if b.opt.MaxRecords > 0 && len(b.records) >= b.opt.MaxRecords {
+	if b.opt.MaxRecords > 0 && b.records >= b.opt.MaxRecords {
 		return fmt.Errorf("%w: more than %d samples or events (restart the server with a larger --max-records to accept it)", ErrLimit, b.opt.MaxRecords)
 	}
-	if err := b.need(int64(len(b.records)+1) * recordMemory); err != nil {
-		return err
-	}
+	b.records++
 	k := keyID{stack, th}
 	ki, ok := b.keyIdx[k]
 	if !ok {
@@ -200,8 +221,99 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 		b.keys = append(b.keys, k)
 		b.keyIdx[k] = ki
 	}
-	b.records = append(b.records, record{at: at, value: value, key: ki, typ: int16(typ), span: span})
+	if at == noTime {
+		return b.addCell(sumCell{noTime, ki, int16(typ)}, value)
+	}
+	end := at
+	if span {
+		end += value - 1
+	}
+	b.t0, b.t1 = min(b.t0, at), max(b.t1, end)
+	b.coarsen()
+	w := b.width
+	if !span {
+		return b.addCell(sumCell{floorTo(at, w), ki, int16(typ)}, value)
+	}
+	// A span's weight is spread over the buckets it covers.
+	for v := value; v > 0; {
+		bucket := floorTo(at, w)
+		part := min(v, bucket+w-at)
+		if err := b.addCell(sumCell{bucket, ki, int16(typ)}, part); err != nil {
+			return err
+		}
+		v -= part
+		at += part
+	}
 	return nil
+}
+
+// floorTo is at rounded down to a multiple of w.
+func floorTo(at, w int64) int64 {
+	q := at / w
+	if at%w < 0 {
+		q--
+	}
+	return q * w
+}
+
+// addCell adds v to c, taking memory for a new cell.
+func (b *builder) addCell(c sumCell, v int64) error {
+	i, ok := b.cells[c]
+	if !ok {
+		if err := b.need(b.kept + int64(len(b.order)+1)*cellMemory); err != nil {
+			return err
+		}
+		i = int32(len(b.order))
+		b.cells[c] = i
+		b.order = append(b.order, c)
+		b.values = append(b.values, 0)
+	}
+	b.values[i] += v
+	return nil
+}
+
+// coarsen widens the cells' buckets when the span of times grew past
+// what finish buckets at the width: to the largest power of ten times
+// perfdata.MinTimeBucket that finish's width (1, 2 or 5 times a power of
+// ten) is a multiple of, summing the cells again. The cells then cover
+// at most 5 × perfdata.MaxTimeBuckets buckets.
+func (b *builder) coarsen() {
+	span := b.t1 - b.t0
+	if span/b.width < perfdata.MaxTimeBuckets {
+		return
+	}
+	fin := int64(perfdata.TimeBucket(uint64(span)))
+	w := b.width
+	for w*10 <= fin {
+		w *= 10
+	}
+	if w == b.width {
+		return
+	}
+	b.width = w
+	order, values := b.order, b.values
+	b.order, b.values = nil, nil
+	clear(b.cells)
+	for i, c := range order {
+		if c.at != noTime {
+			c.at = floorTo(c.at, w)
+		}
+		j, ok := b.cells[c]
+		if !ok {
+			j = int32(len(b.order))
+			b.cells[c] = j
+			b.order = append(b.order, c)
+			b.values = append(b.values, 0)
+		}
+		b.values[j] += values[i]
+	}
+}
+
+// keep takes n more bytes from opt.Reserve for what a format keeps until
+// its end beside the cells.
+func (b *builder) keep(n int64) error {
+	b.kept += n
+	return b.need(b.kept + int64(len(b.order))*cellMemory)
 }
 
 // need asks opt.Reserve for memory until the read holds total bytes,
@@ -298,7 +410,7 @@ func (t *timeline) depth() int { return len(t.stack) }
 // finish returns the profile, or an error when nothing could be read.
 // format names the format in errors.
 func (b *builder) finish(format string) (*profile.Profile, error) {
-	if len(b.records) == 0 {
+	if len(b.order) == 0 {
 		if b.bad > 0 {
 			return nil, fmt.Errorf("no %s sample could be read (%d unreadable: %s)", format, b.bad, strings.Join(b.badWhat, "; "))
 		}
@@ -315,66 +427,47 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
 	locs := b.locations(p)
-	type cell struct {
+	b.cells = nil // the cells are summed again from b.order and b.values
+	w, origin := int64(0), int64(0)
+	if b.t0 <= b.t1 {
+		// The read's cells sum again into buckets of w (a multiple of
+		// their width, coarsen), aligned as they are; a sample's time is
+		// its bucket's start from the first bucket's.
+		w = int64(perfdata.TimeBucket(uint64(b.t1 - b.t0)))
+		origin = floorTo(b.t0, w)
+	}
+	// Each sample's values are a slice of one array; samples of a thread
+	// share its label maps, and of a thread and time their numeric ones.
+	type sampleCell struct {
 		key int32
 		at  int64
 	}
-	t0, t1 := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, r := range b.records {
-		if r.at != noTime {
-			end := r.at
-			if r.span {
-				end += r.value - 1
-			}
-			t0, t1 = min(t0, r.at), max(t1, end)
-		}
-	}
-	w := int64(0)
-	if t0 <= t1 {
-		w = int64(perfdata.TimeBucket(uint64(t1 - t0)))
-	}
-	// Each cell's values are a slice of one array; samples of a thread
-	// share its label maps, and of a thread and time their numeric ones.
-	cells := map[cell]int32{}
+	cells := map[sampleCell]int32{}
 	var values []int64
-	var order []cell
+	var order []sampleCell
 	nt := len(b.types)
-	base := int64(len(b.records)) * recordMemory
+	base := b.kept + int64(len(b.order))*cellMemory
 	var needErr error
-	addCell := func(c cell, typ int16, v int64) {
-		i, ok := cells[c]
-		if !ok {
-			if err := b.need(base + int64(len(order)+1)*sampleMemory); err != nil && needErr == nil {
-				needErr = err
-			}
-			i = int32(len(order))
-			cells[c] = i
-			order = append(order, c)
-			values = append(values, make([]int64, nt)...)
-		}
-		values[int(i)*nt+int(typ)] += v
-	}
 	bucketed := func(timed bool) {
 		clear(cells)
 		order, values = order[:0], values[:0]
-		for _, r := range b.records {
-			if !timed || r.at == noTime {
-				addCell(cell{r.key, noTime}, r.typ, r.value)
-				continue
+		for i, c := range b.order {
+			at := int64(noTime)
+			if timed && c.at != noTime {
+				at = floorTo(c.at, w) - origin
 			}
-			at := r.at - t0
-			if !r.span {
-				addCell(cell{r.key, at / w * w}, r.typ, r.value)
-				continue
+			sc := sampleCell{c.key, at}
+			j, ok := cells[sc]
+			if !ok {
+				if err := b.need(base + int64(len(order)+1)*sampleMemory); err != nil && needErr == nil {
+					needErr = err
+				}
+				j = int32(len(order))
+				cells[sc] = j
+				order = append(order, sc)
+				values = append(values, make([]int64, nt)...)
 			}
-			// A span's weight is spread over the buckets it covers.
-			for v := r.value; v > 0; {
-				bucket := at / w * w
-				part := min(v, bucket+w-at)
-				addCell(cell{r.key, bucket}, r.typ, part)
-				v -= part
-				at += part
-			}
+			values[int(j)*nt+int(c.typ)] += b.values[i]
 		}
 	}
 	bucketed(w > 0)
@@ -391,7 +484,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	if b.opt.MaxSamples > 0 && len(cells) > b.opt.MaxSamples {
 		return nil, fmt.Errorf("%w: more than %d distinct stacks (restart the server with a larger --max-samples to accept it)", ErrLimit, b.opt.MaxSamples)
 	}
-	b.records = nil
+	b.order, b.values = nil, nil
 	clear(cells)
 	type threadAt struct {
 		thread int32

@@ -12,16 +12,17 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// decoder reads one JSON document token by token.
+// decoder reads one JSON document token by token, as a stream: it holds
+// the token or value being read, not the document.
 type decoder struct {
 	*jsontext.Decoder
 }
 
-func newDecoder(data []byte) decoder {
+func newDecoder(r io.Reader) decoder {
 	// Duplicate names are allowed (the last wins, as JavaScript's
 	// JSON.parse has it) and invalid UTF-8 is kept as it is: browsers
 	// write both.
-	return decoder{jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
+	return decoder{jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 }
 
 // errAt wraps err with where in the input it happened.

@@ -69,7 +69,7 @@ type geckoMeta struct {
 // read reads one profile (wrapped says it is the "profile" of DevTools'
 // export, or a subprocess of one): its meta, threads and processes.
 func (g *geckoReader) read(data []byte, nested bool) error {
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	var meta geckoMeta
 	var threads []jsontext.Value
 	var processes [][]byte
@@ -107,7 +107,7 @@ func (g *geckoReader) read(data []byte, nested bool) error {
 				if v.Kind() == '"' {
 					// A subprocess profile as a JSON string.
 					var s string
-					if err := newDecoder(v).value(&s); err != nil {
+					if err := newDecoder(bytes.NewReader(v)).value(&s); err != nil {
 						return err
 					}
 					processes = append(processes, []byte(s))
@@ -185,13 +185,13 @@ type geckoSample struct {
 func (g *geckoReader) thread(raw []byte, meta geckoMeta) error {
 	if jsontext.Value(raw).Kind() == '"' {
 		var s string
-		if err := newDecoder(raw).value(&s); err != nil {
+		if err := newDecoder(bytes.NewReader(raw)).value(&s); err != nil {
 			return err
 		}
 		raw = []byte(s)
 	}
 	var t geckoThread
-	if err := newDecoder(raw).value(&t); err != nil {
+	if err := newDecoder(bytes.NewReader(raw)).value(&t); err != nil {
 		return err
 	}
 	var (
@@ -288,7 +288,7 @@ func geckoThreadTables(t *geckoThread) (samples []geckoSample, prefixes, frames 
 		if len(x.v) == 0 {
 			continue
 		}
-		if err := newDecoder(x.v).value(x.dst); err != nil {
+		if err := newDecoder(bytes.NewReader(x.v)).value(x.dst); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}
@@ -361,7 +361,7 @@ func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, pr
 		if len(x.v) == 0 {
 			continue
 		}
-		if err := newDecoder(x.v).value(x.dst); err != nil {
+		if err := newDecoder(bytes.NewReader(x.v)).value(x.dst); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}

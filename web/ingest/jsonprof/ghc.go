@@ -1,6 +1,7 @@
 package jsonprof
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -30,7 +31,7 @@ var ghcSrcLoc = regexp.MustCompile(`^(.+?):\(?(\d+)[,:](\d+)`)
 // times: GHC sums them per cost centre stack.
 func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	timeType := b.valueType("time", "nanoseconds")
 	allocType := b.valueType("alloc", "bytes")
 	b.defType = timeType

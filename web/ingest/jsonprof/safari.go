@@ -38,7 +38,7 @@ type safariFrame struct {
 // their timestamps; the recording's displayName is their comm.
 func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	typ := b.valueType("time", "nanoseconds")
 	b.defType = typ
 	var (
@@ -79,7 +79,7 @@ func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 					}
 					stacks = append(stacks, b.stack(st))
 					times = append(times, float64(s.Timestamp))
-					return b.need(int64(len(stacks)) * recordMemory)
+					return b.keep(recordMemory)
 				})
 			}
 			return d.SkipValue()

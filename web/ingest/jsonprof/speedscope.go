@@ -37,7 +37,7 @@ var speedscopeUnits = map[string]struct {
 // their times.
 func ParseSpeedscope(data []byte, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	nframes := -1
 	maxFrame := int32(-1)
 	err := d.object(func(name string) error {

@@ -37,7 +37,7 @@ func SniffTraceEvents(head []byte) bool {
 // as head goes.
 func topNames(head []byte) map[string]bool {
 	names := map[string]bool{}
-	d := newDecoder(head)
+	d := newDecoder(bytes.NewReader(head))
 	if t, err := d.ReadToken(); err != nil || t.Kind() != '{' {
 		return names
 	}
@@ -110,15 +110,11 @@ func (m *traceMeta) thread(pid, tid int64) Thread {
 	return Thread{Comm: comm, Pid: pid, Tid: tid}
 }
 
-// chromeProfileEvent is a CpuProfile, Profile or ProfileChunk event: a
-// V8 CPU profile of one thread, whole or in chunks.
+// chromeProfileEvent is a ProfileChunk event read before the Profile
+// event of its profile, kept until that arrives.
 type chromeProfileEvent struct {
-	ts    float64
-	kind  string
-	id    string // the profile's id, or its pid:tid
-	pt    pidTid
-	hasID bool
-	args  jsontext.Value
+	ts   float64
+	args jsontext.Value
 }
 
 // traceSample is a sample of the "samples" array that some traces carry
@@ -136,15 +132,35 @@ type traceStackFrame struct {
 	Parent   *flexNumber `json:"parent"`
 }
 
-// traceRead is what the first reading of a trace finds.
+// traceRead is what reading a trace finds and keeps.
 type traceRead struct {
+	b           *builder
 	meta        traceMeta
-	profiles    []chromeProfileEvent
 	samples     []traceSample
 	stackFrames map[string]traceStackFrame
-	spans       int  // B, E and X events
 	hermes      bool // the first event has Hermes' args
 	truncated   bool
+
+	// The V8 CPU profiles of CpuProfile, Profile and ProfileChunk events,
+	// read as they arrive, by profile id (or pid:tid), in order of their
+	// first event, with their threads; the chunks of a profile whose
+	// Profile event is still to come.
+	profiles map[string]*chromeProfile
+	order    []string
+	waiting  map[string][]chromeProfileEvent
+	cpu      int // the sample type of their samples
+
+	// spans are the B, E and X events of each thread, kept until the end
+	// (their order of time decides their stacks), until a trace shows it
+	// holds V8 CPU profiles, which are read instead.
+	spans *spanSet
+}
+
+// chromeProfile is one V8 CPU profile of a trace and its thread.
+type chromeProfile struct {
+	*v8Profile
+	pt pidTid
+	th int32
 }
 
 // ParseTraceEvents reads a trace-event JSON file, as speedscope does:
@@ -157,44 +173,54 @@ type traceRead struct {
 // events; times are kept. A trace cut short inside its event array (as
 // Chrome leaves one it had no time to close) is read as far as it goes.
 func ParseTraceEvents(data []byte, opt Options) (*profile.Profile, error) {
-	r := &traceRead{meta: traceMeta{processes: map[int64]string{}, threads: map[pidTid]string{}}}
+	return ReadTraceEvents(bytes.NewReader(data), opt)
+}
+
+// ReadTraceEvents is ParseTraceEvents of the input r gives, read once,
+// as a stream: a V8 CPU profile's chunks are read as they arrive, in the
+// order the trace has them (Chrome writes a thread's chunks in order of
+// time), keeping the profile's nodes, not its samples; spans and the
+// "samples" array are kept until the end, as their order of time decides
+// their stacks, and dropped once the trace shows a V8 CPU profile.
+func ReadTraceEvents(r io.Reader, opt Options) (*profile.Profile, error) {
+	b := newBuilder(opt)
+	t := &traceRead{
+		b:        b,
+		meta:     traceMeta{processes: map[int64]string{}, threads: map[pidTid]string{}},
+		profiles: map[string]*chromeProfile{},
+		waiting:  map[string][]chromeProfileEvent{},
+		cpu:      -1,
+		spans:    newSpanSet(),
+	}
 	first := true
-	err := eachTraceEvent(data, r, func(e *traceEvent) error {
+	err := t.eachEvent(r, func(e *traceEvent) error {
 		if first {
-			r.hermes = isHermesArgs(e.Args)
+			t.hermes = isHermesArgs(e.Args)
 			first = false
 		}
-		r.meta.event(e)
-		switch e.Ph {
-		case "B", "E", "X":
-			r.spans++
-		}
+		t.meta.event(e)
 		switch n := e.name(); n {
 		case "CpuProfile", "Profile", "ProfileChunk":
-			pt := pidTid{int64(e.Pid), int64(e.Tid)}
-			id := "pt:" + strconv.FormatInt(pt.pid, 10) + ":" + strconv.FormatInt(pt.tid, 10)
-			hasID := len(e.ID) > 0 && string(e.ID) != "null"
-			if hasID {
-				id = "id:" + string(e.ID)
-			}
-			r.profiles = append(r.profiles, chromeProfileEvent{ts: float64(e.Ts), kind: n, id: id, pt: pt, hasID: hasID, args: bytes.Clone(e.Args)})
+			return t.profileEvent(e, n)
+		}
+		if t.spans != nil && len(t.profiles) == 0 && len(t.waiting) == 0 {
+			return t.spans.add(t, e)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("trace events: %w", err)
 	}
-	b := newBuilder(opt)
-	if r.truncated {
+	if t.truncated {
 		b.comments = append(b.comments, "the trace ends inside its event array, as a trace cut short does: read as far as it goes")
 	}
 	switch {
-	case len(r.profiles) > 0:
-		err = r.readChromeProfiles(b)
-	case r.stackFrames != nil && len(r.samples) > 0:
-		err = r.readSamples(b)
+	case len(t.profiles) > 0 || len(t.waiting) > 0:
+		err = t.endProfiles()
+	case t.stackFrames != nil && len(t.samples) > 0:
+		err = t.readSamples(b)
 	default:
-		err = r.readSpans(data, b)
+		err = t.spans.read(t, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trace events: %w", err)
@@ -202,10 +228,10 @@ func ParseTraceEvents(data []byte, opt Options) (*profile.Profile, error) {
 	return b.finish("trace events")
 }
 
-// eachTraceEvent calls fn with each event of the trace in data, and
-// reads the "samples" and "stackFrames" beside them into r.
-func eachTraceEvent(data []byte, r *traceRead, fn func(*traceEvent) error) error {
-	d := newDecoder(data)
+// eachEvent calls fn with each event of the trace r gives, and reads
+// the "samples" and "stackFrames" beside them into t.
+func (t *traceRead) eachEvent(r io.Reader, fn func(*traceEvent) error) error {
+	d := newDecoder(r)
 	events := func() error {
 		err := d.array(func() error {
 			var e traceEvent
@@ -215,7 +241,7 @@ func eachTraceEvent(data []byte, r *traceRead, fn func(*traceEvent) error) error
 			return fn(&e)
 		})
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			r.truncated = true
+			t.truncated = true
 			return nil
 		}
 		return err
@@ -229,22 +255,28 @@ func eachTraceEvent(data []byte, r *traceRead, fn func(*traceEvent) error) error
 			case "traceEvents":
 				return events()
 			case "samples":
-				if r.samples != nil {
+				if t.samples != nil {
 					return d.SkipValue()
 				}
-				r.samples = []traceSample{}
+				t.samples = []traceSample{}
 				return d.array(func() error {
 					var s traceSample
 					err := d.value(&s)
-					r.samples = append(r.samples, s)
+					t.samples = append(t.samples, s)
+					if err == nil && len(t.samples)%4096 == 0 {
+						err = t.b.keep(4096 * 2 * 32)
+					}
 					return err
 				})
 			case "stackFrames":
-				r.stackFrames = map[string]traceStackFrame{}
+				t.stackFrames = map[string]traceStackFrame{}
 				return d.object(func(id string) error {
 					var f traceStackFrame
 					err := d.value(&f)
-					r.stackFrames[id] = f
+					t.stackFrames[id] = f
+					if err == nil {
+						err = t.b.keep(int64(96 + len(id) + len(f.Name) + len(f.Category)))
+					}
 					return err
 				})
 			}
@@ -271,73 +303,148 @@ type chromeChunk struct {
 	} `json:"data"`
 }
 
-// readChromeProfiles assembles each V8 CPU profile from its events, in
-// the order of their times, and adds its samples to b.
-func (r *traceRead) readChromeProfiles(b *builder) error {
-	sort.SliceStable(r.profiles, func(i, j int) bool { return r.profiles[i].ts < r.profiles[j].ts })
-	type assembled struct {
-		cp cpuProfile
-		pt pidTid
+// profileEvent reads a CpuProfile, Profile or ProfileChunk event (kind)
+// into its profile: a Profile or CpuProfile event starts one (ending the
+// one of the same id before it), a ProfileChunk adds its nodes and
+// samples to it.
+func (t *traceRead) profileEvent(e *traceEvent, kind string) error {
+	t.spans = nil // the trace's samples are its V8 CPU profiles
+	pt := pidTid{int64(e.Pid), int64(e.Tid)}
+	id := "pt:" + strconv.FormatInt(pt.pid, 10) + ":" + strconv.FormatInt(pt.tid, 10)
+	if len(e.ID) > 0 && string(e.ID) != "null" {
+		id = "id:" + string(e.ID)
 	}
-	byID := map[string]*assembled{}
-	var order []string
-	for _, e := range r.profiles {
-		var c chromeChunk
-		if len(e.args) > 0 {
-			if err := json.Unmarshal(e.args, &c); err != nil {
-				b.skip(fmt.Sprintf("%s event at ts %v: %v", e.kind, e.ts, err))
-				continue
-			}
+	ts := float64(e.Ts)
+	if kind == "ProfileChunk" {
+		p := t.profiles[id]
+		if p == nil {
+			// Its Profile event may come later in the file, with an
+			// earlier time.
+			t.waiting[id] = append(t.waiting[id], chromeProfileEvent{ts: ts, args: bytes.Clone(e.Args)})
+			return t.b.keep(int64(len(e.Args)) + 64)
 		}
-		switch e.kind {
-		case "CpuProfile":
-			if c.Data == nil || c.Data.CPUProfile == nil {
-				continue
-			}
-			p := c.Data.CPUProfile
-			a := &assembled{pt: e.pt, cp: cpuProfile{nodes: p.Nodes, samples: p.Samples, timeDeltas: p.TimeDeltas}}
-			if p.StartTime != nil {
-				a.cp.startTime = *p.StartTime
-			}
-			if byID[e.id] == nil {
-				order = append(order, e.id)
-			}
-			byID[e.id] = a
-		case "Profile":
-			a := &assembled{pt: e.pt}
-			if c.Data != nil && c.Data.StartTime != nil {
-				a.cp.startTime = *c.Data.StartTime
-			}
-			if byID[e.id] == nil {
-				order = append(order, e.id)
-			}
-			byID[e.id] = a
-		case "ProfileChunk":
-			a := byID[e.id]
-			if a == nil {
-				b.skip(fmt.Sprintf("a ProfileChunk at ts %v of a profile (%s) with no Profile event before it", e.ts, e.id))
-				continue
-			}
-			if c.Data == nil {
-				continue
-			}
-			if p := c.Data.CPUProfile; p != nil {
-				a.cp.nodes = append(a.cp.nodes, p.Nodes...)
-				a.cp.samples = append(a.cp.samples, p.Samples...)
-			}
-			a.cp.timeDeltas = append(a.cp.timeDeltas, c.Data.TimeDeltas...)
-			if c.Data.StartTime != nil {
-				a.cp.startTime = *c.Data.StartTime
-			}
+		return t.chunk(p, ts, e.Args)
+	}
+	var c chromeChunk
+	if len(e.Args) > 0 {
+		if err := json.Unmarshal(e.Args, &c); err != nil {
+			t.b.skip(fmt.Sprintf("%s event at ts %v: %v", kind, ts, err))
+			return nil
 		}
 	}
-	typ := b.valueType("cpu", "nanoseconds")
-	b.defType = typ
-	for _, id := range order {
-		a := byID[id]
-		th := b.thread(r.meta.thread(a.pt.pid, a.pt.tid))
-		if err := a.cp.read(b, th, typ); err != nil {
-			b.skip(fmt.Sprintf("the profile of thread %d of process %d: %v", a.pt.tid, a.pt.pid, err))
+	if kind == "CpuProfile" && (c.Data == nil || c.Data.CPUProfile == nil) {
+		return nil
+	}
+	if t.cpu < 0 {
+		t.cpu = t.b.valueType("cpu", "nanoseconds")
+		t.b.defType = t.cpu
+	}
+	if old := t.profiles[id]; old != nil {
+		if err := t.endProfile(old); err != nil {
+			return err
+		}
+	} else {
+		t.order = append(t.order, id)
+	}
+	th := t.b.thread(Thread{Pid: pt.pid, Tid: pt.tid})
+	p := &chromeProfile{v8Profile: newV8Profile(t.b, th, t.cpu), pt: pt, th: th}
+	t.profiles[id] = p
+	if kind == "CpuProfile" {
+		cp := c.Data.CPUProfile
+		if cp.StartTime != nil {
+			p.startTime = *cp.StartTime
+		}
+		if err := p.addNodes(cp.Nodes); err != nil {
+			return err
+		}
+		if err := p.pump(); err != nil {
+			return err
+		}
+		if err := p.samples(cp.Samples...); err != nil {
+			return err
+		}
+		for _, d := range cp.TimeDeltas {
+			if err := p.delta(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.Data != nil && c.Data.StartTime != nil {
+		p.startTime = *c.Data.StartTime
+	}
+	if err := p.pump(); err != nil {
+		return err
+	}
+	// The chunks read before it that come after it in time, in order.
+	waiting := t.waiting[id]
+	delete(t.waiting, id)
+	sort.SliceStable(waiting, func(i, j int) bool { return waiting[i].ts < waiting[j].ts })
+	for _, w := range waiting {
+		if w.ts < ts {
+			t.b.skip(fmt.Sprintf("a ProfileChunk at ts %v of a profile (%s) with no Profile event before it", w.ts, id))
+			continue
+		}
+		if err := t.chunk(p, w.ts, w.args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunk adds a ProfileChunk's nodes, samples and deltas to p.
+func (t *traceRead) chunk(p *chromeProfile, ts float64, args jsontext.Value) error {
+	var c chromeChunk
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &c); err != nil {
+			t.b.skip(fmt.Sprintf("ProfileChunk event at ts %v: %v", ts, err))
+			return nil
+		}
+	}
+	if c.Data == nil {
+		return nil
+	}
+	if cp := c.Data.CPUProfile; cp != nil {
+		if err := p.addNodes(cp.Nodes); err != nil {
+			return err
+		}
+		if err := p.samples(cp.Samples...); err != nil {
+			return err
+		}
+	}
+	for _, d := range c.Data.TimeDeltas {
+		if err := p.delta(d); err != nil {
+			return err
+		}
+	}
+	if c.Data.StartTime != nil {
+		p.startTime = *c.Data.StartTime
+	}
+	return nil
+}
+
+// endProfile puts p's end on its timeline.
+func (t *traceRead) endProfile(p *chromeProfile) error {
+	unpaired, err := p.end()
+	if unpaired > 0 {
+		t.b.skip(fmt.Sprintf("the profile of thread %d of process %d: %d samples without a timeDelta", p.pt.tid, p.pt.pid, unpaired))
+	}
+	return err
+}
+
+// endProfiles ends every profile, names their threads from the metadata
+// events, and counts the chunks whose Profile event never came.
+func (t *traceRead) endProfiles() error {
+	for _, id := range t.order {
+		p := t.profiles[id]
+		if err := t.endProfile(p); err != nil {
+			return err
+		}
+		t.b.threads[p.th].Comm = t.meta.thread(p.pt.pid, p.pt.tid).Comm
+	}
+	for id, w := range t.waiting {
+		for _, c := range w {
+			t.b.skip(fmt.Sprintf("a ProfileChunk at ts %v of a profile (%s) with no Profile event before it", c.ts, id))
 		}
 	}
 	return nil
@@ -492,62 +599,81 @@ func (r *traceRead) spanOf(e *traceEvent, ts float64, names *spanNames) span {
 	return s
 }
 
-// readSpans reads the B, E and X events of data (a second reading) and
-// adds each thread's stacks to b, as speedscope's eventListToProfile
+// spanSet is the B, E and X events of a trace, by thread, in the order
+// the trace has them, with their names interned.
+type spanSet struct {
+	threads map[pidTid]*spanThread
+	order   []pidTid
+	names   *spanNames
+	n       int
+}
+
+type spanThread struct {
+	begins, ends []span
+	xs           []spanX
+}
+
+// spanX is an X event: a span and its duration.
+type spanX struct {
+	s   span
+	dur float64
+}
+
+// spanMemory is what a span kept takes (one slice's worth more while it
+// grows).
+const spanMemory = 2 * 32
+
+func newSpanSet() *spanSet {
+	return &spanSet{threads: map[pidTid]*spanThread{}, names: &spanNames{ids: map[string]int32{}}}
+}
+
+// add keeps e when it is a B, E or X event.
+func (ss *spanSet) add(r *traceRead, e *traceEvent) error {
+	if e.Ph != "B" && e.Ph != "E" && e.Ph != "X" {
+		return nil
+	}
+	pt := pidTid{int64(e.Pid), int64(e.Tid)}
+	t := ss.threads[pt]
+	if t == nil {
+		t = &spanThread{}
+		ss.threads[pt] = t
+		ss.order = append(ss.order, pt)
+	}
+	names := len(ss.names.frames)
+	s := r.spanOf(e, float64(e.Ts), ss.names)
+	switch e.Ph {
+	case "B":
+		t.begins = append(t.begins, s)
+	case "E":
+		t.ends = append(t.ends, s)
+	case "X":
+		dur := 0.0
+		if e.Dur != nil {
+			dur = float64(*e.Dur)
+		} else if e.Tdur != nil {
+			dur = float64(*e.Tdur)
+		}
+		t.xs = append(t.xs, spanX{s, dur})
+	}
+	ss.n++
+	n := int64(spanMemory)
+	if len(ss.names.frames) > names {
+		n += 128 + int64(len(ss.names.frames[len(ss.names.frames)-1].Name))
+	}
+	return r.b.keep(n)
+}
+
+// read adds each thread's stacks to b, as speedscope's eventListToProfile
 // does: B events and X starts in order of time; an E event at the same
 // time as others ends the innermost open frame first; an E event whose
 // name is not the innermost open frame's is ignored.
-func (r *traceRead) readSpans(data []byte, b *builder) error {
-	if r.spans == 0 {
+func (ss *spanSet) read(r *traceRead, b *builder) error {
+	if ss == nil || ss.n == 0 {
 		return nil
-	}
-	type thread struct {
-		begins, ends []span
-		xs           []struct {
-			s   span
-			dur float64
-		}
-	}
-	threads := map[pidTid]*thread{}
-	var order []pidTid
-	skip := &traceRead{}
-	names := &spanNames{ids: map[string]int32{}}
-	err := eachTraceEvent(data, skip, func(e *traceEvent) error {
-		if e.Ph != "B" && e.Ph != "E" && e.Ph != "X" {
-			return nil
-		}
-		pt := pidTid{int64(e.Pid), int64(e.Tid)}
-		t := threads[pt]
-		if t == nil {
-			t = &thread{}
-			threads[pt] = t
-			order = append(order, pt)
-		}
-		s := r.spanOf(e, float64(e.Ts), names)
-		switch e.Ph {
-		case "B":
-			t.begins = append(t.begins, s)
-		case "E":
-			t.ends = append(t.ends, s)
-		case "X":
-			dur := 0.0
-			if e.Dur != nil {
-				dur = float64(*e.Dur)
-			} else if e.Tdur != nil {
-				dur = float64(*e.Tdur)
-			}
-			t.xs = append(t.xs, struct {
-				s   span
-				dur float64
-			}{s, dur})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	typ := b.valueType("time", "nanoseconds")
 	b.defType = typ
+	order := ss.order
 	sort.Slice(order, func(i, j int) bool {
 		if order[i].pid != order[j].pid {
 			return order[i].pid < order[j].pid
@@ -555,7 +681,7 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 		return order[i].tid < order[j].tid
 	})
 	for _, pt := range order {
-		t := threads[pt]
+		t := ss.threads[pt]
 		sort.SliceStable(t.xs, func(i, j int) bool {
 			a, c := t.xs[i], t.xs[j]
 			if a.s.ts != c.s.ts {
@@ -572,9 +698,10 @@ func (r *traceRead) readSpans(data []byte, b *builder) error {
 		t.xs = nil
 		sort.SliceStable(t.begins, func(i, j int) bool { return t.begins[i].ts < t.begins[j].ts })
 		sort.SliceStable(t.ends, func(i, j int) bool { return t.ends[i].ts < t.ends[j].ts })
-		if err := r.replaySpans(b, b.thread(r.meta.thread(pt.pid, pt.tid)), typ, t.begins, t.ends, names); err != nil {
+		if err := r.replaySpans(b, b.thread(r.meta.thread(pt.pid, pt.tid)), typ, t.begins, t.ends, ss.names); err != nil {
 			return err
 		}
+		t.begins, t.ends = nil, nil
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package jsonprof
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -59,17 +60,6 @@ type v8Node struct {
 	Parent    *int64      `json:"parent"`
 }
 
-// cpuProfile is a V8 CPU profile (the JSON node --cpu-prof writes, and
-// what DevTools' trace events carry in Profile and ProfileChunk events):
-// the call tree's nodes, the node each sample hit, and the time (µs)
-// from one sample to the next, the first from startTime.
-type cpuProfile struct {
-	nodes      []v8Node
-	samples    []int64
-	timeDeltas []int64
-	startTime  float64
-}
-
 // SniffCPUProfile reports whether head starts a V8 CPU profile: an
 // object whose first name is "nodes" and whose nodes have a callFrame,
 // or the old format's "head" tree of function names.
@@ -84,31 +74,64 @@ func SniffCPUProfile(head []byte) bool {
 // tree and timestamps). A sample weighs the time to the next sample, and
 // (idle) and (root) are not frames, as in DevTools and speedscope.
 func ParseCPUProfile(data []byte, opt Options) (*profile.Profile, error) {
-	d := newDecoder(data)
-	var cp cpuProfile
+	return ReadCPUProfile(bytes.NewReader(data), opt)
+}
+
+// ReadCPUProfile is ParseCPUProfile of the input r gives, read as a
+// stream: it keeps the profile's nodes and, until their time deltas
+// arrive, its samples run-length encoded (node --cpu-prof and DevTools
+// write all samples, then all deltas), not the input.
+func ReadCPUProfile(r io.Reader, opt Options) (*profile.Profile, error) {
+	d := newDecoder(r)
+	b := newBuilder(opt)
+	typ := b.valueType("cpu", "nanoseconds")
+	b.defType = typ
+	p := newV8Profile(b, b.thread(Thread{Pid: -1, Tid: -1}), typ)
+	var oldNodes []v8Node
 	var timestamps []int64
 	var old bool
+	var deltas int64
 	err := d.object(func(name string) error {
 		var err error
 		switch name {
 		case "nodes":
+			var nodes []v8Node
 			err = d.array(func() error {
 				var n v8Node
 				err := d.value(&n)
-				cp.nodes = append(cp.nodes, n)
+				nodes = append(nodes, n)
 				return err
 			})
+			if err == nil {
+				err = p.addNodes(nodes)
+			}
+			if err == nil {
+				err = p.pump()
+			}
 		case "head":
 			old = true
-			err = readOldV8Tree(d, &cp.nodes)
+			err = readOldV8Tree(d, &oldNodes)
 		case "samples":
-			cp.samples, err = d.ints(nil)
+			err = d.array(func() error {
+				v, err := d.int()
+				if err != nil {
+					return err
+				}
+				return p.samples(v)
+			})
 		case "timeDeltas":
-			cp.timeDeltas, err = d.ints(nil)
+			err = d.array(func() error {
+				v, err := d.int()
+				if err != nil {
+					return err
+				}
+				deltas++
+				return p.delta(v)
+			})
 		case "timestamps":
 			timestamps, err = d.ints(nil)
 		case "startTime":
-			cp.startTime, err = d.number()
+			p.startTime, err = d.number()
 		default:
 			err = d.SkipValue()
 		}
@@ -120,19 +143,25 @@ func ParseCPUProfile(data []byte, opt Options) (*profile.Profile, error) {
 	if old {
 		// The old format's times are seconds and its samples' times
 		// absolute microseconds.
-		cp.startTime *= 1e6
-		cp.timeDeltas = make([]int64, len(timestamps))
-		last := int64(math.Round(cp.startTime))
-		for i, ts := range timestamps {
-			cp.timeDeltas[i] = ts - last
+		p.startTime *= 1e6
+		if err := p.addNodes(oldNodes); err != nil {
+			return nil, fmt.Errorf("V8 CPU profile: %w", err)
+		}
+		last := int64(math.Round(p.startTime))
+		for _, ts := range timestamps {
+			deltas++
+			if err := p.delta(ts - last); err != nil {
+				return nil, fmt.Errorf("V8 CPU profile: %w", err)
+			}
 			last = ts
 		}
 	}
-	b := newBuilder(opt)
-	typ := b.valueType("cpu", "nanoseconds")
-	b.defType = typ
-	if err := cp.read(b, b.thread(Thread{Pid: -1, Tid: -1}), typ); err != nil {
+	unpaired, err := p.end()
+	if err != nil {
 		return nil, fmt.Errorf("V8 CPU profile: %w", err)
+	}
+	if unpaired > 0 {
+		return nil, fmt.Errorf("V8 CPU profile: %d samples but %d timeDeltas", int64(deltas)+unpaired, deltas)
 	}
 	return b.finish("V8 CPU profile")
 }
@@ -175,144 +204,6 @@ func readOldV8Tree(d decoder, nodes *[]v8Node) error {
 	return err
 }
 
-// read adds the profile's samples to b, in thread th as sample type typ
-// (nanoseconds), as speedscope's importFromChromeCPUProfile reads them:
-// a sample weighs the time to the next sample with another node; (root)
-// and (idle) are not frames; (program) and (garbage collector) are put
-// on top of the stack before them.
-func (cp *cpuProfile) read(b *builder, th int32, typ int) error {
-	if len(cp.samples) == 0 {
-		return nil
-	}
-	if len(cp.timeDeltas) < len(cp.samples) {
-		return fmt.Errorf("%d samples but %d timeDeltas", len(cp.samples), len(cp.timeDeltas))
-	}
-	index := make(map[int64]int32, len(cp.nodes))
-	for i, n := range cp.nodes {
-		index[n.ID] = int32(i)
-	}
-	parent := make([]int32, len(cp.nodes))
-	for i := range parent {
-		parent[i] = -1
-	}
-	for i, n := range cp.nodes {
-		if n.Parent != nil {
-			if p, ok := index[*n.Parent]; ok {
-				parent[i] = p
-			}
-		}
-		for _, c := range n.Children {
-			if ci, ok := index[c]; ok {
-				parent[ci] = int32(i)
-			}
-		}
-	}
-	frames := make([]int32, len(cp.nodes))
-	ignore := make([]bool, len(cp.nodes))
-	onTop := make([]bool, len(cp.nodes))
-	for i, n := range cp.nodes {
-		frames[i] = b.frame(n.CallFrame.frame(true))
-		fn := n.CallFrame.FunctionName
-		ignore[i] = fn == "(root)" || fn == "(idle)" || n.CallFrame.URL == "native dummy.js"
-		onTop[i] = fn == "(garbage collector)" || fn == "(program)"
-	}
-
-	// The samples where the node changes, with their times (µs from the
-	// profile's start), made monotonic.
-	type change struct {
-		node int32 // -1: unknown node
-		at   int64
-	}
-	var changes []change
-	elapsed := cp.timeDeltas[0]
-	lastValid := elapsed
-	clamp := func() int64 {
-		if elapsed < lastValid {
-			return lastValid
-		}
-		lastValid = elapsed
-		return elapsed
-	}
-	lookup := func(id int64) int32 {
-		if i, ok := index[id]; ok {
-			return i
-		}
-		return -1
-	}
-	var lastID int64
-	haveLast := false
-	for i, id := range cp.samples {
-		if !haveLast || id != lastID {
-			changes = append(changes, change{lookup(id), clamp()})
-		}
-		if i == len(cp.samples)-1 {
-			if haveLast {
-				changes = append(changes, change{lookup(lastID), clamp()})
-			}
-		} else {
-			elapsed += cp.timeDeltas[i+1]
-			lastID, haveLast = id, true
-		}
-	}
-
-	start := int64(math.Round(cp.startTime))
-	t := b.timeline(th, typ, true)
-	var prev []int32 // the open nodes, root first
-	open := make([]bool, len(cp.nodes))
-	last := func() int32 {
-		if len(prev) == 0 {
-			return -1
-		}
-		return prev[len(prev)-1]
-	}
-	var toOpen []int32
-	for _, c := range changes {
-		at := (start + c.at) * 1000
-		if err := t.advance(at); err != nil {
-			return err
-		}
-		if c.node < 0 {
-			continue
-		}
-		lca := c.node
-		for lca >= 0 && !open[lca] {
-			if onTop[lca] {
-				lca = last()
-			} else {
-				lca = parent[lca]
-			}
-		}
-		for len(prev) > 0 && last() != lca {
-			open[last()] = false
-			prev = prev[:len(prev)-1]
-			if err := t.close(at); err != nil {
-				return err
-			}
-		}
-		toOpen = toOpen[:0]
-		for n := c.node; n >= 0 && n != lca && !ignore[n]; {
-			toOpen = append(toOpen, n)
-			if onTop[n] {
-				n = last()
-			} else {
-				n = parent[n]
-			}
-		}
-		for i := len(toOpen) - 1; i >= 0; i-- {
-			n := toOpen[i]
-			if open[n] {
-				break // a cycle in a malformed tree
-			}
-			if err := t.open(frames[n], at); err != nil {
-				return err
-			}
-			open[n] = true
-			prev = append(prev, n)
-		}
-	}
-	return nil
-}
-
 // SniffHeapProfile reports whether head starts a V8 heap-sampling
 // profile (.heapprofile): a "head" node with a callFrame and selfSize.
 func SniffHeapProfile(head []byte) bool {
@@ -323,7 +214,7 @@ func SniffHeapProfile(head []byte) bool {
 // sampling", node --heap-prof): each node's selfSize is the bytes
 // allocated on its stack, (root) included, as speedscope reads it.
 func ParseHeapProfile(data []byte, opt Options) (*profile.Profile, error) {
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	b := newBuilder(opt)
 	typ := b.valueType("space", "bytes")
 	b.defType = typ
@@ -380,7 +271,7 @@ func ParseHeapProfile(data []byte, opt Options) (*profile.Profile, error) {
 
 // firstName returns the first name of the JSON object head starts with.
 func firstName(head []byte) string {
-	d := newDecoder(head)
+	d := newDecoder(bytes.NewReader(head))
 	if t, err := d.ReadToken(); err != nil || t.Kind() != '{' {
 		return ""
 	}

@@ -85,7 +85,7 @@ func (c *v8Code) frame() Frame {
 // --preprocess isolate*.log`): each tick's stack of code objects weighs
 // the time since the tick before it, as speedscope reads it; times kept.
 func ParseV8Log(data []byte, opt Options) (*profile.Profile, error) {
-	d := newDecoder(data)
+	d := newDecoder(bytes.NewReader(data))
 	var code []v8Code
 	type tick struct {
 		tm int64
