@@ -111,6 +111,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFlameTooltipAndDetail \
 	TestBrowserFlameWheelZoom \
 	TestBrowserFormatterMatchesGo \
+	TestBrowserModulePreload \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
 	TestBrowserLoopbackNames \
