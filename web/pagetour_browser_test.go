@@ -115,22 +115,59 @@ const overflowJS = `(() => {
 	return { Width: vw, Scroll: document.documentElement.scrollWidth, Wide: wide.slice(0, 8) };
 })()`
 
+// headerFitJS lists the site header's links that a user cannot see whole
+// without scrolling the header: cut by the window's edge or by the nav's
+// own box (which scrolls sideways when its links do not fit).
+const headerFitJS = `(() => {
+	const vw = document.documentElement.clientWidth;
+	const nav = document.querySelector('header.site .site-nav');
+	const box = nav ? nav.getBoundingClientRect() : { left: 0, right: vw };
+	const cut = [];
+	for (const a of document.querySelectorAll('header.site a')) {
+		const r = a.getBoundingClientRect();
+		const inNav = nav && nav.contains(a);
+		if (r.left < -0.5 || r.right > vw + 0.5 || (inNav && (r.left < box.left - 0.5 || r.right > box.right + 0.5)))
+			cut.push(a.textContent.trim() + ' x=' + Math.round(r.left) + '..' + Math.round(r.right));
+	}
+	if (nav && nav.scrollWidth > nav.clientWidth + 1) cut.push('the nav scrolls: ' + nav.scrollWidth + ' px of links in ' + nav.clientWidth);
+	return cut;
+})()`
+
 // TestBrowserPhoneWidth opens every page but the flame graph's at 390×844
 // (a phone, emulated as mobile) and fails when the page scrolls sideways,
 // naming the widest elements; on the data-type page, type names must get
-// a column wide enough to read (not one character per line).
+// a column wide enough to read (not one character per line). On every
+// page, the flame graph's and the time-order view's included, each link
+// of the site header shows whole (issue 34: with "Time order" the links
+// of a profile's pages no longer fit and the last ones hid in the nav's
+// sideways scroll).
 func TestBrowserPhoneWidth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
 	base, pages := pageTour(t)
+	for _, p := range pages {
+		if p.name == "flame" {
+			pages = append(pages, tourPage{"time order", p.path + "/time", `document.body.dataset.ready === '1'`})
+		}
+	}
 	b := startStrict(t)
 	emulate(t, b, 390, 844, true)
 	for _, p := range pages {
 		if p.name == "flame" {
-			continue // the flame graph's own layout is issue 22's other half
+			// The flame graph's own layout is issue 22's other half: its
+			// header only.
+			openTour(t, b, base, p)
+			if cut := eval[[]string](t, b.Browser, headerFitJS); len(cut) > 0 {
+				t.Errorf("%s at 390 px: header links not shown whole: %q", p.name, cut)
+			}
+			b.check(t, p.name+" at 390 px")
+			continue
 		}
 		openTour(t, b, base, p)
+		if cut := eval[[]string](t, b.Browser, headerFitJS); len(cut) > 0 {
+			t.Errorf("%s at 390 px: header links not shown whole: %q", p.name, cut)
+		}
 		o := eval[over](t, b.Browser, overflowJS)
 		if o.Scroll > o.Width+1 {
 			t.Errorf("%s at 390 px: the page is %v px wide (viewport %v): %s", p.name, o.Scroll, o.Width, strings.Join(o.Wide, "; "))
