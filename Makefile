@@ -118,6 +118,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserNamesIdentify \
 	TestBrowserOneUnitPerColumn \
 	TestBrowserPhoneWidth \
+	TestBrowserSandwichPicker \
 	TestBrowserServices \
 	TestBrowserSourcePhoneWidth \
 	TestBrowserTableFollowsRange \

@@ -65,7 +65,10 @@ type SandwichPage struct {
 	Page
 	ID          string
 	Fn          string
-	DataURL     string // sandwich.json
+	DataURL     string // sandwich.json; empty until a function is chosen
+	// TopURL is top.json of the same view, every row: the function
+	// picker's list, by self or total.
+	TopURL      string
 	FlameURL    string
 	SourceURL   string
 	SampleTypes []SampleType
@@ -75,6 +78,7 @@ type SandwichPage struct {
 
 type sandwichConfig struct {
 	DataURL string `json:"dataURL"`
+	TopURL  string `json:"topURL"`
 	Fn      string `json:"fn"`
 }
 

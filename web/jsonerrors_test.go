@@ -130,7 +130,7 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 	for _, a := range []ask{
 		get("/p/"+missing, 404, "No profile"),
 		get("/p/"+id+"/top?n=x", 400, "positive number"),
-		get("/p/"+id+"/sandwich", 400, "fn"),
+		get("/p/"+id+"/sandwich?fn=main&f=(", 400, "f="),
 	} {
 		t.Run("page"+strings.ReplaceAll(a.path, "/", "_"), func(t *testing.T) {
 			status, ct, body := askWith(t, a.method, ts.URL+a.path, "", "application/json")
