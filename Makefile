@@ -93,6 +93,7 @@ NORACE_BROWSER_TESTS = \
 	TestAnnotatePageInBrowser \
 	TestBrowserAnnotateWithoutExecutable \
 	TestBrowserCompareHostileNames \
+	TestBrowserComparePicker \
 	TestBrowserContrast \
 	TestBrowserDebuginfoInSiteLayout \
 	TestBrowserDeepStack \

@@ -263,12 +263,12 @@ func Flame(m FlamePage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if m.EventsURL != "" || len(m.Binaries) > 0 {
-				templ_7745c5c3_Err = moduleScripts("page.js", "framemenu.js", "timeline.js", "symbolize.js").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = moduleScripts("page.js", "framemenu.js", "timeline.js", "comparepicker.js", "symbolize.js").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = moduleScripts("page.js", "framemenu.js", "timeline.js").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = moduleScripts("page.js", "framemenu.js", "timeline.js", "comparepicker.js").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

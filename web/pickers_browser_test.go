@@ -1,11 +1,15 @@
 package web_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"viewer/web"
 )
 
 // pickerRowsJS is the sandwich picker's list as shown: each row's name and
@@ -69,4 +73,93 @@ func TestBrowserSandwichPicker(t *testing.T) {
 	}
 	b.Screenshot(t, "sandwich-picker")
 	b.check(t, "sandwich picker")
+}
+
+// recentLinksJS is the compare picker's list: each link's profile ID and
+// where it goes.
+const recentLinksJS = `[...document.querySelectorAll('#compare-recent a[data-id]')].map((a) => a.dataset.id + ' ' + a.getAttribute('href'))`
+
+// TestBrowserComparePicker opens the Filters box of a profile's flame page
+// (issue 34: comparing needed the other profile's link pasted): it lists
+// the server's other recent uploads, newest first, each linking to the
+// diff with it as the base, and following one draws that diff. On a
+// server with --auth-token, a visitor without the token is not shown the
+// server's list (/api/recent is a listing, 401 as /services is) but only
+// what this browser uploaded itself, with a line saying how to see more.
+func TestBrowserComparePicker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	base := startServer(t)
+	older := postProfile(t, base, "older.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
+	old := postProfile(t, base, "old.pb.gz", stacksPB(t, "", nil, wideStacks(400, 4)...))
+	cur := postProfile(t, base, "new.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
+	b := startStrict(t)
+	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur))
+	waitFor(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
+	run(t, b.Browser, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop summary")))
+	waitFor(t, b.Browser, "the recent profiles", `!document.getElementById('compare-recent').hidden`)
+	links := eval[[]string](t, b.Browser, recentLinksJS)
+	want := []string{old + " /p/" + old + "/diff/" + cur, older + " /p/" + older + "/diff/" + cur}
+	if len(links) != 2 || !strings.HasPrefix(links[0], want[0]) || !strings.HasPrefix(links[1], want[1]) {
+		t.Errorf("the compare picker lists %q, want %q then %q (newest first, not the profile itself)", links, want[0], want[1])
+	}
+	if s := text(t, b.Browser, "#compare-recent"); !strings.Contains(s, "old.pb.gz") {
+		t.Errorf("the picker does not name old.pb.gz: %q", s)
+	}
+	run(t, b.Browser, "diff against old.pb.gz", chromedp.Evaluate[chromedp.Void](`document.querySelector('#compare-recent a[data-id="`+old+`"]').click()`))
+	waitFor(t, b.Browser, "the diff", `location.pathname.includes('/diff/') && document.body.dataset.ready === '1' && !!document.querySelector('#diff-top tbody tr')`)
+	if p := currentURL(t, b.Browser).Path; p != "/p/"+old+"/diff/"+cur {
+		t.Errorf("the picker opened %s, want /p/%s/diff/%s", p, old, cur)
+	}
+	b.check(t, "compare picker")
+
+	// With a token: the server's list needs it.
+	s, err := web.New(web.Config{DataDir: t.TempDir(), AuthToken: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := loopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	hidden, err := s.Ingest(context.Background(), stacksPB(t, "", nil, wideStacks(400, 6)...), "hidden.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, err := s.Ingest(context.Background(), stacksPB(t, "", nil, wideStacks(400, 7)...), "shown.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := getToken(t, ts.URL+"/api/recent", ""); code != http.StatusUnauthorized || strings.Contains(body, hidden) {
+		t.Errorf("/api/recent without the token: %d %.200s, want 401 naming no profile", code, body)
+	}
+	if code, body := getToken(t, ts.URL+"/api/recent", "s3cret"); code != http.StatusOK || !strings.Contains(body, hidden) {
+		t.Errorf("/api/recent with the token: %d %.200s, want 200 listing %s", code, body, hidden)
+	}
+	b2 := startStrict(t)
+	run(t, b2.Browser, "open the flame page without the token", chromedp.Navigate(ts.URL+"/p/"+shown))
+	waitFor(t, b2.Browser, "the graph", `document.body.dataset.ready === '1'`)
+	run(t, b2.Browser, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop summary")))
+	waitFor(t, b2.Browser, "the picker", `!document.getElementById('compare-recent').hidden`)
+	if links := eval[[]string](t, b2.Browser, recentLinksJS); len(links) != 0 {
+		t.Errorf("without the token the picker lists the server's profiles: %q", links)
+	}
+	if s := text(t, b2.Browser, "#compare-recent"); strings.Contains(s, hidden) || !strings.Contains(s, "upload token") || !strings.Contains(s, "Sign in") {
+		t.Errorf("without the token the picker says %q: want no server profile and how to see them", s)
+	}
+	b2.Screenshot(t, "compare-picker-token")
+	// The 401 of /api/recent is the one failed request the page makes.
+	time.Sleep(300 * time.Millisecond)
+	for _, p := range b2.Problems() {
+		if !strings.Contains(p, "401") || !strings.HasSuffix(p, "/api/recent") {
+			t.Errorf("compare picker with a token: page problem: %s", p)
+		}
+	}
+	b2.mu.Lock()
+	defer b2.mu.Unlock()
+	for _, f := range b2.failed {
+		if !strings.HasPrefix(f, "401 ") || !strings.HasSuffix(f, "/api/recent") {
+			t.Errorf("compare picker with a token: %s", f)
+		}
+	}
 }
