@@ -92,6 +92,8 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 			post("/p/not-an-id/symbolize/retry", "", 404, "No profile")},
 		"POST /api/profiles": {
 			post("/api/profiles", "not a profile", 400, "not a recognised profile")},
+		"GET /api/recent": {
+			get("/api/recent?n=x", 400, "positive number")},
 		"GET /api/uploads/:key/progress": {
 			get("/api/uploads/x/progress", 400, "progress key")},
 		"POST /api/symbolize": {

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,10 +51,19 @@ type recentJSON struct {
 }
 
 // handleRecent is /api/recent: {"profiles": [...]}, this process's
-// recent uploads, newest first.
+// recent uploads, newest first; n= lists at most n of them.
 func (s *Server) handleRecent(c echo.Context) error {
+	n := recentKept
+	if q := c.QueryParam("n"); q != "" {
+		v, err := strconv.Atoi(q)
+		if err != nil || v <= 0 {
+			return httpError(http.StatusBadRequest, "n=%q: want a positive number of profiles", q)
+		}
+		n = v
+	}
 	out := []recentJSON{}
-	for _, id := range s.recent.list() {
+	ids := s.recent.list()
+	for _, id := range ids[:min(n, len(ids))] {
 		m, err := s.Meta(c.Request().Context(), id)
 		if err != nil {
 			continue
