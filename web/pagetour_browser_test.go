@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/web"
+	"viewer/web/ingest"
 )
 
 var updateScreens = flag.Bool("update", false, "rewrite testdata/screenshots (TestScreenshots)")
@@ -29,8 +31,9 @@ type tourPage struct {
 
 // pageTour serves a viewer with a profile for every page: a pprof profile
 // (flame, top, sandwich, source, and a diff against a second one), a
-// perf.data with data types (types) and one with times (the flame page's
-// timeline), and the upload page.
+// perf.data with data types (types), a real recording with times,
+// symbolized (the flame page, with its timeline: sorterSymbolized), and
+// the upload page.
 func pageTour(t *testing.T) (string, []tourPage) {
 	t.Helper()
 	dir := "../testdata/datatype"
@@ -38,10 +41,7 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	systemData, err := os.ReadFile("../testdata/perf/system.data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	systemData := sorterSymbolized(t)
 	s, err := web.New(web.Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system, err := s.Ingest(ctx, systemData, "system.perf.data")
+	system, err := s.Ingest(ctx, systemData, "sorter-fp.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,33 @@ func pageTour(t *testing.T) (string, []tourPage) {
 		{"source", "/p/" + a + "/source?fn=pkg.work3", `document.readyState === 'complete'`},
 		{"types", "/p/" + typed + "/types", `document.querySelector('#types > tbody > tr')`},
 	}
+}
+
+// sorterSymbolized is testdata/fidelity/sorter-fp.data (a real perf
+// record -g of optimized C++ and the STL sorting strings, 591 samples)
+// named from the binary beside it and this machine's libc debug info, as
+// `viewer symbolize --debug-dir testdata/fidelity` writes it: the README's
+// screenshots show a real, symbolized profile. The kernel's frames stay
+// unnamed (no vmlinux is looked for).
+func sorterSymbolized(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/fidelity/sorter-fp.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{NoUnwind: "frame-pointer recording"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym := symbolize.New(symbolize.Config{DebugDirs: []string{"../testdata/fidelity"}, IgnoreVmlinux: true})
+	if _, err := sym.Symbolize(context.Background(), p, symbolize.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // emulate sets the viewport to w×h CSS px, as a phone when mobile.
