@@ -112,10 +112,10 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFlameTooltipAndDetail \
 	TestBrowserFlameWheelZoom \
 	TestBrowserFormatterMatchesGo \
-	TestBrowserModulePreload \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
 	TestBrowserLoopbackNames \
+	TestBrowserModulePreload \
 	TestBrowserNamesIdentify \
 	TestBrowserOneUnitPerColumn \
 	TestBrowserPhoneWidth \
