@@ -101,6 +101,7 @@ NORACE_BROWSER_TESTS = \
 	TestAnnotatePageInBrowser \
 	TestBrowserAnnotateWithoutExecutable \
 	TestBrowserCompareHostileNames \
+	TestBrowserComparePicker \
 	TestBrowserContrast \
 	TestBrowserDebuginfoInSiteLayout \
 	TestBrowserDeepStack \
@@ -122,9 +123,11 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserFrameMenuSandwich \
 	TestBrowserHostileNamesStayText \
 	TestBrowserLoopbackNames \
+	TestBrowserModulePreload \
 	TestBrowserNamesIdentify \
 	TestBrowserOneUnitPerColumn \
 	TestBrowserPhoneWidth \
+	TestBrowserSandwichPicker \
 	TestBrowserServices \
 	TestBrowserSourcePhoneWidth \
 	TestBrowserTableFollowsRange \

@@ -8,9 +8,9 @@ import (
 
 // The module graph of the embedded scripts, so that a page can ask the
 // browser to fetch every module its entry scripts import at once
-// (<link rel="modulepreload">) instead of one level of imports per round
-// trip: the graph is read from the scripts' own import statements, so it
-// stays true as they change.
+// (<link rel="modulepreload">, which views' moduleScripts writes) instead
+// of one level of imports per round trip: the graph is read from the
+// scripts' own import statements, so it stays true as they change.
 
 // importRE matches a static import's specifier: `import … from './x.js'`
 // (the names may span lines) and `import './x.js'`.

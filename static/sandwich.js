@@ -50,7 +50,108 @@ for (const g of [callers, callees]) {
   };
 }
 
+// ---- the function picker: the view's functions (top.json) by self or
+// total, filtered by what is typed; choosing one opens its sandwich. ----
+const find = $('fn-find');
+const order = $('fn-order');
+const list = $('fn-list');
+const PICKER_SHOWN = 50;
+let functions = null; // top.json, once asked for
+
+async function loadFunctions() {
+  if (functions) return functions;
+  const resp = await fetch(config.topURL, { headers: { Accept: 'application/json' } });
+  if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}: ${await responseError(resp)}`);
+  functions = await resp.json();
+  return functions;
+}
+
+function sandwichURL(name) {
+  const p = new URLSearchParams(location.search);
+  p.set('fn', name);
+  p.delete('q');
+  return location.pathname + '?' + p.toString();
+}
+
+async function showFunctions() {
+  let top;
+  try {
+    top = await loadFunctions();
+  } catch (err) {
+    const li = document.createElement('li');
+    li.className = 'fn-none';
+    li.textContent = `Could not list the functions: ${err.message}`;
+    list.replaceChildren(li);
+    list.hidden = false;
+    return;
+  }
+  const q = find.value.trim().toLowerCase();
+  const col = order.value === 'cum' ? 2 : 1;
+  const rows = top.rows.filter((r) => !q || r[0].toLowerCase().includes(q));
+  rows.sort((a, b) => Math.abs(b[col]) - Math.abs(a[col]));
+  const items = rows.slice(0, PICKER_SHOWN).map((r) => {
+    const li = document.createElement('li');
+    const a = document.createElement('a');
+    a.href = sandwichURL(r[0]);
+    a.title = r[0];
+    const name = document.createElement('span');
+    name.className = 'fn-name';
+    name.textContent = r[0];
+    const self = document.createElement('span');
+    self.className = 'fn-num';
+    self.textContent = `self ${formatValue(r[1], top.unit)}`;
+    const total = document.createElement('span');
+    total.className = 'fn-num';
+    total.textContent = `total ${formatValue(r[2], top.unit)}`;
+    a.append(name, self, total);
+    li.append(a);
+    return li;
+  });
+  if (items.length === 0) {
+    const li = document.createElement('li');
+    li.className = 'fn-none';
+    li.textContent = q ? `No function's name contains "${find.value.trim()}".` : 'No functions in this view.';
+    items.push(li);
+  } else if (rows.length > items.length) {
+    const li = document.createElement('li');
+    li.className = 'fn-none';
+    li.textContent = `${(rows.length - items.length).toLocaleString('en-US')} more: type to narrow.`;
+    items.push(li);
+  }
+  list.replaceChildren(...items);
+  list.hidden = false;
+}
+find.addEventListener('focus', showFunctions);
+find.addEventListener('input', showFunctions);
+order.addEventListener('change', () => { showFunctions(); });
+find.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape') { list.hidden = true; return; }
+  if (e.key === 'ArrowDown') { e.preventDefault(); list.querySelector('a')?.focus(); return; }
+  if (e.key === 'Enter') {
+    const first = list.querySelector('a');
+    if (first) { e.preventDefault(); location.href = first.href; }
+  }
+});
+list.addEventListener('keydown', (e) => {
+  const a = document.activeElement;
+  if (!(a instanceof HTMLAnchorElement)) return;
+  const li = a.parentElement;
+  if (e.key === 'ArrowDown') { e.preventDefault(); li.nextElementSibling?.querySelector('a')?.focus(); }
+  if (e.key === 'ArrowUp') { e.preventDefault(); (li.previousElementSibling?.querySelector('a') || find).focus(); }
+  if (e.key === 'Escape') { list.hidden = true; find.focus(); }
+});
+document.addEventListener('click', (e) => {
+  if (!$('fn-picker').contains(e.target)) list.hidden = true;
+});
+
 async function load() {
+  if (!config.dataURL) {
+    // No function yet: the picker is the page.
+    status.textContent = 'Choose a function in the box above: its callers and callees are drawn here.';
+    document.body.dataset.ready = '1';
+    find.focus();
+    return;
+  }
   try {
     const resp = await fetch(config.dataURL, { headers: { Accept: 'application/json' } });
     if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}: ${await responseError(resp)}`);
@@ -128,7 +229,7 @@ function applySearch() {
 search.value = new URLSearchParams(location.search).get('q') || '';
 search.addEventListener('input', applySearch);
 document.addEventListener('keydown', (e) => {
-  if (e.key === '/' && document.activeElement !== search && !e.ctrlKey && !e.metaKey) {
+  if (e.key === '/' && !(document.activeElement instanceof HTMLInputElement) && !e.ctrlKey && !e.metaKey) {
     e.preventDefault();
     search.focus();
   }

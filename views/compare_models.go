@@ -63,9 +63,12 @@ func newDiffConfig(m DiffPage) diffConfig {
 // SandwichPage shows one function's callers above and callees below.
 type SandwichPage struct {
 	Page
-	ID          string
-	Fn          string
-	DataURL     string // sandwich.json
+	ID      string
+	Fn      string
+	DataURL string // sandwich.json; empty until a function is chosen
+	// TopURL is top.json of the same view, every row: the function
+	// picker's list, by self or total.
+	TopURL      string
 	FlameURL    string
 	SourceURL   string
 	SampleTypes []SampleType
@@ -75,6 +78,7 @@ type SandwichPage struct {
 
 type sandwichConfig struct {
 	DataURL string `json:"dataURL"`
+	TopURL  string `json:"topURL"`
 	Fn      string `json:"fn"`
 }
 

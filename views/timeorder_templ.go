@@ -155,7 +155,7 @@ func TimeOrder(m TimeOrderPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<script type=\"module\" src=\"/static/timeorder.js\"></script> <script type=\"module\" src=\"/static/timeline.js\"></script> <script type=\"module\" src=\"/static/table.js\"></script>")
+			templ_7745c5c3_Err = moduleScripts("timeorder.js", "timeline.js", "table.js").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +19,10 @@ import (
 
 // maxDiffTop bounds the rows of diff.json's top table.
 const maxDiffTop = 500
+
+// maxPickerRows is how many functions the sandwich page's picker asks
+// top.json for (the render budget may list fewer).
+const maxPickerRows = 100000
 
 // linkedID finds a profile ID in what a user pasted: a bare ID or any
 // link to one of its pages (/p/ID, /p/ID/top, ...).
@@ -260,10 +265,7 @@ func fnHash(s string) uint64 {
 
 func (s *Server) handleSandwichPage(c echo.Context) error {
 	id := c.Param("id")
-	fn := c.QueryParam("fn")
-	if fn == "" {
-		return httpError(http.StatusBadRequest, "fn is missing: give the function name, as the flame graph shows it")
-	}
+	fn := c.QueryParam("fn") // empty: the page shows its function picker only
 	if _, err := queryFilter(c); err != nil {
 		return err
 	}
@@ -274,14 +276,21 @@ func (s *Server) handleSandwichPage(c echo.Context) error {
 	si := m.SampleTypes[i].Type
 	q := filterQuery(c)
 	data := url.Values{"fn": {fn}, "si": {si}}
+	top := url.Values{"si": {si}, "n": {strconv.Itoa(maxPickerRows)}}
 	for k, v := range q {
 		data[k] = v
+		top[k] = v
+	}
+	title, dataURL := displayName(m, id)+" · "+fn, "/p/"+id+"/sandwich.json?"+data.Encode()
+	if fn == "" {
+		title, dataURL = displayName(m, id)+" · sandwich", ""
 	}
 	page := views.SandwichPage{
-		Page:        s.profilePage(c, id, m, displayName(m, id)+" · "+fn, nav(id, c.QueryParam("si"), "")),
+		Page:        s.profilePage(c, id, m, title, nav(id, c.QueryParam("si"), "")),
 		ID:          id,
 		Fn:          fn,
-		DataURL:     "/p/" + id + "/sandwich.json?" + data.Encode(),
+		DataURL:     dataURL,
+		TopURL:      "/p/" + id + "/top.json?" + top.Encode(),
 		FlameURL:    withQuery(profileURL(id, "", si), q),
 		SourceURL:   "/p/" + id + "/source?" + url.Values{"fn": {fn}, "si": {si}}.Encode(),
 		SampleTypes: sampleTypes(m, i),

@@ -95,6 +95,8 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 			post("/p/not-an-id/symbolize/retry", "", 404, "No profile")},
 		"POST /api/profiles": {
 			post("/api/profiles", "not a profile", 400, "not a recognised profile")},
+		"GET /api/recent": {
+			get("/api/recent?n=x", 400, "positive number")},
 		"GET /api/uploads/:key/progress": {
 			get("/api/uploads/x/progress", 400, "progress key")},
 		"POST /api/symbolize": {
@@ -133,7 +135,7 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 	for _, a := range []ask{
 		get("/p/"+missing, 404, "No profile"),
 		get("/p/"+id+"/top?n=x", 400, "positive number"),
-		get("/p/"+id+"/sandwich", 400, "fn"),
+		get("/p/"+id+"/sandwich?fn=main&f=(", 400, "f="),
 	} {
 		t.Run("page"+strings.ReplaceAll(a.path, "/", "_"), func(t *testing.T) {
 			status, ct, body := askWith(t, a.method, ts.URL+a.path, "", "application/json")

@@ -61,7 +61,7 @@ func TestListingsNeedToken(t *testing.T) {
 	if code, body := putFile(t, ts.URL, bid, "debuginfo", debugFile, "s3cret"); code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, body)
 	}
-	for _, path := range []string{"/services", "/debuginfo", "/debuginfo?q=" + bid} {
+	for _, path := range []string{"/services", "/debuginfo", "/debuginfo?q=" + bid, "/api/recent"} {
 		code, body := getToken(t, ts.URL+path, "")
 		if code != http.StatusUnauthorized || strings.Contains(body, id) || strings.Contains(body, bid) {
 			t.Errorf("%s without the token: %d, want 401 naming no profile or build ID", path, code)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/web"
+	"viewer/web/ingest"
 )
 
 var updateScreens = flag.Bool("update", false, "rewrite testdata/screenshots (TestScreenshots)")
@@ -29,8 +31,9 @@ type tourPage struct {
 
 // pageTour serves a viewer with a profile for every page: a pprof profile
 // (flame, top, sandwich, source, and a diff against a second one), a
-// perf.data with data types (types) and one with times (the flame page's
-// timeline), and the upload page.
+// perf.data with data types (types), a real recording with times,
+// symbolized (the flame page, with its timeline: sorterSymbolized), and
+// the upload page.
 func pageTour(t *testing.T) (string, []tourPage) {
 	t.Helper()
 	dir := "../testdata/datatype"
@@ -38,10 +41,7 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	systemData, err := os.ReadFile("../testdata/perf/system.data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	systemData := sorterSymbolized(t)
 	s, err := web.New(web.Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system, err := s.Ingest(ctx, systemData, "system.perf.data")
+	system, err := s.Ingest(ctx, systemData, "sorter-fp.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,33 @@ func pageTour(t *testing.T) (string, []tourPage) {
 		{"source", "/p/" + a + "/source?fn=pkg.work3", `document.readyState === 'complete'`},
 		{"types", "/p/" + typed + "/types", `document.querySelector('#types > tbody > tr')`},
 	}
+}
+
+// sorterSymbolized is testdata/fidelity/sorter-fp.data (a real perf
+// record -g of optimized C++ and the STL sorting strings, 591 samples)
+// named from the binary beside it and this machine's libc debug info, as
+// `viewer symbolize --debug-dir testdata/fidelity` writes it: the README's
+// screenshots show a real, symbolized profile. The kernel's frames stay
+// unnamed (no vmlinux is looked for).
+func sorterSymbolized(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/fidelity/sorter-fp.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{NoUnwind: "frame-pointer recording"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym := symbolize.New(symbolize.Config{DebugDirs: []string{"../testdata/fidelity"}, IgnoreVmlinux: true})
+	if _, err := sym.Symbolize(context.Background(), p, symbolize.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // emulate sets the viewport to w×h CSS px, as a phone when mobile.
@@ -115,22 +142,59 @@ const overflowJS = `(() => {
 	return { Width: vw, Scroll: document.documentElement.scrollWidth, Wide: wide.slice(0, 8) };
 })()`
 
+// headerFitJS lists the site header's links that a user cannot see whole
+// without scrolling the header: cut by the window's edge or by the nav's
+// own box (which scrolls sideways when its links do not fit).
+const headerFitJS = `(() => {
+	const vw = document.documentElement.clientWidth;
+	const nav = document.querySelector('header.site .site-nav');
+	const box = nav ? nav.getBoundingClientRect() : { left: 0, right: vw };
+	const cut = [];
+	for (const a of document.querySelectorAll('header.site a')) {
+		const r = a.getBoundingClientRect();
+		const inNav = nav && nav.contains(a);
+		if (r.left < -0.5 || r.right > vw + 0.5 || (inNav && (r.left < box.left - 0.5 || r.right > box.right + 0.5)))
+			cut.push(a.textContent.trim() + ' x=' + Math.round(r.left) + '..' + Math.round(r.right));
+	}
+	if (nav && nav.scrollWidth > nav.clientWidth + 1) cut.push('the nav scrolls: ' + nav.scrollWidth + ' px of links in ' + nav.clientWidth);
+	return cut;
+})()`
+
 // TestBrowserPhoneWidth opens every page but the flame graph's at 390×844
 // (a phone, emulated as mobile) and fails when the page scrolls sideways,
 // naming the widest elements; on the data-type page, type names must get
-// a column wide enough to read (not one character per line).
+// a column wide enough to read (not one character per line). On every
+// page, the flame graph's and the time-order view's included, each link
+// of the site header shows whole (issue 34: with "Time order" the links
+// of a profile's pages no longer fit and the last ones hid in the nav's
+// sideways scroll).
 func TestBrowserPhoneWidth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
 	base, pages := pageTour(t)
+	for _, p := range pages {
+		if p.name == "flame" {
+			pages = append(pages, tourPage{"time order", p.path + "/time", `document.body.dataset.ready === '1'`})
+		}
+	}
 	b := startStrict(t)
 	emulate(t, b, 390, 844, true)
 	for _, p := range pages {
 		if p.name == "flame" {
-			continue // the flame graph's own layout is issue 22's other half
+			// The flame graph's own layout is issue 22's other half: its
+			// header only.
+			openTour(t, b, base, p)
+			if cut := eval[[]string](t, b.Browser, headerFitJS); len(cut) > 0 {
+				t.Errorf("%s at 390 px: header links not shown whole: %q", p.name, cut)
+			}
+			b.check(t, p.name+" at 390 px")
+			continue
 		}
 		openTour(t, b, base, p)
+		if cut := eval[[]string](t, b.Browser, headerFitJS); len(cut) > 0 {
+			t.Errorf("%s at 390 px: header links not shown whole: %q", p.name, cut)
+		}
 		o := eval[over](t, b.Browser, overflowJS)
 		if o.Scroll > o.Width+1 {
 			t.Errorf("%s at 390 px: the page is %v px wide (viewport %v): %s", p.name, o.Scroll, o.Width, strings.Join(o.Wide, "; "))

@@ -11,14 +11,17 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"viewer/static"
 	"viewer/views"
 )
 
 // Render renders t into a buffer and only then writes it with status, so a
-// template error becomes a clean 500 rather than half a page.
+// template error becomes a clean 500 rather than half a page. The pages
+// learn the embedded scripts' imports (static.Imports) from the context,
+// for their modulepreload links.
 func Render(c echo.Context, status int, t templ.Component) error {
 	var buf bytes.Buffer
-	if err := t.Render(c.Request().Context(), &buf); err != nil {
+	if err := t.Render(views.WithModuleGraph(c.Request().Context(), static.Imports), &buf); err != nil {
 		return fmt.Errorf("rendering %s: %w", c.Path(), err)
 	}
 	return c.HTMLBlob(status, buf.Bytes())

@@ -63,6 +63,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/annotate.json", s.handleAnnotateJSON)
 	// Filters' compare picker, diff, sandwich (compare.go); source (source.go).
 	e.GET("/p/:id/compare", s.handleCompare)
+	e.GET("/api/recent", s.handleRecent) // the compare picker's list (recent.go); a listing: the token when set
 	e.GET("/p/:base/diff/:id", s.handleDiffPage)
 	e.GET("/p/:base/diff/:id/diff.json", s.handleDiffJSON)
 	e.GET("/p/:id/sandwich", s.handleSandwichPage)

@@ -244,11 +244,12 @@ func isSymbolAPI(c echo.Context) bool {
 }
 
 // isListing reports whether the request lists profiles (their links are
-// what a token-less visitor must not learn): the services page and the
-// debug file index, which need the token when one is set.
+// what a token-less visitor must not learn): the services page, the
+// debug file index and the recent uploads, which need the token when one
+// is set.
 func isListing(c echo.Context) bool {
 	p := c.Path()
-	return p == "/services" || p == "/debuginfo"
+	return p == "/services" || p == "/debuginfo" || p == "/api/recent"
 }
 
 // isControl reports whether the request changes a symbolization run
