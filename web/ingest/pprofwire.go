@@ -470,21 +470,19 @@ var parallelMergeMin = 1 << 16
 // 512 KiB block), and sixteen times how many samples.
 const buildBlock = 1 << 16
 
-// mergedSample is a distinct sample: its location IDs, packed, and its
-// label fields, as written (tags, lengths and messages, in order), as
-// sub-slices of the input, where its summed values are in its merger's
-// array, its label set, and its hash. Only locs and labels are pointers,
-// so the merger's slice of them is quick for the collector to scan; a
-// sample's labels are one slice, not one per label, so that many labels
-// cost no array of their own, one hash and one comparison.
+// mergedSample is a distinct sample: its location IDs, packed, as a
+// sub-slice of the input, where its summed values are in its merger's
+// array, its label set, and its hash. Only locs is a pointer, so the
+// merger's slice of them is small and quick for the collector to scan;
+// its labels are its label set's, so that labels cost a sample nothing
+// but the set's number.
 type mergedSample struct {
 	locs    []byte
-	labels  []byte
 	hash    uint64 // of its locations, labels and number of values
 	value   int    // values[value : value+nvalues]
 	nvalues int32
 	n       int32 // how many location IDs
-	set     int32 // its label set (sampleMerger.setFirst), -1 without labels
+	set     int32 // its label set (sampleMerger.setLabels), -1 without labels
 }
 
 // sampleMerger merges sample records as they are added, keeping the
@@ -494,13 +492,20 @@ type sampleMerger struct {
 	us     []mergedSample
 	table  hashindex.Table
 	values []int64
-	// The distinct label sets (a sample's label fields, byte for byte),
-	// found by their hash in sets: setFirst is the first sample of each,
-	// whose label maps build makes and the others of the set share, and
-	// setLabels the label messages of all sets, what the maps hold.
+	// The distinct label sets: a record's label fields as written (tags,
+	// lengths and messages, in order), byte for byte, setLabels, found
+	// by their hash (setHash) in sets; setFirst is the first sample of
+	// each, whose label maps build makes and the others of the set
+	// share, and nlabels the label messages of all sets, what the maps
+	// hold. A record's labels are one slice, not one per label: one hash
+	// and one lookup in a table that is small (a converted perf.data has
+	// a set per thread and time bucket, a Go profile one per distinct
+	// goroutine labels) whatever the samples.
 	sets      hashindex.Table
+	setLabels [][]byte
+	setHash   []uint64
 	setFirst  []int32
-	setLabels int64
+	nlabels   int64
 
 	vals    []int64  // a batch's values
 	recs    []record // and records
@@ -539,9 +544,9 @@ func (m *sampleMerger) addAll(records [][]byte) error {
 }
 
 // sameSample reports whether merged sample u has these location IDs,
-// label fields and number of values.
-func (m *sampleMerger) sameSample(u *mergedSample, locIDs, labels []byte, values int) bool {
-	return string(u.locs) == string(locIDs) && int(u.nvalues) == values && string(u.labels) == string(labels)
+// label set and number of values.
+func (m *sampleMerger) sameSample(u *mergedSample, locIDs []byte, set int32, values int) bool {
+	return string(u.locs) == string(locIDs) && int(u.nvalues) == values && u.set == set
 }
 
 // mergeBatch is how many records addBatch reads before it merges them.
@@ -550,9 +555,10 @@ const mergeBatch = 32
 // record is a sample record read by addBatch, not merged yet: its values
 // are vals[v0:v1] of its merger.
 type record struct {
-	locs, labels []byte
-	h            uint64
-	v0, v1       int32
+	locs   []byte
+	h      uint64
+	v0, v1 int32
+	set    int32 // its label set, -1 without labels
 }
 
 // addBatch merges the sample records bs (mergeBatch or fewer), and
@@ -593,11 +599,14 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 			locIDs = slices.Clone(m.scratch)
 		}
 		h := maphash.Bytes(m.seed, locIDs)
+		set := int32(-1)
 		if len(lbs) > 0 {
-			h = h*31 + maphash.Bytes(m.seed, lbs)
+			lh := maphash.Bytes(m.seed, lbs)
+			set = m.labelSet(lbs, lh)
+			h = h*31 + lh
 		}
 		h ^= uint64(len(m.vals)-v0) << 56
-		m.recs = append(m.recs, record{locs: locIDs, labels: lbs, h: h, v0: int32(v0), v1: int32(len(m.vals))})
+		m.recs = append(m.recs, record{locs: locIDs, h: h, v0: int32(v0), v1: int32(len(m.vals)), set: set})
 	}
 	// Load what the merge will read, records side by side.
 	var x uint64
@@ -620,7 +629,7 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 	m.sink += x
 	for i := range m.recs {
 		r := &m.recs[i]
-		n := m.put(r.h, r.locs, -1, m.vals[r.v0:r.v1], r.labels)
+		n := m.put(r.h, r.locs, -1, m.vals[r.v0:r.v1], r.set)
 		if n < 0 {
 			return 0, 0, 0, errWire
 		}
@@ -651,8 +660,8 @@ func gatherLabels(b []byte) []byte {
 // when n is -1 their count (packedLen, only for a new sample: a merged
 // record has the bytes of one counted already), -1 when they are not
 // packed varints.
-func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels []byte) int {
-	slot, found := m.table.Find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
+func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, set int32) int {
+	slot, found := m.table.Find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, set, len(vals)) })
 	if found >= 0 {
 		u := &m.us[found]
 		v := m.values[u.value : u.value+int(u.nvalues)]
@@ -676,37 +685,34 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 	if cap(m.values)-len(m.values) < len(vals) {
 		m.values = slices.Grow(m.values, max(len(m.values), len(vals)))
 	}
-	m.us = append(m.us, mergedSample{locs: locIDs, labels: labels, hash: h, value: len(m.values), nvalues: int32(len(vals)),
-		n: int32(n), set: m.labelSet(labels)})
+	if set >= 0 && m.setFirst[set] < 0 {
+		m.setFirst[set] = int32(len(m.us))
+	}
+	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
+		n: int32(n), set: set})
 	m.values = append(m.values, vals...)
 	m.frames += int64(n)
 	return n
 }
 
-// labelSet is the label set of a new sample with these label fields, the
-// next sample of the merger: an existing one, or a new one it is the
-// first of. Only a new sample looks its labels up (a merged record has
-// its sample's), and the sets of a profile are few: a converted
-// perf.data has one per thread and time bucket, a Go profile one per
-// distinct goroutine labels.
-func (m *sampleMerger) labelSet(labels []byte) int32 {
-	if len(labels) == 0 {
-		return -1
-	}
-	h := maphash.Bytes(m.seed, labels)
-	slot, found := m.sets.Find(h, func(i int32) bool { return string(m.us[m.setFirst[i]].labels) == string(labels) })
+// labelSet is the label set of these label fields, of hash h: an
+// existing one, or a new one, whose first sample put sets.
+func (m *sampleMerger) labelSet(labels []byte, h uint64) int32 {
+	slot, found := m.sets.Find(h, func(i int32) bool { return string(m.setLabels[i]) == string(labels) })
 	if found >= 0 {
 		return found
 	}
-	set := int32(len(m.setFirst))
+	set := int32(len(m.setLabels))
 	m.sets.Insert(slot, h, set)
-	m.setFirst = append(m.setFirst, int32(len(m.us)))
+	m.setLabels = append(m.setLabels, labels)
+	m.setHash = append(m.setHash, h)
+	m.setFirst = append(m.setFirst, -1)
 	for b := labels; len(b) > 0; {
 		_, _, n := protowire.ConsumeField(b)
 		if n < 0 {
 			break
 		}
-		m.setLabels++
+		m.nlabels++
 		b = b[n:]
 	}
 	return set
@@ -724,9 +730,9 @@ func (m *sampleMerger) labelSet(labels []byte) int32 {
 // to the slower spooled parse.
 func (m *sampleMerger) memory() int64 {
 	arrays := int64(cap(m.us))*int64(unsafe.Sizeof(mergedSample{})) + int64(m.table.Slots())*8 +
-		int64(cap(m.values))*8 + int64(m.sets.Slots())*8 + int64(cap(m.setFirst))*4
+		int64(cap(m.values))*8 + int64(m.sets.Slots())*8 + int64(cap(m.setLabels))*(24+8+4)
 	return 3*arrays + int64(len(m.us))*(120+8) + 8*m.frames +
-		int64(len(m.setFirst))*labelSetMemory + m.setLabels*labelMemory
+		int64(len(m.setLabels))*labelSetMemory + m.nlabels*labelMemory
 }
 
 // labelSetMemory and labelMemory bound the label maps of one label set
@@ -746,7 +752,11 @@ const (
 func (m *sampleMerger) absorb(o *sampleMerger) {
 	for i := range o.us {
 		u := &o.us[i]
-		m.put(u.hash, u.locs, int(u.n), o.values[u.value:u.value+int(u.nvalues)], u.labels)
+		set := u.set
+		if set >= 0 {
+			set = m.labelSet(o.setLabels[set], o.setHash[set])
+		}
+		m.put(u.hash, u.locs, int(u.n), o.values[u.value:u.value+int(u.nvalues)], set)
 	}
 }
 
@@ -839,7 +849,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 		if first := m.setFirst[u.set]; int(first) != i {
 			o := p.Sample[first]
 			sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
-		} else if err := d.sampleLabels(sm, s, u.labels); err != nil {
+		} else if err := d.sampleLabels(sm, s, m.setLabels[u.set]); err != nil {
 			return err
 		}
 	}
