@@ -725,7 +725,7 @@ func (m *sampleMerger) labelSet(labels []byte, h uint64) int32 {
 // (120+8), a location pointer per frame, and the label maps of each
 // label set, which its samples share (labelSetMemory, labelMemory): not
 // of each sample's labels, which counted the 2M-sample profile with five
-// labels a sample over its 8,000 label sets 200 MB of maps it never made
+// labels a sample over its 1,000 label sets 200 MB of maps it never made
 // and, with its array of label slices, sent it over the default budget
 // to the slower spooled parse.
 func (m *sampleMerger) memory() int64 {
