@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"viewer/testdata/bench/gen"
 )
@@ -233,5 +235,49 @@ func TestStreamedDecodeHandsOverBigTables(t *testing.T) {
 	want := parsedAs(Parse(gz, Limits{}))
 	if got := parsedAs(ParseFile(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()})); got != want {
 		t.Errorf("ParseFile gave\n%.500s\nParse gave\n%.500s", got, want)
+	}
+}
+
+// TestStreamedLabelsEstimate checks that labels on every sample cost the
+// streamed decode's estimate their bytes and their label sets' maps, not
+// a label map per sample's label: a profile whose samples each carry five
+// labels of a thousand label sets is estimated at most 4 MiB (4 kB a
+// label set) over the same profile without labels and the bytes its
+// labels add; 25,000 distinct samples' labels counted each were 20. Counted per
+// label, the 2M-sample one was taken for 200 MB of maps it never made and
+// went over the default budget to the spooled parse, at 1.6× the server
+// CPU.
+func TestStreamedLabelsEstimate(t *testing.T) {
+	estimate := func(shape string) (est, size int64) {
+		sh, _ := gen.Variant(shape, 100000, 25000, 10000, 20, 1)
+		var gz bytes.Buffer
+		if err := sh.WriteStream(&gz); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewBudget(1<<40, time.Second)
+		p, _, err := ParseFile(context.Background(), spoolFile(t, gz.Bytes()), Limits{Memory: b, SpoolDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shape == "labels" && (p.Sample[0].Label == nil || p.Sample[0].NumLabel == nil) {
+			t.Fatalf("the labels profile's first sample has no labels: %v %v", p.Sample[0].Label, p.Sample[0].NumLabel)
+		}
+		return b.peak.Load(), int64(len(raw))
+	}
+	plain, plainSize := estimate("records")
+	labeled, labeledSize := estimate("labels")
+	over := labeled - plain - (labeledSize - plainSize)
+	t.Logf("estimate without labels %.1f MiB (%.1f MiB inflated), with labels %.1f MiB (%.1f MiB): %.2f MiB more than their bytes",
+		mibs(plain), mibs(plainSize), mibs(labeled), mibs(labeledSize), mibs(over))
+	if over > 4<<20 {
+		t.Errorf("labels made the estimate %.2f MiB more than the bytes they add; want at most 4 MiB", mibs(over))
 	}
 }

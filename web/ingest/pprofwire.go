@@ -471,17 +471,18 @@ var parallelMergeMin = 1 << 16
 const buildBlock = 1 << 16
 
 // mergedSample is a distinct sample: its location IDs, packed, as a
-// sub-slice of the input, where its summed values and its label messages
-// are in its merger's arrays, and its hash. Only locs is a pointer, so the
-// merger's slice of them is small and quick for the collector to scan.
+// sub-slice of the input, where its summed values are in its merger's
+// array, its label set, and its hash. Only locs is a pointer, so the
+// merger's slice of them is small and quick for the collector to scan;
+// its labels are its label set's, so that labels cost a sample nothing
+// but the set's number.
 type mergedSample struct {
 	locs    []byte
 	hash    uint64 // of its locations, labels and number of values
 	value   int    // values[value : value+nvalues]
 	nvalues int32
 	n       int32 // how many location IDs
-	label   int32 // labels[label : label+nlabels]
-	nlabels int32
+	set     int32 // its label set (sampleMerger.setLabels), -1 without labels
 }
 
 // sampleMerger merges sample records as they are added, keeping the
@@ -491,10 +492,22 @@ type sampleMerger struct {
 	us     []mergedSample
 	table  hashindex.Table
 	values []int64
-	labels [][]byte
+	// The distinct label sets: a record's label fields as written (tags,
+	// lengths and messages, in order), byte for byte, setLabels, found
+	// by their hash (setHash) in sets; setFirst is the first sample of
+	// each, whose label maps build makes and the others of the set
+	// share, and nlabels the label messages of all sets, what the maps
+	// hold. A record's labels are one slice, not one per label: one hash
+	// and one lookup in a table that is small (a converted perf.data has
+	// a set per thread and time bucket, a Go profile one per distinct
+	// goroutine labels) whatever the samples.
+	sets      hashindex.Table
+	setLabels [][]byte
+	setHash   []uint64
+	setFirst  []int32
+	nlabels   int64
 
 	vals    []int64  // a batch's values
-	lbs     [][]byte // and label messages
 	recs    []record // and records
 	homes   []int32  // and the merged sample in each record's home slot (hashindex.Table.Home), -1 if none
 	scratch []byte   // location IDs sent unpacked, packed again
@@ -513,6 +526,7 @@ type sampleMerger struct {
 func newSampleMerger(seed maphash.Seed, n int) *sampleMerger {
 	m := &sampleMerger{seed: seed}
 	m.table.Init(n + 1)
+	m.sets.Init(64)
 	m.us = make([]mergedSample, 0, n+1)
 	m.values = make([]int64, 0, n+1)
 	return m
@@ -530,21 +544,21 @@ func (m *sampleMerger) addAll(records [][]byte) error {
 }
 
 // sameSample reports whether merged sample u has these location IDs,
-// labels and number of values.
-func (m *sampleMerger) sameSample(u *mergedSample, locIDs []byte, labels [][]byte, values int) bool {
-	return string(u.locs) == string(locIDs) && int(u.nvalues) == values && int(u.nlabels) == len(labels) &&
-		slices.EqualFunc(m.labels[u.label:u.label+u.nlabels], labels, func(a, b []byte) bool { return string(a) == string(b) })
+// label set and number of values.
+func (m *sampleMerger) sameSample(u *mergedSample, locIDs []byte, set int32, values int) bool {
+	return string(u.locs) == string(locIDs) && int(u.nvalues) == values && u.set == set
 }
 
 // mergeBatch is how many records addBatch reads before it merges them.
 const mergeBatch = 32
 
 // record is a sample record read by addBatch, not merged yet: its values
-// and labels are vals[v0:v1] and lbs[l0:l1] of its merger.
+// are vals[v0:v1] of its merger.
 type record struct {
-	locs           []byte
-	h              uint64
-	v0, v1, l0, l1 int32
+	locs   []byte
+	h      uint64
+	v0, v1 int32
+	set    int32 // its label set, -1 without labels
 }
 
 // addBatch merges the sample records bs (mergeBatch or fewer), and
@@ -555,12 +569,17 @@ type record struct {
 // depend on each other overlap, where one record after another waits for
 // each in turn.
 func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error) {
-	m.vals, m.lbs, m.recs = m.vals[:0], m.lbs[:0], m.recs[:0]
+	m.vals, m.recs = m.vals[:0], m.recs[:0]
 	for _, b := range bs {
-		v0, l0 := len(m.vals), len(m.lbs)
-		locIDs, fieldsSeen, unpacked, err := sampleFields(b, &m.vals, &m.lbs)
+		v0 := len(m.vals)
+		locIDs, fieldsSeen, unpacked, lbs, nl, scattered, err := sampleFields(b, &m.vals)
 		if err != nil {
 			return 0, 0, 0, err
+		}
+		labels += nl
+		if scattered {
+			// Rare: other fields between the labels; gather them.
+			lbs = gatherLabels(b)
 		}
 		if unpacked || fieldsSeen > 1 {
 			// Rare: gather the IDs in order into one packed run.
@@ -580,11 +599,14 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 			locIDs = slices.Clone(m.scratch)
 		}
 		h := maphash.Bytes(m.seed, locIDs)
-		for _, lb := range m.lbs[l0:] {
-			h = h*31 + maphash.Bytes(m.seed, lb)
+		set := int32(-1)
+		if len(lbs) > 0 {
+			lh := maphash.Bytes(m.seed, lbs)
+			set = m.labelSet(lbs, lh)
+			h = h*31 + lh
 		}
 		h ^= uint64(len(m.vals)-v0) << 56
-		m.recs = append(m.recs, record{locs: locIDs, h: h, v0: int32(v0), v1: int32(len(m.vals)), l0: int32(l0), l1: int32(len(m.lbs))})
+		m.recs = append(m.recs, record{locs: locIDs, h: h, v0: int32(v0), v1: int32(len(m.vals)), set: set})
 	}
 	// Load what the merge will read, records side by side.
 	var x uint64
@@ -607,13 +629,30 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 	m.sink += x
 	for i := range m.recs {
 		r := &m.recs[i]
-		n := m.put(r.h, r.locs, -1, m.vals[r.v0:r.v1], m.lbs[r.l0:r.l1])
+		n := m.put(r.h, r.locs, -1, m.vals[r.v0:r.v1], r.set)
 		if n < 0 {
 			return 0, 0, 0, errWire
 		}
 		ids += n
 	}
-	return ids, len(m.vals), len(m.lbs), nil
+	return ids, len(m.vals), labels, nil
+}
+
+// gatherLabels is the label fields of sample message b, in order, packed
+// into one slice of their own.
+func gatherLabels(b []byte) []byte {
+	var out []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return out // sampleFields read it whole: not reached
+		}
+		if num == 3 && typ == protowire.BytesType {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // put sums vals into the merged sample of these location IDs and labels,
@@ -621,8 +660,8 @@ func (m *sampleMerger) addBatch(bs [][]byte) (ids, values, labels int, err error
 // when n is -1 their count (packedLen, only for a new sample: a merged
 // record has the bytes of one counted already), -1 when they are not
 // packed varints.
-func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels [][]byte) int {
-	slot, found := m.table.Find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, labels, len(vals)) })
+func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, set int32) int {
+	slot, found := m.table.Find(h, func(i int32) bool { return m.sameSample(&m.us[i], locIDs, set, len(vals)) })
 	if found >= 0 {
 		u := &m.us[found]
 		v := m.values[u.value : u.value+int(u.nvalues)]
@@ -646,27 +685,66 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, labels 
 	if cap(m.values)-len(m.values) < len(vals) {
 		m.values = slices.Grow(m.values, max(len(m.values), len(vals)))
 	}
-	if cap(m.labels)-len(m.labels) < len(labels) {
-		m.labels = slices.Grow(m.labels, max(len(m.labels), len(labels)))
+	if set >= 0 && m.setFirst[set] < 0 {
+		m.setFirst[set] = int32(len(m.us))
 	}
 	m.us = append(m.us, mergedSample{locs: locIDs, hash: h, value: len(m.values), nvalues: int32(len(vals)),
-		n: int32(n), label: int32(len(m.labels)), nlabels: int32(len(labels))})
+		n: int32(n), set: set})
 	m.values = append(m.values, vals...)
-	m.labels = append(m.labels, labels...)
 	m.frames += int64(n)
 	return n
 }
 
+// labelSet is the label set of these label fields, of hash h: an
+// existing one, or a new one, whose first sample put sets.
+func (m *sampleMerger) labelSet(labels []byte, h uint64) int32 {
+	slot, found := m.sets.Find(h, func(i int32) bool { return string(m.setLabels[i]) == string(labels) })
+	if found >= 0 {
+		return found
+	}
+	set := int32(len(m.setLabels))
+	m.sets.Insert(slot, h, set)
+	m.setLabels = append(m.setLabels, labels)
+	m.setHash = append(m.setHash, h)
+	m.setFirst = append(m.setFirst, -1)
+	for b := labels; len(b) > 0; {
+		_, _, n := protowire.ConsumeField(b)
+		if n < 0 {
+			break
+		}
+		m.nlabels++
+		b = b[n:]
+	}
+	return set
+}
+
 // memory bounds what the merger holds and what build will allocate for
 // its samples so far, until it grows again: its arrays as allocated, the
-// next doubling of each (put and the table double them when full, the old
-// array live while it is copied), the samples' structs and pointers
-// (120+8), a location pointer per frame, and the label maps (80 a label).
+// next doubling of each (put and the tables double them when full, the
+// old array live while it is copied), the samples' structs and pointers
+// (120+8), a location pointer per frame, and the label maps of each
+// label set, which its samples share (labelSetMemory, labelMemory): not
+// of each sample's labels, which counted the 2M-sample profile with five
+// labels a sample over its 1,000 label sets 200 MB of maps it never made
+// and, with its array of label slices, sent it over the default budget
+// to the slower spooled parse.
 func (m *sampleMerger) memory() int64 {
 	arrays := int64(cap(m.us))*int64(unsafe.Sizeof(mergedSample{})) + int64(m.table.Slots())*8 +
-		int64(cap(m.values))*8 + int64(cap(m.labels))*24
-	return 3*arrays + int64(len(m.us))*(120+8) + 8*m.frames + int64(len(m.labels))*80
+		int64(cap(m.values))*8 + int64(m.sets.Slots())*8 + int64(cap(m.setLabels))*(24+8+4)
+	return 3*arrays + int64(len(m.us))*(120+8) + 8*m.frames +
+		int64(len(m.setLabels))*labelSetMemory + m.nlabels*labelMemory
 }
+
+// labelSetMemory and labelMemory bound the label maps of one label set
+// (sampleLabels): its three maps' headers and first groups (Go's maps of
+// up to 8 keys), and, for each label, its value slice and its share of a
+// larger map's groups as they grow (measured: 416 bytes for one label,
+// 872 for five, 12.7 kB for 100, 207 kB for 1,000, garbage of the growth
+// included).
+const (
+	labelSetMemory = 3 * 400
+	labelMemory    = 256
+)
 
 // absorb merges o's samples, all of records after m's, into m: summed
 // into the same sample of m, else appended (so the order stays that of
@@ -674,7 +752,11 @@ func (m *sampleMerger) memory() int64 {
 func (m *sampleMerger) absorb(o *sampleMerger) {
 	for i := range o.us {
 		u := &o.us[i]
-		m.put(u.hash, u.locs, int(u.n), o.values[u.value:u.value+int(u.nvalues)], o.labels[u.label:u.label+u.nlabels])
+		set := u.set
+		if set >= 0 {
+			set = m.labelSet(o.setLabels[set], o.setHash[set])
+		}
+		m.put(u.hash, u.locs, int(u.n), o.values[u.value:u.value+int(u.nvalues)], set)
 	}
 }
 
@@ -753,51 +835,48 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 		valid[1] = true
 	}
 	m.samplesValid = valid[0] && valid[1] && (len(p.SampleType) > 0 || k == 0)
-	// Samples with the same label messages share their label maps (read
-	// only once parsed, as perf.data's converter shares them): a converted
-	// perf.data has a sample per thread, time and stack, and a map set per
-	// sample made its 428k samples 650 MB instead of 135.
-	sameLabels := map[string]*profile.Sample{}
-	var labelKey []byte
+	// Samples with the same label messages (a label set) share their
+	// label maps (read only once parsed, as perf.data's converter shares
+	// them): a converted perf.data has a sample per thread, time and
+	// stack, and a map set per sample made its 428k samples 650 MB
+	// instead of 135. The first sample of a set comes first.
 	for i := range m.us {
 		u := &m.us[i]
-		if u.nlabels == 0 {
+		if u.set < 0 {
 			continue
 		}
 		sm := p.Sample[i]
-		labels := m.labels[u.label : u.label+u.nlabels]
-		labelKey = labelKey[:0]
-		for _, lb := range labels {
-			labelKey = protowire.AppendBytes(labelKey, lb)
-		}
-		if o := sameLabels[string(labelKey)]; o != nil {
+		if first := m.setFirst[u.set]; int(first) != i {
+			o := p.Sample[first]
 			sm.Label, sm.NumLabel, sm.NumUnit = o.Label, o.NumLabel, o.NumUnit
-		} else {
-			if err := d.sampleLabels(sm, s, labels); err != nil {
-				return err
-			}
-			sameLabels[string(labelKey)] = sm
+		} else if err := d.sampleLabels(sm, s, m.setLabels[u.set]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// sampleFields reads a sample message b: its values and label messages
-// are appended to vals and labels; locs is its last packed run of
-// location IDs, fieldsSeen how many packed runs it has, unpacked whether
-// it has any location ID outside one.
-func sampleFields(b []byte, vals *[]int64, labels *[][]byte) (locs []byte, fieldsSeen int, unpacked bool, err error) {
+// sampleFields reads a sample message b: its values are appended to
+// vals; locs is its last packed run of location IDs, fieldsSeen how many
+// packed runs it has, unpacked whether it has any location ID outside
+// one; labels is its label fields (tags, lengths and messages), nlabels
+// how many, and scattered says other fields come between them, so that
+// labels is not all of them (gatherLabels).
+func sampleFields(b []byte, vals *[]int64) (locs []byte, fieldsSeen int, unpacked bool, labels []byte, nlabels int, scattered bool, err error) {
+	whole := b
+	lstart, lend := 0, 0
 	for len(b) > 0 {
+		at := len(whole) - len(b)
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil, 0, false, errWire
+			return nil, 0, false, nil, 0, false, errWire
 		}
 		b = b[n:]
 		switch typ {
 		case protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return nil, 0, false, errWire
+				return nil, 0, false, nil, 0, false, errWire
 			}
 			b = b[n:]
 			switch num {
@@ -806,12 +885,12 @@ func sampleFields(b []byte, vals *[]int64, labels *[][]byte) (locs []byte, field
 			case 2:
 				*vals = append(*vals, int64(v))
 			case 3:
-				return nil, 0, false, errWire
+				return nil, 0, false, nil, 0, false, errWire
 			}
 		case protowire.BytesType:
 			fb, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return nil, 0, false, errWire
+				return nil, 0, false, nil, 0, false, errWire
 			}
 			b = b[n:]
 			switch num {
@@ -822,19 +901,28 @@ func sampleFields(b []byte, vals *[]int64, labels *[][]byte) (locs []byte, field
 				for len(fb) > 0 {
 					x, n := protowire.ConsumeVarint(fb)
 					if n < 0 {
-						return nil, 0, false, errWire
+						return nil, 0, false, nil, 0, false, errWire
 					}
 					*vals = append(*vals, int64(x))
 					fb = fb[n:]
 				}
 			case 3:
-				*labels = append(*labels, fb)
+				if nlabels == 0 {
+					lstart = at
+				} else if at != lend {
+					scattered = true
+				}
+				lend = len(whole) - len(b)
+				nlabels++
 			}
 		default:
-			return nil, 0, false, errWire
+			return nil, 0, false, nil, 0, false, errWire
 		}
 	}
-	return locs, fieldsSeen, unpacked, nil
+	if nlabels > 0 {
+		labels = whole[lstart:lend:lend]
+	}
+	return locs, fieldsSeen, unpacked, labels, nlabels, scattered, nil
 }
 
 // packedLen is the number of varints packed in b, -1 when b does not end
@@ -857,12 +945,21 @@ func packedLen(b []byte) int {
 }
 
 // sampleLabels sets a sample's Label, NumLabel and NumUnit from its label
-// messages, as pprof's postDecode does.
-func (d *pprofDecoder) sampleLabels(sm *profile.Sample, s *strs, labels [][]byte) error {
+// fields (sampleFields' labels), as pprof's postDecode does.
+func (d *pprofDecoder) sampleLabels(sm *profile.Sample, s *strs, labels []byte) error {
 	var str map[string][]string
 	var num map[string][]int64
 	var units map[string][]string
-	for _, b := range labels {
+	for len(labels) > 0 {
+		_, _, n := protowire.ConsumeTag(labels)
+		if n < 0 {
+			return errWire
+		}
+		b, m := protowire.ConsumeBytes(labels[n:])
+		if m < 0 {
+			return errWire
+		}
+		labels = labels[n+m:]
 		var key, sx, nx, ux uint64
 		err := fields(b, func(f protowire.Number, v uint64, _ []byte, packed bool) error {
 			if packed {

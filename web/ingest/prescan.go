@@ -39,19 +39,20 @@ type wireCounts struct {
 // parseOverhead is the parse's own first slices, whatever the profile.
 func (c wireCounts) memory() int64 {
 	// A merger's arrays for n distinct samples: its samples, table
-	// slots, values and labels, sized for a quarter of the records it
-	// is given first, doubled when full; growing holds the old array
-	// and the new one, 3× the old's elements.
-	arrays := func(n, v, l, init int64) (steady, growing int64) {
+	// slots and values, sized for a quarter of the records it is given
+	// first, and its label sets' (ls: at most one a distinct sample, and
+	// a label at least each), doubled when full; growing holds the old
+	// array and the new one, 3× the old's elements.
+	arrays := func(n, v, ls, init int64) (steady, growing int64) {
 		per := func(k, n, init int64) (int64, int64) { return k * max(2*n, init), k * max(3*n, init) }
 		a, b := per(56, n, init)
 		c, d := per(8, 2*n, 4*init) // the table: at most half full, 16 bytes an item; sized for init at most a quarter full
 		e, f := per(8, v, init)
-		g, h := per(24, l, 0)
+		g, h := per(24+8+4+16, ls, 0) // the label sets' fields, hashes, first samples and table
 		return a + c + e + g, b + d + f + h
 	}
 	// Each merger is bounded by every distinct sample, so both are as one.
-	first, growing := arrays(c.distinct, c.distinctValues, c.distinctLabels, c.samples/4+1)
+	first, growing := arrays(c.distinct, c.distinctValues, min(c.distinct, c.distinctLabels), c.samples/4+1)
 	merging := 2 * growing
 	building := first + c.distinct*(120+8) + 8*c.distinctLocIDs + 80*c.distinctLabels
 	return parseOverhead + c.tableMemory() + 3*24*(c.strings+c.locations+c.functions+c.mappings) +
