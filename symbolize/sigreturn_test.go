@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize/elfsym"
+	"viewer/symbolize/buildid"
 )
 
 // TestSignalTrampolineNamedAtItsStart symbolizes a frame-pointer stack of a
@@ -26,7 +26,7 @@ func TestSignalTrampolineNamedAtItsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bid := buildID(t, lib)
-	dbg := elfsym.BuildIDPath("/usr/lib/debug", bid, ".debug")
+	dbg := buildid.Paths("/usr/lib/debug", bid, buildid.Tree, buildid.Debuginfo)[0].Path
 	if _, err := os.Stat(dbg); err != nil {
 		t.Fatalf("libc's debug file %s missing (package libc6-dbg): run make deps", dbg)
 	}
