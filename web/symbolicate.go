@@ -32,7 +32,7 @@ var SymbolicateOrigins = []string{"https://profiler.firefox.com"}
 var symbolicateCORS = middleware.CORSWithConfig(middleware.CORSConfig{
 	AllowOrigins: SymbolicateOrigins,
 	AllowMethods: []string{http.MethodPost},
-	AllowHeaders: []string{echo.HeaderContentType},
+	AllowHeaders: []string{echo.HeaderContentType, "User-Agent"}, // the Firefox Profiler sets User-Agent: Firefox preflights it
 	MaxAge:       86400,
 })
 
