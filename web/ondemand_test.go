@@ -807,6 +807,11 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 
 	held.Allow(math.MaxInt64)
 	odSearch(t, b, "ondemand_hash_block")
+	// The ended job folded the panel to its summary line: open it, as a
+	// user does, to reach Retry.
+	if odEval[bool](t, b, `!document.querySelector('#symbolization details').open`) {
+		odDo(t, b, "open the folded panel", chromedp.Click(chromedp.CSS(`#symbolization details > summary`)))
+	}
 	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
 	odWait(t, b, "symbolized after Retry", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
 	odWait(t, b, "names after Retry", `document.getElementById('match').textContent.includes('60.00%')`)
@@ -844,6 +849,11 @@ func TestBrowserOnDemandKeys(t *testing.T) {
 	}
 
 	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
+	// The ended job folded the panel to its summary line: open it, as a
+	// user does, to reach Retry.
+	if odEval[bool](t, b, `!document.querySelector('#symbolization details').open`) {
+		odDo(t, b, "open the folded panel", chromedp.Click(chromedp.CSS(`#symbolization details > summary`)))
+	}
 	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
 	odWait(t, b, "fetching again", row+`.dataset.state === 'fetching' && !document.getElementById('symbolize-disable').hidden`)
 	odDo(t, b, "press d on the page", chromedp.KeyEvent("d"))
