@@ -14,6 +14,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -258,6 +259,11 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 		}
 		if len(h.Name) > maxSourcePath {
 			return 0, refused("a file in the sources has a name of %d bytes, over the %d bytes a path may have (PATH_MAX): archive the files by the paths their DWARF names", len(h.Name), maxSourcePath)
+		}
+		if !utf8.ValidString(h.Name) {
+			// The index is JSON, which would store U+FFFD for each bad
+			// byte: a longer path, and not the one a request names.
+			return 0, refused("a file in the sources has a name that is not UTF-8 (%q): archive the files by the paths their DWARF names", h.Name[:min(len(h.Name), 64)])
 		}
 		p := cleanSource(h.Name)
 		if _, ok := ix.Files[p]; !ok {
