@@ -399,7 +399,15 @@ func TestBrowserFlamePage(t *testing.T) {
 	noProblems(t, b)
 	b.Screenshot(t, "flame-page")
 
-	// The links on the page work.
+	// The links on the page work; the exports sit in the Export menu, shown
+	// when it is opened.
+	if eval[bool](t, b, `document.getElementById('svg-link').checkVisibility()`) {
+		t.Error("flame.svg shows before the Export menu is opened")
+	}
+	run(t, b, "open the Export menu", chromedp.Click("#export-menu > summary", chromedp.NodeVisible))
+	if !eval[bool](t, b, `['svg-link','pprof-link'].every((id) => { const a = document.getElementById(id), r = a.getBoundingClientRect(); return a.checkVisibility() && r.width > 0 && r.right <= innerWidth; })`) {
+		t.Error("the opened Export menu does not show flame.svg and profile.pb.gz inside the window")
+	}
 	for _, id := range []string{"svg-link", "pprof-link", "top-link"} {
 		href := eval[string](t, b, fmt.Sprintf("document.getElementById(%q).href", id))
 		status := eval[int](t, b, fmt.Sprintf("fetch(%q).then(r => r.status)", href))
