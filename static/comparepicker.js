@@ -1,6 +1,6 @@
 // comparepicker.js: the flame page's compare picker lists recent profiles
 // to diff this one against, each a link to /p/OTHER/diff/THIS (the other as
-// the base). The list is this server's recent uploads (/api/recent), which
+// the base). The list is the server's recent uploads (/api/recent, every replica's), which
 // with an upload token needs it, as the server's other listings do; without
 // it, the uploads this browser made (the upload page's localStorage list)
 // and a line saying how to see the server's. Asked for when the Filters

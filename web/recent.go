@@ -2,44 +2,20 @@ package web
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
-// The uploads this server process took most recently, newest first, for
-// the flame page's compare picker (/api/recent). It is a list of links,
-// so with --auth-token it needs the token, as /services and /debuginfo do
-// (isListing). Kept in memory: a restart, or another replica, starts
-// with none; the picker adds the browser's own recent uploads.
+// /api/recent lists the newest uploads for the flame page's compare
+// picker (profiles.Service.Recent: every replica's, across restarts, when
+// the store lists keys). It is a list of links, so with --auth-token it
+// needs the token, as /services and /debuginfo do (isListing); the picker
+// adds the browser's own recent uploads.
 
-// recentKept is how many uploads /api/recent lists.
+// recentKept is how many uploads /api/recent lists at most.
 const recentKept = 20
-
-type recentUploads struct {
-	mu  sync.Mutex
-	ids []string // newest first, each once
-}
-
-// add records id as the newest upload.
-func (r *recentUploads) add(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ids = slices.DeleteFunc(r.ids, func(x string) bool { return x == id })
-	r.ids = slices.Insert(r.ids, 0, id)
-	if len(r.ids) > recentKept {
-		r.ids = r.ids[:recentKept]
-	}
-}
-
-func (r *recentUploads) list() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.ids)
-}
 
 // recentJSON is one upload of /api/recent.
 type recentJSON struct {
@@ -50,8 +26,8 @@ type recentJSON struct {
 	SampleTypes []string  `json:"sampleTypes"`
 }
 
-// handleRecent is /api/recent: {"profiles": [...]}, this process's
-// recent uploads, newest first; n= lists at most n of them.
+// handleRecent is /api/recent: {"profiles": [...]}, the newest uploads
+// first; n= lists at most n of them (and never more than recentKept).
 func (s *Server) handleRecent(c echo.Context) error {
 	n := recentKept
 	if q := c.QueryParam("n"); q != "" {
@@ -61,9 +37,13 @@ func (s *Server) handleRecent(c echo.Context) error {
 		}
 		n = v
 	}
+	n = min(n, recentKept)
+	ids, err := s.prof.Recent(c.Request().Context(), n)
+	if err != nil {
+		return err
+	}
 	out := []recentJSON{}
-	ids := s.recent.list()
-	for _, id := range ids[:min(n, len(ids))] {
+	for _, id := range ids {
 		m, err := s.Meta(c.Request().Context(), id)
 		if err != nil {
 			continue

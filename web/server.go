@@ -91,7 +91,6 @@ type Server struct {
 	limits ingest.Limits
 
 	prof   *profiles.Service // IDs, meta, storing and loading profiles
-	recent recentUploads     // the latest uploads, for the compare picker (recent.go)
 	trees  *lru.Cache[treeKey, *encoded]
 	tops   *lru.Cache[treeKey, *topResult]
 	stacks *lru.Cache[treeKey, *flame.Stacks]    // zoom.go

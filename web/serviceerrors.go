@@ -52,7 +52,7 @@ func (s *Server) afterUpload(id string, err error) (string, error) {
 	if err != nil {
 		return "", httpStatusError(err)
 	}
-	s.recent.add(id)
+	s.prof.NoteUpload(context.Background(), id)
 	if s.cfg.AfterUpload != nil {
 		s.cfg.AfterUpload(id)
 	}

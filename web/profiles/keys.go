@@ -3,6 +3,7 @@ package profiles
 import (
 	"encoding/base32"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -103,4 +104,40 @@ func ParseServiceEntryKey(key string) (e ServiceEntry, ok bool) {
 		return e, false
 	}
 	return ServiceEntry{Service: string(svc), Time: time.Unix(0, ns).UTC(), ID: parts[1], Samples: n}, true
+}
+
+// RecentPrefix holds the index of uploads by day, for the compare picker's
+// list (/api/recent): one empty object per acknowledged upload, named by
+// RecentKey, so that every replica sharing the store lists the same
+// uploads, and a restart keeps them, without reading any profile.
+const RecentPrefix = "recent/"
+
+// recentDayLayout names a day's folder of the recent index (UTC).
+const recentDayLayout = "20060102"
+
+// RecentDayPrefix is the store prefix of the uploads made on t's day (UTC).
+func RecentDayPrefix(t time.Time) string {
+	return RecentPrefix + t.UTC().Format(recentDayLayout) + "/"
+}
+
+// RecentKey is the store key of an upload of id at t: its day's prefix,
+// then the nanoseconds left until the end of time (19 digits, so that a
+// listing sorted by key is newest first) and the ID.
+func RecentKey(id string, t time.Time) string {
+	return fmt.Sprintf("%s%019d-%s", RecentDayPrefix(t), math.MaxInt64-t.UnixNano(), id)
+}
+
+// ParseRecentKey reads a RecentKey back; ok is false for any other key.
+func ParseRecentKey(key string) (id string, t time.Time, ok bool) {
+	rest, found := strings.CutPrefix(key, RecentPrefix)
+	_, name, found2 := strings.Cut(rest, "/")
+	left, id, found3 := strings.Cut(name, "-")
+	if !found || !found2 || !found3 || len(left) != 19 || !ValidID(id) {
+		return "", time.Time{}, false
+	}
+	n, err := strconv.ParseInt(left, 10, 64)
+	if err != nil || n < 0 {
+		return "", time.Time{}, false
+	}
+	return id, time.Unix(0, math.MaxInt64-n).UTC(), true
 }

@@ -59,6 +59,7 @@ type Service struct {
 	metas    *lru.Cache[string, *Meta]
 	checked  *lru.Cache[string, check] // Recheck: profile ID → last look at its symbolized copy
 	flight   singleflight.Group
+	recent   recentMemory // this process's uploads, when the store cannot list (recent.go)
 
 	// conversions counts parses of uploaded bytes (ingest.Parse and
 	// ParseFile of an original): one per upload.
