@@ -197,6 +197,9 @@ func longNamesTarball(t *testing.T, n, nameLen int) []byte {
 // within a small heap, and the build ID's uploaded sources are served as
 // before; a good archive is still accepted after.
 func TestSourceArchiveIndexBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds archives of the limits' sizes: make test runs it")
+	}
 	_, debugFile, bid := privFiles(t)
 	ds := debuginfoServer(t, dopts{})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {

@@ -79,6 +79,9 @@ func bigExecutable(t *testing.T, size int) (string, string) {
 // spool file is left; another replica's upload going on meanwhile, a
 // file and an unfinished upload dated now, is kept.
 func TestKillDuringBucketUploads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills viewer processes mid-upload, one bucket at a time: make test runs it")
+	}
 	bin := buildViewer(t)
 	s3 := storetest.NewS3(t)
 	bucket := s3.Open(t)

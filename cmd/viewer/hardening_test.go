@@ -278,6 +278,9 @@ func checkReadable(t *testing.T, base, id string, want []byte) {
 // in, restarts it on the same data directory, and checks every acknowledged
 // upload is there and whole, and that nothing half-written is served.
 func TestKillDuringUploads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills viewer processes mid-upload: make test runs it")
+	}
 	bin := buildViewer(t)
 	data := t.TempDir()
 	p := startViewer(t, nil, nil, bin, "--data", data)

@@ -186,6 +186,9 @@ func TestJSONMemoryEstimate(t *testing.T) {
 // by more than the decoder's scratch; under a budget that fits, each is
 // read.
 func TestJSONProfileWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 100k-sample JSON profiles of each format: make test runs it")
+	}
 	files := writeJSONProfiles(t, t.TempDir(), 100000)
 	for name, path := range files {
 		f, err := os.Open(path)

@@ -48,6 +48,9 @@ func perfReportSamples(t *testing.T, perf, file string) int64 {
 // grow with the time buckets) grows by less than half as much as the
 // decompressed records, as it would not if they were held in the heap.
 func TestCompressedPerfDataSpooled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records with perf for seconds: make test runs it")
+	}
 	perf, err := exec.LookPath("perf")
 	if err != nil {
 		t.Fatal("perf is not installed (package linux-perf): run make deps")

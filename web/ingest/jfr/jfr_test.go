@@ -70,6 +70,9 @@ const printDepth = 64
 // same thread and frames (pkg.Class.method), heavy's samples are about
 // twice light's, and the samples' times span the run.
 func TestJDKRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records with a JDK: make test runs it")
+	}
 	for _, tool := range []string{"java", "jfr"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (.ci/deps installs openjdk-17-jdk-headless): %v", tool, err)
