@@ -316,6 +316,11 @@ func (b *builder) keep(n int64) error {
 	return b.need(b.kept + int64(len(b.order))*cellMemory)
 }
 
+// unkeep gives back n bytes of what keep took, once the format no longer
+// keeps them, for what it keeps next (the budget's share is not given
+// back: the read's peak stays taken).
+func (b *builder) unkeep(n int64) { b.kept = max(b.kept-n, 0) }
+
 // need asks opt.Reserve for memory until the read holds total bytes,
 // in steps that double what it holds, so that it is asked a few times.
 func (b *builder) need(total int64) error {
