@@ -114,7 +114,9 @@ func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, hea
 	return p, f.Name, nil
 }
 
-// jsonFormats are the JSON profiles ParseFile maps instead of reading.
+// jsonFormats are the JSON profiles jsonprof reads: ParseFile reads those
+// with a Stream as streams (parseStream), and maps the others (a V8 heap
+// profile, a node --prof log) instead of reading them.
 var jsonFormats = []Format{speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat}
 
 // sniffJSONProfile reports whether head starts a JSON profile jsonprof reads.
@@ -130,9 +132,9 @@ func sniffJSONProfile(head []byte) bool {
 // jsonMemoryFactor is what reading a JSON profile of n bytes allocates
 // before its records and samples (which the read takes from the budget as
 // they grow: jsonprof.Options.Reserve), as a multiple of n: the decoded
-// tables a format holds whole (a .cpuprofile's samples, a trace's spans,
-// a Firefox thread's tables) and the decoder's garbage
-// (TestJSONMemoryEstimate).
+// tables a format holds whole and the decoder's garbage
+// (TestJSONMemoryEstimate). ParseFile takes it for the JSON formats it
+// maps; those it streams take jsonStreamMemory instead.
 const jsonMemoryFactor = 2
 
 // jsonMemory is the memory reading a mapped JSON profile of size bytes
