@@ -15,14 +15,14 @@ import (
 // The JSON profiles of browsers and language profilers, read as
 // speedscope reads them (package jsonprof).
 var (
-	speedscopeFormat  = Format{Name: "speedscope JSON", Sniff: jsonprof.SniffSpeedscope, Parse: jsonParser(jsonprof.ParseSpeedscope)}
+	speedscopeFormat  = Format{Name: "speedscope JSON", Sniff: jsonprof.SniffSpeedscope, Parse: jsonParser(jsonprof.ParseSpeedscope), Stream: jsonStreamer(jsonprof.ReadSpeedscope)}
 	cpuProfileFormat  = Format{Name: "V8 CPU profile", Sniff: jsonprof.SniffCPUProfile, Parse: jsonParser(jsonprof.ParseCPUProfile), Stream: jsonStreamer(jsonprof.ReadCPUProfile)}
 	heapProfileFormat = Format{Name: "V8 heap profile", Sniff: jsonprof.SniffHeapProfile, Parse: jsonParser(jsonprof.ParseHeapProfile)}
 	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log)}
-	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox)}
+	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox), Stream: jsonStreamer(jsonprof.ReadFirefox)}
 	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents), Stream: jsonStreamer(jsonprof.ReadTraceEvents)}
-	ghcFormat         = Format{Name: "GHC profile", Sniff: jsonprof.SniffGHC, Parse: jsonParser(jsonprof.ParseGHC)}
-	safariFormat      = Format{Name: "Safari recording", Sniff: jsonprof.SniffSafari, Parse: jsonParser(jsonprof.ParseSafari)}
+	ghcFormat         = Format{Name: "GHC profile", Sniff: jsonprof.SniffGHC, Parse: jsonParser(jsonprof.ParseGHC), Stream: jsonStreamer(jsonprof.ReadGHC)}
+	safariFormat      = Format{Name: "Safari recording", Sniff: jsonprof.SniffSafari, Parse: jsonParser(jsonprof.ParseSafari), Stream: jsonStreamer(jsonprof.ReadSafari)}
 )
 
 // jsonParser adapts a jsonprof parser to lim: MaxSamples bounds the
@@ -114,7 +114,9 @@ func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, hea
 	return p, f.Name, nil
 }
 
-// jsonFormats are the JSON profiles ParseFile maps instead of reading.
+// jsonFormats are the JSON profiles jsonprof reads: ParseFile reads those
+// with a Stream as streams (parseStream), and maps the others (a V8 heap
+// profile, a node --prof log) instead of reading them.
 var jsonFormats = []Format{speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat}
 
 // sniffJSONProfile reports whether head starts a JSON profile jsonprof reads.
@@ -130,9 +132,9 @@ func sniffJSONProfile(head []byte) bool {
 // jsonMemoryFactor is what reading a JSON profile of n bytes allocates
 // before its records and samples (which the read takes from the budget as
 // they grow: jsonprof.Options.Reserve), as a multiple of n: the decoded
-// tables a format holds whole (a .cpuprofile's samples, a trace's spans,
-// a Firefox thread's tables) and the decoder's garbage
-// (TestJSONMemoryEstimate).
+// tables a format holds whole and the decoder's garbage
+// (TestJSONMemoryEstimate). ParseFile takes it for the JSON formats it
+// maps; those it streams take jsonStreamMemory instead.
 const jsonMemoryFactor = 2
 
 // jsonMemory is the memory reading a mapped JSON profile of size bytes

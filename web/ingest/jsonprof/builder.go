@@ -2,8 +2,8 @@
 // language profilers that write speedscope's format: speedscope JSON
 // (py-spy, rbspy, Austin, dotnet-trace), V8 CPU and heap-sampling
 // profiles (node --cpu-prof, DevTools), Chrome trace events (sampled
-// ProfileChunk events, or B/E/X events as spans), node --prof logs and
-// Firefox Profiler profiles. Each is read as speedscope reads it, so
+// ProfileChunk events, or B/E/X events as spans), node --prof logs,
+// Firefox Profiler profiles, GHC JSON profiles and Safari recordings. Each is read as speedscope reads it, so
 // stacks and weights equal what speedscope shows, into the pprof profile
 // every page uses: threads and processes become the labels perf.data's
 // samples carry (comm, pid, tid), and a timestamped format keeps its
@@ -43,13 +43,13 @@ type Options struct {
 
 // Memory a read takes per cell (a stack, thread, sample type and time
 // bucket the samples read are summed into: its map entry, key and value,
-// one slice's worth more while they grow), per record a format keeps
-// until its end (Safari's samples), and per sample of the profile (its
-// cell, values, labels and profile.Sample; TestJSONMemoryEstimate in
-// web/ingest).
+// one slice's worth more while they grow) and per sample of the profile
+// (its cell, values, labels and profile.Sample; TestJSONMemoryEstimate in
+// web/ingest). What a format keeps until its end beside them (a Firefox
+// thread's tables, the samples waiting for their weights: pairs) it takes
+// with keep as it grows.
 const (
 	cellMemory   = 160
-	recordMemory = 2 * 24
 	sampleMemory = 256
 )
 
@@ -315,6 +315,11 @@ func (b *builder) keep(n int64) error {
 	b.kept += n
 	return b.need(b.kept + int64(len(b.order))*cellMemory)
 }
+
+// unkeep gives back n bytes of what keep took, once the format no longer
+// keeps them, for what it keeps next (the budget's share is not given
+// back: the read's peak stays taken).
+func (b *builder) unkeep(n int64) { b.kept = max(b.kept-n, 0) }
 
 // need asks opt.Reserve for memory until the read holds total bytes,
 // in steps that double what it holds, so that it is asked a few times.

@@ -3,6 +3,7 @@ package jsonprof
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -22,16 +23,24 @@ func SniffGHC(head []byte) bool {
 // line: "Main.hs:12:1-20", "Main.hs:(12,1)-(14,30)".
 var ghcSrcLoc = regexp.MustCompile(`^(.+?):\(?(\d+)[,:](\d+)`)
 
-// ParseGHC reads a GHC JSON profile (.prof written by +RTS -pj: see GHC's
+// ParseGHC reads a GHC JSON profile from data (ReadGHC).
+func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
+	return ReadGHC(bytes.NewReader(data), opt)
+}
+
+// ReadGHC reads a GHC JSON profile (.prof written by +RTS -pj: see GHC's
 // users guide, "JSON profile format") as speedscope reads it: the cost
 // centre tree is the stacks, a node's ticks its own time (each tick
 // tick_interval µs) and its alloc its own allocation in bytes, two sample
 // types. A cost centre is named MODULE.LABEL; its src_loc, unless a
 // <placeholder>, gives the frame's file and line. The profile has no
-// times: GHC sums them per cost centre stack.
-func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
+// times: GHC sums them per cost centre stack. The input is read as a
+// stream: it keeps the cost centres and the tree's stacks, and a node's
+// values only when tick_interval comes after the tree (GHC writes it
+// before).
+func ReadGHC(r io.Reader, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(bytes.NewReader(data))
+	d := newDecoder(r)
 	timeType := b.valueType("time", "nanoseconds")
 	allocType := b.valueType("alloc", "bytes")
 	b.defType = timeType
@@ -57,6 +66,15 @@ func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 		ticks, alloc int64
 	}
 	var values []nodeValue
+	// tickKnown says tick_interval was read: a node's values are added
+	// as it ends from then on.
+	tickKnown := false
+	add := func(v nodeValue) error {
+		if err := b.add(v.stack, th, timeType, int64(math.Round(float64(v.ticks)*tickNanos)), noTime, false); err != nil {
+			return err
+		}
+		return b.add(v.stack, th, allocType, v.alloc, noTime, false)
+	}
 	var readNode func(parent int32) error
 	readNode = func(parent int32) error {
 		var id int64 = -1
@@ -91,12 +109,18 @@ func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 		if stack < 0 {
 			stack = b.push(parent, frameOf(id))
 		}
+		if err := b.keep(nodeMemory); err != nil {
+			return err
+		}
 		if ticks < 0 || alloc < 0 {
 			b.skip(fmt.Sprintf("cost centre %d has %d ticks and %d bytes", id, ticks, alloc))
 			return nil
 		}
+		if tickKnown {
+			return add(nodeValue{stack, ticks, alloc})
+		}
 		values = append(values, nodeValue{stack, ticks, alloc})
-		return nil
+		return b.keep(24)
 	}
 	sawTree := false
 	err := d.object(func(name string) error {
@@ -106,6 +130,7 @@ func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 			if err == nil && us > 0 && us < 1e9 {
 				tickNanos = us * 1e3
 			}
+			tickKnown = !sawTree
 			return err
 		case "cost_centres":
 			return d.array(func() error {
@@ -130,7 +155,7 @@ func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 				}
 				b.frames[f] = fr
 				named[cc.ID] = true
-				return nil
+				return b.keep(nodeMemory + int64(len(fr.Name)+len(fr.File)))
 			})
 		case "profile":
 			sawTree = true
@@ -150,10 +175,7 @@ func ParseGHC(data []byte, opt Options) (*profile.Profile, error) {
 		}
 	}
 	for _, v := range values {
-		if err := b.add(v.stack, th, timeType, int64(math.Round(float64(v.ticks)*tickNanos)), noTime, false); err != nil {
-			return nil, err
-		}
-		if err := b.add(v.stack, th, allocType, v.alloc, noTime, false); err != nil {
+		if err := add(v); err != nil {
 			return nil, err
 		}
 	}

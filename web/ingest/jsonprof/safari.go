@@ -3,6 +3,7 @@ package jsonprof
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -31,24 +32,57 @@ type safariFrame struct {
 	Column flexNumber `json:"column"`
 }
 
-// ParseSafari reads a Safari timeline recording's JavaScript samples as
+// ParseSafari reads a Safari timeline recording from data (ReadSafari).
+func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
+	return ReadSafari(bytes.NewReader(data), opt)
+}
+
+// safariSample is a sample's stack and time (s), waiting for its
+// duration.
+type safariSample struct {
+	stack int32
+	at    float64
+}
+
+// ReadSafari reads a Safari timeline recording's JavaScript samples as
 // speedscope reads them: each of recording.sampleStackTraces (frames leaf
 // first) weighs its sampleDurations entry (seconds). An unnamed function
 // is "(anonymous FILE:LINE)", as DevTools names it. The samples keep
-// their timestamps; the recording's displayName is their comm.
-func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
+// their timestamps; the recording's displayName is their comm. The input
+// is read as a stream: once the displayName is read (Safari writes it
+// first), a sample is added as both its stack and its duration have
+// arrived, so the read keeps the stacks of the samples whose durations
+// come later, not the recording's records.
+func ReadSafari(r io.Reader, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	d := newDecoder(bytes.NewReader(data))
+	d := newDecoder(r)
 	typ := b.valueType("time", "nanoseconds")
 	b.defType = typ
 	var (
 		name      string
-		stacks    []int32
-		times     []float64
-		durations []float64
+		named     bool // displayName was read
 		sawTraces bool
 		st        []int32
+		th        int32
+		started   bool
+		q         = pairs[safariSample, float64]{b: b}
 	)
+	pump := func() error {
+		if !named {
+			return nil
+		}
+		if !started {
+			th, started = b.thread(Thread{Comm: name, Pid: -1, Tid: -1}), true
+		}
+		return q.drain(func(s safariSample, dur float64) error {
+			at := int64(noTime)
+			if t := s.at * 1e9; t > -maxTime && t < maxTime {
+				at = int64(math.Round(t))
+			}
+			return b.add(s.stack, th, typ, int64(math.Round(dur*1e9)), at, false)
+		})
+	}
+	defer q.done()
 	err := d.object(func(key string) error {
 		if key != "recording" {
 			return d.SkipValue()
@@ -58,11 +92,19 @@ func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 			case "displayName":
 				var err error
 				name, err = d.string()
+				named = err == nil
 				return err
 			case "sampleDurations":
-				var err error
-				durations, err = d.floats(nil)
-				return err
+				return d.array(func() error {
+					v, err := d.number()
+					if err != nil {
+						return err
+					}
+					if err := q.addB(v); err != nil {
+						return err
+					}
+					return pump()
+				})
 			case "sampleStackTraces":
 				sawTraces = true
 				return d.array(func() error {
@@ -77,9 +119,10 @@ func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 					for i := len(s.StackFrames) - 1; i >= 0; i-- {
 						st = append(st, b.frame(s.StackFrames[i].frame()))
 					}
-					stacks = append(stacks, b.stack(st))
-					times = append(times, float64(s.Timestamp))
-					return b.keep(recordMemory)
+					if err := q.addA(safariSample{b.stack(st), float64(s.Timestamp)}); err != nil {
+						return err
+					}
+					return pump()
 				})
 			}
 			return d.SkipValue()
@@ -91,18 +134,12 @@ func ParseSafari(data []byte, opt Options) (*profile.Profile, error) {
 	if !sawTraces {
 		return nil, fmt.Errorf("Safari recording: it has no JavaScript samples (recording.sampleStackTraces); record with the JavaScript & Events timeline on")
 	}
-	if len(durations) != len(stacks) {
-		return nil, fmt.Errorf("Safari recording: %d samples but %d sampleDurations", len(stacks), len(durations))
+	if q.na != q.nb {
+		return nil, fmt.Errorf("Safari recording: %d samples but %d sampleDurations", q.na, q.nb)
 	}
-	th := b.thread(Thread{Comm: name, Pid: -1, Tid: -1})
-	for i, s := range stacks {
-		at := int64(noTime)
-		if t := times[i] * 1e9; t > -maxTime && t < maxTime {
-			at = int64(math.Round(t))
-		}
-		if err := b.add(s, th, typ, int64(math.Round(durations[i]*1e9)), at, false); err != nil {
-			return nil, err
-		}
+	named = true
+	if err := pump(); err != nil {
+		return nil, err
 	}
 	return b.finish("Safari recording")
 }
