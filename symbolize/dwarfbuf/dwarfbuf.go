@@ -52,6 +52,20 @@ func (r *Reader) CStr() string {
 	return ""
 }
 
+// SkipCStr moves past a NUL-terminated string without copying it.
+func (r *Reader) SkipCStr() {
+	if r.Err {
+		return
+	}
+	for i := r.Pos; i < len(r.B); i++ {
+		if r.B[i] == 0 {
+			r.Pos = i + 1
+			return
+		}
+	}
+	r.Err = true
+}
+
 // Done reports whether the cursor is at or past the end.
 func (r *Reader) Done() bool { return r.Pos >= len(r.B) }
 
@@ -102,6 +116,33 @@ func (r *Reader) U64() uint64 {
 	v := r.order().Uint64(r.B[r.Pos:])
 	r.Pos += 8
 	return v
+}
+
+// Uint reads an unsigned number of n bytes (1, 2, 3, 4 or 8); any other
+// n sets Err.
+func (r *Reader) Uint(n int) uint64 {
+	switch n {
+	case 1:
+		return uint64(r.U8())
+	case 2:
+		return uint64(r.U16())
+	case 4:
+		return uint64(r.U32())
+	case 8:
+		return r.U64()
+	case 3:
+		if !r.Need(3) {
+			return 0
+		}
+		b := r.B[r.Pos : r.Pos+3]
+		r.Pos += 3
+		if r.order() == binary.ByteOrder(binary.LittleEndian) {
+			return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16
+		}
+		return uint64(b[2]) | uint64(b[1])<<8 | uint64(b[0])<<16
+	}
+	r.Err = true
+	return 0
 }
 
 // Bytes returns the next n bytes (a slice of B, not a copy).
