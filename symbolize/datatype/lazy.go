@@ -55,7 +55,7 @@ func (b *Binary) indexUnitRanges() error {
 	b.declared = map[string]dwarf.Offset{}
 	r := b.dw.Reader()
 	for i := range b.units {
-		r.Seek(dwarf.Offset(b.units[i].die))
+		r.Seek(dwarf.Offset(b.units[i].DIEOff))
 		e, err := r.Next()
 		if err != nil {
 			return err

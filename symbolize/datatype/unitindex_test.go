@@ -60,13 +60,13 @@ func TestUnitScanMatchesReader(t *testing.T) {
 		for u := range units {
 			found := b.scanUnit(u)
 			if found.slow {
-				t.Errorf("%s: unit %d at %#x: unitScan could not read it", path, u, b.units[u].off)
+				t.Errorf("%s: unit %d at %#x: unitScan could not read it", path, u, b.units[u].Off)
 				continue
 			}
 			reset(b)
 			r := b.dw.Reader()
-			r.Seek(dwarf.Offset(b.units[u].die))
-			if err := b.indexEntries(r, u, b.units[u].end); err != nil {
+			r.Seek(dwarf.Offset(b.units[u].DIEOff))
+			if err := b.indexEntries(r, u, b.units[u].End); err != nil {
 				t.Fatalf("%s: unit %d: %v", path, u, err)
 			}
 			want := take(b)
@@ -74,7 +74,7 @@ func TestUnitScanMatchesReader(t *testing.T) {
 			b.addFound(&found)
 			got := take(b)
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: unit %d at %#x: unitScan found\n%+v\ndwarf.Reader found\n%+v", path, u, b.units[u].off, got, want)
+				t.Errorf("%s: unit %d at %#x: unitScan found\n%+v\ndwarf.Reader found\n%+v", path, u, b.units[u].Off, got, want)
 			}
 			nf, ng, nd = nf+len(want.funcs), ng+len(want.globals), nd+len(want.defs)+len(want.declared)
 		}
