@@ -80,10 +80,10 @@ type codeSection struct {
 
 // unitInfo is what location lists need from a compilation unit.
 type unitInfo struct {
-	dwarfbuf.Unit // its header
-	base         uint64 // DW_AT_low_pc: base address of location lists
-	addrBase     uint64
-	loclistsBase uint64
+	dwarfbuf.Unit        // its header
+	base          uint64 // DW_AT_low_pc: base address of location lists
+	addrBase      uint64
+	loclistsBase  uint64
 }
 
 type funcRange struct {
