@@ -1,6 +1,10 @@
 package dwarfbuf
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
 
 // AttrSpec is one attribute of an abbreviation: its DW_AT code, its form
 // and, for DW_FORM_implicit_const, the value the abbreviation holds.
@@ -46,15 +50,33 @@ func (t *Abbrevs) Get(code uint64) *Abbrev {
 	return t.sparse[code]
 }
 
+// abbrevScratch holds a table while it is parsed, to be copied into
+// allocations of its exact size: growing them as it is read allocated
+// twice the bytes.
+type abbrevScratch struct {
+	all   []Abbrev
+	codes []uint64
+	ends  []int32 // abbreviation i's attributes end at specs[ends[i]]
+	specs []AttrSpec
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(abbrevScratch) }}
+
 // ParseAbbrevs parses the abbreviation table at off of the section abbrev
 // (.debug_abbrev), for a unit of encoding e (which sizes Fixed). An offset
-// out of the section or a table cut short is an error.
+// out of the section or a table cut short is an error. The table is two
+// allocations of its exact size (and a map when its codes are not 1, 2,
+// 3...): the attributes of all its abbreviations share one array.
 func ParseAbbrevs(abbrev []byte, off uint64, e Encoding) (*Abbrevs, error) {
 	if off >= uint64(len(abbrev)) {
 		return nil, fmt.Errorf(".debug_abbrev: offset %#x out of range", off)
 	}
+	sc := scratchPool.Get().(*abbrevScratch)
+	defer func() {
+		sc.all, sc.codes, sc.ends, sc.specs = sc.all[:0], sc.codes[:0], sc.ends[:0], sc.specs[:0]
+		scratchPool.Put(sc)
+	}()
 	r := Reader{B: abbrev, Pos: int(off)}
-	t := &Abbrevs{}
 	for {
 		code := r.Uleb()
 		if code == 0 || r.Err {
@@ -70,24 +92,41 @@ func ParseAbbrevs(abbrev []byte, off uint64, e Encoding) (*Abbrevs, error) {
 			if form == FormImplicitConst {
 				s.Implicit = r.Sleb()
 			}
-			a.Attrs = append(a.Attrs, s)
+			sc.specs = append(sc.specs, s)
 			if n := e.FormSize(s.Form); n >= 0 && a.Fixed >= 0 {
 				a.Fixed += n
 			} else {
 				a.Fixed = -1
 			}
 		}
-		if code == uint64(len(t.dense))+1 && t.sparse == nil {
-			t.dense = append(t.dense, a)
-			continue
-		}
-		if t.sparse == nil {
-			t.sparse = map[uint64]*Abbrev{}
-		}
-		t.sparse[code] = &a
+		sc.all = append(sc.all, a)
+		sc.codes = append(sc.codes, code)
+		sc.ends = append(sc.ends, int32(len(sc.specs)))
 	}
 	if r.Err {
 		return nil, fmt.Errorf(".debug_abbrev at %#x: truncated", off)
+	}
+	all := slices.Clone(sc.all)
+	specs := slices.Clone(sc.specs)
+	t := &Abbrevs{}
+	start := int32(0)
+	for i := range all {
+		end := sc.ends[i]
+		if start < end {
+			all[i].Attrs = specs[start:end:end]
+		}
+		start = end
+		if sc.codes[i] == uint64(i)+1 && t.sparse == nil {
+			continue
+		}
+		if t.sparse == nil {
+			t.dense = all[:i:i]
+			t.sparse = map[uint64]*Abbrev{}
+		}
+		t.sparse[sc.codes[i]] = &all[i]
+	}
+	if t.sparse == nil {
+		t.dense = all
 	}
 	return t, nil
 }

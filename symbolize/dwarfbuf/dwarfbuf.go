@@ -1,9 +1,17 @@
-// Package dwarfbuf reads the encodings DWARF sections share (integers of
-// either byte order, LEB128, counted and NUL-terminated strings) through a
-// bounds-checked cursor. It is the one cursor of the parsers debug/dwarf
-// does not provide: location lists and expressions (symbolize/datatype),
-// call frame information (symbolize/unwind), and the fast DWARF and line
-// table decoders (symbolize/elfsym).
+// Package dwarfbuf is the one fast DWARF reader of the project. Its cursor
+// (Reader) reads the encodings DWARF sections share (integers of either
+// byte order, LEB128, counted and NUL-terminated strings) bounds-checked;
+// on it, the structure of .debug_info: unit headers (ReadUnit),
+// abbreviation tables (ParseAbbrevs) and attribute values of every form
+// (SkipForm, FormUint), each decoded only as far as a caller asks, which is
+// what makes it faster than debug/dwarf for the few attributes
+// symbolization and indexing read. Its users: elfsym's decoder of
+// functions, inlined calls and line tables (fastdwarf.go, lineprog.go),
+// datatype's unit index (unitindex.go), location lists and expressions
+// (symbolize/datatype) and call frame information (symbolize/unwind).
+// Data types themselves (datatype's dwarf.Type trees) and the fallback for
+// files this reader does not handle (type units, dwz) are still read with
+// debug/dwarf.
 package dwarfbuf
 
 import "encoding/binary"

@@ -104,25 +104,45 @@ func (e Encoding) FormSize(form uint32) int {
 
 // SkipForm moves past one value of form. It reports false, moving
 // nowhere, for a form it does not know; a value running past the end sets
-// Err.
+// Err. (One switch, not FormSize's and then another: this is the inner
+// loop of skipping a DIE.)
 func (r *Reader) SkipForm(form uint32, e Encoding) bool {
-	if n := e.FormSize(form); n >= 0 {
-		r.Skip(n)
-		return true
-	}
+	n := 0
 	switch form {
+	case FormFlagPresent, FormImplicitConst:
+		return true
+	case FormData1, FormRef1, FormStrx1, FormAddrx1, FormFlag:
+		n = 1
+	case FormData2, FormRef2, FormStrx2, FormAddrx2:
+		n = 2
+	case FormStrx3, FormAddrx3:
+		n = 3
+	case FormData4, FormRef4, FormStrx4, FormAddrx4, FormRefSup4:
+		n = 4
+	case FormData8, FormRef8, FormRefSig8, FormRefSup8:
+		n = 8
+	case FormData16:
+		n = 16
+	case FormAddr:
+		n = int(e.AddrSize)
+	case FormStrp, FormSecOffset, FormLineStrp, FormStrpSup, FormGNURefAlt, FormGNUStrpAlt:
+		n = e.OffsetSize()
+	case FormRefAddr:
+		n = e.FormSize(form)
 	case FormSdata, FormUdata, FormRefUdata, FormStrx, FormAddrx, FormLoclistx, FormRnglistx, FormGNUAddrIndex, FormGNUStrIndex:
 		r.Uleb()
+		return true
 	case FormString:
 		r.SkipCStr()
+		return true
 	case FormBlock, FormExprloc:
-		r.Skip(int(r.Uleb()))
+		n = int(r.Uleb())
 	case FormBlock1:
-		r.Skip(int(r.U8()))
+		n = int(r.U8())
 	case FormBlock2:
-		r.Skip(int(r.U16()))
+		n = int(r.U16())
 	case FormBlock4:
-		r.Skip(int(r.U32()))
+		n = int(r.U32())
 	case FormIndirect:
 		f := r.Uleb()
 		if r.Err {
@@ -132,6 +152,7 @@ func (r *Reader) SkipForm(form uint32, e Encoding) bool {
 	default:
 		return false
 	}
+	r.Skip(n)
 	return true
 }
 
@@ -145,13 +166,16 @@ func (r *Reader) SkipForm(form uint32, e Encoding) bool {
 // unknown one: skip those with SkipForm.
 func (r *Reader) FormUint(form uint32, implicit int64, e Encoding) (uint64, bool) {
 	switch form {
-	case FormData1, FormRef1, FormStrx1, FormAddrx1, FormFlag,
-		FormData2, FormRef2, FormStrx2, FormAddrx2,
-		FormStrx3, FormAddrx3,
-		FormData4, FormRef4, FormStrx4, FormAddrx4,
-		FormData8, FormRef8,
-		FormAddr, FormStrp, FormSecOffset, FormLineStrp, FormRefAddr:
-		return r.Uint(e.FormSize(form)), true
+	case FormData1, FormRef1, FormStrx1, FormAddrx1, FormFlag:
+		return uint64(r.U8()), true
+	case FormData2, FormRef2, FormStrx2, FormAddrx2:
+		return uint64(r.U16()), true
+	case FormStrx3, FormAddrx3:
+		return r.Uint(3), true
+	case FormData4, FormRef4, FormStrx4, FormAddrx4:
+		return uint64(r.U32()), true
+	case FormData8, FormRef8:
+		return r.U64(), true
 	case FormUdata, FormRefUdata, FormStrx, FormAddrx, FormLoclistx, FormRnglistx, FormGNUAddrIndex, FormGNUStrIndex:
 		return r.Uleb(), true
 	case FormSdata:
@@ -160,6 +184,8 @@ func (r *Reader) FormUint(form uint32, implicit int64, e Encoding) (uint64, bool
 		return uint64(implicit), true
 	case FormFlagPresent:
 		return 1, true
+	case FormAddr, FormStrp, FormSecOffset, FormLineStrp, FormRefAddr:
+		return r.Uint(e.FormSize(form)), true
 	}
 	return 0, false
 }

@@ -14,10 +14,12 @@ import (
 	"viewer/symbolize/dwarfbuf"
 )
 
-// fastLiner answers lookups from DWARF with its own decoder, built for this
-// one job: it finds a unit from .debug_aranges without reading .debug_info,
-// decodes only the DIEs that shape functions and inlined calls (skipping type
-// subtrees by their sibling links), and runs the unit's line program itself.
+// fastLiner answers lookups from DWARF with a decoder built for this one
+// job on dwarfbuf's unit headers, abbreviations and forms (the reader
+// datatype's unit index shares): it finds a unit from .debug_aranges
+// without reading .debug_info, decodes only the DIEs that shape functions
+// and inlined calls (skipping type subtrees by their sibling links), and
+// runs the unit's line program itself.
 // debug/dwarf decodes every attribute of every entry and parses every
 // unit's abbreviations up front, which is most of the time addr2line-style
 // batches spend. dwarfLiner (debug/dwarf) remains the fallback for files
@@ -482,6 +484,12 @@ func (d *dieReader) next(e *die, full bool) error {
 		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
 	}
 	*e = die{off: e.off, tag: ab.Tag, children: ab.Children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
+	if !full && !ab.Children && ab.Fixed >= 0 {
+		// No sibling link to read (nobody follows one without children):
+		// past every attribute in one step.
+		d.r.Skip(ab.Fixed)
+		return readErr(&d.r)
+	}
 	for i := range ab.Attrs {
 		a := &ab.Attrs[i]
 		if !full && a.Attr != atSibling {
