@@ -122,7 +122,7 @@ func TestReadUnit(t *testing.T) {
 // or string one; a table cut short is an error.
 func TestParseAbbrevs(t *testing.T) {
 	sec := []byte{
-		0xff, // another table's byte: the table starts at 1
+		0xff,                                                // another table's byte: the table starts at 1
 		1, 0x11, 1, 0x03, FormString, 0x13, FormData1, 0, 0, // compile_unit, children: name string, language data1
 		2, 0x24, 0, 0x0b, FormData1, 0x3e, FormData1, 0x03, FormStrp, 0, 0, // base_type: byte_size, encoding, name strp
 		7, 0x0d, 0, 0x38, FormImplicitConst, 0x7f, 0x49, FormRef4, 0, 0, // member: data_member_location implicit -1, type ref4
