@@ -151,11 +151,10 @@ func (b *Binary) scanUnit(u int32) (found unitFound) {
 
 // unitCursor decodes attribute values of one unit.
 type unitCursor struct {
-	b   *Binary
-	ui  *unitInfo
-	u   int32
-	r   reader
-	off uint64 // .debug_info offset of r.B[0]
+	b  *Binary
+	ui *unitInfo
+	u  int32
+	r  dwarfbuf.Entries
 }
 
 // value decodes one attribute as debug/dwarf would give it in an Entry
@@ -222,15 +221,6 @@ func (c *unitCursor) value(s *dwarfbuf.AttrSpec) (any, dwarf.Class, error) {
 	return nil, 0, errUnitScan
 }
 
-// skip moves past one value of form; a form dwarfbuf does not know is
-// errUnitScan.
-func (c *unitCursor) skip(form uint32) error {
-	if !c.r.SkipForm(form, c.ui.Encoding) {
-		return errUnitScan
-	}
-	return nil
-}
-
 // cString is the NUL-terminated string at off of a string section.
 func cString(sec []byte, off uint64) (any, dwarf.Class, error) {
 	if off >= uint64(len(sec)) {
@@ -251,96 +241,29 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 	if b.order != binary.LittleEndian || ui.AddrSize != 8 || ui.DIEOff >= ui.End || ui.End > uint64(len(b.info)) {
 		return errUnitScan
 	}
-	c := &unitCursor{b: b, ui: ui, u: u, r: reader{B: b.info[ui.DIEOff:ui.End]}, off: ui.DIEOff}
 	tab, err := dwarfbuf.ParseAbbrevs(b.abbrevSec, ui.AbbrevOff, ui.Encoding)
 	if err != nil {
 		return errUnitScan
 	}
-	abbrev := tab.Get
-	// skipAttrs moves past a DIE's attributes, returning its sibling
-	// link's position in .debug_info (0: none).
-	skipAttrs := func(d *dwarfbuf.Abbrev) (uint64, error) {
-		if d.Fixed >= 0 && !d.Children {
-			c.r.Skip(d.Fixed)
-			return 0, nil
-		}
-		var sib uint64
-		for i := range d.Attrs {
-			s := &d.Attrs[i]
-			if s.Attr == atSibling && d.Children {
-				v, _, err := c.value(s)
-				if err != nil {
-					return 0, err
-				}
-				if o, ok := v.(dwarf.Offset); ok {
-					sib = uint64(o)
-				}
-				continue
-			}
-			if err := c.skip(s.Form); err != nil {
-				return 0, err
-			}
-		}
-		return sib, nil
-	}
-	// skipChildren moves past the children of a DIE whose attributes were
-	// just read: to its sibling when it names one after them, else DIE by
-	// DIE to the null entry that ends them.
-	skipChildren := func(sib uint64) error {
-		if here := c.off + uint64(c.r.Pos); sib >= here && sib <= ui.End {
-			c.r.Pos = int(sib - c.off)
-			return nil
-		}
-		for depth := 1; depth > 0; {
-			code := c.r.Uleb()
-			if c.r.Err {
-				return errUnitScan
-			}
-			if code == 0 {
-				depth--
-				continue
-			}
-			d := abbrev(code)
-			if d == nil {
-				return errUnitScan
-			}
-			s, err := skipAttrs(d)
-			if err != nil {
-				return err
-			}
-			if d.Children {
-				if here := c.off + uint64(c.r.Pos); s >= here && s <= ui.End {
-					c.r.Pos = int(s - c.off)
-				} else {
-					depth++
-				}
-			}
-		}
-		return nil
-	}
+	c := &unitCursor{b: b, ui: ui, u: u, r: dwarfbuf.NewEntries(b.info, &ui.Unit, tab, b.order)}
 	// The top DIE: its bases were noted when Open read it.
-	code := c.r.Uleb()
-	top := abbrev(code)
-	if c.r.Err || top == nil {
+	top, err := c.r.Next()
+	if err != nil || top == nil {
 		return errUnitScan
 	}
-	if _, err := skipAttrs(top); err != nil {
-		return err
+	if _, err := c.r.SkipAttrs(top); err != nil {
+		return errUnitScan
 	}
 	var e dwarf.Entry
 	fields := make([]dwarf.Field, 0, 8)
-	for !c.r.Err && c.r.Pos < len(c.r.B) {
-		off := c.off + uint64(c.r.Pos)
-		code := c.r.Uleb()
-		if c.r.Err {
+	for !c.r.Err && !c.r.Done() {
+		off := c.r.Offset()
+		d, err := c.r.Next()
+		if err != nil {
 			return errUnitScan
 		}
-		if code == 0 {
-			continue
-		}
-		d := abbrev(code)
 		if d == nil {
-			return errUnitScan
+			continue
 		}
 		var want func(uint32) bool
 		switch d.Tag {
@@ -359,19 +282,19 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 			}
 		case tagEnumerationType, tagSubroutineType, tagArrayType, tagCallSite, tagGNUCallSite:
 			// Skipped with their children: no functions or variables in them.
-			sib, err := skipAttrs(d)
+			sib, err := c.r.SkipAttrs(d)
 			if err != nil {
-				return err
+				return errUnitScan
 			}
 			if d.Children {
-				if err := skipChildren(sib); err != nil {
-					return err
+				if err := c.r.SkipChildren(sib); err != nil {
+					return errUnitScan
 				}
 			}
 			continue
 		default:
-			if _, err := skipAttrs(d); err != nil {
-				return err
+			if _, err := c.r.SkipAttrs(d); err != nil {
+				return errUnitScan
 			}
 			continue
 		}
@@ -379,8 +302,8 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 		for i := range d.Attrs {
 			s := &d.Attrs[i]
 			if !want(s.Attr) {
-				if err := c.skip(s.Form); err != nil {
-					return err
+				if err := c.r.SkipValue(s.Form); err != nil {
+					return errUnitScan
 				}
 				continue
 			}
@@ -415,8 +338,8 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 			}
 			if d.Children {
 				sib, _ := e.Val(dwarf.AttrSibling).(dwarf.Offset)
-				if err := skipChildren(uint64(sib)); err != nil {
-					return err
+				if err := c.r.SkipChildren(uint64(sib)); err != nil {
+					return errUnitScan
 				}
 			}
 		}

@@ -440,12 +440,12 @@ type die struct {
 	wantStrings          bool
 }
 
-// dieReader decodes DIEs of one unit.
+// dieReader decodes DIEs of one unit: dwarfbuf's cursor, and the
+// attributes of functions and inlined calls into a die.
 type dieReader struct {
-	l   *fastLiner
-	u   *funit
-	tab *dwarfbuf.Abbrevs
-	r   dwarfbuf.Reader // over the unit's DIEs: info[u.DIEOff:u.End]
+	dwarfbuf.Entries
+	l *fastLiner
+	u *funit
 }
 
 func (l *fastLiner) newDIEReader(u *funit, tab *dwarfbuf.Abbrevs) (*dieReader, error) {
@@ -453,71 +453,43 @@ func (l *fastLiner) newDIEReader(u *funit, tab *dwarfbuf.Abbrevs) (*dieReader, e
 	if err != nil {
 		return nil, err
 	}
-	return &dieReader{l: l, u: u, tab: tab, r: dwarfbuf.Reader{B: info[u.DIEOff:u.End], Order: l.bo}}, nil
+	return &dieReader{Entries: dwarfbuf.NewEntries(info, &u.Unit, tab, l.bo), l: l, u: u}, nil
 }
 
-// offset is the .debug_info offset of the reader's position.
-func (d *dieReader) offset() uint64 { return d.u.End - uint64(d.r.Len()) }
-
-func (d *dieReader) seek(off uint64) bool {
-	if off < d.u.DIEOff || off >= d.u.End {
-		return false
+// next decodes the next DIE; tag 0 is a null entry.
+func (d *dieReader) next(e *die) error {
+	off := d.Offset()
+	ab, err := d.Next()
+	if err != nil {
+		return err
 	}
-	d.r.Pos = int(off - d.u.DIEOff)
-	return true
-}
-
-// next decodes the next DIE; tag 0 is a null entry. With full false only
-// the tag, children flag and sibling are filled.
-func (d *dieReader) next(e *die, full bool) error {
-	e.off = d.offset()
-	code := d.r.Uleb()
-	if d.r.Err {
-		return readErr(&d.r)
-	}
-	if code == 0 {
-		e.tag = 0
+	if ab == nil {
+		e.off, e.tag = off, 0
 		return nil
 	}
-	ab := d.tab.Get(code)
-	if ab == nil {
-		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
-	}
-	*e = die{off: e.off, tag: ab.Tag, children: ab.Children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
-	if !full && !ab.Children && ab.Fixed >= 0 {
-		// No sibling link to read (nobody follows one without children):
-		// past every attribute in one step.
-		d.r.Skip(ab.Fixed)
-		return readErr(&d.r)
-	}
+	return d.attrs(e, ab, off)
+}
+
+// attrs decodes the attributes of the DIE at off, of abbreviation ab,
+// whose code was just read.
+func (d *dieReader) attrs(e *die, ab *dwarfbuf.Abbrev, off uint64) error {
+	*e = die{off: off, tag: ab.Tag, children: ab.Children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
 	for i := range ab.Attrs {
-		a := &ab.Attrs[i]
-		if !full && a.Attr != atSibling {
-			if err := d.skip(a.Form); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.attr(e, a); err != nil {
+		if err := d.attr(e, &ab.Attrs[i]); err != nil {
 			return err
 		}
 	}
-	return readErr(&d.r)
+	return d.Error()
 }
 
 // skip moves past one attribute value of the given form.
-func (d *dieReader) skip(form uint32) error {
-	if !d.r.SkipForm(form, d.u.Encoding) {
-		return fmt.Errorf("%w: form %#x", errUnsupported, form)
-	}
-	return readErr(&d.r)
-}
+func (d *dieReader) skip(form uint32) error { return d.SkipValue(form) }
 
 // value reads a constant, reference, offset or index; any other form is
 // skipped and reads as 0.
 func (d *dieReader) value(a *dwarfbuf.AttrSpec) (uint64, error) {
-	if v, ok := d.r.FormUint(a.Form, a.Implicit, d.u.Encoding); ok {
-		return v, readErr(&d.r)
+	if v, ok := d.FormUint(a.Form, a.Implicit, d.u.Encoding); ok {
+		return v, d.Error()
 	}
 	return 0, d.skip(a.Form)
 }
@@ -526,7 +498,7 @@ func (d *dieReader) value(a *dwarfbuf.AttrSpec) (uint64, error) {
 func (d *dieReader) str(a *dwarfbuf.AttrSpec) (string, bool, error) {
 	switch a.Form {
 	case 0x08:
-		return d.r.CStr(), true, readErr(&d.r)
+		return d.CStr(), true, d.Error()
 	case 0x0e:
 		off, err := d.value(a)
 		if err != nil {
@@ -592,15 +564,9 @@ func (d *dieReader) attr(e *die, a *dwarfbuf.AttrSpec) error {
 		}
 		return nil
 	case atSibling, atAbstractOrigin, atSpecification:
-		if a.Form == 0x1f20 { // GNU_ref_alt: in another file
-			return d.skip(a.Form)
-		}
-		v, err := d.value(a)
+		v, err := d.Ref(a) // 0 for a reference into another file (dwz)
 		if err != nil {
 			return err
-		}
-		if dwarfbuf.IsUnitRef(a.Form) {
-			v += d.u.Off
 		}
 		if a.Attr == atSibling {
 			e.sibling = v
@@ -688,16 +654,16 @@ func (l *fastLiner) cu(u *funit) error {
 		var e die
 		e.wantStrings = true
 		// Bases first: strx and addrx values of this DIE depend on them.
-		save := d.r
-		if err := d.next(&e, true); err != nil {
+		save := d.Reader
+		if err := d.next(&e); err != nil {
 			u.cuErr = err
 			return
 		}
 		u.strBase, u.addrB, u.rngBase = e.strBase, e.addrB, e.rngB
 		if e.hasStrB || e.hasAddrB {
-			d.r = save
+			d.Reader = save
 			e = die{wantStrings: true}
-			if err := d.next(&e, true); err != nil {
+			if err := d.next(&e); err != nil {
 				u.cuErr = err
 				return
 			}
@@ -880,9 +846,14 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e die
-	if err := d.next(&e, false); err != nil { // the unit DIE
+	top, err := d.Next() // the unit DIE (nil: an empty unit)
+	if err != nil {
 		return nil, err
+	}
+	if top != nil {
+		if _, err := d.SkipAttrs(top); err != nil {
+			return nil, err
+		}
 	}
 	ud.nodes = append(ud.nodes, node{declFile: -1})
 	type pend struct {
@@ -893,55 +864,45 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	local := map[uint64]fnName{}
 	stack := make([]int32, 1, 32)
 	stack[0] = -1
-	if !e.children {
+	if top == nil || !top.Children {
 		stack = stack[:0]
 	}
-	skipDepth := 0 // > 0 while inside a subtree that cannot hold functions
+	var e die
 	var rbuf [][2]uint64
-	for len(stack) > 0 || skipDepth > 0 {
-		if d.r.Len() == 0 {
-			break
-		}
-		if skipDepth > 0 {
-			if err := d.next(&e, false); err != nil {
-				return nil, err
-			}
-			if e.tag == 0 {
-				skipDepth--
-			} else if e.children {
-				if e.sibling > e.off && d.seek(e.sibling) {
-					continue
-				}
-				skipDepth++
-			}
-			continue
-		}
+	for len(stack) > 0 && !d.Done() {
 		parent := stack[len(stack)-1]
-		// Peek the tag to decide how much to decode.
-		save := d.r
-		code := d.r.Uleb()
-		if d.r.Err {
-			return nil, readErr(&d.r)
+		off := d.Offset()
+		ab, err := d.Next()
+		if err != nil {
+			return nil, err
 		}
-		if code == 0 {
+		if ab == nil {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		ab := tab.Get(code)
-		if ab == nil {
-			return nil, fmt.Errorf(".debug_info: unknown abbreviation %d", code)
-		}
-		d.r = save
 		switch ab.Tag {
 		case tagSubprogram, tagInlined, tagLexicalBlock:
 			e = die{wantStrings: ab.Tag == tagSubprogram}
-			if err := d.next(&e, true); err != nil {
+			if err := d.attrs(&e, ab, off); err != nil {
 				return nil, err
 			}
-		default:
-			if err := d.next(&e, false); err != nil {
+		case tagNamespace, tagModule: // functions inside
+			if _, err := d.SkipAttrs(ab); err != nil {
 				return nil, err
 			}
+			if ab.Children {
+				stack = append(stack, -1)
+			}
+			continue
+		default: // no functions inside: skipped with its children
+			sib, err := d.SkipAttrs(ab)
+			if err == nil && ab.Children {
+				err = d.SkipChildren(sib)
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		switch e.tag {
 		case tagSubprogram:
@@ -973,8 +934,8 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 			if e.children {
 				if n >= 0 {
 					stack = append(stack, n)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
 			}
 		case tagInlined:
@@ -1001,25 +962,17 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 			if e.children {
 				if n >= 0 {
 					stack = append(stack, n)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
 			}
 		case tagLexicalBlock:
 			if e.children {
 				if parent >= 0 {
 					stack = append(stack, parent)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
-			}
-		case tagNamespace, tagModule:
-			if e.children {
-				stack = append(stack, -1)
-			}
-		default:
-			if e.children && !(e.sibling > e.off && d.seek(e.sibling)) {
-				skipDepth = 1
 			}
 		}
 	}
@@ -1091,11 +1044,11 @@ func (l *fastLiner) readName(u *funit, tab *dwarfbuf.Abbrevs, off uint64) fnName
 		}
 	}
 	d, err := l.newDIEReader(u, tab)
-	if err != nil || !d.seek(off) {
+	if err != nil || !d.Seek(off) {
 		return fnName{}
 	}
 	e := die{wantStrings: true}
-	if d.next(&e, true) != nil {
+	if d.next(&e) != nil {
 		return fnName{}
 	}
 	nm := fnName{startLine: int32(e.declLine), origin: dwarfOffset(e.origin), declFile: -1}
