@@ -211,3 +211,109 @@ func TestForms(t *testing.T) {
 		t.Error("a block past the end did not set Err")
 	}
 }
+
+// TestEntries walks a small DWARF 4 unit: a struct's members are skipped
+// by its DW_AT_sibling link and, without the link, DIE by DIE, to the same
+// place; a function's children (no link) DIE by DIE; Ref makes a
+// unit-relative reference absolute.
+func TestEntries(t *testing.T) {
+	abbrev := []byte{
+		1, 0x11, 1, 0x03, FormString, 0, 0, // compile_unit: name
+		2, 0x13, 1, AttrSibling, FormRef4, 0x03, FormString, 0, 0, // structure_type: sibling, name
+		3, 0x0d, 0, 0x38, FormData1, 0, 0, // member: data_member_location
+		4, 0x2e, 1, 0x03, FormString, 0, 0, // subprogram: name
+		5, 0x34, 0, 0x02, FormExprloc, 0, 0, // variable: location
+		0,
+	}
+	const unitOff = 3 // the unit does not start the section
+	dies := []byte{
+		1, 'c', 'u', 0,
+		2, 0, 0, 0, 0, 's', 0, // sibling filled in below
+		3, 8,
+		3, 16,
+		0,
+		4, 'f', 0,
+		5, 2, 0x91, 0x70,
+		0,
+		5, 1, 0x50,
+		0,
+	}
+	sibling := uint32(unitOff + 11 + 16) // header, then the struct's children end at dies[16]
+	binary.LittleEndian.PutUint32(dies[5:], sibling-unitOff)
+	info := append(make([]byte, unitOff), byte(7+len(dies)), 0, 0, 0, 4, 0, 0, 0, 0, 0, 8)
+	info = append(info, dies...)
+	u, err := ReadUnit(info, unitOff, uint64(len(info)), binary.LittleEndian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ParseAbbrevs(abbrev, 0, u.Encoding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, useLink := range []bool{true, false} {
+		d := NewEntries(info, &u, tab, binary.LittleEndian)
+		cu, err := d.Next()
+		if err != nil || cu == nil || cu.Tag != 0x11 {
+			t.Fatalf("first DIE: %+v, %v", cu, err)
+		}
+		if _, err := d.SkipAttrs(cu); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := d.Next()
+		if st == nil || st.Tag != 0x13 {
+			t.Fatalf("second DIE: %+v", st)
+		}
+		sib, err := d.SkipAttrs(st)
+		if err != nil || sib != uint64(sibling) {
+			t.Fatalf("struct's sibling = %#x, %v; want %#x", sib, err, sibling)
+		}
+		if !useLink {
+			sib = 0
+		}
+		if err := d.SkipChildren(sib); err != nil || d.Offset() != uint64(sibling) {
+			t.Fatalf("past the members (link %v): at %#x, %v; want %#x", useLink, d.Offset(), err, sibling)
+		}
+		fn, _ := d.Next()
+		if fn == nil || fn.Tag != 0x2e {
+			t.Fatalf("third DIE: %+v", fn)
+		}
+		if sib, err := d.SkipAttrs(fn); err != nil || sib != 0 {
+			t.Fatalf("function: sibling %#x, %v", sib, err)
+		}
+		if err := d.SkipChildren(0); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := d.Next()
+		if v == nil || v.Tag != 0x34 {
+			t.Fatalf("after the function: %+v, want the variable", v)
+		}
+		if _, err := d.SkipAttrs(v); err != nil {
+			t.Fatal(err)
+		}
+		if end, err := d.Next(); end != nil || err != nil || !d.Done() {
+			t.Fatalf("after the variable: %+v, %v; want the unit's null entry and its end", end, err)
+		}
+	}
+	// The link is followed, not the children read: garbage among them is
+	// not seen.
+	bad := append([]byte(nil), info...)
+	bad[u.DIEOff+11] = 99 // the first member's code
+	d := NewEntries(bad, &u, tab, binary.LittleEndian)
+	d.Seek(u.DIEOff + 4)
+	st, _ := d.Next()
+	if sib, err := d.SkipAttrs(st); err != nil || d.SkipChildren(sib) != nil || d.Offset() != uint64(sibling) {
+		t.Errorf("the struct's link was not followed: at %#x", d.Offset())
+	}
+	d = NewEntries(info, &u, tab, binary.LittleEndian)
+	if !d.Seek(u.DIEOff+4) || d.Seek(u.End) || d.Seek(u.DIEOff-1) {
+		t.Error("Seek accepts only offsets of the unit's DIEs")
+	}
+	d.Next()
+	if ref, err := d.Ref(&AttrSpec{Attr: AttrSibling, Form: FormRef4}); err != nil || ref != uint64(sibling) {
+		t.Errorf("Ref = %#x, %v; want %#x", ref, err, sibling)
+	}
+	empty := NewEntries(info, &u, &Abbrevs{}, binary.LittleEndian)
+	if _, err := empty.Next(); err == nil {
+		t.Error("a code missing from the table was read")
+	}
+}
