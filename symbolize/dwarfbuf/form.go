@@ -189,9 +189,3 @@ func (r *Reader) FormUint(form uint32, implicit int64, e Encoding) (uint64, bool
 	}
 	return 0, false
 }
-
-// IsUnitRef reports whether form is a reference relative to its unit's
-// header (DW_FORM_ref1 to ref8, ref_udata).
-func IsUnitRef(form uint32) bool {
-	return form >= FormRef1 && form <= FormRefUdata
-}

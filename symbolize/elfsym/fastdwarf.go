@@ -497,23 +497,23 @@ func (d *dieReader) value(a *dwarfbuf.AttrSpec) (uint64, error) {
 // str reads a string attribute.
 func (d *dieReader) str(a *dwarfbuf.AttrSpec) (string, bool, error) {
 	switch a.Form {
-	case 0x08:
+	case dwarfbuf.FormString:
 		return d.CStr(), true, d.Error()
-	case 0x0e:
+	case dwarfbuf.FormStrp:
 		off, err := d.value(a)
 		if err != nil {
 			return "", false, err
 		}
 		s, err := d.l.str.all()
 		return strAt(s, off), err == nil, err
-	case 0x1f:
+	case dwarfbuf.FormLineStrp:
 		off, err := d.value(a)
 		if err != nil {
 			return "", false, err
 		}
 		s, err := d.l.lineStr.all()
 		return strAt(s, off), err == nil, err
-	case 0x1a, 0x25, 0x26, 0x27, 0x28, 0x1f02:
+	case dwarfbuf.FormStrx, dwarfbuf.FormStrx1, dwarfbuf.FormStrx2, dwarfbuf.FormStrx3, dwarfbuf.FormStrx4, dwarfbuf.FormGNUStrIndex:
 		idx, err := d.value(a)
 		if err != nil {
 			return "", false, err
@@ -581,8 +581,12 @@ func (d *dieReader) attr(e *die, a *dwarfbuf.AttrSpec) error {
 	case atHighPC:
 		v, err := d.value(a)
 		e.highPC, e.hasHigh = v, true
-		e.highIsOffset = a.Form != 0x01 && a.Form != 0x1b && a.Form != 0x29 && a.Form != 0x2a && a.Form != 0x2b && a.Form != 0x2c && a.Form != 0x1f01
-		if !e.highIsOffset && a.Form != 0x01 {
+		e.highIsOffset = true // a constant: the size
+		switch a.Form {
+		case dwarfbuf.FormAddr, dwarfbuf.FormAddrx, dwarfbuf.FormAddrx1, dwarfbuf.FormAddrx2, dwarfbuf.FormAddrx3, dwarfbuf.FormAddrx4, dwarfbuf.FormGNUAddrIndex:
+			e.highIsOffset = false
+		}
+		if !e.highIsOffset && a.Form != dwarfbuf.FormAddr {
 			e.highPC, err = d.addrx(v)
 		}
 		return err
@@ -670,7 +674,7 @@ func (l *fastLiner) cu(u *funit) error {
 		}
 		u.stmt, u.compDir = e.stmt, e.compDir
 		if e.hasLow {
-			if e.lowForm != 0x01 {
+			if e.lowForm != dwarfbuf.FormAddr {
 				e.lowPC, _ = l.addrIndex(u, e.lowIdx)
 			}
 			u.lowPC = e.lowPC
@@ -695,7 +699,7 @@ func (l *fastLiner) dieRanges(u *funit, e *die, out [][2]uint64) ([][2]uint64, e
 		return out, nil
 	}
 	lo := e.lowPC
-	if e.lowForm != 0x01 && e.lowForm != 0 {
+	if e.lowForm != dwarfbuf.FormAddr && e.lowForm != 0 {
 		var err error
 		if lo, err = l.addrIndex(u, e.lowIdx); err != nil {
 			return out, err
@@ -746,7 +750,7 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 		return out, errors.New(".debug_rnglists missing")
 	}
 	off := v
-	if form == 0x23 { // rnglistx: an index into the unit's offset table
+	if form == dwarfbuf.FormRnglistx { // an index into the unit's offset table
 		sz := uint64(4)
 		if u.Dwarf64 {
 			sz = 8
