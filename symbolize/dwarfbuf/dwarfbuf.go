@@ -2,16 +2,17 @@
 // (Reader) reads the encodings DWARF sections share (integers of either
 // byte order, LEB128, counted and NUL-terminated strings) bounds-checked;
 // on it, the structure of .debug_info: unit headers (ReadUnit),
-// abbreviation tables (ParseAbbrevs) and attribute values of every form
-// (SkipForm, FormUint), each decoded only as far as a caller asks, which is
-// what makes it faster than debug/dwarf for the few attributes
-// symbolization and indexing read. Its users: elfsym's decoder of
-// functions, inlined calls and line tables (fastdwarf.go, lineprog.go),
-// datatype's unit index (unitindex.go), location lists and expressions
-// (symbolize/datatype) and call frame information (symbolize/unwind).
-// Data types themselves (datatype's dwarf.Type trees) and the fallback for
-// files this reader does not handle (type units, dwz) are still read with
-// debug/dwarf.
+// abbreviation tables (ParseAbbrevs), attribute values of every form
+// (SkipForm, FormUint) and a cursor over a unit's DIEs (Entries) that
+// skips attributes and whole subtrees nobody asked for, which is what makes
+// it faster than debug/dwarf for the few attributes symbolization and
+// indexing read. Its users: elfsym's decoder of functions, inlined calls
+// and line tables (fastdwarf.go, lineprog.go, linefiles.go), datatype's
+// unit index (unitindex.go), location lists and expressions (datatype) and
+// call frame information (symbolize/unwind). Still read with debug/dwarf:
+// datatype's types, scopes and variables (dwarf.Type trees, dwarf.Reader),
+// and elfsym's fallback for files the fast decoder does not handle
+// (relocatable objects, type units, dwz).
 package dwarfbuf
 
 import "encoding/binary"

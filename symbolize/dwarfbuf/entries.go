@@ -20,7 +20,7 @@ var ErrUnknownForm = errors.New("unknown DWARF attribute form")
 // Entries is a cursor over the DIEs of one unit. Next reads a DIE's
 // abbreviation and leaves its attributes, in the abbreviation's order, to
 // the caller: it reads the few it wants (FormUint, Ref, CStr...) and skips
-// the others (SkipForm), or skips them all and the DIE's children
+// the others (SkipValue), or skips them all and the DIE's children
 // (SkipAttrs, SkipChildren). Decoding only what is asked for is what
 // makes it fast where debug/dwarf decodes every attribute of every DIE.
 type Entries struct {
