@@ -19,10 +19,11 @@ import (
 // profile's time. unitScan decodes only the attributes indexEntries looks
 // at, jumps over type subtrees by their DW_AT_sibling links, and collects
 // what it finds apart from the Binary, so that the units a batch of
-// samples reaches are read on all cores and then added in order. Unit
-// headers, abbreviation tables and the sizes and values of forms are
+// samples reaches are read on all cores and then added in order. The
+// walk (dwarfbuf.Entries), unit headers, abbreviation tables and forms are
 // dwarfbuf's, which elfsym's function and line decoder reads with too; this
-// file turns values into the Entry fields indexEntries expects. A unit it
+// file chooses what to read and turns values into the Entry fields
+// indexEntries expects. A unit it
 // cannot read (a form it does not know, malformed data) is read again by
 // indexEntries, which gives the same index as before.
 
