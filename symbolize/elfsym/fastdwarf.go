@@ -80,6 +80,7 @@ type funit struct {
 	stmt    int64
 	compDir string
 	cuDIE   die
+	cuTab   atomic.Pointer[dwarfbuf.Abbrevs] // cu's table, until the next abbrevTable takes it
 
 	unitLoad
 }
@@ -322,7 +323,9 @@ func (l *fastLiner) scanUnits() error {
 		if covered[u.Off] || (u.Type != 1 && u.Type != 3) {
 			continue
 		}
-		if err := l.cu(u); err != nil {
+		err = l.cu(u)
+		u.cuTab.Store(nil) // not decoded now: not kept
+		if err != nil {
 			continue
 		}
 		rs, err := l.unitRanges(u)
@@ -400,10 +403,15 @@ func findUnit(p *[]urange, pc uint64) *urange {
 	return nil
 }
 
-// abbrevTable parses the abbreviations of unit u.
-// Tables are not kept: GCC gives every unit its own, and all of libc's
-// parsed would hold 9 MB for the rare name read after a unit is decoded.
+// abbrevTable parses the abbreviations of unit u, or takes the table cu
+// just parsed: decoding a unit reads its unit DIE (cu) and then its other
+// DIEs with the same table. Tables are not kept longer: GCC gives every
+// unit its own, and all of libc's parsed would hold 9 MB for the rare name
+// read after a unit is decoded.
 func (l *fastLiner) abbrevTable(u *funit) (*dwarfbuf.Abbrevs, error) {
+	if t := u.cuTab.Swap(nil); t != nil {
+		return t, nil
+	}
 	d, err := l.abbrev.all()
 	if err != nil {
 		return nil, err
@@ -680,6 +688,7 @@ func (l *fastLiner) cu(u *funit) error {
 			u.lowPC = e.lowPC
 		}
 		u.cuDIE = e
+		u.cuTab.Store(tab)
 	})
 	return u.cuErr
 }
