@@ -444,10 +444,31 @@ func (b *Binary) unitOf(off dwarf.Offset) int32 {
 	return -1
 }
 
-// index walks every DIE once, recording compile-unit bases, the address
-// ranges of subprograms and variables at fixed addresses.
+// index reads every DIE once, recording compile-unit bases, the address
+// ranges of subprograms and variables at fixed addresses: each unit's top
+// DIE (its bases, which its other DIEs' addresses depend on) with
+// dwarf.Reader, then the units with unitScan on all cores (dwarfbuf's
+// reader; dwarf.Reader for a unit it cannot read), in order. A dwarf.Reader
+// error fails the index.
 func (b *Binary) index() error {
-	if err := b.indexEntries(b.dw.Reader(), -1, ^uint64(0)); err != nil {
+	r := b.dw.Reader()
+	units := make([]int32, 0, len(b.units))
+	for i := range b.units {
+		r.Seek(dwarf.Offset(b.units[i].DIEOff))
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			continue
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit, dwarf.TagPartialUnit, dwarf.TagSkeletonUnit:
+			b.noteUnit(int32(i), e)
+		}
+		units = append(units, int32(i))
+	}
+	if err := b.indexUnits(units); err != nil {
 		return err
 	}
 	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })

@@ -140,7 +140,7 @@ func (b *Binary) indexNew(units []int32) {
 		return
 	}
 	nf, ng := len(b.funcs), len(b.globals)
-	b.indexUnits(units)
+	_ = b.indexUnits(units) // a malformed unit keeps what was read before the error
 	b.merge(nf, ng)
 }
 

@@ -77,13 +77,13 @@ type declFound struct {
 
 // indexUnits indexes the DIEs of units (in this order, as if one after
 // the other), reading them on up to GOMAXPROCS goroutines while this one
-// adds each unit's findings in turn. Callers hold b.mu; the readers only
-// read the Binary.
-func (b *Binary) indexUnits(units []int32) {
+// adds each unit's findings in turn. Callers hold b.mu (or Open has not
+// returned the Binary yet); the readers only read the Binary. The error is
+// the first of dwarf.Reader, for a unit unitScan could not read.
+func (b *Binary) indexUnits(units []int32) error {
 	if len(units) == 1 {
 		f := b.scanUnit(units[0])
-		b.addFound(&f)
-		return
+		return b.addFound(&f)
 	}
 	found := make([]unitFound, len(units))
 	done := make([]chan struct{}, len(units))
@@ -104,21 +104,26 @@ func (b *Binary) indexUnits(units []int32) {
 			}
 		})
 	}
+	var first error
 	for i := range found {
 		<-done[i]
-		b.addFound(&found[i])
+		if err := b.addFound(&found[i]); err != nil && first == nil {
+			first = err
+		}
 		found[i] = unitFound{}
 	}
 	_ = g.Wait() // the readers return no errors: a unit they cannot read is marked slow
+	return first
 }
 
-// addFound adds one unit's findings, as indexEntries would have.
-func (b *Binary) addFound(f *unitFound) {
+// addFound adds one unit's findings, as indexEntries would have; a unit
+// unitScan could not read is read by indexEntries, whose error it returns
+// (the unit keeps what was read before it).
+func (b *Binary) addFound(f *unitFound) error {
 	if f.slow {
 		r := b.dw.Reader()
 		r.Seek(dwarf.Offset(b.units[f.unit].DIEOff))
-		_ = b.indexEntries(r, f.unit, b.units[f.unit].End) // a malformed unit keeps what was read before the error
-		return
+		return b.indexEntries(r, f.unit, b.units[f.unit].End)
 	}
 	for _, fn := range f.funcs {
 		b.funcByEnt[fn.lo] = fn.die
@@ -128,11 +133,15 @@ func (b *Binary) addFound(f *unitFound) {
 	for _, d := range f.defs {
 		b.addDefinition(d.key, d.size, d.off)
 	}
+	if !b.lazy {
+		return nil // declarations only stand in for units not indexed
+	}
 	for _, d := range f.declared {
 		if _, ok := b.declared[d.name]; !ok {
 			b.declared[d.name] = d.off
 		}
 	}
+	return nil
 }
 
 // scanUnit reads unit u's DIEs after its top one. Safe to run
