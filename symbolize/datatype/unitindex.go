@@ -12,20 +12,20 @@ import (
 	"viewer/symbolize/dwarfbuf"
 )
 
-// Reading a unit's DIEs for the lazy index (lazy.go) with a decoder of its
-// own instead of dwarf.Reader. dwarf.Reader decodes every attribute of
-// every DIE into an Entry, including the members of each struct the unit
-// repeats, which it walks to skip them; that was most of a kernel
-// profile's time. unitScan decodes only the attributes indexEntries looks
-// at, jumps over type subtrees by their DW_AT_sibling links, and collects
-// what it finds apart from the Binary, so that the units a batch of
-// samples reaches are read on all cores and then added in order. The
-// walk (dwarfbuf.Entries), unit headers, abbreviation tables and forms are
-// dwarfbuf's, which elfsym's function and line decoder reads with too; this
-// file chooses what to read and turns values into the Entry fields
-// indexEntries expects. A unit it
-// cannot read (a form it does not know, malformed data) is read again by
-// indexEntries, which gives the same index as before.
+// Reading a unit's DIEs for the index, the full one (index) and the lazy
+// one (lazy.go), with dwarfbuf's reader instead of dwarf.Reader.
+// dwarf.Reader decodes every attribute of every DIE into an Entry,
+// including the members of each struct the unit repeats, which it walks
+// to skip them; that was most of a kernel profile's time. unitScan decodes
+// only the attributes indexEntries looks at, jumps over type subtrees by
+// their DW_AT_sibling links, and collects what it finds apart from the
+// Binary, so that units are read on all cores and then added in order.
+// The walk (dwarfbuf.Entries), unit headers, abbreviation tables and forms
+// are dwarfbuf's, which elfsym's function and line decoder reads with too;
+// this file chooses what to read and turns values into the Entry fields
+// indexEntries expects. A unit it cannot read (a form it does not know,
+// malformed data) is read again by indexEntries, which gives the same
+// index as before (TestUnitScanMatchesReader, TestFullIndexMatchesReader).
 
 // errUnitScan says unitScan does not handle a unit; indexEntries reads it.
 var errUnitScan = errors.New("unit not readable by unitScan")
