@@ -169,6 +169,19 @@ func BenchmarkAttributeSkid(b *testing.B) { benchAttributeSkid(b, libcProfile, t
 // BenchmarkAttributeZipfSkid is BenchmarkAttributeZipf with skid correction.
 func BenchmarkAttributeZipfSkid(b *testing.B) { benchAttributeSkid(b, libcZipfProfile, true) }
 
+// BenchmarkAttributeLazyZipf is BenchmarkAttributeZipf with libc's units
+// indexed lazily, as a kernel's are (lazy.go): most of its time is the
+// unit scanner of unitindex.go and dwarfbuf's abbreviation and form
+// decoding, measured on a file every machine with libc6-dbg has
+// (BenchmarkAttributeVmlinux needs a kernel).
+// go test -run '^$' -bench AttributeLazyZipf -benchtime 3x ./symbolize/datatype
+func BenchmarkAttributeLazyZipf(b *testing.B) {
+	saved := lazyIndexBytes
+	lazyIndexBytes = -1
+	defer func() { lazyIndexBytes = saved }()
+	benchAttribute(b, libcZipfProfile)
+}
+
 type profileFunc func(tb testing.TB, exe, debug string, n int) []Sample
 
 func benchAttribute(b *testing.B, profile profileFunc) { benchAttributeSkid(b, profile, false) }

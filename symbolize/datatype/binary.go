@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"viewer/symbolize/dwarfbuf"
 	"viewer/symbolize/localfile"
 )
 
@@ -79,15 +80,10 @@ type codeSection struct {
 
 // unitInfo is what location lists need from a compilation unit.
 type unitInfo struct {
-	off, end     uint64 // extent in .debug_info
-	die          uint64 // offset of its first DIE, after the header
-	version      int
-	abbrevOff    uint64 // its abbreviation table in .debug_abbrev
-	addrSize     uint8
-	dwarf64      bool
-	base         uint64 // DW_AT_low_pc: base address of location lists
-	addrBase     uint64
-	loclistsBase uint64
+	dwarfbuf.Unit        // its header
+	base          uint64 // DW_AT_low_pc: base address of location lists
+	addrBase      uint64
+	loclistsBase  uint64
 }
 
 type funcRange struct {
@@ -198,7 +194,7 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		if dwarfErr != nil {
 			return nil
 		}
-		b.units = parseUnitHeaders(b.info)
+		b.units = parseUnitHeaders(b.info, b.order)
 		if int64(len(b.info)) > lazyIndexBytes {
 			indexErr = b.indexUnitRanges()
 		} else {
@@ -424,67 +420,55 @@ func sectionData(f *elf.File, name string) []byte {
 }
 
 // parseUnitHeaders lists the units of .debug_info with their DWARF version,
-// which debug/dwarf does not expose but location lists depend on.
-func parseUnitHeaders(info []byte) []unitInfo {
+// which debug/dwarf does not expose but location lists depend on. It stops
+// at a header dwarfbuf.ReadUnit refuses (dwarf.New has refused those
+// already).
+func parseUnitHeaders(info []byte, order binary.ByteOrder) []unitInfo {
 	var units []unitInfo
-	r := reader{B: info}
-	for !r.Done() && !r.Err {
-		start := r.Pos
-		length := uint64(r.U32())
-		hdr := 4
-		if length == 0xffffffff {
-			length = r.U64()
-			hdr = 12
-		}
-		version := int(r.U16())
-		end := uint64(start) + uint64(hdr) + length
-		if r.Err || end > uint64(len(info)) || end <= uint64(start) {
+	for off := uint64(0); off < uint64(len(info)); {
+		h, err := dwarfbuf.ReadUnit(info, off, uint64(len(info)), order)
+		if err != nil {
 			break
 		}
-		offSize := 4 // of .debug_abbrev offsets
-		if hdr == 12 {
-			offSize = 8
-		}
-		u := unitInfo{off: uint64(start), end: end, version: version, dwarf64: hdr == 12}
-		h := reader{B: info[:end], Pos: r.Pos} // the rest of the header
-		die := r.Pos + offSize + 1             // DWARF 2-4: abbrev offset, address size
-		if version >= 5 {
-			die = r.Pos + 2 + offSize // unit type, address size, abbrev offset
-			switch h.U8() {
-			case 4, 5: // skeleton, split compile: dwo_id
-				die += 8
-			case 2, 6: // type units: signature, type offset
-				die += 8 + offSize
-			}
-			u.addrSize = h.U8()
-		}
-		if offSize == 8 {
-			u.abbrevOff = h.U64()
-		} else {
-			u.abbrevOff = uint64(h.U32())
-		}
-		if version < 5 {
-			u.addrSize = h.U8()
-		}
-		u.die = uint64(die)
-		units = append(units, u)
-		r.Pos = int(end)
+		units = append(units, unitInfo{Unit: h})
+		off = h.End
 	}
 	return units
 }
 
 func (b *Binary) unitOf(off dwarf.Offset) int32 {
-	i := sort.Search(len(b.units), func(i int) bool { return b.units[i].end > uint64(off) })
-	if i < len(b.units) && b.units[i].off <= uint64(off) {
+	i := sort.Search(len(b.units), func(i int) bool { return b.units[i].End > uint64(off) })
+	if i < len(b.units) && b.units[i].Off <= uint64(off) {
 		return int32(i)
 	}
 	return -1
 }
 
-// index walks every DIE once, recording compile-unit bases, the address
-// ranges of subprograms and variables at fixed addresses.
+// index reads every DIE once, recording compile-unit bases, the address
+// ranges of subprograms and variables at fixed addresses: each unit's top
+// DIE (its bases, which its other DIEs' addresses depend on) with
+// dwarf.Reader, then the units with unitScan on all cores (dwarfbuf's
+// reader; dwarf.Reader for a unit it cannot read), in order. A dwarf.Reader
+// error fails the index.
 func (b *Binary) index() error {
-	if err := b.indexEntries(b.dw.Reader(), -1, ^uint64(0)); err != nil {
+	r := b.dw.Reader()
+	units := make([]int32, 0, len(b.units))
+	for i := range b.units {
+		r.Seek(dwarf.Offset(b.units[i].DIEOff))
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			continue
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit, dwarf.TagPartialUnit, dwarf.TagSkeletonUnit:
+			b.noteUnit(int32(i), e)
+		}
+		units = append(units, int32(i))
+	}
+	if err := b.indexUnits(units); err != nil {
 		return err
 	}
 	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })
@@ -618,7 +602,7 @@ func (b *Binary) decodeLocations(val any, class dwarf.Class, u int32) []locRange
 			return nil
 		}
 		ui := &b.units[u]
-		if ui.version >= 5 {
+		if ui.Version >= 5 {
 			walkLoclists(b.loclists, uint64(v), ui.base, b.addrxFunc(u), add)
 		} else {
 			walkLoc(b.loc, uint64(v), ui.base, add)

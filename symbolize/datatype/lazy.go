@@ -55,7 +55,7 @@ func (b *Binary) indexUnitRanges() error {
 	b.declared = map[string]dwarf.Offset{}
 	r := b.dw.Reader()
 	for i := range b.units {
-		r.Seek(dwarf.Offset(b.units[i].die))
+		r.Seek(dwarf.Offset(b.units[i].DIEOff))
 		e, err := r.Next()
 		if err != nil {
 			return err
@@ -140,7 +140,7 @@ func (b *Binary) indexNew(units []int32) {
 		return
 	}
 	nf, ng := len(b.funcs), len(b.globals)
-	b.indexUnits(units)
+	_ = b.indexUnits(units) // a malformed unit keeps what was read before the error
 	b.merge(nf, ng)
 }
 

@@ -3,8 +3,11 @@ package datatype
 import (
 	"debug/dwarf"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 )
 
@@ -60,13 +63,13 @@ func TestUnitScanMatchesReader(t *testing.T) {
 		for u := range units {
 			found := b.scanUnit(u)
 			if found.slow {
-				t.Errorf("%s: unit %d at %#x: unitScan could not read it", path, u, b.units[u].off)
+				t.Errorf("%s: unit %d at %#x: unitScan could not read it", path, u, b.units[u].Off)
 				continue
 			}
 			reset(b)
 			r := b.dw.Reader()
-			r.Seek(dwarf.Offset(b.units[u].die))
-			if err := b.indexEntries(r, u, b.units[u].end); err != nil {
+			r.Seek(dwarf.Offset(b.units[u].DIEOff))
+			if err := b.indexEntries(r, u, b.units[u].End); err != nil {
 				t.Fatalf("%s: unit %d: %v", path, u, err)
 			}
 			want := take(b)
@@ -74,7 +77,7 @@ func TestUnitScanMatchesReader(t *testing.T) {
 			b.addFound(&found)
 			got := take(b)
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: unit %d at %#x: unitScan found\n%+v\ndwarf.Reader found\n%+v", path, u, b.units[u].off, got, want)
+				t.Errorf("%s: unit %d at %#x: unitScan found\n%+v\ndwarf.Reader found\n%+v", path, u, b.units[u].Off, got, want)
 			}
 			nf, ng, nd = nf+len(want.funcs), ng+len(want.globals), nd+len(want.defs)+len(want.declared)
 		}
@@ -114,5 +117,54 @@ func TestIndexUnitsAtOnce(t *testing.T) {
 		!reflect.DeepEqual(one.defs, all.defs) || !reflect.DeepEqual(one.declared, all.declared) || !reflect.DeepEqual(one.funcByEnt, all.funcByEnt) {
 		t.Errorf("one unit at a time: %d functions, %d globals, %d definitions, %d declarations; all at once: %d, %d, %d, %d",
 			len(one.funcs), len(one.globals), len(one.defs), len(one.declared), len(all.funcs), len(all.globals), len(all.defs), len(all.declared))
+	}
+}
+
+// TestFullIndexMatchesReader: the index Open builds of a whole binary
+// (unitScan on every unit, dwarfbuf's reader) is the one a walk of every
+// DIE with dwarf.Reader builds, on libc's debug file and the test
+// binaries, Go's included: the same function ranges, globals, definitions
+// and call targets, in the same order, and every unit's bases.
+func TestFullIndexMatchesReader(t *testing.T) {
+	libc, libcDebug := libcPaths(t)
+	paths := [][2]string{{libc, libcDebug}}
+	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie", "datatype-dw4-nopie", "datatype-dw5-nopie", "datatype-dw5-O0",
+		"datatype-arm64", "datatype-vmlinux", "index", "index-nopie", "libdatatype.so", "skid", "extern"} {
+		p := filepath.Join(testdataDir, name)
+		paths = append(paths, [2]string{p, p})
+	}
+	goprog := filepath.Join(t.TempDir(), "goprog")
+	if out, err := exec.Command("go", "build", "-o", goprog, filepath.Join(testdataDir, "..", "symbolize", "goprog", "main.go")).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	paths = append(paths, [2]string{goprog, goprog})
+	for _, p := range paths {
+		b, err := Open(p[0], p[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.lazy {
+			t.Fatalf("%s: indexed lazily", p[1])
+		}
+		got := []any{b.funcs, b.globals, b.defs, b.defSize, b.funcByEnt, slices.Clone(b.units)}
+		b.funcs, b.globals = nil, nil
+		b.defs, b.defSize, b.funcByEnt = map[defKey]dwarf.Offset{}, map[defKey]int64{}, map[uint64]dwarf.Offset{}
+		for i := range b.units {
+			b.units[i].base, b.units[i].addrBase, b.units[i].loclistsBase = 0, 0, 0
+		}
+		if err := b.indexEntries(b.dw.Reader(), -1, ^uint64(0)); err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })
+		sort.Slice(b.globals, func(i, j int) bool { return b.globals[i].addr < b.globals[j].addr })
+		want := []any{b.funcs, b.globals, b.defs, b.defSize, b.funcByEnt, b.units}
+		for i, what := range []string{"functions", "globals", "definitions", "definition sizes", "call targets", "unit bases"} {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("%s: %s differ from dwarf.Reader's", filepath.Base(p[1]), what)
+			}
+		}
+		if len(b.funcs) == 0 {
+			t.Errorf("%s: no functions", p[1])
+		}
 	}
 }

@@ -1,9 +1,20 @@
-// Package dwarfbuf reads the encodings DWARF sections share (integers of
-// either byte order, LEB128, counted and NUL-terminated strings) through a
-// bounds-checked cursor. It is the one cursor of the parsers debug/dwarf
-// does not provide: location lists and expressions (symbolize/datatype),
-// call frame information (symbolize/unwind), and the fast DWARF and line
-// table decoders (symbolize/elfsym).
+// Package dwarfbuf is the one fast DWARF reader of the project. Its cursor
+// (Reader) reads the encodings DWARF sections share (integers of either
+// byte order, LEB128, counted and NUL-terminated strings) bounds-checked;
+// on it, the structure of .debug_info: unit headers (ReadUnit),
+// abbreviation tables (ParseAbbrevs), attribute values of every form
+// (SkipForm, FormUint) and a cursor over a unit's DIEs (Entries) that
+// skips attributes and whole subtrees nobody asked for, which is what makes
+// it faster than debug/dwarf for the few attributes symbolization and
+// indexing read. Its users: elfsym's decoder of functions, inlined calls
+// and line tables (fastdwarf.go, lineprog.go, linefiles.go), datatype's
+// index of functions, globals and type definitions (unitindex.go),
+// location lists and expressions (datatype) and call frame information
+// (symbolize/unwind). Still read with debug/dwarf: datatype's types,
+// members and function scopes (dwarf.Type trees, dwarf.Reader), each
+// unit's top DIE and the units its index cannot read, and elfsym's
+// fallback for files the fast decoder does not handle (relocatable
+// objects, type units, dwz).
 package dwarfbuf
 
 import "encoding/binary"
@@ -50,6 +61,20 @@ func (r *Reader) CStr() string {
 	}
 	r.Err = true
 	return ""
+}
+
+// SkipCStr moves past a NUL-terminated string without copying it.
+func (r *Reader) SkipCStr() {
+	if r.Err {
+		return
+	}
+	for i := r.Pos; i < len(r.B); i++ {
+		if r.B[i] == 0 {
+			r.Pos = i + 1
+			return
+		}
+	}
+	r.Err = true
 }
 
 // Done reports whether the cursor is at or past the end.
@@ -102,6 +127,33 @@ func (r *Reader) U64() uint64 {
 	v := r.order().Uint64(r.B[r.Pos:])
 	r.Pos += 8
 	return v
+}
+
+// Uint reads an unsigned number of n bytes (1, 2, 3, 4 or 8); any other
+// n sets Err.
+func (r *Reader) Uint(n int) uint64 {
+	switch n {
+	case 1:
+		return uint64(r.U8())
+	case 2:
+		return uint64(r.U16())
+	case 4:
+		return uint64(r.U32())
+	case 8:
+		return r.U64()
+	case 3:
+		if !r.Need(3) {
+			return 0
+		}
+		b := r.B[r.Pos : r.Pos+3]
+		r.Pos += 3
+		if r.order() == binary.ByteOrder(binary.LittleEndian) {
+			return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16
+		}
+		return uint64(b[2]) | uint64(b[1])<<8 | uint64(b[0])<<16
+	}
+	r.Err = true
+	return 0
 }
 
 // Bytes returns the next n bytes (a slice of B, not a copy).

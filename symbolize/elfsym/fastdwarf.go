@@ -14,10 +14,12 @@ import (
 	"viewer/symbolize/dwarfbuf"
 )
 
-// fastLiner answers lookups from DWARF with its own decoder, built for this
-// one job: it finds a unit from .debug_aranges without reading .debug_info,
-// decodes only the DIEs that shape functions and inlined calls (skipping type
-// subtrees by their sibling links), and runs the unit's line program itself.
+// fastLiner answers lookups from DWARF with a decoder built for this one
+// job on dwarfbuf's unit headers, abbreviations and forms (the reader
+// datatype's unit index shares): it finds a unit from .debug_aranges
+// without reading .debug_info, decodes only the DIEs that shape functions
+// and inlined calls (skipping type subtrees by their sibling links), and
+// runs the unit's line program itself.
 // debug/dwarf decodes every attribute of every entry and parses every
 // unit's abbreviations up front, which is most of the time addr2line-style
 // batches spend. dwarfLiner (debug/dwarf) remains the fallback for files
@@ -67,12 +69,7 @@ func (l *fastLiner) unitOf(r *urange) *funit {
 
 // funit is one unit of .debug_info.
 type funit struct {
-	off, end, dieOff uint64
-	version          uint16
-	unitType         uint8
-	addrSize         uint8
-	dwarf64          bool
-	abbrevOff        uint64
+	dwarfbuf.Unit
 
 	cuOnce  sync.Once
 	cuErr   error
@@ -83,31 +80,9 @@ type funit struct {
 	stmt    int64
 	compDir string
 	cuDIE   die
+	cuTab   atomic.Pointer[dwarfbuf.Abbrevs] // cu's table, until the next abbrevTable takes it
 
 	unitLoad
-}
-
-type attrSpec struct {
-	attr, form uint32
-	implicit   int64
-}
-
-type abbrevEntry struct {
-	tag      uint32
-	children bool
-	attrs    []attrSpec
-}
-
-type abbrevTable struct {
-	dense  []abbrevEntry // code i at i-1
-	sparse map[uint64]*abbrevEntry
-}
-
-func (t *abbrevTable) get(code uint64) *abbrevEntry {
-	if code >= 1 && code <= uint64(len(t.dense)) {
-		return &t.dense[code-1]
-	}
-	return t.sparse[code]
 }
 
 // DWARF constants used here.
@@ -287,55 +262,19 @@ func (l *fastLiner) unitAt(off uint64) (*funit, error) {
 	if err != nil {
 		return nil, err
 	}
-	if off >= uint64(len(hdr)) {
-		return nil, fmt.Errorf(".debug_info: unit offset %#x out of range", off)
+	h, err := dwarfbuf.ReadUnit(hdr, off, uint64(len(l.info.data)), l.bo)
+	if err != nil {
+		return nil, err
 	}
-	r := &dwarfbuf.Reader{B: hdr[off:], Order: l.bo}
-	u = &funit{off: off, stmt: -1}
-	length := uint64(r.U32())
-	start := off + 4
-	if length == 0xffffffff {
-		u.dwarf64 = true
-		length = r.U64()
-		start = off + 12
-	}
-	u.end = start + length
-	if u.end > uint64(len(l.info.data)) || u.end < start {
-		return nil, fmt.Errorf(".debug_info: unit at %#x runs past the section", off)
-	}
-	u.version = r.U16()
-	readOff := func() uint64 {
-		if u.dwarf64 {
-			return r.U64()
-		}
-		return uint64(r.U32())
-	}
-	switch {
-	case u.version >= 2 && u.version <= 4:
-		u.abbrevOff = readOff()
-		u.addrSize = r.U8()
-		u.unitType = 1
-	case u.version == 5:
-		u.unitType = r.U8()
-		u.addrSize = r.U8()
-		u.abbrevOff = readOff()
-		switch u.unitType {
-		case 1, 3: // compile, partial
-		case 4, 5: // skeleton, split_compile
-			r.U64()
-		case 2, 6: // type units
-			r.U64()
-			readOff()
-		default:
-			return nil, errUnsupported
-		}
+	switch h.Type {
+	case dwarfbuf.UnitCompile, dwarfbuf.UnitPartial, dwarfbuf.UnitSkeleton, dwarfbuf.UnitSplitCompile, dwarfbuf.UnitType, dwarfbuf.UnitSplitType:
 	default:
-		return nil, fmt.Errorf(".debug_info: unit at %#x has version %d", off, u.version)
+		return nil, errUnsupported
 	}
-	if r.Err || (u.addrSize != 4 && u.addrSize != 8) {
+	if h.AddrSize != 4 && h.AddrSize != 8 {
 		return nil, fmt.Errorf(".debug_info: bad unit header at %#x", off)
 	}
-	u.dieOff = off + uint64(r.Pos)
+	u = &funit{Unit: h, stmt: -1}
 	l.mu.Lock()
 	if v := l.units[off]; v != nil {
 		u = v
@@ -380,11 +319,13 @@ func (l *fastLiner) scanUnits() error {
 			return err
 		}
 		all = append(all, u)
-		off = u.end
-		if covered[u.off] || (u.unitType != 1 && u.unitType != 3) {
+		off = u.End
+		if covered[u.Off] || (u.Type != 1 && u.Type != 3) {
 			continue
 		}
-		if err := l.cu(u); err != nil {
+		err = l.cu(u)
+		u.cuTab.Store(nil) // not decoded now: not kept
+		if err != nil {
 			continue
 		}
 		rs, err := l.unitRanges(u)
@@ -392,7 +333,7 @@ func (l *fastLiner) scanUnits() error {
 			continue
 		}
 		slot := int32(len(slots))
-		slots = append(slots, unitSlot{off: u.off})
+		slots = append(slots, unitSlot{off: u.Off})
 		slots[slot].u.Store(u)
 		for _, rg := range rs {
 			if rg[1] > rg[0] && (rg[0] != 0 || l.f.kind == elf.ET_REL) {
@@ -462,49 +403,20 @@ func findUnit(p *[]urange, pc uint64) *urange {
 	return nil
 }
 
-// abbrevTable parses (once) the abbreviations at off.
-// Tables are not kept: GCC gives every unit its own, and all of libc's
-// parsed would hold 9 MB for the rare name read after a unit is decoded.
-func (l *fastLiner) abbrevTable(off uint64) (*abbrevTable, error) {
+// abbrevTable parses the abbreviations of unit u, or takes the table cu
+// just parsed: decoding a unit reads its unit DIE (cu) and then its other
+// DIEs with the same table. Tables are not kept longer: GCC gives every
+// unit its own, and all of libc's parsed would hold 9 MB for the rare name
+// read after a unit is decoded.
+func (l *fastLiner) abbrevTable(u *funit) (*dwarfbuf.Abbrevs, error) {
+	if t := u.cuTab.Swap(nil); t != nil {
+		return t, nil
+	}
 	d, err := l.abbrev.all()
 	if err != nil {
 		return nil, err
 	}
-	if off >= uint64(len(d)) {
-		return nil, fmt.Errorf(".debug_abbrev: offset %#x out of range", off)
-	}
-	r := &dwarfbuf.Reader{B: d[off:], Order: l.bo}
-	t := &abbrevTable{}
-	for {
-		code := r.Uleb()
-		if code == 0 || r.Err {
-			break
-		}
-		e := abbrevEntry{tag: uint32(r.Uleb()), children: r.U8() != 0}
-		for {
-			at, form := r.Uleb(), r.Uleb()
-			if at == 0 && form == 0 || r.Err {
-				break
-			}
-			spec := attrSpec{attr: uint32(at), form: uint32(form)}
-			if form == 0x21 { // implicit_const
-				spec.implicit = r.Sleb()
-			}
-			e.attrs = append(e.attrs, spec)
-		}
-		if code == uint64(len(t.dense))+1 && t.sparse == nil {
-			t.dense = append(t.dense, e)
-		} else {
-			if t.sparse == nil {
-				t.sparse = map[uint64]*abbrevEntry{}
-			}
-			t.sparse[code] = &e
-		}
-	}
-	if r.Err {
-		return nil, fmt.Errorf(".debug_abbrev at %#x: %w", off, readErr(r))
-	}
-	return t, nil
+	return dwarfbuf.ParseAbbrevs(d, u.AbbrevOff, u.Encoding)
 }
 
 // die holds the attributes of one DIE this decoder cares about.
@@ -536,200 +448,80 @@ type die struct {
 	wantStrings          bool
 }
 
-// dieReader decodes DIEs of one unit.
+// dieReader decodes DIEs of one unit: dwarfbuf's cursor, and the
+// attributes of functions and inlined calls into a die.
 type dieReader struct {
-	l   *fastLiner
-	u   *funit
-	tab *abbrevTable
-	r   dwarfbuf.Reader // over the unit's DIEs: info[u.dieOff:u.end]
+	dwarfbuf.Entries
+	l *fastLiner
+	u *funit
 }
 
-func (l *fastLiner) newDIEReader(u *funit, tab *abbrevTable) (*dieReader, error) {
-	info, err := l.info.ready(int64(u.end))
+func (l *fastLiner) newDIEReader(u *funit, tab *dwarfbuf.Abbrevs) (*dieReader, error) {
+	info, err := l.info.ready(int64(u.End))
 	if err != nil {
 		return nil, err
 	}
-	return &dieReader{l: l, u: u, tab: tab, r: dwarfbuf.Reader{B: info[u.dieOff:u.end], Order: l.bo}}, nil
+	return &dieReader{Entries: dwarfbuf.NewEntries(info, &u.Unit, tab, l.bo), l: l, u: u}, nil
 }
 
-// offset is the .debug_info offset of the reader's position.
-func (d *dieReader) offset() uint64 { return d.u.end - uint64(d.r.Len()) }
-
-func (d *dieReader) seek(off uint64) bool {
-	if off < d.u.dieOff || off >= d.u.end {
-		return false
+// next decodes the next DIE; tag 0 is a null entry.
+func (d *dieReader) next(e *die) error {
+	off := d.Offset()
+	ab, err := d.Next()
+	if err != nil {
+		return err
 	}
-	d.r.Pos = int(off - d.u.dieOff)
-	return true
-}
-
-// next decodes the next DIE; tag 0 is a null entry. With full false only
-// the tag, children flag and sibling are filled.
-func (d *dieReader) next(e *die, full bool) error {
-	e.off = d.offset()
-	code := d.r.Uleb()
-	if d.r.Err {
-		return readErr(&d.r)
-	}
-	if code == 0 {
-		e.tag = 0
+	if ab == nil {
+		e.off, e.tag = off, 0
 		return nil
 	}
-	ab := d.tab.get(code)
-	if ab == nil {
-		return fmt.Errorf(".debug_info: unknown abbreviation %d at %#x", code, e.off)
-	}
-	*e = die{off: e.off, tag: ab.tag, children: ab.children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
-	for i := range ab.attrs {
-		a := &ab.attrs[i]
-		if !full && a.attr != atSibling {
-			if err := d.skip(a.form); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.attr(e, a); err != nil {
+	return d.attrs(e, ab, off)
+}
+
+// attrs decodes the attributes of the DIE at off, of abbreviation ab,
+// whose code was just read.
+func (d *dieReader) attrs(e *die, ab *dwarfbuf.Abbrev, off uint64) error {
+	*e = die{off: off, tag: ab.Tag, children: ab.Children, stmt: -1, callFile: -1, declFile: -1, wantStrings: e.wantStrings}
+	for i := range ab.Attrs {
+		if err := d.attr(e, &ab.Attrs[i]); err != nil {
 			return err
 		}
 	}
-	return readErr(&d.r)
-}
-
-func (d *dieReader) offsetSize() int {
-	if d.u.dwarf64 {
-		return 8
-	}
-	return 4
+	return d.Error()
 }
 
 // skip moves past one attribute value of the given form.
-func (d *dieReader) skip(form uint32) error {
-	r := &d.r
-	n := 0
-	switch form {
-	case 0x01: // addr
-		n = int(d.u.addrSize)
-	case 0x0b, 0x11, 0x25, 0x29, 0x0c: // data1 ref1 strx1 addrx1 flag
-		n = 1
-	case 0x05, 0x12, 0x26, 0x2a: // data2 ref2 strx2 addrx2
-		n = 2
-	case 0x27, 0x2b: // strx3 addrx3
-		n = 3
-	case 0x06, 0x13, 0x28, 0x2c, 0x1c: // data4 ref4 strx4 addrx4 ref_sup4
-		n = 4
-	case 0x07, 0x14, 0x20, 0x24: // data8 ref8 ref_sig8 ref_sup8
-		n = 8
-	case 0x1e: // data16
-		n = 16
-	case 0x0e, 0x17, 0x1f, 0x1d, 0x1f20, 0x1f21: // strp sec_offset line_strp strp_sup GNU_ref_alt GNU_strp_alt
-		n = d.offsetSize()
-	case 0x10: // ref_addr
-		if d.u.version <= 2 {
-			n = int(d.u.addrSize)
-		} else {
-			n = d.offsetSize()
-		}
-	case 0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02: // sdata udata ref_udata strx addrx loclistx rnglistx GNU indexes
-		r.Uleb()
-		return readErr(r)
-	case 0x08: // string
-		r.CStr()
-		return readErr(r)
-	case 0x09, 0x18: // block exprloc
-		n = int(r.Uleb())
-	case 0x0a: // block1
-		n = int(r.U8())
-	case 0x03: // block2
-		n = int(r.U16())
-	case 0x04: // block4
-		n = int(r.U32())
-	case 0x19, 0x21: // flag_present implicit_const
-		return nil
-	case 0x16: // indirect
-		return d.skip(uint32(r.Uleb()))
-	default:
-		return fmt.Errorf("%w: form %#x", errUnsupported, form)
-	}
-	r.Skip(n)
-	return readErr(r)
-}
+func (d *dieReader) skip(form uint32) error { return d.SkipValue(form) }
 
-// value reads a constant, reference, offset or index.
-func (d *dieReader) value(a *attrSpec) (uint64, error) {
-	r := &d.r
-	switch a.form {
-	case 0x0b, 0x11, 0x25, 0x29, 0x0c:
-		return uint64(r.U8()), readErr(r)
-	case 0x05, 0x12, 0x26, 0x2a:
-		return uint64(r.U16()), readErr(r)
-	case 0x27, 0x2b:
-		b0, b1, b2 := r.U8(), r.U8(), r.U8()
-		if d.l.bo == binary.ByteOrder(binary.LittleEndian) {
-			return uint64(b0) | uint64(b1)<<8 | uint64(b2)<<16, readErr(r)
-		}
-		return uint64(b2) | uint64(b1)<<8 | uint64(b0)<<16, readErr(r)
-	case 0x06, 0x13, 0x28, 0x2c:
-		return uint64(r.U32()), readErr(r)
-	case 0x07, 0x14:
-		return r.U64(), readErr(r)
-	case 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02:
-		return r.Uleb(), readErr(r)
-	case 0x0d:
-		return uint64(r.Sleb()), readErr(r)
-	case 0x21:
-		return uint64(a.implicit), nil
-	case 0x01:
-		if d.u.addrSize == 8 {
-			return r.U64(), readErr(r)
-		}
-		return uint64(r.U32()), readErr(r)
-	case 0x0e, 0x17, 0x1f:
-		if d.u.dwarf64 {
-			return r.U64(), readErr(r)
-		}
-		return uint64(r.U32()), readErr(r)
-	case 0x10:
-		if d.u.version <= 2 {
-			if d.u.addrSize == 8 {
-				return r.U64(), readErr(r)
-			}
-			return uint64(r.U32()), readErr(r)
-		}
-		if d.u.dwarf64 {
-			return r.U64(), readErr(r)
-		}
-		return uint64(r.U32()), readErr(r)
-	case 0x19:
-		return 1, nil
+// value reads a constant, reference, offset or index; any other form is
+// skipped and reads as 0.
+func (d *dieReader) value(a *dwarfbuf.AttrSpec) (uint64, error) {
+	if v, ok := d.FormUint(a.Form, a.Implicit, d.u.Encoding); ok {
+		return v, d.Error()
 	}
-	return 0, d.skip(a.form)
-}
-
-// isRef reports whether a form is a unit-relative reference.
-func isRef(form uint32) bool {
-	return form == 0x11 || form == 0x12 || form == 0x13 || form == 0x14 || form == 0x15
+	return 0, d.skip(a.Form)
 }
 
 // str reads a string attribute.
-func (d *dieReader) str(a *attrSpec) (string, bool, error) {
-	switch a.form {
-	case 0x08:
-		return d.r.CStr(), true, readErr(&d.r)
-	case 0x0e:
+func (d *dieReader) str(a *dwarfbuf.AttrSpec) (string, bool, error) {
+	switch a.Form {
+	case dwarfbuf.FormString:
+		return d.CStr(), true, d.Error()
+	case dwarfbuf.FormStrp:
 		off, err := d.value(a)
 		if err != nil {
 			return "", false, err
 		}
 		s, err := d.l.str.all()
 		return strAt(s, off), err == nil, err
-	case 0x1f:
+	case dwarfbuf.FormLineStrp:
 		off, err := d.value(a)
 		if err != nil {
 			return "", false, err
 		}
 		s, err := d.l.lineStr.all()
 		return strAt(s, off), err == nil, err
-	case 0x1a, 0x25, 0x26, 0x27, 0x28, 0x1f02:
+	case dwarfbuf.FormStrx, dwarfbuf.FormStrx1, dwarfbuf.FormStrx2, dwarfbuf.FormStrx3, dwarfbuf.FormStrx4, dwarfbuf.FormGNUStrIndex:
 		idx, err := d.value(a)
 		if err != nil {
 			return "", false, err
@@ -738,9 +530,9 @@ func (d *dieReader) str(a *attrSpec) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		sz := uint64(d.offsetSize())
+		sz := uint64(d.u.OffsetSize())
 		base := d.u.strBase
-		if base == 0 && d.u.version >= 5 {
+		if base == 0 && d.u.Version >= 5 {
 			base = 2 * sz // past the header of the only contribution
 		}
 		p := base + idx*sz
@@ -756,21 +548,21 @@ func (d *dieReader) str(a *attrSpec) (string, bool, error) {
 		s, err := d.l.str.all()
 		return strAt(s, off), err == nil, err
 	}
-	return "", false, d.skip(a.form) // dwz's strp_alt and the like: no name
+	return "", false, d.skip(a.Form) // dwz's strp_alt and the like: no name
 }
 
 // attr decodes one attribute into e.
-func (d *dieReader) attr(e *die, a *attrSpec) error {
-	switch a.attr {
+func (d *dieReader) attr(e *die, a *dwarfbuf.AttrSpec) error {
+	switch a.Attr {
 	case atName, atLinkageName, atMIPSLinkage, atCompDir:
 		if !e.wantStrings {
-			return d.skip(a.form)
+			return d.skip(a.Form)
 		}
 		s, ok, err := d.str(a)
 		if err != nil {
 			return err
 		}
-		switch a.attr {
+		switch a.Attr {
 		case atName:
 			e.name, e.hasName = s, ok
 		case atCompDir:
@@ -780,17 +572,11 @@ func (d *dieReader) attr(e *die, a *attrSpec) error {
 		}
 		return nil
 	case atSibling, atAbstractOrigin, atSpecification:
-		if a.form == 0x1f20 { // GNU_ref_alt: in another file
-			return d.skip(a.form)
-		}
-		v, err := d.value(a)
+		v, err := d.Ref(a) // 0 for a reference into another file (dwz)
 		if err != nil {
 			return err
 		}
-		if isRef(a.form) {
-			v += d.u.off
-		}
-		if a.attr == atSibling {
+		if a.Attr == atSibling {
 			e.sibling = v
 		} else if e.origin == 0 {
 			e.origin = v
@@ -798,23 +584,27 @@ func (d *dieReader) attr(e *die, a *attrSpec) error {
 		return nil
 	case atLowPC:
 		v, err := d.value(a)
-		e.lowPC, e.hasLow, e.lowForm, e.lowIdx = v, true, a.form, v
+		e.lowPC, e.hasLow, e.lowForm, e.lowIdx = v, true, a.Form, v
 		return err
 	case atHighPC:
 		v, err := d.value(a)
 		e.highPC, e.hasHigh = v, true
-		e.highIsOffset = a.form != 0x01 && a.form != 0x1b && a.form != 0x29 && a.form != 0x2a && a.form != 0x2b && a.form != 0x2c && a.form != 0x1f01
-		if !e.highIsOffset && a.form != 0x01 {
+		e.highIsOffset = true // a constant: the size
+		switch a.Form {
+		case dwarfbuf.FormAddr, dwarfbuf.FormAddrx, dwarfbuf.FormAddrx1, dwarfbuf.FormAddrx2, dwarfbuf.FormAddrx3, dwarfbuf.FormAddrx4, dwarfbuf.FormGNUAddrIndex:
+			e.highIsOffset = false
+		}
+		if !e.highIsOffset && a.Form != dwarfbuf.FormAddr {
 			e.highPC, err = d.addrx(v)
 		}
 		return err
 	case atRanges:
 		v, err := d.value(a)
-		e.rangesForm, e.rangesVal, e.hasRanges = a.form, v, true
+		e.rangesForm, e.rangesVal, e.hasRanges = a.Form, v, true
 		return err
 	case atDeclLine, atDeclFile, atCallLine, atCallFile, atGNUDiscrim, atStmtList, atStrOffsetsBase, atAddrBase, atRnglistsBase, atGNUAddrBase, atGNURangesBase:
 		v, err := d.value(a)
-		switch a.attr {
+		switch a.Attr {
 		case atDeclLine:
 			e.declLine = int64(v)
 		case atDeclFile:
@@ -836,7 +626,7 @@ func (d *dieReader) attr(e *die, a *attrSpec) error {
 		}
 		return err
 	}
-	return d.skip(a.form)
+	return d.skip(a.Form)
 }
 
 // addrx reads entry i of the unit's .debug_addr table.
@@ -849,11 +639,11 @@ func (l *fastLiner) addrIndex(u *funit, i uint64) (uint64, error) {
 	if err != nil || a == nil {
 		return 0, errors.New(".debug_addr missing")
 	}
-	p := u.addrB + i*uint64(u.addrSize)
-	if p+uint64(u.addrSize) > uint64(len(a)) {
+	p := u.addrB + i*uint64(u.AddrSize)
+	if p+uint64(u.AddrSize) > uint64(len(a)) {
 		return 0, errors.New(".debug_addr: index out of range")
 	}
-	if u.addrSize == 8 {
+	if u.AddrSize == 8 {
 		return l.bo.Uint64(a[p:]), nil
 	}
 	return uint64(l.bo.Uint32(a[p:])), nil
@@ -863,7 +653,7 @@ func (l *fastLiner) addrIndex(u *funit, i uint64) (uint64, error) {
 func (l *fastLiner) cu(u *funit) error {
 	u.cuOnce.Do(func() {
 		defer recoverInto(&u.cuErr, l.f.path)
-		tab, err := l.abbrevTable(u.abbrevOff)
+		tab, err := l.abbrevTable(u)
 		if err != nil {
 			u.cuErr = err
 			return
@@ -876,28 +666,29 @@ func (l *fastLiner) cu(u *funit) error {
 		var e die
 		e.wantStrings = true
 		// Bases first: strx and addrx values of this DIE depend on them.
-		save := d.r
-		if err := d.next(&e, true); err != nil {
+		save := d.Reader
+		if err := d.next(&e); err != nil {
 			u.cuErr = err
 			return
 		}
 		u.strBase, u.addrB, u.rngBase = e.strBase, e.addrB, e.rngB
 		if e.hasStrB || e.hasAddrB {
-			d.r = save
+			d.Reader = save
 			e = die{wantStrings: true}
-			if err := d.next(&e, true); err != nil {
+			if err := d.next(&e); err != nil {
 				u.cuErr = err
 				return
 			}
 		}
 		u.stmt, u.compDir = e.stmt, e.compDir
 		if e.hasLow {
-			if e.lowForm != 0x01 {
+			if e.lowForm != dwarfbuf.FormAddr {
 				e.lowPC, _ = l.addrIndex(u, e.lowIdx)
 			}
 			u.lowPC = e.lowPC
 		}
 		u.cuDIE = e
+		u.cuTab.Store(tab)
 	})
 	return u.cuErr
 }
@@ -917,7 +708,7 @@ func (l *fastLiner) dieRanges(u *funit, e *die, out [][2]uint64) ([][2]uint64, e
 		return out, nil
 	}
 	lo := e.lowPC
-	if e.lowForm != 0x01 && e.lowForm != 0 {
+	if e.lowForm != dwarfbuf.FormAddr && e.lowForm != 0 {
 		var err error
 		if lo, err = l.addrIndex(u, e.lowIdx); err != nil {
 			return out, err
@@ -934,12 +725,12 @@ func (l *fastLiner) dieRanges(u *funit, e *die, out [][2]uint64) ([][2]uint64, e
 // .debug_rnglists (5), with rnglistx indexes.
 func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) ([][2]uint64, error) {
 	readAddr := func(r *dwarfbuf.Reader) uint64 {
-		if u.addrSize == 8 {
+		if u.AddrSize == 8 {
 			return r.U64()
 		}
 		return uint64(r.U32())
 	}
-	if u.version < 5 {
+	if u.Version < 5 {
 		d, err := l.ranges.all()
 		if err != nil || d == nil || v >= uint64(len(d)) {
 			return out, errors.New(".debug_ranges: offset out of range")
@@ -947,7 +738,7 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 		r := &dwarfbuf.Reader{B: d[v:], Order: l.bo}
 		base := u.lowPC
 		maxAddr := ^uint64(0)
-		if u.addrSize == 4 {
+		if u.AddrSize == 4 {
 			maxAddr = 0xffffffff
 		}
 		for !r.Err {
@@ -968,9 +759,9 @@ func (l *fastLiner) rangeList(u *funit, form uint32, v uint64, out [][2]uint64) 
 		return out, errors.New(".debug_rnglists missing")
 	}
 	off := v
-	if form == 0x23 { // rnglistx: an index into the unit's offset table
+	if form == dwarfbuf.FormRnglistx { // an index into the unit's offset table
 		sz := uint64(4)
-		if u.dwarf64 {
+		if u.Dwarf64 {
 			sz = 8
 		}
 		p := u.rngBase + v*sz
@@ -1041,7 +832,7 @@ func (l *fastLiner) lookup(pc uint64, frames []Frame) ([]Frame, bool, error) {
 
 func (l *fastLiner) load(u *funit) (*unitData, error) {
 	return u.get(l.f.path, func() (*unitData, error) { return l.decode(u) }, func(err error) error {
-		return fmt.Errorf("%s: corrupt DWARF in the unit at .debug_info+%#x: %w", l.f.path, u.off, err)
+		return fmt.Errorf("%s: corrupt DWARF in the unit at .debug_info+%#x: %w", l.f.path, u.Off, err)
 	})
 }
 
@@ -1060,7 +851,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 		ud.rows, ud.files = rows, files
 		size += int64(cap(rows))*16 + int64(len(files))*48
 	}
-	tab, err := l.abbrevTable(u.abbrevOff)
+	tab, err := l.abbrevTable(u)
 	if err != nil {
 		return nil, err
 	}
@@ -1068,9 +859,14 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e die
-	if err := d.next(&e, false); err != nil { // the unit DIE
+	top, err := d.Next() // the unit DIE (nil: an empty unit)
+	if err != nil {
 		return nil, err
+	}
+	if top != nil {
+		if _, err := d.SkipAttrs(top); err != nil {
+			return nil, err
+		}
 	}
 	ud.nodes = append(ud.nodes, node{declFile: -1})
 	type pend struct {
@@ -1081,55 +877,45 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 	local := map[uint64]fnName{}
 	stack := make([]int32, 1, 32)
 	stack[0] = -1
-	if !e.children {
+	if top == nil || !top.Children {
 		stack = stack[:0]
 	}
-	skipDepth := 0 // > 0 while inside a subtree that cannot hold functions
+	var e die
 	var rbuf [][2]uint64
-	for len(stack) > 0 || skipDepth > 0 {
-		if d.r.Len() == 0 {
-			break
-		}
-		if skipDepth > 0 {
-			if err := d.next(&e, false); err != nil {
-				return nil, err
-			}
-			if e.tag == 0 {
-				skipDepth--
-			} else if e.children {
-				if e.sibling > e.off && d.seek(e.sibling) {
-					continue
-				}
-				skipDepth++
-			}
-			continue
-		}
+	for len(stack) > 0 && !d.Done() {
 		parent := stack[len(stack)-1]
-		// Peek the tag to decide how much to decode.
-		save := d.r
-		code := d.r.Uleb()
-		if d.r.Err {
-			return nil, readErr(&d.r)
+		off := d.Offset()
+		ab, err := d.Next()
+		if err != nil {
+			return nil, err
 		}
-		if code == 0 {
+		if ab == nil {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		ab := tab.get(code)
-		if ab == nil {
-			return nil, fmt.Errorf(".debug_info: unknown abbreviation %d", code)
-		}
-		d.r = save
-		switch ab.tag {
+		switch ab.Tag {
 		case tagSubprogram, tagInlined, tagLexicalBlock:
-			e = die{wantStrings: ab.tag == tagSubprogram}
-			if err := d.next(&e, true); err != nil {
+			e = die{wantStrings: ab.Tag == tagSubprogram}
+			if err := d.attrs(&e, ab, off); err != nil {
 				return nil, err
 			}
-		default:
-			if err := d.next(&e, false); err != nil {
+		case tagNamespace, tagModule: // functions inside
+			if _, err := d.SkipAttrs(ab); err != nil {
 				return nil, err
 			}
+			if ab.Children {
+				stack = append(stack, -1)
+			}
+			continue
+		default: // no functions inside: skipped with its children
+			sib, err := d.SkipAttrs(ab)
+			if err == nil && ab.Children {
+				err = d.SkipChildren(sib)
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		switch e.tag {
 		case tagSubprogram:
@@ -1161,8 +947,8 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 			if e.children {
 				if n >= 0 {
 					stack = append(stack, n)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
 			}
 		case tagInlined:
@@ -1189,25 +975,17 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 			if e.children {
 				if n >= 0 {
 					stack = append(stack, n)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
 			}
 		case tagLexicalBlock:
 			if e.children {
 				if parent >= 0 {
 					stack = append(stack, parent)
-				} else if !(e.sibling > e.off && d.seek(e.sibling)) {
-					skipDepth = 1
+				} else if err := d.SkipChildren(e.sibling); err != nil {
+					return nil, err
 				}
-			}
-		case tagNamespace, tagModule:
-			if e.children {
-				stack = append(stack, -1)
-			}
-		default:
-			if e.children && !(e.sibling > e.off && d.seek(e.sibling)) {
-				skipDepth = 1
 			}
 		}
 	}
@@ -1237,7 +1015,7 @@ func (l *fastLiner) decode(u *funit) (*unitData, error) {
 
 // resolve follows abstract_origin and specification links from the DIE at
 // off to the first name (a linkage name if any on the way) and declaration line.
-func (l *fastLiner) resolve(u *funit, tab *abbrevTable, off uint64, local map[uint64]fnName, depth int) fnName {
+func (l *fastLiner) resolve(u *funit, tab *dwarfbuf.Abbrevs, off uint64, local map[uint64]fnName, depth int) fnName {
 	if depth > 8 {
 		return fnName{}
 	}
@@ -1266,24 +1044,24 @@ func (l *fastLiner) resolve(u *funit, tab *abbrevTable, off uint64, local map[ui
 }
 
 // readName decodes the one DIE at off, in whichever unit holds it.
-func (l *fastLiner) readName(u *funit, tab *abbrevTable, off uint64) fnName {
-	foreign := off < u.dieOff || off >= u.end
+func (l *fastLiner) readName(u *funit, tab *dwarfbuf.Abbrevs, off uint64) fnName {
+	foreign := off < u.DIEOff || off >= u.End
 	if foreign {
 		u = l.unitHolding(off)
 		if u == nil || l.cu(u) != nil {
 			return fnName{}
 		}
 		var err error
-		if tab, err = l.abbrevTable(u.abbrevOff); err != nil {
+		if tab, err = l.abbrevTable(u); err != nil {
 			return fnName{}
 		}
 	}
 	d, err := l.newDIEReader(u, tab)
-	if err != nil || !d.seek(off) {
+	if err != nil || !d.Seek(off) {
 		return fnName{}
 	}
 	e := die{wantStrings: true}
-	if d.next(&e, true) != nil {
+	if d.next(&e) != nil {
 		return fnName{}
 	}
 	nm := fnName{startLine: int32(e.declLine), origin: dwarfOffset(e.origin), declFile: -1}
@@ -1306,8 +1084,8 @@ func (l *fastLiner) unitHolding(off uint64) *funit {
 	l.mu.Lock()
 	all := l.allUnits
 	l.mu.Unlock()
-	i := sort.Search(len(all), func(i int) bool { return all[i].end > off })
-	if i < len(all) && all[i].off <= off {
+	i := sort.Search(len(all), func(i int) bool { return all[i].End > off })
+	if i < len(all) && all[i].Off <= off {
 		return all[i]
 	}
 	return nil

@@ -210,45 +210,25 @@ func strAt(sec []byte, off uint64) string {
 	return string(s)
 }
 
-// form reads one attribute value of a line-table entry: strings as string,
-// constants as uint64, anything else skipped (nil).
+// lineForm reads one attribute value of a line-table entry: strings as
+// string, constants as uint64, 16-byte data and blocks skipped (nil).
 func lineForm(r *dwarfbuf.Reader, form uint64, dwarf64 bool, lineStr, str []byte) (any, error) {
-	offset := func() uint64 {
-		if dwarf64 {
-			return r.U64()
-		}
-		return uint64(r.U32())
-	}
+	enc := dwarfbuf.Encoding{Version: 5, Dwarf64: dwarf64}
 	switch form {
-	case 0x08: // string
+	case dwarfbuf.FormString:
 		return r.CStr(), nil
-	case 0x1f: // line_strp
-		return strAt(lineStr, offset()), nil
-	case 0x0e: // strp
-		return strAt(str, offset()), nil
-	case 0x0b: // data1
-		return uint64(r.U8()), nil
-	case 0x05: // data2
-		return uint64(r.U16()), nil
-	case 0x06: // data4
-		return uint64(r.U32()), nil
-	case 0x07: // data8
-		return r.U64(), nil
-	case 0x0f: // udata
-		return r.Uleb(), nil
-	case 0x1e: // data16
-		r.Skip(16)
-	case 0x09: // block
-		n := r.Uleb()
-		if n > uint64(r.Len()) {
-			r.Err = true
-			return nil, nil
-		}
-		r.Skip(int(n))
-	default:
-		// strx forms would need the unit's str_offsets_base; no producer
-		// uses them here. Give up on this table: callers fall back.
-		return nil, errors.New("unsupported form in line table header")
+	case dwarfbuf.FormLineStrp:
+		return strAt(lineStr, r.Uint(enc.OffsetSize())), nil
+	case dwarfbuf.FormStrp:
+		return strAt(str, r.Uint(enc.OffsetSize())), nil
+	case dwarfbuf.FormData1, dwarfbuf.FormData2, dwarfbuf.FormData4, dwarfbuf.FormData8, dwarfbuf.FormUdata:
+		v, _ := r.FormUint(uint32(form), 0, enc)
+		return v, nil
+	case dwarfbuf.FormData16, dwarfbuf.FormBlock:
+		r.SkipForm(uint32(form), enc)
+		return nil, nil
 	}
-	return nil, nil
+	// strx forms would need the unit's str_offsets_base; no producer
+	// uses them here. Give up on this table: callers fall back.
+	return nil, errors.New("unsupported form in line table header")
 }

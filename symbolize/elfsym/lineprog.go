@@ -34,7 +34,7 @@ func (l *fastLiner) lineTable(u *funit) ([]lineRow, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := runLineProgram(h, u.addrSize, l.f.kind == elf.ET_REL)
+	rows, err := runLineProgram(h, u.AddrSize, l.f.kind == elf.ET_REL)
 	return rows, h.files, err
 }
 
