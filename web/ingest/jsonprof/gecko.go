@@ -38,15 +38,17 @@ var geckoLocation = regexp.MustCompile(`^(.*)\s+\((.*?)(?::(\d+))?(?::(\d+))?\)$
 // (Firefox's own, and Firefox DevTools' export of it) and the processed
 // format profiler.firefox.com saves. Every thread of every process is
 // read, its name as comm and its pid and tid as labels. A sample's stack
-// weighs the time to the thread's next sample, as in speedscope; its
+// weighs the time to the thread's next sample, as in speedscope, or, in
+// a processed profile whose samples carry weights (samples.weight, as
+// viewer's /p/ID/firefox.json writes them), its weight, as the Firefox
+// Profiler counts it: of type time for weightType "tracing-ms", samples
+// for "samples", space for "bytes". Its
 // frames are the JavaScript frames, as speedscope keeps them (not
 // Firefox's own resource: and self-hosted code), or, in a thread with no
 // JavaScript frame, every frame by its name.
 func ParseFirefox(data []byte, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	typ := b.valueType("time", "nanoseconds")
-	b.defType = typ
-	g := &geckoReader{b: b, typ: typ}
+	g := &geckoReader{b: b}
 	if err := g.read(data, false); err != nil {
 		return nil, fmt.Errorf("Firefox profile: %w", err)
 	}
@@ -54,8 +56,7 @@ func ParseFirefox(data []byte, opt Options) (*profile.Profile, error) {
 }
 
 type geckoReader struct {
-	b   *builder
-	typ int
+	b *builder
 	// shared is the processed format's shared string array.
 	shared []string
 }
@@ -175,10 +176,33 @@ type geckoThread struct {
 	StringArray []string       `json:"stringArray"`
 }
 
-// geckoSample is a sample of a thread: its stack (-1: none) and time (ms).
+// geckoSample is a sample of a thread: its stack (-1: none) and time
+// (ms), and its weight (samples.weight; NaN: none).
 type geckoSample struct {
-	stack int64
-	time  float64
+	stack  int64
+	time   float64
+	weight float64
+}
+
+// weightTypes are the sample types of the processed format's
+// samples.weightType, and the factor to their unit.
+var weightTypes = map[string]struct {
+	typ, unit string
+	scale     float64
+}{
+	"tracing-ms": {"time", "nanoseconds", 1e6},
+	"samples":    {"samples", "count", 1},
+	"bytes":      {"space", "bytes", 1},
+}
+
+// valueType is the sample type a thread's samples weigh in; the first
+// one made is the profile's default.
+func (g *geckoReader) valueType(typ, unit string) int {
+	i := g.b.valueType(typ, unit)
+	if g.b.defType < 0 {
+		g.b.defType = i
+	}
+	return i
 }
 
 // thread reads one thread.
@@ -195,14 +219,15 @@ func (g *geckoReader) thread(raw []byte, meta geckoMeta) error {
 		return err
 	}
 	var (
-		samples  []geckoSample
-		prefixes []int64  // of each stack
-		frames   []int64  // of each stack
-		names    []string // of each frame: its location string
-		err      error
+		samples    []geckoSample
+		weightType string   // of weighed samples; "": by time gap
+		prefixes   []int64  // of each stack
+		frames     []int64  // of each stack
+		names      []string // of each frame: its location string
+		err        error
 	)
 	if meta.PreprocessedProfileVersion > 0 || t.Samples.Kind() == '{' && !bytes.Contains(t.Samples[:min(len(t.Samples), 200)], []byte(`"schema"`)) {
-		samples, prefixes, frames, names, err = g.processedThread(&t)
+		samples, prefixes, frames, names, weightType, err = g.processedThread(&t)
 	} else {
 		samples, prefixes, frames, names, err = geckoThreadTables(&t)
 	}
@@ -262,6 +287,20 @@ func (g *geckoReader) thread(raw []byte, meta geckoMeta) error {
 		stackOf[s], done[s] = n, true
 		return n
 	}
+	if wt, ok := weightTypes[weightType]; ok {
+		typ := g.valueType(wt.typ, wt.unit)
+		for _, s := range samples {
+			if !(s.weight > 0) {
+				continue
+			}
+			at := int64(math.Round((meta.StartTime + s.time) * 1e6))
+			if err := g.b.add(resolve(s.stack, 0), th, typ, int64(math.Round(s.weight*wt.scale)), at, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	typ := g.valueType("time", "nanoseconds")
 	for i, s := range samples {
 		if i+1 == len(samples) {
 			break // the last sample weighs nothing: no sample follows it
@@ -271,7 +310,7 @@ func (g *geckoReader) thread(raw []byte, meta geckoMeta) error {
 			continue
 		}
 		at := int64(math.Round((meta.StartTime + s.time) * 1e6))
-		if err := g.b.add(resolve(s.stack, 0), th, g.typ, int64(math.Round(w*1e6)), at, true); err != nil {
+		if err := g.b.add(resolve(s.stack, 0), th, typ, int64(math.Round(w*1e6)), at, true); err != nil {
 			return err
 		}
 	}
@@ -299,7 +338,7 @@ func geckoThreadTables(t *geckoThread) (samples []geckoSample, prefixes, frames 
 			s = -1
 		}
 		tm, _ := cell(row, tc)
-		samples = append(samples, geckoSample{int64(s), tm})
+		samples = append(samples, geckoSample{int64(s), tm, math.NaN()})
 	}
 	pc, fc := stk.column("prefix", 0), stk.column("frame", 1)
 	for _, row := range stk.Data {
@@ -327,8 +366,10 @@ func geckoThreadTables(t *geckoThread) (samples []geckoSample, prefixes, frames 
 }
 
 // processedThread reads a processed-format thread's columns: a frame is
-// named by its function's name and file, as "name (file:line:col)".
-func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, prefixes, frames []int64, names []string, err error) {
+// named by its function's name and file, as "name (file:line:col)". A
+// thread whose samples all carry a weight has their weightType ("" if
+// not).
+func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, prefixes, frames []int64, names []string, weightType string, err error) {
 	strs := t.StringArray
 	if strs == nil {
 		strs = t.StringTable
@@ -340,6 +381,8 @@ func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, pr
 		Stack      []*float64 `json:"stack"`
 		Time       []float64  `json:"time"`
 		TimeDeltas []float64  `json:"timeDeltas"`
+		Weight     []*float64 `json:"weight"`
+		WeightType string     `json:"weightType"`
 	}
 	var stk struct {
 		Prefix []*float64 `json:"prefix"`
@@ -362,7 +405,17 @@ func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, pr
 			continue
 		}
 		if err := newDecoder(bytes.NewReader(x.v)).value(x.dst); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, "", err
+		}
+	}
+	weighed := len(s.Weight) == len(s.Stack)
+	for _, w := range s.Weight {
+		weighed = weighed && w != nil
+	}
+	if weighed {
+		weightType = s.WeightType
+		if weightType == "" {
+			weightType = "samples" // the Firefox Profiler's default
 		}
 	}
 	str := func(i float64) string {
@@ -383,7 +436,11 @@ func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, pr
 		if st != nil {
 			stack = int64(*st)
 		}
-		samples = append(samples, geckoSample{stack, at})
+		w := math.NaN()
+		if weighed {
+			w = *s.Weight[i]
+		}
+		samples = append(samples, geckoSample{stack, at, w})
 	}
 	for i, f := range stk.Frame {
 		p := int64(-1)
@@ -412,5 +469,5 @@ func (g *geckoReader) processedThread(t *geckoThread) (samples []geckoSample, pr
 		}
 		names = append(names, name)
 	}
-	return samples, prefixes, frames, names, nil
+	return samples, prefixes, frames, names, weightType, nil
 }
