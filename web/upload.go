@@ -10,14 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
-	"viewer/web/ingest/sourcemap"
+	"viewer/web/ingest"
 	"viewer/web/profiles"
 )
 
@@ -84,9 +83,9 @@ func (s *Server) receive(c echo.Context) (string, error) {
 		return "", err
 	}
 	defer sp.remove()
-	set := sourcemap.Set{}
+	var set ingest.SourceMaps
 	for _, m := range maps {
-		if _, err := set.Add(m.name, m.data); err != nil {
+		if err := set.Add(m.name, m.data); err != nil {
 			return "", httpError(http.StatusBadRequest, "%s: %v (send the bundle's own .map file, as the bundler wrote it, in the sourcemap field)", m.name, err)
 		}
 	}
@@ -97,9 +96,9 @@ func (s *Server) receive(c echo.Context) (string, error) {
 	}
 	defer release()
 	var id string
-	if len(set) > 0 {
+	if set.Len() > 0 {
 		id, err = s.afterUpload(s.prof.IngestFileMapped(c.Request().Context(), sp.f, name, func(p *profile.Profile) error {
-			applySourceMaps(p, set)
+			set.Apply(p)
 			return nil
 		}))
 	} else {
@@ -203,32 +202,6 @@ func (s *Server) cacheFirstView(id string, v *firstView) {
 	// The flame page asks for the top table beside flame.json: compute it
 	// now, after the upload's answer, so that it is ready when asked for.
 	go s.topTable(context.Background(), l, v.si, flame.Filter{}, nil)
-}
-
-// applySourceMaps maps p's JavaScript frames through set, and says in a
-// comment how many frames were mapped, or, as a warning, which maps
-// matched no frame (a map is applied to the script its "file" field
-// names, else the script its own name names without ".map").
-func applySourceMaps(p *profile.Profile, set sourcemap.Set) {
-	used := map[*sourcemap.Map]bool{}
-	n := sourcemap.Apply(p, func(file string) *sourcemap.Map {
-		m := set.Lookup(file)
-		if m != nil {
-			used[m] = true
-		}
-		return m
-	})
-	p.Comments = append(p.Comments, fmt.Sprintf("source maps: %d frames mapped to their original source", n))
-	var unused []string
-	for key, m := range set {
-		if !used[m] {
-			unused = append(unused, key)
-		}
-	}
-	if len(unused) > 0 {
-		slices.Sort(unused)
-		p.Comments = append(p.Comments, fmt.Sprintf("warning: the source maps of %s matched no frame of the profile: a map applies to the script its \"file\" field names, else to its own name without .map", strings.Join(unused, ", ")))
-	}
 }
 
 // spooled is an upload body written to a temporary file.
