@@ -138,6 +138,7 @@ NORACE_BROWSER_TESTS = \
 	TestBrowserTopAskedWithGraph \
 	TestBrowserTopStickyHeader \
 	TestBrowserTopTableNames \
+	TestBrowserUploadSourceMaps \
 	TestBrowserWarningsOnEveryPage \
 	TestScreenshots \
 	TestTypesPageInBrowser \

@@ -9,6 +9,7 @@ import { formatValue } from './flame.js';
 
 const form = document.getElementById('upload-form');
 const input = document.getElementById('file');
+const mapsInput = document.getElementById('sourcemaps');
 const status = document.getElementById('upload-status');
 
 for (const el of document.querySelectorAll('[data-origin]')) el.textContent = location.origin;
@@ -76,7 +77,7 @@ showRecent();
 // bytes sent, and follows the server's side of it on an event stream keyed
 // by a random key the request names (X-Upload-Progress): the bytes it
 // received, then each phase of the conversion, then the end.
-async function upload(file) {
+async function upload(file, maps = []) {
   say(`Uploading ${file.name} (${size(file.size)})…`, 'busy');
   form.classList.add('busy');
   const bar = progressBar();
@@ -85,6 +86,9 @@ async function upload(file) {
   await server.opened;
   const body = new FormData();
   body.append('file', file, file.name);
+  // JavaScript source maps, picked beside the profile or dropped with it,
+  // go in the "sourcemap" field; the server maps the frames through them.
+  for (const m of [...(mapsInput ? mapsInput.files : []), ...maps]) body.append('sourcemap', m, m.name);
   try {
     const { status, text } = await send(form.dataset.api, body, key, (sent, total) => {
       if (server.phase) return; // the server's phases take over
@@ -205,7 +209,11 @@ document.addEventListener('drop', (e) => {
   e.preventDefault();
   depth = 0;
   form.classList.remove('dragging');
-  const files = e.dataTransfer.files;
+  // .map files dropped with a profile are its source maps.
+  const all = [...e.dataTransfer.files];
+  const maps = all.filter((f) => f.name.endsWith('.map'));
+  const files = all.filter((f) => !f.name.endsWith('.map'));
   if (files.length > 1) say(`Dropped ${files.length} files; uploading the first.`, 'busy');
-  if (files.length) upload(files[0]);
+  if (files.length) upload(files[0], maps);
+  else if (maps.length) say('Dropped only source maps (.map): drop the profile with them, or pick it.', 'error');
 });

@@ -2,25 +2,32 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
+	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ingest/jsonprof"
+	"viewer/web/ingest/perfdata"
 )
 
 // TestFirefoxJSON uploads real profiles, fetches /p/ID/firefox.json as
 // profiler.firefox.com does (from its origin, which CORS lets read it),
 // and reads it back with viewer's own Firefox Profiler reader: each sample
-// type's stacks and weights are the uploaded ones (the reader weighs a
-// sample by the time to the next one, in ns: a time type's values come
-// back as they were, others × 1e6). Unnamed frames are given to the
+// type's stacks and weights are the uploaded ones (the reader reads
+// samples.weight: a time type's values come back in ns, others as they
+// were). Unnamed frames are given to the
 // symbol server by library, breakpad ID and offset. The flame page links
 // the Firefox Profiler's from-url/ page to that absolute URL, with this
 // server as symbolServer.
@@ -62,8 +69,8 @@ func TestFirefoxJSON(t *testing.T) {
 				if err != nil {
 					t.Fatalf("viewer's Firefox reader: %v", err)
 				}
-				scale := int64(1e6)
-				if st.Unit == "nanoseconds" {
+				scale := map[string]int64{"microseconds": 1e3, "milliseconds": 1e6, "seconds": 1e9}[st.Unit]
+				if scale == 0 {
 					scale = 1
 				}
 				got := speedscopeStacks(back, 0, func(*profile.Sample) bool { return true })
@@ -156,5 +163,158 @@ func checkFirefoxLibs(t *testing.T, body []byte) {
 	}
 	if !found {
 		t.Errorf("no frame at libc.so.6's offset 0x2a2b in library 0: %+v", th)
+	}
+}
+
+// TestFirefoxJSONThreads uploads a perf recording of testdata/perf/threads
+// (two named worker threads and a forked child, each sample with its
+// time) and checks /p/ID/firefox.json as a user of the Firefox Profiler
+// would: one thread per thread the flame page's timeline shows, in its
+// process, with that row's total, the thread's own stacks and weights,
+// and its samples at the recording's times, in order. Viewer's own
+// Firefox reader reads the same threads, stacks and weights back.
+func TestFirefoxJSONThreads(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	data, err := os.ReadFile("../testdata/perf/multi.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := ingest.Parse(data, ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := 0
+	for i, st := range p.SampleType {
+		if st.Type == p.DefaultSampleType {
+			si = i
+		}
+	}
+	st := p.SampleType[si]
+	if st.Unit != "nanoseconds" {
+		t.Fatalf("default sample type %s/%s; the test expects a time in ns", st.Type, st.Unit)
+	}
+	threadOf := func(s *profile.Sample) string {
+		return fmt.Sprintf("%s %d/%d", s.Label["comm"][0], s.NumLabel["pid"][0], s.NumLabel["tid"][0])
+	}
+	// Each thread's sample times (ms), as the recording holds them.
+	wantTimes := map[string][]float64{}
+	for _, s := range p.Sample {
+		if s.Value[si] > 0 {
+			k := threadOf(s)
+			wantTimes[k] = append(wantTimes[k], float64(s.NumLabel[perfdata.TimeLabel][0])/1e6)
+		}
+	}
+	if len(wantTimes) < 3 {
+		t.Fatalf("the recording holds %d threads; want the main one, two workers and the child", len(wantTimes))
+	}
+	rows := map[string]int64{}
+	for _, r := range flame.BuildTimeline(p, si).Rows {
+		rows[r.Name] = r.Value
+	}
+
+	id := upload(t, ts.URL, data)
+	f := get(t, ts.URL+"/p/"+id+"/firefox.json?si="+url.QueryEscape(st.Type))
+	if f.status != http.StatusOK {
+		t.Fatalf("status %d: %.300s", f.status, f.body)
+	}
+	var doc struct {
+		Meta struct {
+			StartTime float64 `json:"startTime"`
+		} `json:"meta"`
+		Threads []struct {
+			Name, ProcessName, Pid string
+			Tid                    int64
+			IsMainThread           bool
+			Samples                struct {
+				Stack      []*int
+				Time       []float64
+				Weight     []float64
+				WeightType string
+			}
+			StackTable struct {
+				Prefix []*int
+				Frame  []int
+			}
+			FrameTable struct {
+				Func []int
+			}
+			FuncTable struct {
+				Name []int
+			}
+			StringArray []string
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal(f.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Threads) != len(wantTimes) {
+		t.Errorf("%d threads in firefox.json, want %d (one per thread the recording names)", len(doc.Threads), len(wantTimes))
+	}
+	if ms := float64(p.TimeNanos) / 1e6; doc.Meta.StartTime != ms {
+		t.Errorf("meta.startTime %v, want the recording's start %v ms", doc.Meta.StartTime, ms)
+	}
+	seen := map[string]bool{}
+	for _, th := range doc.Threads {
+		key := th.Name + " " + th.Pid + "/" + strconv.FormatInt(th.Tid, 10)
+		seen[key] = true
+		want := speedscopeStacks(p, si, func(s *profile.Sample) bool { return threadOf(s) == key })
+		if len(want) == 0 {
+			t.Errorf("thread %q is not one of the recording's", key)
+			continue
+		}
+		if th.IsMainThread != (th.Pid == strconv.FormatInt(th.Tid, 10)) {
+			t.Errorf("thread %q: isMainThread %v", key, th.IsMainThread)
+		}
+		if th.Samples.WeightType != "tracing-ms" {
+			t.Errorf("thread %q: weightType %q", key, th.Samples.WeightType)
+		}
+		got := map[string]int64{}
+		var total int64
+		for i, sp := range th.Samples.Stack {
+			var names []string
+			for s := sp; s != nil; s = th.StackTable.Prefix[*s] {
+				names = append(names, th.StringArray[th.FuncTable.Name[th.FrameTable.Func[th.StackTable.Frame[*s]]]])
+			}
+			slices.Reverse(names)
+			ns := int64(math.Round(th.Samples.Weight[i] * 1e6))
+			got[strings.Join(names, ";")] += ns
+			total += ns
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("thread %q: %d stacks %v; want the thread's own %d: %v", key, len(got), got, len(want), want)
+		}
+		if total != rows[key] {
+			t.Errorf("thread %q weighs %d ns; the timeline's row says %d", key, total, rows[key])
+		}
+		wt := slices.Clone(wantTimes[key])
+		slices.Sort(wt)
+		if !slices.IsSorted(th.Samples.Time) || !slices.Equal(th.Samples.Time, wt) {
+			t.Errorf("thread %q: times %v; want the recording's, in order: %v", key, th.Samples.Time, wt)
+		}
+	}
+	for k := range wantTimes {
+		if !seen[k] {
+			t.Errorf("thread %q of the recording is not in firefox.json", k)
+		}
+	}
+
+	// Viewer's own Firefox reader: the same threads, stacks and weights.
+	back, err := jsonprof.ParseFirefox(f.body, jsonprof.Options{})
+	if err != nil {
+		t.Fatalf("viewer's Firefox reader: %v", err)
+	}
+	for k := range wantTimes {
+		want := speedscopeStacks(p, si, func(s *profile.Sample) bool { return threadOf(s) == k })
+		got := speedscopeStacks(back, 0, func(s *profile.Sample) bool { return threadOf(s) == k })
+		if !maps.Equal(got, want) {
+			t.Errorf("thread %q read back: %v; want %v", k, got, want)
+		}
+	}
+	backRows := map[string]int64{}
+	for _, r := range flame.BuildTimeline(back, 0).Rows {
+		backRows[r.Name] = r.Value
+	}
+	if !maps.Equal(backRows, rows) {
+		t.Errorf("timeline rows read back %v; want %v", backRows, rows)
 	}
 }

@@ -16,12 +16,30 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/web/flame"
+	"viewer/web/ingest"
 	"viewer/web/profiles"
 )
 
 // multipartSlack is what a multipart body may carry beyond the file itself
 // (boundaries, headers, small fields).
 const multipartSlack = 1 << 20
+
+// An upload's JavaScript source maps (multipart fields "sourcemap", .map
+// files) are read into memory and applied to the parsed profile's frames
+// (sourcemap.Apply, as `viewer upload --source-map` does): at most
+// maxSourceMaps files of at most maxSourceMapBytes together, so that they
+// stay a small part of the ingest memory a profile is parsed in. The body
+// may be larger than a profile alone by that much.
+const (
+	maxSourceMaps     = 16
+	maxSourceMapBytes = 64 << 20
+)
+
+// sourceMapFile is a source map sent with an upload.
+type sourceMapFile struct {
+	name string
+	data []byte
+}
 
 // uploadResponse is the JSON answer to POST /api/profiles.
 type uploadResponse struct {
@@ -60,17 +78,32 @@ func (s *Server) handleFormUpload(c echo.Context) error {
 // receive spools an upload to disk within MaxUpload, then takes a parse
 // slot and ingests it from the file.
 func (s *Server) receive(c echo.Context) (string, error) {
-	sp, name, err := s.spoolUpload(c)
+	sp, name, maps, err := s.spoolUpload(c)
 	if err != nil {
 		return "", err
 	}
 	defer sp.remove()
+	var set ingest.SourceMaps
+	for _, m := range maps {
+		if err := set.Add(m.name, m.data); err != nil {
+			return "", httpError(http.StatusBadRequest, "%s: %v (send the bundle's own .map file, as the bundler wrote it, in the sourcemap field)", m.name, err)
+		}
+	}
+	maps = nil
 	release, err := holdSlot(c) // limits.go
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	id, err := s.ingestUpload(c.Request().Context(), sp.f, sp.size, sp.sum, name)
+	var id string
+	if set.Len() > 0 {
+		id, err = s.afterUpload(s.prof.IngestFileMapped(c.Request().Context(), sp.f, name, func(p *profile.Profile) error {
+			set.Apply(p)
+			return nil
+		}))
+	} else {
+		id, err = s.ingestUpload(c.Request().Context(), sp.f, sp.size, sp.sum, name)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -185,42 +218,89 @@ func (sp *spooled) remove() {
 
 // spoolUpload writes the uploaded file to a temporary file in the spool
 // directory, with its SHA-256, never more than MaxUpload+1 bytes of it
-// (413 beyond MaxUpload).
-func (s *Server) spoolUpload(c echo.Context) (*spooled, string, error) {
+// (413 beyond MaxUpload), and reads the source maps sent beside it
+// (multipart fields "sourcemap", before or after the file; 413 beyond
+// maxSourceMaps or maxSourceMapBytes).
+func (s *Server) spoolUpload(c echo.Context) (*spooled, string, []sourceMapFile, error) {
 	req := c.Request()
 	max := s.cfg.MaxUpload
-	if req.ContentLength > max+multipartSlack {
-		return nil, "", tooLarge(max)
-	}
-	req.Body = http.MaxBytesReader(c.Response(), req.Body, max+multipartSlack)
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	bodyMax := max + multipartSlack
+	if mediaType == "multipart/form-data" {
+		bodyMax += maxSourceMapBytes
+	}
+	if req.ContentLength > bodyMax {
+		return nil, "", nil, tooLarge(max)
+	}
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, bodyMax)
 	if mediaType != "multipart/form-data" {
 		sp, err := s.spool(req.Body, max)
-		return sp, cleanName(req.URL.Query().Get("name")), err
+		return sp, cleanName(req.URL.Query().Get("name")), nil, err
 	}
 	mr, err := req.MultipartReader()
 	if err != nil {
-		return nil, "", httpError(http.StatusBadRequest, "bad multipart upload: %v", err)
+		return nil, "", nil, httpError(http.StatusBadRequest, "bad multipart upload: %v", err)
+	}
+	var (
+		sp       *spooled
+		name     string
+		maps     []sourceMapFile
+		mapBytes int64
+	)
+	fail := func(err error) (*spooled, string, []sourceMapFile, error) {
+		if sp != nil {
+			sp.remove()
+		}
+		return nil, "", nil, err
 	}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
-			return nil, "", httpError(http.StatusBadRequest, `the multipart upload has no field named "file"; send the profile as -F file=@PROFILE`)
+			break
 		}
 		if err != nil {
-			return nil, "", readError(err, max)
+			return fail(readError(err, max))
 		}
-		if part.FormName() != "file" {
+		switch part.FormName() {
+		case "file":
+			if sp != nil {
+				part.Close()
+				return fail(httpError(http.StatusBadRequest, `the multipart upload has more than one field named "file": send one profile per upload`))
+			}
+			sp, err = s.spool(part, max)
 			part.Close()
-			continue
+			if err != nil {
+				return fail(err)
+			}
+			name = cleanName(part.FileName())
+		case "sourcemap":
+			if len(maps) == maxSourceMaps {
+				part.Close()
+				return fail(httpError(http.StatusRequestEntityTooLarge, "more than %d source maps: send the maps of the scripts the profile names", maxSourceMaps))
+			}
+			data, err := io.ReadAll(io.LimitReader(part, maxSourceMapBytes-mapBytes+1))
+			part.Close()
+			if err != nil {
+				return fail(readError(err, max))
+			}
+			if mapBytes += int64(len(data)); mapBytes > maxSourceMapBytes {
+				return fail(httpError(http.StatusRequestEntityTooLarge, "the source maps are over the %s limit together: send the maps of the scripts the profile names", humanBytes(maxSourceMapBytes)))
+			}
+			mapName := cleanName(part.FileName())
+			if mapName == "" {
+				mapName = fmt.Sprintf("source map %d", len(maps)+1)
+			}
+			if len(data) > 0 {
+				maps = append(maps, sourceMapFile{mapName, data})
+			}
+		default:
+			part.Close()
 		}
-		sp, err := s.spool(part, max)
-		part.Close()
-		if err != nil {
-			return nil, "", err
-		}
-		return sp, cleanName(part.FileName()), nil
 	}
+	if sp == nil {
+		return fail(httpError(http.StatusBadRequest, `the multipart upload has no field named "file"; send the profile as -F file=@PROFILE`))
+	}
+	return sp, name, maps, nil
 }
 
 // spool copies r, up to max bytes (413 beyond), to a new file in the spool

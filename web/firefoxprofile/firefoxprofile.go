@@ -14,23 +14,32 @@
 // The file is written at processed version 41, with each thread's own
 // tables and string array (the shape samply wrote at that version); the
 // Firefox Profiler upgrades it to its current version when it loads it,
-// as it does every older processed profile. One thread holds the
-// profile's samples of one sample type, in the profile's order; a
-// sample's time is the sum of the weights before it (in ms for a time
-// type), so that the time between two samples is the first one's weight,
-// as readers that weigh a sample by that gap (speedscope, viewer's own)
-// see it too.
+// as it does every older processed profile. The samples of one sample
+// type are written as threads: one per thread the samples' labels name
+// (comm, pid and tid, as the flame page's timeline keeps threads apart),
+// grouped in processes by pid, or one thread for a profile whose samples
+// name none. Each sample keeps its value as samples.weight. A profile
+// with times (the perfdata.TimeLabel label: ns since the first sample)
+// keeps them, in time order, so that the Firefox Profiler's tracks follow
+// the recording; in one without, a sample's time is the sum of the
+// weights before it (in ms for a time type), so that the time between
+// two samples is the first one's weight, as readers that weigh a sample
+// by that gap (speedscope) see it too.
 package firefoxprofile
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"path"
+	"slices"
+	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/pprof/profile"
 
 	"viewer/web/flame"
+	"viewer/web/ingest/perfdata"
 )
 
 // Version is the processed format version written
@@ -43,7 +52,8 @@ var ErrNoSamples = errors.New("the profile has no sample with a positive value o
 
 // Options are what Write needs besides the profile.
 type Options struct {
-	// Name is the profile's name (the thread's and the product's).
+	// Name is the profile's name (the product's, and that of a thread
+	// or process its samples do not name).
 	Name string
 	// SampleIndex is the sample type written.
 	SampleIndex int
@@ -59,19 +69,211 @@ type frameKey struct {
 	line int
 }
 
-// lib is a mapping the Firefox Profiler can ask the symbol server about.
-type lib struct {
-	m        *profile.Mapping
-	resource int
+// thread is one thread of the file: the samples of one thread label, in
+// time order when the profile has times, and each one's time (ms since
+// meta.startTime).
+type thread struct {
+	comm     string
+	pid, tid int64 // -1: not known
+	samples  []*profile.Sample
+	times    []float64
+	end      float64 // time of a last sample with no stack; -1: none
+	t        *tables
+}
+
+// tables are one thread's tables and string array, built as its
+// samples' stacks are walked.
+type tables struct {
+	strs                    []string
+	strIdx                  map[string]int
+	resName, resLib         []int
+	resOf                   map[int]int // lib → resource
+	funcName, funcResource  []int
+	funcIdx                 map[[2]int]int // (name, resource) → func
+	frameAddr, frameFunc    []int64
+	frameLine               []int64 // 0: none
+	frameIdx                map[frameKey]int
+	stackPrefix, stackFrame []int
+	stackIdx                map[[2]int]int // (prefix, frame) → stack
+	sampleStack             []int
+}
+
+func (t *tables) str(s string) int {
+	i, ok := t.strIdx[s]
+	if !ok {
+		i = len(t.strs)
+		t.strs = append(t.strs, s)
+		t.strIdx[s] = i
+	}
+	return i
+}
+
+// libs are the mappings the Firefox Profiler can ask the symbol server
+// about, shared by the threads.
+type libs struct {
+	maps         []*profile.Mapping
+	idx          map[*profile.Mapping]int
+	breakpadID   func(string) string
+	unsymbolized bool
+}
+
+// frame is the frame of line j of l (-1: its address) in t.
+func (t *tables) frame(ls *libs, l *profile.Location, j int) int {
+	k := frameKey{l, j}
+	if f, ok := t.frameIdx[k]; ok {
+		return f
+	}
+	addr, res := int64(-1), -1
+	if j < 0 && l.Mapping != nil && l.Mapping.BuildID != "" && ls.breakpadID != nil &&
+		l.Address >= l.Mapping.Start && l.Address < l.Mapping.Limit {
+		m := l.Mapping
+		li, ok := ls.idx[m]
+		if !ok {
+			li = len(ls.maps)
+			ls.maps = append(ls.maps, m)
+			ls.idx[m] = li
+		}
+		r, ok := t.resOf[li]
+		if !ok {
+			r = len(t.resName)
+			t.resName = append(t.resName, t.str(path.Base(m.File)))
+			t.resLib = append(t.resLib, li)
+			t.resOf[li] = r
+		}
+		addr, res = int64(l.Address-m.Start+m.Offset), r
+		ls.unsymbolized = true
+	}
+	name := t.str(flame.FrameName(l, j))
+	fi, ok := t.funcIdx[[2]int{name, res}]
+	if !ok {
+		fi = len(t.funcName)
+		t.funcName = append(t.funcName, name)
+		t.funcResource = append(t.funcResource, res)
+		t.funcIdx[[2]int{name, res}] = fi
+	}
+	var line int64
+	if j >= 0 {
+		line = l.Line[j].Line
+	}
+	f := len(t.frameFunc)
+	t.frameAddr = append(t.frameAddr, addr)
+	t.frameFunc = append(t.frameFunc, int64(fi))
+	t.frameLine = append(t.frameLine, line)
+	t.frameIdx[k] = f
+	return f
+}
+
+// build makes th's tables: each sample's stack, root first.
+func (th *thread) build(ls *libs) {
+	t := &tables{strs: []string{}, strIdx: map[string]int{}, resOf: map[int]int{}, funcIdx: map[[2]int]int{},
+		frameIdx: map[frameKey]int{}, stackIdx: map[[2]int]int{}, sampleStack: make([]int, len(th.samples))}
+	for i, s := range th.samples {
+		st := -1
+		for li := len(s.Location) - 1; li >= 0; li-- {
+			l := s.Location[li]
+			for j := len(l.Line) - 1; j >= min(0, len(l.Line)-1); j-- {
+				f := t.frame(ls, l, j)
+				k := [2]int{st, f}
+				n, ok := t.stackIdx[k]
+				if !ok {
+					n = len(t.stackFrame)
+					t.stackPrefix = append(t.stackPrefix, st)
+					t.stackFrame = append(t.stackFrame, f)
+					t.stackIdx[k] = n
+				}
+				st = n
+			}
+		}
+		t.sampleStack[i] = st
+	}
+	th.t = t
+}
+
+// sampleTime is s's time label (ns since the first sample).
+func sampleTime(s *profile.Sample) (int64, bool) {
+	if t := s.NumLabel[perfdata.TimeLabel]; len(t) == 1 && t[0] >= 0 {
+		return t[0], true
+	}
+	return 0, false
+}
+
+// threadsOf splits samples by thread label, in pid, tid and name order;
+// each thread's samples in time order, with their times, when timed.
+func threadsOf(samples []*profile.Sample, timed bool, weight func(*profile.Sample) float64) []*thread {
+	type key struct {
+		comm     string
+		pid, tid int64
+	}
+	byKey := map[key]*thread{}
+	var out []*thread
+	for _, s := range samples {
+		k := key{pid: -1, tid: -1}
+		if c := s.Label["comm"]; len(c) > 0 {
+			k.comm = c[0]
+		}
+		if v := s.NumLabel["pid"]; len(v) > 0 {
+			k.pid = v[0]
+		}
+		if v := s.NumLabel["tid"]; len(v) > 0 {
+			k.tid = v[0]
+		}
+		th := byKey[k]
+		if th == nil {
+			th = &thread{comm: k.comm, pid: k.pid, tid: k.tid, end: -1}
+			byKey[k] = th
+			out = append(out, th)
+		}
+		th.samples = append(th.samples, s)
+	}
+	slices.SortStableFunc(out, func(a, b *thread) int {
+		return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.tid, b.tid), cmp.Compare(a.comm, b.comm))
+	})
+	for _, th := range out {
+		th.times = make([]float64, len(th.samples))
+		if timed {
+			// Samples without a time (none in a recording that has
+			// times) follow the timed ones, at the last time.
+			slices.SortStableFunc(th.samples, func(a, b *profile.Sample) int {
+				ta, oka := sampleTime(a)
+				tb, okb := sampleTime(b)
+				if oka != okb {
+					if oka {
+						return -1
+					}
+					return 1
+				}
+				return cmp.Compare(ta, tb)
+			})
+			last := 0.0
+			for i, s := range th.samples {
+				if t, ok := sampleTime(s); ok {
+					last = float64(t) / 1e6
+				}
+				th.times[i] = last
+			}
+			continue
+		}
+		at := 0.0
+		for i, s := range th.samples {
+			th.times[i] = at
+			at += weight(s)
+		}
+		th.end = at
+	}
+	return out
 }
 
 // Write writes p to w. Nothing is written when it returns ErrNoSamples.
 func Write(w io.Writer, p *profile.Profile, opt Options) error {
 	si := opt.SampleIndex
 	var samples []*profile.Sample
+	timed := false
 	for _, s := range p.Sample {
 		if si < len(s.Value) && s.Value[si] > 0 {
 			samples = append(samples, s)
+			if _, ok := sampleTime(s); ok {
+				timed = true
+			}
 		}
 	}
 	if len(samples) == 0 || si >= len(p.SampleType) {
@@ -91,89 +293,20 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 	case "bytes":
 		weightType = "bytes"
 	}
+	weight := func(s *profile.Sample) float64 { return float64(s.Value[si]) * scale }
 
-	// Tables, built as the samples' stacks are walked.
-	strs := []string{}
-	strIdx := map[string]int{}
-	str := func(s string) int {
-		i, ok := strIdx[s]
-		if !ok {
-			i = len(strs)
-			strs = append(strs, s)
-			strIdx[s] = i
-		}
-		return i
+	threads := threadsOf(samples, timed, weight)
+	ls := &libs{idx: map[*profile.Mapping]int{}, breakpadID: opt.BreakpadID}
+	for _, th := range threads {
+		th.build(ls)
 	}
-	var libs []*lib
-	libOf := map[*profile.Mapping]*lib{}
-	var resName, resLib []int
-	var funcName, funcResource []int
-	funcIdx := map[[2]int]int{} // (name, resource) → func
-	var frameAddr, frameFunc []int64
-	var frameLine []int64 // 0: none
-	frameIdx := map[frameKey]int{}
-	var stackPrefix, stackFrame []int
-	stackIdx := map[[2]int]int{} // (prefix, frame) → stack
-	unsymbolized := false
-
-	frame := func(l *profile.Location, j int) int {
-		k := frameKey{l, j}
-		if f, ok := frameIdx[k]; ok {
-			return f
+	// A process is named by its main thread (tid = pid), as perf names
+	// it, else by its first thread.
+	processName := map[int64]string{}
+	for _, th := range threads {
+		if _, ok := processName[th.pid]; !ok || th.tid == th.pid {
+			processName[th.pid] = th.comm
 		}
-		addr, res := int64(-1), -1
-		if j < 0 && l.Mapping != nil && l.Mapping.BuildID != "" && opt.BreakpadID != nil &&
-			l.Address >= l.Mapping.Start && l.Address < l.Mapping.Limit {
-			m := l.Mapping
-			lb := libOf[m]
-			if lb == nil {
-				lb = &lib{m: m, resource: len(resName)}
-				resName = append(resName, str(path.Base(m.File)))
-				resLib = append(resLib, len(libs))
-				libs = append(libs, lb)
-				libOf[m] = lb
-			}
-			addr, res = int64(l.Address-m.Start+m.Offset), lb.resource
-			unsymbolized = true
-		}
-		name := str(flame.FrameName(l, j))
-		fi, ok := funcIdx[[2]int{name, res}]
-		if !ok {
-			fi = len(funcName)
-			funcName = append(funcName, name)
-			funcResource = append(funcResource, res)
-			funcIdx[[2]int{name, res}] = fi
-		}
-		var line int64
-		if j >= 0 {
-			line = l.Line[j].Line
-		}
-		f := len(frameFunc)
-		frameAddr = append(frameAddr, addr)
-		frameFunc = append(frameFunc, int64(fi))
-		frameLine = append(frameLine, line)
-		frameIdx[k] = f
-		return f
-	}
-	sampleStack := make([]int, len(samples))
-	for i, s := range samples {
-		st := -1
-		for li := len(s.Location) - 1; li >= 0; li-- {
-			l := s.Location[li]
-			for j := len(l.Line) - 1; j >= min(0, len(l.Line)-1); j-- {
-				f := frame(l, j)
-				k := [2]int{st, f}
-				n, ok := stackIdx[k]
-				if !ok {
-					n = len(stackFrame)
-					stackPrefix = append(stackPrefix, st)
-					stackFrame = append(stackFrame, f)
-					stackIdx[k] = n
-				}
-				st = n
-			}
-		}
-		sampleStack[i] = st
 	}
 
 	e := jsontext.NewEncoder(w, jsontext.AllowInvalidUTF8(true))
@@ -205,9 +338,11 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 		}
 		tok(jsontext.EndArray)
 	}
-	var total float64
-	for _, smp := range samples {
-		total += float64(smp.Value[si]) * scale
+	or := func(name string) string {
+		if name == "" {
+			return opt.Name
+		}
+		return name
 	}
 
 	tok(jsontext.BeginObject, s("meta"), jsontext.BeginObject,
@@ -220,7 +355,7 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 		s("importedFrom"), s("viewer"),
 		s("stackwalk"), jsontext.Int(1),
 		s("debug"), jsontext.False,
-		s("symbolicated"), jsontext.Bool(!unsymbolized),
+		s("symbolicated"), jsontext.Bool(!ls.unsymbolized),
 		s("usesOnlyOneStackType"), jsontext.True,
 		s("sourceCodeIsNotOnSearchfox"), jsontext.True,
 		s("pausedRanges"), jsontext.BeginArray, jsontext.EndArray,
@@ -233,119 +368,143 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 		jsontext.EndObject)
 
 	tok(s("libs"), jsontext.BeginArray)
-	for _, lb := range libs {
-		base := path.Base(lb.m.File)
-		tok(jsontext.BeginObject, s("name"), s(base), s("path"), s(lb.m.File),
-			s("debugName"), s(base), s("debugPath"), s(lb.m.File),
-			s("breakpadId"), s(opt.BreakpadID(lb.m.BuildID)), s("codeId"), s(lb.m.BuildID),
+	for _, m := range ls.maps {
+		base := path.Base(m.File)
+		tok(jsontext.BeginObject, s("name"), s(base), s("path"), s(m.File),
+			s("debugName"), s(base), s("debugPath"), s(m.File),
+			s("breakpadId"), s(opt.BreakpadID(m.BuildID)), s("codeId"), s(m.BuildID),
 			s("arch"), jsontext.Null, jsontext.EndObject)
 	}
-	tok(jsontext.EndArray)
-
-	tok(s("threads"), jsontext.BeginArray, jsontext.BeginObject,
-		s("name"), s(opt.Name), s("processName"), s(opt.Name), s("processType"), s("default"),
-		s("isMainThread"), jsontext.True,
-		s("pid"), s("0"), s("tid"), jsontext.Int(0),
-		s("processStartupTime"), num(0), s("processShutdownTime"), jsontext.Null,
-		s("registerTime"), num(0), s("unregisterTime"), jsontext.Null,
-		s("pausedRanges"), jsontext.BeginArray, jsontext.EndArray)
-
-	// Samples, and a last one with no stack at the end of the last
-	// sample's weight, so that the gap after each sample is its weight.
-	n := len(samples) + 1
-	tok(s("samples"), jsontext.BeginObject, s("length"), jsontext.Int(int64(n)), s("weightType"), s(weightType))
-	ints("stack", append(sampleStack, -1))
-	tok(s("time"), jsontext.BeginArray)
-	at := 0.0
-	for _, smp := range samples {
-		tok(num(at))
-		at += float64(smp.Value[si]) * scale
-	}
-	tok(num(total), jsontext.EndArray, s("weight"), jsontext.BeginArray)
-	for _, smp := range samples {
-		if weightType == "tracing-ms" {
-			tok(num(float64(smp.Value[si]) * scale))
-		} else {
-			tok(jsontext.Int(smp.Value[si]))
+	tok(jsontext.EndArray, s("threads"), jsontext.BeginArray)
+	for _, th := range threads {
+		t := th.t
+		pid, tid := "0", int64(0)
+		if th.pid >= 0 {
+			pid = strconv.FormatInt(th.pid, 10)
 		}
-	}
-	tok(jsontext.Int(0), jsontext.EndArray, jsontext.EndObject)
-
-	tok(s("stackTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(len(stackFrame))))
-	ints("prefix", stackPrefix)
-	ints("frame", stackFrame)
-	repeat("category", jsontext.Int(0), len(stackFrame))
-	repeat("subcategory", jsontext.Int(0), len(stackFrame))
-	tok(jsontext.EndObject)
-
-	nf := len(frameFunc)
-	tok(s("frameTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(nf)), s("address"), jsontext.BeginArray)
-	for _, a := range frameAddr {
-		tok(jsontext.Int(a))
-	}
-	tok(jsontext.EndArray)
-	repeat("inlineDepth", jsontext.Int(0), nf)
-	repeat("category", jsontext.Int(0), nf)
-	repeat("subcategory", jsontext.Int(0), nf)
-	tok(s("func"), jsontext.BeginArray)
-	for _, f := range frameFunc {
-		tok(jsontext.Int(f))
-	}
-	tok(jsontext.EndArray)
-	repeat("nativeSymbol", jsontext.Null, nf)
-	repeat("innerWindowID", jsontext.Int(0), nf)
-	repeat("implementation", jsontext.Null, nf)
-	tok(s("line"), jsontext.BeginArray)
-	for _, l := range frameLine {
-		if l > 0 {
-			tok(jsontext.Int(l))
-		} else {
-			tok(jsontext.Null)
+		if th.tid >= 0 {
+			tid = th.tid
 		}
-	}
-	tok(jsontext.EndArray)
-	repeat("column", jsontext.Null, nf)
-	repeat("optimizations", jsontext.Null, nf)
-	tok(jsontext.EndObject)
+		tok(jsontext.BeginObject,
+			s("name"), s(or(th.comm)), s("processName"), s(or(processName[th.pid])), s("processType"), s("default"),
+			s("isMainThread"), jsontext.Bool(th.tid < 0 || th.tid == th.pid),
+			s("pid"), s(pid), s("tid"), jsontext.Int(tid),
+			s("processStartupTime"), num(0), s("processShutdownTime"), jsontext.Null,
+			s("registerTime"), num(0), s("unregisterTime"), jsontext.Null,
+			s("pausedRanges"), jsontext.BeginArray, jsontext.EndArray)
 
-	// Functions carry no file name: a reader that sees "name (file:line)"
-	// takes it for JavaScript (the Firefox Profiler's own naming), so
-	// native frames are named alone; lines are on the frames.
-	nfn := len(funcName)
-	tok(s("funcTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(nfn)))
-	ints("name", funcName)
-	repeat("isJS", jsontext.False, nfn)
-	repeat("relevantForJS", jsontext.False, nfn)
-	tok(s("resource"), jsontext.BeginArray)
-	for _, r := range funcResource {
-		tok(jsontext.Int(int64(r)))
-	}
-	tok(jsontext.EndArray)
-	repeat("fileName", jsontext.Null, nfn)
-	repeat("lineNumber", jsontext.Null, nfn)
-	repeat("columnNumber", jsontext.Null, nfn)
-	tok(jsontext.EndObject)
+		// Samples; in a profile without times, a last one with no stack
+		// at the end of the last sample's weight, so that the gap after
+		// each sample is its weight.
+		stacks, n := t.sampleStack, len(th.samples)
+		if th.end >= 0 {
+			stacks = append(stacks, -1)
+			n++
+		}
+		tok(s("samples"), jsontext.BeginObject, s("length"), jsontext.Int(int64(n)), s("weightType"), s(weightType))
+		ints("stack", stacks)
+		tok(s("time"), jsontext.BeginArray)
+		for _, at := range th.times {
+			tok(num(at))
+		}
+		if th.end >= 0 {
+			tok(num(th.end))
+		}
+		tok(jsontext.EndArray, s("weight"), jsontext.BeginArray)
+		for _, smp := range th.samples {
+			if weightType == "tracing-ms" {
+				tok(num(weight(smp)))
+			} else {
+				tok(jsontext.Int(smp.Value[si]))
+			}
+		}
+		if th.end >= 0 {
+			tok(jsontext.Int(0))
+		}
+		tok(jsontext.EndArray, jsontext.EndObject)
 
-	tok(s("resourceTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(len(resName))))
-	ints("lib", resLib)
-	ints("name", resName)
-	repeat("host", jsontext.Null, len(resName))
-	repeat("type", jsontext.Int(1), len(resName))
-	tok(jsontext.EndObject)
+		tok(s("stackTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(len(t.stackFrame))))
+		ints("prefix", t.stackPrefix)
+		ints("frame", t.stackFrame)
+		repeat("category", jsontext.Int(0), len(t.stackFrame))
+		repeat("subcategory", jsontext.Int(0), len(t.stackFrame))
+		tok(jsontext.EndObject)
 
-	tok(s("nativeSymbols"), jsontext.BeginObject, s("length"), jsontext.Int(0),
-		s("libIndex"), jsontext.BeginArray, jsontext.EndArray, s("address"), jsontext.BeginArray, jsontext.EndArray,
-		s("name"), jsontext.BeginArray, jsontext.EndArray, jsontext.EndObject)
-	tok(s("markers"), jsontext.BeginObject, s("length"), jsontext.Int(0))
-	for _, c := range []string{"category", "data", "endTime", "name", "phase", "startTime"} {
-		tok(s(c), jsontext.BeginArray, jsontext.EndArray)
+		nf := len(t.frameFunc)
+		tok(s("frameTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(nf)), s("address"), jsontext.BeginArray)
+		for _, a := range t.frameAddr {
+			tok(jsontext.Int(a))
+		}
+		tok(jsontext.EndArray)
+		repeat("inlineDepth", jsontext.Int(0), nf)
+		repeat("category", jsontext.Int(0), nf)
+		repeat("subcategory", jsontext.Int(0), nf)
+		tok(s("func"), jsontext.BeginArray)
+		for _, f := range t.frameFunc {
+			tok(jsontext.Int(f))
+		}
+		tok(jsontext.EndArray)
+		repeat("nativeSymbol", jsontext.Null, nf)
+		repeat("innerWindowID", jsontext.Int(0), nf)
+		repeat("implementation", jsontext.Null, nf)
+		tok(s("line"), jsontext.BeginArray)
+		for _, l := range t.frameLine {
+			if l > 0 {
+				tok(jsontext.Int(l))
+			} else {
+				tok(jsontext.Null)
+			}
+		}
+		tok(jsontext.EndArray)
+		repeat("column", jsontext.Null, nf)
+		repeat("optimizations", jsontext.Null, nf)
+		tok(jsontext.EndObject)
+
+		// Functions carry no file name: a reader that sees "name
+		// (file:line)" takes it for JavaScript (the Firefox Profiler's
+		// own naming), so native frames are named alone; lines are on
+		// the frames.
+		nfn := len(t.funcName)
+		tok(s("funcTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(nfn)))
+		ints("name", t.funcName)
+		repeat("isJS", jsontext.False, nfn)
+		repeat("relevantForJS", jsontext.False, nfn)
+		tok(s("resource"), jsontext.BeginArray)
+		for _, r := range t.funcResource {
+			tok(jsontext.Int(int64(r)))
+		}
+		tok(jsontext.EndArray)
+		repeat("fileName", jsontext.Null, nfn)
+		repeat("lineNumber", jsontext.Null, nfn)
+		repeat("columnNumber", jsontext.Null, nfn)
+		tok(jsontext.EndObject)
+
+		tok(s("resourceTable"), jsontext.BeginObject, s("length"), jsontext.Int(int64(len(t.resName))))
+		ints("lib", t.resLib)
+		ints("name", t.resName)
+		repeat("host", jsontext.Null, len(t.resName))
+		repeat("type", jsontext.Int(1), len(t.resName))
+		tok(jsontext.EndObject)
+
+		tok(s("nativeSymbols"), jsontext.BeginObject, s("length"), jsontext.Int(0),
+			s("libIndex"), jsontext.BeginArray, jsontext.EndArray, s("address"), jsontext.BeginArray, jsontext.EndArray,
+			s("name"), jsontext.BeginArray, jsontext.EndArray, jsontext.EndObject)
+		tok(s("markers"), jsontext.BeginObject, s("length"), jsontext.Int(0))
+		for _, c := range []string{"category", "data", "endTime", "name", "phase", "startTime"} {
+			tok(s(c), jsontext.BeginArray, jsontext.EndArray)
+		}
+		tok(jsontext.EndObject)
+		tok(s("stringArray"), jsontext.BeginArray)
+		for _, str := range t.strs {
+			tok(s(str))
+		}
+		tok(jsontext.EndArray, jsontext.EndObject)
+		if err != nil {
+			return err
+		}
+		th.t = nil // its tables are written
 	}
-	tok(jsontext.EndObject)
-	tok(s("stringArray"), jsontext.BeginArray)
-	for _, t := range strs {
-		tok(s(t))
-	}
-	tok(jsontext.EndArray, jsontext.EndObject, jsontext.EndArray,
+	tok(jsontext.EndArray,
 		s("pages"), jsontext.BeginArray, jsontext.EndArray,
 		s("counters"), jsontext.BeginArray, jsontext.EndArray,
 		jsontext.EndObject)

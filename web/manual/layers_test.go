@@ -44,6 +44,7 @@ var allowedImports = map[string]string{
 	"web/flame → views":                          "flame formats values and percentages with views.FormatValue/Percent; they move to the shared leaf of pprof helpers (issue 35)",
 	"web/flame → web/ingest/perfdata":            "flame reads time labels (perfdata.TimeLabel/TimeBucket); they move to the shared leaf of pprof helpers (issue 35)",
 	"web/speedscope → web/ingest/perfdata":       "the speedscope export reads time labels (perfdata.TimeLabel), as web/flame does",
+	"web/firefoxprofile → web/ingest/perfdata":   "the Firefox Profiler export reads time labels (perfdata.TimeLabel), as web/speedscope does",
 	"web/ingest/perfdata → symbolize/unwind":     "perf.data's user stacks are unwound with the binaries' CFI while reading; the reader should take an unwinder interface instead",
 	"web → symbolize/localfile":                  "web/source.go reads source files from disk with localfile's safe opens; reading sources belongs behind symbolize",
 	"web → web/ingest/perfdata":                  "web/limits.go (perfdata.Binaries) and web/datatypes.go (perfdata.CacheLineComment) name perf.data's own types and labels",

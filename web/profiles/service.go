@@ -232,6 +232,27 @@ func (s *Service) IngestFileAlong(ctx context.Context, f *os.File, size int64, s
 	return s.stored(ctx, sum, p, NewMeta(p, name, format, size), func() io.Reader { return io.NewSectionReader(f, 0, size) })
 }
 
+// IngestFileMapped is IngestFileAlong for an upload whose parsed profile
+// is changed by edit before it is stored (an upload's JavaScript source
+// maps): the edited profile is stored as its converted copy, its gzipped
+// pprof encoding, as StoreParsed does, since the original bytes alone
+// would not give it back. Its ID is that encoding's.
+func (s *Service) IngestFileMapped(ctx context.Context, f *os.File, name string, edit func(p *profile.Profile) error) (string, error) {
+	s.conversions.Add(1)
+	p, format, err := ingest.ParseFile(ctx, f, s.cfg.Limits)
+	if err != nil {
+		return "", err
+	}
+	if err := edit(p); err != nil {
+		return "", err
+	}
+	var gz bytes.Buffer
+	if err := WriteGzipped(&gz, p); err != nil {
+		return "", fmt.Errorf("encoding the profile: %w", err)
+	}
+	return s.StoreParsed(ctx, p, gz.Bytes(), name, format, nil)
+}
+
 // StoreParsed stores a profile that was parsed elsewhere (an OTLP request's
 // profile, a merge) from gz, its gzipped pprof encoding, named name. It is
 // stored once, as the converted copy (there are no other original bytes to

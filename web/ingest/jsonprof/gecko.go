@@ -43,8 +43,11 @@ func ParseFirefox(data []byte, opt Options) (*profile.Profile, error) {
 // (Firefox's own, and Firefox DevTools' export of it) and the processed
 // format profiler.firefox.com saves. Every thread of every process is
 // read, its name as comm and its pid and tid as labels. A sample's stack
-// weighs the time to the thread's next sample, as in speedscope; its
-// frames are the JavaScript frames, as speedscope keeps them (not
+// weighs the time to the thread's next sample, as in speedscope, or, in
+// a processed profile whose samples carry weights (samples.weight, as
+// viewer's /p/ID/firefox.json writes them), its weight, as the Firefox
+// Profiler counts it: of type time for weightType "tracing-ms", samples
+// for "samples", space for "bytes". Its frames are the JavaScript frames, as speedscope keeps them (not
 // Firefox's own resource: and self-hosted code), or, in a thread with no
 // JavaScript frame, every frame by its name.
 //
@@ -55,9 +58,7 @@ func ParseFirefox(data []byte, opt Options) (*profile.Profile, error) {
 // profile's meta has been read (Firefox writes it first).
 func ReadFirefox(r io.Reader, opt Options) (*profile.Profile, error) {
 	b := newBuilder(opt)
-	typ := b.valueType("time", "nanoseconds")
-	b.defType = typ
-	g := &geckoReader{b: b, typ: typ}
+	g := &geckoReader{b: b}
 	d := newDecoder(r)
 	if err := g.read(d, nil); err != nil {
 		return nil, fmt.Errorf("Firefox profile: %w", d.errAt(err))
@@ -66,8 +67,28 @@ func ReadFirefox(r io.Reader, opt Options) (*profile.Profile, error) {
 }
 
 type geckoReader struct {
-	b   *builder
-	typ int
+	b *builder
+}
+
+// weightTypes are the sample types of the processed format's
+// samples.weightType, and the factor to their unit.
+var weightTypes = map[string]struct {
+	typ, unit string
+	scale     float64
+}{
+	"tracing-ms": {"time", "nanoseconds", 1e6},
+	"samples":    {"samples", "count", 1},
+	"bytes":      {"space", "bytes", 1},
+}
+
+// valueType is the sample type a thread's samples weigh in; the first
+// one made is the profile's default.
+func (g *geckoReader) valueType(typ, unit string) int {
+	i := g.b.valueType(typ, unit)
+	if g.b.defType < 0 {
+		g.b.defType = i
+	}
+	return i
 }
 
 // geckoMeta is the part of a profile's meta the reader needs.
@@ -214,7 +235,7 @@ func (t *geckoThread) readStrings(d decoder) ([]string, error) {
 // The columns the reader uses of each table, and the column of each in a
 // Gecko-format row when the table's schema does not name it.
 var (
-	geckoSampleColumns = []geckoColumn{{"stack", 0}, {"time", 1}, {"timeDeltas", -1}}
+	geckoSampleColumns = []geckoColumn{{"stack", 0}, {"time", 1}, {"timeDeltas", -1}, {"weight", -1}}
 	geckoStackColumns  = []geckoColumn{{"prefix", 0}, {"frame", 1}}
 	geckoFrameColumns  = []geckoColumn{{"location", 0}, {"func", -1}, {"line", -1}, {"column", -1}}
 	geckoFuncColumns   = []geckoColumn{{"name", -1}, {"fileName", -1}}
@@ -236,6 +257,8 @@ type geckoTable struct {
 	columns   [][]float64 // the processed format's columns, by cols
 	sawSchema bool
 	nrows     int // Gecko rows read
+	// weightType is the processed samples' weightType ("" if none).
+	weightType string
 	// Gecko rows read before the schema: every cell, and where each row
 	// starts in raw.
 	raw      []float64
@@ -257,6 +280,13 @@ func (tb *geckoTable) read(d decoder, t *geckoThread, cols []geckoColumn) error 
 		case "schema":
 			tb.sawSchema = true
 			return d.value(&tb.schema)
+		case "weightType":
+			if d.PeekKind() != '"' {
+				return d.SkipValue()
+			}
+			var err error
+			tb.weightType, err = d.string()
+			return err
 		case "data":
 			if d.PeekKind() == 'n' {
 				_, err := d.ReadToken()
@@ -506,12 +536,33 @@ func (g *geckoReader) thread(t *geckoThread, meta geckoMeta, shared *[]string) e
 	if nsamples == 0 {
 		return nil
 	}
+	if weights := t.samples.column(3, true); t.processed(meta) && weighed(weights, nsamples) {
+		wtName := t.samples.weightType
+		if wtName == "" {
+			wtName = "samples" // the Firefox Profiler's default
+		}
+		if wt, ok := weightTypes[wtName]; ok {
+			typ := g.valueType(wt.typ, wt.unit)
+			for i := range nsamples {
+				s, tm := sampleAt(i)
+				if !(weights[i] > 0) {
+					continue
+				}
+				at := int64(math.Round((meta.StartTime + tm) * 1e6))
+				if err := g.b.add(resolve(s, 0), th, typ, int64(math.Round(weights[i]*wt.scale)), at, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	typ := g.valueType("time", "nanoseconds")
 	s, tm := sampleAt(0)
 	for i := 1; i < nsamples; i++ { // the last sample weighs nothing: no sample follows it
 		next, nextTime := sampleAt(i)
 		if w := nextTime - tm; w > 0 {
 			at := int64(math.Round((meta.StartTime + tm) * 1e6))
-			if err := g.b.add(resolve(s, 0), th, g.typ, int64(math.Round(w*1e6)), at, true); err != nil {
+			if err := g.b.add(resolve(s, 0), th, typ, int64(math.Round(w*1e6)), at, true); err != nil {
 				return err
 			}
 		}
@@ -629,4 +680,18 @@ func processedThread(t *geckoThread, shared *[]string) (nsamples int, sampleAt f
 		names = append(names, name)
 	}
 	return nsamples, sampleAt, prefixes, frames, names
+}
+
+// weighed says every one of n samples carries a weight (samples.weight,
+// no null): the processed format's weighed samples.
+func weighed(weights []float64, n int) bool {
+	if len(weights) != n {
+		return false
+	}
+	for _, w := range weights {
+		if math.IsNaN(w) {
+			return false
+		}
+	}
+	return true
 }

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path"
 	"sort"
 	"strings"
 
@@ -291,4 +293,35 @@ func Apply(p *profile.Profile, lookup func(file string) *Map) int {
 		}
 	}
 	return n
+}
+
+// Set is source maps by the base name of the script each one maps, for
+// Apply's lookup: maps given by file (the CLI's --source-map, an
+// upload's "sourcemap" fields) rather than found beside the scripts.
+type Set map[string]*Map
+
+// Add parses data, the source map file called name, under the base name
+// of the script its "file" field names, else name without ".map" (a
+// bundler writes app.min.js.map beside app.min.js). It returns the key.
+func (s Set) Add(name string, data []byte) (string, error) {
+	m, err := Parse(data)
+	if err != nil {
+		return "", err
+	}
+	key := path.Base(strings.ReplaceAll(name, `\`, "/"))
+	key = strings.TrimSuffix(key, ".map")
+	if m.File != "" {
+		key = path.Base(m.File)
+	}
+	s[key] = m
+	return key, nil
+}
+
+// Lookup returns the map of the script file (a URL or a path, as a
+// profile's frames name it) by its base name, or nil.
+func (s Set) Lookup(file string) *Map {
+	if u, err := url.Parse(file); err == nil && u.Scheme != "" && u.Path != "" {
+		file = u.Path
+	}
+	return s[path.Base(strings.ReplaceAll(file, `\`, "/"))]
 }
