@@ -516,6 +516,11 @@ type sampleMerger struct {
 	// pointers build makes, and what --max-frames bounds.
 	frames int64
 
+	// keys, when set, holds copies of the distinct samples' location IDs
+	// and label sets, which otherwise stay sub-slices of the records:
+	// pprofStream hands its chunks back once merged.
+	keys *arena
+
 	// samplesValid is set by build when the samples it built pass
 	// CheckValid's checks of samples (each has a value per sample type
 	// and no nil location), so that checkValid need not walk them again.
@@ -675,6 +680,9 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, set int
 			return -1
 		}
 	}
+	if m.keys != nil {
+		locIDs = m.keys.copy(locIDs)
+	}
 	m.table.Insert(slot, h, int32(len(m.us)))
 	// Doubled when full: append grows a large slice by a quarter, which
 	// for the stream's merger (sized for 4096 samples, then 500k at 2M)
@@ -704,6 +712,9 @@ func (m *sampleMerger) labelSet(labels []byte, h uint64) int32 {
 	}
 	set := int32(len(m.setLabels))
 	m.sets.Insert(slot, h, set)
+	if m.keys != nil {
+		labels = m.keys.copy(labels)
+	}
 	m.setLabels = append(m.setLabels, labels)
 	m.setHash = append(m.setHash, h)
 	m.setFirst = append(m.setFirst, -1)
@@ -733,6 +744,36 @@ func (m *sampleMerger) memory() int64 {
 		int64(cap(m.values))*8 + int64(m.sets.Slots())*8 + int64(cap(m.setLabels))*(24+8+4)
 	return 3*arrays + int64(len(m.us))*(120+8) + 8*m.frames +
 		int64(len(m.setLabels))*labelSetMemory + m.nlabels*labelMemory
+}
+
+// arena holds copies of byte slices, a block of them at a time: what a
+// decoder keeps of input it does not keep (pprofStream's chunks), without
+// an allocation per slice.
+type arena struct {
+	block []byte
+	size  int64 // bytes allocated
+}
+
+// arenaBlock is the size of an arena's blocks; a slice of more than a
+// quarter of it is copied on its own.
+const arenaBlock = 1 << 20
+
+// copy is a copy of b in a (b itself when a is nil).
+func (a *arena) copy(b []byte) []byte {
+	if a == nil {
+		return b
+	}
+	if len(b) > cap(a.block)-len(a.block) {
+		if len(b) > arenaBlock/4 {
+			a.size += int64(len(b))
+			return append(make([]byte, 0, len(b)), b...)
+		}
+		a.block = make([]byte, 0, arenaBlock)
+		a.size += arenaBlock
+	}
+	n := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[n:len(a.block):len(a.block)]
 }
 
 // labelSetMemory and labelMemory bound the label maps of one label set
