@@ -807,7 +807,8 @@ func (m *sampleMerger) absorb(o *sampleMerger) {
 // goroutines, each its half of the samples, when they are many.
 //
 // The samples and their location pointers are allocated in blocks as they
-// are filled (buildBlock), not in one array each: an array of all the
+// are filled (buildBlock), each block's pages mapped in at once
+// (populate), not in one array each: an array of all the
 // frames (140 MB at 2M samples) allocated at once started a collection
 // that scanned it while it was still unwritten, mapping the kernel's zero
 // page into every page of it, and each page written then faulted again
@@ -832,6 +833,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 			u := &m.us[i]
 			if len(samples) == 0 {
 				samples = make([]profile.Sample, min(buildBlock/16, hi-i))
+				populate(unsafe.Pointer(&samples[0]), uintptr(len(samples))*unsafe.Sizeof(samples[0]))
 			}
 			sm := &samples[0]
 			samples = samples[1:]
@@ -843,6 +845,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 			c := int(u.n)
 			if len(all) < c {
 				all = make([]*profile.Location, max(buildBlock, c))
+				populate(unsafe.Pointer(&all[0]), uintptr(len(all))*8)
 			}
 			sm.Location = all[:c:c]
 			all = all[c:]
