@@ -3,13 +3,17 @@ package ingest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"viewer/testdata/bench/gen"
 )
@@ -219,6 +223,93 @@ func BenchmarkDecodePprof(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkDecodeShapes is decodePprof of each of issue 36's profile
+// shapes (gen.Variants, as testdata/bench/growth.sh's 2m-NAME writes them:
+// the tables, then the samples), uncompressed, at the benchmark profile's
+// counts (VIEWER_BENCH_SAMPLES samples, default 200,000, over a quarter
+// as many stacks): a decoder cost that grows with one shape's option
+// (depth, locations, names, labels...) shows beside the others. cpu-ms/op
+// is the process's CPU time (the merge and build run on two goroutines),
+// what to compare on a shared machine.
+//
+//	go test -run '^$' -bench DecodeShapes -benchtime 5x ./web/ingest/
+func BenchmarkDecodeShapes(b *testing.B) {
+	n := 200000
+	if s := os.Getenv("VIEWER_BENCH_SAMPLES"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	for _, v := range gen.Variants {
+		b.Run(v.Name, func(b *testing.B) {
+			sh, _ := gen.Variant(v.Name, n, n/4, n/10, 20, 1)
+			var gz bytes.Buffer
+			if err := sh.WriteStream(&gz); err != nil {
+				b.Fatal(err)
+			}
+			zr, err := gzip.NewReader(&gz)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, err := io.ReadAll(zr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu := func() time.Duration {
+				var ru syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+				return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			}
+			b.SetBytes(int64(len(raw)))
+			c0 := cpu()
+			for b.Loop() {
+				if _, err := decodePprof(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpu()-c0).Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// TestDecodeLocationIDLayouts checks decodePprof against pprof's decoder
+// on each way locIndex finds a sample's locations: IDs 1..n in order (an
+// offset in the array), the same IDs out of order or with gaps (a dense
+// slice), and IDs far apart (a map); and that an ID no location has is
+// refused as pprof refuses it.
+func TestDecodeLocationIDLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		id   func(i int) uint64
+	}{
+		{"ordered", func(i int) uint64 { return uint64(i + 1) }},
+		{"reversed", func(i int) uint64 { return uint64(1000 - i) }},
+		{"gaps", func(i int) uint64 { return uint64(2*i + 3) }},
+		{"sparse", func(i int) uint64 { return uint64(i+1) << 40 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := gen.Generate(3000, 300, 200, 4, 3)
+			for i, l := range p.Location {
+				l.ID = c.id(i)
+			}
+			raw := rawProfile(t, p)
+			got, err := decodePprof(raw)
+			if err != nil {
+				t.Fatalf("decodePprof: %v", err)
+			}
+			for _, s := range got.Sample {
+				for _, l := range s.Location {
+					if l == nil {
+						t.Fatal("a sample's location was not found")
+					}
+				}
+			}
+			sameAsPprof(t, raw)
+			// A sample naming an ID no location has: pprof fails it.
+			p.Sample[0].Location = append(p.Sample[0].Location, &profile.Location{ID: c.id(len(p.Location)) + 1<<41})
+			sameAsPprof(t, rawProfile(t, p))
 		})
 	}
 }

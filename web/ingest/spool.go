@@ -261,7 +261,16 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream
 		r = io.LimitReader(zr, lim.MaxBytes+1)
 	}
 	if stream {
-		sp = newPprofStream(lim, out)
+		// What the decoder was handed, when it stops, is spooled from
+		// the input inflated again, within what the first inflate read.
+		restart := func() (io.Reader, error) {
+			zr, err := gzip.NewReader(bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<62), 64<<10))
+			if err != nil {
+				return nil, err
+			}
+			return &ctxReader{ctx: ctx, r: zr}, nil
+		}
+		sp = newPprofStream(lim, out, restart)
 		n, err := sp.inflate(&ctxReader{ctx: ctx, r: r})
 		err = inflateError(ctx, n, err, lim)
 		p, serr := sp.finish(err == nil)

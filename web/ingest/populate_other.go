@@ -1,0 +1,9 @@
+//go:build !linux
+
+package ingest
+
+import "unsafe"
+
+// populate does nothing where madvise cannot populate pages (see the
+// Linux version).
+func populate(p unsafe.Pointer, n uintptr) {}
