@@ -503,10 +503,20 @@ func TestUpload(t *testing.T) {
 					t.Errorf("redirect to %q, want /p/%s", loc, id)
 				}
 			}
-			ents := dirEntries(t, dir)
 			// The original, its meta, and the converted profile (stored once
-			// so that nothing parses the original again).
-			want := []string{"/" + id, "/" + id + "/meta.json", "/" + id + "/original", "/" + id + "/" + profiles.KeyConverted}
+			// so that nothing parses the original again); beside them, the
+			// recent uploads' index entry (empty, so a link to /EMPTY).
+			var ents []string
+			for _, e := range dirEntries(t, dir) {
+				if e == "/EMPTY" || e == "/recent" || strings.HasPrefix(e, "/recent/") && !strings.HasSuffix(e, "-"+id) {
+					continue
+				}
+				if strings.HasPrefix(e, "/recent/") {
+					e = "/recent/DAY/N-" + id
+				}
+				ents = append(ents, e)
+			}
+			want := []string{"/" + id, "/" + id + "/meta.json", "/" + id + "/original", "/" + id + "/" + profiles.KeyConverted, "/recent/DAY/N-" + id}
 			if fmt.Sprint(ents) != fmt.Sprint(want) {
 				t.Errorf("stored %v, want %v", ents, want)
 			}
