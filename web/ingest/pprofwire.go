@@ -207,6 +207,45 @@ func (s *strs) get(i uint64) string {
 	return v
 }
 
+// functionIndex looks functions up by ID: in a slice when the IDs are
+// dense enough (they are 1..n in what pprof and Go write), else in a
+// map; of equal IDs the last wins, as in pprof. The slice spares a map
+// insert per function and a map lookup per location line (8 a function
+// in the 2M-sample "locs" shape).
+type functionIndex struct {
+	dense []*profile.Function
+	byID  map[uint64]*profile.Function
+}
+
+func newFunctionIndex(fns []*profile.Function) functionIndex {
+	var maxID uint64
+	for _, f := range fns {
+		maxID = max(maxID, f.ID)
+	}
+	if maxID > uint64(4*len(fns)+1024) {
+		byID := make(map[uint64]*profile.Function, len(fns))
+		for _, f := range fns {
+			byID[f.ID] = f
+		}
+		return functionIndex{byID: byID}
+	}
+	dense := make([]*profile.Function, maxID+1)
+	for _, f := range fns {
+		dense[f.ID] = f
+	}
+	return functionIndex{dense: dense}
+}
+
+func (x functionIndex) get(id uint64) *profile.Function {
+	if x.byID != nil {
+		return x.byID[id]
+	}
+	if id < uint64(len(x.dense)) {
+		return x.dense[id]
+	}
+	return nil
+}
+
 func (d *pprofDecoder) decode() (*profile.Profile, error) {
 	p, s, locs, err := d.tables()
 	if err != nil {
@@ -221,7 +260,7 @@ func (d *pprofDecoder) decode() (*profile.Profile, error) {
 // tables decodes all but the samples: the string table, the profile's own
 // fields, mappings, functions and locations, with the index that finds
 // locations by ID.
-func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Location], error) {
+func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 	// The string table, copied into one string so the input can go.
 	size := 0
 	for _, b := range d.strs {
@@ -240,7 +279,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 		off += len(b)
 	}
 	if len(d.st) == 0 || d.st[0] != "" {
-		return nil, nil, idIndex[profile.Location]{}, errWire
+		return nil, nil, locIndex{}, errWire
 	}
 	s := &strs{d: d}
 	p := &profile.Profile{
@@ -270,12 +309,12 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 	var err error
 	p.PeriodType, err = valueType(d.periodType)
 	if err != nil {
-		return nil, nil, idIndex[profile.Location]{}, err
+		return nil, nil, locIndex{}, err
 	}
 	for _, b := range d.sampleTypes {
 		vt, err := valueType(b)
 		if err != nil {
-			return nil, nil, idIndex[profile.Location]{}, err
+			return nil, nil, locIndex{}, err
 		}
 		p.SampleType = append(p.SampleType, vt)
 	}
@@ -315,7 +354,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 			return nil
 		})
 		if err != nil {
-			return nil, nil, idIndex[profile.Location]{}, err
+			return nil, nil, locIndex{}, err
 		}
 		m.File, m.BuildID = s.get(file), s.get(buildID)
 		if rest, ok := strings.CutPrefix(m.File, "[kernel.kallsyms]"); ok {
@@ -349,16 +388,17 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 			return nil
 		})
 		if err != nil {
-			return nil, nil, idIndex[profile.Location]{}, err
+			return nil, nil, locIndex{}, err
 		}
 		f.Name, f.SystemName, f.Filename = s.get(name), s.get(sys), s.get(file)
 		p.Function[i] = f
 	}
-	fnByID := newIDIndex(p.Function, func(f *profile.Function) uint64 { return f.ID })
+	fnByID := newFunctionIndex(p.Function)
 
 	locations := make([]profile.Location, len(d.locations))
+	locByID := make(map[uint64]*profile.Location, len(locations))
 	p.Location = make([]*profile.Location, len(locations))
-	// Sized first: grown as they come, the lines (pointers) were copied
+	// Sized first: grown as they came, the lines (pointers) were copied
 	// and cleared over and over, half of this loop at 800k locations.
 	nlines := 0
 	for _, b := range d.locations {
@@ -404,10 +444,11 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 			return nil
 		})
 		if err != nil {
-			return nil, nil, idIndex[profile.Location]{}, err
+			return nil, nil, locIndex{}, err
 		}
 		// Offsets now; the lines array may still move.
 		l.Line = lines[start:len(lines):len(lines)]
+		locByID[l.ID] = l // the last of equal IDs wins, as in pprof
 		p.Location[i] = l
 	}
 	// Point each location's lines into the final array.
@@ -422,9 +463,9 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 		off += n
 	}
 	if s.err != nil {
-		return nil, nil, idIndex[profile.Location]{}, s.err
+		return nil, nil, locIndex{}, s.err
 	}
-	return p, s, newIDIndex(p.Location, func(l *profile.Location) uint64 { return l.ID }), nil
+	return p, s, newLocIndex(p.Location, locByID), nil
 }
 
 // decodeSamples decodes the samples, merging records with the same
@@ -436,7 +477,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, idIndex[profile.Locati
 // first's: merging was a fifth of a 2M-record upload, most of it in cache
 // misses that two cores wait on side by side, and each record is read
 // once.
-func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs idIndex[profile.Location]) error {
+func (d *pprofDecoder) decodeSamples(p *profile.Profile, s *strs, locs locIndex) error {
 	seed := maphash.MakeSeed()
 	first := newSampleMerger(seed, len(d.samples)/4)
 	if len(d.samples) < parallelMergeMin {
@@ -777,7 +818,7 @@ func (m *sampleMerger) absorb(o *sampleMerger) {
 // upload's server CPU, at any profile shape. A block is written as soon
 // as it is allocated, and one allocated during a collection is not
 // scanned by it.
-func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs idIndex[profile.Location]) error {
+func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs locIndex) error {
 	k, half := len(m.us), len(m.us)
 	if k >= parallelMergeMin/4 {
 		half = k / 2
@@ -1024,36 +1065,29 @@ func (d *pprofDecoder) sampleLabels(sm *profile.Sample, s *strs, labels []byte) 
 	return nil
 }
 
-// idIndex looks a table's entries (locations, functions) up by ID: in a
-// slice when the IDs are dense enough (they are 1..n in what pprof and Go
-// write), else in a map; of equal IDs the last wins, as in pprof. The
-// slice spares a map insert and lookup per entry: the 2M-sample profile
-// of 800k locations spent 150 ms filling its map of them.
-type idIndex[T any] struct {
-	dense []*T
-	byID  map[uint64]*T
+// locIndex looks locations up by ID: in a slice when the IDs are dense
+// enough (they are 1..n in what pprof and Go write), else in byID.
+type locIndex struct {
+	dense []*profile.Location
+	byID  map[uint64]*profile.Location
 }
 
-func newIDIndex[T any](items []*T, id func(*T) uint64) idIndex[T] {
+func newLocIndex(locs []*profile.Location, byID map[uint64]*profile.Location) locIndex {
 	var maxID uint64
-	for _, x := range items {
-		maxID = max(maxID, id(x))
+	for _, l := range locs {
+		maxID = max(maxID, l.ID)
 	}
-	if maxID > uint64(4*len(items)+1024) {
-		byID := make(map[uint64]*T, len(items))
-		for _, x := range items {
-			byID[id(x)] = x
-		}
-		return idIndex[T]{byID: byID}
+	if maxID > uint64(4*len(locs)+1024) {
+		return locIndex{byID: byID}
 	}
-	dense := make([]*T, maxID+1)
-	for _, x := range items {
-		dense[id(x)] = x
+	dense := make([]*profile.Location, maxID+1)
+	for id, l := range byID {
+		dense[id] = l
 	}
-	return idIndex[T]{dense: dense}
+	return locIndex{dense: dense}
 }
 
-func (x idIndex[T]) get(id uint64) *T {
+func (x locIndex) get(id uint64) *profile.Location {
 	if x.byID != nil {
 		return x.byID[id]
 	}
