@@ -49,18 +49,17 @@ type pprofStream struct {
 	spooling bool
 
 	// Decoding state, the goroutine's own until done.
-	d             pprofDecoder
-	m             *sampleMerger
-	c             wireCounts
-	size          int64    // bytes received
-	head          [][]byte // the first chunks, until sniffLen bytes decide
-	headLen       int
-	pending       []byte   // a field cut by the end of the last chunk
-	cut           int64    // bytes of the copies of cut fields made so far (pending's)
-	batch         [][]byte // sample records not merged yet (addBatch)
-	off           bool     // not decoding: not pprof, or a fallback
-	p             *profile.Profile
-	locationBytes int64 // the location table's (streamHolds)
+	d       pprofDecoder
+	m       *sampleMerger
+	c       wireCounts
+	size    int64    // bytes received
+	head    [][]byte // the first chunks, until sniffLen bytes decide
+	headLen int
+	pending []byte   // a field cut by the end of the last chunk
+	cut     int64    // bytes of the copies of cut fields made so far (pending's)
+	batch   [][]byte // sample records not merged yet (addBatch)
+	off     bool     // not decoding: not pprof, or a fallback
+	p       *profile.Profile
 }
 
 // streamChunk is the size of the chunks the inflater hands over (a
@@ -425,7 +424,7 @@ func (s *pprofStream) field(f []byte) bool {
 			err = overAny(err, s.c.mappings, lim.MaxMappings, 0, 0)
 		case 4:
 			s.c.locations++
-			s.locationBytes += int64(len(b))
+			s.c.locationBytes += int64(len(b))
 			s.c.lines += int64(locationLines(b))
 			err = overAny(err, s.c.locations, lim.MaxLocations, 0, 0)
 		case 5:
@@ -438,7 +437,7 @@ func (s *pprofStream) field(f []byte) bool {
 		default:
 			s.c.other += int64(len(b))
 		}
-		if !streamHolds(s.c.locations, s.locationBytes) || max(s.c.functions, s.c.strings) > streamTableEntries {
+		if !streamHolds(s.c.locations, s.c.locationBytes) || max(s.c.functions, s.c.strings) > streamTableEntries {
 			err = errOverLimit
 		}
 		if err == nil {
