@@ -36,7 +36,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.functions, "max-functions", ingest.DefaultMaxFunctions, "most functions one profile may hold; 0: no limit")
 	fs.IntVar(&f.mappings, "max-mappings", ingest.DefaultMaxMappings, "most mappings (binaries) one profile may hold; 0: no limit")
 	fs.IntVar(&f.records, "max-records", ingest.DefaultMaxRecords, "most records one perf.data may hold; 0: no limit")
-	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames all stacks of one profile may hold together, a stack that repeats counting once (its records merge into one sample); 0: no limit")
+	fs.IntVar(&f.frames, "max-frames", ingest.DefaultMaxFrames, "most frames (locations) all stacks of one profile may hold together, a stack that repeats counting once (its records merge into one sample), and a third of the most they may hold with their inlined calls; 0: no limit")
 	fs.IntVar(&f.depth, "max-stack-depth", defaultStackDepth(perfMaxStackFile), "most frames of one stack; deeper stacks keep their leaf-most frames under a \"[truncated N frames]\" frame (default 4096, or this machine's kernel.perf_event_max_stack when larger; a perf.data recorded with --call-graph=fp,N keeps N frames when that is more); 0: no limit")
 	fs.IntVar(&f.strs, "max-strings", ingest.DefaultMaxStrings, "most string table entries of one pprof profile; 0: no limit")
 	fs.IntVar(&f.otlpProfiles, "max-otlp-profiles", ingest.DefaultMaxOTLPProfiles, "most profiles one OTLP request may hold (each is stored as a profile); 0: no limit")

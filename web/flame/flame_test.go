@@ -224,3 +224,34 @@ func TestGolden(t *testing.T) {
 		t.Errorf("flame.json does not escape the C++ name:\n%s", tr.JSON())
 	}
 }
+
+// TestFrameNamesOfFunctionArray checks the frame names of locations whose
+// functions lie in one array (as web/ingest's decoder makes them, each
+// named once however many locations it has): a named function's
+// locations share its name, one named by its system name only takes it,
+// and a function without a name leaves each location its own address.
+func TestFrameNamesOfFunctionArray(t *testing.T) {
+	app := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/bin/app"}
+	fns := []profile.Function{{ID: 1, Name: "main"}, {ID: 2, SystemName: "_Z3runv"}, {ID: 3}}
+	p := &profile.Profile{Mapping: []*profile.Mapping{app}}
+	for i := range fns {
+		p.Function = append(p.Function, &fns[i])
+	}
+	for i := range 6 {
+		fn := &fns[i%3]
+		p.Location = append(p.Location, &profile.Location{ID: uint64(i + 1), Mapping: app, Address: 0x401000 + uint64(i)*0x10,
+			Line: []profile.Line{{Function: fn, Line: int64(i)}}})
+	}
+	f := newFrames(p)
+	want := []string{"main", "_Z3runv", "app+0x1020", "main", "_Z3runv", "app+0x1050"}
+	for i, l := range p.Location {
+		ids := f.loc(l)
+		if len(ids) != 1 || f.names[ids[0]] != want[i] {
+			var got []string
+			for _, id := range ids {
+				got = append(got, f.names[id])
+			}
+			t.Errorf("location %d: frames %q; want %q", l.ID, got, want[i])
+		}
+	}
+}

@@ -31,7 +31,7 @@ func FuzzBuild(f *testing.F) {
 		if err != nil {
 			return
 		}
-		frames := 0
+		frames, lines := 0, 0
 		for _, s := range p.Sample {
 			n := 0
 			for _, l := range s.Location {
@@ -40,10 +40,14 @@ func FuzzBuild(f *testing.F) {
 			if n > lim.MaxStackDepth {
 				t.Fatalf("a stack of %d frames passed the %d-frame depth limit", n, lim.MaxStackDepth)
 			}
-			frames += n
+			frames += len(s.Location)
+			lines += n
 		}
 		if frames > lim.MaxFrames {
 			t.Fatalf("%d frames passed the %d-frame limit", frames, lim.MaxFrames)
+		}
+		if lines > ingest.InlinedFramesPerFrame*lim.MaxFrames {
+			t.Fatalf("%d frames with their inlined calls passed %d× the %d-frame limit", lines, ingest.InlinedFramesPerFrame, lim.MaxFrames)
 		}
 		b := flame.Budget{Nodes: max(1, int(nodes)), Bytes: 64 << 10}
 		opt := flame.Options{MinFraction: flame.DefaultMinFraction, Budget: b}.WithContext(context.Background())

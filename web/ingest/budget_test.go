@@ -73,12 +73,55 @@ func TestLimitFrames(t *testing.T) {
 	if len(p.Comments) != 1 || !strings.Contains(p.Comments[0], "1 stacks were deeper than the 6-frame limit (the deepest had 21 frames)") {
 		t.Errorf("warnings: %q", p.Comments)
 	}
-	if err := (Limits{MaxFrames: 9}).limitFrames(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
-		t.Errorf("10 frames against 9: %v; want ErrTooLarge naming --max-frames", err)
+	// --max-frames counts the locations kept: 5 and 3.
+	if err := (Limits{MaxFrames: 7}).limitFrames(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
+		t.Errorf("8 frames against 7: %v; want ErrTooLarge naming --max-frames", err)
 	}
-	// Counted, not bounded by 2 frames a location (16): 10 is within 10.
-	if err := (Limits{MaxFrames: 10, MaxStackDepth: 6}).limitFrames(p); err != nil {
-		t.Errorf("10 frames against 10: %v", err)
+	if err := (Limits{MaxFrames: 8, MaxStackDepth: 6}).limitFrames(p); err != nil {
+		t.Errorf("8 frames against 8: %v", err)
+	}
+}
+
+// TestLimitFramesInlined checks --max-frames counts a stack's locations,
+// what the profile keeps, and bounds the frames of their inlined calls
+// (a location's lines each, what the views expand) at
+// InlinedFramesPerFrame times it: counted against --max-frames itself,
+// the 2M-sample profiles with 4 inlined calls a location were refused.
+func TestLimitFramesInlined(t *testing.T) {
+	fn := &profile.Function{ID: 1, Name: "f"}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Function: []*profile.Function{fn}}
+	for i := range 10 {
+		l := &profile.Location{ID: uint64(i + 1), Line: make([]profile.Line, 5)} // 4 inlined calls
+		for k := range l.Line {
+			l.Line[k].Function = fn
+		}
+		p.Location = append(p.Location, l)
+	}
+	for i := range 10 {
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{p.Location[i], p.Location[(i+1)%10]}, Value: []int64{1}})
+	}
+	// 20 locations in the stacks, 100 frames with their inlined calls.
+	if err := (Limits{MaxFrames: 34, MaxStackDepth: 100}).limitFrames(p); err != nil {
+		t.Errorf("20 locations, 100 frames with their inlined calls, against 34: %v", err)
+	}
+	if err := (Limits{MaxFrames: 33, MaxStackDepth: 100}).limitFrames(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "more than 99 frames with their inlined calls") || !strings.Contains(err.Error(), "--max-frames") {
+		t.Errorf("100 frames with their inlined calls against 33: %v; want ErrTooLarge naming them and --max-frames", err)
+	}
+	if err := (Limits{MaxFrames: 20, MaxStackDepth: 100}).limitFrames(p); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("100 frames with their inlined calls against 20: %v", err)
+	}
+	// A location of 20 lines no stack names: each stack's bound (40) is
+	// over the depth, so each is walked and its lines counted.
+	wide := &profile.Location{ID: 11, Line: make([]profile.Line, 20)}
+	for k := range wide.Line {
+		wide.Line[k].Function = fn
+	}
+	p.Location = append(p.Location, wide)
+	if err := (Limits{MaxFrames: 34, MaxStackDepth: 30}).limitFrames(p); err != nil {
+		t.Errorf("walked: 100 frames with their inlined calls against 34: %v", err)
+	}
+	if err := (Limits{MaxFrames: 33, MaxStackDepth: 30}).limitFrames(p); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("walked: 100 frames with their inlined calls against 33: %v", err)
 	}
 }
 

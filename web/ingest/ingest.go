@@ -45,8 +45,10 @@ type Limits struct {
 	// MaxLocations, MaxFunctions and MaxMappings bound the parsed
 	// profile; MaxRecords bounds a perf.data's records (limits.go).
 	MaxLocations, MaxFunctions, MaxMappings, MaxRecords int
-	// MaxFrames bounds the frames of all stacks together and MaxStackDepth
-	// one stack, whose root-most frames beyond it are cut (limitFrames;
+	// MaxFrames bounds the frames (locations) of all stacks together,
+	// and InlinedFramesPerFrame times it their frames with inlined
+	// calls; MaxStackDepth bounds one stack's frames with inlined calls,
+	// whose root-most ones beyond it are cut (limitFrames;
 	// a perf.data's recorded depth raises it, recordedDepth);
 	// MaxStrings bounds a pprof string table; MaxLineBytes one line of a
 	// text format.

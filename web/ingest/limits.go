@@ -21,14 +21,28 @@ const (
 	DefaultMaxMappings  = 100_000
 	DefaultMaxRecords   = 50_000_000
 	// DefaultMaxFrames bounds the frames of all samples together (a frame
-	// is a location, or each inlined line of one), a pprof's records of
-	// one stack merged into one sample first: what the profile keeps, a
-	// location pointer each (the 2M benchmark profile's 66M frames in 2M
-	// records are 17.5M in its 500k samples), and DefaultMaxStackDepth
-	// one sample's stack: deeper stacks keep their leaf-most frames under a
-	// "[truncated N frames]" frame. perf records at most 127 by default.
+	// is a stack's entry, a location), a pprof's records of one stack
+	// merged into one sample first: what the profile keeps, a location
+	// pointer each (the 2M benchmark profile's 66M frames in 2M records
+	// are 17.5M in its 500k samples); the frames the views expand them
+	// into, a location's inlined lines each, are bounded at
+	// InlinedFramesPerFrame times it. DefaultMaxStackDepth bounds one
+	// sample's stack, its inlined lines each: deeper stacks keep their
+	// leaf-most frames under a "[truncated N frames]" frame. perf records
+	// at most 127 by default.
 	DefaultMaxFrames     = 50_000_000
 	DefaultMaxStackDepth = 4096
+	// InlinedFramesPerFrame is how many frames with their inlined calls
+	// (a location's lines each, as the flame graph draws them) a
+	// profile may hold per frame --max-frames allows. What costs memory
+	// is a location pointer of the parsed profile (8 bytes) and a frame
+	// of the views' stacks (4 bytes a line): a profile at both bounds
+	// costs 20 bytes a frame where one without inlining costs 12.
+	// Counting lines against --max-frames itself refused issue 36's
+	// 2M-sample profiles with 4 inlined calls a location (17.5M
+	// locations in their stacks, 87.6M lines; the "all" shape 27.5M and
+	// 137.6M), which a default server holds within 1.5 GiB.
+	InlinedFramesPerFrame = 3
 	// DefaultMaxStrings bounds a pprof profile's string table entries.
 	DefaultMaxStrings = 8_000_000
 	// DefaultMaxLineBytes bounds one line of a text profile: the text
@@ -40,13 +54,18 @@ const (
 // frames cut from a stack deeper than the depth limit.
 func TruncatedName(n int) string { return fmt.Sprintf("[truncated %d frames]", n) }
 
-// limitFrames cuts every stack of p deeper than lim.MaxStackDepth frames to
-// its leaf-most frames under a TruncatedName frame, noting how many in p's
-// warnings, then fails with ErrTooLarge when all samples together hold more
-// than lim.MaxFrames frames.
+// limitFrames cuts every stack of p deeper than lim.MaxStackDepth frames
+// (a location's lines each) to its leaf-most frames under a
+// TruncatedName frame, noting how many in p's warnings, then fails with
+// ErrTooLarge when all samples together hold more than lim.MaxFrames
+// locations, or more than InlinedFramesPerFrame × lim.MaxFrames lines.
 func (lim Limits) limitFrames(p *profile.Profile) error {
 	depth := lim.MaxStackDepth
-	var total int64
+	var entries, lines int64 // the samples' locations, and their lines
+	maxLines := int64(0)     // InlinedFramesPerFrame × MaxFrames, 0: none
+	if lim.MaxFrames > 0 {
+		maxLines = InlinedFramesPerFrame * int64(lim.MaxFrames)
+	}
 	cut, deepest := 0, 0
 	marks := map[int]*profile.Location{}
 	nextID := uint64(0)
@@ -57,25 +76,32 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 	for _, f := range p.Function {
 		fnID = max(fnID, f.ID)
 	}
-	// A stack of k locations has at most k·maxLines frames: one that
-	// cannot be over the depth is not walked (a cache miss per location),
-	// and the total is counted as that bound until it passes MaxFrames.
-	maxLines := 1
+	// A stack of k locations has at most k·most frames: one that cannot
+	// be over the depth is not walked (a cache miss per location), and
+	// its lines are counted as that bound until they pass maxLines.
+	most := 1
 	for _, l := range p.Location {
-		maxLines = max(maxLines, len(l.Line))
+		most = max(most, len(l.Line))
 	}
-	bounded := true // total is a bound, not a count
+	bounded := true // lines is a bound, not a count
 	tooMany := func() error {
 		return fmt.Errorf("%w: the profile's stacks hold more than %d frames in all (restart the server with a larger --max-frames to accept it)", ErrTooLarge, lim.MaxFrames)
 	}
+	tooManyLines := func() error {
+		return fmt.Errorf("%w: the profile's stacks hold more than %d frames with their inlined calls, %d× the limit of %d (restart the server with a larger --max-frames to accept it)",
+			ErrTooLarge, maxLines, InlinedFramesPerFrame, lim.MaxFrames)
+	}
 	for si, s := range p.Sample {
-		if up := int64(len(s.Location)) * int64(maxLines); bounded && (depth <= 0 || up <= int64(depth)) {
-			if total += up; lim.MaxFrames <= 0 || total <= int64(lim.MaxFrames) {
+		if up := int64(len(s.Location)) * int64(most); bounded && (depth <= 0 || up <= int64(depth)) {
+			if entries += int64(len(s.Location)); lim.MaxFrames > 0 && entries > int64(lim.MaxFrames) {
+				return tooMany()
+			}
+			if lines += up; maxLines <= 0 || lines <= maxLines {
 				continue
 			}
-			bounded, total = false, countFrames(p.Sample[:si+1])
-			if total > int64(lim.MaxFrames) {
-				return tooMany()
+			bounded, lines = false, countFrames(p.Sample[:si+1])
+			if lines > maxLines {
+				return tooManyLines()
 			}
 			continue
 		}
@@ -110,9 +136,11 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 			deepest = max(deepest, n)
 			n = kept + 1
 		}
-		total += int64(n)
-		if lim.MaxFrames > 0 && total > int64(lim.MaxFrames) {
+		if entries += int64(len(s.Location)); lim.MaxFrames > 0 && entries > int64(lim.MaxFrames) {
 			return tooMany()
+		}
+		if lines += int64(n); maxLines > 0 && lines > maxLines {
+			return tooManyLines()
 		}
 	}
 	if cut > 0 {

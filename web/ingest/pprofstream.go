@@ -481,6 +481,7 @@ func (s *pprofStream) field(f []byte) bool {
 			err = overAny(err, s.c.mappings, lim.MaxMappings, 0, 0)
 		case 4:
 			s.c.locations++
+			s.c.locationBytes += int64(len(b))
 			s.c.lines += int64(locationLines(b))
 			err = overAny(err, s.c.locations, lim.MaxLocations, 0, 0)
 		case 5:
@@ -493,7 +494,7 @@ func (s *pprofStream) field(f []byte) bool {
 		default:
 			s.c.other += int64(len(b))
 		}
-		if max(s.c.locations, s.c.functions, s.c.strings) > streamTableEntries {
+		if !streamHolds(s.c.locations, s.c.locationBytes) || max(s.c.functions, s.c.strings) > streamTableEntries {
 			err = errOverLimit
 		}
 		if err == nil {
@@ -529,15 +530,35 @@ func (s *pprofStream) flush() bool {
 }
 
 // streamTableEntries bounds each table (locations, functions, strings)
-// the stream holds a 24-byte reference per entry of until the profile is
-// built: an entry can be 2 bytes on the wire, so a table of tens of
-// millions of empty entries, refused only at its limit, would cost
-// hundreds of MiB before the refusal. Past it, the input goes to the
-// spooled file's parse, whose pre-scan counts without keeping. 512Ki
-// entries (12 MiB of references) is more than the 20M-sample benchmark
-// profile's largest table (267k locations) and keeps a refused string
-// table's peak heap within the hostile table's 64 MiB.
+// of small entries the stream holds a 24-byte reference per entry of
+// until the profile is built: an entry can be 2 bytes on the wire, so a
+// table of tens of millions of empty entries, refused only at its limit,
+// would cost hundreds of MiB before the refusal. Past it, the input goes
+// to the spooled file's parse, whose pre-scan counts without keeping.
+// 512Ki entries (12 MiB of references) is more than the 20M-sample
+// benchmark profile's largest table (267k locations) and keeps a refused
+// string table's peak heap within the hostile table's 64 MiB.
 const streamTableEntries = 512 << 10
+
+// streamEntryBytes is the average size on the wire past which the
+// location table is held however many entries it has, up to
+// --max-locations (streamHolds): their references (24 bytes, 72 while
+// the slice of them grows) then cost at most 4.5× the bytes the stream
+// holds anyway, both counted in its memory. A profile of many locations
+// a function (8 a function: 800k locations at 2M samples, about 21 bytes
+// each) was sent past streamTableEntries to the spooled file's pre-scan
+// and parse, at 1.4× the server CPU; bare locations (an ID and an
+// address, 11 bytes: the hostile table's 1.9M) still are. Strings and
+// functions keep the fixed bound: a table of 8M strings of 16 bytes is
+// small gzipped, and real profiles have far fewer than 512Ki of either.
+const streamEntryBytes = 16
+
+// streamHolds says the stream may hold a location table of n entries of
+// size bytes on the wire: at most streamTableEntries, or more of
+// streamEntryBytes an entry on average.
+func streamHolds(n, size int64) bool {
+	return n <= streamTableEntries || size >= streamEntryBytes*n
+}
 
 // errOverLimit sends an input over a limit to the pre-scan, which names it.
 var errOverLimit = errors.New("over a limit")

@@ -18,6 +18,7 @@ type wireCounts struct {
 	samples, locIDs      int64 // location ids over all samples: frames before inlining
 	values, labels       int64
 	locations, lines     int64
+	locationBytes        int64 // the location table's (pprofStream's, streamHolds)
 	functions, mappings  int64
 	other                int64 // bytes of the remaining fields (comments, sample types)
 	// The distinct samples (records of the same location IDs, labels
