@@ -5,7 +5,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -234,9 +233,6 @@ func (s *Server) dropViews(id string) {
 		}
 	}
 }
-
-// isNotFound reports whether err means a stored object does not exist.
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 // background is a context for work that must outlive a request, such as a
 // shared load other requests wait on.

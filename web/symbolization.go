@@ -50,14 +50,6 @@ func (s *Server) CloseSymbolization() {
 	}
 }
 
-// Jobs is the symbolization job manager, nil when symbolization is off.
-func (s *Server) Jobs() *ondemand.Manager {
-	if s.sym == nil {
-		return nil
-	}
-	return s.sym.Jobs()
-}
-
 // debuginfodServers lists where build IDs may be sent, for the pages.
 func (s *Server) debuginfodServers() []string {
 	if s.sym == nil {
