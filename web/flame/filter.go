@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // Filter selects samples and frames by regular expressions on frame names,
@@ -32,7 +32,7 @@ type Filter struct {
 
 // TimeRange is a half-open range [From, To) of nanoseconds since a
 // recording's first sample, as the t query parameter gives it in seconds
-// ("1.5-2.25"). It keeps the samples whose perfdata.TimeLabel is in it; a
+// ("1.5-2.25"). It keeps the samples whose sampling.TimeLabel is in it; a
 // profile without times has none in any range.
 type TimeRange struct{ From, To int64 }
 
@@ -58,7 +58,7 @@ func (r TimeRange) String() string {
 
 // Has reports whether sample s was taken in r.
 func (r TimeRange) Has(s *profile.Sample) bool {
-	ts := s.NumLabel[perfdata.TimeLabel]
+	ts := s.NumLabel[sampling.TimeLabel]
 	return len(ts) == 1 && ts[0] >= r.From && ts[0] < r.To
 }
 
