@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
 	"viewer/web/profiles"
@@ -282,8 +283,8 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		Source:   a.Source,
 		Range:    fmt.Sprintf("%#x–%#x", lst.Func.Lo, lst.Func.Hi),
 		Unit:     st.Unit,
-		Total:    views.FormatValue(lst.Total, st.Unit),
-		Share:    views.Percent(lst.Total, a.Total),
+		Total:    sampling.FormatValue(lst.Total, st.Unit),
+		Share:    sampling.Percent(lst.Total, a.Total),
 		JSONURL:  withQuery("/p/"+id+"/annotate.json", q),
 		FlameURL: withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
 		Skid:     skidParam(c),
@@ -338,7 +339,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 	}
 	// One unit for the column, named by what it holds ("CPU time", not
 	// "Samples", for a time).
-	col := views.ColumnOf(st.Unit, selfs...)
+	col := sampling.ColumnOf(st.Unit, selfs...)
 	page.ValueHead = views.Quantity(st.Type, st.Unit)
 	page.ValueTitle = columnTitle("Self", st.Type, col)
 	anchor := func(pc uint64) string { return fmt.Sprintf("a%x", pc) }
@@ -373,7 +374,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		}
 		if r.Self > 0 {
 			row.Count = col.Format(r.Self)
-			row.Pct = views.Percent(r.Self, lst.Total)
+			row.Pct = sampling.Percent(r.Self, lst.Total)
 			row.Frac = float64(r.Self) / float64(max(maxSelf, 1))
 		}
 		if r.HasTarget {
@@ -387,7 +388,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 			row.SkidHref = "#" + anchor(r.SkidFrom)
 		}
 		if page.Skid && r.SkidIn > 0 {
-			row.SkidIn = "+" + views.FormatValue(r.SkidIn, st.Unit) + " skidded here"
+			row.SkidIn = "+" + sampling.FormatValue(r.SkidIn, st.Unit) + " skidded here"
 		}
 		page.Rows = append(page.Rows, row)
 	}
@@ -412,8 +413,8 @@ func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int,
 		BuildID:   sm.BuildID,
 		Why:       sm.Why,
 		Unit:      st.Unit,
-		Total:     views.FormatValue(sm.Total, st.Unit),
-		Share:     views.Percent(sm.Total, sm.ProfileTotal),
+		Total:     sampling.FormatValue(sm.Total, st.Unit),
+		Share:     sampling.Percent(sm.Total, sm.ProfileTotal),
 		FlameURL:  withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
 		SourceURL: "/p/" + id + "/source?" + sq.Encode(),
 		Filtered:  c.QueryParam("f") != "" || c.QueryParam("i") != "",
@@ -425,8 +426,8 @@ func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int,
 	for _, a := range sm.Addrs {
 		row := views.AnnotateAddr{
 			Addr:  fmt.Sprintf("%x", a.Addr),
-			Count: views.FormatValue(a.Self, st.Unit),
-			Pct:   views.Percent(a.Self, sm.Total),
+			Count: sampling.FormatValue(a.Self, st.Unit),
+			Pct:   sampling.Percent(a.Self, sm.Total),
 			Frac:  float64(a.Self) / float64(max(maxSelf, 1)),
 		}
 		if len(a.Frames) > 0 {

@@ -22,6 +22,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/localfile"
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/debuginfo"
 )
@@ -443,7 +444,7 @@ func (s *Server) handleSource(c echo.Context) error {
 		return Render(c, http.StatusNotFound, views.Source(page))
 	}
 	page.File, page.BuildID = lv.file, lv.buildID
-	page.Total = views.FormatValue(lv.total, st.Unit)
+	page.Total = sampling.FormatValue(lv.total, st.Unit)
 	if lv.file == "" {
 		page.Problem = "The profile names no source file for " + fn + ": it was symbolized without line tables (symbol table only), so there is no file or line to show."
 		return Render(c, http.StatusOK, views.Source(page))
@@ -472,15 +473,15 @@ func (s *Server) handleSource(c echo.Context) error {
 // the lines that have values are listed.
 func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
 	// One unit a column, as pprof writes a report.
-	column := func(m map[int64]int64) views.Column {
+	column := func(m map[int64]int64) sampling.Column {
 		vs := make([]int64, 0, len(m))
 		for _, v := range m {
 			vs = append(vs, v)
 		}
-		return views.ColumnOf(unit, vs...)
+		return sampling.ColumnOf(unit, vs...)
 	}
 	flatCol, cumCol := column(lv.flat), column(lv.cum)
-	val := func(m map[int64]int64, col views.Column, n int) string {
+	val := func(m map[int64]int64, col sampling.Column, n int) string {
 		if v := m[int64(n)]; v != 0 {
 			return col.Format(v)
 		}

@@ -41,7 +41,6 @@ var layerRules = []layerRule{
 // only shrinks: a new import that breaks a rule fails the test, and so does
 // an entry here that no longer happens.
 var allowedImports = map[string]string{
-	"web/flame → views":                      "flame formats values and percentages with views.FormatValue/Percent; they move to the shared leaf of pprof helpers (issue 35)",
 	"web/ingest/perfdata → symbolize/unwind": "perf.data's user stacks are unwound with the binaries' CFI while reading; the reader should take an unwinder interface instead",
 	"web → symbolize/localfile":              "web/source.go reads source files from disk with localfile's safe opens; reading sources belongs behind symbolize",
 	"web → web/ingest/perfdata":              "web/limits.go (perfdata.Binaries) and web/datatypes.go (perfdata.CacheLineComment) name perf.data's own types and labels",
