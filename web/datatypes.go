@@ -19,7 +19,6 @@ import (
 	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
-	"viewer/web/ingest/perfdata"
 	"viewer/web/profiles"
 )
 
@@ -452,7 +451,7 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 // header gave it (a profile comment), else datatype.DefaultCacheLine.
 func cacheLineSize(p *profile.Profile) (int64, string) {
 	for _, c := range p.Comments {
-		if v, ok := strings.CutPrefix(c, perfdata.CacheLineComment); ok {
+		if v, ok := strings.CutPrefix(c, sampling.CacheLineComment); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 && n <= 4096 && n&(n-1) == 0 {
 				return n, "the recording machine's L1 data cache (perf.data header)"
 			}

@@ -407,10 +407,6 @@ func (c *converter) meta(r Record) {
 	}
 }
 
-// CacheLineComment starts the profile comment that gives the recording
-// machine's L1 data cache line size in bytes (perf's CACHE header feature).
-const CacheLineComment = "cache line size: "
-
 // setComm names thread tid.
 func (c *converter) setComm(tid uint32, name string) {
 	id, ok := c.commIDs[name]
@@ -919,7 +915,7 @@ func (c *converter) finish() {
 		add("perf version: %s", ft.Version)
 	}
 	if ft.CacheLineSize != 0 {
-		add("%s%d", CacheLineComment, ft.CacheLineSize)
+		add("%s%d", sampling.CacheLineComment, ft.CacheLineSize)
 	}
 	if len(ft.Cmdline) > 0 {
 		add("cmdline: %s", strings.Join(ft.Cmdline, " "))
