@@ -15,7 +15,6 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/sampling"
 	"viewer/views"
-	"viewer/web/flame"
 	"viewer/web/profiles"
 )
 
@@ -41,68 +40,6 @@ type annotations struct {
 func newAnnotations() *annotations {
 	listings, _ := lru.New[string, *symbolize.Listing](32)
 	return &annotations{listings: listings}
-}
-
-// keepSample applies the focus, ignore and time filters to one sample, as
-// pprof does: a frame matches by function name or by its binary's path.
-func keepSample(f flame.Filter, s *profile.Sample) bool {
-	if f.Time != nil && !f.Time.Has(s) {
-		return false
-	}
-	if f.Focus == nil && f.Ignore == nil {
-		return true
-	}
-	match := func(re interface{ MatchString(string) bool }) bool {
-		for _, l := range s.Location {
-			if l.Mapping != nil && re.MatchString(l.Mapping.File) {
-				return true
-			}
-			for _, ln := range l.Line {
-				if ln.Function != nil && re.MatchString(ln.Function.Name) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if f.Focus != nil && !match(f.Focus) {
-		return false
-	}
-	return f.Ignore == nil || !match(f.Ignore)
-}
-
-// leafKept applies hide and show to a sample's leaf location as the flame
-// graph applies them to every frame (a frame matches by function name or
-// its binary's path): a leaf all of whose frames are hidden, or none of
-// them shown, is not drawn, so its sample counts on no instruction.
-func leafKept(f flame.Filter, l *profile.Location) bool {
-	if f.Hide == nil && f.Show == nil {
-		return true
-	}
-	mapping := ""
-	if l.Mapping != nil {
-		mapping = l.Mapping.File
-	}
-	match := func(re interface{ MatchString(string) bool }, name string) bool {
-		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
-	}
-	names := []string{""} // a location without lines is one frame
-	if len(l.Line) > 0 {
-		names = names[:0]
-		for _, ln := range l.Line {
-			if ln.Function != nil {
-				names = append(names, ln.Function.Name)
-			} else {
-				names = append(names, "")
-			}
-		}
-	}
-	for _, name := range names {
-		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // annotateListing computes (or returns the cached) listing of fn.
@@ -132,8 +69,8 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		var eng lister = s.dataTypeEngine()
 		a, err := eng.Listing(cctx, l.Profile, symbolize.ListingRequest{
 			Fn: fn, In: in, SampleIndex: si, Inline: inline,
-			Keep:     func(smp *profile.Sample) bool { return keepSample(filter, smp) },
-			LeafKept: func(loc *profile.Location) bool { return leafKept(filter, loc) },
+			Keep:     filter.KeepsSample,
+			LeafKept: filter.KeepsLeaf,
 			Options:  s.dataTypeOptions(cctx, l.ID, true),
 		})
 		var le *symbolize.ListingError

@@ -303,3 +303,65 @@ func lastEnd(ends []int) int {
 	}
 	return ends[len(ends)-1]
 }
+
+// KeepsSample applies the focus, ignore and time filters to one sample, as
+// pprof does (the annotate listing counts samples by it): a frame matches by function name or by its binary's path.
+func (f Filter) KeepsSample(s *profile.Sample) bool {
+	if f.Time != nil && !f.Time.Has(s) {
+		return false
+	}
+	if f.Focus == nil && f.Ignore == nil {
+		return true
+	}
+	match := func(re interface{ MatchString(string) bool }) bool {
+		for _, l := range s.Location {
+			if l.Mapping != nil && re.MatchString(l.Mapping.File) {
+				return true
+			}
+			for _, ln := range l.Line {
+				if ln.Function != nil && re.MatchString(ln.Function.Name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if f.Focus != nil && !match(f.Focus) {
+		return false
+	}
+	return f.Ignore == nil || !match(f.Ignore)
+}
+
+// KeepsLeaf applies hide and show to a sample's leaf location as the flame
+// graph applies them to every frame (a frame matches by function name or
+// its binary's path): a leaf all of whose frames are hidden, or none of
+// them shown, is not drawn, so its sample counts on no instruction.
+func (f Filter) KeepsLeaf(l *profile.Location) bool {
+	if f.Hide == nil && f.Show == nil {
+		return true
+	}
+	mapping := ""
+	if l.Mapping != nil {
+		mapping = l.Mapping.File
+	}
+	match := func(re interface{ MatchString(string) bool }, name string) bool {
+		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
+	}
+	names := []string{""} // a location without lines is one frame
+	if len(l.Line) > 0 {
+		names = names[:0]
+		for _, ln := range l.Line {
+			if ln.Function != nil {
+				names = append(names, ln.Function.Name)
+			} else {
+				names = append(names, "")
+			}
+		}
+	}
+	for _, name := range names {
+		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
+			return true
+		}
+	}
+	return false
+}
