@@ -28,6 +28,9 @@ type treeKey struct {
 	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
 
+// Profile is the profile the view was built from (viewcache.Key).
+func (k treeKey) Profile() string { return k.id }
+
 // encoded is a cached response body, kept both plain and gzipped.
 type encoded struct {
 	plain, gz []byte
