@@ -228,8 +228,8 @@ export class Tree {
   }
 }
 
-// formatValue and formatPct are the twins of views.FormatValue and
-// views.Percent (views/units.go says the rules; web/units_browser_test.go
+// formatValue and formatPct are the twins of sampling.FormatValue and
+// sampling.Percent (symbolize/sampling/values.go says the rules; web/units_browser_test.go
 // checks both on one table). They compute on BigInt integers, as Go does on
 // uint64, so that both round alike.
 const TIME_STEPS = [[1n, 1000n, 'ns'], [1000n, 1000n, 'µs'], [1000000n, 1000n, 'ms'], [1000000000n, 120n, 's']];
@@ -237,7 +237,7 @@ const BYTE_STEPS = [[1n, 1024n, 'B'], [1n << 10n, 1024n, 'KiB'], [1n << 20n, 102
 const POW10 = [1n, 10n, 100n, 1000n];
 const MAX_U64 = (1n << 64n) - 1n;
 
-/** Formats a value of the given pprof unit for people (views.FormatValue). */
+/** Formats a value of the given pprof unit for people (sampling.FormatValue). */
 export function formatValue(v, unit) {
   if (!isFinite(v)) return '–';
   let a = BigInt(Math.round(v));
@@ -307,7 +307,7 @@ function group(digits) {
 }
 
 /**
- * The one unit of a column of values (views.ColumnOf, whose twin this is):
+ * The one unit of a column of values (sampling.ColumnOf, whose twin this is):
  * for time and bytes, the largest unit the column's biggest value reaches
  * that keeps its smallest at 1/1000 or more; counts and other units as
  * formatValue writes them. Pass it to formatIn.
@@ -338,7 +338,7 @@ export function columnUnit(unit, values) {
   return { unit, mul, div: st[0], name: st[2] };
 }
 
-/** Writes v in a column's unit (columnUnit; views.Column.Format): 1.50 ms, 15.0 ms, 1,500 ms, 0.038 s, 0. */
+/** Writes v in a column's unit (columnUnit; sampling.Column.Format): 1.50 ms, 15.0 ms, 1,500 ms, 0.038 s, 0. */
 export function formatIn(col, v) {
   if (col.mul === 0n) return formatValue(v, col.unit);
   if (!isFinite(v)) return '–';
@@ -375,7 +375,7 @@ export function quantity(type, unit) {
   return type || 'Value';
 }
 
-/** Formats a fraction as a percentage with two decimals, rounded half up (views.Percent). */
+/** Formats a fraction as a percentage with two decimals, rounded half up (sampling.Percent). */
 export function formatPct(frac) {
   if (!isFinite(frac)) return '–';
   return `${(frac * 100).toFixed(2)}%`;

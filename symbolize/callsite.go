@@ -2,19 +2,12 @@ package symbolize
 
 import (
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/sampling"
 )
-
-// CallSiteMark is the profile comment that says its caller addresses are
-// call sites already (CallSites ran), so that a second pass, a re-upload of
-// viewer's own output or a stored converted profile is not shifted again.
-const CallSiteMark = "viewer: caller addresses are call sites"
-
-// HasCallSites reports whether p carries CallSiteMark.
-func HasCallSites(p *profile.Profile) bool { return slices.Contains(p.Comments, CallSiteMark) }
 
 // CallSites is viewer's one address convention for stacks, pprof's own: a
 // non-leaf frame is looked up at its call instruction, not at the return
@@ -28,13 +21,13 @@ func HasCallSites(p *profile.Profile) bool { return slices.Contains(p.Comments, 
 // or in a mapping with functions, as Go profiles are) are left alone. A
 // location that is both a leaf and a caller is split: its callers get the
 // location at address − 1 of the same mapping, a new one if there is none.
-// CallSites marks p (CallSiteMark) and does nothing to a marked profile; it
-// reports whether it changed any address.
+// CallSites marks p (sampling.CallSiteMark) and does nothing to a marked
+// profile; it reports whether it changed any address.
 func CallSites(p *profile.Profile) bool {
-	if p == nil || HasCallSites(p) {
+	if p == nil || sampling.HasCallSites(p) {
 		return false
 	}
-	p.Comments = append(p.Comments, CallSiteMark)
+	p.Comments = append(p.Comments, sampling.CallSiteMark)
 	if !NeedsSymbolization(p) { // a Go profile, a text format: nothing to move, nothing to allocate
 		return false
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/sampling"
 )
 
 // stackAddrs renders each sample's stack as "addr,addr,..." (leaf first).
@@ -85,7 +87,7 @@ func TestCallSites(t *testing.T) {
 	if p.Sample[5].Location[1] != site {
 		t.Errorf("the caller whose call site is a leaf's address does not share that location")
 	}
-	if !HasCallSites(p) || p.Comments[0] != "hostname: x" {
+	if !sampling.HasCallSites(p) || p.Comments[0] != "hostname: x" {
 		t.Errorf("comments %q: want the mark added", p.Comments)
 	}
 	n := len(p.Location)
@@ -104,7 +106,7 @@ func TestCallSites(t *testing.T) {
 	if CallSites(q) || strings.Join(stackAddrs(q), "\n") != strings.Join(want, "\n") || len(p.Location) != n {
 		t.Errorf("after a round trip, CallSites shifted again: %v", stackAddrs(q))
 	}
-	if strings.Count(strings.Join(q.Comments, "\n"), CallSiteMark) != 1 {
+	if strings.Count(strings.Join(q.Comments, "\n"), sampling.CallSiteMark) != 1 {
 		t.Errorf("comments after round trip: %q", q.Comments)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/views"
-	"viewer/web/flame"
 	"viewer/web/profiles"
 )
 
@@ -40,68 +40,6 @@ type annotations struct {
 func newAnnotations() *annotations {
 	listings, _ := lru.New[string, *symbolize.Listing](32)
 	return &annotations{listings: listings}
-}
-
-// keepSample applies the focus, ignore and time filters to one sample, as
-// pprof does: a frame matches by function name or by its binary's path.
-func keepSample(f flame.Filter, s *profile.Sample) bool {
-	if f.Time != nil && !f.Time.Has(s) {
-		return false
-	}
-	if f.Focus == nil && f.Ignore == nil {
-		return true
-	}
-	match := func(re interface{ MatchString(string) bool }) bool {
-		for _, l := range s.Location {
-			if l.Mapping != nil && re.MatchString(l.Mapping.File) {
-				return true
-			}
-			for _, ln := range l.Line {
-				if ln.Function != nil && re.MatchString(ln.Function.Name) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if f.Focus != nil && !match(f.Focus) {
-		return false
-	}
-	return f.Ignore == nil || !match(f.Ignore)
-}
-
-// leafKept applies hide and show to a sample's leaf location as the flame
-// graph applies them to every frame (a frame matches by function name or
-// its binary's path): a leaf all of whose frames are hidden, or none of
-// them shown, is not drawn, so its sample counts on no instruction.
-func leafKept(f flame.Filter, l *profile.Location) bool {
-	if f.Hide == nil && f.Show == nil {
-		return true
-	}
-	mapping := ""
-	if l.Mapping != nil {
-		mapping = l.Mapping.File
-	}
-	match := func(re interface{ MatchString(string) bool }, name string) bool {
-		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
-	}
-	names := []string{""} // a location without lines is one frame
-	if len(l.Line) > 0 {
-		names = names[:0]
-		for _, ln := range l.Line {
-			if ln.Function != nil {
-				names = append(names, ln.Function.Name)
-			} else {
-				names = append(names, "")
-			}
-		}
-	}
-	for _, name := range names {
-		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // annotateListing computes (or returns the cached) listing of fn.
@@ -131,8 +69,8 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		var eng lister = s.dataTypeEngine()
 		a, err := eng.Listing(cctx, l.Profile, symbolize.ListingRequest{
 			Fn: fn, In: in, SampleIndex: si, Inline: inline,
-			Keep:     func(smp *profile.Sample) bool { return keepSample(filter, smp) },
-			LeafKept: func(loc *profile.Location) bool { return leafKept(filter, loc) },
+			Keep:     filter.KeepsSample,
+			LeafKept: filter.KeepsLeaf,
 			Options:  s.dataTypeOptions(cctx, l.ID, true),
 		})
 		var le *symbolize.ListingError
@@ -282,8 +220,8 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		Source:   a.Source,
 		Range:    fmt.Sprintf("%#x–%#x", lst.Func.Lo, lst.Func.Hi),
 		Unit:     st.Unit,
-		Total:    views.FormatValue(lst.Total, st.Unit),
-		Share:    views.Percent(lst.Total, a.Total),
+		Total:    sampling.FormatValue(lst.Total, st.Unit),
+		Share:    sampling.Percent(lst.Total, a.Total),
 		JSONURL:  withQuery("/p/"+id+"/annotate.json", q),
 		FlameURL: withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
 		Skid:     skidParam(c),
@@ -338,7 +276,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 	}
 	// One unit for the column, named by what it holds ("CPU time", not
 	// "Samples", for a time).
-	col := views.ColumnOf(st.Unit, selfs...)
+	col := sampling.ColumnOf(st.Unit, selfs...)
 	page.ValueHead = views.Quantity(st.Type, st.Unit)
 	page.ValueTitle = columnTitle("Self", st.Type, col)
 	anchor := func(pc uint64) string { return fmt.Sprintf("a%x", pc) }
@@ -373,7 +311,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		}
 		if r.Self > 0 {
 			row.Count = col.Format(r.Self)
-			row.Pct = views.Percent(r.Self, lst.Total)
+			row.Pct = sampling.Percent(r.Self, lst.Total)
 			row.Frac = float64(r.Self) / float64(max(maxSelf, 1))
 		}
 		if r.HasTarget {
@@ -387,7 +325,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 			row.SkidHref = "#" + anchor(r.SkidFrom)
 		}
 		if page.Skid && r.SkidIn > 0 {
-			row.SkidIn = "+" + views.FormatValue(r.SkidIn, st.Unit) + " skidded here"
+			row.SkidIn = "+" + sampling.FormatValue(r.SkidIn, st.Unit) + " skidded here"
 		}
 		page.Rows = append(page.Rows, row)
 	}
@@ -412,8 +350,8 @@ func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int,
 		BuildID:   sm.BuildID,
 		Why:       sm.Why,
 		Unit:      st.Unit,
-		Total:     views.FormatValue(sm.Total, st.Unit),
-		Share:     views.Percent(sm.Total, sm.ProfileTotal),
+		Total:     sampling.FormatValue(sm.Total, st.Unit),
+		Share:     sampling.Percent(sm.Total, sm.ProfileTotal),
 		FlameURL:  withQuery(profileURL(id, "", siq), url.Values{"q": {regexpQuote(fn)}}),
 		SourceURL: "/p/" + id + "/source?" + sq.Encode(),
 		Filtered:  c.QueryParam("f") != "" || c.QueryParam("i") != "",
@@ -425,8 +363,8 @@ func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int,
 	for _, a := range sm.Addrs {
 		row := views.AnnotateAddr{
 			Addr:  fmt.Sprintf("%x", a.Addr),
-			Count: views.FormatValue(a.Self, st.Unit),
-			Pct:   views.Percent(a.Self, sm.Total),
+			Count: sampling.FormatValue(a.Self, st.Unit),
+			Pct:   sampling.Percent(a.Self, sm.Total),
 			Frac:  float64(a.Self) / float64(max(maxSelf, 1)),
 		}
 		if len(a.Frames) > 0 {

@@ -16,9 +16,9 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
-	"viewer/web/ingest/perfdata"
 	"viewer/web/profiles"
 )
 
@@ -216,14 +216,14 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
 		Unit:        st.Unit,
-		Total:       views.FormatValue(p.Total, st.Unit),
+		Total:       sampling.FormatValue(p.Total, st.Unit),
 		JSONURL:     withQuery(profileURL(id, "/types.json", siq), skidValues(skid)),
 		FlameURL:    profileURL(id, "", siq),
 		Skid:        skid,
 	}
 	page.TypesFlameURL = withQuery(profileURL(id, "/types/flame", siq), skidValues(skid))
 	if skid && p.Skid > 0 {
-		page.SkidShare = views.Percent(p.Skid, p.Total)
+		page.SkidShare = sampling.Percent(p.Skid, p.Total)
 	}
 	page.Nav = dedupeNav(page.Nav)
 	line, lineFrom := cacheLineSize(l.Profile)
@@ -234,7 +234,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		}
 		return float64(v) / float64(p.Total)
 	}
-	val := func(v int64) string { return views.FormatValue(v, st.Unit) }
+	val := func(v int64) string { return sampling.FormatValue(v, st.Unit) }
 	flameSearch := func(fn string) string {
 		u := "/p/" + id + "?q=" + url.QueryEscape(regexpQuote(fn))
 		if siq != "" {
@@ -259,7 +259,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		anchor := fmt.Sprintf("t%d", n)
 		row := views.TypeRow{
 			Anchor: anchor, Name: t.Name, DSO: t.DSO, Special: special,
-			Value: val(t.Weight), Pct: views.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
+			Value: val(t.Weight), Pct: sampling.Percent(t.Weight, p.Total), Frac: frac(t.Weight),
 		}
 		if t.Size > 0 {
 			row.Size = fmt.Sprint(t.Size)
@@ -272,13 +272,13 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			}
 			mr := views.MemberRow{
 				Offset: m.Offset, Size: m.Size, Field: name, Type: m.Type, Depth: m.Depth,
-				Pct: views.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
+				Pct: sampling.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
 			}
 			if m.Total > 0 {
 				mr.Value = val(m.Total)
 			}
 			if m.Weight > 0 && m.Weight != m.Total {
-				mr.Self = views.Percent(m.Weight, p.Total)
+				mr.Self = sampling.Percent(m.Weight, p.Total)
 			}
 			row.Members = append(row.Members, mr)
 		}
@@ -286,21 +286,21 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			row.CacheLines = cacheLineRows(t, line, p.Total, val)
 		}
 		for _, f := range t.Funcs {
-			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: views.Percent(f.Weight, p.Total)})
+			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: sampling.Percent(f.Weight, p.Total)})
 			fa := fns[f.Name]
 			if fa == nil {
 				fa = &fnAcc{}
 				fns[f.Name] = fa
 			}
 			fa.w += f.Weight
-			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: views.Percent(f.Weight, p.Total)})
+			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: sampling.Percent(f.Weight, p.Total)})
 		}
 		page.Types = append(page.Types, row)
 	}
-	page.Attributed = views.Percent(attributed, p.Total)
+	page.Attributed = sampling.Percent(attributed, p.Total)
 	for name, fa := range fns {
 		page.Funcs = append(page.Funcs, views.TypeFuncRow{
-			Name: name, Href: flameSearch(name), AnnotateHref: annotateURL(id, name, siq, skid), Value: val(fa.w), Pct: views.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+			Name: name, Href: flameSearch(name), AnnotateHref: annotateURL(id, name, siq, skid), Value: val(fa.w), Pct: sampling.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
 		})
 	}
 	sort.Slice(page.Funcs, func(a, b int) bool {
@@ -310,19 +310,19 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		return page.Funcs[a].Name < page.Funcs[b].Name
 	})
 	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
-		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
+		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: sampling.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
 		if r.PC != 0 {
 			ur.PC = fmt.Sprintf("%#x", r.PC)
 		}
 		page.Unknown = append(page.Unknown, ur)
 	}
 	for _, r := range p.TypeStats() {
-		page.TypeStat = append(page.TypeStat, views.TypeStatRow{Category: r.Category, Value: val(r.Weight), Pct: views.Percent(r.Weight, p.Total), Frac: frac(r.Weight)})
+		page.TypeStat = append(page.TypeStat, views.TypeStatRow{Category: r.Category, Value: val(r.Weight), Pct: sampling.Percent(r.Weight, p.Total), Frac: frac(r.Weight)})
 		page.Unresolved += r.Weight
 	}
-	page.UnresolvedValue, page.UnresolvedPct = val(page.Unresolved), views.Percent(page.Unresolved, p.Total)
+	page.UnresolvedValue, page.UnresolvedPct = val(page.Unresolved), sampling.Percent(page.Unresolved, p.Total)
 	for _, d := range p.DSOs {
-		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: views.Percent(d.Samples, p.Total)})
+		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: sampling.Percent(d.Samples, p.Total)})
 	}
 	return Render(c, http.StatusOK, views.Types(page))
 }
@@ -451,7 +451,7 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 // header gave it (a profile comment), else datatype.DefaultCacheLine.
 func cacheLineSize(p *profile.Profile) (int64, string) {
 	for _, c := range p.Comments {
-		if v, ok := strings.CutPrefix(c, perfdata.CacheLineComment); ok {
+		if v, ok := strings.CutPrefix(c, sampling.CacheLineComment); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 && n <= 4096 && n&(n-1) == 0 {
 				return n, "the recording machine's L1 data cache (perf.data header)"
 			}
@@ -469,7 +469,7 @@ func cacheLineRows(t symbolize.DataTypeStat, line, total int64, val func(int64) 
 			Members: strings.Join(cl.Members, ", "), Crossing: strings.Join(cl.Crossing, ", "),
 		}
 		if cl.Weight > 0 {
-			r.Value, r.Pct = val(cl.Weight), views.Percent(cl.Weight, total)
+			r.Value, r.Pct = val(cl.Weight), sampling.Percent(cl.Weight, total)
 			r.Frac = float64(cl.Weight) / float64(max(total, 1))
 		}
 		out = append(out, r)

@@ -16,10 +16,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ingest/jsonprof"
-	"viewer/web/ingest/perfdata"
 )
 
 // TestFirefoxJSON uploads real profiles, fetches /p/ID/firefox.json as
@@ -201,7 +201,7 @@ func TestFirefoxJSONThreads(t *testing.T) {
 	for _, s := range p.Sample {
 		if s.Value[si] > 0 {
 			k := threadOf(s)
-			wantTimes[k] = append(wantTimes[k], float64(s.NumLabel[perfdata.TimeLabel][0])/1e6)
+			wantTimes[k] = append(wantTimes[k], float64(s.NumLabel[sampling.TimeLabel][0])/1e6)
 		}
 	}
 	if len(wantTimes) < 3 {

@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
 	"viewer/web/ingest"
@@ -26,6 +27,9 @@ type treeKey struct {
 	filter      string // flame.Filter.Key(); "" when unfiltered (filterquery.go)
 	zoom        string // zoomKey of the zoom path; "" when not zoomed (zoom.go)
 }
+
+// Profile is the profile the view was built from (viewcache.Key).
+func (k treeKey) Profile() string { return k.id }
 
 // encoded is a cached response body, kept both plain and gzipped.
 type encoded struct {
@@ -300,19 +304,19 @@ func stats(m *profiles.Meta, si int) []views.Stat {
 	// Samples as perf and pprof count them, from the sample type that
 	// counts the selected one's samples; without one, the sample records
 	// are all there is, and they are distinct stacks (ingest/samplecount.go).
-	samples := views.Stat{Label: "Stacks", Value: views.FormatCount(int64(m.Samples))}
+	samples := views.Stat{Label: "Stacks", Value: sampling.FormatCount(int64(m.Samples))}
 	if ci := ingest.CountIndex(m.ProfileStub().SampleType, si); ci >= 0 {
-		samples = views.Stat{Label: "Samples", Value: views.FormatCount(m.SampleTypes[ci].Total)}
+		samples = views.Stat{Label: "Samples", Value: sampling.FormatCount(m.SampleTypes[ci].Total)}
 	}
 	out := []views.Stat{
 		samples,
-		{Label: "Total " + st.Type, Value: views.FormatValue(st.Total, st.Unit)},
+		{Label: "Total " + st.Type, Value: sampling.FormatValue(st.Total, st.Unit)},
 	}
 	if m.DurationNanos > 0 {
-		out = append(out, views.Stat{Label: "Duration", Value: views.FormatValue(m.DurationNanos, "nanoseconds")})
+		out = append(out, views.Stat{Label: "Duration", Value: sampling.FormatValue(m.DurationNanos, "nanoseconds")})
 	}
 	out = append(out,
-		views.Stat{Label: "Mappings", Value: views.FormatCount(int64(len(m.Mappings)))},
+		views.Stat{Label: "Mappings", Value: sampling.FormatCount(int64(len(m.Mappings)))},
 		views.Stat{Label: "Format", Value: m.Format},
 		views.Stat{Label: "Size", Value: humanBytes(m.Size)},
 	)
@@ -320,4 +324,4 @@ func stats(m *profiles.Meta, si int) []views.Stat {
 }
 
 // humanBytes formats a byte count with binary units ("512 MiB").
-func humanBytes(n int64) string { return views.FormatValue(n, "bytes") }
+func humanBytes(n int64) string { return sampling.FormatValue(n, "bytes") }

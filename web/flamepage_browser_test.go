@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/browsertest"
-	"viewer/web/ingest/perfdata"
 )
 
 // packagesProfile has frames of four color groups: a Go package (main), a
@@ -414,7 +414,7 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 	p.SampleType = append([]*profile.ValueType{{Type: "samples", Unit: "count"}}, p.SampleType...)
 	for k, s := range p.Sample {
 		s.Value = []int64{s.Value[0] / 10_000_000, s.Value[0]}
-		s.NumLabel = map[string][]int64{perfdata.TimeLabel: {int64(k) * 1e9}}
+		s.NumLabel = map[string][]int64{sampling.TimeLabel: {int64(k) * 1e9}}
 	}
 	p.DurationNanos = 4e9
 	var buf bytes.Buffer

@@ -14,7 +14,6 @@ import (
 
 	"viewer/web/flame"
 	"viewer/web/ingest"
-	"viewer/web/ingest/perfdata"
 )
 
 // Limits bound what one upload may expand to and how many uploads are
@@ -68,7 +67,7 @@ type Limits struct {
 	// Binaries, when set, unwinds uploaded perf.data --call-graph=dwarf
 	// stacks with this machine's binaries (serve on loopback only, where
 	// uploads are this machine's); NoUnwind says why not, for the warning.
-	Binaries perfdata.Binaries
+	Binaries ingest.Binaries
 	NoUnwind string
 }
 

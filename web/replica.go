@@ -41,15 +41,6 @@ func (c *ReplicaConfig) lease() ondemand.LeaseConfig {
 	return ondemand.LeaseConfig{ID: c.ID, Poll: c.Poll, Heartbeat: c.Heartbeat, TakeoverAfter: c.TakeoverAfter}
 }
 
-// ReplicaID is this replica's name in job records ("" when not replicated
-// or symbolization is off).
-func (s *Server) ReplicaID() string {
-	if s.sym == nil {
-		return ""
-	}
-	return s.sym.ReplicaID()
-}
-
 // CloseReplica stops following other replicas' jobs and writing this one's
 // (a crash looks the same to the others: its records stop changing). Call
 // it after CloseSymbolization, so its jobs' last records get written.

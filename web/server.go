@@ -5,7 +5,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
@@ -23,6 +21,7 @@ import (
 	"viewer/web/ondemand"
 	"viewer/web/profiles"
 	"viewer/web/store"
+	"viewer/web/viewcache"
 )
 
 // DefaultMaxUpload is the default limit on an upload, counted both as sent
@@ -91,10 +90,10 @@ type Server struct {
 	limits ingest.Limits
 
 	prof   *profiles.Service // IDs, meta, storing and loading profiles
-	trees  *lru.Cache[treeKey, *encoded]
-	tops   *lru.Cache[treeKey, *topResult]
-	stacks *lru.Cache[treeKey, *flame.Stacks]    // zoom.go
-	orders *lru.Cache[treeKey, *flame.TimeOrder] // timeorder.go
+	trees  *viewcache.Cache[treeKey, *encoded]
+	tops   *viewcache.Cache[treeKey, *topResult]
+	stacks *viewcache.Cache[treeKey, *flame.Stacks]    // zoom.go
+	orders *viewcache.Cache[treeKey, *flame.TimeOrder] // timeorder.go
 	flight singleflight.Group
 	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
 	types  *dataTypes        // the data-type page (datatypes.go)
@@ -175,16 +174,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.prof = prof
 	prof.OnInvalidate(s.dropViews)
-	if s.trees, err = lru.New[treeKey, *encoded](cfg.TreeCache); err != nil {
+	if s.trees, err = viewcache.New[treeKey, *encoded](cfg.TreeCache); err != nil {
 		return nil, err
 	}
-	if s.tops, err = lru.New[treeKey, *topResult](cfg.TreeCache); err != nil {
+	if s.tops, err = viewcache.New[treeKey, *topResult](cfg.TreeCache); err != nil {
 		return nil, err
 	}
-	if s.stacks, err = lru.New[treeKey, *flame.Stacks](stacksCache); err != nil {
+	if s.stacks, err = viewcache.New[treeKey, *flame.Stacks](stacksCache); err != nil {
 		return nil, err
 	}
-	if s.orders, err = lru.New[treeKey, *flame.TimeOrder](timeOrderCache); err != nil {
+	if s.orders, err = viewcache.New[treeKey, *flame.TimeOrder](timeOrderCache); err != nil {
 		return nil, err
 	}
 	s.initSymbolization()
@@ -212,30 +211,11 @@ func (s *Server) Invalidate(id string) { s.prof.Invalidate(id) }
 // dropViews drops the flame trees, tables and stacks built from profile id
 // (called on each profiles.Service.Invalidate).
 func (s *Server) dropViews(id string) {
-	for _, k := range s.trees.Keys() {
-		if k.id == id {
-			s.trees.Remove(k)
-		}
-	}
-	for _, k := range s.tops.Keys() {
-		if k.id == id {
-			s.tops.Remove(k)
-		}
-	}
-	for _, k := range s.stacks.Keys() {
-		if k.id == id {
-			s.stacks.Remove(k)
-		}
-	}
-	for _, k := range s.orders.Keys() {
-		if k.id == id {
-			s.orders.Remove(k)
-		}
-	}
+	s.trees.Drop(id)
+	s.tops.Drop(id)
+	s.stacks.Drop(id)
+	s.orders.Drop(id)
 }
-
-// isNotFound reports whether err means a stored object does not exist.
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 // background is a context for work that must outlive a request, such as a
 // shared load other requests wait on.

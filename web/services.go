@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/ingest"
 	"viewer/web/profiles"
@@ -133,7 +134,7 @@ func (s *Server) handleServices(c echo.Context) error {
 		for i := len(es) - 1; i >= 0 && len(row.Profiles) < servicesListed; i-- {
 			e := es[i]
 			row.Profiles = append(row.Profiles, views.ServiceProfile{
-				Time: e.Time.Format("2006-01-02 15:04:05"), Samples: views.FormatCount(e.Samples),
+				Time: e.Time.Format("2006-01-02 15:04:05"), Samples: sampling.FormatCount(e.Samples),
 				Href: "/p/" + e.ID, ID: e.ID,
 			})
 		}

@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
-	"viewer/symbolize/localfile"
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/debuginfo"
 )
@@ -62,9 +59,7 @@ type SourceConfig struct {
 
 // SourceUnits is the part of the symbolization engine the source view
 // checks a local path with: the compile unit holding addr in mapping m.
-type SourceUnits interface {
-	Unit(ctx context.Context, m *profile.Mapping, addr uint64) (symbolize.CompileUnit, bool, error)
-}
+type SourceUnits = symbolize.SourceUnits
 
 // EngineUnits answers SourceUnits from the symbolization engine's debug
 // info (found as symbolization finds it, kept in its store).
@@ -72,7 +67,7 @@ type EngineUnits struct{ Engine *symbolize.Symbolizer }
 
 // Unit opens m's debug info and returns the unit holding addr. Debug info
 // not found on this machine (uploaded, or from debuginfod) is refused with
-// errForeignDebugInfo: whoever made it chose the paths it names.
+// symbolize.ErrForeignDebugInfo: whoever made it chose the paths it names.
 func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) (symbolize.CompileUnit, bool, error) {
 	h, err := u.Engine.Open(ctx, m, symbolize.Options{})
 	if err != nil {
@@ -80,15 +75,10 @@ func (u EngineUnits) Unit(ctx context.Context, m *profile.Mapping, addr uint64) 
 	}
 	defer h.Close()
 	if !h.Local() {
-		return symbolize.CompileUnit{}, false, errForeignDebugInfo
+		return symbolize.CompileUnit{}, false, symbolize.ErrForeignDebugInfo
 	}
 	return h.Unit(addr)
 }
-
-// errForeignDebugInfo: the binary's debug info was uploaded or downloaded,
-// so its paths may name any file here (DW_AT_comp_dir /etc); its sources
-// come from its uploaded source archive or debuginfod only.
-var errForeignDebugInfo = errors.New("the binary's debug info was uploaded or downloaded, not found on this machine, so the paths it names are not read here (upload its sources with PUT /buildid/ID/sources)")
 
 // maxSourceBytes bounds a source file shown.
 const maxSourceBytes = 8 << 20
@@ -122,10 +112,7 @@ type lineValues struct {
 }
 
 // site is one sampled address of a mapping.
-type site struct {
-	m    *profile.Mapping
-	addr uint64
-}
+type site = symbolize.SourceSite
 
 // maxSites bounds the compile units looked up to check one file.
 const maxSites = 8
@@ -175,8 +162,8 @@ func functionLines(p *profile.Profile, si int, fn, file string) []*lineValues {
 				}
 				lv := get(f.Filename, l.Mapping)
 				if l.Mapping != nil && l.Address != 0 && len(lv.sites) < maxSites &&
-					(len(lv.sites) == 0 || lv.sites[len(lv.sites)-1].addr != l.Address) {
-					lv.sites = append(lv.sites, site{l.Mapping, l.Address})
+					(len(lv.sites) == 0 || lv.sites[len(lv.sites)-1].Addr != l.Address) {
+					lv.sites = append(lv.sites, site{Mapping: l.Mapping, Addr: l.Address})
 				}
 				key := fl{f.Filename, ln.Line}
 				if !seen[key] {
@@ -217,33 +204,17 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		case sc.localRefusal != "":
 			why = append(why, sc.localRefusal)
 		case sc.LocalPaths:
-			err := sc.localAllowed(ctx, clean, lv)
-			var b []byte
-			if err == nil {
-				b, err = localfile.ReadFile(ctx, clean, localfile.Named, maxSourceBytes)
-			}
+			b, err := symbolize.ReadNamedSource(ctx, clean, sc.Units, lv.sites, sc.Roots, sc.Timeout, maxSourceBytes)
 			if err == nil {
 				return b, "this machine: " + clean, nil
 			}
-			why = append(why, fmt.Sprintf("%s is not read on this machine (%v)", clean, shortErr(err)))
+			why = append(why, fmt.Sprintf("%s is not read on this machine (%v)", clean, symbolize.ReadErrReason(err)))
 		default:
 			why = append(why, "the server does not read paths named by profiles (it does only when it listens on loopback)")
 		}
 	}
-	for _, d := range sc.Dirs {
-		root := resolvedDir(d)
-		for _, cand := range []string{filepath.Join(d, clean), filepath.Join(d, filepath.Base(clean))} {
-			if !strings.HasPrefix(cand, filepath.Clean(d)+string(filepath.Separator)) {
-				continue
-			}
-			// The operator's tree may hold symlinks, but only within it.
-			if real, err := localfile.Resolve(cand, localfile.Configured); err != nil || !localfile.Under(real, root) {
-				continue
-			}
-			if b, err := localfile.ReadFile(ctx, cand, localfile.Configured, maxSourceBytes); err == nil {
-				return b, "source directory: " + cand, nil
-			}
-		}
+	if b, cand, ok := symbolize.ReadSourceDir(ctx, sc.Dirs, clean, maxSourceBytes); ok {
+		return b, "source directory: " + cand, nil
 	}
 	if len(sc.Dirs) > 0 {
 		why = append(why, fmt.Sprintf("not under %s", strings.Join(sc.Dirs, ", ")))
@@ -252,7 +223,7 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		if b, err := uploadedSource(ctx, sc.Uploaded, buildID, clean); err == nil {
 			return b, "uploaded source archive", nil
 		} else if !errors.Is(err, debuginfo.ErrNotFound) {
-			why = append(why, fmt.Sprintf("the uploaded source archive failed: %v", shortErr(err)))
+			why = append(why, fmt.Sprintf("the uploaded source archive failed: %v", symbolize.ReadErrReason(err)))
 		}
 	}
 	switch {
@@ -271,7 +242,7 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		defer cancel()
 		path, err := sc.Fetcher.Fetch(fctx, buildID, symbolize.SourceKind(clean), nil)
 		if err == nil {
-			b, rerr := localfile.ReadFile(ctx, path, localfile.Configured, maxSourceBytes)
+			b, rerr := symbolize.ReadFetchedSource(ctx, path, maxSourceBytes)
 			if rerr == nil {
 				return b, "debuginfod (" + strings.Join(sc.Servers, ", ") + ")", nil
 			}
@@ -284,7 +255,7 @@ func findSource(ctx context.Context, sc SourceConfig, lv *lineValues) (text []by
 		if errors.Is(err, symbolize.ErrFetchNotFound) {
 			why = append(why, fmt.Sprintf("not found on debuginfod servers %s", servers))
 		} else {
-			why = append(why, fmt.Sprintf("debuginfod (%s) failed: %v", servers, shortErr(err)))
+			why = append(why, fmt.Sprintf("debuginfod (%s) failed: %v", servers, symbolize.ReadErrReason(err)))
 		}
 	}
 	return nil, "", errors.New(strings.Join(why, "; "))
@@ -305,89 +276,6 @@ func uploadedSource(ctx context.Context, files *debuginfo.Store, bid, clean stri
 		return nil, fmt.Errorf("%s is %d bytes, over the %d bytes the source view shows", clean, f.Size, maxSourceBytes)
 	}
 	return io.ReadAll(io.LimitReader(f, maxSourceBytes))
-}
-
-func shortErr(err error) string {
-	var le *localfile.Error
-	if errors.As(err, &le) {
-		return le.Reason
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-// localAllowed says why the source view may not read clean, a path the
-// profile names, from this machine: the binary's debug info must name it,
-// in a compile unit whose directory (or a --source-dir root) holds it once
-// symlinks and ".." are resolved, and it must not be under /proc, /sys or
-// /dev. nil means it may.
-func (sc SourceConfig) localAllowed(ctx context.Context, clean string, lv *lineValues) error {
-	real, err := localfile.Resolve(clean, localfile.Named)
-	if err != nil {
-		return err
-	}
-	if sc.Units == nil || len(lv.sites) == 0 {
-		return errors.New("no debug info of the binary to check that it names this file (only files a binary's debug info names are read)")
-	}
-	timeout := sc.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	named, dirs := false, map[string]bool{}
-	var lookErr error
-	for _, st := range lv.sites {
-		cu, ok, err := sc.Units.Unit(ctx, st.m, st.addr)
-		if errors.Is(err, errForeignDebugInfo) {
-			return err
-		}
-		if err != nil {
-			lookErr = err
-			continue
-		}
-		if !ok || !slices.ContainsFunc(cu.Files, func(f string) bool { return filepath.Clean(f) == clean }) {
-			continue
-		}
-		named = true
-		if cu.Dir == "" {
-			continue
-		}
-		dirs[cu.Dir] = true
-		if localfile.Under(real, resolvedDir(cu.Dir)) {
-			return nil
-		}
-	}
-	if !named {
-		if lookErr != nil {
-			return fmt.Errorf("the binary's debug info, needed to check the path, is not available: %v", shortErr(lookErr))
-		}
-		return errors.New("the binary's debug info does not name this file")
-	}
-	for _, r := range sc.Roots {
-		if localfile.Under(real, resolvedDir(r)) {
-			return nil
-		}
-	}
-	where := slices.Sorted(maps.Keys(dirs))
-	if len(sc.Roots) > 0 {
-		where = append(where, sc.Roots...)
-	}
-	if len(where) == 0 {
-		return errors.New("its compile unit names no directory, and no --source-dir holds it")
-	}
-	return fmt.Errorf("it is outside its compile unit's directory and every --source-dir (%s)", strings.Join(where, ", "))
-}
-
-// resolvedDir is d with symlinks resolved, or cleaned when it does not exist.
-func resolvedDir(d string) string {
-	if r, err := filepath.EvalSymlinks(d); err == nil {
-		return r
-	}
-	return filepath.Clean(d)
 }
 
 // handleSource renders /p/ID/source?fn=NAME[&file=PATH]: the function's
@@ -443,7 +331,7 @@ func (s *Server) handleSource(c echo.Context) error {
 		return Render(c, http.StatusNotFound, views.Source(page))
 	}
 	page.File, page.BuildID = lv.file, lv.buildID
-	page.Total = views.FormatValue(lv.total, st.Unit)
+	page.Total = sampling.FormatValue(lv.total, st.Unit)
 	if lv.file == "" {
 		page.Problem = "The profile names no source file for " + fn + ": it was symbolized without line tables (symbol table only), so there is no file or line to show."
 		return Render(c, http.StatusOK, views.Source(page))
@@ -472,15 +360,15 @@ func (s *Server) handleSource(c echo.Context) error {
 // the lines that have values are listed.
 func sourceLines(text []byte, lv *lineValues, unit string) []views.SourceLine {
 	// One unit a column, as pprof writes a report.
-	column := func(m map[int64]int64) views.Column {
+	column := func(m map[int64]int64) sampling.Column {
 		vs := make([]int64, 0, len(m))
 		for _, v := range m {
 			vs = append(vs, v)
 		}
-		return views.ColumnOf(unit, vs...)
+		return sampling.ColumnOf(unit, vs...)
 	}
 	flatCol, cumCol := column(lv.flat), column(lv.cum)
-	val := func(m map[int64]int64, col views.Column, n int) string {
+	val := func(m map[int64]int64, col sampling.Column, n int) string {
 		if v := m[int64(n)]; v != 0 {
 			return col.Format(v)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/ondemand"
 	"viewer/web/profiles"
@@ -48,14 +49,6 @@ func (s *Server) CloseSymbolization() {
 	if s.sym != nil {
 		s.sym.Close()
 	}
-}
-
-// Jobs is the symbolization job manager, nil when symbolization is off.
-func (s *Server) Jobs() *ondemand.Manager {
-	if s.sym == nil {
-		return nil
-	}
-	return s.sym.Jobs()
 }
 
 // debuginfodServers lists where build IDs may be sent, for the pages.
@@ -122,7 +115,7 @@ func (s *Server) fillSymbolization(ctx context.Context, id string, m *profiles.M
 		for i := range page.Binaries {
 			if page.Binaries[i].State != "symbolized" && page.Binaries[i].State != views.StatePseudo {
 				page.Binaries[i].State = "queued"
-				page.Binaries[i].Detail = "the symbolization queue is full; reload in " + views.FormatValue(p.QueueFull.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
+				page.Binaries[i].Detail = "the symbolization queue is full; reload in " + sampling.FormatValue(p.QueueFull.RetryAfter.Round(time.Second).Nanoseconds(), "nanoseconds")
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
 )
@@ -67,7 +68,7 @@ func (s *Server) handleTop(c echo.Context) error {
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
 		Unit:        st.Unit,
-		Total:       views.FormatValue(total, st.Unit),
+		Total:       sampling.FormatValue(total, st.Unit),
 		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
 		Filter: views.FilterBar{Action: "/p/" + id + "/top", SI: c.QueryParam("si"),
 			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s")},
@@ -95,14 +96,14 @@ func (s *Server) handleTop(c echo.Context) error {
 	for i, r := range rows[:k] {
 		flats[i], cums[i] = r.Flat, r.Cum
 	}
-	flatCol, cumCol := views.ColumnOf(st.Unit, flats...), views.ColumnOf(st.Unit, cums...)
+	flatCol, cumCol := sampling.ColumnOf(st.Unit, flats...), sampling.ColumnOf(st.Unit, cums...)
 	page.FlatTitle = columnTitle("Self", st.Type, flatCol)
 	page.CumTitle = columnTitle("Cumulative", st.Type, cumCol)
 	for _, r := range rows[:k] {
 		page.Rows = append(page.Rows, views.TopRow{
 			Name: r.Name,
-			Flat: flatCol.Format(r.Flat), FlatPct: views.Percent(r.Flat, total),
-			Cum: cumCol.Format(r.Cum), CumPct: views.Percent(r.Cum, total),
+			Flat: flatCol.Format(r.Flat), FlatPct: sampling.Percent(r.Flat, total),
+			Cum: cumCol.Format(r.Cum), CumPct: sampling.Percent(r.Cum, total),
 			FlatFrac: frac(r.Flat), CumFrac: frac(r.Cum),
 			AnnotateHref: withQuery(annotateURL(id, r.Name, c.QueryParam("si"), true), filterQuery(c)),
 		})
@@ -112,7 +113,7 @@ func (s *Server) handleTop(c echo.Context) error {
 
 // columnTitle is the title of a column of values of a sample type:
 // "Self CPU time, in ms".
-func columnTitle(what, sampleType string, col views.Column) string {
+func columnTitle(what, sampleType string, col sampling.Column) string {
 	q := views.Quantity(sampleType, col.Unit())
 	if len(q) < 2 || q[1] < 'A' || q[1] > 'Z' { // "CPU time" stays capitalized
 		q = strings.ToLower(q[:1]) + q[1:]

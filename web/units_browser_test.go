@@ -7,19 +7,19 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"viewer/views"
+	"viewer/symbolize/sampling"
 	"viewer/web/browsertest"
 )
 
 // TestBrowserFormatterMatchesGo runs static/flame.js's formatValue and
 // formatPct, as the server serves them, in chromium on every row of
-// views/testdata/units.json and checks each string is the one Go's
-// views.FormatValue and views.Percent print for the same row (the flame
+// symbolize/sampling/testdata/units.json and checks each string is the one Go's
+// sampling.FormatValue and sampling.Percent print for the same row (the flame
 // page's tooltip and the server-rendered /top must read alike); and its
 // columnUnit and formatIn write each of the table's columns as
-// views.ColumnOf's Format does.
+// sampling.ColumnOf's Format does.
 func TestBrowserFormatterMatchesGo(t *testing.T) {
-	raw, err := os.ReadFile("../views/testdata/units.json")
+	raw, err := os.ReadFile("../symbolize/sampling/testdata/units.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +57,12 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 		t.Fatalf("chromium formatted %d values and %d percentages of %d and %d", len(got.Values), len(got.Percents), len(tab.Values), len(tab.Percents))
 	}
 	for i, r := range tab.Values {
-		if g := views.FormatValue(r.V, r.Unit); got.Values[i] != g {
+		if g := sampling.FormatValue(r.V, r.Unit); got.Values[i] != g {
 			t.Errorf("formatValue(%d, %q) = %q in chromium, Go prints %q", r.V, r.Unit, got.Values[i], g)
 		}
 	}
 	for i, r := range tab.Percents {
-		if g := views.Percent(r.Part, r.Whole); got.Percents[i] != g {
+		if g := sampling.Percent(r.Part, r.Whole); got.Percents[i] != g {
 			t.Errorf("formatPct(%d/%d) = %q in chromium, Go prints %q", r.Part, r.Whole, got.Percents[i], g)
 		}
 	}
@@ -79,7 +79,7 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 		t.Fatalf("chromium wrote %d columns of %d", len(got.Columns), len(cols.Columns))
 	}
 	for i, c := range cols.Columns {
-		col := views.ColumnOf(c.Unit, c.Values...)
+		col := sampling.ColumnOf(c.Unit, c.Values...)
 		for j, v := range c.Values {
 			if g := col.Format(v); got.Columns[i][j] != g {
 				t.Errorf("formatIn(columnUnit(%q, %d), %d) = %q in chromium, Go writes %q", c.Unit, c.Values, v, got.Columns[i][j], g)

@@ -13,8 +13,8 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/symbolize/unwind"
-	"viewer/views"
 	"viewer/web/ingest"
 )
 
@@ -180,14 +180,14 @@ func convertInput(ctx context.Context, name string, stdin io.Reader, lim ingest.
 func sampleSummary(p *profile.Profile) string {
 	c := ingest.CountSamples(p)
 	if len(c.Events) == 0 {
-		return views.FormatCount(int64(c.Stacks)) + " stacks"
+		return sampling.FormatCount(int64(c.Stacks)) + " stacks"
 	}
 	if len(c.Events) == 1 {
-		return views.FormatCount(c.Events[0].Samples) + " samples"
+		return sampling.FormatCount(c.Events[0].Samples) + " samples"
 	}
 	parts := make([]string, len(c.Events))
 	for i, e := range c.Events {
-		parts[i] = strings.TrimSpace(views.FormatCount(e.Samples)+" "+e.Event) + " samples"
+		parts[i] = strings.TrimSpace(sampling.FormatCount(e.Samples)+" "+e.Event) + " samples"
 	}
 	return strings.Join(parts, ", ")
 }

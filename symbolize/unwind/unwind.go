@@ -139,11 +139,6 @@ func NewObject(exe, debug *elf.File) (*Object, error) {
 	return o, nil
 }
 
-// NewObjectFromTables makes an Object from parsed tables, with the
-// identity mapping from file offsets to addresses (for tests and callers
-// that translate addresses themselves).
-func NewObjectFromTables(eh, debug *Table) *Object { return &Object{eh: eh, debug: debug} }
-
 // Row is the CFI row at vaddr, a link-time address of the binary.
 func (o *Object) Row(vaddr uint64) (Row, error) {
 	r, err := o.eh.Row(vaddr)

@@ -19,7 +19,7 @@
 // (comm, pid and tid, as the flame page's timeline keeps threads apart),
 // grouped in processes by pid, or one thread for a profile whose samples
 // name none. Each sample keeps its value as samples.weight. A profile
-// with times (the perfdata.TimeLabel label: ns since the first sample)
+// with times (the sampling.TimeLabel label: ns since the first sample)
 // keeps them, in time order, so that the Firefox Profiler's tracks follow
 // the recording; in one without, a sample's time is the sum of the
 // weights before it (in ms for a time type), so that the time between
@@ -38,8 +38,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/flame"
-	"viewer/web/ingest/perfdata"
 )
 
 // Version is the processed format version written
@@ -191,7 +191,7 @@ func (th *thread) build(ls *libs) {
 
 // sampleTime is s's time label (ns since the first sample).
 func sampleTime(s *profile.Sample) (int64, bool) {
-	if t := s.NumLabel[perfdata.TimeLabel]; len(t) == 1 && t[0] >= 0 {
+	if t := s.NumLabel[sampling.TimeLabel]; len(t) == 1 && t[0] >= 0 {
 		return t[0], true
 	}
 	return 0, false

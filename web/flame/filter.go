@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // Filter selects samples and frames by regular expressions on frame names,
@@ -32,7 +32,7 @@ type Filter struct {
 
 // TimeRange is a half-open range [From, To) of nanoseconds since a
 // recording's first sample, as the t query parameter gives it in seconds
-// ("1.5-2.25"). It keeps the samples whose perfdata.TimeLabel is in it; a
+// ("1.5-2.25"). It keeps the samples whose sampling.TimeLabel is in it; a
 // profile without times has none in any range.
 type TimeRange struct{ From, To int64 }
 
@@ -58,7 +58,7 @@ func (r TimeRange) String() string {
 
 // Has reports whether sample s was taken in r.
 func (r TimeRange) Has(s *profile.Sample) bool {
-	ts := s.NumLabel[perfdata.TimeLabel]
+	ts := s.NumLabel[sampling.TimeLabel]
 	return len(ts) == 1 && ts[0] >= r.From && ts[0] < r.To
 }
 
@@ -302,4 +302,66 @@ func lastEnd(ends []int) int {
 		return 0
 	}
 	return ends[len(ends)-1]
+}
+
+// KeepsSample applies the focus, ignore and time filters to one sample, as
+// pprof does (the annotate listing counts samples by it): a frame matches by function name or by its binary's path.
+func (f Filter) KeepsSample(s *profile.Sample) bool {
+	if f.Time != nil && !f.Time.Has(s) {
+		return false
+	}
+	if f.Focus == nil && f.Ignore == nil {
+		return true
+	}
+	match := func(re interface{ MatchString(string) bool }) bool {
+		for _, l := range s.Location {
+			if l.Mapping != nil && re.MatchString(l.Mapping.File) {
+				return true
+			}
+			for _, ln := range l.Line {
+				if ln.Function != nil && re.MatchString(ln.Function.Name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if f.Focus != nil && !match(f.Focus) {
+		return false
+	}
+	return f.Ignore == nil || !match(f.Ignore)
+}
+
+// KeepsLeaf applies hide and show to a sample's leaf location as the flame
+// graph applies them to every frame (a frame matches by function name or
+// its binary's path): a leaf all of whose frames are hidden, or none of
+// them shown, is not drawn, so its sample counts on no instruction.
+func (f Filter) KeepsLeaf(l *profile.Location) bool {
+	if f.Hide == nil && f.Show == nil {
+		return true
+	}
+	mapping := ""
+	if l.Mapping != nil {
+		mapping = l.Mapping.File
+	}
+	match := func(re interface{ MatchString(string) bool }, name string) bool {
+		return re.MatchString(name) || mapping != "" && re.MatchString(mapping)
+	}
+	names := []string{""} // a location without lines is one frame
+	if len(l.Line) > 0 {
+		names = names[:0]
+		for _, ln := range l.Line {
+			if ln.Function != nil {
+				names = append(names, ln.Function.Name)
+			} else {
+				names = append(names, "")
+			}
+		}
+	}
+	for _, name := range names {
+		if (f.Hide == nil || !match(f.Hide, name)) && (f.Show == nil || match(f.Show, name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,8 +3,8 @@ package flame
 import (
 	"testing"
 
+	"viewer/symbolize/sampling"
 	"viewer/testdata/bench/gen"
-	"viewer/web/ingest/perfdata"
 )
 
 // TestMaxNodesCapsARangeTree checks Options.MaxNodes on the time ranges of
@@ -14,7 +14,7 @@ import (
 // nodes are those of the compacted trees.
 func TestMaxNodesCapsARangeTree(t *testing.T) {
 	p := gen.Generate(20000, 5000, 2000, 10, 3)
-	gen.AddTimes(p, 4, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+	gen.AddTimes(p, 4, int64(sampling.TimeBucket(uint64(p.DurationNanos))))
 	base := NewStacks(p, 1, Options{})
 	span := float64(p.DurationNanos) / 1e9
 	for _, c := range []struct {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/testdata/bench/gen"
-	"viewer/web/ingest/perfdata"
 )
 
 // countsByPath is, per call path ("a;b;c"), the total and self value of
@@ -84,7 +84,7 @@ func checkCounts(t *testing.T, what string, tree *Tree, want map[string][2]int64
 // where records of one stack add up.
 func TestTreeSampleCounts(t *testing.T) {
 	p := gen.Generate(4000, 900, 300, 4, 5) // samples/count, cpu/nanoseconds
-	gen.AddTimes(p, 3, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+	gen.AddTimes(p, 3, int64(sampling.TimeBucket(uint64(p.DurationNanos))))
 	for k, s := range p.Sample {
 		s.Value[0] = 1 + int64(k%3) // records of several samples, as pprof's CPU profiles have
 	}

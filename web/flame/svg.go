@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"viewer/views"
+	"viewer/symbolize/sampling"
 )
 
 // SVG layout, in pixels.
@@ -54,7 +54,7 @@ func (t *Tree) WriteSVG(w io.Writer, title string) error {
 		`" font-family="monospace" font-size="12">`, "\n",
 		`<rect width="100%" height="100%" fill="#fdfdf8"/>`, "\n",
 		`<text x="`, strconv.Itoa(svgPad), `" y="22" font-size="15">`, svgEscaper.Replace(title),
-		` — total `, svgEscaper.Replace(views.FormatValue(total, t.Unit)), "</text>\n")
+		` — total `, svgEscaper.Replace(sampling.FormatValue(total, t.Unit)), "</text>\n")
 	// next[d] is the x (in value units) where the next node at depth d goes.
 	next := make([]int64, maxDepth+2)
 	for _, n := range t.Nodes {
@@ -68,8 +68,8 @@ func (t *Tree) WriteSVG(w io.Writer, title string) error {
 		x := svgPad + float64(x0)*scale
 		y := height - svgPad - int(n.Depth+1)*svgRow
 		name := t.Names[n.Name]
-		ws(`<g><title>`, svgEscaper.Replace(name), " (", svgEscaper.Replace(views.FormatValue(n.Total, t.Unit)), ", ",
-			views.Percent(n.Total, total), "; self ", svgEscaper.Replace(views.FormatValue(n.Self, t.Unit)), ")</title>",
+		ws(`<g><title>`, svgEscaper.Replace(name), " (", svgEscaper.Replace(sampling.FormatValue(n.Total, t.Unit)), ", ",
+			sampling.Percent(n.Total, total), "; self ", svgEscaper.Replace(sampling.FormatValue(n.Self, t.Unit)), ")</title>",
 			`<rect x="`, ff(x), `" y="`, strconv.Itoa(y), `" width="`, ff(wpx), `" height="`, strconv.Itoa(svgRow-1),
 			`" rx="2" fill="`, color(name), `"/>`)
 		if chars := int(wpx-4) / svgCharPx; chars >= svgMinText {

@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // timeIndex is a Stacks' samples by the time they were taken (their
-// perfdata.TimeLabel, the start of their time bucket): for each distinct
+// sampling.TimeLabel, the start of their time bucket): for each distinct
 // time, which of the Stacks' stacks have samples then and their value. A
 // time range (the timeline's t=) is then the stacks of the times it
 // covers, summed: work in proportion to the samples in the range and the
@@ -40,7 +40,7 @@ func newTimeIndex(p *profile.Profile, si, ct int, of, pos []int32) *timeIndex {
 		if g < 0 || pos[g] < 0 {
 			continue
 		}
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 {
 			continue // in no range (TimeRange.Has)
 		}

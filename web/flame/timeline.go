@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TimelineThreads is how many threads a timeline shows as rows of their
@@ -15,9 +15,9 @@ import (
 const TimelineThreads = 12
 
 // Timeline is the samples of one sample type over time, per thread: the
-// flame page's time axis, from the samples' perfdata.TimeLabel. A profile
+// flame page's time axis, from the samples' sampling.TimeLabel. A profile
 // without times has no rows. Work and size are proportional to the
-// samples and the buckets (at most perfdata.MaxTimeBuckets per row).
+// samples and the buckets (at most sampling.MaxTimeBuckets per row).
 type Timeline struct {
 	BucketNanos int64         `json:"bucket_ns"`   // width of one bucket
 	SpanNanos   int64         `json:"span_ns"`     // buckets × width
@@ -38,7 +38,7 @@ type TimelineRow struct {
 // BuildTimeline sums p's values of sample index si per thread and time
 // bucket. The bucket width is the one the samples were bucketed with (the
 // greatest common divisor of their times), never finer than
-// perfdata.TimeBucket of the span, whatever the input holds.
+// sampling.TimeBucket of the span, whatever the input holds.
 func BuildTimeline(p *profile.Profile, si int) *Timeline {
 	t := &Timeline{StartNanos: p.TimeNanos, Total: []int64{}, Rows: []TimelineRow{}}
 	if si < len(p.SampleType) {
@@ -58,7 +58,7 @@ func BuildTimeline(p *profile.Profile, si int) *Timeline {
 	byKey := map[string]*thread{}
 	var key []byte
 	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 || ts[0] < 0 || si >= len(s.Value) || s.Value[si] == 0 {
 			continue
 		}
@@ -103,13 +103,13 @@ func BuildTimeline(p *profile.Profile, si int) *Timeline {
 
 // timeGrid is the time buckets of p's samples: their width (the greatest
 // common divisor of the samples' times, never finer than
-// perfdata.TimeBucket of the span) and how many cover the span; 0 buckets
+// sampling.TimeBucket of the span) and how many cover the span; 0 buckets
 // when no sample has a time.
 func timeGrid(p *profile.Profile) (width int64, n int) {
 	var maxT, g int64
 	timed := 0
 	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 || ts[0] < 0 {
 			continue
 		}
@@ -120,7 +120,7 @@ func timeGrid(p *profile.Profile) (width int64, n int) {
 	if timed == 0 {
 		return 0, 0
 	}
-	w := max(g, int64(perfdata.TimeBucket(uint64(maxT))))
+	w := max(g, int64(sampling.TimeBucket(uint64(maxT))))
 	return w, int(maxT/w) + 1
 }
 

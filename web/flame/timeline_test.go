@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/testdata/bench/gen"
-	"viewer/web/ingest/perfdata"
 )
 
 // timedProfile is handProfile with its samples taken at 0, 1, 2, 3 and 4 s
@@ -15,8 +15,8 @@ import (
 func timedProfile() (*profile.Profile, []int64) {
 	p := handProfile()
 	for i, s := range p.Sample {
-		s.NumLabel = map[string][]int64{perfdata.TimeLabel: {int64(i) * 1e9}, "tid": {int64(i/2 + 1)}, "pid": {1}}
-		s.NumUnit = map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+		s.NumLabel = map[string][]int64{sampling.TimeLabel: {int64(i) * 1e9}, "tid": {int64(i/2 + 1)}, "pid": {1}}
+		s.NumUnit = map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 	}
 	return p, []int64{10, 20, 5, 3, 7}
 }
@@ -122,7 +122,7 @@ func TestStacksInTimeIsTheFilteredProfile(t *testing.T) {
 // the top table of a 5 s range of its 60 s.
 func BenchmarkTimeRange(b *testing.B) {
 	p := benchProfile(b)
-	gen.AddTimes(p, 8, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+	gen.AddTimes(p, 8, int64(sampling.TimeBucket(uint64(p.DurationNanos))))
 	r, _ := ParseTimeRange("10-15")
 	f := Filter{Time: r}
 	b.Run("tree", func(b *testing.B) {

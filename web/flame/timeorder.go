@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TimeOrderThreads is how many threads a time-order view draws: the
@@ -27,7 +27,7 @@ const MaxTimeOrderWidth = 4096
 // stack chart). Each thread's samples are kept as (time, stack, value),
 // by time, then by stack in the flame graph's order; the stacks, names and
 // filter are a Stacks'. A time is the start of the sample's time bucket
-// (perfdata.TimeLabel): every reader keeps times per bucket, so within a
+// (sampling.TimeLabel): every reader keeps times per bucket, so within a
 // bucket the order of the samples is not known.
 type TimeOrder struct {
 	st      *Stacks
@@ -70,7 +70,7 @@ func NewTimeOrder(p *profile.Profile, si int, opt Options) *TimeOrder {
 		if g < 0 || pos[g] < 0 {
 			continue
 		}
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 || ts[0] < 0 {
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -58,7 +58,7 @@ func TestParseGivesCallSites(t *testing.T) {
 	if shifted < 100 || boundary == 0 {
 		t.Errorf("%d callers shifted, %d user frames under the kernel kept: the recording should have both", shifted, boundary)
 	}
-	if !symbolize.HasCallSites(p) {
+	if !sampling.HasCallSites(p) {
 		t.Error("parsed profile has no call-site mark")
 	}
 	var b bytes.Buffer
@@ -76,7 +76,7 @@ func TestParseGivesCallSites(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(strings.Join(q.Comments, "\n"), symbolize.CallSiteMark); n != 1 {
+	if n := strings.Count(strings.Join(q.Comments, "\n"), sampling.CallSiteMark); n != 1 {
 		t.Errorf("re-parsed profile has the mark %d times", n)
 	}
 }

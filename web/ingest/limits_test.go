@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TestPerfDataRecordLimit checks a perf.data with more records than
@@ -108,7 +108,7 @@ func TestPerfDataCoarserTimeBuckets(t *testing.T) {
 		t.Errorf("comments do not give the coarser buckets:\n%s", cm)
 	}
 	for _, s := range p.Sample {
-		if at := s.NumLabel[perfdata.TimeLabel]; len(at) != 1 || at[0]%200_000_000 != 0 {
+		if at := s.NumLabel[sampling.TimeLabel]; len(at) != 1 || at[0]%200_000_000 != 0 {
 			t.Fatalf("time label %v is not a 200 ms bucket", at)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/web/ingest"
 	"viewer/web/ingest/otlptest"
 )
@@ -39,7 +40,7 @@ func TestOTLPMatchesGoToolPprof(t *testing.T) {
 			}
 			// pprof's legacy readers made callers call sites already;
 			// sent over OTLP, they are return addresses again.
-			orig.Comments = slices.DeleteFunc(orig.Comments, func(c string) bool { return c == symbolize.CallSiteMark })
+			orig.Comments = slices.DeleteFunc(orig.Comments, func(c string) bool { return c == sampling.CallSiteMark })
 			want := orig.Copy()
 			symbolize.CallSites(want)
 			pb, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(orig, map[string]string{"service.name": "peer"})).MarshalProto()

@@ -191,3 +191,9 @@ func looksText(head []byte) bool {
 	}
 	return len(head) > 0
 }
+
+// Binaries gives a perf.data's --call-graph=dwarf user stacks the call
+// frame information of the profiled binaries (Limits.Binaries): the
+// perf.data reader's own interface, named here so callers reach the format
+// reader through ingest.
+type Binaries = perfdata.Binaries

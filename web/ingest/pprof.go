@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 )
 
 // pprofFormat reads pprof protobuf (perftools.profiles.Profile), the format
@@ -63,8 +63,8 @@ func parsePprofLegacy(data []byte, lim Limits) (*profile.Profile, error) {
 	}
 	// pprof's legacy parsers already moved each caller to its call
 	// instruction (address - 1): mark it so, or CallSites would move it again.
-	if !symbolize.HasCallSites(p) {
-		p.Comments = append(p.Comments, symbolize.CallSiteMark)
+	if !sampling.HasCallSites(p) {
+		p.Comments = append(p.Comments, sampling.CallSiteMark)
 	}
 	return p, nil
 }

@@ -62,22 +62,6 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 // conversion will keep (perfdata.Estimate) and a record's scratch.
 const perfScanMemory = 16 << 20
 
-// readFile inflates f's gzip layers within lim, takes the estimated cost
-// of parsing what came out from lim.Memory (what names the input in a
-// busy error), and reads it into memory. The caller gives the memory back
-// with release when done with data. pprofErr is why data is not a pprof
-// protobuf, when its pre-scan says so. With mapPerf, a perf.data is mapped
-// instead (mapFile), and evict drops pages of it that will not be read
-// for a while; it is nil otherwise.
-func readFile(ctx context.Context, f *os.File, lim Limits, what string, mapPerf bool) (data []byte, pprofErr error, evict func(lo, hi int), release func(), err error) {
-	in, err := inflateLayers(ctx, f, lim, false)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	defer in.remove()
-	return in.read(ctx, lim, what, mapPerf)
-}
-
 // inflated is an input with its gzip layers inflated (inflateLayers).
 type inflated struct {
 	f, src *os.File // the input, and what its last layer inflated to

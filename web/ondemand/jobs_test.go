@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"viewer/symbolize"
+	"viewer/symbolize/sampling"
 	"viewer/web/profiles"
 	"viewer/web/sse"
 	"viewer/web/store"
@@ -1218,7 +1219,7 @@ func TestCallSitesOfAnOldCopy(t *testing.T) {
 	if g := strings.Join(stacks, "\n"); g != want {
 		t.Errorf("stored stacks:\n%s\nwant:\n%s", g, want)
 	}
-	if !symbolize.HasCallSites(got) {
+	if !sampling.HasCallSites(got) {
 		t.Errorf("stored copy has no call-site mark: %q", got.Comments)
 	}
 }

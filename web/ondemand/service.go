@@ -87,9 +87,6 @@ func NewService(cfg ServiceConfig, prof *profiles.Service, lease *LeaseConfig, l
 	return s
 }
 
-// Jobs is the job manager.
-func (s *Service) Jobs() *Manager { return s.jobs }
-
 // Close ends the event streams (so a graceful shutdown does not wait for
 // them) and stops the jobs. Uploads stay stored; opening their page
 // queues them again.
@@ -101,9 +98,6 @@ func (s *Service) Close() {
 // CloseReplica stops following other replicas' jobs and writing this one's;
 // call it after Close, so its jobs' last records get written.
 func (s *Service) CloseReplica() { s.coord.Close() }
-
-// ReplicaID is this replica's name in job records ("" when not replicated).
-func (s *Service) ReplicaID() string { return s.coord.ID() }
 
 // Servers lists where build IDs may be sent, for the pages.
 func (s *Service) Servers() []string { return s.jobs.Servers() }

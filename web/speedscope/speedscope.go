@@ -5,7 +5,7 @@
 // frame is a function as the flame graph names it (web/flame's FrameName:
 // inlined calls are frames of their own, an unsymbolized address is
 // binary+0xOFFSET), with its file and start line. Samples with a time
-// (perfdata.TimeLabel) come in time order, so that speedscope's time-order
+// (sampling.TimeLabel) come in time order, so that speedscope's time-order
 // view follows the recording.
 package speedscope
 
@@ -18,8 +18,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/flame"
-	"viewer/web/ingest/perfdata"
 )
 
 // Schema is the "$schema" of speedscope's file format, which speedscope
@@ -174,7 +174,7 @@ func Write(w io.Writer, p *profile.Profile, name string) error {
 func samplesInTimeOrder(p *profile.Profile) []*profile.Sample {
 	order := append([]*profile.Sample(nil), p.Sample...)
 	at := func(s *profile.Sample) (int64, bool) {
-		if t := s.NumLabel[perfdata.TimeLabel]; len(t) == 1 {
+		if t := s.NumLabel[sampling.TimeLabel]; len(t) == 1 {
 			return t[0], true
 		}
 		return 0, false

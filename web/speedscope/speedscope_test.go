@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ingest/jsonprof"
-	"viewer/web/ingest/perfdata"
 	"viewer/web/speedscope"
 )
 
@@ -128,7 +128,7 @@ func TestTimeOrder(t *testing.T) {
 	}
 	var want []step
 	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 {
 			t.Fatal("a sample without a time; the test wants a timestamped profile")
 		}

@@ -78,10 +78,6 @@ func OpenURL(ctx context.Context, rawURL string) (*Blob, error) {
 // (driver_gcs.go bounds the Cloud Storage client's retries).
 var bucketTuning = map[string]func(*blob.Bucket){}
 
-// NewBlob wraps an open bucket (tests, or callers that configure a driver
-// themselves).
-func NewBlob(b *blob.Bucket, desc string) *Blob { return &Blob{b: b, desc: desc} }
-
 // redact drops the query (it may carry an endpoint's credentials) from a
 // URL shown in messages.
 func redact(u *url.URL) string {

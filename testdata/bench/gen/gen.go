@@ -418,8 +418,8 @@ func countStrings(b []byte) (int, error) {
 
 // AddTimes gives each of p's samples (one per event, as Generate makes
 // them) a time bucket over p's duration and one of threads thread IDs, as
-// the perf.data converter labels them (perfdata.TimeLabel, at most
-// perfdata.MaxTimeBuckets buckets): the benchmark profile of the timeline.
+// the perf.data converter labels them (sampling.TimeLabel, at most
+// sampling.MaxTimeBuckets buckets): the benchmark profile of the timeline.
 // Samples are in random order, so every bucket holds a mix of stacks.
 func AddTimes(p *profile.Profile, threads int, bucket int64) {
 	n := int64(len(p.Sample))

@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"os"
 
+	"viewer/symbolize/sampling"
 	"viewer/testdata/bench/gen"
-	"viewer/web/ingest/perfdata"
 )
 
 func main() {
@@ -101,7 +101,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "genprofile: -times replaces the samples' labels; not with -labels")
 			os.Exit(2)
 		}
-		gen.AddTimes(p, *threads, int64(perfdata.TimeBucket(uint64(p.DurationNanos))))
+		gen.AddTimes(p, *threads, int64(sampling.TimeBucket(uint64(p.DurationNanos))))
 	}
 	f, err := os.Create(*out)
 	if err != nil {

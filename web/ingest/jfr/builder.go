@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // The kinds of event read, and the sample types they add to: a thread
@@ -86,7 +86,7 @@ func (b *builder) finish() (*profile.Profile, error) {
 	}
 	w := int64(0)
 	if t0 <= t1 {
-		w = int64(perfdata.TimeBucket(uint64(t1 - t0)))
+		w = int64(sampling.TimeBucket(uint64(t1 - t0)))
 	}
 	type key struct {
 		stack, thread string
@@ -95,7 +95,7 @@ func (b *builder) finish() (*profile.Profile, error) {
 	fns := map[string]*profile.Function{}
 	locs := map[string]*profile.Location{}
 	samples := map[key]*profile.Sample{}
-	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+	timeUnit := map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 	for _, r := range b.records {
 		k := key{r.stack, r.thread, r.tid, math.MinInt64}
 		if w > 0 && r.at != math.MinInt64 {
@@ -127,7 +127,7 @@ func (b *builder) finish() (*profile.Profile, error) {
 				s.NumLabel["tid"] = []int64{r.tid}
 			}
 			if k.at != math.MinInt64 {
-				s.NumLabel[perfdata.TimeLabel] = []int64{k.at}
+				s.NumLabel[sampling.TimeLabel] = []int64{k.at}
 				s.NumUnit = timeUnit
 			}
 			samples[k] = s

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // spin runs heavy twice as long as light, for 1.5 s, allocating in churn;
@@ -162,7 +162,7 @@ func TestJDKRecording(t *testing.T) {
 			thread = c[0]
 		}
 		got[thread+"|"+strings.Join(names, ";")] += s.Value[0]
-		if at := s.NumLabel[perfdata.TimeLabel]; len(at) == 1 {
+		if at := s.NumLabel[sampling.TimeLabel]; len(at) == 1 {
 			t0, t1 = min(t0, at[0]), max(t1, at[0])
 		}
 	}

@@ -7,7 +7,7 @@
 // stacks and weights equal what speedscope shows, into the pprof profile
 // every page uses: threads and processes become the labels perf.data's
 // samples carry (comm, pid, tid), and a timestamped format keeps its
-// times in perfdata.TimeLabel. The input is read with a streaming JSON
+// times in sampling.TimeLabel. The input is read with a streaming JSON
 // decoder (jsontext): nothing holds a tree of the whole document, only
 // the stacks, frames and the sums of samples per stack, thread and time
 // bucket the profile is made from.
@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // ErrLimit is wrapped by errors about inputs over the caller's limits.
@@ -113,8 +113,8 @@ type builder struct {
 	records  int     // samples and spans read
 	// width is the time buckets' width (ns) the timed cells are summed
 	// in, aligned to multiples of it: a power of ten times
-	// perfdata.MinTimeBucket, never more than the width finish buckets
-	// the profile's times in (perfdata.TimeBucket of their span, t0 to
+	// sampling.MinTimeBucket, never more than the width finish buckets
+	// the profile's times in (sampling.TimeBucket of their span, t0 to
 	// t1), so finish can sum the cells again into its buckets; it grows
 	// with the span (coarsen).
 	width, t0, t1 int64
@@ -134,7 +134,7 @@ func newBuilder(opt Options) *builder {
 		keyIdx:   map[keyID]int32{},
 		defType:  -1,
 		cells:    map[sumCell]int32{},
-		width:    perfdata.MinTimeBucket,
+		width:    sampling.MinTimeBucket,
 		t0:       math.MaxInt64,
 		t1:       math.MinInt64,
 	}
@@ -274,15 +274,15 @@ func (b *builder) addCell(c sumCell, v int64) error {
 
 // coarsen widens the cells' buckets when the span of times grew past
 // what finish buckets at the width: to the largest power of ten times
-// perfdata.MinTimeBucket that finish's width (1, 2 or 5 times a power of
+// sampling.MinTimeBucket that finish's width (1, 2 or 5 times a power of
 // ten) is a multiple of, summing the cells again. The cells then cover
-// at most 5 × perfdata.MaxTimeBuckets buckets.
+// at most 5 × sampling.MaxTimeBuckets buckets.
 func (b *builder) coarsen() {
 	span := b.t1 - b.t0
-	if span/b.width < perfdata.MaxTimeBuckets {
+	if span/b.width < sampling.MaxTimeBuckets {
 		return
 	}
-	fin := int64(perfdata.TimeBucket(uint64(span)))
+	fin := int64(sampling.TimeBucket(uint64(span)))
 	w := b.width
 	for w*10 <= fin {
 		w *= 10
@@ -438,7 +438,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		// The read's cells sum again into buckets of w (a multiple of
 		// their width, coarsen), aligned as they are; a sample's time is
 		// its bucket's start from the first bucket's.
-		w = int64(perfdata.TimeBucket(uint64(b.t1 - b.t0)))
+		w = int64(sampling.TimeBucket(uint64(b.t1 - b.t0)))
 		origin = floorTo(b.t0, w)
 	}
 	// Each sample's values are a slice of one array; samples of a thread
@@ -497,7 +497,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	}
 	labels := make([]map[string][]string, len(b.threads))
 	numLabels := map[threadAt]map[string][]int64{}
-	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+	timeUnit := map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 	stacks := make(map[int32][]*profile.Location)
 	samples := make([]profile.Sample, len(order))
 	p.Sample = make([]*profile.Sample, len(order))
@@ -532,7 +532,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 					num["tid"] = []int64{th.Tid}
 				}
 				if c.at != noTime {
-					num[perfdata.TimeLabel] = []int64{c.at}
+					num[sampling.TimeLabel] = []int64{c.at}
 				}
 				numLabels[ta] = num
 			}

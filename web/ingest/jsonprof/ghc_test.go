@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TestGHCTotals checks that a GHC JSON profile's two sample types sum to
@@ -74,7 +74,7 @@ func TestSafariTimes(t *testing.T) {
 	}
 	lo, hi, sum := int64(1<<62), int64(-1<<62), int64(0)
 	for _, s := range p.Sample {
-		at := s.NumLabel[perfdata.TimeLabel]
+		at := s.NumLabel[sampling.TimeLabel]
 		if len(at) != 1 {
 			t.Fatalf("a sample without a time: %v", s.NumLabel)
 		}

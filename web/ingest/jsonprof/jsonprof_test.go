@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // byStack sums sample type si per stack (root first, ";"-joined) and
@@ -53,7 +53,7 @@ func TestCPUProfileWeighsGaps(t *testing.T) {
 	// run from 15 ms to 18 ms, in the 1 ms buckets they cover.
 	var last int64
 	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
+		ts := s.NumLabel[sampling.TimeLabel]
 		if len(ts) != 1 {
 			t.Fatalf("a sample without its time: %v", s.NumLabel)
 		}
@@ -83,7 +83,7 @@ func TestSpeedscopeEventedKeepsTimes(t *testing.T) {
 		if c := s.Label["comm"]; len(c) != 1 || c[0] != "Thread 7" {
 			t.Errorf("comm %v, want the profile's name", s.Label["comm"])
 		}
-		at := s.NumLabel[perfdata.TimeLabel][0]
+		at := s.NumLabel[sampling.TimeLabel][0]
 		first, last = min(first, at), max(last, at)
 	}
 	if first != 0 || last < 250e6 || last >= 300e6 {

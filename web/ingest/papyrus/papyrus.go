@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // ErrLimit is wrapped by errors about inputs over the caller's limits.
@@ -287,7 +287,7 @@ func (t *timeline) profile(maxSamples int) (*profile.Profile, error) {
 	}
 	const ms = 1_000_000
 	span := t.last * ms
-	w := int64(perfdata.TimeBucket(uint64(span)))
+	w := int64(sampling.TimeBucket(uint64(span)))
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "time", Unit: "nanoseconds"}},
 		DefaultSampleType: "time",
@@ -306,7 +306,7 @@ func (t *timeline) profile(maxSamples int) (*profile.Profile, error) {
 		at    int64
 	}
 	samples := map[key]*profile.Sample{}
-	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+	timeUnit := map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 	add := func(k key, v int64) error {
 		s := samples[k]
 		if s == nil {
@@ -314,7 +314,7 @@ func (t *timeline) profile(maxSamples int) (*profile.Profile, error) {
 				return fmt.Errorf("%w: more than %d distinct samples (restart the server with a larger --max-samples to accept it)", ErrLimit, maxSamples)
 			}
 			s = &profile.Sample{Value: []int64{0},
-				NumLabel: map[string][]int64{perfdata.TimeLabel: {k.at}}, NumUnit: timeUnit}
+				NumLabel: map[string][]int64{sampling.TimeLabel: {k.at}}, NumUnit: timeUnit}
 			for n := k.stack; n >= 0; n = t.nodes[n].parent {
 				s.Location = append(s.Location, fns[t.nodes[n].name])
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // corpus is speedscope's Papyrus samples (testdata/peers/speedscope-formats).
@@ -39,7 +39,7 @@ func TestScriptLogTimes(t *testing.T) {
 		got[st] += s.Value[0]
 		total += s.Value[0]
 		if strings.HasSuffix(st, "exampleFunction6") {
-			if at := s.NumLabel[perfdata.TimeLabel]; len(at) != 1 || at[0] < 1750e6 || at[0] >= 2000e6 {
+			if at := s.NumLabel[sampling.TimeLabel]; len(at) != 1 || at[0] < 1750e6 || at[0] >= 2000e6 {
 				t.Errorf("exampleFunction6 at %v; want between 1750 and 2000 ms", at)
 			}
 		}

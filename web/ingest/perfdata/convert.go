@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/symbolize/unwind"
 )
 
@@ -58,7 +59,7 @@ type ConvertOptions struct {
 	// sample is first kept, so a conversion over them stops there.
 	MaxFrames, MaxStackDepth int
 	// TimeBucket, when positive, is the time label's bucket width in
-	// nanoseconds instead of the one Convert picks (TimeBucket of the
+	// nanoseconds instead of the one Convert picks (sampling.TimeBucket of the
 	// recording's span): Estimates says what each width keeps.
 	TimeBucket int64
 	// Binaries, when set, unwinds the user stacks of --call-graph=dwarf
@@ -249,36 +250,6 @@ type converter struct {
 	t0, bucket    uint64 // the time label's origin and bucket width (ns); bucket 0: no label
 }
 
-// TimeLabel is the numeric label (unit nanoseconds) that holds when a
-// sample was taken: the start of its time bucket, as an offset from the
-// first sample. Samples of one stack and thread are kept apart per bucket,
-// so a profile has at most MaxTimeBuckets times as many samples as
-// distinct stacks (and never more than perf.data's sample records): the
-// timeline and the t= time range filter read it, and go tool pprof
-// reads it with -tagfocus=time=1s:2s.
-const TimeLabel = "time"
-
-// MaxTimeBuckets bounds the time buckets of a recording: the timeline's
-// resolution, and the factor by which keeping time multiplies the samples.
-const MaxTimeBuckets = 500
-
-// MinTimeBucket is the finest time bucket: 1 ms, about perf record's
-// default sampling interval, so a short recording's samples of one stack
-// are not kept apart per sample.
-const MinTimeBucket = 1_000_000
-
-// TimeBucket is the smallest 1, 2 or 5 × 10^k nanoseconds, at least
-// MinTimeBucket, that splits span into at most MaxTimeBuckets buckets.
-func TimeBucket(span uint64) uint64 {
-	for b := uint64(MinTimeBucket); ; b *= 10 {
-		for _, m := range []uint64{1, 2, 5} {
-			if span/(b*m) < MaxTimeBuckets {
-				return b * m
-			}
-		}
-	}
-}
-
 // sampleKey is what keeps pprof samples apart: the event, the thread,
 // its comm (by its ID), the time bucket and the stack.
 type sampleKey struct {
@@ -381,7 +352,7 @@ func newConverter(f *File, opt ConvertOptions) *converter {
 
 		commLabels: map[string]map[string][]string{},
 		numLabels:  map[numKey]map[string][]int64{},
-		timeUnit:   map[string][]string{TimeLabel: {"nanoseconds"}},
+		timeUnit:   map[string][]string{sampling.TimeLabel: {"nanoseconds"}},
 		lastRead:   map[uint64]uint64{},
 		exe:        map[uint32]*vmap{},
 		perPid:     map[uint32]int{},
@@ -397,7 +368,7 @@ func newConverter(f *File, opt ConvertOptions) *converter {
 		}
 	}
 	if t0 := f.sampleFirst; t0 != 0 {
-		c.t0, c.bucket = t0, TimeBucket(f.sampleLast-t0)
+		c.t0, c.bucket = t0, sampling.TimeBucket(f.sampleLast-t0)
 		if opt.TimeBucket > 0 {
 			c.bucket = uint64(opt.TimeBucket)
 		}
@@ -435,10 +406,6 @@ func (c *converter) meta(r Record) {
 		c.ksymbol(r)
 	}
 }
-
-// CacheLineComment starts the profile comment that gives the recording
-// machine's L1 data cache line size in bytes (perf's CACHE header feature).
-const CacheLineComment = "cache line size: "
 
 // setComm names thread tid.
 func (c *converter) setComm(tid uint32, name string) {
@@ -656,7 +623,7 @@ func (c *converter) sample(s *Sample) error {
 		if num == nil {
 			num = map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}}
 			if at >= 0 {
-				num[TimeLabel] = []int64{at}
+				num[sampling.TimeLabel] = []int64{at}
 			}
 			c.numLabels[nk] = num
 		}
@@ -948,7 +915,7 @@ func (c *converter) finish() {
 		add("perf version: %s", ft.Version)
 	}
 	if ft.CacheLineSize != 0 {
-		add("%s%d", CacheLineComment, ft.CacheLineSize)
+		add("%s%d", sampling.CacheLineComment, ft.CacheLineSize)
 	}
 	if len(ft.Cmdline) > 0 {
 		add("cmdline: %s", strings.Join(ft.Cmdline, " "))

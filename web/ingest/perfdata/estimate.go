@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"viewer/symbolize/sampling"
 	"viewer/symbolize/unwind"
 )
 
@@ -73,7 +74,7 @@ func (f *File) Estimates(depth int) []Estimate {
 	widths := f.est.byWidth
 	if f.sampleFirst != 0 && len(widths) > 1 {
 		// Convert's own width, from the samples' span, is the first.
-		own := TimeBucket(f.sampleLast - f.sampleFirst)
+		own := sampling.TimeBucket(f.sampleLast - f.sampleFirst)
 		for len(widths) > 1 && widths[0].width < own {
 			widths = widths[1:]
 		}
@@ -88,7 +89,7 @@ func (f *File) Estimates(depth int) []Estimate {
 				}
 			}
 			one := f.est.none
-			for one.width = MinTimeBucket; one.width <= span; one.width = nextWidth(one.width) {
+			for one.width = sampling.MinTimeBucket; one.width <= span; one.width = nextWidth(one.width) {
 			}
 			widths = append(keep, one)
 		}
@@ -125,7 +126,7 @@ const maxAdaptiveWidth = 100_000_000_000
 // drop stops counting the widths finer than Convert's own for the span
 // read so far: the whole span, only longer, makes them finer still.
 func (e *estimator) drop() {
-	own := TimeBucket(e.last - e.t0)
+	own := sampling.TimeBucket(e.last - e.t0)
 	i := 0
 	for i < len(e.byWidth)-1 && e.byWidth[i].width < own {
 		i++
@@ -190,7 +191,7 @@ func newEstimator(first, last, t uint64) *estimator {
 	e := &estimator{}
 	if (first == 0 || last <= first) && t != 0 {
 		e.adaptive, e.t0, e.last = true, t, t
-		for w := uint64(MinTimeBucket); w <= maxAdaptiveWidth; w = nextWidth(w) {
+		for w := uint64(sampling.MinTimeBucket); w <= maxAdaptiveWidth; w = nextWidth(w) {
 			e.byWidth = append(e.byWidth, widthSet{width: w})
 		}
 		return e
@@ -202,7 +203,7 @@ func newEstimator(first, last, t uint64) *estimator {
 		// picks from the span of the samples themselves, Estimates), the
 		// next four, then one bucket: each width costs the Scan time, and
 		// coarser ones keep little less than one bucket does.
-		w := prevWidth(TimeBucket(span))
+		w := prevWidth(sampling.TimeBucket(span))
 		for range 5 {
 			e.byWidth = append(e.byWidth, widthSet{width: w})
 			if w > span {
@@ -236,9 +237,9 @@ func nextWidth(w uint64) uint64 {
 }
 
 // prevWidth is the width of the 1-2-5 series before w, at least
-// MinTimeBucket.
+// sampling.MinTimeBucket.
 func prevWidth(w uint64) uint64 {
-	p := uint64(MinTimeBucket)
+	p := uint64(sampling.MinTimeBucket)
 	for n := nextWidth(p); n < w; n = nextWidth(n) {
 		p = n
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"viewer/symbolize/sampling"
 )
 
 // synthStream is a pipe-mode perf.data of n cpu-clock samples of one
@@ -214,8 +216,8 @@ func TestEstimateWithoutHeaderTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ests := f.Estimates(0)
-	if len(ests) < 3 || ests[0].Bucket != TimeBucket(f.sampleLast-f.sampleFirst) || ests[len(ests)-2].Bucket <= f.sampleLast-f.sampleFirst || ests[len(ests)-1].Bucket != 0 {
-		t.Fatalf("estimates at widths %v; want Convert's own (%d) first, one bucket, then none", ests, TimeBucket(f.sampleLast-f.sampleFirst))
+	if len(ests) < 3 || ests[0].Bucket != sampling.TimeBucket(f.sampleLast-f.sampleFirst) || ests[len(ests)-2].Bucket <= f.sampleLast-f.sampleFirst || ests[len(ests)-1].Bucket != 0 {
+		t.Fatalf("estimates at widths %v; want Convert's own (%d) first, one bucket, then none", ests, sampling.TimeBucket(f.sampleLast-f.sampleFirst))
 	}
 	for _, e := range ests[:len(ests)-1] {
 		f, _ := Scan(data, Options{})

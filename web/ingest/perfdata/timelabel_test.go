@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"viewer/symbolize/sampling"
 )
 
 // TestTimeLabel checks each sample's time bucket against perf script's
@@ -54,15 +56,15 @@ func TestTimeLabel(t *testing.T) {
 			for _, x := range times {
 				t0, t1 = min(t0, x), max(t1, x)
 			}
-			w := int64(TimeBucket(uint64(t1 - t0)))
+			w := int64(sampling.TimeBucket(uint64(t1 - t0)))
 			want := map[string]int64{}
 			for i, x := range times {
 				want[fmt.Sprintf("%s@%d", tids[i], (x-t0)/w*w)]++
 			}
 			got := map[string]int64{}
 			for _, s := range p.Sample {
-				ts := s.NumLabel[TimeLabel]
-				if len(ts) != 1 || len(s.NumUnit[TimeLabel]) != 1 || s.NumUnit[TimeLabel][0] != "nanoseconds" {
+				ts := s.NumLabel[sampling.TimeLabel]
+				if len(ts) != 1 || len(s.NumUnit[sampling.TimeLabel]) != 1 || s.NumUnit[sampling.TimeLabel][0] != "nanoseconds" {
 					t.Fatalf("sample without one time label in nanoseconds: %v %v", s.NumLabel, s.NumUnit)
 				}
 				var n int64

@@ -15,7 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // ErrLimit is wrapped by errors about inputs over a caller's limits.
@@ -48,7 +48,7 @@ type builder struct {
 
 	// at is the time (ns) of the sample add adds next, 0 when the input
 	// gives none; timed remembers each timed sample, so that finish can
-	// split the aggregated samples by time bucket (perfdata.TimeLabel).
+	// split the aggregated samples by time bucket (sampling.TimeLabel).
 	at    int64
 	timed []timedSample
 
@@ -213,8 +213,8 @@ type timedSample struct {
 
 // splitByTime moves each timed sample's values out of its stack's
 // aggregate into a sample of that stack and time bucket, labelled as the
-// perf.data converter labels them (perfdata.TimeLabel, buckets of
-// perfdata.TimeBucket of the span): at most perfdata.MaxTimeBuckets
+// perf.data converter labels them (sampling.TimeLabel, buckets of
+// sampling.TimeBucket of the span): at most sampling.MaxTimeBuckets
 // samples per stack, never more than the input's samples. An aggregate
 // left with nothing (every sample of it was timed) is dropped.
 func (b *builder) splitByTime() {
@@ -225,7 +225,7 @@ func (b *builder) splitByTime() {
 	for _, e := range b.timed {
 		t0, t1 = min(t0, e.at), max(t1, e.at)
 	}
-	w := int64(perfdata.TimeBucket(uint64(t1 - t0)))
+	w := int64(sampling.TimeBucket(uint64(t1 - t0)))
 	type cell struct {
 		s  *profile.Sample
 		at int64
@@ -249,11 +249,11 @@ func (b *builder) splitByTime() {
 		n := cells[c]
 		if n == nil {
 			n = &profile.Sample{Location: e.s.Location, Value: make([]int64, len(e.s.Value)), Label: e.s.Label}
-			n.NumLabel = map[string][]int64{perfdata.TimeLabel: {at}}
+			n.NumLabel = map[string][]int64{sampling.TimeLabel: {at}}
 			for k, v := range e.s.NumLabel {
 				n.NumLabel[k] = v
 			}
-			n.NumUnit = map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+			n.NumUnit = map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 			cells[c] = n
 			added = append(added, n)
 		}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TestScriptTimeLabel: perf script text with times keeps them as the
-// perf.data converter does (perfdata.TimeLabel). The text is the real
+// perf.data converter does (sampling.TimeLabel). The text is the real
 // perf script --ns of testdata/perf/fp.data; per thread and bucket the
 // parsed profile counts the samples perf script -F tid,time prints there.
 func TestScriptTimeLabel(t *testing.T) {
@@ -54,15 +54,15 @@ func TestScriptTimeLabel(t *testing.T) {
 	for _, x := range times {
 		t0, t1 = min(t0, x), max(t1, x)
 	}
-	w := int64(perfdata.TimeBucket(uint64(t1 - t0)))
+	w := int64(sampling.TimeBucket(uint64(t1 - t0)))
 	want := map[string]int64{}
 	for i, x := range times {
 		want[fmt.Sprintf("%s@%d", tids[i], (x-t0)/w*w)]++
 	}
 	got := map[string]int64{}
 	for _, s := range p.Sample {
-		ts := s.NumLabel[perfdata.TimeLabel]
-		if len(ts) != 1 || s.NumUnit[perfdata.TimeLabel][0] != "nanoseconds" {
+		ts := s.NumLabel[sampling.TimeLabel]
+		if len(ts) != 1 || s.NumUnit[sampling.TimeLabel][0] != "nanoseconds" {
 			t.Fatalf("sample without a time label: %v", s.NumLabel)
 		}
 		got[fmt.Sprintf("%d@%d", s.NumLabel["tid"][0], ts[0])] += s.Value[0]

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // ErrLimit is wrapped by errors about inputs over the caller's limits.
@@ -81,7 +81,7 @@ func Parse(data []byte, opt Options) (*profile.Profile, error) {
 	}
 	w := int64(0)
 	if timed && span > 0 {
-		w = int64(perfdata.TimeBucket(uint64(span)))
+		w = int64(sampling.TimeBucket(uint64(span)))
 	}
 	type locKey struct {
 		id   string
@@ -95,7 +95,7 @@ func Parse(data []byte, opt Options) (*profile.Profile, error) {
 		at    int64
 	}
 	samples := map[sampleKey]*profile.Sample{}
-	timeUnit := map[string][]string{perfdata.TimeLabel: {"nanoseconds"}}
+	timeUnit := map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
 	var prev, stack []*profile.Location
 	var key []byte
 	sampleIdx := 0
@@ -112,7 +112,7 @@ func Parse(data []byte, opt Options) (*profile.Profile, error) {
 			}
 			s = &profile.Sample{Value: []int64{0}, Location: append([]*profile.Location(nil), st...)}
 			if sk.at >= 0 {
-				s.NumLabel = map[string][]int64{perfdata.TimeLabel: {sk.at}}
+				s.NumLabel = map[string][]int64{sampling.TimeLabel: {sk.at}}
 				s.NumUnit = timeUnit
 			}
 			samples[sk] = s

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"viewer/web/ingest/perfdata"
+	"viewer/symbolize/sampling"
 )
 
 // TestWallTimesKept reads speedscope's wall-mode stackprof sample: its
@@ -37,7 +37,7 @@ func TestWallTimesKept(t *testing.T) {
 	times := map[int64]bool{}
 	for _, s := range p.Sample {
 		total += s.Value[0]
-		at := s.NumLabel[perfdata.TimeLabel]
+		at := s.NumLabel[sampling.TimeLabel]
 		if len(at) != 1 || at[0] < 0 || at[0] > span {
 			t.Fatalf("sample time %v, want one within the %d ns recorded", at, span)
 		}

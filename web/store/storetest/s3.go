@@ -35,7 +35,6 @@ type S3 struct {
 	Bucket   string
 	srv      *httptest.Server
 	down     atomic.Bool
-	requests atomic.Int64
 	failPuts atomic.Bool
 	putsLeft atomic.Int64 // > 0: PUTs that succeed before failPuts is set
 	clock    *clock
@@ -79,7 +78,6 @@ func NewS3(t testing.TB) *S3 {
 	faker := gofakes3.New(backend, gofakes3.WithTimeSource(s.clock), gofakes3.WithTimeSkewLimit(1000*time.Hour))
 	h := faker.Server()
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
 		if r.Method == http.MethodPut && r.URL.Query().Has("uploadId") && r.URL.Query().Has("partNumber") {
 			s.parts.Add(1)
 			if s.stall.Load() {
@@ -218,9 +216,6 @@ func (s *S3) BeginUpload(t testing.TB, key string, part []byte) {
 		t.Fatalf("a part of %s: %s", key, resp.Status)
 	}
 }
-
-// Requests counts the HTTP requests the server received.
-func (s *S3) Requests() int64 { return s.requests.Load() }
 
 // Open opens the bucket through store.OpenURL, closed when the test ends.
 func (s *S3) Open(t testing.TB) *store.Blob {

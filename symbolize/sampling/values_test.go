@@ -1,4 +1,4 @@
-package views
+package sampling
 
 import (
 	"encoding/json"

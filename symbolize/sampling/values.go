@@ -1,4 +1,4 @@
-package views
+package sampling
 
 import (
 	"math"
@@ -9,8 +9,8 @@ import (
 // This file is viewer's one number formatter: every page, the flame graph
 // SVG and the CLI call it, and static/flame.js's formatValue and formatPct
 // are its JavaScript twins (web/units_browser_test.go checks they agree on
-// one table). It lives in views because views imports no project package,
-// so web, web/flame and cmd may all import it.
+// one table). It lives in this leaf so web, web/flame, the format readers,
+// symbolize and cmd may all import it.
 //
 // The rules: a value is scaled to the largest unit it reaches and shown
 // with three significant digits (1.50 ms, 15.0 ms, 150 ms), rounded half
@@ -287,33 +287,4 @@ func abs(v int64) uint64 {
 		return -uint64(v)
 	}
 	return uint64(v)
-}
-
-// Quantity is what values of a sample type measure, for a column's
-// header: "CPU time" (cpu, perf's cpu-clock), "Wall time", "Time" (other
-// durations), "Bytes", "Samples" (the samples count), else the type's
-// own name. static/flame.js's quantity is its twin.
-func Quantity(sampleType, unit string) string {
-	t := strings.ToLower(sampleType)
-	switch strings.ToLower(unit) {
-	case "", "count":
-		if t == "" || t == "samples" || t == "sample" {
-			return "Samples"
-		}
-		return sampleType
-	case "nanoseconds", "nanosecond", "ns", "microseconds", "microsecond", "us", "µs", "milliseconds", "millisecond", "ms", "seconds", "second", "s":
-		switch {
-		case strings.HasPrefix(t, "cpu"):
-			return "CPU time"
-		case t == "wall":
-			return "Wall time"
-		}
-		return "Time"
-	case "bytes", "byte", "b":
-		return "Bytes"
-	}
-	if sampleType == "" {
-		return "Value"
-	}
-	return sampleType
 }

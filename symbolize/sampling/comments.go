@@ -1,0 +1,20 @@
+package sampling
+
+import (
+	"slices"
+
+	"github.com/google/pprof/profile"
+)
+
+// CallSiteMark is the profile comment that says its caller addresses are
+// call sites already (symbolize.CallSites ran, or a reader wrote them so),
+// so that a second pass, a re-upload of viewer's own output or a stored
+// converted profile is not shifted again.
+const CallSiteMark = "viewer: caller addresses are call sites"
+
+// HasCallSites reports whether p carries CallSiteMark.
+func HasCallSites(p *profile.Profile) bool { return slices.Contains(p.Comments, CallSiteMark) }
+
+// CacheLineComment starts the profile comment that gives the recording
+// machine's L1 data cache line size in bytes (perf's CACHE header feature).
+const CacheLineComment = "cache line size: "
