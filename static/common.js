@@ -439,3 +439,16 @@ export function on(type, fn) {
   document.addEventListener(`viewer:${type}`, h);
   return () => document.removeEventListener(`viewer:${type}`, h);
 }
+
+/**
+ * Calls fn whenever the device pixel ratio changes (a window moved to
+ * another screen, the browser's zoom): a canvas sized in device pixels
+ * must be redrawn then, and a resize event may come before the new ratio.
+ */
+export function onPixelRatioChange(fn) {
+  const arm = () => {
+    const mq = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
+    mq.addEventListener('change', () => { fn(); arm(); }, { once: true });
+  };
+  arm();
+}

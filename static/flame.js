@@ -13,7 +13,7 @@
 // "…" frame's element is "…<minTotal" (the children under the threshold of
 // the tree that drew it), which the server resolves too (flame.json?z=).
 
-import { MERGED, packageOf, colorFor, nameColor, heatMaxOf } from './common.js';
+import { MERGED, packageOf, colorFor, nameColor, heatMaxOf, onPixelRatioChange } from './common.js';
 
 /** Row height in CSS pixels. */
 export const ROW = 18;
@@ -430,6 +430,7 @@ export class FlameGraph {
     this.padTop = 0;
     this.resizeObserver = new ResizeObserver(() => this.schedule());
     this.resizeObserver.observe(container);
+    onPixelRatioChange(() => this.schedule());
     container.addEventListener('scroll', () => this.schedule(), { passive: true });
     overlay.addEventListener('mousemove', (e) => { if (!this.press) this.pointer(e); });
     overlay.addEventListener('mouseleave', (e) => this.setHover(-1, e));

@@ -11,7 +11,7 @@
 //
 // Nothing shows for a profile without sample times.
 
-import { $, readConfig, on } from './common.js';
+import { $, readConfig, on, onPixelRatioChange } from './common.js';
 
 const box = $('timeline');
 const config = readConfig('flame-config');
@@ -124,6 +124,7 @@ function build() {
     select({ from: +(i0 * step).toFixed(9), to: +(i1 * step).toFixed(9) });
   });
   new ResizeObserver(() => draw()).observe(canvas);
+  onPixelRatioChange(() => draw());
   draw();
 }
 

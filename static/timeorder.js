@@ -11,7 +11,7 @@
 // span, which becomes t= and the timeline's selection ("viewer:range").
 // Colors and names are the flame graph's (common.js, flame.js).
 
-import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit } from './common.js';
+import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit, onPixelRatioChange } from './common.js';
 import { formatValue, frameColor, fitLabel } from './flame.js';
 
 const config = readConfig('timeorder-config');
@@ -303,6 +303,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape' && !e.target.closest('input, select, textarea')) zoomOut();
 });
 
+onPixelRatioChange(() => { if (data) draw(); });
 let resizeTimer = 0;
 let lastWidth = 0;
 new ResizeObserver(() => {
