@@ -89,4 +89,3 @@ func (s *Service) Recent(ctx context.Context, n int) ([]string, error) {
 	}
 	return ids, nil
 }
-
