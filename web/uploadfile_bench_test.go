@@ -1,18 +1,10 @@
 package web_test
 
 import (
-	"bytes"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime/debug"
-	"syscall"
 	"testing"
-	"time"
 
-	"viewer/web"
 	"viewer/web/ingest"
 )
 
@@ -37,46 +29,6 @@ func BenchmarkUploadFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	var spent time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		s, err := web.New(web.Config{DataDir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ts := httptest.NewServer(s.Handler())
-		b.StartTimer()
-		c0 := cpu()
-		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
-		if err != nil {
-			b.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var id string
-		if _, err := fmt.Sscanf(string(body), `{"id":%q`, &id); resp.StatusCode != http.StatusCreated || err != nil {
-			b.Fatalf("upload: %s %s", resp.Status, body)
-		}
-		for _, u := range []string{"/p/" + id, "/p/" + id + "/flame.json"} {
-			resp, err := http.Get(ts.URL + u)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Fatalf("GET %s: %s", u, resp.Status)
-			}
-		}
-		spent += cpu() - c0
-		b.StopTimer()
-		ts.Close()
-		b.StartTimer()
-	}
+	spent := benchUploadAndView(b, data)
 	b.ReportMetric(spent.Seconds()/float64(b.N), "cpu-s/op")
 }
