@@ -2,6 +2,7 @@ package perfdata
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"viewer/symbolize/sampling"
@@ -89,7 +90,7 @@ func (f *File) Estimates(depth int) []Estimate {
 				}
 			}
 			one := f.est.none
-			for one.width = sampling.MinTimeBucket; one.width <= span; one.width = nextWidth(one.width) {
+			for one.width = sampling.MinTimeBucket; one.width <= span && one.width != math.MaxUint64; one.width = nextWidth(one.width) {
 			}
 			widths = append(keep, one)
 		}
@@ -219,8 +220,13 @@ func newEstimator(first, last, t uint64) *estimator {
 	return e
 }
 
-// nextWidth is the next width of the 1-2-5 series TimeBucket picks from.
+// nextWidth is the next width of the 1-2-5 series TimeBucket picks from,
+// or math.MaxUint64 past the last the series holds in 64 bits, so that a
+// loop up to a damaged header's span still ends.
 func nextWidth(w uint64) uint64 {
+	if w >= math.MaxUint64/10 {
+		return math.MaxUint64
+	}
 	for m := uint64(1); ; m *= 10 {
 		switch w {
 		case m:

@@ -3,8 +3,10 @@ package perfdata
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"runtime"
 	"testing"
+	"time"
 
 	"viewer/symbolize/sampling"
 )
@@ -227,6 +229,56 @@ func TestEstimateWithoutHeaderTimes(t *testing.T) {
 		}
 		if e.Samples != int64(len(p.Sample)) || e.Labels == 0 {
 			t.Errorf("width %d: estimated %d samples, %d labels; Convert kept %d samples", e.Bucket, e.Samples, e.Labels, len(p.Sample))
+		}
+	}
+}
+
+// TestEstimateDamagedTimes scans recordings without the header's sample
+// times whose samples span nearly all of 64 bits, as a damaged or hostile
+// file's do: Estimates must end (the series of widths once wrapped past
+// 2^64 and looped for ever) and Convert must still keep every sample.
+func TestEstimateDamagedTimes(t *testing.T) {
+	for _, last := range []uint64{math.MaxUint64, math.MaxUint64 / 2, 10_000_000_000_000_000_000, 1 << 62} {
+		const st = sIP | sTID | sTime | sPeriod
+		w := newPipeWriter()
+		attr := make([]byte, 128)
+		binary.LittleEndian.PutUint32(attr[0:], 1)
+		binary.LittleEndian.PutUint32(attr[4:], 128)
+		binary.LittleEndian.PutUint64(attr[16:], 50000)
+		binary.LittleEndian.PutUint64(attr[24:], st)
+		w.rec(recHeaderAttr, 0, attr)
+		w.rec(recMmap, 2, append(u64s(pidTid(7, 7), 0x400000, 0x100000, 0), cstring("/usr/bin/app")...))
+		for _, ts := range []uint64{1, last / 3, last} {
+			w.rec(recSample, 2, u64s(0x401000, pidTid(7, 7), ts, 50000))
+		}
+		done := make(chan []Estimate, 1)
+		go func() {
+			f, err := Scan(w.b, Options{})
+			if err != nil {
+				t.Error(err)
+				done <- nil
+				return
+			}
+			done <- f.Estimates(0)
+		}()
+		select {
+		case ests := <-done:
+			if len(ests) == 0 {
+				t.Errorf("samples up to time %d: no estimates", last)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("samples up to time %d: Estimates has not ended after 20 s", last)
+		}
+		f, err := Scan(w.b, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Convert(f, ConvertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := total(p); n != 3 { // Value[0] counts samples
+			t.Errorf("samples up to time %d: Convert kept %d of 3 samples", last, n)
 		}
 	}
 }
