@@ -3,9 +3,12 @@ package ingest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
@@ -16,6 +19,10 @@ import (
 
 // fuzzLimits keep one fuzz input from expanding past what a test may spend.
 var fuzzLimits = Limits{MaxBytes: 64 << 20, MaxSamples: 100000, MaxLocations: 100000, MaxFunctions: 100000, MaxMappings: 10000, MaxRecords: 1000000}
+
+// parseDeadline is how long one fuzz input may take to parse before it
+// counts as a hang: far more than any of the corpus takes under -race.
+const parseDeadline = 60 * time.Second
 
 // FuzzParse feeds format detection and every parser behind it arbitrary
 // bytes: go test -fuzz FuzzParse ./web/ingest. Whatever the input, Parse
@@ -79,6 +86,14 @@ func FuzzParse(f *testing.F) {
 	f.Add(gzipped(gzipped([]byte("a;b 1\n"))))
 	f.Add([]byte(`{"linux-perf-json-version":1,"samples":[{"timestamp":1,"pid":1,"tid":1,"comm":"x","callchain":[{"ip":"0x1","symbol":"f","dso":"a"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// A hang fails at once, with every goroutine's stack, instead of
+		// at the end of the fuzz time or the test binary's timeout; the
+		// panic ends the fuzz worker, so the input is kept in the corpus.
+		watchdog := time.AfterFunc(parseDeadline, func() {
+			buf := make([]byte, 1<<20)
+			panic(fmt.Sprintf("Parse has not ended after %v on %d bytes:\n%s", parseDeadline, len(data), buf[:runtime.Stack(buf, true)]))
+		})
+		defer watchdog.Stop()
 		p, format, err := Parse(data, fuzzLimits)
 		var pe *PanicError
 		if errors.As(err, &pe) {
