@@ -2,9 +2,9 @@
 // top-table row, or the context-menu key on a hovered frame). It links a frame to its sandwich
 // view (callers and callees), its source, its annotated disassembly and
 // pprof-style filters on it (common.js frameLinks, which the detail strip
-// shows too). It reads the drawn graph from page.js's exports.
+// shows too). It reads the drawn graph from flamestate.js.
 
-import { graph, currentTree, frameRect } from './page.js';
+import { graph, currentTree, frameRect } from './flamestate.js';
 import { frameLinks } from './common.js';
 
 const overlay = document.getElementById('flame-hover');

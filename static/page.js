@@ -8,25 +8,27 @@
 // frame's total, so merged "…" frames open; the top table and the search's
 // matched share come from top.json, computed on the server from every sample.
 //
-// Other modules import from here: reload() refetches flame.json and redraws,
-// keeping zoom and search (symbolize.js); graph, currentTree() and
-// frameRect() are what framemenu.js reads. Shared helpers are in common.js;
-// window.viewer is for tests and the console only.
+// What the page's other modules share (the graph, the tree drawn now,
+// reload(), frameRect()) is in flamestate.js, which page.js keeps up to
+// date; what it measures of itself for the benchmarks is in
+// pagetimings.js. setViewParam is timeline.js's (the same as
+// timeorder.js's). Shared helpers are in common.js; window.viewer is for
+// tests and the console only.
 
 import {
-  Tree, FlameGraph, Minimap, formatValue, formatPct, columnUnit, formatIn, quantity,
+  Tree, Minimap, formatValue, formatPct, columnUnit, formatIn, quantity,
 } from './flame.js';
 import { fitNameCells } from './names.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
   frameLinks, legendEntries, renderLegend, packageOf, emit,
 } from './common.js';
+import { graph, setTree, setReload, frameRect } from './flamestate.js';
+import * as timing from './pagetimings.js';
 
 const config = readConfig('flame-config');
 
 const chart = $('chart');
-/** The page's flame graph. */
-export const graph = new FlameGraph(chart, $('flame'), $('flame-hover'));
 const minimap = $('minimap') ? new Minimap(graph, $('minimap')) : null;
 const legend = $('legend');
 const schemeSelect = $('color-scheme');
@@ -47,9 +49,9 @@ const exact = !!config.exact;
 let dataURL = config.dataURL;
 let si = config.si || '';
 let siInURL = new URLSearchParams(location.search).has('si');
-let tree = null;
+/** @type {Tree | null} */
+let tree = null; // the tree drawn (flamestate.js's currentTree(), through setTree)
 let loads = 0;
-let timings = null; // of the last load, for benchmarks and the console
 let generation = 0;
 let topSort = { key: 'flat', desc: true };
 let topAll = false;
@@ -58,14 +60,12 @@ let tipTree = null;
 const trees = new Map(); // zoom key → Tree, the few last fetched
 const TREES_KEPT = 8;
 let zoomGen = 0;
-let zoomStart = 0;
+let zoomStart = 0; // performance.now() when the zoom drawn last began
 let localDraw = 0; // timer: the old tree zoomed, if the fetch is slow
 const LOCAL_DRAW_MS = 150;
-let zoomTimings = []; // per zoom: ms to its tree drawn, to fetched, to parsed; nodes (benchmarks)
 let topGen = 0;
 let top = null; // the last top.json
 let earlyTop = null; // { url, json }: the first top.json, asked for beside the first flame.json
-let firstTopMs = 0; // when the top table first showed rows, since the navigation began
 
 // ---- URL state ----
 
@@ -154,6 +154,7 @@ export async function reload() {
   const t1 = performance.now();
   try {
     tree = new Tree(json);
+    setTree(tree);
   } catch (err) {
     showStatus(`Could not draw the flame graph: ${err.message}`, true);
     throw err;
@@ -180,11 +181,7 @@ export async function reload() {
   }
   // After the graph is on screen: idle time, so the frame showing it comes first.
   if (window.requestIdleCallback) requestIdleCallback(showLegend, { timeout: 300 }); else setTimeout(showLegend, 0);
-  timings = {
-    fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
-    buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
-    startMs: t0, readyMs: performance.now(), // since the navigation began
-  };
+  timing.loaded(t0, t1, t2, t3, marks, tree.length);
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
@@ -200,8 +197,6 @@ function wait(ms) { return new Promise((resolve) => { setTimeout(() => resolve(n
 /** p as a promise that never rejects: {json} or {error}. */
 function settle(p) { return p.then((json) => ({ json }), (error) => ({ error })); }
 
-/** The tree drawn now. */
-export function currentTree() { return tree; }
 /**
  * Sets query parameter key of every view (the timeline's t=; '' removes it)
  * in the page's URL, its data and its links, and redraws (static/timeline.js).
@@ -290,7 +285,7 @@ graph.onzoom = () => {
 function zoomView() {
   const gen = ++zoomGen;
   const tgen = ++topGen;
-  zoomStart = performance.now();
+  zoomStart = timing.zoomBegun();
   const path = graph.zoomPath.slice();
   let t = trees.get(path.join('\n'));
   if (t) keep(path, t); // most recently used
@@ -350,18 +345,17 @@ function zoomView() {
 // swapTree draws t (of the zoom) in place of the drawn tree.
 function swapTree(t) {
   tree = t;
+  setTree(t);
   graph.setTree(t);
   showCrumbs();
   showLegend();
   writeURL();
 }
 
-// zoomDone records a zoom's timings (benchmarks) and says it is drawn.
+// zoomDone records a zoom's timings (pagetimings.js) and says it is drawn.
 function zoomDone(gen, fetchMs, buildMs, marks) {
   if (gen !== zoomGen) return;
-  const ms = performance.now() - zoomStart;
-  const since = (m) => (m ? m - zoomStart : 0);
-  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length, headersMs: since(marks.headers), textMs: since(marks.text), parsedMs: since(marks.parsed), drawMs: graph.lastDrawMs });
+  const ms = timing.zoomed(fetchMs, buildMs, marks, tree.length, graph.lastDrawMs);
   document.body.dataset.zoom = 'ready';
   emit('zoomed', { ms, path: graph.zoomPath });
 }
@@ -628,7 +622,7 @@ function showTop(answer, gen) {
   renderTop();
   showMatch();
   topTable.dataset.state = 'ready';
-  if (!firstTopMs && topBody.rows.length) firstTopMs = performance.now();
+  timing.topShown(topBody.rows.length);
   emit('top');
 }
 
@@ -784,17 +778,6 @@ wireCopyLink($('copy-link'), writeURL);
 
 // ---- for tests and the console ----
 
-/** Where the frame at path (names below the root) is drawn, in viewport px. */
-export function frameRect(path) {
-  if (!tree) return null;
-  const i = tree.resolve(path);
-  if (tree.path(i).length !== path.length) return null;
-  const r = graph.rectOf(i);
-  if (!r) return null;
-  const c = graph.overlay.getBoundingClientRect();
-  return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
-}
-
 /** The frames drawn below the zoomed one, as zoom paths. */
 function drawnFrames() {
   if (!tree || !graph.drawn) return [];
@@ -803,8 +786,10 @@ function drawnFrames() {
 
 window.viewer = {
   graph, reload, frameRect, drawnFrames, describe: (path) => { const i = tree.resolve(path); return describe(i, false).map((e) => e.textContent); },
-  get tree() { return tree; }, get timings() { return timings && { ...timings, topMs: firstTopMs }; }, get zoomTimings() { return zoomTimings; },
+  get tree() { return tree; }, get timings() { return timing.loadTimings(); }, get zoomTimings() { return timing.zoomTimings(); },
 };
+
+setReload(reload);
 
 readURL();
 fitChart();

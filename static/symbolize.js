@@ -2,8 +2,9 @@
 // profile's event stream (server-sent events from /p/ID/events): each
 // binary's state, where its debug info comes from and the download's
 // progress. When a copy with more names is stored it redraws the flame graph
-// through page.js's reload(), which keeps zoom and search. It also wires the
-// Skip (one binary), Disable (debuginfod for this profile) and Retry buttons.
+// through flamestate.js's reload() (page.js's), which keeps zoom and search.
+// It also wires the Skip (one binary), Disable (debuginfod for this
+// profile) and Retry buttons.
 //
 // A fetching row says what is going on: the phase, the bytes so far, the
 // speed, the time since the fetch started and, when the size is known, the
@@ -14,7 +15,7 @@
 // panel folds to its one-line summary (how many binaries are symbolized and
 // how many were left without symbols).
 
-import { reload } from './page.js';
+import { reload } from './flamestate.js';
 import { formatValue } from './flame.js';
 import { readConfig, responseError } from './common.js';
 
