@@ -65,14 +65,14 @@ overlay.addEventListener('keydown', (e) => {
   }
 });
 // The top table's rows get the same menu.
-const topBody = document.querySelector('#top-table tbody');
+const topBody = /** @type {HTMLElement | null} */ (document.querySelector('#top-table tbody'));
 if (topBody) {
   topBody.addEventListener('contextmenu', (e) => {
-    const tr = e.target.closest('tr');
+    const tr = /** @type {HTMLElement} */ (e.target).closest('tr');
     if (tr && openFor(tr.dataset.name, e.clientX, e.clientY)) e.preventDefault();
   });
 }
-document.addEventListener('click', (e) => { if (!menu.contains(e.target)) close(); });
+document.addEventListener('click', (e) => { if (!menu.contains(/** @type {Node} */ (e.target))) close(); });
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
 
 // For tests and the console.
@@ -84,11 +84,11 @@ window.viewerFrameMenu = { open: (path) => {
 
 // The filter and compare forms reload the page: keep the sample type the
 // selector switched to without a reload (page.js).
-const siSelect = document.getElementById('si');
+const siSelect = /** @type {HTMLSelectElement} */ (document.getElementById('si'));
 if (siSelect) {
   siSelect.addEventListener('change', () => {
     for (const form of document.querySelectorAll('#filters, #compare')) {
-      let input = form.querySelector('input[name="si"]');
+      let input = /** @type {HTMLInputElement} */ (form.querySelector('input[name="si"]'));
       if (!input) {
         input = document.createElement('input');
         input.type = 'hidden';

@@ -31,16 +31,16 @@ const config = readConfig('flame-config');
 const chart = $('chart');
 const minimap = $('minimap') ? new Minimap(graph, $('minimap')) : null;
 const legend = $('legend');
-const schemeSelect = $('color-scheme');
+const schemeSelect = /** @type {HTMLSelectElement} */ ($('color-scheme'));
 const detail = $('detail');
-const search = $('search');
+const search = /** @type {HTMLInputElement} */ ($('search'));
 const matchOut = $('match');
 const tooltip = $('tooltip');
 const status = $('chart-status');
 const note = $('flame-note');
 const crumbs = $('crumbs');
-const resetBtn = $('reset');
-const siSelect = $('si');
+const resetBtn = /** @type {HTMLButtonElement} */ ($('reset'));
+const siSelect = /** @type {HTMLSelectElement} */ ($('si'));
 const TOP_ROWS = 100;
 // exact: the server has top.json and flame.json?z= for this tree (the
 // profile's flame page); otherwise (data types) the table is the drawn tree's.
@@ -210,7 +210,7 @@ export function setViewParam(key, value) {
   config.dataURL = set(config.dataURL);
   dataURL = set(dataURL);
   for (const id of ['svg-link', 'top-link']) {
-    const a = $(id);
+    const a = /** @type {HTMLAnchorElement} */ ($(id));
     if (a) a.href = set(a.getAttribute('href'));
   }
   history.replaceState(history.state, '', set(location.href));
@@ -404,13 +404,13 @@ document.addEventListener('keydown', (e) => {
 // ---- mode ----
 
 function showMode() {
-  for (const b of document.querySelectorAll('[data-mode]')) {
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('[data-mode]'))) {
     b.setAttribute('aria-pressed', String(b.dataset.mode === graph.mode));
   }
   chart.classList.toggle('flame-mode', graph.mode === 'flame');
 }
 
-for (const b of document.querySelectorAll('[data-mode]')) {
+for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('[data-mode]'))) {
   b.addEventListener('click', () => {
     graph.setMode(b.dataset.mode);
     showMode();
@@ -426,7 +426,7 @@ if (siSelect) {
     siInURL = true;
     dataURL = withParam(config.dataURL, 'si', si);
     for (const id of ['svg-link', 'top-link']) {
-      const a = $(id);
+      const a = /** @type {HTMLAnchorElement} */ ($(id));
       if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
     }
     writeURL();
@@ -566,16 +566,16 @@ const fitChart = fitToWindow(chart, document.querySelectorAll('.page-head, #tool
 graph.ondraw = () => { if (minimap) minimap.draw(); };
 
 // The Filters popover closes on a click elsewhere or Escape.
-const filtersPop = $('filters-pop');
+const filtersPop = /** @type {HTMLDetailsElement} */ ($('filters-pop'));
 if (filtersPop) {
-  document.addEventListener('click', (e) => { if (filtersPop.open && !filtersPop.contains(e.target)) filtersPop.open = false; });
+  document.addEventListener('click', (e) => { if (filtersPop.open && !filtersPop.contains(/** @type {Node} */ (e.target))) filtersPop.open = false; });
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && filtersPop.open) filtersPop.open = false; });
 }
 
 // ---- top functions ----
 
-const topTable = $('top-table');
-const topBody = topTable.querySelector('tbody');
+const topTable = /** @type {HTMLTableElement} */ ($('top-table'));
+const topBody = /** @type {HTMLTableSectionElement} */ (topTable.querySelector('tbody'));
 const topMore = $('top-more');
 
 // The table covers the zoomed frame's subtree, with shares of its total, so
@@ -734,7 +734,7 @@ function renderTop() {
   $('top-all').textContent = `Show all ${t.functions.toLocaleString('en-US')}`;
   const what = quantity(t.sampleType, t.unit);
   for (const th of topTable.querySelectorAll('th')) {
-    const b = th.querySelector('[data-sort]');
+    const b = /** @type {HTMLElement} */ (th.querySelector('[data-sort]'));
     if (!b) continue;
     const col = { flat: flatCol, cum: cumCol }[b.dataset.sort];
     if (col) {
@@ -756,7 +756,7 @@ function fitNames() { fitNameCells(topBody.querySelectorAll('td.fn')); }
 new ResizeObserver(() => fitNames()).observe(topTable);
 
 topTable.querySelector('thead').addEventListener('click', (e) => {
-  const b = e.target.closest('[data-sort]');
+  const b = /** @type {HTMLElement} */ (/** @type {Element} */ (e.target).closest('[data-sort]'));
   if (!b) return;
   const key = b.dataset.sort;
   const same = topSort.key === key;
@@ -765,7 +765,7 @@ topTable.querySelector('thead').addEventListener('click', (e) => {
   else fetchTop();
 });
 topBody.addEventListener('click', (e) => {
-  const tr = e.target.closest('tr');
+  const tr = /** @type {Element} */ (e.target).closest('tr');
   if (!tr) return;
   applySearch(`^${escapeRE(tr.dataset.name)}$`);
   chart.scrollIntoView({ block: 'nearest', behavior: 'smooth' });

@@ -22,7 +22,7 @@ import { BinaryState, RunState, SymbolizeEvent } from './states.js';
 
 const config = readConfig('flame-config');
 const section = document.getElementById('symbolization');
-const tbody = document.getElementById('binaries');
+const tbody = /** @type {HTMLTableSectionElement} */ (document.getElementById('binaries'));
 const summary = document.getElementById('symbolization-summary');
 const base = `/p/${config.id}`;
 
@@ -54,8 +54,8 @@ controls.innerHTML = '<span class="symbolize-note" id="symbolize-note"></span>'
   + '<button type="button" class="button" id="symbolize-retry" hidden title="Look again for the binaries that missed">Retry</button>';
 section.querySelector('details').insertBefore(controls, section.querySelector('table'));
 const note = controls.querySelector('#symbolize-note');
-const disableBtn = controls.querySelector('#symbolize-disable');
-const retryBtn = controls.querySelector('#symbolize-retry');
+const disableBtn = /** @type {HTMLButtonElement} */ (controls.querySelector('#symbolize-disable'));
+const retryBtn = /** @type {HTMLButtonElement} */ (controls.querySelector('#symbolize-retry'));
 
 function keyOf(b) {
   return b.key || (b.build_id ? b.build_id.toLowerCase() : `file:${b.file}`);
@@ -428,12 +428,12 @@ retryBtn.addEventListener('click', async () => {
 // debuginfod (perf's keys), unless typing in a field.
 document.addEventListener('keydown', (e) => {
   if (!running || e.ctrlKey || e.metaKey || e.altKey) return;
-  const t = e.target;
+  const t = /** @type {HTMLElement} */ (e.target);
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return;
   if (e.key === 'd' && !disableBtn.hidden) disableBtn.click();
   if (e.key === 's') {
     const tr = Array.from(tbody.rows).find((r) => r.dataset.state === BinaryState.Fetching);
-    const btn = tr && tr.querySelector('button.skip');
+    const btn = tr && /** @type {HTMLButtonElement} */ (tr.querySelector('button.skip'));
     if (btn && !btn.hidden) btn.click();
   }
 });

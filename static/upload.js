@@ -8,8 +8,8 @@
 import { formatValue } from './flame.js';
 
 const form = document.getElementById('upload-form');
-const input = document.getElementById('file');
-const mapsInput = document.getElementById('sourcemaps');
+const input = /** @type {HTMLInputElement} */ (document.getElementById('file'));
+const mapsInput = /** @type {HTMLInputElement} */ (document.getElementById('sourcemaps'));
 const status = document.getElementById('upload-status');
 
 for (const el of document.querySelectorAll('[data-origin]')) el.textContent = location.origin;
@@ -135,7 +135,7 @@ function send(url, body, key, onSent) {
 
 // progressBar is a <progress> under the status line.
 function progressBar() {
-  let bar = document.getElementById('upload-progress');
+  let bar = /** @type {HTMLProgressElement} */ (document.getElementById('upload-progress'));
   if (!bar) {
     bar = document.createElement('progress');
     bar.id = 'upload-progress';
