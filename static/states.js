@@ -1,6 +1,7 @@
 // states.js: the server's names that the pages' scripts compare with, one
 // source for both sides: a binary's state in the symbolization panel, a
-// job's state and the event types of its stream. Generated from the Go
+// job's state and the event types of its stream, an upload's phases.
+// Generated from the Go
 // constants by TestStatesJS (web/ondemand/statesjs_test.go), which fails
 // when this file is stale: do not edit it, run go generate ./web/ondemand/.
 
@@ -43,4 +44,16 @@ export const SymbolizeEvent = Object.freeze({
   Progress: 'progress',
   Names: 'names',
   Symbolized: 'symbolized',
+});
+
+/**
+ * The phases of an upload's progress stream, /api/uploads/KEY/progress:
+ * the server's own (web's phase*), then the reader's (perfdata.Phase*).
+ */
+export const UploadPhase = Object.freeze({
+  Receiving: 'receiving',
+  Converting: 'converting',
+  Inflating: 'inflating',
+  ReadingRecords: 'reading records',
+  AggregatingStacks: 'aggregating stacks',
 });

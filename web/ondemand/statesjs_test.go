@@ -24,48 +24,73 @@ var updateStates = flag.Bool("update-states", false, "rewrite static/states.js f
 const statesFile = "../../static/states.js"
 
 // jsConst is one generated object of static/states.js: the constants of
-// the Go files in dir (from the module root) that pick chooses, each
-// under its Go name without prefix.
+// its sources, then extra.
 type jsConst struct {
 	name, doc string
-	dir       string
-	prefix    string
-	pick      func(spec *ast.ValueSpec, typ string, name string) bool
+	sources   []constSource
 	extra     [][2]string // further Go name (without prefix), value pairs
 }
 
-func ofType(t string) func(*ast.ValueSpec, string, string) bool {
-	return func(_ *ast.ValueSpec, typ, _ string) bool { return typ == t }
+// constSource is the string constants of the Go files in dir (from the
+// module root) that pick chooses, each under its Go name without prefix
+// (and with a capital).
+type constSource struct {
+	dir    string
+	prefix string
+	pick   func(typ string, name string) bool
+}
+
+func ofType(t string) func(string, string) bool {
+	return func(typ, name string) bool { return typ == t && ast.IsExported(name) }
+}
+
+func named(prefix string) func(string, string) bool {
+	return func(_, name string) bool { return strings.HasPrefix(name, prefix) }
 }
 
 var jsConsts = []jsConst{
 	{
 		name:   "BinaryState",
 		doc:    "A binary's state, in its events and its panel row's data-state\n * (symbolize.State; Pseudo is views.StatePseudo).",
-		dir:    "symbolize",
-		prefix: "State",
-		pick:   ofType("State"),
+		sources: []constSource{{"symbolize", "State", ofType("State")}},
 		extra:  [][2]string{{"Pseudo", views.StatePseudo}},
 	},
 	{
 		name:   "RunState",
 		doc:    "A symbolization job's state, in its status and the panel's data-job\n * (ondemand.RunState).",
-		dir:    "web/ondemand",
-		prefix: "Run",
-		pick:   ofType("RunState"),
+		sources: []constSource{{"web/ondemand", "Run", ofType("RunState")}},
 	},
 	{
 		name:   "SymbolizeEvent",
 		doc:    "The event types of a profile's symbolization stream, /p/ID/events\n * (ondemand.Event*).",
-		dir:    "web/ondemand",
-		prefix: "Event",
-		pick:   func(_ *ast.ValueSpec, _, name string) bool { return strings.HasPrefix(name, "Event") },
+		sources: []constSource{{"web/ondemand", "Event", named("Event")}},
+	},
+	{
+		name: "UploadPhase",
+		doc: "The phases of an upload's progress stream, /api/uploads/KEY/progress:\n" +
+			" * the server's own (web's phase*), then the reader's (perfdata.Phase*).",
+		sources: []constSource{{"web", "phase", named("phase")}, {"web/ingest/perfdata", "Phase", named("Phase")}},
 	},
 }
 
-// constsIn returns the string constants of dir's Go files (tests aside)
-// that c picks, in source order, as (name without prefix, value).
-func constsIn(t *testing.T, c jsConst) [][2]string {
+// constsOf returns c's names and values: its sources' constants, then
+// its extra ones.
+func constsOf(t *testing.T, c jsConst) [][2]string {
+	t.Helper()
+	var out [][2]string
+	for _, s := range c.sources {
+		kvs := constsIn(t, s)
+		if len(kvs) == 0 {
+			t.Fatalf("no constants for %s in %s", c.name, s.dir)
+		}
+		out = append(out, kvs...)
+	}
+	return append(out, c.extra...)
+}
+
+// constsIn returns the string constants of c.dir's Go files (tests aside)
+// that c picks, in file and source order, as (name without prefix, value).
+func constsIn(t *testing.T, c constSource) [][2]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("../..", c.dir, "*.go"))
 	if err != nil {
@@ -93,7 +118,7 @@ func constsIn(t *testing.T, c jsConst) [][2]string {
 					typ = id.Name
 				}
 				for i, n := range vs.Names {
-					if !n.IsExported() || !c.pick(vs, typ, n.Name) {
+					if !c.pick(typ, n.Name) {
 						continue
 					}
 					if i >= len(vs.Values) {
@@ -107,13 +132,11 @@ func constsIn(t *testing.T, c jsConst) [][2]string {
 					if err != nil {
 						t.Fatal(err)
 					}
-					out = append(out, [2]string{strings.TrimPrefix(n.Name, c.prefix), v})
+					js := strings.TrimPrefix(n.Name, c.prefix)
+					out = append(out, [2]string{strings.ToUpper(js[:1]) + js[1:], v})
 				}
 			}
 		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no constants for %s in %s", c.name, c.dir)
 	}
 	return out
 }
@@ -123,13 +146,14 @@ func statesJS(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString(`// states.js: the server's names that the pages' scripts compare with, one
 // source for both sides: a binary's state in the symbolization panel, a
-// job's state and the event types of its stream. Generated from the Go
+// job's state and the event types of its stream, an upload's phases.
+// Generated from the Go
 // constants by TestStatesJS (web/ondemand/statesjs_test.go), which fails
 // when this file is stale: do not edit it, run go generate ./web/ondemand/.
 `)
 	for _, c := range jsConsts {
 		fmt.Fprintf(&b, "\n/**\n * %s\n */\nexport const %s = Object.freeze({\n", c.doc, c.name)
-		for _, kv := range append(constsIn(t, c), c.extra...) {
+		for _, kv := range constsOf(t, c) {
 			if strings.ContainsAny(kv[1], `'\`+"\n") {
 				t.Fatalf("%s.%s = %q: quote it", c.name, kv[0], kv[1])
 			}
@@ -140,11 +164,15 @@ func statesJS(t *testing.T) string {
 	return b.String()
 }
 
+// lineComments matches a script's comment lines, which may quote names.
+var lineComments = regexp.MustCompile(`(?m)^\s*//.*$`)
+
 // TestStatesJS: static/states.js is what the Go constants generate (so a
 // renamed or added state reaches the scripts), the copies of a state in
-// views and symbolize agree, and symbolize.js, the panel's script, writes
-// none of these names as a literal of its own but reads them from
-// states.js. -update-states (go generate) rewrites the file.
+// views and symbolize agree, and the scripts that read these names
+// (symbolize.js, upload.js) write none of them as a literal of their own
+// but take them from states.js. -update-states (go generate) rewrites the
+// file.
 func TestStatesJS(t *testing.T) {
 	want := statesJS(t)
 	if *updateStates {
@@ -163,23 +191,31 @@ func TestStatesJS(t *testing.T) {
 		t.Errorf("views.StateNoSymbols = %q, symbolize.StateNotFound = %q: one state, two names", views.StateNoSymbols, symbolize.StateNotFound)
 	}
 
-	// Literals in symbolize.js equal to a name, but for words the browser
-	// uses too: an EventSource's "error" event, a <progress> element.
-	script, err := os.ReadFile("../../static/symbolize.js")
-	if err != nil {
-		t.Fatal(err)
+	// The scripts that read these names write none of them themselves
+	// (as a string or an object's key), but for words the browser uses
+	// too: an EventSource's "error" event, a <progress> element.
+	readers := map[string][]string{
+		"symbolize.js": {"BinaryState", "RunState", "SymbolizeEvent"},
+		"upload.js":    {"UploadPhase"},
 	}
 	browsers := []string{"error", "progress"}
-	lits := regexp.MustCompile(`'([^'\\\n]*)'`).FindAllStringSubmatch(string(script), -1)
-	for _, c := range jsConsts {
-		for _, kv := range append(constsIn(t, c), c.extra...) {
-			if slices.Contains(browsers, kv[1]) {
+	for script, names := range readers {
+		src, err := os.ReadFile("../../static/" + script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = lineComments.ReplaceAll(src, nil)
+		for _, c := range jsConsts {
+			if !slices.Contains(names, c.name) {
 				continue
 			}
-			for _, l := range lits {
-				if l[1] == kv[1] {
-					t.Errorf("static/symbolize.js writes '%s': use %s.%s (states.js)", kv[1], c.name, kv[0])
-					break
+			for _, kv := range constsOf(t, c) {
+				if slices.Contains(browsers, kv[1]) {
+					continue
+				}
+				q := regexp.QuoteMeta(kv[1])
+				if regexp.MustCompile(`'` + q + `'|"` + q + `"|\b` + q + `\s*:`).Match(src) {
+					t.Errorf("static/%s writes %q: use %s.%s (states.js)", script, kv[1], c.name, kv[0])
 				}
 			}
 		}
