@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/ingest/jsonprof"
+	"viewer/web/ingest/perfdata"
 )
 
 // The JSON profiles of browsers and language profilers, read as
@@ -99,7 +100,7 @@ func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, hea
 		return nil, "", err
 	}
 	lim.recordedDepth = new(int)
-	in := &countReader{r: &ctxReader{ctx: ctx, r: io.NewSectionReader(src, 0, size)}, total: size, report: lim.progress, phase: "reading records"}
+	in := &countReader{r: &ctxReader{ctx: ctx, r: io.NewSectionReader(src, 0, size)}, total: size, report: lim.progress, phase: perfdata.PhaseReadingRecords}
 	p, err := safeStream(f, bufio.NewReaderSize(in, 256<<10), lim)
 	if err != nil {
 		var pe *PanicError
