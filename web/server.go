@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 
+	"viewer/symbolize"
 	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ondemand"
@@ -98,8 +99,8 @@ type Server struct {
 	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
 	types  *dataTypes        // the data-type page (datatypes.go)
 
-	annotations *annotations // the annotate view's listings (annotate.go)
-	otlp        *otlpQueue   // the OTLP requests' turns (otlpqueue.go)
+	annotations *viewcache.Cache[annotateKey, *symbolize.Listing] // the annotate view's listings (annotate.go)
+	otlp        *otlpQueue                                        // the OTLP requests' turns (otlpqueue.go)
 	// The symbolization APIs' debuginfod fetches by client, and their
 	// turns (fetchquota.go, symbolizeapi.go).
 	apiFetches *clientFetches
@@ -154,12 +155,11 @@ func New(cfg Config) (*Server, error) {
 		store:  st,
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
-		types:  newDataTypes(),                   // datatypes.go
+		types:  &dataTypes{},                     // datatypes.go
 
-		annotations: newAnnotations(),         // annotate.go
-		otlp:        newOTLPQueue(cfg.Limits), // otlpqueue.go
-		apiFetches:  newClientFetches(),       // fetchquota.go
-		apiTurns:    newAPITurns(cfg.Limits),  // symbolizeapi.go
+		otlp:       newOTLPQueue(cfg.Limits), // otlpqueue.go
+		apiFetches: newClientFetches(),       // fetchquota.go
+		apiTurns:   newAPITurns(cfg.Limits),  // symbolizeapi.go
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {
@@ -184,6 +184,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if s.orders, err = viewcache.New[treeKey, *flame.TimeOrder](timeOrderCache); err != nil {
+		return nil, err
+	}
+	if s.annotations, err = viewcache.New[annotateKey, *symbolize.Listing](annotateCache); err != nil {
+		return nil, err
+	}
+	if s.types.results, err = viewcache.New[typesKey, *typesResult](typesCache); err != nil {
 		return nil, err
 	}
 	s.initSymbolization()
