@@ -42,7 +42,6 @@ var layerRules = []layerRule{
 // an entry here that no longer happens.
 var allowedImports = map[string]string{
 	"web/ingest/perfdata → symbolize/unwind": "perf.data's user stacks are unwound with the binaries' CFI while reading; the reader should take an unwinder interface instead",
-	"web/profiles → web/ingest/perftext":     "profiles stores the perf script text of an upload for later symbolization; ingest should say so in its result",
 }
 
 // matchPkg reports whether package p (below the module) matches pattern.
