@@ -2,9 +2,9 @@
 // trees and their encoded bodies, tables, stacks, time orders, annotate
 // listings, data-type profiles), a bounded number of each, least recently
 // used first out, builds each once however many requests ask for it at the
-// same time, and drops every view of a profile when it changes (a
-// symbolized copy replaced it). The web root decides what is built and
-// when; this package only holds it.
+// same time, and drops every view of a profile when told it changed (Drop:
+// a symbolized copy replaced it). The web root decides what is built, when,
+// and which caches are dropped; this package only holds it.
 package viewcache
 
 import (
