@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
 	"viewer/web/flame"
@@ -95,9 +94,8 @@ type Server struct {
 	tops   *viewcache.Cache[treeKey, *topResult]
 	stacks *viewcache.Cache[treeKey, *flame.Stacks]    // zoom.go
 	orders *viewcache.Cache[treeKey, *flame.TimeOrder] // timeorder.go
-	flight singleflight.Group
-	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
-	types  *dataTypes        // the data-type page (datatypes.go)
+	sym    *ondemand.Service                           // nil when symbolization is off (symbolization.go)
+	types  *dataTypes                                  // the data-type page (datatypes.go)
 
 	annotations *viewcache.Cache[annotateKey, *symbolize.Listing] // the annotate view's listings (annotate.go)
 	otlp        *otlpQueue                                        // the OTLP requests' turns (otlpqueue.go)
