@@ -27,15 +27,14 @@ type wireCounts struct {
 	distinct, distinctLocIDs, distinctValues, distinctLabels int64
 }
 
-// memory bounds the bytes pprofwire.Decode allocates for a
-// profile with these counts, on top of the input itself. Every record
-// costs its place in the input until the merge ends (24 bytes, up to
-// 2.25× as the slice of them grows); only the distinct samples cost
-// more: the two mergers' arrays (pprofwire's decodeSamples merges each
-// half of the records on its own, then the second's samples into the
-// first), then what build makes of the first's (the sizes of its
-// sampleMerger.memory). The
-// pre-scan counts the distinct samples (distinctSamples): the 2M
+// memory bounds the bytes pprofwire.Decode allocates for a profile with
+// these counts, on top of the input itself. Every record costs its place
+// in the input until the merge ends (24 bytes, up to 2.25× as the slice
+// of them grows); only the distinct samples cost more: the two mergers'
+// arrays (pprofwire's decodeSamples merges each half of the records on
+// its own, then the second's samples into the first), then what build
+// makes of the first's (the sizes of pprofwire's sampleMerger.memory).
+// The pre-scan counts the distinct samples (distinctSamples): the 2M
 // benchmark profile's 2M records are 500k, and a bound on every record
 // as a distinct sample was twice the parse's peak.
 // parseOverhead is the parse's own first slices, whatever the profile.

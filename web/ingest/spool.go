@@ -227,9 +227,9 @@ func prescanStream(r io.Reader, lim Limits) *prescanned {
 // caller's to remove. The inflated bytes are pre-scanned on a second
 // goroutine as they come out (prescanStream): reading the spooled file
 // again for it cost a tenth of a 2M-sample upload, on one core. With
-// stream, they are decoded there instead (pprofwire.Stream), and sp, when set,
-// holds the profile, whose bytes were not spooled; the caller gives its
-// memory back with sp.Release.
+// stream, they are decoded there instead (pprofwire.Stream), and sp,
+// when set, holds the profile, whose bytes were not spooled; the caller
+// gives its memory back with sp.Release.
 func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream bool) (_ *os.File, _ int64, _ *prescanned, sp *pprofwire.Stream, _ error) {
 	in := &countReader{r: io.NewSectionReader(f, 0, 1<<62), total: size, report: lim.progress}
 	zr, err := gzip.NewReader(bufio.NewReaderSize(in, 64<<10))
