@@ -148,7 +148,7 @@ NORACE_BROWSER_TESTS = \
 # Every fuzz target of a parser of untrusted bytes, as "package target".
 FUZZ_TARGETS = \
 	./web/ingest:FuzzParse \
-	./web/ingest:FuzzDecodePprof \
+	./web/ingest/pprofwire:FuzzDecodePprof \
 	./web/ingest:FuzzPrescanOTLP \
 	./web/flame:FuzzBuild \
 	./web/ingest/perfdata:FuzzPerfData \

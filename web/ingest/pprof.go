@@ -9,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/sampling"
+	"viewer/web/ingest/pprofwire"
 )
 
 // pprofFormat reads pprof protobuf (perftools.profiles.Profile), the format
@@ -129,9 +130,9 @@ func sniffPprof(head []byte) bool {
 }
 
 func parsePprof(data []byte, lim Limits) (*profile.Profile, error) {
-	// data is already decompressed. decodePprof (pprofwire.go) is the
-	// fast path; on input it does not expect, pprof's own decoder decides.
-	p, err := decodePprof(data)
+	// data is already decompressed. pprofwire.Decode is the fast path;
+	// on input it does not expect, pprof's own decoder decides.
+	p, err := pprofwire.Decode(data)
 	if err != nil {
 		p, err = profile.ParseUncompressed(data)
 	}

@@ -16,7 +16,40 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"viewer/testdata/bench/gen"
+	"viewer/web/ingest/pprofwire"
 )
+
+func rawProfile(t testing.TB, p *profile.Profile) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := p.WriteUncompressed(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// peerPprofs are the peer profiles (testdata/peers/pprof, every format
+// pprof reads) written as profile.proto, by file name.
+func peerPprofs(t testing.TB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
+	for _, f := range files {
+		if filepath.Base(f) == "LICENSE" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.ParseData(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = rawProfile(t, p)
+	}
+	return out
+}
 
 // spoolFile writes b to a file as an upload is spooled, and opens it.
 func spoolFile(t testing.TB, b []byte) *os.File {
@@ -70,7 +103,7 @@ func streamPeers(t *testing.T) map[string][]byte {
 }
 
 // TestStreamedDecodeIsParse checks that a gzipped pprof upload decoded as
-// it inflates (pprofStream) is the profile Parse reads from the same bytes
+// it inflates (pprofwire.Stream) is the profile Parse reads from the same bytes
 // in memory, on every peer input, with chunks that cut its fields at
 // every kind of place, down to one byte; and that the stream, not the
 // spooled file's parse, decoded it, without writing the spool file.
@@ -223,19 +256,19 @@ func FuzzStreamedDecode(f *testing.F) {
 }
 
 // TestStreamedDecodeHandsOverBigTables checks that a profile whose string
-// table passes streamTableEntries is parsed from the spooled file instead
+// table passes pprofwire.StreamTableEntries is parsed from the spooled file instead
 // (the stream stops holding references), with the profile Parse gives.
 func TestStreamedDecodeHandsOverBigTables(t *testing.T) {
 	raw := rawProfile(t, gen.Generate(2000, 200, 100, 4, 3))
 	// Unreferenced empty strings after the table: valid, and cheap on the wire.
-	raw = append(raw, bytes.Repeat([]byte{6<<3 | 2, 0}, streamTableEntries+1)...)
+	raw = append(raw, bytes.Repeat([]byte{6<<3 | 2, 0}, pprofwire.StreamTableEntries+1)...)
 	gz := gzipBytes(raw)
 	in, err := inflateLayers(context.Background(), spoolFile(t, gz), Limits{SpoolDir: t.TempDir()}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in.p != nil {
-		t.Errorf("a %d-entry string table was decoded as it inflated", streamTableEntries+1)
+		t.Errorf("a %d-entry string table was decoded as it inflated", pprofwire.StreamTableEntries+1)
 	}
 	in.remove()
 	want := parsedAs(Parse(gz, Limits{}))
@@ -245,12 +278,12 @@ func TestStreamedDecodeHandsOverBigTables(t *testing.T) {
 }
 
 // TestStreamedDecodeHoldsManyLocations checks that a profile of more
-// locations than streamTableEntries, of a real profile's size on the wire
+// locations than pprofwire.StreamTableEntries, of a real profile's size on the wire
 // (gen's "locs" shape: 8 locations a function), is decoded as it
 // inflates, every record counted: it went to the spooled file's pre-scan
 // and parse, 1.4× the server CPU of the 2M-sample one.
 func TestStreamedDecodeHoldsManyLocations(t *testing.T) {
-	sh, _ := gen.Variant("locs", 20000, 5000, streamTableEntries/8+1000, 4, 1)
+	sh, _ := gen.Variant("locs", 20000, 5000, pprofwire.StreamTableEntries/8+1000, 4, 1)
 	var gz bytes.Buffer
 	if err := sh.WriteStream(&gz); err != nil {
 		t.Fatal(err)
@@ -263,8 +296,8 @@ func TestStreamedDecodeHoldsManyLocations(t *testing.T) {
 		t.Fatalf("a profile of %d locations was not decoded as it inflated", sh.Locations)
 	}
 	defer in.remove()
-	if len(in.p.Location) <= streamTableEntries {
-		t.Fatalf("%d locations; want more than %d", len(in.p.Location), streamTableEntries)
+	if len(in.p.Location) <= pprofwire.StreamTableEntries {
+		t.Fatalf("%d locations; want more than %d", len(in.p.Location), pprofwire.StreamTableEntries)
 	}
 	records := int64(0)
 	for _, s := range in.p.Sample {

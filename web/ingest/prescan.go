@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"viewer/web/hashindex"
+	"viewer/web/ingest/pprofwire"
 )
 
 // wireCounts is what a pprof protobuf holds, counted from its wire format
@@ -18,7 +19,6 @@ type wireCounts struct {
 	samples, locIDs      int64 // location ids over all samples: frames before inlining
 	values, labels       int64
 	locations, lines     int64
-	locationBytes        int64 // the location table's (pprofStream's, streamHolds)
 	functions, mappings  int64
 	other                int64 // bytes of the remaining fields (comments, sample types)
 	// The distinct samples (records of the same location IDs, labels
@@ -27,14 +27,14 @@ type wireCounts struct {
 	distinct, distinctLocIDs, distinctValues, distinctLabels int64
 }
 
-// memory bounds the bytes decodePprof (pprofwire.go) allocates for a
-// profile with these counts, on top of the input itself. Every record
-// costs its place in the input until the merge ends (24 bytes, up to
-// 2.25× as the slice of them grows); only the distinct samples cost
-// more: the two mergers' arrays (decodeSamples merges each half of the
-// records on its own, then the second's samples into the first), then
-// what build makes of the first's (sampleMerger.memory's sizes). The
-// pre-scan counts the distinct samples (distinctSamples): the 2M
+// memory bounds the bytes pprofwire.Decode allocates for a profile with
+// these counts, on top of the input itself. Every record costs its place
+// in the input until the merge ends (24 bytes, up to 2.25× as the slice
+// of them grows); only the distinct samples cost more: the two mergers'
+// arrays (pprofwire's decodeSamples merges each half of the records on
+// its own, then the second's samples into the first), then what build
+// makes of the first's (the sizes of pprofwire's sampleMerger.memory).
+// The pre-scan counts the distinct samples (distinctSamples): the 2M
 // benchmark profile's 2M records are 500k, and a bound on every record
 // as a distinct sample was twice the parse's peak.
 // parseOverhead is the parse's own first slices, whatever the profile.
@@ -64,14 +64,12 @@ func (c wireCounts) memory() int64 {
 // (a 2 kB one: 0.1 MiB measured).
 const parseOverhead = 1 << 20
 
-// tableMemory is what decodePprof allocates for the tables (strings,
-// locations, functions, mappings) and the remaining fields: the sizes
-// are those of pprof's structs and slices on 64-bit Go with room to
-// spare, doubled where append growth can leave up to half a slice unused.
+// tableMemory is what pprofwire.Decode allocates for the tables
+// (strings, locations, functions, mappings) and the remaining fields
+// (pprofwire.Tables.Memory).
 func (c wireCounts) tableMemory() int64 {
-	return 2*c.stringBytes + 2*16*c.strings + // string table: copies and headers
-		c.locations*(104+8+8) + 2*56*c.lines +
-		c.functions*(96+8+8) + c.mappings*(176+8+8) + c.other
+	return pprofwire.Tables{Strings: c.strings, StringBytes: c.stringBytes, Locations: c.locations, Lines: c.lines,
+		Functions: c.functions, Mappings: c.mappings, Other: c.other}.Memory()
 }
 
 // prescanPprof walks the top-level fields of a pprof protobuf and the

@@ -14,6 +14,7 @@ import (
 
 	"viewer/web/ingest/perfdata"
 	"viewer/web/ingest/perftext"
+	"viewer/web/ingest/pprofwire"
 )
 
 // ParseFile is Parse for an input on disk (a spooled upload): gzip layers
@@ -21,7 +22,7 @@ import (
 // input is read into memory only once its estimated cost is taken from
 // lim.Memory, so the memory an upload makes the server spend is bounded
 // before it is spent. A gzipped pprof is decoded as it inflates instead
-// (pprofStream), taking that estimate as its bytes come out, and is
+// (pprofwire.Stream), taking that estimate as its bytes come out, and is
 // spooled only when the stream stops on something it does not expect.
 //
 // A perf.data is not read into memory but mapped, read front to back with
@@ -38,7 +39,7 @@ func ParseFile(ctx context.Context, f *os.File, lim Limits) (*profile.Profile, s
 		return nil, "", err
 	}
 	defer in.remove()
-	if in.p != nil { // decoded as it inflated (pprofStream)
+	if in.p != nil { // decoded as it inflated (pprofwire.Stream)
 		defer in.release()
 		if err := lim.finish(in.p); err != nil {
 			return nil, "", err
@@ -83,7 +84,7 @@ func (in *inflated) remove() {
 
 // inflateLayers inflates f's gzip layers within lim, each to a spooled
 // file; with stream, the last layer, when pprof, is also decoded as it
-// inflates (pprofStream).
+// inflates (pprofwire.Stream).
 func inflateLayers(ctx context.Context, f *os.File, lim Limits, stream bool) (*inflated, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -114,7 +115,7 @@ func inflateLayers(ctx context.Context, f *os.File, lim Limits, stream bool) (*i
 		out, n, scanned, sp, err := inflateFile(ctx, in.src, in.size, lim, stream)
 		in.pre = scanned
 		if sp != nil {
-			in.p, in.release = sp.p, sp.release
+			in.p, in.release = sp.Profile(), sp.Release
 		}
 		in.remove()
 		in.src = out
@@ -226,10 +227,10 @@ func prescanStream(r io.Reader, lim Limits) *prescanned {
 // caller's to remove. The inflated bytes are pre-scanned on a second
 // goroutine as they come out (prescanStream): reading the spooled file
 // again for it cost a tenth of a 2M-sample upload, on one core. With
-// stream, they are decoded there instead (pprofStream), and sp, when set,
-// holds the profile, whose bytes were not spooled; the caller gives its
-// memory back with sp.release.
-func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream bool) (_ *os.File, _ int64, _ *prescanned, sp *pprofStream, _ error) {
+// stream, they are decoded there instead (pprofwire.Stream), and sp,
+// when set, holds the profile, whose bytes were not spooled; the caller
+// gives its memory back with sp.Release.
+func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream bool) (_ *os.File, _ int64, _ *prescanned, sp *pprofwire.Stream, _ error) {
 	in := &countReader{r: io.NewSectionReader(f, 0, 1<<62), total: size, report: lim.progress}
 	zr, err := gzip.NewReader(bufio.NewReaderSize(in, 64<<10))
 	if err != nil {
@@ -254,10 +255,10 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream
 			}
 			return &ctxReader{ctx: ctx, r: zr}, nil
 		}
-		sp = newPprofStream(lim, out, restart)
-		n, err := sp.inflate(&ctxReader{ctx: ctx, r: r})
+		sp = pprofwire.NewStream(lim.pprofStream(), out, restart)
+		n, err := sp.Inflate(&ctxReader{ctx: ctx, r: r})
 		err = inflateError(ctx, n, err, lim)
-		p, serr := sp.finish(err == nil)
+		p, serr := sp.Finish(err == nil)
 		if err == nil && serr != nil {
 			err = fmt.Errorf("spooling the decompressed upload: %w", serr)
 		}
@@ -295,6 +296,29 @@ func inflateFile(ctx context.Context, f *os.File, size int64, lim Limits, stream
 	}
 	err = inflateError(ctx, n, err, lim)
 	return out, n, pre, nil, err
+}
+
+// streamChunk is the size of the chunks the inflater hands the pprof
+// stream (a variable for the tests, which cut fields at every byte).
+var streamChunk = pprofwire.DefaultChunk
+
+// pprofStream is what the pprof stream is told: lim's counts and budget,
+// and which inputs to decode: those sniffPprof takes, but for those the
+// folded, OTLP and foreign sniffers claim.
+func (lim Limits) pprofStream() pprofwire.StreamConfig {
+	c := pprofwire.StreamConfig{
+		Limits: pprofwire.Limits{MaxSamples: lim.MaxSamples, MaxFrames: lim.MaxFrames, MaxLocations: lim.MaxLocations,
+			MaxFunctions: lim.MaxFunctions, MaxMappings: lim.MaxMappings, MaxStrings: lim.MaxStrings},
+		Sniff: func(head []byte) bool {
+			return sniffPprof(head) && !perftext.SniffFolded(head) && !sniffOTLP(head) && foreign(head, nil) == nil
+		},
+		SniffLen: sniffLen,
+		Chunk:    streamChunk,
+	}
+	if lim.Memory != nil { // a nil *Budget in the interface would not be nil
+		c.Memory = lim.Memory
+	}
+	return c
 }
 
 // inflateError is the error of inflating n bytes that ended with err.

@@ -1,4 +1,4 @@
-package ingest
+package pprofwire
 
 import (
 	"bytes"
@@ -18,19 +18,19 @@ import (
 	"viewer/testdata/bench/gen"
 )
 
-// sameAsPprof checks that decodePprof reads raw as profile.ParseUncompressed
+// sameAsPprof checks that Decode reads raw as profile.ParseUncompressed
 // does: equal once each is merged by pprof (profile.Merge folds samples of
-// equal stacks and labels, which decodePprof has done already), with no
+// equal stacks and labels, which Decode has done already), with no
 // more samples than pprof's and the same value totals.
 func sameAsPprof(t testing.TB, raw []byte) {
 	t.Helper()
 	want, wantErr := profile.ParseUncompressed(raw)
-	got, err := decodePprof(raw)
+	got, err := Decode(raw)
 	if err != nil {
 		return // the caller falls back to ParseUncompressed: nothing to compare
 	}
 	if wantErr != nil {
-		t.Fatalf("decodePprof read what pprof rejects (%v)", wantErr)
+		t.Fatalf("Decode read what pprof rejects (%v)", wantErr)
 	}
 	if len(got.Sample) > len(want.Sample) {
 		t.Fatalf("%d samples, pprof has %d", len(got.Sample), len(want.Sample))
@@ -87,7 +87,7 @@ func rawProfile(t testing.TB, p *profile.Profile) []byte {
 func peerPprofs(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
+	files, _ := filepath.Glob(filepath.Join("../../../testdata/peers", "pprof", "*"))
 	for _, f := range files {
 		if filepath.Base(f) == "LICENSE" {
 			continue
@@ -105,7 +105,7 @@ func peerPprofs(t testing.TB) map[string][]byte {
 	return out
 }
 
-// TestDecodePprof compares decodePprof with pprof's decoder on every
+// TestDecodePprof compares Decode with pprof's decoder on every
 // legacy peer profile written as profile.proto (labels, inlined lines,
 // kernel mappings, comments), on the benchmark generator's profile with
 // labels added, and on a profile whose repeated stacks it merges.
@@ -114,8 +114,8 @@ func TestDecodePprof(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(peers)) {
 		raw := peers[name]
 		t.Run(name, func(t *testing.T) {
-			if _, err := decodePprof(raw); err != nil {
-				t.Fatalf("decodePprof: %v", err)
+			if _, err := Decode(raw); err != nil {
+				t.Fatalf("Decode: %v", err)
 			}
 			sameAsPprof(t, raw)
 		})
@@ -139,9 +139,9 @@ func TestDecodePprof(t *testing.T) {
 		p.Mapping[0].File = "[kernel.kallsyms]_text"
 		raw := rawProfile(t, p)
 		sameAsPprof(t, raw)
-		got, err := decodePprof(raw)
+		got, err := Decode(raw)
 		if err != nil {
-			t.Fatalf("decodePprof: %v", err)
+			t.Fatalf("Decode: %v", err)
 		}
 		if got.Mapping[0].KernelRelocationSymbol != "_text" || got.DocURL != p.DocURL || len(got.Comments) != 2 {
 			t.Errorf("kernel symbol %q, doc %q, comments %q", got.Mapping[0].KernelRelocationSymbol, got.DocURL, got.Comments)
@@ -150,7 +150,7 @@ func TestDecodePprof(t *testing.T) {
 	t.Run("repeated stacks merge", func(t *testing.T) {
 		p := gen.Generate(1000, 10, 50, 2, 1)
 		raw := rawProfile(t, p)
-		got, err := decodePprof(raw)
+		got, err := Decode(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,14 +167,14 @@ func TestDecodePprof(t *testing.T) {
 			}
 		}
 		raw := rawProfile(t, p)
-		one, err := decodePprof(raw)
+		one, err := Decode(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		was := parallelMergeMin
 		parallelMergeMin = 2
 		defer func() { parallelMergeMin = was }()
-		two, err := decodePprof(raw)
+		two, err := Decode(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,11 +186,11 @@ func TestDecodePprof(t *testing.T) {
 	})
 }
 
-// FuzzDecodePprof checks, on arbitrary bytes, that whatever decodePprof
-// accepts pprof reads the same way: go test -fuzz FuzzDecodePprof ./web/ingest.
+// FuzzDecodePprof checks, on arbitrary bytes, that whatever Decode
+// accepts pprof reads the same way: go test -fuzz FuzzDecodePprof ./web/ingest/pprofwire.
 func FuzzDecodePprof(f *testing.F) {
 	f.Add(rawProfile(f, gen.Generate(200, 40, 30, 2, 1)))
-	b, err := os.ReadFile(filepath.Join("../../testdata/peers", "pprof", "cppbench.heap"))
+	b, err := os.ReadFile(filepath.Join("../../../testdata/peers", "pprof", "cppbench.heap"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -200,11 +200,11 @@ func FuzzDecodePprof(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) { sameAsPprof(t, raw) })
 }
 
-// BenchmarkDecodePprof compares pprof's decoder with decodePprof on the
+// BenchmarkDecodePprof compares pprof's decoder with Decode on the
 // benchmark generator's profile (VIEWER_BENCH_SAMPLES samples, default
 // 200,000, over a quarter as many stacks), uncompressed, in one run:
 //
-//	go test -run '^$' -bench DecodePprof -benchtime 3x -benchmem ./web/ingest/
+//	go test -run '^$' -bench DecodePprof -benchtime 3x -benchmem ./web/ingest/pprofwire/
 func BenchmarkDecodePprof(b *testing.B) {
 	n := 200000
 	if s := os.Getenv("VIEWER_BENCH_SAMPLES"); s != "" {
@@ -214,7 +214,7 @@ func BenchmarkDecodePprof(b *testing.B) {
 	for _, d := range []struct {
 		name   string
 		decode func([]byte) (*profile.Profile, error)
-	}{{"pprof", profile.ParseUncompressed}, {"protowire", decodePprof}} {
+	}{{"pprof", profile.ParseUncompressed}, {"protowire", Decode}} {
 		b.Run(d.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
@@ -227,7 +227,7 @@ func BenchmarkDecodePprof(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeShapes is decodePprof of each of issue 36's profile
+// BenchmarkDecodeShapes is Decode of each of issue 36's profile
 // shapes (gen.Variants, as testdata/bench/growth.sh's 2m-NAME writes them:
 // the tables, then the samples), uncompressed, at the benchmark profile's
 // counts (VIEWER_BENCH_SAMPLES samples, default 200,000, over a quarter
@@ -236,7 +236,7 @@ func BenchmarkDecodePprof(b *testing.B) {
 // is the process's CPU time (the merge and build run on two goroutines),
 // what to compare on a shared machine.
 //
-//	go test -run '^$' -bench DecodeShapes -benchtime 5x ./web/ingest/
+//	go test -run '^$' -bench DecodeShapes -benchtime 5x ./web/ingest/pprofwire/
 func BenchmarkDecodeShapes(b *testing.B) {
 	n := 200000
 	if s := os.Getenv("VIEWER_BENCH_SAMPLES"); s != "" {
@@ -265,7 +265,7 @@ func BenchmarkDecodeShapes(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			c0 := cpu()
 			for b.Loop() {
-				if _, err := decodePprof(raw); err != nil {
+				if _, err := Decode(raw); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -274,7 +274,7 @@ func BenchmarkDecodeShapes(b *testing.B) {
 	}
 }
 
-// TestDecodeLocationIDLayouts checks decodePprof against pprof's decoder
+// TestDecodeLocationIDLayouts checks Decode against pprof's decoder
 // on each way locIndex finds a sample's locations: IDs 1..n in order (an
 // offset in the array), the same IDs out of order or with gaps (a dense
 // slice), and IDs far apart (a map); and that an ID no location has is
@@ -295,9 +295,9 @@ func TestDecodeLocationIDLayouts(t *testing.T) {
 				l.ID = c.id(i)
 			}
 			raw := rawProfile(t, p)
-			got, err := decodePprof(raw)
+			got, err := Decode(raw)
 			if err != nil {
-				t.Fatalf("decodePprof: %v", err)
+				t.Fatalf("Decode: %v", err)
 			}
 			for _, s := range got.Sample {
 				for _, l := range s.Location {

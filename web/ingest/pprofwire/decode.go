@@ -1,4 +1,16 @@
-package ingest
+// Package pprofwire is the viewer's pprof protobuf decoder: a fork of
+// github.com/google/pprof/profile's decoding, with its allocations
+// batched and sample records of the same stack and labels merged as they
+// are read (Decode), and a Stream that decodes a profile while its gzip
+// input inflates. Both build the same profile.Profile that
+// profile.ParseUncompressed does, up to the merged records, and refuse
+// what they do not expect: the caller (web/ingest) then falls back to
+// pprof's own decoder, whose result or error stands.
+//
+// It knows nothing of ingest's formats, limits or budget: what it needs
+// of them comes in as plain values (Limits, StreamConfig) and a small
+// interface (Budget).
+package pprofwire
 
 import (
 	"errors"
@@ -14,7 +26,7 @@ import (
 	"viewer/web/hashindex"
 )
 
-// decodePprof decodes an uncompressed profile.proto message into the same
+// Decode decodes an uncompressed profile.proto message into the same
 // profile.Profile that profile.ParseUncompressed builds, except that
 // sample records with the same locations, labels and number of values are
 // merged into one, their values summed: what every view, filter and
@@ -27,7 +39,7 @@ import (
 // profile costs a fraction of the allocations and garbage-collector work.
 // It reports an error on anything it does not expect; the caller then
 // falls back to profile.ParseUncompressed, whose error (or result) stands.
-func decodePprof(data []byte) (*profile.Profile, error) {
+func Decode(data []byte) (*profile.Profile, error) {
 	var d pprofDecoder
 	if err := d.split(data); err != nil {
 		return nil, err
@@ -35,7 +47,26 @@ func decodePprof(data []byte) (*profile.Profile, error) {
 	return d.decode()
 }
 
-// errWire is a wire format decodePprof does not read.
+// Tables is the size of a profile's tables on the wire, as web/ingest's
+// pre-scan and a Stream count them.
+type Tables struct {
+	Strings, StringBytes int64 // string table entries, and their bytes
+	Locations, Lines     int64 // locations, and their lines (all locations')
+	Functions, Mappings  int64
+	Other                int64 // bytes of the remaining fields (comments, sample types)
+}
+
+// Memory is what Decode allocates for the tables (strings, locations,
+// functions, mappings) and the remaining fields: the sizes are those of
+// pprof's structs and slices on 64-bit Go with room to spare, doubled
+// where append growth can leave up to half a slice unused.
+func (t Tables) Memory() int64 {
+	return 2*t.StringBytes + 2*16*t.Strings + // string table: copies and headers
+		t.Locations*(104+8+8) + 2*56*t.Lines +
+		t.Functions*(96+8+8) + t.Mappings*(176+8+8) + t.Other
+}
+
+// errWire is a wire format Decode does not read.
 var errWire = errors.New("unexpected pprof wire format")
 
 // pprofDecoder holds the top-level fields of one profile by kind, as
@@ -562,7 +593,7 @@ type sampleMerger struct {
 
 	// keys, when set, holds copies of the distinct samples' location IDs
 	// and label sets, which otherwise stay sub-slices of the records:
-	// pprofStream hands its chunks back once merged.
+	// the Stream hands its chunks back once merged.
 	keys *arena
 
 	// samplesValid is set by build when the samples it built pass
@@ -791,7 +822,7 @@ func (m *sampleMerger) memory() int64 {
 }
 
 // arena holds copies of byte slices, a block of them at a time: what a
-// decoder keeps of input it does not keep (pprofStream's chunks), without
+// decoder keeps of input it does not keep (a Stream's chunks), without
 // an allocation per slice.
 type arena struct {
 	block []byte

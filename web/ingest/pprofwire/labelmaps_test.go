@@ -1,4 +1,4 @@
-package ingest
+package pprofwire
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func TestDecodedSamplesShareLabelMaps(t *testing.T) {
 	if err := in.WriteUncompressed(&b); err != nil {
 		t.Fatal(err)
 	}
-	p, err := decodePprof(b.Bytes())
+	p, err := Decode(b.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

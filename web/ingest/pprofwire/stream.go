@@ -1,4 +1,4 @@
-package ingest
+package pprofwire
 
 import (
 	"errors"
@@ -9,12 +9,47 @@ import (
 
 	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"viewer/web/ingest/perftext"
 )
 
-// pprofStream decodes a pprof protobuf while it is inflated: the inflater
-// (inflate) reads the inflated bytes into chunks and hands them over, and
+// Limits bounds what a Stream decodes, as the caller's own limits bound
+// the profile (0: no bound): past one, the stream stops and the caller's
+// spooled parse names the limit.
+type Limits struct {
+	MaxSamples   int // sample records
+	MaxFrames    int // location IDs of the distinct samples (records merged)
+	MaxLocations int
+	MaxFunctions int
+	MaxMappings  int
+	MaxStrings   int // string table entries
+	// Memory, when set, is the budget the stream takes what it holds
+	// and will build from as it grows (Stream.memory).
+	Memory Budget
+}
+
+// Budget is memory shared with other work, as web/ingest's Budget is.
+type Budget interface {
+	// TryTake reserves n bytes if they are free now, without waiting,
+	// and reports whether it did; give gives them back.
+	TryTake(n int64) (give func(), ok bool)
+	// Size is the budget's total.
+	Size() int64
+}
+
+// StreamConfig is what a Stream is told of its input and its caller.
+type StreamConfig struct {
+	Limits
+	// Sniff is given the input's first SniffLen bytes (all of it when
+	// shorter) and says whether to decode it: false (not pprof, or
+	// another format that looks like it) stops the stream.
+	Sniff    func(head []byte) bool
+	SniffLen int
+	// Chunk is the size of the chunks the inflater hands over (0:
+	// DefaultChunk; the tests cut fields at every byte).
+	Chunk int
+}
+
+// Stream decodes a pprof protobuf while it is inflated: the inflater
+// (Inflate) reads the inflated bytes into chunks and hands them over, and
 // the stream splits them into top-level fields on a goroutine of its own,
 // merging the sample records (the bulk of a large profile) as they come,
 // so that merging runs on the second core beside the inflate and only the
@@ -30,24 +65,28 @@ import (
 // memory the kernel had to fault in.
 //
 // It is a fast path and nothing more: on anything it does not expect (not
-// pprof, a wire format decodePprof does not read, a count over Limits, a
-// profile parsePprof would reject, a panic) it stops decoding, the
+// pprof, a wire format Decode does not read, a count over Limits, a
+// profile the caller's parse would reject, a panic) it stops decoding, the
 // inflated bytes go to the spool file (those handed over already
 // inflated again from the input, restart), and the caller reads that as
 // before, whose pre-scan and parse give the errors and the fallbacks they
 // always gave. Only then is the file written: a profile the stream
 // decodes never goes to disk a second time. What it decodes takes its
-// memory from lim.Memory as it grows, by what it holds and will build
-// (pprofStream.memory: what its distinct samples cost, a merged record
+// memory from Limits.Memory as it grows, by what it holds and will build
+// (Stream.memory: what its distinct samples cost, a merged record
 // nothing more), only while the budget has it to spare: otherwise it
 // stops, and the spooled file's parse waits for the whole estimate, or is
 // refused with the budget's error, as before.
-type pprofStream struct {
+type Stream struct {
 	lim   Limits
 	ch    chan []byte
 	done  chan struct{}
 	held  int64 // taken from lim.Memory
 	gives []func()
+	// sniff, given the first sniffLen bytes, says whether to decode;
+	// chunk is the size of the chunks.
+	sniff           func(head []byte) bool
+	sniffLen, chunk int
 	// stopped is set by the decoder when it stops: the inflater then
 	// writes what it kept, and all that follows, to the spool file.
 	stopped atomic.Bool
@@ -67,7 +106,7 @@ type pprofStream struct {
 	// Decoding state, the goroutine's own until done.
 	d       pprofDecoder
 	m       *sampleMerger
-	c       wireCounts
+	c       counts
 	size    int64    // bytes received
 	head    [][]byte // the first chunks, until sniffLen bytes decide
 	headLen int
@@ -79,46 +118,58 @@ type pprofStream struct {
 	p       *profile.Profile
 }
 
+// counts is what the stream has read, counted as web/ingest's pre-scan
+// counts it.
+type counts struct {
+	Tables
+	samples, locIDs int64 // location ids over all samples: frames before inlining
+	values, labels  int64
+	locationBytes   int64 // the location table's (streamHolds)
+}
+
 // streamFree is how many decoded chunks wait for the inflater.
 const streamFree = 4
 
-// streamChunk is the size of the chunks the inflater hands over (a
-// variable for the tests, which cut fields at every byte).
-var streamChunk = 1 << 20
+// DefaultChunk is the size of the chunks the inflater hands over.
+const DefaultChunk = 1 << 20
 
-// newPprofStream starts the decoder of an input that is spooled to out
-// only if it stops; restart inflates the input again from its start.
-func newPprofStream(lim Limits, out *os.File, restart func() (io.Reader, error)) *pprofStream {
-	s := &pprofStream{lim: lim, out: out, restart: restart, ch: make(chan []byte, 4),
+// NewStream starts the decoder of an input that is spooled to out only
+// if it stops; restart inflates the input again from its start.
+func NewStream(cfg StreamConfig, out *os.File, restart func() (io.Reader, error)) *Stream {
+	s := &Stream{lim: cfg.Limits, sniff: cfg.Sniff, sniffLen: cfg.SniffLen, chunk: cfg.Chunk,
+		out: out, restart: restart, ch: make(chan []byte, 4),
 		free: make(chan []byte, streamFree), done: make(chan struct{}), keys: &arena{}}
+	if s.chunk <= 0 {
+		s.chunk = DefaultChunk
+	}
 	go s.run()
 	return s
 }
 
 // newChunk is a chunk to fill: one the decoder handed back, else a new one.
-func (s *pprofStream) newChunk() []byte {
+func (s *Stream) newChunk() []byte {
 	select {
 	case c := <-s.free:
 		return c[:0]
 	default:
-		return make([]byte, 0, streamChunk)
+		return make([]byte, 0, s.chunk)
 	}
 }
 
 // recycle hands chunk c, which the decoder holds no part of, back to the
 // inflater (dropped when enough wait).
-func (s *pprofStream) recycle(c []byte) {
+func (s *Stream) recycle(c []byte) {
 	select {
 	case s.free <- c:
 	default:
 	}
 }
 
-// inflate reads r to its end into chunks, hands each full one to the
+// Inflate reads r to its end into chunks, hands each full one to the
 // decoder, and, once the decoder stopped, spools what it kept and what
 // follows instead. It returns how many bytes r gave and the error that
-// ended it, then finish says what came of them.
-func (s *pprofStream) inflate(r io.Reader) (n int64, err error) {
+// ended it, then Finish says what came of them.
+func (s *Stream) Inflate(r io.Reader) (n int64, err error) {
 	var chunk []byte
 	for {
 		if chunk == nil {
@@ -149,7 +200,7 @@ func (s *pprofStream) inflate(r io.Reader) (n int64, err error) {
 
 // send hands chunk over, or, when the decoder stopped, spools it after
 // the bytes handed over before.
-func (s *pprofStream) send(chunk []byte) error {
+func (s *Stream) send(chunk []byte) error {
 	if s.stopped.Load() {
 		return s.spool(chunk)
 	}
@@ -161,7 +212,7 @@ func (s *pprofStream) send(chunk []byte) error {
 // spool writes the bytes handed over, inflated again (restart), then
 // chunk, to the spool file, and what is inflated after them goes there
 // too.
-func (s *pprofStream) spool(chunk []byte) error {
+func (s *Stream) spool(chunk []byte) error {
 	s.spooling = true
 	if s.sent > 0 {
 		r, err := s.restart()
@@ -176,12 +227,12 @@ func (s *pprofStream) spool(chunk []byte) error {
 	return err
 }
 
-// finish waits for the decoder. ok says the inflate ended without an
+// Finish waits for the decoder. ok says the inflate ended without an
 // error: the stream's profile is then p, or, when it stopped, p is nil
 // and the inflated bytes are all in the spool file (err: why not). When
 // p is nil the stream's memory is given back; otherwise the caller gives
-// it back with release when done.
-func (s *pprofStream) finish(ok bool) (p *profile.Profile, err error) {
+// it back with Release when done.
+func (s *Stream) Finish(ok bool) (p *profile.Profile, err error) {
 	close(s.ch)
 	<-s.done
 	if ok && s.p == nil && !s.spooling {
@@ -189,20 +240,23 @@ func (s *pprofStream) finish(ok bool) (p *profile.Profile, err error) {
 	}
 	if !ok || err != nil || s.p == nil {
 		s.p = nil
-		s.release()
+		s.Release()
 	}
 	return s.p, err
 }
 
-// release gives back the memory the stream took.
-func (s *pprofStream) release() {
+// Profile is the profile Finish returned.
+func (s *Stream) Profile() *profile.Profile { return s.p }
+
+// Release gives back the memory the stream took.
+func (s *Stream) Release() {
 	for _, give := range s.gives {
 		give()
 	}
 	s.gives, s.held = nil, 0
 }
 
-func (s *pprofStream) run() {
+func (s *Stream) run() {
 	defer close(s.done)
 	defer func() {
 		if r := recover(); r != nil {
@@ -241,15 +295,15 @@ func (s *pprofStream) run() {
 }
 
 // fallback stops decoding and drops what was decoded.
-func (s *pprofStream) fallback() {
+func (s *Stream) fallback() {
 	s.off = true
 	s.d, s.m, s.pending, s.head, s.batch, s.keys = pprofDecoder{}, nil, nil, nil, nil, nil
-	s.release()
+	s.Release()
 	s.stopped.Store(true)
 }
 
 // take is given each chunk as it comes, and hands it back once decoded.
-func (s *pprofStream) take(c []byte) {
+func (s *Stream) take(c []byte) {
 	s.size += int64(len(c))
 	if s.off {
 		s.recycle(c)
@@ -258,7 +312,7 @@ func (s *pprofStream) take(c []byte) {
 	if s.m == nil { // the first chunks: is it pprof?
 		s.head = append(s.head, c)
 		s.headLen += len(c)
-		if s.headLen < sniffLen {
+		if s.headLen < s.sniffLen {
 			return
 		}
 		s.decide()
@@ -271,12 +325,12 @@ func (s *pprofStream) take(c []byte) {
 }
 
 // decide sniffs the first chunks and, when they are pprof, decodes them.
-func (s *pprofStream) decide() {
-	head := make([]byte, 0, min(s.headLen, sniffLen))
+func (s *Stream) decide() {
+	head := make([]byte, 0, min(s.headLen, s.sniffLen))
 	for _, c := range s.head {
 		head = append(head, c[:min(len(c), cap(head)-len(head))]...)
 	}
-	if !sniffPprof(head) || perftext.SniffFolded(head) || sniffOTLP(head) || foreign(head, nil) != nil {
+	if s.sniff != nil && !s.sniff(head) {
 		s.fallback()
 		return
 	}
@@ -299,7 +353,7 @@ func (s *pprofStream) decide() {
 
 // grow takes from the budget what the stream holds and will build for
 // what came so far (memory), if it is free now; else the stream stops.
-func (s *pprofStream) grow() {
+func (s *Stream) grow() {
 	if s.off || s.lim.Memory == nil {
 		return
 	}
@@ -327,9 +381,9 @@ func (s *pprofStream) grow() {
 // samples (sampleMerger.memory). Only the distinct samples cost memory:
 // a merged record is a sum into one of them, its bytes in its chunk. A
 // field cut by a chunk's end is copied whole (room): the copies made.
-func (s *pprofStream) memory() int64 {
+func (s *Stream) memory() int64 {
 	c := s.c
-	refs := 3 * 24 * (c.strings + c.locations + c.functions + c.mappings)
+	refs := 3 * 24 * (c.Strings + c.Locations + c.Functions + c.Mappings)
 	merged := int64(0)
 	if s.m != nil {
 		merged = s.m.memory()
@@ -338,8 +392,8 @@ func (s *pprofStream) memory() int64 {
 	if s.keys != nil {
 		kept = s.keys.size
 	}
-	chunks := int64(cap(s.ch)+cap(s.free)+2) * int64(streamChunk)
-	return chunks + kept + c.tableMemory() + refs + merged + s.cut
+	chunks := int64(cap(s.ch)+cap(s.free)+2) * int64(s.chunk)
+	return chunks + kept + c.Memory() + refs + merged + s.cut
 }
 
 // room makes the copy of a cut field of n bytes room for all of it at
@@ -348,7 +402,7 @@ func (s *pprofStream) memory() int64 {
 // A field of more than maxCutField bytes (its length, as written, may be
 // a lie the input's end shows up) stops the stream: the spooled file's
 // parse reads it. False when the stream stopped.
-func (s *pprofStream) room(n int) bool {
+func (s *Stream) room(n int) bool {
 	if cap(s.pending) >= n {
 		return true
 	}
@@ -371,7 +425,7 @@ const maxCutField = 64 << 20
 
 // fields decodes the top-level fields in c, after completing the one the
 // last chunk cut; the field c cuts is kept (copied) for the next.
-func (s *pprofStream) fields(c []byte) {
+func (s *Stream) fields(c []byte) {
 	if len(s.pending) > 0 {
 		n, ok := fieldLen(s.pending)
 		for n == 0 && ok && len(c) > 0 { // its tag or length is cut: a byte at a time
@@ -423,7 +477,7 @@ func (s *pprofStream) fields(c []byte) {
 
 // fieldLen is the length of the top-level field b starts with, tag
 // included: 0 when b ends inside its tag or length, so the length is not
-// known yet; ok is false on a wire type decodePprof does not read.
+// known yet; ok is false on a wire type Decode does not read.
 func fieldLen(b []byte) (n int, ok bool) {
 	tag, k := protowire.ConsumeVarint(b)
 	if k < 0 {
@@ -451,7 +505,7 @@ func fieldLen(b []byte) (n int, ok bool) {
 
 // field decodes one complete top-level field, counting it as the pre-scan
 // does; false when decoding stopped.
-func (s *pprofStream) field(f []byte) bool {
+func (s *Stream) field(f []byte) bool {
 	num, typ, n := protowire.ConsumeTag(f)
 	if n < 0 || num == 0 {
 		s.fallback()
@@ -477,24 +531,24 @@ func (s *pprofStream) field(f []byte) bool {
 	default:
 		switch num {
 		case 3:
-			s.c.mappings++
-			err = overAny(err, s.c.mappings, lim.MaxMappings, 0, 0)
+			s.c.Mappings++
+			err = overAny(err, s.c.Mappings, lim.MaxMappings, 0, 0)
 		case 4:
-			s.c.locations++
+			s.c.Locations++
 			s.c.locationBytes += int64(len(b))
-			s.c.lines += int64(locationLines(b))
-			err = overAny(err, s.c.locations, lim.MaxLocations, 0, 0)
+			s.c.Lines += int64(locationLines(b))
+			err = overAny(err, s.c.Locations, lim.MaxLocations, 0, 0)
 		case 5:
-			s.c.functions++
-			err = overAny(err, s.c.functions, lim.MaxFunctions, 0, 0)
+			s.c.Functions++
+			err = overAny(err, s.c.Functions, lim.MaxFunctions, 0, 0)
 		case 6:
-			s.c.strings++
-			s.c.stringBytes += int64(len(b))
-			err = overAny(err, s.c.strings, lim.MaxStrings, 0, 0)
+			s.c.Strings++
+			s.c.StringBytes += int64(len(b))
+			err = overAny(err, s.c.Strings, lim.MaxStrings, 0, 0)
 		default:
-			s.c.other += int64(len(b))
+			s.c.Other += int64(len(b))
 		}
-		if !streamHolds(s.c.locations, s.c.locationBytes) || max(s.c.functions, s.c.strings) > streamTableEntries {
+		if !streamHolds(s.c.Locations, s.c.locationBytes) || max(s.c.Functions, s.c.Strings) > StreamTableEntries {
 			err = errOverLimit
 		}
 		if err == nil {
@@ -510,7 +564,7 @@ func (s *pprofStream) field(f []byte) bool {
 
 // flush merges the sample records batched, counting them; false when
 // decoding stopped.
-func (s *pprofStream) flush() bool {
+func (s *Stream) flush() bool {
 	if len(s.batch) == 0 || s.off {
 		return !s.off
 	}
@@ -521,7 +575,7 @@ func (s *pprofStream) flush() bool {
 	s.c.values += int64(vals)
 	s.c.labels += int64(labels)
 	// --max-frames bounds the frames the profile keeps: those of its
-	// distinct samples, as limitFrames counts them once it is built.
+	// distinct samples, as web/ingest counts them once it is built.
 	if err = overAny(err, s.c.samples, s.lim.MaxSamples, s.m.frames, s.lim.MaxFrames); err != nil {
 		s.fallback()
 		return false
@@ -529,7 +583,7 @@ func (s *pprofStream) flush() bool {
 	return true
 }
 
-// streamTableEntries bounds each table (locations, functions, strings)
+// StreamTableEntries bounds each table (locations, functions, strings)
 // of small entries the stream holds a 24-byte reference per entry of
 // until the profile is built: an entry can be 2 bytes on the wire, so a
 // table of tens of millions of empty entries, refused only at its limit,
@@ -538,7 +592,7 @@ func (s *pprofStream) flush() bool {
 // 512Ki entries (12 MiB of references) is more than the 20M-sample
 // benchmark profile's largest table (267k locations) and keeps a refused
 // string table's peak heap within the hostile table's 64 MiB.
-const streamTableEntries = 512 << 10
+const StreamTableEntries = 512 << 10
 
 // streamEntryBytes is the average size on the wire past which the
 // location table is held however many entries it has, up to
@@ -546,7 +600,7 @@ const streamTableEntries = 512 << 10
 // the slice of them grows) then cost at most 4.5× the bytes the stream
 // holds anyway, both counted in its memory. A profile of many locations
 // a function (8 a function: 800k locations at 2M samples, about 21 bytes
-// each) was sent past streamTableEntries to the spooled file's pre-scan
+// each) was sent past StreamTableEntries to the spooled file's pre-scan
 // and parse, at 1.4× the server CPU; bare locations (an ID and an
 // address, 11 bytes: the hostile table's 1.9M) still are. Strings and
 // functions keep the fixed bound: a table of 8M strings of 16 bytes is
@@ -554,10 +608,10 @@ const streamTableEntries = 512 << 10
 const streamEntryBytes = 16
 
 // streamHolds says the stream may hold a location table of n entries of
-// size bytes on the wire: at most streamTableEntries, or more of
+// size bytes on the wire: at most StreamTableEntries, or more of
 // streamEntryBytes an entry on average.
 func streamHolds(n, size int64) bool {
-	return n <= streamTableEntries || size >= streamEntryBytes*n
+	return n <= StreamTableEntries || size >= streamEntryBytes*n
 }
 
 // errOverLimit sends an input over a limit to the pre-scan, which names it.
@@ -591,8 +645,8 @@ func locationLines(b []byte) int {
 }
 
 // decode decodes the tables and builds the merged samples, and checks
-// the profile as parsePprof does.
-func (s *pprofStream) decode() (*profile.Profile, error) {
+// the profile as web/ingest's parse of pprof does.
+func (s *Stream) decode() (*profile.Profile, error) {
 	p, st, locs, err := s.d.tables()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ingest
+package pprofwire
 
 import "unsafe"
 
