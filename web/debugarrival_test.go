@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/debuginfo"
@@ -38,7 +39,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	upstream := debuginfodtest.Start(t, t.TempDir()) // knows no build ID
 	cache := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/browsertest"
@@ -141,7 +142,7 @@ func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(
 func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
 	cache := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
+	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +655,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
-	client, _ := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
 	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
@@ -726,7 +727,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, _ := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
 	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: dir, Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),

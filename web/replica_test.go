@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/ondemand"
@@ -235,7 +236,7 @@ func testTakeover(t *testing.T, crash bool) {
 	}))
 	t.Cleanup(slow.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	}))
 	t.Cleanup(held.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +521,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(slow.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
