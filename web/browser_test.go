@@ -127,9 +127,9 @@ func eval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
 	return v
 }
 
-// waitFor polls a JS expression until it is true. Errors while the page
+// waitForJS polls a JS expression until it is true. Errors while the page
 // navigates count as not yet.
-func waitFor(t *testing.T, b *browsertest.Browser, what, expr string) {
+func waitForJS(t *testing.T, b *browsertest.Browser, what, expr string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	var last error
@@ -207,7 +207,7 @@ func search(t *testing.T, b *browsertest.Browser, q, wantPct string) {
 		chromedp.SendKeys(chromedp.CSS("#search"), q),
 		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
 	)
-	waitFor(t, b, "match for "+q, fmt.Sprintf("document.getElementById('match').textContent.includes(%q)", wantPct))
+	waitForJS(t, b, "match for "+q, fmt.Sprintf("document.getElementById('match').textContent.includes(%q)", wantPct))
 }
 
 var profileURL = regexp.MustCompile(`^/p/[A-Za-z0-9_-]{14,}$`)
@@ -226,7 +226,7 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("the upload page does not show the upload limit")
 	}
 	run(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
-	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("flame graph never drew (body[data-ready]): %v; page problems: %q", err, b.Problems())
 	}
@@ -268,7 +268,7 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("top table lacks runtime.mallocgc 40 ms flat and cum: %q", rows)
 	}
 	run(t, b, "sort by name", chromedp.Click(chromedp.CSS(`#top-table [data-sort="name"]`)))
-	waitFor(t, b, "the top table by name", topReady)
+	waitForJS(t, b, "the top table by name", topReady)
 	first := eval[string](t, b, `document.querySelector('#top-table tbody tr td.fn').textContent`)
 	if first != "runtime.mallocgc" && first != "main.main" {
 		t.Errorf("after sorting by name the first row is %q", first)
@@ -277,7 +277,7 @@ func TestBrowserFlamePage(t *testing.T) {
 	// Hover: the tooltip names the frame with its values in the unit.
 	r := frame(t, b, "main.main", "main.render")
 	run(t, b, "hover main.render", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
+	waitForJS(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
 	tip := eval[string](t, b, `document.getElementById('tooltip').innerText`)
 	for _, want := range []string{"main.render", "Total", "25.0 ms", "25.00%", "Self", "0 ns", "0.00%"} {
 		if !strings.Contains(tip, want) {
@@ -288,8 +288,8 @@ func TestBrowserFlamePage(t *testing.T) {
 	// Click to zoom into main.work: the URL and breadcrumb hold the path.
 	r = frame(t, b, "main.main", "main.work")
 	run(t, b, "click main.work", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
-	waitFor(t, b, "the zoomed top table", topReady)
+	waitForJS(t, b, "zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
+	waitForJS(t, b, "the zoomed top table", topReady)
 	if z := currentURL(t, b).Query()["z"]; strings.Join(z, ">") != "main.main>main.work" {
 		t.Errorf("URL z = %q after zooming, want [main.main main.work]", z)
 	}
@@ -310,13 +310,13 @@ func TestBrowserFlamePage(t *testing.T) {
 	}
 	// A link with the view state reproduces it.
 	run(t, b, "copy the link", chromedp.Click(chromedp.CSS("#copy-link")))
-	waitFor(t, b, "copied", `document.getElementById('copy-link').textContent === 'Copied'`)
+	waitForJS(t, b, "copied", `document.getElementById('copy-link').textContent === 'Copied'`)
 	shared := currentURL(t, b).String()
 	run(t, b, "open the shared link", chromedp.Navigate(shared))
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b, "the shared view's top table", topReady)
+	waitForJS(t, b, "the shared view's top table", topReady)
 	if got := eval[string](t, b, `document.getElementById('search').value`); got != "mallocgc" {
 		t.Errorf("shared link: search box %q, want mallocgc", got)
 	}
@@ -341,16 +341,16 @@ func TestBrowserFlamePage(t *testing.T) {
 	}
 	// Escape goes back to the whole profile.
 	run(t, b, "press Escape", chromedp.KeyEvent("\x1b"))
-	waitFor(t, b, "zoom reset", `document.getElementById('crumbs').hidden && document.getElementById('reset').disabled`)
+	waitForJS(t, b, "zoom reset", `document.getElementById('crumbs').hidden && document.getElementById('reset').disabled`)
 	if z := currentURL(t, b).Query()["z"]; len(z) != 0 {
 		t.Errorf("URL z = %q after Escape, want none", z)
 	}
 	// And the breadcrumb goes back too.
 	r = frame(t, b, "main.main", "main.work")
 	run(t, b, "click main.work again", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "zoom", `!document.getElementById('reset').disabled`)
+	waitForJS(t, b, "zoom", `!document.getElementById('reset').disabled`)
 	run(t, b, "click the root crumb", chromedp.Click(chromedp.CSS("#crumbs button.crumb")))
-	waitFor(t, b, "zoom reset by crumb", `document.getElementById('crumbs').hidden`)
+	waitForJS(t, b, "zoom reset by crumb", `document.getElementById('crumbs').hidden`)
 
 	// Icicle (root on top) to flame (root at the bottom).
 	icicleMain := frame(t, b, "main.main")
@@ -372,8 +372,8 @@ func TestBrowserFlamePage(t *testing.T) {
 	loads = eval[string](t, b, `document.body.dataset.loads`)
 	run(t, b, "choose samples", chromedp.Evaluate[chromedp.Void](
 		`(() => { const s = document.getElementById('si'); s.value = 'samples'; s.dispatchEvent(new Event('change')); })()`))
-	waitFor(t, b, "samples drawn", fmt.Sprintf(`document.body.dataset.loads !== %q`, loads))
-	waitFor(t, b, "samples' top table", topReady)
+	waitForJS(t, b, "samples drawn", fmt.Sprintf(`document.body.dataset.loads !== %q`, loads))
+	waitForJS(t, b, "samples' top table", topReady)
 	// mallocgc: 2+1 of 9 samples.
 	if got := text(t, b, "#match"); !strings.Contains(got, "33.33%") {
 		t.Errorf("samples: match %q, want 33.33%%", got)
@@ -393,9 +393,9 @@ func TestBrowserFlamePage(t *testing.T) {
 		t.Errorf("after two ArrowDowns the tooltip is %q, want main.work", tip)
 	}
 	run(t, b, "zoom with Enter", chromedp.KeyEvent(kb.Enter))
-	waitFor(t, b, "keyboard zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
+	waitForJS(t, b, "keyboard zoom", `document.querySelector('#crumbs [aria-current]')?.textContent === 'main.work'`)
 	run(t, b, "zoom out with Escape", chromedp.KeyEvent(kb.Escape))
-	waitFor(t, b, "zoom reset", `document.getElementById('crumbs').hidden`)
+	waitForJS(t, b, "zoom reset", `document.getElementById('crumbs').hidden`)
 	noProblems(t, b)
 	b.Screenshot(t, "flame-page")
 
@@ -418,7 +418,7 @@ func TestBrowserFlamePage(t *testing.T) {
 
 	// The canvas follows the window's width and the device pixel ratio.
 	run(t, b, "narrow hi-dpi window", chromedp.EmulateViewport(900, 800, chromedp.EmulateScale(2)))
-	waitFor(t, b, "canvas resized", `(() => {
+	waitForJS(t, b, "canvas resized", `(() => {
 		const c = document.getElementById('flame'), w = c.getBoundingClientRect().width;
 		return w > 700 && w < 900 && c.width === Math.round(w * 2);
 	})()`)
@@ -428,7 +428,7 @@ func TestBrowserFlamePage(t *testing.T) {
 
 	// The server-rendered top page sorts by its headers.
 	run(t, b, "open the top page", chromedp.Click(chromedp.CSS("#top-link")))
-	waitFor(t, b, "the top page", `location.pathname.endsWith('/top') && document.readyState === 'complete'`)
+	waitForJS(t, b, "the top page", `location.pathname.endsWith('/top') && document.readyState === 'complete'`)
 	names := func() []string {
 		return eval[[]string](t, b, `Array.from(document.querySelectorAll('#top tbody td.fn')).map(td => td.textContent)`)
 	}
@@ -470,7 +470,7 @@ func TestBrowserDropUpload(t *testing.T) {
 		document.body.dispatchEvent(ev('dragenter'));
 		document.body.dispatchEvent(ev('drop'));
 	})()`, data)))
-	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("flame graph never drew: %v; page problems %q", err, b.Problems())
 	}
@@ -484,7 +484,7 @@ func TestBrowserDropUpload(t *testing.T) {
 		dt.items.add(new File(['hello, this is not a profile'], 'notes.txt'));
 		document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
 	})()`))
-	waitFor(t, b, "an error message", `document.getElementById('upload-status').classList.contains('error')`)
+	waitForJS(t, b, "an error message", `document.getElementById('upload-status').classList.contains('error')`)
 	msg := text(t, b, "#upload-status")
 	if !strings.Contains(msg, "notes.txt") || !strings.Contains(msg, "400") {
 		t.Errorf("error for a text file = %q, want the file name and HTTP 400", msg)
@@ -515,7 +515,7 @@ func TestBrowserLoopbackNames(t *testing.T) {
 			dt.items.add(new File([bytes], 'dropped.pb', {type: 'application/octet-stream'}));
 			document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
 		})()`, data)))
-		waitFor(t, b, "the profile page at "+origin, `location.pathname.startsWith('/p/')`)
+		waitForJS(t, b, "the profile page at "+origin, `location.pathname.startsWith('/p/')`)
 		if err := b.WaitReady(20 * time.Second); err != nil {
 			t.Fatalf("%s: flame graph never drew: %v; page problems %q", origin, err, b.Problems())
 		}

@@ -115,7 +115,7 @@ func hueDistance(a, b float64) float64 {
 // heat follows self share; the choice is in the URL.
 func TestBrowserFlameColorsAndLegend(t *testing.T) {
 	b, _ := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
-	waitFor(t, b, "the legend", `document.querySelectorAll('#legend .legend-item').length > 0`)
+	waitForJS(t, b, "the legend", `document.querySelectorAll('#legend .legend-item').length > 0`)
 	keys := eval[[]string](t, b, `[...document.querySelectorAll('#legend .legend-item')].map(e => e.dataset.key)`)
 	for _, want := range []string{"main", "net/http", "std", "libc.so.6", "unsymbolized", "…"} {
 		if !contains(keys, want) {
@@ -159,7 +159,7 @@ func TestBrowserFlameColorsAndLegend(t *testing.T) {
 	// By binary: std::vector and net/http are both in /bin/app.
 	run(t, b, "color by binary", chromedp.SetValue(chromedp.CSS("#color-scheme"), "binary"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
-	waitFor(t, b, "the binary legend", `document.getElementById('legend').dataset.scheme === 'binary'`)
+	waitForJS(t, b, "the binary legend", `document.getElementById('legend').dataset.scheme === 'binary'`)
 	if a, c := pixel(t, b, "main.main", "net/http.(*conn).serve"), pixel(t, b, "main.main", "net/http.(*conn).serve", "std::vector<int>::push_back"); a != c {
 		t.Errorf("by binary, net/http rgb%v and std::vector rgb%v (both /bin/app) differ", a, c)
 	}
@@ -169,7 +169,7 @@ func TestBrowserFlameColorsAndLegend(t *testing.T) {
 	// Heat: main.helper has the most self time (40 of 100), main.main none.
 	run(t, b, "color by heat", chromedp.SetValue(chromedp.CSS("#color-scheme"), "heat"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
-	waitFor(t, b, "the heat legend", `document.getElementById('legend').dataset.scheme === 'heat'`)
+	waitForJS(t, b, "the heat legend", `document.getElementById('legend').dataset.scheme === 'heat'`)
 	hot, cold := pixel(t, b, "main.main", "main.work", "main.helper"), pixel(t, b, "main.main")
 	if hot[0] < 200 || hot[1] > cold[1]-40 {
 		t.Errorf("heat: the hottest frame is rgb%v, the coldest rgb%v; want red against pale yellow", hot, cold)
@@ -196,9 +196,9 @@ func TestBrowserFlameLayout(t *testing.T) {
 		t.Error("the focus box shows before the Filters popover is opened")
 	}
 	run(t, b, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop > summary")))
-	waitFor(t, b, "the popover", `document.getElementById('filter-f').checkVisibility() && document.getElementById('compare-base').checkVisibility()`)
+	waitForJS(t, b, "the popover", `document.getElementById('filter-f').checkVisibility() && document.getElementById('compare-base').checkVisibility()`)
 	run(t, b, "close it", chromedp.Click(chromedp.CSS("h1")))
-	waitFor(t, b, "the popover closed", `!document.getElementById('filters-pop').open`)
+	waitForJS(t, b, "the popover closed", `!document.getElementById('filters-pop').open`)
 
 	chart := eval[rect](t, b, `(r => ({x: r.left, y: r.top, width: r.width, height: r.height}))(document.getElementById('chart').getBoundingClientRect())`)
 	inner := eval[float64](t, b, `window.innerHeight`)
@@ -219,7 +219,7 @@ func TestBrowserFlameLayout(t *testing.T) {
 
 	// A phone: 390 px wide, no horizontal scroll, the top table below.
 	run(t, b, "a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
-	waitFor(t, b, "the canvas follows", `document.getElementById('flame').getBoundingClientRect().width < 390`)
+	waitForJS(t, b, "the canvas follows", `document.getElementById('flame').getBoundingClientRect().width < 390`)
 	if w := eval[float64](t, b, `document.documentElement.scrollWidth`); w > 390 {
 		wide := eval[[]string](t, b, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className)`)
 		t.Errorf("at 390 px the page is %.0f px wide; wider elements: %q", w, wide)
@@ -233,18 +233,18 @@ func TestBrowserFlameLayout(t *testing.T) {
 
 	// Touch: a tap shows the tooltip without zooming, a second tap zooms.
 	// (The full-page screenshot resized the window for a moment.)
-	waitFor(t, b, "the phone's width again", `window.innerWidth === 390 && document.getElementById('flame').getBoundingClientRect().width < 390`)
+	waitForJS(t, b, "the phone's width again", `window.innerWidth === 390 && document.getElementById('flame').getBoundingClientRect().width < 390`)
 	r := frame(t, b, "main.main", "net/http.(*conn).serve")
 	eval[bool](t, b, `(() => { const tip = document.getElementById('tooltip'); window.__tipShown = false;
 		new MutationObserver(() => { if (!tip.hidden && tip.innerText.startsWith('net/http.(*conn).serve')) window.__tipShown = true; })
 			.observe(tip, { attributes: true, childList: true, subtree: true }); return true; })()`)
 	run(t, b, "tap serve", chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the tooltip after a tap", `window.__tipShown`)
+	waitForJS(t, b, "the tooltip after a tap", `window.__tipShown`)
 	if z := currentURL(t, b).Query()["z"]; len(z) != 0 {
 		t.Errorf("one tap zoomed into %q", z)
 	}
 	run(t, b, "double-tap serve", chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2), chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "zoomed by a double tap", `document.querySelector('#crumbs [aria-current]')?.textContent === 'net/http.(*conn).serve'`)
+	waitForJS(t, b, "zoomed by a double tap", `document.querySelector('#crumbs [aria-current]')?.textContent === 'net/http.(*conn).serve'`)
 	noProblems(t, b)
 }
 
@@ -257,7 +257,7 @@ func hoverTip(t *testing.T, b *browsertest.Browser, path ...string) string {
 	// put gets no move.
 	run(t, b, "hover "+path[len(path)-1], chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 1, 1),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the tooltip", fmt.Sprintf(`!document.getElementById('tooltip').hidden && document.getElementById('tooltip').innerText.startsWith(%q)`, path[len(path)-1]))
+	waitForJS(t, b, "the tooltip", fmt.Sprintf(`!document.getElementById('tooltip').hidden && document.getElementById('tooltip').innerText.startsWith(%q)`, path[len(path)-1]))
 	return eval[string](t, b, `document.getElementById('tooltip').innerText`)
 }
 
@@ -366,7 +366,7 @@ func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 	// Click: zoom and the detail strip.
 	r := frame(t, b, "main.main", "net/http.(*conn).serve")
 	run(t, b, "click serve", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the detail strip", `!document.getElementById('detail').hidden && document.getElementById('detail').dataset.fn === 'net/http.(*conn).serve'`)
+	waitForJS(t, b, "the detail strip", `!document.getElementById('detail').hidden && document.getElementById('detail').dataset.fn === 'net/http.(*conn).serve'`)
 	links := eval[map[string]string](t, b, `Object.fromEntries([...document.querySelectorAll('#detail a')].map(a => [a.textContent, a.getAttribute('href')]))`)
 	id := page[strings.LastIndex(page, "/")+1:]
 	for label, want := range map[string]string{
@@ -395,7 +395,7 @@ func TestBrowserFlameTooltipAndDetail(t *testing.T) {
 		t.Errorf("zoomed tooltip of malloc (20 of serve's 50): %q", tip)
 	}
 	run(t, b, "Escape", chromedp.KeyEvent("\x1b"))
-	waitFor(t, b, "the strip closed", `document.getElementById('detail').hidden`)
+	waitForJS(t, b, "the strip closed", `document.getElementById('detail').hidden`)
 	noProblems(t, b)
 }
 
@@ -436,7 +436,7 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 		}
 		// The timeline above the graph comes with its own fetch and moves
 		// the graph down: hover once it is there.
-		waitFor(t, b, "the timeline", `!!(window.viewerTimeline && window.viewerTimeline.data) && !document.getElementById('timeline').hidden`)
+		waitForJS(t, b, "the timeline", `!!(window.viewerTimeline && window.viewerTimeline.data) && !document.getElementById('timeline').hidden`)
 		eval[bool](t, b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	}
 	open("?si=cpu")
@@ -457,7 +457,7 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 	// Zoomed into serve (the zoomed tree's chain and subtree).
 	r := frame(t, b, "main.main", "net/http.(*conn).serve")
 	run(t, b, "click serve", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the zoomed tree", `document.body.dataset.zoom === 'ready' || location.search.includes('z=')`)
+	waitForJS(t, b, "the zoomed tree", `document.body.dataset.zoom === 'ready' || location.search.includes('z=')`)
 	for _, path := range [][]string{{"main.main"}, {"main.main", "net/http.(*conn).serve", "malloc"}} {
 		hoverTip(t, b, path...)
 		flat, cum := pprofCount(t, file, "samples", path[len(path)-1])
@@ -497,10 +497,10 @@ func TestBrowserFlameWheelZoom(t *testing.T) {
 	under := fmt.Sprintf(`(() => { const g = window.viewer.graph, [vx, vw] = g.range(), left = g.overlay.getBoundingClientRect().left; return vx + (%f - left) / g.width * vw; })()`, px)
 	v0 := eval[float64](t, b, under)
 	wheel(-240)
-	waitFor(t, b, "a wheel zoom", `window.viewer.graph.view !== null`)
+	waitForJS(t, b, "a wheel zoom", `window.viewer.graph.view !== null`)
 	// The gesture's frames stretch the last drawing; once the wheel rests
 	// the graph is drawn again at the new view (serve among its frames).
-	waitFor(t, b, "the drawing after the wheel rests", `window.viewer.graph.snap === null &&
+	waitForJS(t, b, "the drawing after the wheel rests", `window.viewer.graph.snap === null &&
 		window.viewer.drawnFrames().some((p) => p.join('>') === 'main.main>net/http.(*conn).serve')`)
 	z := frame(t, b, "main.main", "net/http.(*conn).serve")
 	if z.Width < serve.Width*1.2 {
@@ -531,6 +531,6 @@ func TestBrowserFlameWheelZoom(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		wheel(600)
 	}
-	waitFor(t, b, "the whole width again", `window.viewer.graph.view === null`)
+	waitForJS(t, b, "the whole width again", `window.viewer.graph.view === null`)
 	noProblems(t, b)
 }

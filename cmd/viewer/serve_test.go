@@ -100,7 +100,9 @@ func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, sto
 	return
 }
 
-func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
+// waitForOutput polls the output until re matches it, for 10 s, and returns
+// the match.
+func waitForOutput(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
@@ -130,7 +132,7 @@ func TestServeFilesAndRestart(t *testing.T) {
 	os.WriteFile(bad, []byte("not a profile"), 0o644)
 
 	base, out, stop := startServe(t, "--data", data, file, bad)
-	m := waitFor(t, out, regexp.MustCompile(`(http://\S+/p/([a-z2-7]{20}))\t`+regexp.QuoteMeta(file)))
+	m := waitForOutput(t, out, regexp.MustCompile(`(http://\S+/p/([a-z2-7]{20}))\t`+regexp.QuoteMeta(file)))
 	link := m[1]
 	if !strings.HasPrefix(link, base) {
 		t.Errorf("link %q is not under %q", link, base)
@@ -166,8 +168,8 @@ func TestServeReportsBadFile(t *testing.T) {
 	go func() {
 		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--data", tmp, bad, filepath.Join(tmp, "missing.pb.gz")}, stdio{out: io.Discard, err: errOut})
 	}()
-	waitFor(t, errOut, regexp.MustCompile(`missing.pb.gz: .*no such file`))
-	waitFor(t, errOut, regexp.MustCompile(`notes.txt: not a recognised profile`))
+	waitForOutput(t, errOut, regexp.MustCompile(`missing.pb.gz: .*no such file`))
+	waitForOutput(t, errOut, regexp.MustCompile(`notes.txt: not a recognised profile`))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
