@@ -189,9 +189,9 @@ const graphBoxJS = `(r => ({x: r.left, y: r.top, width: r.width, height: r.heigh
 // window's height, both on the page that followed the job and on one
 // opened after it.
 func TestBrowserFlameSymbolizationFolds(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900}) // first: it skips with -short
 	_, base := symbolizingServer(t, nil, 1)
 	id := uploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
-	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	check := func(when string) {
 		t.Helper()
 		if open := eval[bool](t, b, `document.querySelector('#symbolization details').open`); open {
