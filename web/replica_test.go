@@ -213,6 +213,9 @@ func streamEvents(t *testing.T, ctx context.Context, url string) <-chan sseEvent
 // has the debug info locally, takes the job over and finishes it on the
 // same event stream.
 func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a replica to be declared dead (3 s); TestReplicaTakesOverAtOnceAfterCleanShutdown takes over without the wait: skipped with -short")
+	}
 	testTakeover(t, true)
 }
 
@@ -416,6 +419,9 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 // bucket is back the same upload is stored and served by another replica;
 // a view during an outage is a 503, not a 404 or 500.
 func TestReplicaStoreOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the S3 SDK's retries (9 s): skipped with -short")
+	}
 	s3 := storetest.NewS3(t)
 	_, a := replicaServer(t, s3.Open(t), nil, "a")
 	_, b := replicaServer(t, s3.Open(t), nil, "b")

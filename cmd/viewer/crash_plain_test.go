@@ -25,6 +25,9 @@ import (
 // debuginfod server is a fake: a real one cannot be made to hold a
 // download half-sent.
 func TestKillDuringSymbolization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the viewer binary (14 s): skipped with -short")
+	}
 	const bid = "0123456789abcdef0123456789abcdef01234567"
 	var hold atomic.Bool
 	hold.Store(true)

@@ -182,6 +182,9 @@ func fill(t *testing.T, path string, keep int64) {
 // Retry-After, as OTLP exporters do, gets its profile stored once the
 // space is back.
 func TestFullDiskDebugAndOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a tmpfs under the viewer binary and waits out Retry-After (10 s): skipped with -short")
+	}
 	for _, tool := range []string{"unshare", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("TestFullDiskDebugAndOTLP needs %s (%v): run make deps", tool, err)
