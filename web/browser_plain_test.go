@@ -2,17 +2,12 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -23,194 +18,106 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/pprof/profile"
 
-	"viewer/web"
 	"viewer/web/browsertest"
 )
 
-// browserProfile is a small CPU profile whose shares are easy to check by
-// hand. Stacks (root first) and their cpu values in ms / sample counts:
-//
-//	main.main > main.work > main.parse                      30 ms / 3
-//	main.main > main.work > main.render                     20 ms / 2
-//	main.main > main.parse                                  10 ms / 1
-//	main.main > main.render > main.parse > runtime.mallocgc 25 ms / 2
-//	main.main > runtime.mallocgc                            15 ms / 1
-//
-// Total 100 ms / 9 samples. main.parse: 30+10+25 = 65%; "parse|render"
-// counts the parse nested under render once: 30+20+10+25 = 85%.
-func browserProfile(t *testing.T) []byte {
-	t.Helper()
-	fns := map[string]*profile.Function{}
-	locs := map[string]*profile.Location{}
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
-		Period:     10_000_000,
+// TestBrowserDeepStack draws a stack deeper than a canvas can be tall at full
+// resolution (2,500 frames × 18 px): the graph is drawn at a lower
+// resolution instead of staying blank.
+func TestBrowserDeepStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test: skipped with -short")
 	}
-	loc := func(name string) *profile.Location {
-		if l, ok := locs[name]; ok {
-			return l
-		}
-		f := &profile.Function{ID: uint64(len(fns) + 1), Name: name, SystemName: name, Filename: "main.go"}
-		fns[name] = f
+	const depth = 2500
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
+	s := &profile.Sample{Value: []int64{1e6}}
+	for i := 0; i < depth; i++ {
+		f := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("pkg.f%04d", i)}
+		l := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + 16*i), Line: []profile.Line{{Function: f}}}
 		p.Function = append(p.Function, f)
-		l := &profile.Location{ID: uint64(len(locs) + 1), Address: 0x1000 + uint64(len(locs))*16, Line: []profile.Line{{Function: f, Line: int64(10 + len(locs))}}}
-		locs[name] = l
 		p.Location = append(p.Location, l)
-		return l
+		s.Location = append([]*profile.Location{l}, s.Location...) // leaf first
 	}
-	add := func(count, ms int64, rootFirst ...string) {
-		s := &profile.Sample{Value: []int64{count, ms * 1_000_000}}
-		for i := len(rootFirst) - 1; i >= 0; i-- {
-			s.Location = append(s.Location, loc(rootFirst[i]))
-		}
-		p.Sample = append(p.Sample, s)
-	}
-	add(3, 30, "main.main", "main.work", "main.parse")
-	add(2, 20, "main.main", "main.work", "main.render")
-	add(1, 10, "main.main", "main.parse")
-	add(2, 25, "main.main", "main.render", "main.parse", "runtime.mallocgc")
-	add(1, 15, "main.main", "runtime.mallocgc")
-	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
+	p.Sample = []*profile.Sample{s}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
-}
-
-// loopbackServer is an unstarted test server for h that listens on
-// 127.0.0.1 only (never on [::1] or another address).
-func loopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(h)
-	ts.Listener.Close()
-	ts.Listener = ln
-	return ts
-}
-
-// startServer serves a fresh viewer on 127.0.0.1, as serve does by
-// default: requests must name this machine in their Host.
-func startServer(t *testing.T) string {
-	t.Helper()
-	s, err := web.New(web.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	base := startServer(t)
+	resp, err := http.Post(base+"/api/profiles", "application/octet-stream", &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts.URL
+	var created struct{ URL string }
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: HTTP %d, %v", resp.StatusCode, err)
+	}
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the deep profile", chromedp.Navigate(base+created.URL))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("never drew: %v; %q", err, b.Problems())
+	}
+	// The deepest frame has colour where it is drawn, once the graph (which
+	// scrolls inside its box and draws the rows it shows) is scrolled there.
+	eval[bool](t, b, `new Promise(r => { document.getElementById('chart').scrollTop = 1e9; requestAnimationFrame(() => requestAnimationFrame(() => r(true))); })`)
+	drawn := eval[bool](t, b, `(() => {
+		const g = window.viewer.graph, t = window.viewer.tree, i = t.length - 1;
+		if (t.label(i) !== 'pkg.f2499') return false;
+		const r = g.rectOf(i), d = g.dpr;
+		if (!r || g.canvas.height > 32767) return false;
+		const px = g.ctx.getImageData(Math.floor((r.x + r.w / 2) * d), Math.floor((r.y + r.h / 2) * d), 1, 1).data;
+		return px[0] + px[1] + px[2] < 3 * 250;
+	})()`)
+	if !drawn {
+		t.Errorf("the deepest frame of a %d-frame stack is not drawn", depth)
+	}
+	noProblems(t, b)
 }
 
-// run runs browser steps with a timeout and fails the test on error.
-func run(t *testing.T, b *browsertest.Browser, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+// TestBrowserDropUpload drops a file on the upload page: the page posts it
+// to the JSON API and opens the returned link.
+func TestBrowserDropUpload(t *testing.T) {
+	base := startServer(t)
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	data := base64.StdEncoding.EncodeToString(browserProfile(t))
+	run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], 'dropped.pb', {type: 'application/octet-stream'}));
+		const ev = (type) => new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true});
+		document.body.dispatchEvent(ev('dragenter'));
+		document.body.dispatchEvent(ev('drop'));
+	})()`, data)))
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("flame graph never drew: %v; page problems %q", err, b.Problems())
+	}
+	frame(t, b, "main.main", "main.work", "main.parse")
+	noProblems(t, b)
+
+	// A file that is not a profile: the page says what was wrong.
+	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
+	run(t, b, "drop text", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['hello, this is not a profile'], 'notes.txt'));
+		document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+	})()`))
+	waitForJS(t, b, "an error message", `document.getElementById('upload-status').classList.contains('error')`)
+	msg := text(t, b, "#upload-status")
+	if !strings.Contains(msg, "notes.txt") || !strings.Contains(msg, "400") {
+		t.Errorf("error for a text file = %q, want the file name and HTTP 400", msg)
+	}
+	b.Problems() // the failed POST is logged as a resource error; expected here
+
+	// An unknown profile is a styled 404 page.
+	run(t, b, "open an unknown profile", chromedp.Navigate(base+"/p/AAAAAAAAAAAAAAAAAAAAAA"))
+	if got := text(t, b, ".status-code"); got != "404" {
+		t.Errorf("unknown profile: status %q, want 404", got)
 	}
 }
-
-func eval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitForJS polls a JS expression until it is true. Errors while the page
-// navigates count as not yet.
-func waitForJS(t *testing.T, b *browsertest.Browser, what, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("waiting for %s (%s): timed out (last error: %v); page problems: %q", what, expr, last, b.Problems())
-}
-
-type rect struct {
-	X      float64 `json:"x"`
-	Y      float64 `json:"y"`
-	Width  float64 `json:"width"`
-	Height float64 `json:"height"`
-}
-
-// frame returns where the frame at path (names below the root) is drawn.
-func frame(t *testing.T, b *browsertest.Browser, path ...string) rect {
-	t.Helper()
-	q := fmt.Sprintf("window.viewer.frameRect(%s)", jsStrings(path))
-	r := eval[*rect](t, b, q)
-	if r == nil {
-		t.Fatalf("frame %q is not drawn", strings.Join(path, " > "))
-	}
-	return *r
-}
-
-func jsStrings(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ",") + "]"
-}
-
-func currentURL(t *testing.T, b *browsertest.Browser) *url.URL {
-	t.Helper()
-	loc := eval[string](t, b, "location.href")
-	u, err := url.Parse(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-func text(t *testing.T, b *browsertest.Browser, sel string) string {
-	t.Helper()
-	return eval[string](t, b, fmt.Sprintf("document.querySelector(%q).textContent", sel))
-}
-
-func noProblems(t *testing.T, b *browsertest.Browser) {
-	t.Helper()
-	for _, p := range b.Problems() {
-		t.Errorf("page problem: %s", p)
-	}
-}
-
-// topReady is true once the flame page's top table shows the latest
-// top.json it asked for.
-const topReady = `document.getElementById('top-table').dataset.state === 'ready'`
-
-// search types q into the search box and waits for the match summary.
-func search(t *testing.T, b *browsertest.Browser, q, wantPct string) {
-	t.Helper()
-	run(t, b, "search "+q,
-		chromedp.Focus(chromedp.CSS("#search")),
-		chromedp.Evaluate[chromedp.Void](`document.getElementById('search').select()`),
-		chromedp.SendKeys(chromedp.CSS("#search"), q),
-		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
-	)
-	waitForJS(t, b, "match for "+q, fmt.Sprintf("document.getElementById('match').textContent.includes(%q)", wantPct))
-}
-
-var profileURL = regexp.MustCompile(`^/p/[A-Za-z0-9_-]{14,}$`)
 
 func TestBrowserFlamePage(t *testing.T) {
 	base := startServer(t)
@@ -446,58 +353,6 @@ func TestBrowserFlamePage(t *testing.T) {
 	noProblems(t, b)
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// TestBrowserDropUpload drops a file on the upload page: the page posts it
-// to the JSON API and opens the returned link.
-func TestBrowserDropUpload(t *testing.T) {
-	base := startServer(t)
-	b := browsertest.Start(t, browsertest.Options{})
-	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
-	data := base64.StdEncoding.EncodeToString(browserProfile(t))
-	run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
-		const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
-		const dt = new DataTransfer();
-		dt.items.add(new File([bytes], 'dropped.pb', {type: 'application/octet-stream'}));
-		const ev = (type) => new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true});
-		document.body.dispatchEvent(ev('dragenter'));
-		document.body.dispatchEvent(ev('drop'));
-	})()`, data)))
-	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
-	if err := b.WaitReady(20 * time.Second); err != nil {
-		t.Fatalf("flame graph never drew: %v; page problems %q", err, b.Problems())
-	}
-	frame(t, b, "main.main", "main.work", "main.parse")
-	noProblems(t, b)
-
-	// A file that is not a profile: the page says what was wrong.
-	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
-	run(t, b, "drop text", chromedp.Evaluate[chromedp.Void](`(() => {
-		const dt = new DataTransfer();
-		dt.items.add(new File(['hello, this is not a profile'], 'notes.txt'));
-		document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
-	})()`))
-	waitForJS(t, b, "an error message", `document.getElementById('upload-status').classList.contains('error')`)
-	msg := text(t, b, "#upload-status")
-	if !strings.Contains(msg, "notes.txt") || !strings.Contains(msg, "400") {
-		t.Errorf("error for a text file = %q, want the file name and HTTP 400", msg)
-	}
-	b.Problems() // the failed POST is logged as a resource error; expected here
-
-	// An unknown profile is a styled 404 page.
-	run(t, b, "open an unknown profile", chromedp.Navigate(base+"/p/AAAAAAAAAAAAAAAAAAAAAA"))
-	if got := text(t, b, ".status-code"); got != "404" {
-		t.Errorf("unknown profile: status %q, want 404", got)
-	}
-}
-
 // TestBrowserLoopbackNames checks a server on loopback, which refuses a
 // foreign Host (DNS rebinding), still works for a browser that opens it as
 // http://127.0.0.1:PORT/ or http://localhost:PORT/: a dropped upload is
@@ -525,59 +380,4 @@ func TestBrowserLoopbackNames(t *testing.T) {
 		}
 		noProblems(t, b)
 	}
-}
-
-// TestBrowserDeepStack draws a stack deeper than a canvas can be tall at full
-// resolution (2,500 frames × 18 px): the graph is drawn at a lower
-// resolution instead of staying blank.
-func TestBrowserDeepStack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium test: skipped with -short")
-	}
-	const depth = 2500
-	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
-	s := &profile.Sample{Value: []int64{1e6}}
-	for i := 0; i < depth; i++ {
-		f := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("pkg.f%04d", i)}
-		l := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + 16*i), Line: []profile.Line{{Function: f}}}
-		p.Function = append(p.Function, f)
-		p.Location = append(p.Location, l)
-		s.Location = append([]*profile.Location{l}, s.Location...) // leaf first
-	}
-	p.Sample = []*profile.Sample{s}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	base := startServer(t)
-	resp, err := http.Post(base+"/api/profiles", "application/octet-stream", &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct{ URL string }
-	err = json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload: HTTP %d, %v", resp.StatusCode, err)
-	}
-	b := browsertest.Start(t, browsertest.Options{})
-	run(t, b, "open the deep profile", chromedp.Navigate(base+created.URL))
-	if err := b.WaitReady(20 * time.Second); err != nil {
-		t.Fatalf("never drew: %v; %q", err, b.Problems())
-	}
-	// The deepest frame has colour where it is drawn, once the graph (which
-	// scrolls inside its box and draws the rows it shows) is scrolled there.
-	eval[bool](t, b, `new Promise(r => { document.getElementById('chart').scrollTop = 1e9; requestAnimationFrame(() => requestAnimationFrame(() => r(true))); })`)
-	drawn := eval[bool](t, b, `(() => {
-		const g = window.viewer.graph, t = window.viewer.tree, i = t.length - 1;
-		if (t.label(i) !== 'pkg.f2499') return false;
-		const r = g.rectOf(i), d = g.dpr;
-		if (!r || g.canvas.height > 32767) return false;
-		const px = g.ctx.getImageData(Math.floor((r.x + r.w / 2) * d), Math.floor((r.y + r.h / 2) * d), 1, 1).data;
-		return px[0] + px[1] + px[2] < 3 * 250;
-	})()`)
-	if !drawn {
-		t.Errorf("the deepest frame of a %d-frame stack is not drawn", depth)
-	}
-	noProblems(t, b)
 }
