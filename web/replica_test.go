@@ -20,6 +20,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/ondemand"
 	"viewer/web/store"
@@ -126,16 +127,11 @@ func TestReplicasShareProfilesThroughS3(t *testing.T) {
 	if err := s3.Open(t).Put(context.Background(), id+"/symbolized.pb.gz", bytes.NewReader(sym)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !poll.Wait(5*time.Second, func() bool {
 		_, _, body = fetch(t, b+"/p/"+id+"/flame.json")
-		if strings.Contains(string(body), "main.betterName") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B still serves its cached copy after the symbolized one was stored: %.300s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Contains(string(body), "main.betterName")
+	}) {
+		t.Fatalf("B still serves its cached copy after the symbolized one was stored: %.300s", body)
 	}
 	if _, _, body := fetch(t, a+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "main.betterName") {
 		t.Fatalf("A does not serve the stored symbolized copy: %.300s", body)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web/debuginfo"
 	"viewer/web/store"
 )
@@ -107,18 +108,15 @@ func TestSourceUploadsChargeIngestMemory(t *testing.T) {
 	first := make(chan putAnswer, 1)
 	go func() { first <- putSources(t, url, pr) }()
 	pw.Write(slow[:4096])
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		// 8 MiB are free until the first upload takes 4 MiB and its
-		// window's 8 MiB.
+	// 8 MiB are free until the first upload takes 4 MiB and its window's
+	// 8 MiB.
+	poll.Until(t, 30*time.Second, "the first upload to take memory for its window", func() bool {
 		give, ok := s.limits.Memory.TryTake(8 << 20)
-		if !ok {
-			break
+		if ok {
+			give()
 		}
-		give()
-		if time.Now().After(deadline) {
-			t.Fatal("the first upload took no memory for its window")
-		}
-	}
+		return !ok
+	})
 
 	second := putSources(t, url, bytes.NewReader(slow))
 	if second.code != http.StatusServiceUnavailable || !strings.Contains(second.body, "--ingest-memory") || second.retryAfter == "" {
