@@ -250,37 +250,40 @@ func TestStoreFacetsShareTheBinarysEntry(t *testing.T) {
 // the budget has been dropped, so the process's RSS follows the budget
 // rather than the collector's headroom.
 func TestStoreReturnsDroppedMemory(t *testing.T) {
-	s := newStore(64 << 20)
-	returned := make(chan struct{}, 8)
-	s.returnMemory = func() { returned <- struct{}{} }
-	ctx := context.Background()
-	use := func(key string, size int64) {
-		e, err := acquireSymbols(s, ctx, key, loadFake(&fakeObj{size: size}))
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) { // the waits below take no time on its clock
+		s := newStore(64 << 20)
+		returned := make(chan struct{}, 8)
+		s.returnMemory = func() { returned <- struct{}{} }
+		ctx := context.Background()
+		use := func(key string, size int64) {
+			e, err := acquireSymbols(s, ctx, key, loadFake(&fakeObj{size: size}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.release(e)
 		}
-		s.release(e)
-	}
-	use("a", 40<<20)
-	use("b", 20<<20) // within budget: nothing dropped
-	select {
-	case <-returned:
-		t.Fatal("memory returned although nothing was dropped")
-	case <-time.After(50 * time.Millisecond):
-	}
-	use("c", 30<<20) // a (40 MiB, over an eighth of the budget) is evicted
-	select {
-	case <-returned:
-	case <-time.After(5 * time.Second):
-		t.Fatal("40 MiB of evicted debug info was not returned to the OS")
-	}
-	for s.returning.Load() { // one return at a time: let the first end
-		time.Sleep(time.Millisecond)
-	}
-	use("huge", 100<<20) // over the budget: loaded, used, dropped
-	select {
-	case <-returned:
-	case <-time.After(5 * time.Second):
-		t.Fatal("an entry larger than the budget was dropped but its memory not returned")
-	}
+		use("a", 40<<20)
+		use("b", 20<<20) // within budget: nothing dropped
+		select {
+		case <-returned:
+			t.Fatal("memory returned although nothing was dropped")
+		case <-time.After(50 * time.Millisecond):
+		}
+		use("c", 30<<20) // a (40 MiB, over an eighth of the budget) is evicted
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("40 MiB of evicted debug info was not returned to the OS")
+		}
+		synctest.Wait() // one return at a time: let the first end
+		if s.returning.Load() {
+			t.Fatal("the first return of memory has not ended")
+		}
+		use("huge", 100<<20) // over the budget: loaded, used, dropped
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("an entry larger than the budget was dropped but its memory not returned")
+		}
+	})
 }

@@ -30,6 +30,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/browsertest"
 	"viewer/web/ondemand"
@@ -555,8 +556,7 @@ func post(t testing.TB, url string, header http.Header) (int, string, http.Heade
 // waitState polls /p/ID/symbolization until the binary reaches state.
 func waitState(t testing.TB, base, id string, state symbolize.State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%s's binary to reach %s", id, state), func() bool {
 		resp, err := http.Get(base + "/p/" + id + "/symbolization")
 		if err != nil {
 			t.Fatal(err)
@@ -564,12 +564,8 @@ func waitState(t testing.TB, base, id string, state symbolize.State) {
 		var s ondemand.Status
 		json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
-		if len(s.Binaries) > 0 && s.Binaries[0].State == state {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never reached %s", id, state)
+		return len(s.Binaries) > 0 && s.Binaries[0].State == state
+	})
 }
 
 func TestOnDemandSkipThenRetry(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/testdata/poll"
 	"viewer/web"
 )
 
@@ -120,19 +121,21 @@ func startViewer(t *testing.T, env []string, prefix []string, bin string, args .
 	}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.kill() })
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !poll.Wait(20*time.Second, func() bool {
 		if m := servingRE.FindStringSubmatch(p.out.String()); m != nil {
 			p.base = m[1]
-			return p
+			return true
 		}
 		select {
 		case <-p.done:
 			t.Fatalf("%v exited: %s", argv, p.out.String())
 		default:
 		}
+		return false
+	}) {
+		t.Fatalf("%v printed no URL: %s", argv, p.out.String())
 	}
-	t.Fatalf("%v printed no URL: %s", argv, p.out.String())
-	return nil
+	return p
 }
 
 // kill sends SIGKILL and waits for the process to be gone.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/testdata/poll"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
@@ -86,31 +88,32 @@ func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, sto
 	}
 	t.Cleanup(func() { stop() })
 	re := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out, stop
+	var m []string
+	if !poll.Wait(10*time.Second, func() bool {
+		if m = re.FindStringSubmatch(out.String()); m != nil {
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited: %v\nstderr: %s", err, errOut.String())
 		default:
 		}
+		return false
+	}) {
+		t.Fatalf("serve printed no URL; stdout %q stderr %q", out.String(), errOut.String())
 	}
-	t.Fatalf("serve printed no URL; stdout %q stderr %q", out.String(), errOut.String())
-	return
+	return m[1], out, stop
 }
 
 // waitForOutput polls the output until re matches it, for 10 s, and returns
 // the match.
 func waitForOutput(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
-		}
+	var m []string
+	if !poll.Wait(10*time.Second, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }) {
+		t.Fatalf("output %q never matched %v", out.String(), re)
 	}
-	t.Fatalf("output %q never matched %v", out.String(), re)
-	return nil
+	return m
 }
 
 func fetch(t *testing.T, url string) (int, string) {

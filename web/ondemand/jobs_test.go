@@ -624,10 +624,10 @@ func TestSkipCancelsOneFetch(t *testing.T) {
 	if b["aa01"].State != symbolize.StateSkipped {
 		t.Errorf("after Skip: %+v", b)
 	}
-	for deadline := time.Now().Add(10 * time.Second); b["bb02"].State != symbolize.StateFetching && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	poll.Wait(10*time.Second, func() bool {
 		b = byKey(h.m.Binaries("p1"))
-	}
+		return b["bb02"].State == symbolize.StateFetching
+	})
 	if b["bb02"].State != symbolize.StateFetching {
 		t.Errorf("after Skip, the other binary: %+v", b["bb02"])
 	}
