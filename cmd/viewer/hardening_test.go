@@ -52,6 +52,9 @@ var builtViewer struct {
 // buildViewer returns the viewer binary, building it on first use.
 func buildViewer(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the viewer binary: skipped with -short")
+	}
 	builtViewer.once.Do(func() {
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
