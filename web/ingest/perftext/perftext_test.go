@@ -381,6 +381,9 @@ func TestScriptInlined(t *testing.T) {
 // chains, and checks each yields the stacks (by address) and counts of the
 // default output, with the labels and the period where the fields have them.
 func TestScriptFieldSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs perf script 28 times: make test runs it")
+	}
 	addrFrame := func(l *profile.Location) string { return fmt.Sprintf("%x", l.Address) }
 	for _, file := range []string{"fp.data", "flat.data"} {
 		ref, err := ParseScript(perfScriptText(t, "-i", filepath.Join(dir, file)), 0)
