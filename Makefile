@@ -5,10 +5,10 @@
 GO ?= go
 TEST_TIMEOUT ?= 30m
 
-.PHONY: test test-race test-plain test-plain-build deps vet templ templ-check build bench fuzz fuzz-build fuzz-short
+.PHONY: test test-race test-plain test-plain-build deps vet templ templ-check jscheck build bench fuzz fuzz-build fuzz-short
 
 # After deps, three jobs side by side: the race run, fuzz-short, and, under
-# $(NICE), templ-check then test-plain-build, compiles that only take the
+# $(NICE), templ-check, jscheck (seconds) then test-plain-build, compiles that only take the
 # CPU the race run leaves idle (its web tests wait on chromium and
 # servers; CI has 2 cores) so as not to lengthen it; fuzz-short compiles
 # under $(NICE) too (fuzz-build) but fuzzes at normal priority (a fuzz
@@ -47,7 +47,7 @@ OTLP_EXPORTER = testdata/otlpexporter
 # runs no test.
 # After templ-check: both compile the standard library without -race, and
 # two go commands side by side would each compile it.
-test-plain-build: templ-check
+test-plain-build: templ-check jscheck
 	$(NICE) $(GO) test -vet=off -run '^$$' $(NORACE_PKGS) $(NORACE_TOOL_PKGS)
 	$(NICE) $(GO) build -o /dev/null ./cmd/viewer
 	cd $(OTLP_EXPORTER) && $(NICE) $(GO) test -vet=off -run '^$$' ./...
@@ -156,6 +156,21 @@ templ-check:
 	stale=$$(cd views && ls *_templ.go "$$tmp"/views/*_templ.go | xargs -n1 basename | sort -u | \
 		while read -r f; do cmp -s "$$f" "$$tmp/views/$$f" || echo " views/$$f"; done); \
 	[ -z "$$stale" ] || { echo "stale or missing:$$stale: run 'make templ' and commit views/*_templ.go" >&2; exit 1; }
+
+# jscheck type-checks static/*.js: tsc --checkJs on their JSDoc types
+# (JSCHECK/tsconfig.json), TypeScript the version JSCHECK/package-lock.json
+# pins. npm ci installs it when the lock file is newer than the last
+# install. It fails, in CI or not, when node or npm is missing (make deps
+# installs them).
+JSCHECK = testdata/jscheck
+
+jscheck: $(JSCHECK)/node_modules/.installed
+	cd $(JSCHECK) && $(NICE) node node_modules/.bin/tsc -p tsconfig.json
+
+$(JSCHECK)/node_modules/.installed: $(JSCHECK)/package.json $(JSCHECK)/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "jscheck: node and npm are needed: run make deps (Debian packages nodejs, npm)" >&2; exit 1; }
+	cd $(JSCHECK) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 build:
 	$(GO) build -o bin/viewer ./cmd/viewer

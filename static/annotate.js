@@ -4,7 +4,7 @@
 // into view on load unless the URL names an instruction.
 
 const table = document.getElementById("annotate");
-const search = document.getElementById("annotate-search");
+const search = /** @type {HTMLInputElement} */ (document.getElementById("annotate-search"));
 const counter = document.getElementById("annotate-matches");
 const rows = table ? Array.from(table.querySelectorAll("tbody tr.insn")) : [];
 let matches = [];
@@ -65,7 +65,7 @@ if (search) {
 
 if (table) {
   table.addEventListener("click", (e) => {
-    const a = e.target.closest("a.target, a.skid");
+    const a = /** @type {Element} */ (e.target).closest("a.target, a.skid");
     if (!a) return;
     const row = document.getElementById(a.getAttribute("href").slice(1));
     if (!row) return;
@@ -87,7 +87,7 @@ function drawArrows() {
   if (!table) return;
   const wrap = table.parentElement;
   wrap.querySelector("svg.jump-arrows")?.remove();
-  const col = table.querySelector("tbody td.arrows");
+  const col = /** @type {HTMLElement} */ (table.querySelector("tbody td.arrows"));
   if (!col) return;
   const jumps = [];
   for (const r of rows) {

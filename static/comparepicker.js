@@ -6,7 +6,7 @@
 // and a line saying how to see the server's. Asked for when the Filters
 // box is first opened.
 
-const pop = document.getElementById('filters-pop');
+const pop = /** @type {HTMLDetailsElement} */ (document.getElementById('filters-pop'));
 const box = document.getElementById('compare-recent');
 const form = document.getElementById('compare');
 const self = (location.pathname.match(/^\/p\/([a-z2-7]{20})/) || [])[1];
@@ -20,7 +20,7 @@ function ownUploads() {
 
 function diffHref(base) {
   const u = new URL(`/p/${base}/diff/${self}`, location.href);
-  const si = form && form.querySelector('input[name=si]');
+  const si = form && /** @type {HTMLInputElement} */ (form.querySelector('input[name=si]'));
   if (si && si.value) u.searchParams.set('si', si.value);
   return u.pathname + u.search;
 }
@@ -36,7 +36,7 @@ function show(list, note) {
     const when = document.createElement('span');
     when.className = 'muted';
     const t = r.uploaded ? new Date(r.uploaded) : r.at ? new Date(r.at) : null;
-    when.textContent = (t && !isNaN(t) ? ' · ' + t.toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }) : '') + ' · ' + r.id;
+    when.textContent = (t && !isNaN(t.getTime()) ? ' · ' + t.toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' }) : '') + ' · ' + r.id;
     li.append(a, when);
     return li;
   });

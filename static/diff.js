@@ -22,7 +22,7 @@ const config = readConfig('diff-config');
 const chart = $('chart');
 const tooltip = $('tooltip');
 const status = $('chart-status');
-const resetBtn = $('reset');
+const resetBtn = /** @type {HTMLButtonElement} */ ($('reset'));
 
 /** Change of node i's share: new share minus base share. */
 function delta(t, i) {
@@ -72,18 +72,21 @@ class DiffGraph extends FlameGraph {
     this.scheme = 'diff';
   }
 
+  /** @override */
   setScheme(scheme) {
     this.scheme = SCHEMES.includes(scheme) ? scheme : 'diff';
     this.recolor();
     this.draw();
   }
 
+  /** @override */
   setTree(t) {
     this.nodeColor = new Array(t.length);
     for (let i = 0; i < t.length; i++) this.nodeColor[i] = changeColor(delta(t, i), nodeNoise(t, i));
     super.setTree(t);
   }
 
+  /** @override */
   recolor() {
     super.recolor();
     // Per node: the change's fill, and the same at 0.3 opacity for faded
@@ -94,6 +97,7 @@ class DiffGraph extends FlameGraph {
     this.textColors = this.scheme === 'diff' ? ['#1d1410', '#1d1410'] : ['#1d1410', '#5c5048'];
   }
 
+  /** @override */
   fillId(i, hit, faded) {
     if (this.scheme !== 'diff') return super.fillId(i, hit, faded); // package, binary or heat
     return faded || (hit && !hit[this.tree.name[i]]) ? this.nodeDimId[i] : this.nodeId[i];
@@ -103,9 +107,9 @@ class DiffGraph extends FlameGraph {
 const graph = new DiffGraph(chart, $('flame'), $('flame-hover'));
 let tree = null;
 
-const search = $('search');
+const search = /** @type {HTMLInputElement} */ ($('search'));
 const matchOut = $('match');
-const schemeSelect = $('color-scheme');
+const schemeSelect = /** @type {HTMLSelectElement} */ ($('color-scheme'));
 const legend = $('legend');
 
 /** The change scale's stops, shrank to grew, for the legend. */
@@ -274,7 +278,7 @@ async function load() {
 
 wireCopyLink($('copy-link'), writeURL);
 
-const si = $('si');
+const si = /** @type {HTMLSelectElement} */ ($('si'));
 if (si) {
   si.addEventListener('change', () => {
     const p = new URLSearchParams(location.search);

@@ -232,7 +232,14 @@ export class Tree {
 // sampling.Percent (symbolize/sampling/values.go says the rules; web/units_browser_test.go
 // checks both on one table). They compute on BigInt integers, as Go does on
 // uint64, so that both round alike.
+/**
+ * Units of a scale: each [its size in the base unit, how many of it before
+ * the next unit (0: the last), its name].
+ * @typedef {[bigint, bigint, string][]} Steps
+ */
+/** @type {Steps} */
 const TIME_STEPS = [[1n, 1000n, 'ns'], [1000n, 1000n, 'µs'], [1000000n, 1000n, 'ms'], [1000000000n, 120n, 's']];
+/** @type {Steps} */
 const BYTE_STEPS = [[1n, 1024n, 'B'], [1n << 10n, 1024n, 'KiB'], [1n << 20n, 1024n, 'MiB'], [1n << 30n, 1024n, 'GiB'], [1n << 40n, 0n, 'TiB']];
 const POW10 = [1n, 10n, 100n, 1000n];
 const MAX_U64 = (1n << 64n) - 1n;
@@ -292,6 +299,7 @@ function formatNanos(ns) {
   return `${fixed(roundDiv(ns, 360000000000n), 1)} h`;
 }
 
+/** x / d rounded to the nearest, halves up. @param {bigint} x @param {bigint} d */
 function roundDiv(x, d) {
   const q = x / d;
   return x % d >= d - x % d ? q + 1n : q;

@@ -2,9 +2,9 @@
 // top-table row, or the context-menu key on a hovered frame). It links a frame to its sandwich
 // view (callers and callees), its source, its annotated disassembly and
 // pprof-style filters on it (common.js frameLinks, which the detail strip
-// shows too). It reads the drawn graph from page.js's exports.
+// shows too). It reads the drawn graph from flamestate.js.
 
-import { graph, currentTree, frameRect } from './page.js';
+import { graph, currentTree, frameRect } from './flamestate.js';
 import { frameLinks } from './common.js';
 
 const overlay = document.getElementById('flame-hover');
@@ -65,14 +65,14 @@ overlay.addEventListener('keydown', (e) => {
   }
 });
 // The top table's rows get the same menu.
-const topBody = document.querySelector('#top-table tbody');
+const topBody = /** @type {HTMLElement | null} */ (document.querySelector('#top-table tbody'));
 if (topBody) {
   topBody.addEventListener('contextmenu', (e) => {
-    const tr = e.target.closest('tr');
+    const tr = /** @type {HTMLElement} */ (e.target).closest('tr');
     if (tr && openFor(tr.dataset.name, e.clientX, e.clientY)) e.preventDefault();
   });
 }
-document.addEventListener('click', (e) => { if (!menu.contains(e.target)) close(); });
+document.addEventListener('click', (e) => { if (!menu.contains(/** @type {Node} */ (e.target))) close(); });
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
 
 // For tests and the console.
@@ -84,11 +84,11 @@ window.viewerFrameMenu = { open: (path) => {
 
 // The filter and compare forms reload the page: keep the sample type the
 // selector switched to without a reload (page.js).
-const siSelect = document.getElementById('si');
+const siSelect = /** @type {HTMLSelectElement} */ (document.getElementById('si'));
 if (siSelect) {
   siSelect.addEventListener('change', () => {
     for (const form of document.querySelectorAll('#filters, #compare')) {
-      let input = form.querySelector('input[name="si"]');
+      let input = /** @type {HTMLInputElement} */ (form.querySelector('input[name="si"]'));
       if (!input) {
         input = document.createElement('input');
         input.type = 'hidden';

@@ -7,10 +7,11 @@ import (
 
 // TestImports reads the flame page's entry modules' imports from the
 // scripts themselves: page.js imports flame.js and common.js (the second
-// across several lines), and no entry is listed as an import.
+// across several lines), flamestate.js and pagetimings.js, and no entry
+// is listed as an import.
 func TestImports(t *testing.T) {
 	got := Imports("page.js", "framemenu.js", "timeline.js", "symbolize.js")
-	for _, want := range []string{"flame.js", "common.js"} {
+	for _, want := range []string{"flame.js", "common.js", "flamestate.js", "pagetimings.js"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("Imports = %q, lacks %s", got, want)
 		}

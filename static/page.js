@@ -8,37 +8,39 @@
 // frame's total, so merged "…" frames open; the top table and the search's
 // matched share come from top.json, computed on the server from every sample.
 //
-// Other modules import from here: reload() refetches flame.json and redraws,
-// keeping zoom and search (symbolize.js); graph, currentTree() and
-// frameRect() are what framemenu.js reads. Shared helpers are in common.js;
-// window.viewer is for tests and the console only.
+// What the page's other modules share (the graph, the tree drawn now,
+// reload(), frameRect()) is in flamestate.js, which page.js keeps up to
+// date; what it measures of itself for the benchmarks is in
+// pagetimings.js. setViewParam is timeline.js's (the same as
+// timeorder.js's). Shared helpers are in common.js; window.viewer is for
+// tests and the console only.
 
 import {
-  Tree, FlameGraph, Minimap, formatValue, formatPct, columnUnit, formatIn, quantity,
+  Tree, Minimap, formatValue, formatPct, columnUnit, formatIn, quantity,
 } from './flame.js';
 import { fitNameCells } from './names.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
   frameLinks, legendEntries, renderLegend, packageOf, emit,
 } from './common.js';
+import { graph, setTree, setReload, frameRect } from './flamestate.js';
+import * as timing from './pagetimings.js';
 
 const config = readConfig('flame-config');
 
 const chart = $('chart');
-/** The page's flame graph. */
-export const graph = new FlameGraph(chart, $('flame'), $('flame-hover'));
 const minimap = $('minimap') ? new Minimap(graph, $('minimap')) : null;
 const legend = $('legend');
-const schemeSelect = $('color-scheme');
+const schemeSelect = /** @type {HTMLSelectElement} */ ($('color-scheme'));
 const detail = $('detail');
-const search = $('search');
+const search = /** @type {HTMLInputElement} */ ($('search'));
 const matchOut = $('match');
 const tooltip = $('tooltip');
 const status = $('chart-status');
 const note = $('flame-note');
 const crumbs = $('crumbs');
-const resetBtn = $('reset');
-const siSelect = $('si');
+const resetBtn = /** @type {HTMLButtonElement} */ ($('reset'));
+const siSelect = /** @type {HTMLSelectElement} */ ($('si'));
 const TOP_ROWS = 100;
 // exact: the server has top.json and flame.json?z= for this tree (the
 // profile's flame page); otherwise (data types) the table is the drawn tree's.
@@ -47,9 +49,9 @@ const exact = !!config.exact;
 let dataURL = config.dataURL;
 let si = config.si || '';
 let siInURL = new URLSearchParams(location.search).has('si');
-let tree = null;
+/** @type {Tree | null} */
+let tree = null; // the tree drawn (flamestate.js's currentTree(), through setTree)
 let loads = 0;
-let timings = null; // of the last load, for benchmarks and the console
 let generation = 0;
 let topSort = { key: 'flat', desc: true };
 let topAll = false;
@@ -58,14 +60,12 @@ let tipTree = null;
 const trees = new Map(); // zoom key → Tree, the few last fetched
 const TREES_KEPT = 8;
 let zoomGen = 0;
-let zoomStart = 0;
+let zoomStart = 0; // performance.now() when the zoom drawn last began
 let localDraw = 0; // timer: the old tree zoomed, if the fetch is slow
 const LOCAL_DRAW_MS = 150;
-let zoomTimings = []; // per zoom: ms to its tree drawn, to fetched, to parsed; nodes (benchmarks)
 let topGen = 0;
 let top = null; // the last top.json
 let earlyTop = null; // { url, json }: the first top.json, asked for beside the first flame.json
-let firstTopMs = 0; // when the top table first showed rows, since the navigation began
 
 // ---- URL state ----
 
@@ -154,6 +154,7 @@ export async function reload() {
   const t1 = performance.now();
   try {
     tree = new Tree(json);
+    setTree(tree);
   } catch (err) {
     showStatus(`Could not draw the flame graph: ${err.message}`, true);
     throw err;
@@ -180,11 +181,7 @@ export async function reload() {
   }
   // After the graph is on screen: idle time, so the frame showing it comes first.
   if (window.requestIdleCallback) requestIdleCallback(showLegend, { timeout: 300 }); else setTimeout(showLegend, 0);
-  timings = {
-    fetchMs: t1 - t0, headersMs: marks.headers - t0, textMs: marks.text - marks.headers, parseMs: marks.parsed - marks.text,
-    buildMs: t2 - t1, drawMs: t3 - t2, restMs: performance.now() - t3, nodes: tree.length,
-    startMs: t0, readyMs: performance.now(), // since the navigation began
-  };
+  timing.loaded(t0, t1, t2, t3, marks, tree.length);
   loads++;
   document.body.dataset.loads = String(loads);
   document.body.dataset.ready = '1';
@@ -200,8 +197,6 @@ function wait(ms) { return new Promise((resolve) => { setTimeout(() => resolve(n
 /** p as a promise that never rejects: {json} or {error}. */
 function settle(p) { return p.then((json) => ({ json }), (error) => ({ error })); }
 
-/** The tree drawn now. */
-export function currentTree() { return tree; }
 /**
  * Sets query parameter key of every view (the timeline's t=; '' removes it)
  * in the page's URL, its data and its links, and redraws (static/timeline.js).
@@ -215,7 +210,7 @@ export function setViewParam(key, value) {
   config.dataURL = set(config.dataURL);
   dataURL = set(dataURL);
   for (const id of ['svg-link', 'top-link']) {
-    const a = $(id);
+    const a = /** @type {HTMLAnchorElement} */ ($(id));
     if (a) a.href = set(a.getAttribute('href'));
   }
   history.replaceState(history.state, '', set(location.href));
@@ -290,7 +285,7 @@ graph.onzoom = () => {
 function zoomView() {
   const gen = ++zoomGen;
   const tgen = ++topGen;
-  zoomStart = performance.now();
+  zoomStart = timing.zoomBegun();
   const path = graph.zoomPath.slice();
   let t = trees.get(path.join('\n'));
   if (t) keep(path, t); // most recently used
@@ -350,18 +345,17 @@ function zoomView() {
 // swapTree draws t (of the zoom) in place of the drawn tree.
 function swapTree(t) {
   tree = t;
+  setTree(t);
   graph.setTree(t);
   showCrumbs();
   showLegend();
   writeURL();
 }
 
-// zoomDone records a zoom's timings (benchmarks) and says it is drawn.
+// zoomDone records a zoom's timings (pagetimings.js) and says it is drawn.
 function zoomDone(gen, fetchMs, buildMs, marks) {
   if (gen !== zoomGen) return;
-  const ms = performance.now() - zoomStart;
-  const since = (m) => (m ? m - zoomStart : 0);
-  zoomTimings.push({ ms, fetchMs, buildMs, nodes: tree.length, headersMs: since(marks.headers), textMs: since(marks.text), parsedMs: since(marks.parsed), drawMs: graph.lastDrawMs });
+  const ms = timing.zoomed(fetchMs, buildMs, marks, tree.length, graph.lastDrawMs);
   document.body.dataset.zoom = 'ready';
   emit('zoomed', { ms, path: graph.zoomPath });
 }
@@ -410,13 +404,13 @@ document.addEventListener('keydown', (e) => {
 // ---- mode ----
 
 function showMode() {
-  for (const b of document.querySelectorAll('[data-mode]')) {
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('[data-mode]'))) {
     b.setAttribute('aria-pressed', String(b.dataset.mode === graph.mode));
   }
   chart.classList.toggle('flame-mode', graph.mode === 'flame');
 }
 
-for (const b of document.querySelectorAll('[data-mode]')) {
+for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('[data-mode]'))) {
   b.addEventListener('click', () => {
     graph.setMode(b.dataset.mode);
     showMode();
@@ -432,7 +426,7 @@ if (siSelect) {
     siInURL = true;
     dataURL = withParam(config.dataURL, 'si', si);
     for (const id of ['svg-link', 'top-link']) {
-      const a = $(id);
+      const a = /** @type {HTMLAnchorElement} */ ($(id));
       if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
     }
     writeURL();
@@ -572,16 +566,16 @@ const fitChart = fitToWindow(chart, document.querySelectorAll('.page-head, #tool
 graph.ondraw = () => { if (minimap) minimap.draw(); };
 
 // The Filters popover closes on a click elsewhere or Escape.
-const filtersPop = $('filters-pop');
+const filtersPop = /** @type {HTMLDetailsElement} */ ($('filters-pop'));
 if (filtersPop) {
-  document.addEventListener('click', (e) => { if (filtersPop.open && !filtersPop.contains(e.target)) filtersPop.open = false; });
+  document.addEventListener('click', (e) => { if (filtersPop.open && !filtersPop.contains(/** @type {Node} */ (e.target))) filtersPop.open = false; });
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && filtersPop.open) filtersPop.open = false; });
 }
 
 // ---- top functions ----
 
-const topTable = $('top-table');
-const topBody = topTable.querySelector('tbody');
+const topTable = /** @type {HTMLTableElement} */ ($('top-table'));
+const topBody = /** @type {HTMLTableSectionElement} */ (topTable.querySelector('tbody'));
 const topMore = $('top-more');
 
 // The table covers the zoomed frame's subtree, with shares of its total, so
@@ -628,7 +622,7 @@ function showTop(answer, gen) {
   renderTop();
   showMatch();
   topTable.dataset.state = 'ready';
-  if (!firstTopMs && topBody.rows.length) firstTopMs = performance.now();
+  timing.topShown(topBody.rows.length);
   emit('top');
 }
 
@@ -740,7 +734,7 @@ function renderTop() {
   $('top-all').textContent = `Show all ${t.functions.toLocaleString('en-US')}`;
   const what = quantity(t.sampleType, t.unit);
   for (const th of topTable.querySelectorAll('th')) {
-    const b = th.querySelector('[data-sort]');
+    const b = /** @type {HTMLElement} */ (th.querySelector('[data-sort]'));
     if (!b) continue;
     const col = { flat: flatCol, cum: cumCol }[b.dataset.sort];
     if (col) {
@@ -762,7 +756,7 @@ function fitNames() { fitNameCells(topBody.querySelectorAll('td.fn')); }
 new ResizeObserver(() => fitNames()).observe(topTable);
 
 topTable.querySelector('thead').addEventListener('click', (e) => {
-  const b = e.target.closest('[data-sort]');
+  const b = /** @type {HTMLElement} */ (/** @type {Element} */ (e.target).closest('[data-sort]'));
   if (!b) return;
   const key = b.dataset.sort;
   const same = topSort.key === key;
@@ -771,7 +765,7 @@ topTable.querySelector('thead').addEventListener('click', (e) => {
   else fetchTop();
 });
 topBody.addEventListener('click', (e) => {
-  const tr = e.target.closest('tr');
+  const tr = /** @type {Element} */ (e.target).closest('tr');
   if (!tr) return;
   applySearch(`^${escapeRE(tr.dataset.name)}$`);
   chart.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
@@ -784,17 +778,6 @@ wireCopyLink($('copy-link'), writeURL);
 
 // ---- for tests and the console ----
 
-/** Where the frame at path (names below the root) is drawn, in viewport px. */
-export function frameRect(path) {
-  if (!tree) return null;
-  const i = tree.resolve(path);
-  if (tree.path(i).length !== path.length) return null;
-  const r = graph.rectOf(i);
-  if (!r) return null;
-  const c = graph.overlay.getBoundingClientRect();
-  return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h };
-}
-
 /** The frames drawn below the zoomed one, as zoom paths. */
 function drawnFrames() {
   if (!tree || !graph.drawn) return [];
@@ -803,8 +786,10 @@ function drawnFrames() {
 
 window.viewer = {
   graph, reload, frameRect, drawnFrames, describe: (path) => { const i = tree.resolve(path); return describe(i, false).map((e) => e.textContent); },
-  get tree() { return tree; }, get timings() { return timings && { ...timings, topMs: firstTopMs }; }, get zoomTimings() { return zoomTimings; },
+  get tree() { return tree; }, get timings() { return timing.loadTimings(); }, get zoomTimings() { return timing.zoomTimings(); },
 };
+
+setReload(reload);
 
 readURL();
 fitChart();

@@ -52,8 +52,8 @@ for (const g of [callers, callees]) {
 
 // ---- the function picker: the view's functions (top.json) by self or
 // total, filtered by what is typed; choosing one opens its sandwich. ----
-const find = $('fn-find');
-const order = $('fn-order');
+const find = /** @type {HTMLInputElement} */ ($('fn-find'));
+const order = /** @type {HTMLSelectElement} */ ($('fn-order'));
 const list = $('fn-list');
 const PICKER_SHOWN = 50;
 let functions = null; // top.json, once asked for
@@ -141,7 +141,7 @@ list.addEventListener('keydown', (e) => {
   if (e.key === 'Escape') { list.hidden = true; find.focus(); }
 });
 document.addEventListener('click', (e) => {
-  if (!$('fn-picker').contains(e.target)) list.hidden = true;
+  if (!$('fn-picker').contains(/** @type {Node} */ (e.target))) list.hidden = true;
 });
 
 async function load() {
@@ -186,7 +186,7 @@ async function load() {
 
 /** Points the Flame graph link at the function on its hottest call path. */
 function zoomLink(t) {
-  const a = $('flame-at');
+  const a = /** @type {HTMLAnchorElement} */ ($('flame-at'));
   if (!a || !t || t.length === 0) return;
   // From the function (the callers tree's root) up through the widest
   // caller at each step to the outermost frame: the zoom path reversed.
@@ -205,7 +205,7 @@ function zoomLink(t) {
   a.href = u.pathname + u.search;
 }
 
-const search = $('search');
+const search = /** @type {HTMLInputElement} */ ($('search'));
 const matchOut = $('match');
 
 function applySearch() {
@@ -235,7 +235,7 @@ document.addEventListener('keydown', (e) => {
   }
 });
 
-const si = $('si');
+const si = /** @type {HTMLSelectElement} */ ($('si'));
 if (si) si.addEventListener('change', () => { const p = new URLSearchParams(location.search); p.set('si', si.value); location.search = p.toString(); });
 
 window.viewer = { callers, callees, get data() { return data; } };

@@ -2,8 +2,9 @@
 // profile's event stream (server-sent events from /p/ID/events): each
 // binary's state, where its debug info comes from and the download's
 // progress. When a copy with more names is stored it redraws the flame graph
-// through page.js's reload(), which keeps zoom and search. It also wires the
-// Skip (one binary), Disable (debuginfod for this profile) and Retry buttons.
+// through flamestate.js's reload() (page.js's), which keeps zoom and search.
+// It also wires the Skip (one binary), Disable (debuginfod for this
+// profile) and Retry buttons.
 //
 // A fetching row says what is going on: the phase, the bytes so far, the
 // speed, the time since the fetch started and, when the size is known, the
@@ -14,19 +15,24 @@
 // panel folds to its one-line summary (how many binaries are symbolized and
 // how many were left without symbols).
 
-import { reload } from './page.js';
+import { reload } from './flamestate.js';
 import { formatValue } from './flame.js';
 import { readConfig, responseError } from './common.js';
+import { BinaryState, RunState, SymbolizeEvent } from './states.js';
 
 const config = readConfig('flame-config');
 const section = document.getElementById('symbolization');
-const tbody = document.getElementById('binaries');
+const tbody = /** @type {HTMLTableSectionElement} */ (document.getElementById('binaries'));
 const summary = document.getElementById('symbolization-summary');
 const base = `/p/${config.id}`;
 
-// 'no symbols' is neutral (stripped, nothing found: the row says what to
-// do); 'pseudo' rows ([vdso], JIT maps) are not binaries and are not counted.
-const FINAL = new Set(['symbolized', 'no symbols', 'skipped', 'error']);
+// BinaryState.NotFound ("no symbols") is neutral (stripped, nothing found:
+// the row says what to do); Pseudo rows ([vdso], JIT maps) are not
+// binaries and are not counted. The names are the server's (states.js).
+/** @type {Set<string>} */
+const FINAL = new Set([BinaryState.Symbolized, BinaryState.NotFound, BinaryState.Skipped, BinaryState.Error]);
+/** @type {Set<string>} */
+const MISSED = new Set([BinaryState.NotFound, BinaryState.Skipped, BinaryState.Error]);
 const helpURL = section.dataset.helpUrl || '';
 let source = null; // the EventSource while following a job
 let running = false;
@@ -48,8 +54,8 @@ controls.innerHTML = '<span class="symbolize-note" id="symbolize-note"></span>'
   + '<button type="button" class="button" id="symbolize-retry" hidden title="Look again for the binaries that missed">Retry</button>';
 section.querySelector('details').insertBefore(controls, section.querySelector('table'));
 const note = controls.querySelector('#symbolize-note');
-const disableBtn = controls.querySelector('#symbolize-disable');
-const retryBtn = controls.querySelector('#symbolize-retry');
+const disableBtn = /** @type {HTMLButtonElement} */ (controls.querySelector('#symbolize-disable'));
+const retryBtn = /** @type {HTMLButtonElement} */ (controls.querySelector('#symbolize-retry'));
 
 function keyOf(b) {
   return b.key || (b.build_id ? b.build_id.toLowerCase() : `file:${b.file}`);
@@ -164,7 +170,7 @@ function showProgress(tr, bytes, total, phase) {
 
 /** The row's live line: "downloading · 1.2 MiB of 4.0 MiB · 850 KiB/s · 3 s · 4 s left". */
 function liveText(l, now) {
-  const parts = [l.phase || 'fetching'];
+  const parts = [l.phase || BinaryState.Fetching];
   const elapsed = duration(now - l.start);
   if (l.bytes <= 0) {
     parts.push(`waiting for the first byte (${elapsed})`);
@@ -185,7 +191,7 @@ function liveText(l, now) {
 setInterval(() => {
   const now = performance.now();
   for (const tr of tbody.rows) {
-    if (tr.dataset.state !== 'fetching') continue;
+    if (tr.dataset.state !== BinaryState.Fetching) continue;
     const text = tr.cells[4].querySelector('.live');
     if (text) text.textContent = liveText(liveOf(tr), now);
   }
@@ -229,10 +235,10 @@ function updateRow(b) {
   const st = tr.cells[2].querySelector('span') || tr.cells[2];
   st.className = stateClass(b.state);
   st.textContent = b.state;
-  const src = b.server && b.state === 'fetching' ? b.server : (b.source || '');
+  const src = b.server && b.state === BinaryState.Fetching ? b.server : (b.source || '');
   tr.cells[3].textContent = src;
   tr.cells[3].title = src;
-  if (b.state === 'fetching') {
+  if (b.state === BinaryState.Fetching) {
     showProgress(tr, b.bytes || 0, b.total || -1, b.phase || '');
   } else {
     live.delete(tr.dataset.key || tr.dataset.buildId);
@@ -257,9 +263,9 @@ function updateRow(b) {
 }
 
 function updateSummary() {
-  const rows = Array.from(tbody.rows).filter((tr) => tr.dataset.state !== 'pseudo');
-  const done = rows.filter((tr) => tr.dataset.state === 'symbolized').length;
-  const missed = rows.filter((tr) => ['no symbols', 'skipped', 'error'].includes(tr.dataset.state)).length;
+  const rows = Array.from(tbody.rows).filter((tr) => tr.dataset.state !== BinaryState.Pseudo);
+  const done = rows.filter((tr) => tr.dataset.state === BinaryState.Symbolized).length;
+  const missed = rows.filter((tr) => MISSED.has(tr.dataset.state || '')).length;
   let text = rows.length ? `${done} of ${rows.length} symbolized` : 'no binaries to symbolize';
   if (missed) text += ` · ${missed} without symbols`;
   if (running) text += ' · working…';
@@ -300,27 +306,27 @@ function showStatus(s) {
 function follow(url) {
   if (source) source.close();
   running = true;
-  section.dataset.job = 'running';
+  section.dataset.job = RunState.Running;
   for (const tr of tbody.rows) ensureActions(tr);
   source = new EventSource(url);
-  source.addEventListener('job', (e) => {
+  source.addEventListener(SymbolizeEvent.Job, (e) => {
     showStatus(JSON.parse(e.data));
     updateSummary();
   });
-  source.addEventListener('binary', (e) => {
+  source.addEventListener(SymbolizeEvent.Binary, (e) => {
     updateRow(JSON.parse(e.data));
     updateSummary();
   });
-  source.addEventListener('progress', (e) => {
+  source.addEventListener(SymbolizeEvent.Progress, (e) => {
     const p = JSON.parse(e.data);
     const tr = rowFor(p);
-    if (tr.dataset.state !== 'fetching') return;
+    if (tr.dataset.state !== BinaryState.Fetching) return;
     if (p.server) { tr.cells[3].textContent = p.server; tr.cells[3].title = p.server; }
     showProgress(tr, p.bytes || 0, p.total || -1, p.phase || '');
   });
   // A copy with more names is stored: redraw with them.
-  source.addEventListener('names', () => { reload().catch(() => {}); });
-  source.addEventListener('symbolized', (e) => {
+  source.addEventListener(SymbolizeEvent.Names, () => { reload().catch(() => {}); });
+  source.addEventListener(SymbolizeEvent.Symbolized, (e) => {
     const s = JSON.parse(e.data);
     source.close();
     source = null;
@@ -328,7 +334,7 @@ function follow(url) {
     for (const b of s.binaries || []) updateRow(b);
     showStatus(s);
     updateSummary();
-    section.dataset.job = 'done';
+    section.dataset.job = RunState.Done;
     reload().then(() => { section.dataset.redrawn = '1'; }).catch(() => {});
     watch();
   });
@@ -355,7 +361,7 @@ function watch() {
   clearTimeout(watchTimer);
   watchTimer = null;
   if (running || !config.statusURL) return;
-  if (!Array.from(tbody.rows).some((tr) => tr.dataset.state === 'no symbols')) return;
+  if (!Array.from(tbody.rows).some((tr) => tr.dataset.state === BinaryState.NotFound)) return;
   watchTimer = setTimeout(async () => {
     watchTimer = null;
     if (running) return;
@@ -363,7 +369,7 @@ function watch() {
       const r = await fetch(config.statusURL, { headers: { Accept: 'application/json' } });
       const s = r.ok ? await r.json() : null;
       const known = status ? status.resolved : 0;
-      if (s && (s.state === 'queued' || s.state === 'running' || (s.state === 'done' && s.resolved !== known))) {
+      if (s && (s.state === RunState.Queued || s.state === RunState.Running || (s.state === RunState.Done && s.resolved !== known))) {
         follow(`${base}/events`);
         return;
       }
@@ -422,12 +428,12 @@ retryBtn.addEventListener('click', async () => {
 // debuginfod (perf's keys), unless typing in a field.
 document.addEventListener('keydown', (e) => {
   if (!running || e.ctrlKey || e.metaKey || e.altKey) return;
-  const t = e.target;
+  const t = /** @type {HTMLElement} */ (e.target);
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return;
   if (e.key === 'd' && !disableBtn.hidden) disableBtn.click();
   if (e.key === 's') {
-    const tr = Array.from(tbody.rows).find((r) => r.dataset.state === 'fetching');
-    const btn = tr && tr.querySelector('button.skip');
+    const tr = Array.from(tbody.rows).find((r) => r.dataset.state === BinaryState.Fetching);
+    const btn = tr && /** @type {HTMLButtonElement} */ (tr.querySelector('button.skip'));
     if (btn && !btn.hidden) btn.click();
   }
 });
@@ -437,7 +443,7 @@ document.addEventListener('keydown', (e) => {
 // The server's rows: long reasons to one line too.
 for (const tr of tbody.rows) {
   const td = tr.cells[4];
-  if (!td || tr.dataset.state === 'fetching') continue;
+  if (!td || tr.dataset.state === BinaryState.Fetching) continue;
   const help = td.querySelector('.help');
   const reason = Array.from(td.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join('').trim();
   if (reason.length <= LONG_REASON) continue;
@@ -454,7 +460,7 @@ if (config.eventsURL) {
   fetch(config.statusURL, { headers: { Accept: 'application/json' } })
     .then((r) => (r.ok ? r.json() : null))
     .then((s) => {
-      if (!s || s.state === 'none') { updateSummary(); return; }
+      if (!s || s.state === RunState.None) { updateSummary(); return; }
       for (const b of s.binaries || []) updateRow(b);
       showStatus(s);
       updateSummary();

@@ -2,11 +2,11 @@
 // rows by their data- attributes; selects marked data-autosubmit submit
 // their form on change.
 
-for (const table of document.querySelectorAll('table.sortable')) {
+for (const table of /** @type {NodeListOf<HTMLTableElement>} */ (document.querySelectorAll('table.sortable'))) {
   const body = table.tBodies[0];
   let current = { key: 'flat', desc: true };
   table.tHead.addEventListener('click', (e) => {
-    const b = e.target.closest('[data-sort]');
+    const b = /** @type {HTMLElement} */ (/** @type {Element} */ (e.target).closest('[data-sort]'));
     if (!b) return;
     const key = b.dataset.sort;
     const text = b.dataset.type === 'text';
@@ -23,6 +23,6 @@ for (const table of document.querySelectorAll('table.sortable')) {
   });
 }
 
-for (const sel of document.querySelectorAll('select[data-autosubmit]')) {
+for (const sel of /** @type {NodeListOf<HTMLSelectElement>} */ (document.querySelectorAll('select[data-autosubmit]'))) {
   if (sel.form) sel.addEventListener('change', () => sel.form.requestSubmit());
 }

@@ -134,7 +134,7 @@ export async function select(r) {
   draw();
   const t0 = performance.now();
   await (await view).setViewParam('t', r ? `${r.from}-${r.to}` : '');
-  for (const el of document.querySelectorAll('input[type=hidden][name=t]')) el.value = r ? `${r.from}-${r.to}` : '';
+  for (const el of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[type=hidden][name=t]'))) el.value = r ? `${r.from}-${r.to}` : '';
   timings.push(performance.now() - t0);
 }
 

@@ -16,8 +16,8 @@ import { formatValue, frameColor, fitLabel } from './flame.js';
 
 const config = readConfig('timeorder-config');
 const chart = $('timeorder-chart');
-const canvas = $('timeorder-canvas');
-const overlay = $('timeorder-hover'); // the hovered box's outline, drawn apart from the boxes
+const canvas = /** @type {HTMLCanvasElement} */ ($('timeorder-canvas'));
+const overlay = /** @type {HTMLCanvasElement} */ ($('timeorder-hover')); // the hovered box's outline, drawn apart from the boxes
 const tip = $('timeorder-tip');
 const status = $('timeorder-status');
 const scope = $('timeorder-scope');
@@ -32,6 +32,7 @@ const FONT = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans M
 const MAX_CANVAS_PX = 30000;
 
 let data = null;
+/** @type {any[] & { height?: number }} */
 let lanes = []; // per thread: {top, th, byDepth: per depth, the box offsets (into th.boxes) by start}
 let range = parseRange(new URLSearchParams(location.search).get('t'));
 const back = []; // the ranges before each click, for Zoom out
@@ -94,7 +95,7 @@ export function setViewParam(key, value) {
     return u.pathname + u.search + u.hash;
   };
   history.replaceState(history.state, '', set(location.href));
-  const a = $('flame-link');
+  const a = /** @type {HTMLAnchorElement} */ ($('flame-link'));
   if (a) a.href = set(a.getAttribute('href'));
   return load();
 }
@@ -300,7 +301,7 @@ overlay.addEventListener('click', (e) => {
 });
 outBtn.addEventListener('click', zoomOut);
 document.addEventListener('keydown', (e) => {
-  if (e.key === 'Escape' && !e.target.closest('input, select, textarea')) zoomOut();
+  if (e.key === 'Escape' && !/** @type {Element} */ (e.target).closest('input, select, textarea')) zoomOut();
 });
 
 onPixelRatioChange(() => { if (data) draw(); });

@@ -5,12 +5,12 @@
 // body[data-ready] once the table is ready to read.
 
 const PAGE = 100;
-const table = document.getElementById('top');
+const table = /** @type {HTMLTableElement} */ (document.getElementById('top'));
 const tools = document.getElementById('top-tools');
-const input = document.getElementById('top-search');
+const input = /** @type {HTMLInputElement} */ (document.getElementById('top-search'));
 const count = document.getElementById('top-count');
-const prev = document.getElementById('top-prev');
-const next = document.getElementById('top-next');
+const prev = /** @type {HTMLButtonElement} */ (document.getElementById('top-prev'));
+const next = /** @type {HTMLButtonElement} */ (document.getElementById('top-next'));
 let page = 0;
 
 function matcher(q) {
@@ -56,7 +56,7 @@ if (table && tools) {
   prev.addEventListener('click', () => { page--; show(); });
   next.addEventListener('click', () => { page++; show(); });
   // After table.js re-sorts the rows: the first page of the new order.
-  table.tHead.addEventListener('click', (e) => { if (e.target.closest('[data-sort]')) { page = 0; show(); } });
+  table.tHead.addEventListener('click', (e) => { if (/** @type {Element} */ (e.target).closest('[data-sort]')) { page = 0; show(); } });
   document.addEventListener('keydown', (e) => {
     if (e.key === '/' && document.activeElement !== input && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();

@@ -6,10 +6,11 @@
 // under "Recent uploads"; the server keeps no such list.
 
 import { formatValue } from './flame.js';
+import { UploadPhase } from './states.js';
 
 const form = document.getElementById('upload-form');
-const input = document.getElementById('file');
-const mapsInput = document.getElementById('sourcemaps');
+const input = /** @type {HTMLInputElement} */ (document.getElementById('file'));
+const mapsInput = /** @type {HTMLInputElement} */ (document.getElementById('sourcemaps'));
 const status = document.getElementById('upload-status');
 
 for (const el of document.querySelectorAll('[data-origin]')) el.textContent = location.origin;
@@ -135,7 +136,7 @@ function send(url, body, key, onSent) {
 
 // progressBar is a <progress> under the status line.
 function progressBar() {
-  let bar = document.getElementById('upload-progress');
+  let bar = /** @type {HTMLProgressElement} */ (document.getElementById('upload-progress'));
   if (!bar) {
     bar = document.createElement('progress');
     bar.id = 'upload-progress';
@@ -145,14 +146,16 @@ function progressBar() {
   return bar;
 }
 
+// The server's phases (states.js), as the status line says them.
 const PHASES = {
-  receiving: 'The server is receiving it',
-  converting: 'Converting',
-  inflating: 'Decompressing',
-  'reading records': 'Reading its records',
-  'aggregating stacks': 'Aggregating its stacks',
+  [UploadPhase.Receiving]: 'The server is receiving it',
+  [UploadPhase.Converting]: 'Converting',
+  [UploadPhase.Inflating]: 'Decompressing',
+  [UploadPhase.ReadingRecords]: 'Reading its records',
+  [UploadPhase.AggregatingStacks]: 'Aggregating its stacks',
 };
-const BYTE_PHASES = new Set(['receiving', 'inflating', 'reading records']);
+/** @type {Set<string>} */
+const BYTE_PHASES = new Set([UploadPhase.Receiving, UploadPhase.Inflating, UploadPhase.ReadingRecords]);
 
 // follow shows the server's side of the upload keyed key. opened resolves
 // once the stream is open (or could not be), ended when the server says
@@ -170,7 +173,7 @@ function follow(key, file, bar) {
     let ev;
     try { ev = JSON.parse(e.data); } catch { return; }
     if (ev.finished) { es.close(); end(); return; }
-    if (ev.phase === 'receiving' && ev.done < ev.total) return; // the browser's own count is ahead
+    if (ev.phase === UploadPhase.Receiving && ev.done < ev.total) return; // the browser's own count is ahead
     state.phase = ev.phase;
     const what = PHASES[ev.phase] || ev.phase;
     if (ev.total > 0) {

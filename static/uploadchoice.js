@@ -3,7 +3,7 @@
 // action and the drop zone's API URL); the server records the choice with
 // the profile and symbolizes it from local debug info only.
 
-const box = document.getElementById('no-debuginfod');
+const box = /** @type {HTMLInputElement} */ (document.getElementById('no-debuginfod'));
 const form = document.getElementById('upload-form');
 if (box && form) {
   const action = form.getAttribute('action');

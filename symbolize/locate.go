@@ -697,7 +697,7 @@ func (s *Symbolizer) codeCandidate(ctx context.Context, c candidate, bid string)
 // unwinder (unwind.Locator): located with LocateCode and held in the store
 // beside the binary's symbols and data types, under the same budget. The
 // Object stays usable after the store evicts it (it holds only memory).
-func (s *Symbolizer) CFI(ctx context.Context, path, buildID string) (*unwind.Object, error) {
+func (s *Symbolizer) CFI(ctx context.Context, path, buildID string) (*CFI, error) {
 	m := &profile.Mapping{File: path, BuildID: buildID}
 	e, p, err := s.store.acquire(ctx, BinaryKey(m), facetCFI, func(ctx context.Context) (part, error) {
 		exec, debug, err := s.LocateCode(ctx, path, buildID)

@@ -8,9 +8,7 @@ import (
 	"net/url"
 
 	"github.com/google/pprof/profile"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
 	"viewer/symbolize/sampling"
@@ -22,25 +20,30 @@ import (
 // with their self samples, source lines and data-type accesses, listed by
 // the engine the data-type page reads binaries with (symbolize.Listing: its
 // locator, its one store keyed by build ID and --symbol-cache-size budget).
-// What stays here is the request, the listings recently shown, and the
-// page.
+// What stays here is the request, the key of the listings recently shown
+// (kept in a web/viewcache cache, computed once however many requests ask
+// at the same time), and the page.
 
 // lister is the part of the engine the annotate view calls.
 type lister interface {
 	Listing(ctx context.Context, p *profile.Profile, req symbolize.ListingRequest) (*symbolize.Listing, error)
 }
 
-// annotations are the listings recently shown, one computation per key
-// however many requests ask at the same time.
-type annotations struct {
-	listings *lru.Cache[string, *symbolize.Listing]
-	flight   singleflight.Group
+// annotateCache is how many listings are kept.
+const annotateCache = 32
+
+// annotateKey names a listing: the profile (and its variant) and sample
+// type, the function and which copy of it, and the choices that change it.
+type annotateKey struct {
+	id, variant    string
+	si             int
+	fn, in, inline string
+	filter         string // flame.Filter.Key
+	skid           bool
 }
 
-func newAnnotations() *annotations {
-	listings, _ := lru.New[string, *symbolize.Listing](32)
-	return &annotations{listings: listings}
-}
+// Profile is the profile the listing was built from (viewcache.Key).
+func (k annotateKey) Profile() string { return k.id }
 
 // annotateListing computes (or returns the cached) listing of fn.
 func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbolize.Listing, error) {
@@ -59,12 +62,8 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 	}
 	in, inline := c.QueryParam("in"), c.QueryParam("inline")
 	skid := skidParam(c)
-	key := fmt.Sprintf("%s/%s/%d/%q/%q/%q/%s/%v", l.ID, l.Variant(), si, fn, in, inline, filter.Key(), skid)
-	as := s.annotations
-	if a, ok := as.listings.Get(key); ok {
-		return l, si, a, nil
-	}
-	v, err, _ := as.flight.Do(key, func() (any, error) {
+	key := annotateKey{id: l.ID, variant: l.Variant(), si: si, fn: fn, in: in, inline: inline, filter: filter.Key(), skid: skid}
+	a, err := s.annotations.Build(key, func() (*symbolize.Listing, bool, error) {
 		cctx := background(ctx) // outlives the request that started it; joined by others
 		var eng lister = s.dataTypeEngine()
 		a, err := eng.Listing(cctx, l.Profile, symbolize.ListingRequest{
@@ -76,17 +75,16 @@ func (s *Server) annotateListing(c echo.Context) (*profiles.Loaded, int, *symbol
 		var le *symbolize.ListingError
 		switch {
 		case errors.As(err, &le):
-			return nil, err // the handlers map it (the page shows a Sampled one)
+			return nil, false, err // the handlers map it (the page shows a Sampled one)
 		case err != nil: // the function was found but could not be decoded
-			return nil, httpError(http.StatusUnprocessableEntity, "%v", err)
+			return nil, false, httpError(http.StatusUnprocessableEntity, "%v", err)
 		}
-		as.listings.Add(key, a)
-		return a, nil
+		return a, true, nil
 	})
 	if err != nil {
 		return l, si, nil, err
 	}
-	return l, si, v.(*symbolize.Listing), nil
+	return l, si, a, nil
 }
 
 // annotateJSON is the body of /p/ID/annotate.json:

@@ -49,7 +49,7 @@ func BenchmarkAnnotateLibc(b *testing.B) {
 	cold := time.Since(start)
 	b.ResetTimer()
 	for range b.N {
-		s.annotations.listings.Purge()
+		s.annotations.Purge()
 		get()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "warm-ms")

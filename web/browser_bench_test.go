@@ -195,7 +195,7 @@ var anchor struct {
 
 // pageMarks is what the page's first draw spent its time on, in ms since
 // the navigation began (the Navigation and Resource Timing entries and
-// page.js's own timings): the HTML's response end (html), the module
+// the page's own, static/pagetimings.js's, as window.viewer.timings): the HTML's response end (html), the module
 // scripts fetched (scripts), the DOM parsed (dom), flame.json's request
 // (preloaded from the HTML) answered and received (json-start, json-end),
 // page.js's reload begun (start), flame.json in hand, parsed (fetched), the

@@ -121,26 +121,21 @@ func (s *Server) handleDiffJSON(c echo.Context) error {
 	}
 	// Diffs share the tree cache, keyed by both profiles.
 	k := treeKey{id: base.ID + "/" + cur.ID, variant: base.Variant() + "/" + cur.Variant(), si: i, kind: fmt.Sprintf("diff%d", bi), filter: f.Key()}
-	if e, ok := s.trees.Get(k); ok {
-		return serveEncoded(c, e, echo.MIMEApplicationJSON)
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("diff:%#v", k), func() (any, error) {
+	e, err := s.trees.Build(k, func() (*encoded, bool, error) {
 		var body []byte
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.MinFraction, opt.Filter = flame.DefaultMinFraction, f
 			body = flame.Diff(base.Profile, bi, cur.Profile, i, opt).DiffJSON(maxDiffTop)
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
-			strings.TrimSuffix(base.Variant(), ".pb.gz"), strings.TrimSuffix(cur.Variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}
-		s.trees.Add(k, e)
-		return e, nil
+		return &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"diff-%s-%s-%s-%s-%d-%d-v%d%s"`, base.ID, cur.ID,
+			strings.TrimSuffix(base.Variant(), ".pb.gz"), strings.TrimSuffix(cur.Variant(), ".pb.gz"), bi, i, flame.DiffJSONVersion, filterETag(f))}, true, nil
 	})
 	if err != nil {
 		return err
 	}
-	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
+	return serveEncoded(c, e, echo.MIMEApplicationJSON)
 }
 
 func (s *Server) handleDiffPage(c echo.Context) error {
@@ -234,25 +229,20 @@ func (s *Server) handleSandwichJSON(c echo.Context) error {
 		return err
 	}
 	k := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "sandwich\x00" + fn, filter: f.Key()}
-	if e, ok := s.trees.Get(k); ok {
-		return serveEncoded(c, e, echo.MIMEApplicationJSON)
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("sandwich:%#v", k), func() (any, error) {
+	e, err := s.trees.Build(k, func() (*encoded, bool, error) {
 		var body []byte
 		if err := s.render(c.Request().Context(), func(opt flame.Options) {
 			opt.MinFraction, opt.Filter = flame.DefaultMinFraction, f
 			body = flame.BuildSandwich(l.Profile, i, fn, opt).JSON()
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		e := &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.Variant(), i, fnHash(fn), filterETag(f))}
-		s.trees.Add(k, e)
-		return e, nil
+		return &encoded{plain: body, gz: gzipBytes(body), etag: fmt.Sprintf(`"sw-%s-%s-%d-%x%s"`, l.ID, l.Variant(), i, fnHash(fn), filterETag(f))}, true, nil
 	})
 	if err != nil {
 		return err
 	}
-	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
+	return serveEncoded(c, e, echo.MIMEApplicationJSON)
 }
 
 func fnHash(s string) uint64 {

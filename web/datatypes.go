@@ -11,39 +11,39 @@ import (
 	"sync"
 
 	"github.com/google/pprof/profile"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"viewer/symbolize"
 	"viewer/symbolize/sampling"
 	"viewer/views"
 	"viewer/web/flame"
 	"viewer/web/profiles"
+	"viewer/web/viewcache"
 )
 
 // dataTypes is the data-type page's state: the attribution itself, and
 // the binaries it reads, are the symbolization engine's (symbolize.DataTypes,
-// one store and one --symbol-cache-size budget); what stays here are the
-// computed pages of the profiles recently shown.
+// one store and one --symbol-cache-size budget); what stays here is which
+// engine reads them, and the computed pages of the profiles recently shown
+// (kept in a web/viewcache cache).
 type dataTypes struct {
 	mu      sync.Mutex
 	engine  *symbolize.Symbolizer // SetDataTypeEngine's, else the server's
 	local   *symbolize.Symbolizer // made on first use when the server has no engine
-	results *lru.Cache[typesKey, *typesResult]
-	flight  singleflight.Group
+	results *viewcache.Cache[typesKey, *typesResult]
 }
 
-func newDataTypes() *dataTypes {
-	results, _ := lru.New[typesKey, *typesResult](16)
-	return &dataTypes{results: results}
-}
+// typesCache is how many data-type profiles are kept.
+const typesCache = 16
 
 type typesKey struct {
 	id, variant string
 	si          int
 	skid        bool
 }
+
+// Profile is the profile the data types were computed from (viewcache.Key).
+func (k typesKey) Profile() string { return k.id }
 
 // typesResult is a profile's data-type profile and, for the types flame
 // graph, what each sample's leaf location accesses.
@@ -169,23 +169,12 @@ func skidValues(on bool) url.Values {
 // typesResult returns the (cached) data-type profile of l for sample type
 // si, with or without skid correction.
 func (s *Server) typesResult(ctx context.Context, l *profiles.Loaded, si int, skid bool) (*typesResult, error) {
-	dt := s.types
 	key := typesKey{id: l.ID, variant: l.Variant(), si: si, skid: skid}
-	if r, ok := dt.results.Get(key); ok {
-		return r, nil
-	}
-	v, err, _ := dt.flight.Do(fmt.Sprintf("%s/%s/%d/%v", key.id, key.variant, si, skid), func() (any, error) {
+	return s.types.results.Build(key, func() (*typesResult, bool, error) {
 		cctx := background(ctx) // outlives the request that started it; joined by others
 		r := &typesResult{DataTypeResult: s.dataTypeEngine().DataTypes(cctx, l.Profile, si, s.dataTypeOptions(cctx, l.ID, skid))}
-		if !r.Transient {
-			dt.results.Add(key, r)
-		}
-		return r, nil
+		return r, !r.Transient, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*typesResult), nil
 }
 
 // maxTypeRows bounds the types listed on the page (types.json has all).

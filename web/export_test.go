@@ -32,5 +32,5 @@ func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
 	s.types.engine = e
 	s.types.mu.Unlock()
 	s.types.results.Purge()
-	s.annotations.listings.Purge() // listed with the engine replaced
+	s.annotations.Purge() // listed with the engine replaced
 }

@@ -79,16 +79,13 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 		return nil, err
 	}
 	key := treeKey{id: id, variant: l.Variant(), si: i, kind: kind, filter: f.Key()}
-	if e, ok := s.trees.Get(key); ok {
-		return e, nil
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("tree:%s/%s/%d/%s/%s", id, key.variant, i, kind, key.filter), func() (any, error) {
+	return s.trees.Build(key, func() (*encoded, bool, error) {
 		// The whole tree is cut from the profile's sorted stacks, the index
 		// its top tables, zooms and searches share (zoom.go): one build of
 		// the stacks per profile, sample type and filter serves them all.
 		st, err := s.stacksFor(ctx, l, i, f)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if kind == "json" {
 			// The flame page asks for this view's top table next: compute
@@ -125,20 +122,14 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 			err = werr
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		level := gzip.DefaultCompression
 		if f.Time != nil {
 			level = gzip.BestSpeed // a timeline range, built on a drag: as a zoom (zoom.go)
 		}
-		e := &encoded{plain: body, gz: gzipLevel(body, level), etag: treeETag(key, f)}
-		s.trees.Add(key, e)
-		return e, nil
+		return &encoded{plain: body, gz: gzipLevel(body, level), etag: treeETag(key, f)}, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*encoded), nil
 }
 
 // newStacks is flame.NewStacks counting each stack's samples by the

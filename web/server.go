@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
+	"viewer/symbolize"
 	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/ondemand"
@@ -94,12 +94,11 @@ type Server struct {
 	tops   *viewcache.Cache[treeKey, *topResult]
 	stacks *viewcache.Cache[treeKey, *flame.Stacks]    // zoom.go
 	orders *viewcache.Cache[treeKey, *flame.TimeOrder] // timeorder.go
-	flight singleflight.Group
-	sym    *ondemand.Service // nil when symbolization is off (symbolization.go)
-	types  *dataTypes        // the data-type page (datatypes.go)
+	sym    *ondemand.Service                           // nil when symbolization is off (symbolization.go)
+	types  *dataTypes                                  // the data-type page (datatypes.go)
 
-	annotations *annotations // the annotate view's listings (annotate.go)
-	otlp        *otlpQueue   // the OTLP requests' turns (otlpqueue.go)
+	annotations *viewcache.Cache[annotateKey, *symbolize.Listing] // the annotate view's listings (annotate.go)
+	otlp        *otlpQueue                                        // the OTLP requests' turns (otlpqueue.go)
 	// The symbolization APIs' debuginfod fetches by client, and their
 	// turns (fetchquota.go, symbolizeapi.go).
 	apiFetches *clientFetches
@@ -154,12 +153,11 @@ func New(cfg Config) (*Server, error) {
 		store:  st,
 		log:    log,
 		limits: cfg.Limits.ingest(cfg.MaxUpload), // limits.go
-		types:  newDataTypes(),                   // datatypes.go
+		types:  &dataTypes{},                     // datatypes.go
 
-		annotations: newAnnotations(),         // annotate.go
-		otlp:        newOTLPQueue(cfg.Limits), // otlpqueue.go
-		apiFetches:  newClientFetches(),       // fetchquota.go
-		apiTurns:    newAPITurns(cfg.Limits),  // symbolizeapi.go
+		otlp:       newOTLPQueue(cfg.Limits), // otlpqueue.go
+		apiFetches: newClientFetches(),       // fetchquota.go
+		apiTurns:   newAPITurns(cfg.Limits),  // symbolizeapi.go
 	}
 	var recheck time.Duration
 	if cfg.Replica != nil {
@@ -184,6 +182,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if s.orders, err = viewcache.New[treeKey, *flame.TimeOrder](timeOrderCache); err != nil {
+		return nil, err
+	}
+	if s.annotations, err = viewcache.New[annotateKey, *symbolize.Listing](annotateCache); err != nil {
+		return nil, err
+	}
+	if s.types.results, err = viewcache.New[typesKey, *typesResult](typesCache); err != nil {
 		return nil, err
 	}
 	s.initSymbolization()

@@ -67,7 +67,7 @@ func BenchmarkTimelineRange(b *testing.B) {
 		b.Fatal(err)
 	}
 	var ms []float64
-	parts := map[string][]float64{} // the page's timings of each reload (page.js)
+	parts := map[string][]float64{} // the page's timings of each reload (static/pagetimings.js)
 	// CPU time, which a loaded machine does not inflate as it does wall
 	// time: the server's (this process) and the page's (the renderer).
 	cpu0, err := br.RendererCPU()

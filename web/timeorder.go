@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -79,29 +78,24 @@ func (s *Server) handleTimeOrderJSON(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	key := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "time/" + strconv.Itoa(width), filter: f.Key()}
-	if e, ok := s.trees.Get(key); ok {
-		return serveEncoded(c, e, echo.MIMEApplicationJSON)
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("time:%s/%s/%d/%d/%s", key.id, key.variant, i, width, key.filter), func() (any, error) {
+	e, err := s.trees.Build(key, func() (*encoded, bool, error) {
 		others := f
 		others.Time = nil
 		o, err := s.timeOrder(ctx, l, i, others)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var body []byte
 		if err := s.render(ctx, func(opt flame.Options) { body = o.View(f.Time, width, opt).JSON() }); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// Asked on a drag or click, as a zoom: compressing fast matters more.
-		e := &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}
-		s.trees.Add(key, e)
-		return e, nil
+		return &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}, true, nil
 	})
 	if err != nil {
 		return err
 	}
-	return serveEncoded(c, v.(*encoded), echo.MIMEApplicationJSON)
+	return serveEncoded(c, e, echo.MIMEApplicationJSON)
 }
 
 // timeOrder returns l's samples for sample index si after f (no time
@@ -109,22 +103,14 @@ func (s *Server) handleTimeOrderJSON(c echo.Context) error {
 // same time, within the rendering time limit (s.render).
 func (s *Server) timeOrder(ctx context.Context, l *profiles.Loaded, si int, f flame.Filter) (*flame.TimeOrder, error) {
 	key := treeKey{id: l.ID, variant: l.Variant(), si: si, kind: "timeorder", filter: f.Key()}
-	if o, ok := s.orders.Get(key); ok {
-		return o, nil
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("timeorder:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
+	return s.orders.Build(key, func() (*flame.TimeOrder, bool, error) {
 		var o *flame.TimeOrder
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.Filter = f
 			o = flame.NewTimeOrder(l.Profile, si, opt)
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		s.orders.Add(key, o)
-		return o, nil
+		return o, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*flame.TimeOrder), nil
 }

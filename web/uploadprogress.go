@@ -28,6 +28,13 @@ const UploadProgressHeader = "X-Upload-Progress"
 // but phases and byte counts.
 var progressKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{16,64}$`)
 
+// The upload's own phases, before ingest's (perfdata.Phase*); the upload
+// page names them all (static/states.js UploadPhase, generated from these).
+const (
+	phaseReceiving  = "receiving"  // bytes of the request body
+	phaseConverting = "converting" // the body read, the profile being parsed
+)
+
 // uploadEvent is one event of the progress stream: a phase ("receiving",
 // "converting", then ingest's: "inflating", "reading records",
 // "aggregating stacks"), done of total (bytes or records; 0 unknown), and,
@@ -252,11 +259,11 @@ func (b *receivedBody) Read(p []byte) (int, error) {
 	b.done += int64(n)
 	switch {
 	case err == io.EOF:
-		b.t.report("receiving", b.done, max(b.total, b.done))
-		b.t.report("converting", 0, 0)
+		b.t.report(phaseReceiving, b.done, max(b.total, b.done))
+		b.t.report(phaseConverting, 0, 0)
 	case time.Since(b.last) >= 50*time.Millisecond:
 		b.last = time.Now()
-		b.t.report("receiving", b.done, b.total)
+		b.t.report(phaseReceiving, b.done, b.total)
 	}
 	return n, err
 }

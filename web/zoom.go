@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -42,10 +41,7 @@ func zoomETag(key string) string {
 // the rendering time limit (s.render).
 func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f flame.Filter) (*flame.Stacks, error) {
 	key := treeKey{id: l.ID, variant: l.Variant(), si: si, kind: "stacks", filter: f.Key()}
-	if st, ok := s.stacks.Get(key); ok {
-		return st, nil
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("stacks:%s/%s/%d/%s", key.id, key.variant, si, key.filter), func() (any, error) {
+	return s.stacks.Build(key, func() (*flame.Stacks, bool, error) {
 		var st *flame.Stacks
 		if r := f.Time; r != nil {
 			// A time range (the timeline's t=) is cut from the stacks of
@@ -57,23 +53,18 @@ func (s *Server) stacksFor(ctx context.Context, l *profiles.Loaded, si int, f fl
 			others.Time = nil
 			base, err := s.stacksFor(ctx, l, si, others)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return base.InTime(*r), nil
+			return base.InTime(*r), false, nil
 		}
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.Filter = f
 			st = newStacks(l.Profile, si, opt) // flamepage.go
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		s.stacks.Add(key, st)
-		return st, nil
+		return st, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*flame.Stacks), nil
 }
 
 // zoomPath checks the z parameters of a request.
@@ -98,30 +89,21 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 		return nil, err
 	}
 	key := treeKey{id: id, variant: l.Variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
-	if e, ok := s.trees.Get(key); ok {
-		return e, nil
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("zoom:%s/%s/%d/%s/%s", id, key.variant, i, key.filter, key.zoom), func() (any, error) {
+	return s.trees.Build(key, func() (*encoded, bool, error) {
 		st, err := s.stacksFor(ctx, l, i, f)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var body []byte
 		if err := s.render(ctx, func(opt flame.Options) {
 			opt.MinFraction = flame.DefaultMinFraction
 			body = st.Tree(z, opt).JSON()
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// Built on a click: compressing fast matters more than bytes.
-		e := &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}
-		s.trees.Add(key, e)
-		return e, nil
+		return &encoded{plain: body, gz: gzipLevel(body, gzip.BestSpeed), etag: treeETag(key, f)}, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*encoded), nil
 }
 
 // topTable is the top table of l for si after f, zoomed at z (nil: the
@@ -130,25 +112,17 @@ func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z 
 // function; the handlers bound how many they encode (topFit).
 func (s *Server) topTable(ctx context.Context, l *profiles.Loaded, si int, f flame.Filter, z []string) (*topResult, error) {
 	key := treeKey{id: l.ID, variant: l.Variant(), si: si, kind: "top", filter: f.Key(), zoom: zoomKey(z)}
-	if t, ok := s.tops.Get(key); ok {
-		return t, nil
-	}
-	v, err, _ := s.flight.Do(fmt.Sprintf("top:%s/%s/%d/%s/%s", key.id, key.variant, si, key.filter, key.zoom), func() (any, error) {
+	return s.tops.Build(key, func() (*topResult, bool, error) {
 		st, err := s.stacksFor(ctx, l, si, f)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var t *topResult
 		if err := s.render(ctx, func(opt flame.Options) { t = st.Top(z, opt) }); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		s.tops.Add(key, t)
-		return t, nil
+		return t, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*topResult), nil
 }
 
 // searchRE compiles the flame page's search as the page does: a

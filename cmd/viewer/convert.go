@@ -126,7 +126,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	}
 	fmt.Fprintf(s.err, "read %s as %s: %s, %d mappings (%d with build IDs)\n", files[0], format, sampleSummary(p), len(p.Mapping), withID)
 	for _, c := range p.Comments {
-		if strings.HasPrefix(c, "warning: ") || strings.HasPrefix(c, "perf.data: unwound ") {
+		if strings.HasPrefix(c, sampling.WarningPrefix) || strings.HasPrefix(c, "perf.data: unwound ") {
 			fmt.Fprintln(s.err, c)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod"
+	"viewer/symbolize/sampling"
 	"viewer/web/ingest"
 )
 
@@ -67,7 +68,7 @@ func runSymbolize(ctx context.Context, args []string, s stdio) error {
 		return fmt.Errorf("symbolize: %s is not a profile viewer can read: %w", pos[0], err)
 	}
 	for _, c := range p.Comments { // what unwinding --call-graph=dwarf stacks did
-		warn := strings.HasPrefix(c, "warning: ") && (strings.Contains(c, "--call-graph=dwarf") || strings.Contains(c, "cannot unwind"))
+		warn := strings.HasPrefix(c, sampling.WarningPrefix) && (strings.Contains(c, "--call-graph=dwarf") || strings.Contains(c, "cannot unwind"))
 		if warn || strings.HasPrefix(c, "perf.data: unwound ") {
 			fmt.Fprintln(s.err, c)
 		}

@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -18,3 +19,19 @@ func HasCallSites(p *profile.Profile) bool { return slices.Contains(p.Comments, 
 // CacheLineComment starts the profile comment that gives the recording
 // machine's L1 data cache line size in bytes (perf's CACHE header feature).
 const CacheLineComment = "cache line size: "
+
+// WarningPrefix starts the profile comments that report what a reader
+// skipped, cut or could not do ("warning: skipped 3 unreadable lines");
+// every page of the profile shows them (Warnings).
+const WarningPrefix = "warning: "
+
+// Warnings returns p's WarningPrefix comments, without the prefix.
+func Warnings(p *profile.Profile) []string {
+	var w []string
+	for _, c := range p.Comments {
+		if rest, ok := strings.CutPrefix(c, WarningPrefix); ok {
+			w = append(w, rest)
+		}
+	}
+	return w
+}

@@ -1,8 +1,8 @@
 // Package sampling holds the conventions viewer keeps on a pprof profile's
 // samples that both the format readers (web/ingest/...) and symbolization
 // read or write: the time label and its buckets, the comments that mark
-// caller addresses as call sites and give the recording's cache line, and
-// how sample values are written for people. It is a leaf: it imports no
+// caller addresses as call sites, give the recording's cache line and warn
+// of what a reader skipped, and how sample values are written for people. It is a leaf: it imports no
 // project package, so web/ingest, web/flame, symbolize and cmd may all
 // import it.
 package sampling

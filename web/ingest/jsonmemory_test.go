@@ -177,6 +177,53 @@ func writeJSONProfiles(t testing.TB, dir string, n int) map[string]string {
 		node(1, 0)
 		w.WriteString("}")
 	})
+	write("big.heapprofile", func(w *bufio.Writer) {
+		// A V8 heap-sampling tree of n/4 nodes, fanout 10, over 400
+		// functions, each with the bytes allocated on its stack.
+		nodes := max(n/4, 1)
+		count := 0
+		var node func(depth int)
+		node = func(depth int) {
+			count++
+			f := count % 400
+			fmt.Fprintf(w, `{"callFrame":{"functionName":"fn%d","scriptId":"%d","url":"https://example.com/app/module%d.js","lineNumber":%d,"columnNumber":%d},"selfSize":%d,"id":%d,"children":[`, f, f%40, f%40, f, f%80, 64*(count%13), count)
+			if depth < 6 {
+				for c := 0; c < 10 && count < nodes; c++ {
+					if c > 0 {
+						w.WriteString(",")
+					}
+					node(depth + 1)
+				}
+			}
+			w.WriteString("]}")
+		}
+		w.WriteString(`{"head":`)
+		node(0)
+		w.WriteString(`,"samples":[]}`)
+	})
+	write("big.v8log.json", func(w *bufio.Writer) {
+		// node --prof-process --preprocess: 500 code objects and n ticks
+		// of stacks 4 deep, in time order but for every tenth.
+		w.WriteString(`{"code":[`)
+		for i := 0; i < 500; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			fmt.Fprintf(w, `{"name":"fn%d https://example.com/app/module%d.js:%d:%d","type":"JS","kind":"Opt"}`, i, i%40, i, i%80)
+		}
+		w.WriteString(`],"ticks":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			tm := i
+			if i%10 == 9 {
+				tm = i - 5
+			}
+			fmt.Fprintf(w, `{"tm":%d,"vm":0,"s":[%d,0,%d,0,%d,0,%d,0]}`, tm*1000, 50+(i*31)%450, 30+i%13, 10+i%11, i%3)
+		}
+		w.WriteString("]}")
+	})
 	write("big.safari.json", func(w *bufio.Writer) {
 		// n/4 samples of stacks 4 deep over 400 functions, their
 		// durations after them as Safari writes them.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/ingest/jsonprof"
+	"viewer/web/ingest/perfdata"
 )
 
 // The JSON profiles of browsers and language profilers, read as
@@ -17,8 +18,8 @@ import (
 var (
 	speedscopeFormat  = Format{Name: "speedscope JSON", Sniff: jsonprof.SniffSpeedscope, Parse: jsonParser(jsonprof.ParseSpeedscope), Stream: jsonStreamer(jsonprof.ReadSpeedscope)}
 	cpuProfileFormat  = Format{Name: "V8 CPU profile", Sniff: jsonprof.SniffCPUProfile, Parse: jsonParser(jsonprof.ParseCPUProfile), Stream: jsonStreamer(jsonprof.ReadCPUProfile)}
-	heapProfileFormat = Format{Name: "V8 heap profile", Sniff: jsonprof.SniffHeapProfile, Parse: jsonParser(jsonprof.ParseHeapProfile)}
-	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log)}
+	heapProfileFormat = Format{Name: "V8 heap profile", Sniff: jsonprof.SniffHeapProfile, Parse: jsonParser(jsonprof.ParseHeapProfile), Stream: jsonStreamer(jsonprof.ReadHeapProfile)}
+	v8LogFormat       = Format{Name: "node --prof log", Sniff: jsonprof.SniffV8Log, Parse: jsonParser(jsonprof.ParseV8Log), Stream: jsonStreamer(jsonprof.ReadV8Log)}
 	firefoxFormat     = Format{Name: "Firefox Profiler", Sniff: jsonprof.SniffFirefox, Parse: jsonParser(jsonprof.ParseFirefox), Stream: jsonStreamer(jsonprof.ReadFirefox)}
 	traceEventsFormat = Format{Name: "trace events", Sniff: jsonprof.SniffTraceEvents, Parse: jsonParser(jsonprof.ParseTraceEvents), Stream: jsonStreamer(jsonprof.ReadTraceEvents)}
 	ghcFormat         = Format{Name: "GHC profile", Sniff: jsonprof.SniffGHC, Parse: jsonParser(jsonprof.ParseGHC), Stream: jsonStreamer(jsonprof.ReadGHC)}
@@ -99,7 +100,7 @@ func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, hea
 		return nil, "", err
 	}
 	lim.recordedDepth = new(int)
-	in := &countReader{r: &ctxReader{ctx: ctx, r: io.NewSectionReader(src, 0, size)}, total: size, report: lim.progress, phase: "reading records"}
+	in := &countReader{r: &ctxReader{ctx: ctx, r: io.NewSectionReader(src, 0, size)}, total: size, report: lim.progress, phase: perfdata.PhaseReadingRecords}
 	p, err := safeStream(f, bufio.NewReaderSize(in, 256<<10), lim)
 	if err != nil {
 		var pe *PanicError
@@ -115,8 +116,8 @@ func parseStream(ctx context.Context, f Format, src io.ReaderAt, size int64, hea
 }
 
 // jsonFormats are the JSON profiles jsonprof reads: ParseFile reads those
-// with a Stream as streams (parseStream), and maps the others (a V8 heap
-// profile, a node --prof log) instead of reading them.
+// with a Stream (all of them) as streams (parseStream), and would map one
+// without instead of reading it.
 var jsonFormats = []Format{speedscopeFormat, cpuProfileFormat, heapProfileFormat, traceEventsFormat, firefoxFormat, v8LogFormat, ghcFormat, safariFormat}
 
 // sniffJSONProfile reports whether head starts a JSON profile jsonprof reads.

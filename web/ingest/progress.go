@@ -2,8 +2,8 @@ package ingest
 
 import "context"
 
-// Progress is told how far a parse is: its phase ("inflating",
-// "reading records", "aggregating stacks"...) and done of total units of
+// Progress is told how far a parse is: its phase (perfdata's Phase*:
+// "inflating", "reading records", "aggregating stacks") and done of total units of
 // it (bytes or records; total 0 when unknown). It is called from the
 // parsing goroutine, at most about every megabyte or few thousand
 // records, and must return quickly.

@@ -331,7 +331,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 }
 
 // countReader tells report how many of total bytes were read, as phase
-// ("inflating" when "").
+// (perfdata.PhaseInflating when "").
 type countReader struct {
 	r           io.Reader
 	done, total int64
@@ -347,7 +347,7 @@ func (c *countReader) Read(p []byte) (int, error) {
 		c.last = c.done
 		phase := c.phase
 		if phase == "" {
-			phase = "inflating"
+			phase = perfdata.PhaseInflating
 		}
 		c.report(phase, c.done, c.total)
 	}

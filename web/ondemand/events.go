@@ -8,7 +8,12 @@ import (
 	"viewer/web/sse"
 )
 
-// Event types on a profile's topic, as static/symbolize.js reads them.
+// static/states.js carries these names, RunState's and symbolize.State's
+// to the scripts (TestStatesJS fails when it is stale).
+//go:generate go test -run ^TestStatesJS$ . -args -update-states
+
+// Event types on a profile's topic, as static/symbolize.js reads them
+// (states.js SymbolizeEvent).
 const (
 	EventJob        = "job"        // Status, while queued and running
 	EventBinary     = "binary"     // Binary, on each state change

@@ -7,7 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
-	"viewer/web/ingest/perftext"
+	"viewer/symbolize/sampling"
 )
 
 // Meta is the small description stored next to a profile (meta.json), enough
@@ -23,7 +23,7 @@ type Meta struct {
 	DurationNanos     int64         `json:"durationNanos,omitempty"`
 	Mappings          []MappingMeta `json:"mappings,omitempty"`
 	// Warnings are what the conversion skipped, cut or could not do (the
-	// profile's "warning: " comments, perftext.Warnings), shown on every
+	// profile's "warning: " comments, sampling.Warnings), shown on every
 	// page of the profile. Never nil in a Meta made by NewMeta ("[]" in
 	// meta.json): nil is a meta.json written before warnings were kept.
 	// At most MaxMetaWarnings, each cut to MaxWarningBytes;
@@ -61,7 +61,7 @@ const (
 // SetWarnings sets m's warnings to those of p, within MaxMetaWarnings and
 // MaxWarningBytes.
 func (m *Meta) SetWarnings(p *profile.Profile) {
-	all := perftext.Warnings(p)
+	all := sampling.Warnings(p)
 	m.Warnings = make([]string, 0, min(len(all), MaxMetaWarnings))
 	m.WarningsOmitted = max(len(all)-MaxMetaWarnings, 0)
 	for _, w := range all[:len(all)-m.WarningsOmitted] {

@@ -229,7 +229,7 @@ func (s *Service) IngestFileAlong(ctx context.Context, f *os.File, size int64, s
 		}()
 		defer func() { <-done }()
 	}
-	return s.stored(ctx, sum, p, NewMeta(p, name, format, size), func() io.Reader { return io.NewSectionReader(f, 0, size) })
+	return s.stored(ctx, sum, p, NewMeta(p, name, format, size), func() io.Reader { return store.NewFileBody(f, size) })
 }
 
 // IngestFileMapped is IngestFileAlong for an upload whose parsed profile

@@ -126,6 +126,11 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if b, ok := r.(*FileBody); ok {
+		if done, err := d.putLinked(ctx, dir, p, b); done || err != nil {
+			return err
+		}
+	}
 	// An empty object (an index entry) is created under its name: it has
 	// no bytes to be seen in part, so it needs no temporary file.
 	var head [512]byte

@@ -214,7 +214,13 @@ func SniffHeapProfile(head []byte) bool {
 // sampling", node --heap-prof): each node's selfSize is the bytes
 // allocated on its stack, (root) included, as speedscope reads it.
 func ParseHeapProfile(data []byte, opt Options) (*profile.Profile, error) {
-	d := newDecoder(bytes.NewReader(data))
+	return ReadHeapProfile(bytes.NewReader(data), opt)
+}
+
+// ReadHeapProfile is ParseHeapProfile of the input r gives, read as a
+// stream: it keeps the builder's stacks and values, not the input.
+func ReadHeapProfile(r io.Reader, opt Options) (*profile.Profile, error) {
+	d := newDecoder(r)
 	b := newBuilder(opt)
 	typ := b.valueType("space", "bytes")
 	b.defType = typ

@@ -3,10 +3,12 @@ package jsonprof
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/google/pprof/profile"
 )
@@ -85,7 +87,19 @@ func (c *v8Code) frame() Frame {
 // --preprocess isolate*.log`): each tick's stack of code objects weighs
 // the time since the tick before it, as speedscope reads it; times kept.
 func ParseV8Log(data []byte, opt Options) (*profile.Profile, error) {
-	d := newDecoder(bytes.NewReader(data))
+	return ReadV8Log(bytes.NewReader(data), opt)
+}
+
+// v8TickMemory is what a kept tick takes besides its stack's words.
+const v8TickMemory = 48
+
+// ReadV8Log is ParseV8Log of the input r gives, read as a stream: it
+// keeps the code table and the ticks (put in time order once all are
+// read), each taken from opt.Reserve as it is read, not the input; more
+// ticks than opt.MaxRecords end the read at once.
+func ReadV8Log(r io.Reader, opt Options) (*profile.Profile, error) {
+	d := newDecoder(r)
+	b := newBuilder(opt)
 	var code []v8Code
 	type tick struct {
 		tm int64
@@ -99,10 +113,16 @@ func ParseV8Log(data []byte, opt Options) (*profile.Profile, error) {
 				var c v8Code
 				err := d.value(&c)
 				code = append(code, c)
+				if err == nil {
+					err = b.keep(int64(unsafe.Sizeof(c)) + int64(len(c.Name)+len(c.Type)+len(c.Kind)))
+				}
 				return err
 			})
 		case "ticks":
 			return d.array(func() error {
+				if opt.MaxRecords > 0 && len(ticks) >= opt.MaxRecords {
+					return fmt.Errorf("%w: more than %d ticks (restart the server with a larger --max-records to accept it)", ErrLimit, opt.MaxRecords)
+				}
 				var t tick
 				err := d.object(func(name string) error {
 					var err error
@@ -117,6 +137,9 @@ func ParseV8Log(data []byte, opt Options) (*profile.Profile, error) {
 					return err
 				})
 				ticks = append(ticks, t)
+				if err == nil {
+					err = b.keep(v8TickMemory + 8*int64(cap(t.s)))
+				}
 				return err
 			})
 		}
@@ -125,7 +148,6 @@ func ParseV8Log(data []byte, opt Options) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node --prof log: %w", d.errAt(err))
 	}
-	b := newBuilder(opt)
 	typ := b.valueType("cpu", "nanoseconds")
 	b.defType = typ
 	th := b.thread(Thread{Pid: -1, Tid: -1})

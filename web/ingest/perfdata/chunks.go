@@ -171,7 +171,7 @@ func (c *converter) convertChunks(bounds []int) error {
 		return err
 	}
 	if sh.progress != nil {
-		sh.progress("aggregating stacks", int64(len(refs)), int64(len(refs)))
+		sh.progress(PhaseAggregatingStacks, int64(len(refs)), int64(len(refs)))
 	}
 	c.f = f
 	for k := 1; k < n; k++ {
@@ -207,7 +207,7 @@ func (c *converter) walk(refs []recRef, total int, floor, ceil [2]uint64) error 
 			sh.mu.Lock()
 			if sh.progress != nil {
 				sh.done += int64(evictRefs)
-				sh.progress("aggregating stacks", sh.done, int64(total))
+				sh.progress(PhaseAggregatingStacks, sh.done, int64(total))
 			}
 			if low != nil {
 				ev.upTo(low[i/evictRefs])

@@ -33,7 +33,7 @@ type heapSpool struct{ bytes.Buffer }
 func (h *heapSpool) Map() ([]byte, func(lo, hi int), error) { return h.Bytes(), nil, nil }
 
 // payloads reads the COMPRESSED records' payloads back to back, telling
-// progress ("inflating") how many of their bytes were read.
+// progress (PhaseInflating) how many of their bytes were read.
 type payloads struct {
 	chunks      [][]byte
 	done, total int64
@@ -52,7 +52,7 @@ func (p *payloads) Read(b []byte) (int, error) {
 	p.chunks[0] = p.chunks[0][n:]
 	p.done += int64(n)
 	if p.progress != nil && (p.done-p.reported >= progressBytes || p.done == p.total) {
-		p.progress("inflating", p.done, p.total)
+		p.progress(PhaseInflating, p.done, p.total)
 		p.reported = p.done
 	}
 	return n, nil

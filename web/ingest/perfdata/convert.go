@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize"
 	"viewer/symbolize/sampling"
-	"viewer/symbolize/unwind"
 )
 
 // KernelFile is the mapping file name of the kernel's text, as perf names it.
@@ -73,10 +73,12 @@ type ConvertOptions struct {
 
 // Binaries gives the call frame information of a binary perf saw mapped at
 // path, with the build ID perf recorded ("" if none) and the inode number of
-// its MMAP2 record (0 if none). *unwind.Finder is the real one. The
-// Object's build ID becomes the mapping's when perf recorded none.
+// its MMAP2 record (0 if none). *unwind.Finder is the real one (cmd gives
+// it); this reader names only symbolize's CFI and walks stacks with
+// symbolize.UnwindUserStack. The CFI's build ID becomes the mapping's when
+// perf recorded none.
 type Binaries interface {
-	Object(path, buildID string, inode uint64) (*unwind.Object, error)
+	Object(path, buildID string, inode uint64) (*symbolize.CFI, error)
 }
 
 // unwindBound is the most frames a DWARF-mode stack copy of n bytes can
@@ -95,7 +97,7 @@ type vmap struct {
 	kernel            bool
 	acc               *mappingAcc // the pprof mapping, made when a sample first lands here
 
-	obj    *unwind.Object // the binary's CFI, looked up when a stack first unwinds through it
+	obj    *symbolize.CFI // the binary's CFI, looked up when a stack first unwinds through it
 	objErr error
 	objSet bool
 }
@@ -773,8 +775,7 @@ func (c *converter) countPid(pid uint32, exe *vmap) {
 // pc, then each caller's return address, as frame-pointer call chains give
 // them; ingest.Parse then makes callers call sites (symbolize.CallSites).
 func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
-	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
-	lookup := func(pc uint64) (*unwind.Object, uint64, error) {
+	lookup := func(pc uint64) (*symbolize.CFI, uint64, error) {
 		v := c.lookup(s.Pid, pc, false)
 		if v == nil {
 			return nil, 0, errNoMapping
@@ -800,11 +801,11 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		}
 		vaddr, ok := v.obj.Vaddr(pc - v.start + v.pgoff)
 		if !ok {
-			return nil, 0, unwind.ErrNoFDE
+			return nil, 0, symbolize.ErrNoFDE
 		}
 		return v.obj, vaddr, nil
 	}
-	frames, err := unwind.Unwind(regs, s.Stack, lookup, unwindBound(len(s.Stack)), c.frameBuf[:0])
+	frames, err := symbolize.UnwindUserStack(a.SampleRegsUser, s.RegsUser, s.Stack, lookup, unwindBound(len(s.Stack)), c.frameBuf[:0])
 	c.frameBuf = frames
 	if err == nil {
 		c.unwound++
@@ -813,7 +814,7 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 			c.unwindStops = map[string]uint64{}
 		}
 		reason := err.Error()
-		for _, e := range []error{unwind.ErrUnknownOp, unwind.ErrExprCFA} {
+		for _, e := range []error{symbolize.ErrUnknownCFIOp, symbolize.ErrExprCFA} {
 			if errors.Is(err, e) {
 				reason = e.Error()
 			}

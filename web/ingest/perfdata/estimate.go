@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"viewer/symbolize"
 	"viewer/symbolize/sampling"
-	"viewer/symbolize/unwind"
 )
 
 // What a conversion will keep, estimated while Scan reads the records, so
@@ -170,9 +170,8 @@ func (c codeRanges) has(a uint64) bool {
 // the user stack of a --call-graph=dwarf sample: its sampled user pc,
 // then each word of the stack copy that falls in code.
 func (f *File) unwoundFrames(s *Sample, a *Attr, fn func(pc uint64)) {
-	regs := unwind.PerfRegs(a.SampleRegsUser, s.RegsUser)
-	if regs.Valid&(1<<unwind.RegRA) != 0 {
-		fn(regs.V[unwind.RegRA])
+	if pc, ok := symbolize.SampledUserPC(a.SampleRegsUser, s.RegsUser); ok {
+		fn(pc)
 	}
 	for b := s.Stack; len(b) >= 8; b = b[8:] {
 		if w := f.ByteOrder.Uint64(b); f.code.has(w) {

@@ -49,6 +49,15 @@ func byteOrder(head []byte) (binary.ByteOrder, bool) {
 	return nil, false
 }
 
+// The phases Options.Progress is told of. web/ingest reports its other
+// readers in the same words, and the upload page names them
+// (static/states.js UploadPhase, generated from these).
+const (
+	PhaseInflating         = "inflating"          // bytes of compressed payloads
+	PhaseReadingRecords    = "reading records"    // bytes of the record stream
+	PhaseAggregatingStacks = "aggregating stacks" // records
+)
+
 // Options bound what reading one file may cost.
 type Options struct {
 	// MaxDecompressed caps the bytes COMPRESSED records may expand to; 0 means no cap.
@@ -69,9 +78,10 @@ type Options struct {
 	// recording with about a window of it resident. They may read the
 	// same bytes again later, so the caller must keep them readable.
 	Evict func(lo, hi int)
-	// Progress, when set, is told how far Scan and Convert are: "reading
-	// records" (bytes of the record stream) and "aggregating stacks"
-	// (records), every few megabytes or thousand records.
+	// Progress, when set, is told how far Scan and Convert are:
+	// PhaseInflating (bytes of -z records' payloads), PhaseReadingRecords
+	// (bytes of the record stream) and PhaseAggregatingStacks (records),
+	// every few megabytes or thousand records.
 	Progress func(phase string, done, total int64)
 	// Reserve, when set, is told how many more bytes a Scan's index takes
 	// each time it grows (IndexMemory); its error stops the Scan, so the
@@ -712,7 +722,7 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 			evicted = off
 		}
 		if f.progress != nil && off-reported >= progressBytes {
-			f.progress("reading records", int64(off), int64(len(stream)))
+			f.progress(PhaseReadingRecords, int64(off), int64(len(stream)))
 			reported = off
 		}
 		rest := stream[off:]
@@ -762,7 +772,7 @@ func (f *File) readRecords(stream []byte, base uint64, plain bool, compressed *[
 		evict(int(base+evicted), int(base+off))
 	}
 	if f.progress != nil {
-		f.progress("reading records", int64(off), int64(len(stream)))
+		f.progress(PhaseReadingRecords, int64(off), int64(len(stream)))
 	}
 	return nil
 }
@@ -1276,7 +1286,7 @@ func (f *File) each(fn func(Record) error) error {
 	ev := f.newEvictor([2]uint64{}, f.spaceLens())
 	for i, ref := range refs {
 		if f.progress != nil && i%evictRefs == 0 {
-			f.progress("aggregating stacks", int64(i), int64(len(refs)))
+			f.progress(PhaseAggregatingStacks, int64(i), int64(len(refs)))
 		}
 		if low != nil && i%evictRefs == 0 {
 			ev.upTo(low[i/evictRefs])
@@ -1290,7 +1300,7 @@ func (f *File) each(fn func(Record) error) error {
 		}
 	}
 	if f.progress != nil {
-		f.progress("aggregating stacks", int64(len(refs)), int64(len(refs)))
+		f.progress(PhaseAggregatingStacks, int64(len(refs)), int64(len(refs)))
 	}
 	return nil
 }

@@ -334,14 +334,3 @@ func (b *builder) dropMissingPeriods() {
 		}
 	}
 }
-
-// Warnings returns the comments of p that report skipped input.
-func Warnings(p *profile.Profile) []string {
-	var w []string
-	for _, c := range p.Comments {
-		if strings.HasPrefix(c, "warning: ") {
-			w = append(w, strings.TrimPrefix(c, "warning: "))
-		}
-	}
-	return w
-}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/sampling"
 )
 
 const peers = "../../../testdata/peers"
@@ -137,7 +139,7 @@ func TestFlameGraphPerfInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := Warnings(full); len(w) > 0 {
+			if w := sampling.Warnings(full); len(w) > 0 {
 				t.Errorf("warnings: %v", w)
 			}
 			terminated := text
@@ -210,7 +212,7 @@ func TestSpeedscopePerfInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := Warnings(p); len(w) > 0 {
+			if w := sampling.Warnings(p); len(w) > 0 {
 				t.Errorf("warnings: %v", w)
 			}
 			var total int64
@@ -317,7 +319,7 @@ func TestSpeedscopeFolded(t *testing.T) {
 				got[unknownFrames(strings.Join(fs, ";"))] += s.Value[0]
 			}
 			diff(t, want, got)
-			w := strings.Join(Warnings(p), "")
+			w := strings.Join(sampling.Warnings(p), "")
 			if invalid > 0 && !strings.Contains(w, "skipped "+strconv.Itoa(invalid)+" unreadable lines") || invalid == 0 && w != "" {
 				t.Errorf("%d invalid lines; warnings %q", invalid, w)
 			}

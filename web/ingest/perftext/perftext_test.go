@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/ingest/perfdata"
 )
 
@@ -106,7 +107,7 @@ func TestScriptMatchesPerfData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := Warnings(p); len(w) > 0 {
+			if w := sampling.Warnings(p); len(w) > 0 {
 				t.Errorf("warnings on perf's own output: %v", w)
 			}
 			want := perfDataProfile(t, read(t, tc.file))
@@ -188,8 +189,8 @@ func TestScriptWithoutCallchain(t *testing.T) {
 	if len(p.Sample) != 3 || p.Sample[0].Value[0] != 1 || p.Sample[0].Value[3] != 2000000 {
 		t.Fatalf("samples %v, want deep's two events in one sample, the kworker's and the tracepoint's", p.Sample)
 	}
-	if tp := p.Sample[2]; tp.Value[6] != 1 || len(tp.Location) != 0 || len(Warnings(p)) != 0 {
-		t.Errorf("tracepoint sample %v with %d frames; warnings %v", tp.Value, len(tp.Location), Warnings(p))
+	if tp := p.Sample[2]; tp.Value[6] != 1 || len(tp.Location) != 0 || len(sampling.Warnings(p)) != 0 {
+		t.Errorf("tracepoint sample %v with %d frames; warnings %v", tp.Value, len(tp.Location), sampling.Warnings(p))
 	}
 	last := p.Sample[1]
 	if last.Label["comm"][0] != "kworker/0:1 H" || last.NumLabel["tid"][0] != 12 {
@@ -211,7 +212,7 @@ func TestScriptReportsBadLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := strings.Join(Warnings(p), "\n")
+	w := strings.Join(sampling.Warnings(p), "\n")
 	if !strings.Contains(w, "skipped 2 unreadable lines") || !strings.Contains(w, "line 3:") || !strings.Contains(w, "line 5:") {
 		t.Errorf("warnings %q", w)
 	}
@@ -268,7 +269,7 @@ func TestFoldedDecimalsAndBadLines(t *testing.T) {
 	if p.SampleType[0].Unit != "millicount" {
 		t.Errorf("unit %q", p.SampleType[0].Unit)
 	}
-	if w := strings.Join(Warnings(p), ""); !strings.Contains(w, "skipped 1 unreadable lines: line 3") {
+	if w := strings.Join(sampling.Warnings(p), ""); !strings.Contains(w, "skipped 1 unreadable lines: line 3") {
 		t.Errorf("warnings %q", w)
 	}
 	if _, err := ParseFolded([]byte("nothing here\n"), 0); err == nil {
@@ -338,7 +339,7 @@ func TestJSONReportsBadSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := strings.Join(Warnings(p), ""); !strings.Contains(w, "skipped 2 unreadable samples: sample 1") {
+	if w := strings.Join(sampling.Warnings(p), ""); !strings.Contains(w, "skipped 2 unreadable samples: sample 1") {
 		t.Errorf("warnings %q", w)
 	}
 	if _, err := ParseJSON([]byte(`{"linux-perf-json-version": 1, "samples": [`), 0); err == nil {
@@ -358,7 +359,7 @@ func TestScriptInlined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := Warnings(p); len(w) > 0 {
+	if w := sampling.Warnings(p); len(w) > 0 {
 		t.Errorf("warnings: %v", w)
 	}
 	found := false
@@ -403,7 +404,7 @@ func TestScriptFieldSets(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if w := Warnings(p); len(w) > 0 {
+				if w := sampling.Warnings(p); len(w) > 0 {
 					t.Errorf("warnings on perf's own output: %v", w)
 				}
 				diff(t, stacks(ref, 0, false, addrFrame), stacks(p, 0, false, addrFrame))
@@ -503,7 +504,7 @@ func TestFoldedEncodings(t *testing.T) {
 		}
 		got := stacks(p, 0, false, func(l *profile.Location) string { return l.Line[0].Function.Name })
 		diff(t, map[string]int64{"héllo;main": 2, "main": 1}, got)
-		if w := Warnings(p); len(w) > 0 {
+		if w := sampling.Warnings(p); len(w) > 0 {
 			t.Errorf("%s: warnings %v", name, w)
 		}
 	}
@@ -517,7 +518,7 @@ func TestScriptStopsOnGarbage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := strings.Join(Warnings(p), "\n")
+	w := strings.Join(sampling.Warnings(p), "\n")
 	if !strings.Contains(w, "stopped reading at line 1005:") || !strings.Contains(w, "skipped 1001 unreadable lines") {
 		t.Errorf("warnings %q", w)
 	}
