@@ -27,6 +27,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-plain
 
 test-race:
+	$(if $(STRAY_NORACE_FILES),$(error $(STRAY_NORACE_FILES): a *_plain_test.go outside NORACE_PKGS and NORACE_TOOL_PKGS would run in neither go test))
 	$(GO) test -race -vet=all -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
 
 # NORACE_TOOL_PKGS run after the others, alone: their tests run a JVM and
@@ -63,87 +64,18 @@ NICE ?= nice -n 19
 # budget). The browser tests of concurrent server work (on-demand
 # symbolization, names arriving over SSE, upload progress, liveness) stay
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
-# themselves under -race. Each name is a test of NORACE_PKGS or NORACE_TOOL_PKGS.
+# themselves under -race.
+# A test is one of them by where it is written: in a *_plain_test.go file
+# of NORACE_PKGS or NORACE_TOOL_PKGS (NORACE_NAMES reads their names from
+# those files; a test added there needs no edit here). Such files are
+# compiled, and vetted, in the race run like any other test file.
 NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
 NORACE_TOOL_PKGS = ./web/ingest/callgrind/ ./web/ingest/jfr/
-NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES) $(NORACE_BROWSER_TESTS))))$$
+NORACE_FILES = $(wildcard $(addsuffix *_plain_test.go,$(NORACE_PKGS) $(NORACE_TOOL_PKGS)))
+NORACE_NAMES = $(shell sed -nE 's/^func (Test[A-Za-z0-9_]+).*/\1/p' $(NORACE_FILES) | sort)
+STRAY_NORACE_FILES = $(filter-out $(NORACE_FILES),$(shell find . -name '*_plain_test.go' -not -path './testdata/*'))
+NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES))))$$
 space := $(subst ,, )
-# One name a line, sorted, so branches adding tests merge without conflict.
-NORACE_NAMES = \
-	TestDebugUploadsRefusedBeyondLoopback \
-	TestDefaultLimitsAcceptRepeatedStacks \
-	TestFullDisk \
-	TestFullDiskDebugAndOTLP \
-	TestHostileOTLP \
-	TestHugePerfData \
-	TestHugeProfile \
-	TestJDKRecording \
-	TestKillDuringBucketUploads \
-	TestKillDuringSourceUpload \
-	TestKillDuringSymbolization \
-	TestKillDuringUploads \
-	TestLoad \
-	TestMemoryWithinBudget \
-	TestNodeCPUProfile \
-	TestPLTNamesWithSeparateDebugFile \
-	TestSecondServerOnOneDataDir \
-	TestSectionAsElfutilsServesIt \
-	TestSectionBombNotDecompressed \
-	TestSourceArchiveIndexBounded \
-	TestSourceArchiveWindowBomb \
-	TestStackFidelity \
-	TestSymbolizeAPIMemory \
-	TestVDSONamesAsPerfScript \
-	TestValgrindRecording \
-
-NORACE_BROWSER_TESTS = \
-	TestAnnotateMergeInBrowser \
-	TestAnnotatePageInBrowser \
-	TestBrowserAnnotateWithoutExecutable \
-	TestBrowserCompareHostileNames \
-	TestBrowserComparePicker \
-	TestBrowserContrast \
-	TestBrowserDebuginfoInSiteLayout \
-	TestBrowserDeepStack \
-	TestBrowserDiffColors \
-	TestBrowserDiffLayout \
-	TestBrowserDiffLink \
-	TestBrowserDiffNoise \
-	TestBrowserDocs \
-	TestBrowserDropUpload \
-	TestBrowserEveryPage \
-	TestBrowserExactTopAndZoom \
-	TestBrowserFlameColorsAndLegend \
-	TestBrowserFlameLayout \
-	TestBrowserFlamePage \
-	TestBrowserFlameSymbolizationFolds \
-	TestBrowserFlameTooltipAndDetail \
-	TestBrowserFlameWheelZoom \
-	TestBrowserFormatterMatchesGo \
-	TestBrowserFrameMenuSandwich \
-	TestBrowserHostileNamesStayText \
-	TestBrowserLoopbackNames \
-	TestBrowserModulePreload \
-	TestBrowserNamesIdentify \
-	TestBrowserOneUnitPerColumn \
-	TestBrowserPhoneWidth \
-	TestBrowserSandwichPicker \
-	TestBrowserServices \
-	TestBrowserSourcePhoneWidth \
-	TestBrowserTableFollowsRange \
-	TestBrowserTableFollowsZoom \
-	TestBrowserTimeOrder \
-	TestBrowserTimeOrderNoTimes \
-	TestBrowserTimeline \
-	TestBrowserTopAskedWithGraph \
-	TestBrowserTopStickyHeader \
-	TestBrowserTopTableNames \
-	TestBrowserUploadSourceMaps \
-	TestBrowserWarningsOnEveryPage \
-	TestScreenshots \
-	TestTypesPageInBrowser \
-
-
 
 # Every fuzz target of a parser of untrusted bytes, as "package target".
 FUZZ_TARGETS = \

@@ -65,17 +65,6 @@ func ELFBuildID(ef *elf.File) string { return elfsym.BuildIDNote(ef) }
 // directory and the files its line table names.
 type CompileUnit = elfsym.CompileUnit
 
-// DebuginfodConfig configures the debuginfod client: its servers, cache
-// and privacy choice (debuginfod.Config).
-type DebuginfodConfig = debuginfod.Config
-
-// DebuginfodClient is the debuginfod client, the Fetcher that serve wires
-// in (debuginfod.Client).
-type DebuginfodClient = debuginfod.Client
-
-// NewDebuginfodClient returns the debuginfod client for cfg.
-func NewDebuginfodClient(cfg DebuginfodConfig) (*DebuginfodClient, error) { return debuginfod.New(cfg) }
-
 // WithFetchQuota is ctx with q asked before each fetch from a debuginfod
 // server made under it (debuginfod.WithQuota); q's error refuses the fetch.
 // The symbolization APIs bound what one request and one client may fetch.

@@ -138,8 +138,3 @@ func (o *storeOpener) close() {
 // DataStatOther is the type-stat category of accesses no other reason
 // covers (datatype.StatOther).
 const DataStatOther = datatype.StatOther
-
-// NormalizeAsm is an instruction's text with objdump's and perf's spacing
-// and comments made alike, so listings compare across tools
-// (datatype.NormalizeAsm).
-func NormalizeAsm(text string) string { return datatype.NormalizeAsm(text) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"viewer/symbolize/elfsym"
@@ -92,90 +93,87 @@ func TestStoreNeverFreesAnEntryInUse(t *testing.T) {
 	}
 }
 
+// TestStoreLoadsOnceForConcurrentCallers runs in a synctest bubble, so
+// that synctest.Wait, not a sleep, lets every caller reach the load.
 func TestStoreLoadsOnceForConcurrentCallers(t *testing.T) {
-	s := newStore(1 << 20)
-	var loads atomic.Int32
-	release := make(chan struct{})
-	load := func(context.Context) (part, error) {
-		loads.Add(1)
-		<-release
-		return &loaded{obj: &fakeObj{size: 10}}, nil
-	}
-	var wg sync.WaitGroup
-	entries := make([]*entry, 8)
-	for i := range entries {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, err := acquireSymbols(s, context.Background(), "k", load)
-			if err != nil {
-				t.Error(err)
-			}
-			entries[i] = e
-		}()
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	if n := loads.Load(); n != 1 {
-		t.Errorf("loaded %d times for 8 concurrent callers, want 1", n)
-	}
-	if entries[0].refs != 8 {
-		t.Errorf("refs = %d, want 8", entries[0].refs)
-	}
-	for _, e := range entries {
-		s.release(e)
-	}
-	if entries[0].refs != 0 || s.idle.Len() != 1 {
-		t.Errorf("after all releases: refs %d, idle %d; want 0, 1", entries[0].refs, s.idle.Len())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newStore(1 << 20)
+		var loads atomic.Int32
+		release := make(chan struct{})
+		load := func(context.Context) (part, error) {
+			loads.Add(1)
+			<-release
+			return &loaded{obj: &fakeObj{size: 10}}, nil
+		}
+		var wg sync.WaitGroup
+		entries := make([]*entry, 8)
+		for i := range entries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e, err := acquireSymbols(s, context.Background(), "k", load)
+				if err != nil {
+					t.Error(err)
+				}
+				entries[i] = e
+			}()
+		}
+		synctest.Wait() // all 8 wait for the one load
+		close(release)
+		wg.Wait()
+		if n := loads.Load(); n != 1 {
+			t.Errorf("loaded %d times for 8 concurrent callers, want 1", n)
+		}
+		if entries[0].refs != 8 {
+			t.Errorf("refs = %d, want 8", entries[0].refs)
+		}
+		for _, e := range entries {
+			s.release(e)
+		}
+		if entries[0].refs != 0 || s.idle.Len() != 1 {
+			t.Errorf("after all releases: refs %d, idle %d; want 0, 1", entries[0].refs, s.idle.Len())
+		}
+	})
 }
 
 // A caller that gives up (its context ends) does not fail the others waiting
 // for the same load, and the entry does not leak.
 func TestStoreCallerLeavingDoesNotFailOthers(t *testing.T) {
-	s := newStore(1 << 20)
-	release := make(chan struct{})
-	load := func(context.Context) (part, error) {
-		<-release
-		return &loaded{obj: &fakeObj{size: 10}}, nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error)
-	go func() {
-		_, err := acquireSymbols(s, ctx, "k", load)
-		errc <- err
-	}()
-	time.Sleep(10 * time.Millisecond)
-	okc := make(chan *entry)
-	go func() {
-		e, err := acquireSymbols(s, context.Background(), "k", load)
-		if err != nil {
-			t.Error(err)
+	synctest.Test(t, func(t *testing.T) {
+		s := newStore(1 << 20)
+		release := make(chan struct{})
+		load := func(context.Context) (part, error) {
+			<-release
+			return &loaded{obj: &fakeObj{size: 10}}, nil
 		}
-		okc <- e
-	}()
-	time.Sleep(10 * time.Millisecond)
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Errorf("leaving caller: %v, want context.Canceled", err)
-	}
-	close(release)
-	e := <-okc
-	s.release(e)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		s.mu.Lock()
-		refs, idle := e.refs, s.idle.Len()
-		s.mu.Unlock()
-		if refs == 0 && idle == 1 {
-			break
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error)
+		go func() {
+			_, err := acquireSymbols(s, ctx, "k", load)
+			errc <- err
+		}()
+		synctest.Wait() // the first caller waits for its load
+		okc := make(chan *entry)
+		go func() {
+			e, err := acquireSymbols(s, context.Background(), "k", load)
+			if err != nil {
+				t.Error(err)
+			}
+			okc <- e
+		}()
+		synctest.Wait() // the second joins it
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("leaving caller: %v, want context.Canceled", err)
 		}
-		if time.Now().After(deadline) {
+		close(release)
+		e := <-okc
+		s.release(e)
+		synctest.Wait() // the leaving caller's goroutine has released its claim
+		if refs, idle := e.refs, s.idle.Len(); refs != 0 || idle != 1 {
 			t.Fatalf("entry refs %d, idle %d; want 0, 1 (the leaving caller's claim must be released)", refs, idle)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }
 
 // A binary larger than the whole budget is loaded, used and dropped when
@@ -252,37 +250,40 @@ func TestStoreFacetsShareTheBinarysEntry(t *testing.T) {
 // the budget has been dropped, so the process's RSS follows the budget
 // rather than the collector's headroom.
 func TestStoreReturnsDroppedMemory(t *testing.T) {
-	s := newStore(64 << 20)
-	returned := make(chan struct{}, 8)
-	s.returnMemory = func() { returned <- struct{}{} }
-	ctx := context.Background()
-	use := func(key string, size int64) {
-		e, err := acquireSymbols(s, ctx, key, loadFake(&fakeObj{size: size}))
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) { // the waits below take no time on its clock
+		s := newStore(64 << 20)
+		returned := make(chan struct{}, 8)
+		s.returnMemory = func() { returned <- struct{}{} }
+		ctx := context.Background()
+		use := func(key string, size int64) {
+			e, err := acquireSymbols(s, ctx, key, loadFake(&fakeObj{size: size}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.release(e)
 		}
-		s.release(e)
-	}
-	use("a", 40<<20)
-	use("b", 20<<20) // within budget: nothing dropped
-	select {
-	case <-returned:
-		t.Fatal("memory returned although nothing was dropped")
-	case <-time.After(50 * time.Millisecond):
-	}
-	use("c", 30<<20) // a (40 MiB, over an eighth of the budget) is evicted
-	select {
-	case <-returned:
-	case <-time.After(5 * time.Second):
-		t.Fatal("40 MiB of evicted debug info was not returned to the OS")
-	}
-	for s.returning.Load() { // one return at a time: let the first end
-		time.Sleep(time.Millisecond)
-	}
-	use("huge", 100<<20) // over the budget: loaded, used, dropped
-	select {
-	case <-returned:
-	case <-time.After(5 * time.Second):
-		t.Fatal("an entry larger than the budget was dropped but its memory not returned")
-	}
+		use("a", 40<<20)
+		use("b", 20<<20) // within budget: nothing dropped
+		select {
+		case <-returned:
+			t.Fatal("memory returned although nothing was dropped")
+		case <-time.After(50 * time.Millisecond):
+		}
+		use("c", 30<<20) // a (40 MiB, over an eighth of the budget) is evicted
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("40 MiB of evicted debug info was not returned to the OS")
+		}
+		synctest.Wait() // one return at a time: let the first end
+		if s.returning.Load() {
+			t.Fatal("the first return of memory has not ended")
+		}
+		use("huge", 100<<20) // over the budget: loaded, used, dropped
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("an entry larger than the budget was dropped but its memory not returned")
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/datatype"
 )
 
 // perfAnnotate runs `perf annotate --stdio -n` on the recording for fn and
@@ -154,7 +155,7 @@ func TestAnnotateAgainstPerf(t *testing.T) {
 				t.Errorf("%s: instruction %d at %#x, perf annotate %#x", fn, i, in.Addr, order[i])
 				continue
 			}
-			if got, want := symbolize.NormalizeAsm(in.Text), symbolize.NormalizeAsm(texts[in.Addr]); got != want {
+			if got, want := datatype.NormalizeAsm(in.Text), datatype.NormalizeAsm(texts[in.Addr]); got != want {
 				t.Errorf("%s %#x: %q, perf annotate %q", fn, in.Addr, got, want)
 			}
 			if in.Self != counts[in.Addr] {
@@ -346,7 +347,7 @@ func TestAnnotateARM64(t *testing.T) {
 		t.Fatalf("arch %q symbol %q total %d, %d instructions (objdump %d)", r.Arch, r.Symbol, r.Total, len(r.Insns), len(addrs))
 	}
 	for i, in := range r.Insns {
-		if in.Addr != addrs[i] || symbolize.NormalizeAsm(in.Text) != symbolize.NormalizeAsm(texts[addrs[i]]) {
+		if in.Addr != addrs[i] || datatype.NormalizeAsm(in.Text) != datatype.NormalizeAsm(texts[addrs[i]]) {
 			t.Errorf("%#x %q, objdump %#x %q", in.Addr, in.Text, addrs[i], texts[addrs[i]])
 		}
 		switch in.Addr {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/web"
 	"viewer/web/ondemand"
 	"viewer/web/sse"
@@ -119,7 +120,7 @@ func heldJobServerWith(t *testing.T, cfg web.Config, events sse.Config) (base, i
 	t.Helper()
 	token := cfg.AuthToken
 	url := hangingDebuginfod(t)
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{url}, CacheDir: t.TempDir(), Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

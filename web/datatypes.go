@@ -54,17 +54,6 @@ type typesResult struct {
 	flame     *encoded // types flame graph JSON, built on first request
 }
 
-// SetDataTypeEngine makes the data-type page read binaries with e (by
-// default the symbolization engine, or one looking on this machine only).
-// Cached results, and the annotate view's listings, are dropped.
-func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
-	s.types.mu.Lock()
-	s.types.engine = e
-	s.types.mu.Unlock()
-	s.types.results.Purge()
-	s.annotations.Purge() // listed with the engine replaced
-}
-
 // dataTypeEngine is the engine the data-type page reads binaries with: the
 // one symbolization uses (its locator, store and budget), else one that
 // looks on this machine only, within --max-debug-file.

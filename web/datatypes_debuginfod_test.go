@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web/ondemand"
 )
@@ -28,7 +29,7 @@ import (
 func typesSymbolizingServer(t *testing.T, urls []string, timeout time.Duration) string {
 	t.Helper()
 	cache := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 10 * time.Second, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

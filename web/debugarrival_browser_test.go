@@ -37,14 +37,14 @@ func TestBrowserNamesArriveWithTheDebugFile(t *testing.T) {
 	}
 	odEval[bool](t, b, `window.__samePage = true`)
 	row := `document.querySelector('#binaries tr')`
-	odWait(t, b, "the binary left without symbols", row+` && `+row+`.dataset.state === 'no symbols' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the binary left without symbols", row+` && `+row+`.dataset.state === 'no symbols' && document.getElementById('symbolization').dataset.job === 'done'`)
 	names := `JSON.stringify(Array.from(window.viewer.tree.name, (n) => window.viewer.tree.names[n]))`
 	if odEval[bool](t, b, names+`.includes('"ondemand_hash_block"')`) {
 		t.Fatal("named before the upload")
 	}
 
 	uploadDebugFile(t, ds.URL, debugFile)
-	odWait(t, b, "the names in the open page", names+`.includes('"ondemand_hash_block"') && `+row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the names in the open page", names+`.includes('"ondemand_hash_block"') && `+row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
 	if !odEval[bool](t, b, `window.__samePage === true`) {
 		t.Error("the page was reloaded; want the names drawn in place")
 	}

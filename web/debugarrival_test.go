@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
@@ -38,7 +40,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	upstream := debuginfodtest.Start(t, t.TempDir()) // knows no build ID
 	cache := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{upstream.URL}, CacheDir: cache, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,25 +67,21 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	uploadDebugFile(t, ds.URL, debugFile)
 
 	// The page polls the status of a job that ended with misses.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var s ondemand.Status
+	if !poll.Wait(30*time.Second, func() bool {
 		resp, err := http.Get(ds.URL + "/p/" + id + "/symbolization")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s ondemand.Status
+		s = ondemand.Status{}
 		err = json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.State.Active() || s.Resolved == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the upload did not queue the profile again: %+v", s)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return s.State.Active() || s.Resolved == 1
+	}) {
+		t.Fatalf("the upload did not queue the profile again: %+v", s)
 	}
 	st, _ = finalEvent(t, ds.URL, id)
 	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {

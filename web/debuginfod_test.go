@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/debuginfo"
@@ -430,7 +431,7 @@ func TestDebuginfodFederation(t *testing.T) {
 	dir := t.TempDir()
 	exe, bid := debuginfodtest.BuildELF(t, dir, "upstream", 256<<10)
 	up := debuginfodtest.Start(t, dir)
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{up.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{up.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

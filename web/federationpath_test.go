@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 )
 
 // normalizingUpstream is a debuginfod upstream behind a proxy that
@@ -79,7 +79,7 @@ func TestFederatedSourcePathStaysClean(t *testing.T) {
 	ts := httptest.NewServer(up)
 	defer ts.Close()
 	cacheDir := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: cacheDir, Timeout: 10 * time.Second})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{ts.URL}, CacheDir: cacheDir, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,11 +187,11 @@ func TestBrowserNamesArriveInTwoPasses(t *testing.T) {
 	odEval[bool](t, b, `window.__samePage = true`)
 	names := `JSON.stringify(Array.from(window.viewer.tree.name, (n) => window.viewer.tree.names[n]))`
 	// First pass: libc named from this machine while main is still fetched.
-	odWait(t, b, "getenv named while the main binary is fetched", `window.viewer.tree && `+names+`.includes('"getenv"')`)
+	waitForJS(t, b, "getenv named while the main binary is fetched", `window.viewer.tree && `+names+`.includes('"getenv"')`)
 	b.Screenshot(t, "two-passes-libc")
 	held.Allow(math.MaxInt64)
 	// Second pass: the main binary's names, in the same page.
-	odWait(t, b, "the main binary's names in the open page", names+`.includes('"ondemand_hash_block"') && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the main binary's names in the open page", names+`.includes('"ondemand_hash_block"') && document.getElementById('symbolization').dataset.job === 'done'`)
 	if !odEval[bool](t, b, `window.__samePage === true`) {
 		t.Error("the page was reloaded; want the names drawn in place")
 	}
@@ -206,7 +206,7 @@ func TestBrowserNamesArriveInTwoPasses(t *testing.T) {
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatalf("reloaded page never drew: %v", err)
 	}
-	odWait(t, b, "the names after the reload", `window.viewer.tree && `+names+`.includes('"ondemand_hash_block"') && `+names+`.includes('"getenv"')`)
+	waitForJS(t, b, "the names after the reload", `window.viewer.tree && `+names+`.includes('"ondemand_hash_block"') && `+names+`.includes('"getenv"')`)
 	for _, p := range b.Problems() {
 		t.Errorf("page problem: %s", p)
 	}

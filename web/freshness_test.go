@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/profiles"
 	"viewer/web/store"
@@ -74,12 +75,10 @@ func TestSymbolizedRewriteChangesETag(t *testing.T) {
 				old := etags[u]
 				var code int
 				var etag, body string
-				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				poll.Wait(5*time.Second, func() bool {
 					code, etag, body = conditionalGet(t, u, old)
-					if code == 200 && strings.Contains(body, name) || time.Now().After(deadline) {
-						break
-					}
-				}
+					return code == 200 && strings.Contains(body, name)
+				})
 				if code != 200 || !strings.Contains(body, name) {
 					t.Fatalf("pass %d: %s revalidated with the previous ETag %s: %d %.200s; want 200 with %s", pass+1, u, old, code, body, name)
 				}

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"viewer/testdata/poll"
 	"viewer/web/flame"
 	"viewer/web/heappeak"
 	"viewer/web/ingest"
@@ -588,13 +589,14 @@ func startServe(b *testing.B, bin string) (string, int, func()) {
 		b.Fatal(err)
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var m []string
+	if poll.Wait(20*time.Second, func() bool {
 		out.mu.Lock()
-		m := servingURL.FindStringSubmatch(out.b.String())
-		out.mu.Unlock()
-		if m != nil {
-			return m[1], cmd.Process.Pid, stop
-		}
+		defer out.mu.Unlock()
+		m = servingURL.FindStringSubmatch(out.b.String())
+		return m != nil
+	}) {
+		return m[1], cmd.Process.Pid, stop
 	}
 	stop()
 	b.Fatalf("%s serve printed no URL", bin)

@@ -33,7 +33,7 @@ func TestBrowserFetchLiveness(t *testing.T) {
 	}
 	row := `document.querySelector('#binaries tr')`
 	live := row + `?.querySelector('.live')?.textContent || ''`
-	odWait(t, b, "waiting for the first byte", row+`?.dataset.state === 'fetching' && (`+live+`).includes('waiting for the first byte')`)
+	waitForJS(t, b, "waiting for the first byte", row+`?.dataset.state === 'fetching' && (`+live+`).includes('waiting for the first byte')`)
 	if !odEval[bool](t, b, `document.querySelector('#symbolization details').open`) {
 		t.Error("the panel is folded while a binary is being fetched")
 	}
@@ -61,7 +61,7 @@ func TestBrowserFetchLiveness(t *testing.T) {
 	}
 
 	held.Allow(64 << 10)
-	odWait(t, b, "64 KiB with speed and time left", `(t => /64\.0 KiB of 6\d\d KiB/.test(t) && /\/s/.test(t) && t.includes('left') && t.includes('elapsed'))(`+live+`)`)
+	waitForJS(t, b, "64 KiB with speed and time left", `(t => /64\.0 KiB of 6\d\d KiB/.test(t) && /\/s/.test(t) && t.includes('left') && t.includes('elapsed'))(`+live+`)`)
 	text := odEval[string](t, b, live)
 	if !strings.HasPrefix(text, "downloading · ") {
 		t.Errorf("live line %q does not start with the phase", text)
@@ -69,14 +69,14 @@ func TestBrowserFetchLiveness(t *testing.T) {
 	if p := odEval[float64](t, b, row+`.querySelector('progress').value`); math.Abs(p-64<<10) > 1 {
 		t.Errorf("progress bar at %v, want %d", p, 64<<10)
 	}
-	odWait(t, b, "stalled", `(`+live+`).includes('stalled: no byte for')`)
+	waitForJS(t, b, "stalled", `(`+live+`).includes('stalled: no byte for')`)
 	if keys := odEval[string](t, b, `document.getElementById('symbolize-keys').textContent`); !strings.Contains(keys, "perf") || !strings.Contains(keys, "s skips") || !strings.Contains(keys, "d disables") {
 		t.Errorf("the panel's key note says %q", keys)
 	}
 	b.Screenshot(t, "fetch-liveness")
 	held.Allow(math.MaxInt64)
-	odWait(t, b, "symbolized", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
-	odWait(t, b, "the panel folds to one line", `!document.querySelector('#symbolization details').open`)
+	waitForJS(t, b, "symbolized", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the panel folds to one line", `!document.querySelector('#symbolization details').open`)
 	for _, p := range b.Problems() {
 		t.Errorf("page problem: %s", p)
 	}

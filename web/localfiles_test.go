@@ -23,6 +23,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 )
 
@@ -272,10 +273,7 @@ func TestSourceViewLocalFileRules(t *testing.T) {
 		t.Fatalf("a request for the FIFO's source failed: %v", err)
 	}
 	client.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goBefore+20 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Wait(5*time.Second, func() bool { return runtime.NumGoroutine() <= goBefore+20 })
 	if g := runtime.NumGoroutine(); g > goBefore+20 {
 		t.Errorf("goroutines: %d before the FIFO requests, %d after", goBefore, g)
 	}

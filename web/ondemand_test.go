@@ -28,7 +28,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/browsertest"
 	"viewer/web/ondemand"
@@ -141,7 +143,7 @@ func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(
 func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
 	cache := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
+	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,24 +267,6 @@ func paddedDebugDir(t testing.TB, debugFile string, size int) string {
 	return dir
 }
 
-// odWait polls a JS expression until it is true.
-func odWait(t *testing.T, b *browsertest.Browser, what, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		last = err
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("waiting for %s (%s): timed out (last error: %v); page problems: %q", what, expr, last, b.Problems())
-}
-
 func odEval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 20*time.Second)
@@ -314,7 +298,7 @@ func odSearch(t *testing.T, b *browsertest.Browser, q string) {
 		chromedp.SendKeys(chromedp.CSS("#search"), "\r"),
 	)
 	// The matched share comes with the top table (top.json).
-	odWait(t, b, "the search's top table", topReady)
+	waitForJS(t, b, "the search's top table", topReady)
 }
 
 // heldDownloads is a pass-through proxy to a debuginfod server that holds
@@ -417,7 +401,7 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 		t.Errorf("upload page says %q, want the debuginfod server %s named", got, held.URL)
 	}
 	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
-	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatalf("flame graph never drew: %v; problems %q", err, b.Problems())
 	}
@@ -425,14 +409,14 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	odEval[bool](t, b, `window.__samePage = true`)
 
 	// The panel lists the binary and follows its fetch from the server.
-	odWait(t, b, "the symbolization panel", `!document.getElementById('symbolization').hidden && document.querySelector('#binaries tr')`)
+	waitForJS(t, b, "the symbolization panel", `!document.getElementById('symbolization').hidden && document.querySelector('#binaries tr')`)
 	row := `document.querySelector('#binaries tr')`
 	if got := odEval[string](t, b, row+`.dataset.buildId`); got != bid {
 		t.Errorf("panel row build ID %q, want %s", got, bid)
 	}
 	// Search before the names exist: nothing matches yet.
 	odSearch(t, b, "ondemand_hash_block")
-	odWait(t, b, "fetching with progress", row+`.dataset.state === 'fetching' && `+row+`.querySelector('progress') && `+row+`.querySelector('progress').value > 0`)
+	waitForJS(t, b, "fetching with progress", row+`.dataset.state === 'fetching' && `+row+`.querySelector('progress') && `+row+`.querySelector('progress').value > 0`)
 	if src := odEval[string](t, b, row+`.cells[3].textContent`); src != held.URL {
 		t.Errorf("while fetching, the source column says %q, want %s", src, held.URL)
 	}
@@ -441,14 +425,14 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	}
 	first := odEval[float64](t, b, row+`.querySelector('progress').value`)
 	held.Allow(384 << 10)
-	odWait(t, b, "progress to advance while fetching", fmt.Sprintf(`%s.dataset.state === 'fetching' && %s.querySelector('progress').value > %v`, row, row, first))
+	waitForJS(t, b, "progress to advance while fetching", fmt.Sprintf(`%s.dataset.state === 'fetching' && %s.querySelector('progress').value > %v`, row, row, first))
 	b.Screenshot(t, "ondemand-fetching")
 	held.Allow(math.MaxInt64)
 
 	// Names arrive: the same page (no navigation) redraws, keeping the
 	// search, which now matches the hot function's share.
-	odWait(t, b, "symbolized", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
-	odWait(t, b, "the search to match after the redraw", `document.getElementById('match').textContent.includes('60.00%')`)
+	waitForJS(t, b, "symbolized", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the search to match after the redraw", `document.getElementById('match').textContent.includes('60.00%')`)
 	if !odEval[bool](t, b, `window.__samePage === true`) {
 		t.Error("the page was reloaded; want a redraw in place")
 	}
@@ -480,8 +464,8 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	if err := b2.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	odWait(t, b2, "the names in the second browser", `document.getElementById('match').textContent.includes('60.00%')`)
-	odWait(t, b2, "the panel's outcome", `document.querySelector('#binaries tr')?.dataset.state === 'symbolized'`)
+	waitForJS(t, b2, "the names in the second browser", `document.getElementById('match').textContent.includes('60.00%')`)
+	waitForJS(t, b2, "the panel's outcome", `document.querySelector('#binaries tr')?.dataset.state === 'symbolized'`)
 	if n := len(dsrv.AllRequests()); n != before {
 		t.Errorf("opening the link again made %d new requests to debuginfod", n-before)
 	}
@@ -572,8 +556,7 @@ func post(t testing.TB, url string, header http.Header) (int, string, http.Heade
 // waitState polls /p/ID/symbolization until the binary reaches state.
 func waitState(t testing.TB, base, id string, state symbolize.State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%s's binary to reach %s", id, state), func() bool {
 		resp, err := http.Get(base + "/p/" + id + "/symbolization")
 		if err != nil {
 			t.Fatal(err)
@@ -581,12 +564,8 @@ func waitState(t testing.TB, base, id string, state symbolize.State) {
 		var s ondemand.Status
 		json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
-		if len(s.Binaries) > 0 && s.Binaries[0].State == state {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never reached %s", id, state)
+		return len(s.Binaries) > 0 && s.Binaries[0].State == state
+	})
 }
 
 func TestOnDemandSkipThenRetry(t *testing.T) {
@@ -654,7 +633,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	exe, debugFile := ondemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
-	client, _ := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
 	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: t.TempDir(), Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
@@ -726,7 +705,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, _ := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
+	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
 	gate := ondemand.NewGate(client)
 	s, err := web.New(web.Config{DataDir: dir, Symbolization: &web.SymbolizationConfig{
 		Engine: symbolize.New(symbolize.Config{Fetcher: gate, DebuginfodCacheDir: client.CacheDir(), SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-"}),
@@ -785,8 +764,8 @@ func heldOnDemandPage(t *testing.T) heldPage {
 	if err := p.b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	odWait(t, p.b, "fetching", p.row+`?.dataset.state === 'fetching'`)
-	odWait(t, p.b, "the Skip button", p.row+`.querySelector('button.skip') && !`+p.row+`.querySelector('button.skip').hidden`)
+	waitForJS(t, p.b, "fetching", p.row+`?.dataset.state === 'fetching'`)
+	waitForJS(t, p.b, "the Skip button", p.row+`.querySelector('button.skip') && !`+p.row+`.querySelector('button.skip').hidden`)
 	return p
 }
 
@@ -799,11 +778,11 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 		t.Error("no Disable button while fetching")
 	}
 	odDo(t, b, "click Skip", chromedp.Click(chromedp.CSS(`#binaries tr button.skip`)))
-	odWait(t, b, "skipped", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "skipped", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
 	if got := odEval[string](t, b, row+`.cells[4].textContent`); got != "skipped by the user" {
 		t.Errorf("detail after Skip: %q", got)
 	}
-	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
+	waitForJS(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
 
 	held.Allow(math.MaxInt64)
 	odSearch(t, b, "ondemand_hash_block")
@@ -813,8 +792,8 @@ func TestBrowserOnDemandSkipAndRetryButtons(t *testing.T) {
 		odDo(t, b, "open the folded panel", chromedp.Click(chromedp.CSS(`#symbolization details > summary`)))
 	}
 	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
-	odWait(t, b, "symbolized after Retry", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
-	odWait(t, b, "names after Retry", `document.getElementById('match').textContent.includes('60.00%')`)
+	waitForJS(t, b, "symbolized after Retry", row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "names after Retry", `document.getElementById('match').textContent.includes('60.00%')`)
 	if !odEval[bool](t, b, `document.getElementById('symbolize-retry').hidden`) {
 		t.Error("Retry still offered with nothing missing")
 	}
@@ -843,21 +822,21 @@ func TestBrowserOnDemandKeys(t *testing.T) {
 	odDo(t, b, "press s on the page",
 		chromedp.Blur(chromedp.CSS("#search")),
 		chromedp.KeyEvent("s"))
-	odWait(t, b, "skipped by s", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "skipped by s", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
 	if got := odEval[string](t, b, row+`.cells[4].textContent`); got != "skipped by the user" {
 		t.Errorf("detail after s: %q", got)
 	}
 
-	odWait(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
+	waitForJS(t, b, "the Retry button", `!document.getElementById('symbolize-retry').hidden`)
 	// The ended job folded the panel to its summary line: open it, as a
 	// user does, to reach Retry.
 	if odEval[bool](t, b, `!document.querySelector('#symbolization details').open`) {
 		odDo(t, b, "open the folded panel", chromedp.Click(chromedp.CSS(`#symbolization details > summary`)))
 	}
 	odDo(t, b, "click Retry", chromedp.Click(chromedp.CSS(`#symbolize-retry`)))
-	odWait(t, b, "fetching again", row+`.dataset.state === 'fetching' && !document.getElementById('symbolize-disable').hidden`)
+	waitForJS(t, b, "fetching again", row+`.dataset.state === 'fetching' && !document.getElementById('symbolize-disable').hidden`)
 	odDo(t, b, "press d on the page", chromedp.KeyEvent("d"))
-	odWait(t, b, "disabled by d", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "disabled by d", row+`.dataset.state === 'skipped' && document.getElementById('symbolization').dataset.job === 'done'`)
 	if got := odEval[string](t, b, row+`.cells[4].textContent`); !strings.Contains(got, "disabled") {
 		t.Errorf("detail after d: %q, want it to say debuginfod was disabled", got)
 	}
@@ -891,9 +870,9 @@ func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
 	odDo(t, b, "open the upload page", chromedp.Navigate(base+"/"))
 	odDo(t, b, "tick don't ask debuginfod", chromedp.Click(chromedp.CSS("#no-debuginfod")))
 	odDo(t, b, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
-	odWait(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
-	odWait(t, b, "the outcome", `document.querySelector('#binaries tr')?.dataset.state === 'no symbols'`)
-	odWait(t, b, "the note", `document.getElementById('symbolize-note').textContent.includes('not asked')`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b, "the outcome", `document.querySelector('#binaries tr')?.dataset.state === 'no symbols'`)
+	waitForJS(t, b, "the note", `document.getElementById('symbolize-note').textContent.includes('not asked')`)
 	if n := dsrv.Requests(bid); n != 0 {
 		t.Errorf("the server got %d requests for a profile uploaded with debuginfod unticked", n)
 	}

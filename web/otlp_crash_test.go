@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/ingest/otlptest"
 )
@@ -91,14 +92,11 @@ func TestOTLPAcknowledgedSurvivesKill(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	poll.Wait(30*time.Second, func() bool {
 		mu.Lock()
-		k := len(acked)
-		mu.Unlock()
-		if k >= 24 || time.Now().After(deadline) {
-			break
-		}
-	}
+		defer mu.Unlock()
+		return len(acked) >= 24
+	})
 	cmd.Process.Kill() // SIGKILL, with requests in flight
 	close(done)
 	wg.Wait()

@@ -18,7 +18,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/ondemand"
 	"viewer/web/store"
@@ -125,16 +127,11 @@ func TestReplicasShareProfilesThroughS3(t *testing.T) {
 	if err := s3.Open(t).Put(context.Background(), id+"/symbolized.pb.gz", bytes.NewReader(sym)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !poll.Wait(5*time.Second, func() bool {
 		_, _, body = fetch(t, b+"/p/"+id+"/flame.json")
-		if strings.Contains(string(body), "main.betterName") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B still serves its cached copy after the symbolized one was stored: %.300s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Contains(string(body), "main.betterName")
+	}) {
+		t.Fatalf("B still serves its cached copy after the symbolized one was stored: %.300s", body)
 	}
 	if _, _, body := fetch(t, a+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "main.betterName") {
 		t.Fatalf("A does not serve the stored symbolized copy: %.300s", body)
@@ -212,6 +209,9 @@ func streamEvents(t *testing.T, ctx context.Context, url string) <-chan sseEvent
 // has the debug info locally, takes the job over and finishes it on the
 // same event stream.
 func TestReplicaFollowsThenTakesOverSymbolization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a replica to be declared dead (3 s); TestReplicaTakesOverAtOnceAfterCleanShutdown takes over without the wait: skipped with -short")
+	}
 	testTakeover(t, true)
 }
 
@@ -235,7 +235,7 @@ func testTakeover(t *testing.T, crash bool) {
 	}))
 	t.Cleanup(slow.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	}))
 	t.Cleanup(held.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +415,9 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 // bucket is back the same upload is stored and served by another replica;
 // a view during an outage is a 503, not a 404 or 500.
 func TestReplicaStoreOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the S3 SDK's retries (9 s): skipped with -short")
+	}
 	s3 := storetest.NewS3(t)
 	_, a := replicaServer(t, s3.Open(t), nil, "a")
 	_, b := replicaServer(t, s3.Open(t), nil, "b")
@@ -520,7 +523,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(slow.Close)
 	cacheA := t.TempDir()
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{slow.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,17 +201,6 @@ func New(cfg Config) (*Server, error) {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// Echo exposes the router so later features can add routes next to
-// routes() in routes.go.
-func (s *Server) Echo() *echo.Echo { return s.e }
-
-// Store is where the server keeps profiles.
-func (s *Server) Store() store.Store { return s.store }
-
-// Invalidate drops everything cached for id, e.g. after a symbolized copy
-// was stored, so the next request loads it.
-func (s *Server) Invalidate(id string) { s.prof.Invalidate(id) }
-
 // dropViews drops the flame trees, tables and stacks built from profile id
 // (called on each profiles.Service.Invalidate).
 func (s *Server) dropViews(id string) {

@@ -93,6 +93,3 @@ func (s *Server) profileSample(ctx context.Context, id, si string) (*profiles.Lo
 func (s *Server) requestProfile(c echo.Context) (*profiles.Loaded, int, error) {
 	return s.profileSample(c.Request().Context(), c.Param("id"), c.QueryParam("si"))
 }
-
-// Profiles is the profile service.
-func (s *Server) Profiles() *profiles.Service { return s.prof }

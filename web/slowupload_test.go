@@ -25,6 +25,9 @@ import (
 // Content-Length (as before), is stored and its profile served; the four
 // keep going.
 func TestTricklingUploadsHoldNoMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trickles bodies at --upload-min-rate (2 s): skipped with -short")
+	}
 	const trickle = ingest.OTLPInMemory // the largest body read into memory
 	budget := int64(4*9*trickle + 8<<20)
 	s, err := web.New(web.Config{DataDir: t.TempDir(), OTLP: true, Limits: web.Limits{IngestMemory: budget}})
@@ -116,6 +119,9 @@ func TestTricklingUploadsHoldNoMemory(t *testing.T) {
 // --upload-wait for a turn and got 503). A client sending slower than
 // --upload-min-rate is dropped with a 400 naming the flag.
 func TestTricklingSymbolizeRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trickles bodies at --upload-min-rate (2.5 s): skipped with -short")
+	}
 	_, base := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 64 << 20, UploadWait: time.Second}})
 	tricklers := runtime.GOMAXPROCS(0) + 2
 	stop := make(chan struct{})

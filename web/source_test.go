@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"viewer/symbolize"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 )
@@ -78,7 +78,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 		t.Fatalf("debuginfod does not serve %s for %s: %d; log:\n%s", src, bid, resp.StatusCode, srv.Log())
 	}
 
-	client, err := symbolize.NewDebuginfodClient(symbolize.DebuginfodConfig{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

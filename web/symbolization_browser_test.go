@@ -42,7 +42,7 @@ func TestBrowserSymbolizationOffAsksNothing(t *testing.T) {
 		t.Fatalf("flame graph never drew: %v; page problems: %q", err, b.Problems())
 	}
 	// symbolize.js ran: it adds its controls to the panel.
-	waitFor(t, b, "the symbolization panel's script", `document.getElementById('symbolize-note')`)
+	waitForJS(t, b, "the symbolization panel's script", `document.getElementById('symbolize-note')`)
 	if got := text(t, b, "#binaries"); !strings.Contains(got, "libraw.so") {
 		t.Errorf("the panel does not list the unsymbolized binary: %q", got)
 	}

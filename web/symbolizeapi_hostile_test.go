@@ -13,15 +13,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"viewer/web"
-	"viewer/web/heappeak"
 )
 
 // randomBinaries is an /api/symbolize body naming n random build IDs,
@@ -128,53 +125,5 @@ func TestSymbolizeAPIFanOut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "https://profiler.firefox.com" {
 		t.Errorf("/symbolicate/v5 from profiler.firefox.com: %d, CORS %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
-	}
-}
-
-// TestSymbolizeAPIMemory sends a million addresses to a server with
-// --ingest-memory 256MiB: refused with 413 naming the flag; then four
-// at once to one of 600 MiB: the heap stays within it and
-// --memory-limit, each answered or refused naming the limit.
-func TestSymbolizeAPIMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sends a million addresses")
-	}
-	body := randomBinaries(t, 1, 1_000_000, false)
-	_, base := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 256 << 20}})
-	code, b := symbolizeAPI(t, base, body)
-	if code != 413 || !strings.Contains(string(b), "--ingest-memory") {
-		t.Errorf("1M addresses within --ingest-memory 256MiB: %d %.300s; want 413 naming --ingest-memory", code, b)
-	}
-
-	const budget = 600 << 20
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(budget + 256<<20))
-	_, base = symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: budget}})
-	stop := heappeak.Watch()
-	codes, msgs := make([]int, 4), make([]string, 4)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			code, b := symbolizeAPI(t, base, body)
-			codes[i], msgs[i] = code, string(b[:min(len(b), 300)])
-		})
-	}
-	wg.Wait()
-	peak := stop()
-	t.Logf("4 × 1M addresses at once: %v, peak heap %d MiB", codes, peak>>20)
-	served := 0
-	for i, c := range codes {
-		switch {
-		case c == 200:
-			served++
-		case c == 503 && (strings.Contains(msgs[i], "--ingest-memory") || strings.Contains(msgs[i], "--upload-wait")):
-		default:
-			t.Errorf("request %d: %d %s; want 200, or 503 naming the limit", i, c, msgs[i])
-		}
-	}
-	if served == 0 {
-		t.Errorf("none of 4 requests was answered")
-	}
-	if limit := uint64(budget + 256<<20); peak > limit {
-		t.Errorf("peak heap %d MiB; want at most --ingest-memory + 256 MiB (%d MiB)", peak>>20, limit>>20)
 	}
 }

@@ -50,7 +50,7 @@ func TestBrowserUploadProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, b, "choose dwarf.data", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{in}, chromedp.NodeReady))
-	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/')`)
 	var said []struct {
 		Text string    `json:"text"`
 		Bar  []float64 `json:"bar"`

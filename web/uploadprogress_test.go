@@ -128,6 +128,9 @@ func followUpload(t *testing.T, c *http.Client, base, key string, body []byte) (
 // address is still followed to its end (on the code before, the made-up
 // keys stayed 10 minutes and filled all 4,096).
 func TestUploadProgressKeysNotExhausted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 4,200 progress streams (3 s): skipped with -short")
+	}
 	base := startServer(t)
 	attacker := clientFrom("127.0.0.2")
 	attacker.Transport.(*http.Transport).MaxIdleConnsPerHost = 8

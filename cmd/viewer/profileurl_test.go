@@ -97,7 +97,7 @@ func TestServeAndUploadURL(t *testing.T) {
 	runtime.GC()
 	tmp := t.TempDir()
 	base, out, _ := startServe(t, "--data", filepath.Join(tmp, "data"), "--seconds", "1", ep.URL+"/debug/pprof/profile?seconds=30")
-	m := waitFor(t, out, regexp.MustCompile(`(http://\S+/p/[a-z2-7]{20})\t`+regexp.QuoteMeta(ep.URL)))
+	m := waitForOutput(t, out, regexp.MustCompile(`(http://\S+/p/[a-z2-7]{20})\t`+regexp.QuoteMeta(ep.URL)))
 	if q, _ := ep.last(); q != "/debug/pprof/profile?seconds=1" {
 		t.Errorf("the endpoint was asked %q, want seconds=1 from --seconds", q)
 	}
@@ -146,7 +146,7 @@ func TestServeAndUploadURL(t *testing.T) {
 		go func() {
 			done <- runServe(ctx, append([]string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tmp, "data2"), ep.URL + c.path}, c.args...), stdio{out: io.Discard, err: &errOut})
 		}()
-		waitFor(t, &errOut, regexp.MustCompile(regexp.QuoteMeta(ep.URL+c.path)+`: .*`+c.want))
+		waitForOutput(t, &errOut, regexp.MustCompile(regexp.QuoteMeta(ep.URL+c.path)+`: .*`+c.want))
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)

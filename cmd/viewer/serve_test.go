@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/testdata/poll"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
@@ -86,29 +88,32 @@ func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, sto
 	}
 	t.Cleanup(func() { stop() })
 	re := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out, stop
+	var m []string
+	if !poll.Wait(10*time.Second, func() bool {
+		if m = re.FindStringSubmatch(out.String()); m != nil {
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited: %v\nstderr: %s", err, errOut.String())
 		default:
 		}
+		return false
+	}) {
+		t.Fatalf("serve printed no URL; stdout %q stderr %q", out.String(), errOut.String())
 	}
-	t.Fatalf("serve printed no URL; stdout %q stderr %q", out.String(), errOut.String())
-	return
+	return m[1], out, stop
 }
 
-func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
+// waitForOutput polls the output until re matches it, for 10 s, and returns
+// the match.
+func waitForOutput(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
-		}
+	var m []string
+	if !poll.Wait(10*time.Second, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }) {
+		t.Fatalf("output %q never matched %v", out.String(), re)
 	}
-	t.Fatalf("output %q never matched %v", out.String(), re)
-	return nil
+	return m
 }
 
 func fetch(t *testing.T, url string) (int, string) {
@@ -130,7 +135,7 @@ func TestServeFilesAndRestart(t *testing.T) {
 	os.WriteFile(bad, []byte("not a profile"), 0o644)
 
 	base, out, stop := startServe(t, "--data", data, file, bad)
-	m := waitFor(t, out, regexp.MustCompile(`(http://\S+/p/([a-z2-7]{20}))\t`+regexp.QuoteMeta(file)))
+	m := waitForOutput(t, out, regexp.MustCompile(`(http://\S+/p/([a-z2-7]{20}))\t`+regexp.QuoteMeta(file)))
 	link := m[1]
 	if !strings.HasPrefix(link, base) {
 		t.Errorf("link %q is not under %q", link, base)
@@ -166,8 +171,8 @@ func TestServeReportsBadFile(t *testing.T) {
 	go func() {
 		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--data", tmp, bad, filepath.Join(tmp, "missing.pb.gz")}, stdio{out: io.Discard, err: errOut})
 	}()
-	waitFor(t, errOut, regexp.MustCompile(`missing.pb.gz: .*no such file`))
-	waitFor(t, errOut, regexp.MustCompile(`notes.txt: not a recognised profile`))
+	waitForOutput(t, errOut, regexp.MustCompile(`missing.pb.gz: .*no such file`))
+	waitForOutput(t, errOut, regexp.MustCompile(`notes.txt: not a recognised profile`))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestServeStoreTwoReplicas(t *testing.T) {
 	if !strings.Contains(outA.String(), "profiles in s3://profiles") || strings.Contains(outA.String(), "endpoint=") {
 		t.Errorf("serve should name the bucket without its query: %q", outA.String())
 	}
-	m := waitFor(t, outA, regexp.MustCompile(`http://\S+/p/([a-z2-7]{20})\t`))
+	m := waitForOutput(t, outA, regexp.MustCompile(`http://\S+/p/([a-z2-7]{20})\t`))
 	id := m[1]
 	b, _, stopB := startServe(t, "--store", s3.URL, "--replica-id", "web2")
 	for _, base := range []string{a, b} {
@@ -77,7 +77,7 @@ func TestServeStoreGCS(t *testing.T) {
 	if !strings.Contains(outA.String(), "profiles in gs://profiles") {
 		t.Errorf("serve should name the bucket: %q", outA.String())
 	}
-	id := waitFor(t, outA, regexp.MustCompile(`http://\S+/p/([a-z2-7]{20})\t`))[1]
+	id := waitForOutput(t, outA, regexp.MustCompile(`http://\S+/p/([a-z2-7]{20})\t`))[1]
 	b, _, _ := startServe(t, "--store", g.URL, "--replica-id", "web2")
 	for _, base := range []string{a, b} {
 		if code, body := fetch(t, base+"/p/"+id+"/flame.json"); code != 200 || !strings.Contains(body, `"main.hot"`) {

@@ -64,8 +64,8 @@ func TestServeSymbolizesFromDebugDir(t *testing.T) {
 	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
 	base, out, stop := startServe(t, "--data", t.TempDir(), "--no-debuginfod",
 		"--debug-dir", "../../testdata/ondemand/debuginfo", "--workers", "1", file)
-	waitFor(t, out, regexp.MustCompile(`debuginfod: no build IDs leave this machine \(--no-debuginfod\)`))
-	id := waitFor(t, out, regexp.MustCompile(`/p/([a-z2-7]{20})\t`))[1]
+	waitForOutput(t, out, regexp.MustCompile(`debuginfod: no build IDs leave this machine \(--no-debuginfod\)`))
+	id := waitForOutput(t, out, regexp.MustCompile(`/p/([a-z2-7]{20})\t`))[1]
 
 	resp, err := http.Get(base + "/p/" + id + "/events")
 	if err != nil {

@@ -112,13 +112,13 @@ func TestServeUnwindsOnlyOnLoopback(t *testing.T) {
 	idRe := regexp.MustCompile(`/p/([a-z2-7]{20})\t`)
 
 	base, out, _ := startServe(t, "--data", t.TempDir(), "--no-debuginfod", dwarfData)
-	p := profileOf(t, base, waitFor(t, out, idRe)[1])
+	p := profileOf(t, base, waitForOutput(t, out, idRe)[1])
 	if lo, _ := userDepths(p); lo < 19 {
 		t.Errorf("serve on loopback: %d user frames in the shallowest sample, want the unwound 19+", lo)
 	}
 
 	base, out, _ = startServe(t, "--data", t.TempDir(), "--no-debuginfod", "--behind-proxy", dwarfData)
-	p = profileOf(t, base, waitFor(t, out, idRe)[1])
+	p = profileOf(t, base, waitForOutput(t, out, idRe)[1])
 	if _, hi := userDepths(p); hi != 1 || !strings.Contains(strings.Join(p.Comments, "\n"), "reachable from other machines") {
 		t.Errorf("serve --behind-proxy: up to %d user frames, want 1 and a warning saying why; comments %q", hi, p.Comments)
 	}

@@ -34,9 +34,9 @@ func TestCLIPrintsWarnings(t *testing.T) {
 	go func() {
 		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tmp, "data"), folded}, stdio{in: strings.NewReader(""), out: out, err: errOut})
 	}()
-	base := waitFor(t, out, regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`))[1]
-	waitFor(t, out, regexp.MustCompile(regexp.QuoteMeta(folded)))
-	waitFor(t, errOut, regexp.MustCompile(regexp.QuoteMeta("viewer: "+folded+": "+skipped)))
+	base := waitForOutput(t, out, regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`))[1]
+	waitForOutput(t, out, regexp.MustCompile(regexp.QuoteMeta(folded)))
+	waitForOutput(t, errOut, regexp.MustCompile(regexp.QuoteMeta("viewer: "+folded+": "+skipped)))
 
 	for file, want := range map[string]string{
 		folded:                            skipped,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod"
+	"viewer/testdata/poll"
 )
 
 // The cache as elfutils keeps it while a server runs: cache_miss_s read at
@@ -146,11 +147,7 @@ func TestCacheCleanedOnTimer(t *testing.T) {
 	os.WriteFile(filepath.Join(cacheDir, "max_unused_age_s"), []byte("3600\n"), 0o644)
 	os.WriteFile(filepath.Join(cacheDir, "cache_clean_interval_s"), []byte("1\n"), 0o644)
 	c := newClient(t, debuginfod.Config{CacheDir: cacheDir})
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(stale); os.IsNotExist(err) {
-			break
-		}
-	}
+	poll.Wait(10*time.Second, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Fatalf("a file unused for 2h was not cleaned by the timer within 10 s (cache_clean_interval_s=1): %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod"
+	"viewer/testdata/poll"
 )
 
 // fake is an httptest server counting its requests.
@@ -633,7 +634,7 @@ func TestSlowCallbackDoesNotStallSharedDownload(t *testing.T) {
 		})
 		slowDone <- err
 	}()
-	waitFor(t, "the slow caller's first report", func() bool { return len(rec.phases()) > 0 })
+	poll.Until(t, 5*time.Second, "the slow caller's first report", func() bool { return len(rec.phases()) > 0 })
 	path, err := c.Fetch(context.Background(), helloID, debuginfod.KindDebuginfo, nil)
 	if err != nil {
 		t.Fatalf("the other caller: %v", err)

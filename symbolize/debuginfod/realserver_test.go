@@ -13,6 +13,7 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 )
 
 func TestRealServerHitAndCacheLayout(t *testing.T) {
@@ -271,7 +272,7 @@ func TestRealServerCancelMidDownload(t *testing.T) {
 			t.Fatalf("Fetch: %v, want context.Canceled", err)
 		}
 		// The abandoned download stops and cleans up after itself.
-		waitFor(t, "the partial file to go", func() bool { return len(listDir(t, entryDir)) == 0 })
+		poll.Until(t, 5*time.Second, "the partial file to go", func() bool { return len(listDir(t, entryDir)) == 0 })
 		if _, ok := c.Cached(id, debuginfod.KindExecutable); ok {
 			t.Fatal("a cancelled download left a cache entry")
 		}

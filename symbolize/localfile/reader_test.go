@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"viewer/symbolize/localfile"
+	"viewer/testdata/poll"
 )
 
 // gate is a file whose reads block until it is opened, as on a hung
@@ -104,8 +105,7 @@ func TestReaderDeadline(t *testing.T) {
 
 	// The mount comes back: the stranded reads return and free their slots.
 	close(g.open)
-	for end := time.Now().Add(5 * time.Second); slots.Stranded() > 0 && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-	}
+	poll.Wait(5*time.Second, func() bool { return slots.Stranded() == 0 })
 	if n := slots.Stranded(); n != 0 {
 		t.Fatalf("%d reads still stranded after the file system came back", n)
 	}
@@ -249,8 +249,7 @@ func TestReaderBlockedInKernel(t *testing.T) {
 	}
 
 	release()
-	for end := time.Now().Add(5 * time.Second); slots.Stranded() > 0 && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-	}
+	poll.Wait(5*time.Second, func() bool { return slots.Stranded() == 0 })
 	if n := slots.Stranded(); n != 0 {
 		t.Fatalf("%d reads still stranded after the kernel let go", n)
 	}

@@ -281,22 +281,6 @@ func (fr *frames) expandInto(ws []weighted, uniq []stack) {
 	}
 }
 
-// TopFiltered is Top over the samples and frames f keeps.
-func TopFiltered(p *profile.Profile, si int, f Filter) (rows []TopRow, total int64) {
-	if !f.Active() {
-		return Top(p, si)
-	}
-	fr := newFrames(p)
-	flat, cum, total := flatCum(f.stacks(p, si, fr), len(fr.names), false, nil)
-	for i := 1; i < len(fr.names); i++ {
-		if flat[i] != 0 || cum[i] != 0 {
-			rows = append(rows, TopRow{Name: fr.names[i], Flat: flat[i], Cum: cum[i]})
-		}
-	}
-	sortTop(rows)
-	return rows, total
-}
-
 func lastEnd(ends []int) int {
 	if len(ends) == 0 {
 		return 0

@@ -106,13 +106,6 @@ func (s *Stacks) sumUp() {
 // Total is the value of every sample kept.
 func (s *Stacks) Total() int64 { return s.sum[len(s.ws)] }
 
-// MergedElement is the zoom path element for a merged "…" block: the
-// children, of the frame the path has reached, whose total is under
-// minTotal (the MinTotal of the tree that drew the block).
-func MergedElement(minTotal int64) string {
-	return MergedName + "<" + strconv.FormatInt(minTotal, 10)
-}
-
 // parseMerged reads a MergedElement.
 func parseMerged(e string) (int64, bool) {
 	rest, ok := strings.CutPrefix(e, MergedName+"<")

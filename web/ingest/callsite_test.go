@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"viewer/symbolize/sampling"
 	"viewer/web/ingest/perfdata"
 )
 
 // TestParseGivesCallSites parses the frame-pointer recording, whose call
 // chains run from the kernel into deep, libm and libc, and compares each
-// frame with the call chain perf recorded (perfdata.Parse, return
+// frame with the call chain perf recorded (perf.data's own converter, return
 // addresses): the leaf and the first user frame under kernel frames keep
 // their address, every other caller is one less. Writing the profile and
 // parsing it again (a re-upload of viewer's output) shifts nothing.
@@ -22,10 +24,7 @@ func TestParseGivesCallSites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := perfdata.Parse(data, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := perfDataProfile(t, data)
 	p, _, err := Parse(data, Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,4 +78,19 @@ func TestParseGivesCallSites(t *testing.T) {
 	if n := strings.Count(strings.Join(q.Comments, "\n"), sampling.CallSiteMark); n != 1 {
 		t.Errorf("re-parsed profile has the mark %d times", n)
 	}
+}
+
+// perfDataProfile converts a perf.data straight to a profile, without
+// ingest's limits: what perf.data's own converter makes of it.
+func perfDataProfile(t *testing.T, data []byte) *profile.Profile {
+	t.Helper()
+	f, err := perfdata.Scan(data, perfdata.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := perfdata.Convert(f, perfdata.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

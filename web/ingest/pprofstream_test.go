@@ -283,6 +283,9 @@ func TestStreamedDecodeHandsOverBigTables(t *testing.T) {
 // inflates, every record counted: it went to the spooled file's pre-scan
 // and parse, 1.4× the server CPU of the 2M-sample one.
 func TestStreamedDecodeHoldsManyLocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and decodes a profile of over pprofwire.StreamTableEntries locations: make test runs it")
+	}
 	sh, _ := gen.Variant("locs", 20000, 5000, pprofwire.StreamTableEntries/8+1000, 4, 1)
 	var gz bytes.Buffer
 	if err := sh.WriteStream(&gz); err != nil {

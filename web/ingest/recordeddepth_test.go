@@ -15,6 +15,9 @@ import (
 // and none ends in a "[truncated N frames]" frame. The same limit still
 // cuts a plain -g recording of it, which records no depth.
 func TestRecordedMaxStackKept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records with perf: make test runs it")
+	}
 	perf, err := exec.LookPath("perf")
 	if err != nil {
 		t.Fatal("perf is not installed (package linux-perf): run make deps")

@@ -23,6 +23,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/sampling"
+	"viewer/testdata/poll"
 	"viewer/web/profiles"
 	"viewer/web/sse"
 	"viewer/web/store"
@@ -569,7 +570,7 @@ func TestQueueFullIsTypedAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// p1 is running (waiting on the gate) once its status says so.
-	waitFor(t, func() bool { return h.m.Job("p1").Status().State == "running" }, "p1 to start")
+	poll.Until(t, 5*time.Second, "p1 to start", func() bool { return h.m.Job("p1").Status().State == "running" })
 	if _, err := h.m.Submit("p2", Options{}); err != nil {
 		t.Fatalf("p2 should fit in the queue: %v", err)
 	}
@@ -623,10 +624,10 @@ func TestSkipCancelsOneFetch(t *testing.T) {
 	if b["aa01"].State != symbolize.StateSkipped {
 		t.Errorf("after Skip: %+v", b)
 	}
-	for deadline := time.Now().Add(10 * time.Second); b["bb02"].State != symbolize.StateFetching && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	poll.Wait(10*time.Second, func() bool {
 		b = byKey(h.m.Binaries("p1"))
-	}
+		return b["bb02"].State == symbolize.StateFetching
+	})
 	if b["bb02"].State != symbolize.StateFetching {
 		t.Errorf("after Skip, the other binary: %+v", b["bb02"])
 	}
@@ -895,16 +896,6 @@ func TestNeedsSymbolization(t *testing.T) {
 	if symbolize.NeedsSymbolization(p) {
 		t.Error("all named: want false")
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func TestNamesAreServedAsEachBinaryResolves(t *testing.T) {

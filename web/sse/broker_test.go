@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"viewer/testdata/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -330,7 +332,7 @@ func TestServeBoundsSubscribers(t *testing.T) {
 	}
 
 	c1.close()
-	waitFor(t, func() bool { return b.Subscribers() == 1 }, "the closed stream to be released")
+	poll.Until(t, 5*time.Second, "the closed stream to be released", func() bool { return b.Subscribers() == 1 })
 	c3 := dial(t, srv.URL+"/p1", "")
 	if r := c3.next(); r.Data != "x" {
 		t.Errorf("after a slot freed: got %+v", r)
@@ -348,7 +350,7 @@ func TestServeClientGoneLeavesNoGoroutine(t *testing.T) {
 		c.next()
 		c.close()
 	}
-	waitFor(t, func() bool { return b.Subscribers() == 0 }, "handlers to return after clients left")
+	poll.Until(t, 5*time.Second, "handlers to return after clients left", func() bool { return b.Subscribers() == 0 })
 	tp.mu.Lock()
 	n := len(tp.subs)
 	tp.mu.Unlock()
@@ -467,16 +469,6 @@ func TestConcurrentPublishAndSubscribe(t *testing.T) {
 			t.Errorf("subscriber's last binary state %q, want 199", last["binary"])
 		}
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func TestServeLiftsTheServersWriteTimeout(t *testing.T) {

@@ -130,6 +130,9 @@ func TestBlobS3FailedPutLeavesNothing(t *testing.T) {
 // errors that say the object store is unavailable (not "not found"), and
 // that it works again once the store is back.
 func TestBlobS3OutageIsUnavailable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the S3 SDK's retries (9 s): skipped with -short")
+	}
 	s3 := storetest.NewS3(t)
 	// gocloud gives the SDK its standard retryer (3 attempts with backoff),
 	// so each call below takes a few seconds to give up.

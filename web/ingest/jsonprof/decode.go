@@ -138,16 +138,6 @@ func (d decoder) ints(dst []int64) ([]int64, error) {
 	return dst, err
 }
 
-// floats reads an array of numbers into dst.
-func (d decoder) floats(dst []float64) ([]float64, error) {
-	err := d.array(func() error {
-		v, err := d.number()
-		dst = append(dst, v)
-		return err
-	})
-	return dst, err
-}
-
 // value decodes the next value into v (a small part of the input: one
 // frame, one event).
 func (d decoder) value(v any) error {

@@ -17,6 +17,9 @@ import (
 // TestScanConvertsAsRead, the bytes a chunk gives up are overwritten at
 // once, so a chunk reading what another gave up changes the profile.
 func TestChunksConvertAsOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records with perf and converts every recording in 2 to 16 chunks: make test runs it")
+	}
 	defer func(w func() int, m int, ew uint64, er int) {
 		convertWorkers, minChunkRecords, evictWindow, evictRefs = w, m, ew, er
 	}(convertWorkers, minChunkRecords, evictWindow, evictRefs)

@@ -88,15 +88,6 @@ type Binaries interface {
 // counts what it cut, so unwinding does not stop at it.
 func unwindBound(n int) int { return n/8 + 2 }
 
-// Parse reads a perf.data held in memory and converts it to a profile.
-func Parse(data []byte, maxDecompressed int64, maxSamples int) (*profile.Profile, error) {
-	f, err := Scan(data, Options{MaxDecompressed: maxDecompressed})
-	if err != nil {
-		return nil, err
-	}
-	return Convert(f, ConvertOptions{MaxSamples: maxSamples})
-}
-
 // vmap is one executable mapping of a process (or of the kernel) at some time.
 type vmap struct {
 	start, end, pgoff uint64

@@ -458,10 +458,6 @@ func sub(data []byte, s section, what string) ([]byte, error) {
 	return data[s.off : s.off+s.size], nil
 }
 
-// Read decodes a whole perf.data held in memory, keeping every record in
-// Records.
-func Read(data []byte, opt Options) (*File, error) { return read(data, opt, true) }
-
 // Scan reads a perf.data's headers and indexes its records without
 // keeping them decoded: Convert decodes each again as it aggregates it,
 // so what a conversion keeps is proportional to the distinct stacks, not

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web/debuginfo"
 	"viewer/web/store"
 	"viewer/web/store/storetest"
@@ -122,10 +123,8 @@ func TestKillDuringBucketUploads(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(60 * time.Second); len(s3.Uploads(t)) < 2 || s3.PartsBegun() < 2; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the uploads began no multipart upload: %q, %d parts", s3.Uploads(t), s3.PartsBegun())
-		}
+	if !poll.Wait(60*time.Second, func() bool { return len(s3.Uploads(t)) >= 2 && s3.PartsBegun() >= 2 }) {
+		t.Fatalf("the uploads began no multipart upload: %q, %d parts", s3.Uploads(t), s3.PartsBegun())
 	}
 	p.kill()
 	s3.StallParts(false)

@@ -51,7 +51,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	// A short window, so that the listing scrolls.
 	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 500})
 	run(t, b, "open the annotate view", chromedp.Navigate(ts.URL+"/p/"+pid+"/annotate?fn=sum_list&si=cpu-clock_count"))
-	waitFor(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
+	waitForJS(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
 	hot := eval[[]string](t, b, `Array.from(document.querySelectorAll('#annotate tr.insn.hot')).map(r => r.querySelector('td.asm').textContent.trim().replace(/\s+/g, ' '))`)
 	if len(hot) == 0 || !strings.HasPrefix(hot[0], "mov (%rdi),%rdi") {
 		t.Fatalf("highlighted rows %q, want the hottest, mov (%%rdi),%%rdi, first", hot)
@@ -71,7 +71,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	b.Screenshot(t, "annotate")
 
 	run(t, b, "search for val", chromedp.SendKeys(chromedp.CSS("#annotate-search"), "val"))
-	waitFor(t, b, "matches", `document.querySelectorAll('#annotate tr.match').length > 0`)
+	waitForJS(t, b, "matches", `document.querySelectorAll('#annotate tr.match').length > 0`)
 	matches := eval[[]string](t, b, `Array.from(document.querySelectorAll('#annotate tr.match td.dtype')).map(td => td.textContent.trim())`)
 	for _, m := range matches {
 		if !strings.Contains(m, "val") {
@@ -86,7 +86,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	eval[any](t, b, `window.scrollTo(0, 0)`)
 	target := eval[string](t, b, `document.querySelector('#annotate a.target').getAttribute('href')`)
 	run(t, b, "click the jump target", chromedp.Click(chromedp.CSS(`#annotate a.target`)))
-	waitFor(t, b, "the target marked", `document.querySelector('`+target+`.jumped')`)
+	waitForJS(t, b, "the target marked", `document.querySelector('`+target+`.jumped')`)
 	inView := eval[bool](t, b, `(() => { const r = document.querySelector('`+target+`').getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })()`)
 	if !inView || eval[string](t, b, `location.hash`) != target {
 		t.Errorf("after clicking %s: in view %v, location.hash %q", target, inView, eval[string](t, b, `location.hash`))
@@ -126,13 +126,13 @@ func TestAnnotateMergeInBrowser(t *testing.T) {
 
 	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 700})
 	run(t, b, "open the annotate view of mix", chromedp.Navigate(ts.URL+"/p/"+pid+"/annotate?fn=mix&si=cpu-clock_count"))
-	waitFor(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
+	waitForJS(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
 	one := eval[string](t, b, `document.querySelector('.annotate-meta').textContent.replace(/\s+/g, ' ')`)
 	if !strings.Contains(one, "where mix is inlined") {
 		t.Errorf("one copy: the page says %q", one)
 	}
 	run(t, b, "merge the copies", chromedp.Click(chromedp.CSS(`#annotate-inline`)))
-	waitFor(t, b, "the merged listing", `document.querySelector('#annotate-merged')`)
+	waitForJS(t, b, "the merged listing", `document.querySelector('#annotate-merged')`)
 	merged := eval[string](t, b, `document.querySelector('#annotate-merged').textContent.replace(/\s+/g, ' ')`)
 	if !strings.Contains(merged, "first") || !strings.Contains(merged, "second") {
 		t.Errorf("merged: the page says %q, want both copies named", merged)
@@ -187,10 +187,10 @@ func TestBrowserAnnotateWithoutExecutable(t *testing.T) {
 
 	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 800})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
-	waitFor(t, b, "sum_list named in the top table", `[...document.querySelectorAll('#top-table tbody td.fn')].some((td) => td.textContent.trim() === 'sum_list')`)
+	waitForJS(t, b, "sum_list named in the top table", `[...document.querySelectorAll('#top-table tbody td.fn')].some((td) => td.textContent.trim() === 'sum_list')`)
 
 	run(t, b, "open the annotate view of sum_list", chromedp.Navigate(base+"/p/"+id+"/annotate?fn=sum_list&si=cpu-clock_count"))
-	waitFor(t, b, "the page", `document.readyState === 'complete'`)
+	waitForJS(t, b, "the page", `document.readyState === 'complete'`)
 	if h := eval[string](t, b, `document.querySelector('h1')?.textContent.trim() ?? ''`); !strings.Contains(h, "sum_list") {
 		t.Fatalf("the annotate page's heading is %q, want the annotate page of sum_list; page:\n%s", h, eval[string](t, b, `document.body.innerText`))
 	}

@@ -30,9 +30,9 @@ func TestBrowserSandwichPicker(t *testing.T) {
 	id := postProfile(t, base, "wide.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the sandwich page without a function", chromedp.Navigate(base+"/p/"+id+"/sandwich"))
-	waitFor(t, b.Browser, "the picker", `document.body.dataset.ready === '1'`)
+	waitForJS(t, b.Browser, "the picker", `document.body.dataset.ready === '1'`)
 	run(t, b.Browser, "focus the picker", chromedp.Click(chromedp.CSS("#fn-find")))
-	waitFor(t, b.Browser, "the list", `document.querySelectorAll('#fn-list a').length > 0`)
+	waitForJS(t, b.Browser, "the list", `document.querySelectorAll('#fn-list a').length > 0`)
 	rows := eval[[][]string](t, b.Browser, pickerRowsJS)
 	if len(rows) != 50 {
 		t.Errorf("the picker lists %d functions, want its first 50", len(rows))
@@ -48,9 +48,9 @@ func TestBrowserSandwichPicker(t *testing.T) {
 		}
 	}
 	run(t, b.Browser, "order by total", chromedp.SetValue(chromedp.CSS("#fn-order"), "cum"), chromedp.Evaluate[chromedp.Void](`document.getElementById('fn-order').dispatchEvent(new Event('change'))`))
-	waitFor(t, b.Browser, "main first", `document.querySelector('#fn-list a .fn-name').textContent === 'main'`)
+	waitForJS(t, b.Browser, "main first", `document.querySelector('#fn-list a .fn-name').textContent === 'main'`)
 	run(t, b.Browser, "type work3", chromedp.SendKeys(chromedp.CSS("#fn-find"), "WORK3"))
-	waitFor(t, b.Browser, "the narrowed list", `[...document.querySelectorAll('#fn-list a .fn-name')].every((n) => n.textContent.toLowerCase().includes('work3'))`)
+	waitForJS(t, b.Browser, "the narrowed list", `[...document.querySelectorAll('#fn-list a .fn-name')].every((n) => n.textContent.toLowerCase().includes('work3'))`)
 	rows = eval[[][]string](t, b.Browser, pickerRowsJS)
 	names := []string{}
 	for _, r := range rows {
@@ -60,7 +60,7 @@ func TestBrowserSandwichPicker(t *testing.T) {
 		t.Errorf("typing WORK3 lists %q, want pkg.work3 and pkg.work30–39", names)
 	}
 	run(t, b.Browser, "choose pkg.work3", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#fn-list a')].find((a) => a.querySelector('.fn-name').textContent === 'pkg.work3').click()`))
-	waitFor(t, b.Browser, "the sandwich of pkg.work3", `document.body.dataset.ready === '1' && location.search.includes('fn=')`)
+	waitForJS(t, b.Browser, "the sandwich of pkg.work3", `document.body.dataset.ready === '1' && location.search.includes('fn=')`)
 	time.Sleep(100 * time.Millisecond)
 	if fn := currentURL(t, b.Browser).Query().Get("fn"); fn != "pkg.work3" {
 		t.Errorf("choosing pkg.work3 opened fn=%q", fn)
@@ -96,9 +96,9 @@ func TestBrowserComparePicker(t *testing.T) {
 	cur := postProfile(t, base, "new.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur))
-	waitFor(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
+	waitForJS(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
 	run(t, b.Browser, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop summary")))
-	waitFor(t, b.Browser, "the recent profiles", `!document.getElementById('compare-recent').hidden`)
+	waitForJS(t, b.Browser, "the recent profiles", `!document.getElementById('compare-recent').hidden`)
 	links := eval[[]string](t, b.Browser, recentLinksJS)
 	want := []string{old + " /p/" + old + "/diff/" + cur, older + " /p/" + older + "/diff/" + cur}
 	if len(links) != 2 || !strings.HasPrefix(links[0], want[0]) || !strings.HasPrefix(links[1], want[1]) {
@@ -108,7 +108,7 @@ func TestBrowserComparePicker(t *testing.T) {
 		t.Errorf("the picker does not name old.pb.gz: %q", s)
 	}
 	run(t, b.Browser, "diff against old.pb.gz", chromedp.Evaluate[chromedp.Void](`document.querySelector('#compare-recent a[data-id="`+old+`"]').click()`))
-	waitFor(t, b.Browser, "the diff", `location.pathname.includes('/diff/') && document.body.dataset.ready === '1' && !!document.querySelector('#diff-top tbody tr')`)
+	waitForJS(t, b.Browser, "the diff", `location.pathname.includes('/diff/') && document.body.dataset.ready === '1' && !!document.querySelector('#diff-top tbody tr')`)
 	if p := currentURL(t, b.Browser).Path; p != "/p/"+old+"/diff/"+cur {
 		t.Errorf("the picker opened %s, want /p/%s/diff/%s", p, old, cur)
 	}
@@ -138,9 +138,9 @@ func TestBrowserComparePicker(t *testing.T) {
 	}
 	b2 := startStrict(t)
 	run(t, b2.Browser, "open the flame page without the token", chromedp.Navigate(ts.URL+"/p/"+shown))
-	waitFor(t, b2.Browser, "the graph", `document.body.dataset.ready === '1'`)
+	waitForJS(t, b2.Browser, "the graph", `document.body.dataset.ready === '1'`)
 	run(t, b2.Browser, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop summary")))
-	waitFor(t, b2.Browser, "the picker", `!document.getElementById('compare-recent').hidden`)
+	waitForJS(t, b2.Browser, "the picker", `!document.getElementById('compare-recent').hidden`)
 	if links := eval[[]string](t, b2.Browser, recentLinksJS); len(links) != 0 {
 		t.Errorf("without the token the picker lists the server's profiles: %q", links)
 	}

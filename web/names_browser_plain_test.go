@@ -86,7 +86,7 @@ func TestBrowserNamesIdentify(t *testing.T) {
 	}
 	check := func(width int) {
 		t.Helper()
-		waitFor(t, b, "the top table", fmt.Sprintf(`%s && document.querySelectorAll('#top-table tbody tr').length === %d`, topReady, len(alikeNames)+1))
+		waitForJS(t, b, "the top table", fmt.Sprintf(`%s && document.querySelectorAll('#top-table tbody tr').length === %d`, topReady, len(alikeNames)+1))
 		cells := eval[[]cell](t, b, `[...document.querySelectorAll('#top-table tbody td.fn')].map(td => ({
 			text: td.textContent, title: td.title.split('\n')[0], clipped: td.scrollWidth > td.clientWidth + 1 }))`)
 		seen := map[string]string{}
@@ -116,7 +116,7 @@ func TestBrowserNamesIdentify(t *testing.T) {
 		if len(seen) != len(alikeNames) {
 			t.Errorf("at %d px the table names %d functions, want %d", width, len(seen), len(alikeNames))
 		}
-		waitFor(t, b, "the legend", `document.querySelectorAll('#legend .legend-item').length > 0`)
+		waitForJS(t, b, "the legend", `document.querySelectorAll('#legend .legend-item').length > 0`)
 		legend := eval[[]cell](t, b, `[...document.querySelectorAll('#legend .legend-item')].map(e => {
 			const s = e.querySelector('span:last-child');
 			return { text: s.textContent, title: e.title, clipped: s.scrollWidth > s.clientWidth + 1 };
@@ -144,7 +144,7 @@ func TestBrowserNamesIdentify(t *testing.T) {
 	}
 	check(1440)
 	run(t, b, "a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
-	waitFor(t, b, "the phone layout", `window.innerWidth === 390`)
+	waitForJS(t, b, "the phone layout", `window.innerWidth === 390`)
 	eval[bool](t, b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`) // the names refitted
 	check(390)
 	noProblems(t, b)

@@ -47,7 +47,7 @@ func TestBrowserTimeline(t *testing.T) {
 	// The page is laid out (the legend, filled in idle time after the
 	// graph, is drawn) before the drag is aimed, as a user aims at what
 	// they see.
-	waitFor(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && document.getElementById('legend').childElementCount > 0`)
+	waitForJS(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && document.getElementById('legend').childElementCount > 0`)
 	whole := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`)
 	rows := eval[float64](t, b.Browser, `window.viewerTimeline.data.rows.length`)
 	if rows < 2 {
@@ -61,7 +61,7 @@ func TestBrowserTimeline(t *testing.T) {
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y, chromedp.ButtonLeft))
-	waitFor(t, b.Browser, "the graph redrawn for the range", `document.body.dataset.loads === '2' && window.viewerTimeline.timings.length === 1`)
+	waitForJS(t, b.Browser, "the graph redrawn for the range", `document.body.dataset.loads === '2' && window.viewerTimeline.timings.length === 1`)
 	tq := currentURL(t, b.Browser).Query().Get("t")
 	if tq == "" {
 		t.Fatalf("the URL %s has no t= after selecting a range", currentURL(t, b.Browser))
@@ -74,7 +74,7 @@ func TestBrowserTimeline(t *testing.T) {
 	if got != want || got <= 0 || got >= whole {
 		t.Errorf("t=%s: the graph's total is %v; the timeline's buckets in it hold %v, the whole recording %v", tq, got, want, whole)
 	}
-	waitFor(t, b.Browser, "the top table for the range", topReady)
+	waitForJS(t, b.Browser, "the top table for the range", topReady)
 	if s := text(t, b.Browser, "#timeline output"); !strings.Contains(s, "Showing") {
 		t.Errorf("the timeline says %q after a selection", s)
 	}
@@ -86,11 +86,11 @@ func TestBrowserTimeline(t *testing.T) {
 	if after := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`); after != got {
 		t.Errorf("after a reload of %s the graph's total is %v, before it %v", currentURL(t, b.Browser), after, got)
 	}
-	waitFor(t, b.Browser, "the timeline after the reload", `window.viewerTimeline.data && document.querySelector('#timeline output')?.textContent.includes('Showing')`)
+	waitForJS(t, b.Browser, "the timeline after the reload", `window.viewerTimeline.data && document.querySelector('#timeline output')?.textContent.includes('Showing')`)
 	if u := eval[string](t, b.Browser, `document.getElementById('top-link').getAttribute('href')`); !strings.Contains(u, "t=") {
 		t.Errorf("the Top table link %q drops the range", u)
 	}
 	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
-	waitFor(t, b.Browser, "the whole graph again", fmt.Sprintf(`window.viewer.tree.rootTotal === %v && !location.search.includes('t=')`, whole))
+	waitForJS(t, b.Browser, "the whole graph again", fmt.Sprintf(`window.viewer.tree.rootTotal === %v && !location.search.includes('t=')`, whole))
 	b.check(t, "flame with timeline")
 }

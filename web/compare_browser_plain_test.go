@@ -55,7 +55,7 @@ func TestBrowserDiffLink(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#filters-pop > summary")),
 		chromedp.SendKeys(chromedp.CSS("#compare-base"), base+"/p/"+a),
 		chromedp.Submit(chromedp.CSS("#compare-base")))
-	waitFor(t, b, "the diff page", fmt.Sprintf("location.pathname === %q", "/p/"+a+"/diff/"+bID))
+	waitForJS(t, b, "the diff page", fmt.Sprintf("location.pathname === %q", "/p/"+a+"/diff/"+bID))
 	ready("the diff page")
 	pageProblems(t, b)
 
@@ -70,7 +70,7 @@ func TestBrowserDiffLink(t *testing.T) {
 
 	r := frame(t, b, "main", "render")
 	run(t, b, "hover render", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the tooltip", `!document.getElementById('tooltip').hidden`)
+	waitForJS(t, b, "the tooltip", `!document.getElementById('tooltip').hidden`)
 	tip := text(t, b, "#tooltip")
 	for _, want := range []string{"render", "Base", "40 ns (40.00%)", "New", "150 ns (83.33%)", "+43.33 pp", "+110 ns"} {
 		if !strings.Contains(tip, want) {
@@ -83,11 +83,11 @@ func TestBrowserDiffLink(t *testing.T) {
 
 	// Search: the matched share in both profiles.
 	run(t, b, "search render", chromedp.SendKeys(chromedp.CSS("#search"), "rend"))
-	waitFor(t, b, "the match summary", `document.getElementById('match').textContent === '40.00% → 83.33% (+43.33 pp)'`)
+	waitForJS(t, b, "the match summary", `document.getElementById('match').textContent === '40.00% → 83.33% (+43.33 pp)'`)
 
 	// Zoom into render: the link keeps it, and a fresh load reproduces the view.
 	run(t, b, "zoom into render", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "zoom in the URL", `new URLSearchParams(location.search).getAll('z').join('>') === 'main>render'`)
+	waitForJS(t, b, "zoom in the URL", `new URLSearchParams(location.search).getAll('z').join('>') === 'main>render'`)
 	link := eval[string](t, b, "location.href")
 	run(t, b, "leave", chromedp.Navigate(base+"/p/"+a))
 	ready("the base's flame page")
@@ -141,7 +141,7 @@ func TestBrowserDiffColors(t *testing.T) {
 
 	run(t, b, "color by package", chromedp.SetValue(chromedp.CSS("#color-scheme"), "package"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
-	waitFor(t, b, "color=package in the URL", `new URLSearchParams(location.search).get('color') === 'package'`)
+	waitForJS(t, b, "color=package in the URL", `new URLSearchParams(location.search).get('color') === 'package'`)
 	near := func(p, q [3]int) bool {
 		for i := range p {
 			if d := p[i] - q[i]; d > 3 || d < -3 {
@@ -167,7 +167,7 @@ func TestBrowserDiffColors(t *testing.T) {
 	}
 	run(t, b, "back to the change", chromedp.SetValue(chromedp.CSS("#color-scheme"), "diff"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
-	waitFor(t, b, "no color= in the URL", `!new URLSearchParams(location.search).has('color')`)
+	waitForJS(t, b, "no color= in the URL", `!new URLSearchParams(location.search).has('color')`)
 	if shrank := pixel(t, b, "main", "parse"); !(shrank[2] > shrank[0]+60) {
 		t.Errorf("back on the change, parse (shrank) is rgb%v, not blue", shrank)
 	}
@@ -200,7 +200,7 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	}
 	r := frame(t, b, "main", "b", "f")
 	run(t, b, "right-click main > b > f", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
-	waitFor(t, b, "the frame menu", `!document.getElementById('frame-menu').hidden`)
+	waitForJS(t, b, "the frame menu", `!document.getElementById('frame-menu').hidden`)
 	b.Screenshot(t, "frame-menu")
 	if got := eval[string](t, b, `document.getElementById('frame-menu').dataset.fn`); got != "f" {
 		t.Fatalf("menu for %q, want f", got)
@@ -223,24 +223,24 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 	}
 	c := frame(t, b, "main", "b")
 	run(t, b, "zoom into b", chromedp.MouseClickXY(c.X+c.Width/2, c.Y+c.Height/2))
-	waitFor(t, b, "zoom and focus in the URL", `(p => p.get('f') === '^f$' && p.getAll('z').join('>') === 'main>b')(new URLSearchParams(location.search))`)
+	waitForJS(t, b, "zoom and focus in the URL", `(p => p.get('f') === '^f$' && p.getAll('z').join('>') === 'main>b')(new URLSearchParams(location.search))`)
 	run(t, b, "clear the filters", chromedp.Click(chromedp.CSS("#filter-clear")))
-	waitFor(t, b, "the unfiltered graph", `document.body.dataset.ready === '1' && window.viewer.tree && window.viewer.tree.rootTotal === 42`)
+	waitForJS(t, b, "the unfiltered graph", `document.body.dataset.ready === '1' && window.viewer.tree && window.viewer.tree.rootTotal === 42`)
 	r = frame(t, b, "main", "b", "f")
 	run(t, b, "right-click main > b > f", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
-	waitFor(t, b, "the frame menu again", `!document.getElementById('frame-menu').hidden`)
+	waitForJS(t, b, "the frame menu again", `!document.getElementById('frame-menu').hidden`)
 
 	// The top table's rows have the same menu.
 	run(t, b, "scroll to the table", chromedp.ScrollIntoView(chromedp.CSS(`#top-table tbody tr[data-name="g"]`)))
 	row := eval[*rect](t, b, `(() => { const r = document.querySelector('#top-table tbody tr[data-name="g"]').getBoundingClientRect(); return { x: r.left, y: r.top, width: r.width, height: r.height }; })()`)
 	run(t, b, "right-click the row of g", chromedp.MouseClickXY(row.X+row.Width-20, row.Y+row.Height/2, chromedp.Button("right")))
-	waitFor(t, b, "the menu for g", `document.getElementById('frame-menu').dataset.fn === 'g' && !document.getElementById('frame-menu').hidden`)
+	waitForJS(t, b, "the menu for g", `document.getElementById('frame-menu').dataset.fn === 'g' && !document.getElementById('frame-menu').hidden`)
 	run(t, b, "back to the graph", chromedp.ScrollIntoView(chromedp.CSS("#chart")))
 	r = frame(t, b, "main", "b", "f")
 	run(t, b, "right-click main > b > f again", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
-	waitFor(t, b, "the menu for f", `document.getElementById('frame-menu').dataset.fn === 'f'`)
+	waitForJS(t, b, "the menu for f", `document.getElementById('frame-menu').dataset.fn === 'f'`)
 	run(t, b, "open the sandwich", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent.startsWith('Callers')).click()`))
-	waitFor(t, b, "the sandwich page", `location.pathname.endsWith('/sandwich')`)
+	waitForJS(t, b, "the sandwich page", `location.pathname.endsWith('/sandwich')`)
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("sandwich never drew: %v; problems %q", err, b.Problems())
 	}
@@ -265,14 +265,14 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 		const r = g.rectOf(i); const c = g.overlay.getBoundingClientRect();
 		return { x: c.left + r.x, y: c.top + r.y, width: r.w, height: r.h }; })()`)
 	run(t, b, "click caller b", chromedp.MouseClickXY(rb.X+rb.Width/2, rb.Y+rb.Height/2))
-	waitFor(t, b, "the sandwich of b", `new URLSearchParams(location.search).get('fn') === 'b' && document.body.dataset.ready === '1'`)
+	waitForJS(t, b, "the sandwich of b", `new URLSearchParams(location.search).get('fn') === 'b' && document.body.dataset.ready === '1'`)
 	if got, want := paths("callees"), "b=20 b>f=20"; got != want {
 		t.Errorf("callees of b %q, want %q", got, want)
 	}
 	// A function with no samples says so in one line above the charts; the
 	// message covered the whole page, header and links included.
 	run(t, b, "the sandwich of a function not in the profile", chromedp.Navigate(base+"/p/"+id+"/sandwich?si=cpu&fn=nosuch"))
-	waitFor(t, b, "the no-samples message", `document.getElementById('chart-status').textContent.startsWith('No samples pass through')`)
+	waitForJS(t, b, "the no-samples message", `document.getElementById('chart-status').textContent.startsWith('No samples pass through')`)
 	if got := eval[string](t, b, `(() => { const s = document.getElementById('chart-status').getBoundingClientRect();
 		const a = document.querySelector('header a, nav a').getBoundingClientRect();
 		const hit = document.elementFromPoint(a.left + a.width / 2, a.top + a.height / 2);
@@ -305,7 +305,7 @@ func TestBrowserCompareHostileNames(t *testing.T) {
 	}
 	r := frame(t, b, "main", evil)
 	run(t, b, "hover", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "tooltip", `document.getElementById('tooltip').textContent.includes('<img')`)
+	waitForJS(t, b, "tooltip", `document.getElementById('tooltip').textContent.includes('<img')`)
 	check("diff")
 	run(t, b, "flame page", chromedp.Navigate(base+"/p/"+bID))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -313,16 +313,16 @@ func TestBrowserCompareHostileNames(t *testing.T) {
 	}
 	r = frame(t, b, "main", evil)
 	run(t, b, "right-click", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2, chromedp.Button("right")))
-	waitFor(t, b, "menu", `document.getElementById('frame-menu').dataset.fn === `+jsStrings([]string{evil})[1:len(jsStrings([]string{evil}))-1])
+	waitForJS(t, b, "menu", `document.getElementById('frame-menu').dataset.fn === `+jsStrings([]string{evil})[1:len(jsStrings([]string{evil}))-1])
 	check("frame menu")
 	run(t, b, "sandwich", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#frame-menu a')].find(a => a.textContent.startsWith('Callers')).click()`))
-	waitFor(t, b, "sandwich drawn", `location.pathname.endsWith('/sandwich') && document.body.dataset.ready === '1'`)
+	waitForJS(t, b, "sandwich drawn", `location.pathname.endsWith('/sandwich') && document.body.dataset.ready === '1'`)
 	if got := text(t, b, "#sandwich-fn"); got != evil {
 		t.Errorf("sandwich heading %q", got)
 	}
 	check("sandwich")
 	run(t, b, "source", chromedp.Click(chromedp.CSS("#source-link")))
-	waitFor(t, b, "source page", `location.pathname.endsWith('/source') && !!document.getElementById('source-problem')`)
+	waitForJS(t, b, "source page", `location.pathname.endsWith('/source') && !!document.getElementById('source-problem')`)
 	if got := text(t, b, "#source-file"); got != "/src/<b>.c" {
 		t.Errorf("source file shown as %q", got)
 	}
@@ -489,7 +489,7 @@ func TestBrowserDiffLayout(t *testing.T) {
 	b.Screenshot(t, "diff-1440")
 
 	run(t, b, "a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
-	waitFor(t, b, "the canvas follows", `document.getElementById('flame').getBoundingClientRect().width < 390`)
+	waitForJS(t, b, "the canvas follows", `document.getElementById('flame').getBoundingClientRect().width < 390`)
 	if w := eval[float64](t, b, `document.documentElement.scrollWidth`); w > 390 {
 		wide := eval[[]string](t, b, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391 || e.scrollWidth > e.clientWidth + 1).slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + e.getBoundingClientRect().right + ' ' + e.scrollWidth + '/' + e.clientWidth)`)
 		t.Errorf("at 390 px the page is %.0f px wide; wider elements: %q", w, wide)

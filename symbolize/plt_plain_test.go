@@ -14,6 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/buildid"
+	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 )
 
@@ -92,7 +93,7 @@ func TestPLTNamesWithSeparateDebugFile(t *testing.T) {
 		}
 	}
 	srv := debuginfodtest.Start(t, dir)
-	client, err := NewDebuginfodClient(DebuginfodConfig{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

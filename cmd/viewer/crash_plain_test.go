@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/testdata/poll"
 )
 
 // TestKillDuringSymbolization kills (-9) a real server mid-download: after
@@ -25,6 +26,9 @@ import (
 // debuginfod server is a fake: a real one cannot be made to hold a
 // download half-sent.
 func TestKillDuringSymbolization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the viewer binary (14 s): skipped with -short")
+	}
 	const bid = "0123456789abcdef0123456789abcdef01234567"
 	var hold atomic.Bool
 	hold.Store(true)
@@ -64,10 +68,8 @@ func TestKillDuringSymbolization(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(cache, bid, "debuginfo.*"))
 		return m
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(temps()) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no download started into %s:\n%s", cache, first.out.String())
-		}
+	if !poll.Wait(20*time.Second, func() bool { return len(temps()) > 0 }) {
+		t.Fatalf("no download started into %s:\n%s", cache, first.out.String())
 	}
 	// The stored record catches up with the fetch (within a second).
 	recorded := func() string {
@@ -81,10 +83,8 @@ func TestKillDuringSymbolization(t *testing.T) {
 		})
 		return text
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(recorded(), `"fetching"`); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stored record never showed the fetch: %s", recorded())
-		}
+	if !poll.Wait(10*time.Second, func() bool { return strings.Contains(recorded(), `"fetching"`) }) {
+		t.Fatalf("the stored record never showed the fetch: %s", recorded())
 	}
 	first.kill()
 	left := temps()
@@ -129,13 +129,10 @@ func TestKillDuringSymbolization(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusConflict {
 		t.Fatalf("retry after the restart: %d", resp.StatusCode)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	if !poll.Wait(30*time.Second, func() bool {
 		st = status()
-		if st.State == "done" && len(st.Binaries) == 1 && st.Binaries[0].State == string(symbolize.StateNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the retried run did not end with the binary in state %q: %+v", symbolize.StateNotFound, st)
-		}
+		return st.State == "done" && len(st.Binaries) == 1 && st.Binaries[0].State == string(symbolize.StateNotFound)
+	}) {
+		t.Fatalf("the retried run did not end with the binary in state %q: %+v", symbolize.StateNotFound, st)
 	}
 }

@@ -25,7 +25,7 @@ func TestBrowserUploadSourceMaps(t *testing.T) {
 	}
 	run(t, b, "pick the map", chromedp.SetUploadFiles(chromedp.CSS("#sourcemaps"), []string{filepath.Join(td, "app.min.js.map")}, chromedp.NodeReady))
 	run(t, b, "pick the profile", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{filepath.Join(td, "app.min.cpuprofile")}, chromedp.NodeReady))
-	waitFor(t, b, "the profile page", `location.pathname.startsWith('/p/') && document.body.dataset.ready === '1'`)
+	waitForJS(t, b, "the profile page", `location.pathname.startsWith('/p/') && document.body.dataset.ready === '1'`)
 	names := eval[string](t, b, `fetch(location.pathname + '/top.json?n=1000').then(r => r.json()).then(j => j.rows.map(r => r[0]).join('\n'))`)
 	for _, want := range []string{"fibonacciRecursive", "sumOfSquares", "mainLoop"} {
 		if !strings.Contains("\n"+names+"\n", "\n"+want+"\n") {

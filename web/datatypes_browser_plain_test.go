@@ -39,12 +39,12 @@ func TestTypesPageInBrowser(t *testing.T) {
 
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
-	waitFor(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
 	if got := text(t, b, "#types > tbody > tr:first-child summary"); got != "struct node" {
 		t.Fatalf("first type = %q, want struct node", got)
 	}
 	run(t, b, "expand struct node", chromedp.Click(chromedp.CSS("#types > tbody > tr:first-child summary")))
-	waitFor(t, b, "the member layout", `document.querySelector('#types > tbody > tr:first-child details[open] .layout-table')`)
+	waitForJS(t, b, "the member layout", `document.querySelector('#types > tbody > tr:first-child details[open] .layout-table')`)
 	members := eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr:first-child .layout-table tbody tr')).map(r => r.cells[2].textContent.trim() + '=' + r.cells[4].textContent.trim())`)
 	byName := map[string]string{}
 	for _, m := range members {
@@ -84,7 +84,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 	}
 
 	run(t, b, "follow sum_list to the flame graph", chromedp.Click(chromedp.CSS(`#type-funcs a[href*="q=sum_list"]`)))
-	waitFor(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
+	waitForJS(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
 
 	run(t, b, "open the data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"),
 		chromedp.Click(chromedp.CSS("#types-flame-link")))
@@ -104,11 +104,11 @@ func TestTypesPageInBrowser(t *testing.T) {
 	// The skid choice: picking "their own instruction" reloads the page
 	// with ?skid=0, which attributes less, and keeps the choice in its links.
 	run(t, b, "back to the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
-	waitFor(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
 	withSkid := text(t, b, "#attributed")
 	// SetValue fires change, which submits the toolbar form.
 	run(t, b, "attribute to the sampled instruction", chromedp.SetValue(chromedp.CSS("#skid-types"), "0"))
-	waitFor(t, b, "the page without skid correction", `new URLSearchParams(location.search).get('skid') === '0' && document.querySelector('#types > tbody > tr')`)
+	waitForJS(t, b, "the page without skid correction", `new URLSearchParams(location.search).get('skid') === '0' && document.querySelector('#types > tbody > tr')`)
 	without := text(t, b, "#attributed")
 	if withSkid == without || withSkid == "" {
 		t.Errorf("attributed share %q with skid correction and %q without; want them to differ", withSkid, without)

@@ -129,7 +129,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 	shown := func(path string) (string, []string) {
 		t.Helper()
 		run(t, b, "open "+path, chromedp.Navigate(ts.URL+path))
-		waitFor(t, b, path+" loaded", `document.readyState === 'complete'`)
+		waitForJS(t, b, path+" loaded", `document.readyState === 'complete'`)
 		if !eval[bool](t, b, `!!document.querySelector('#warnings summary')`) {
 			return "", nil
 		}
@@ -138,7 +138,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 			t.Errorf("%s: the list is shown before the line is opened", path)
 		}
 		run(t, b, "open the warnings of "+path, chromedp.Click(chromedp.CSS(`#warnings summary`)))
-		waitFor(t, b, "the list", `document.querySelector('#warnings li').checkVisibility()`)
+		waitForJS(t, b, "the list", `document.querySelector('#warnings li').checkVisibility()`)
 		items := eval[[]string](t, b, `[...document.querySelectorAll('#warnings li')].map(li => li.textContent)`)
 		if n := eval[int](t, b, `document.querySelectorAll('#warnings li *').length`); n != 0 {
 			t.Errorf("%s: %d elements inside the warnings, want text only", path, n)

@@ -112,7 +112,7 @@ func emulate(t *testing.T, b *strictBrowser, w, h int64, mobile bool) {
 func openTour(t *testing.T, b *strictBrowser, base string, p tourPage) {
 	t.Helper()
 	run(t, b.Browser, "open the "+p.name+" page", chromedp.Navigate(base+p.path))
-	waitFor(t, b.Browser, "the "+p.name+" page", p.ready)
+	waitForJS(t, b.Browser, "the "+p.name+" page", p.ready)
 	// Fonts and late layout (the top table's pages, the timeline).
 	time.Sleep(200 * time.Millisecond)
 }

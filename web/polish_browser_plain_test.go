@@ -62,7 +62,7 @@ func TestBrowserTopStickyHeader(t *testing.T) {
 	id := postProfile(t, base, "wide.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the top page", chromedp.Navigate(base+"/p/"+id+"/top"))
-	waitFor(t, b, "the top table", `document.body.dataset.ready === '1' && document.querySelectorAll('#top tbody tr').length > 50`)
+	waitForJS(t, b, "the top table", `document.body.dataset.ready === '1' && document.querySelectorAll('#top tbody tr').length > 50`)
 	time.Sleep(100 * time.Millisecond)
 	check := func(when string) topHeader {
 		t.Helper()
@@ -137,7 +137,7 @@ func TestBrowserSourcePhoneWidth(t *testing.T) {
 	emulate(t, sb, 390, 844, true)
 	b := sb.Browser
 	run(t, b, "open the source page", chromedp.Navigate(base+"/p/"+id+"/source?fn=compute"))
-	waitFor(t, b, "the source lines", `document.readyState === 'complete' && document.querySelectorAll('[data-line]').length >= 5`)
+	waitForJS(t, b, "the source lines", `document.readyState === 'complete' && document.querySelectorAll('[data-line]').length >= 5`)
 	time.Sleep(200 * time.Millisecond)
 	o := eval[pageOverflow](t, b, pageOverflowJS)
 	if o.Over > 0 {
@@ -189,9 +189,9 @@ const graphBoxJS = `(r => ({x: r.left, y: r.top, width: r.width, height: r.heigh
 // window's height, both on the page that followed the job and on one
 // opened after it.
 func TestBrowserFlameSymbolizationFolds(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900}) // first: it skips with -short
 	_, base := symbolizingServer(t, nil, 1)
 	id := uploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
-	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	check := func(when string) {
 		t.Helper()
 		if open := eval[bool](t, b, `document.querySelector('#symbolization details').open`); open {
@@ -214,7 +214,7 @@ func TestBrowserFlameSymbolizationFolds(t *testing.T) {
 		t.Fatalf("the flame graph never drew: %v; problems %q", err, b.Problems())
 	}
 	waitRun(t, base, id, ondemand.RunDone)
-	waitFor(t, b, "the page to learn the job ended", `document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the page to learn the job ended", `document.getElementById('symbolization').dataset.job === 'done'`)
 	time.Sleep(300 * time.Millisecond) // the graph takes the room
 	check("after following the job")
 	b.Screenshot(t, "flame-symbolization-folded")
@@ -223,7 +223,7 @@ func TestBrowserFlameSymbolizationFolds(t *testing.T) {
 	if err := b.WaitReady(3 * time.Minute); err != nil {
 		t.Fatalf("the flame graph never drew: %v", err)
 	}
-	waitFor(t, b, "the panel's outcome", `document.getElementById('symbolization').dataset.job === 'done'`)
+	waitForJS(t, b, "the panel's outcome", `document.getElementById('symbolization').dataset.job === 'done'`)
 	time.Sleep(300 * time.Millisecond)
 	check("on a page opened after the job")
 	noProblems(t, b)
@@ -272,7 +272,7 @@ func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
 	chrome := func(path string) siteChrome {
 		t.Helper()
 		run(t, b, "open "+path, chromedp.Navigate(ts.URL+path))
-		waitFor(t, b, path+" loaded", `document.readyState === 'complete'`)
+		waitForJS(t, b, path+" loaded", `document.readyState === 'complete'`)
 		c := eval[*siteChrome](t, b, siteChromeJS)
 		if c == nil {
 			t.Fatalf("%s has no site header (header.site); it says:\n%s", path, eval[string](t, b, `document.body.innerText`))

@@ -60,11 +60,11 @@ func TestBrowserTableFollowsZoom(t *testing.T) {
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("never drew: %v; %q", err, b.Problems())
 	}
-	waitFor(t, b, "the top table", topReady)
+	waitForJS(t, b, "the top table", topReady)
 	eval[bool](t, b, recordFrames)
 	r := frame(t, b, "main.main", "main.work")
 	run(t, b, "click main.work", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the zoom and its table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent.startsWith('within main.work')`)
+	waitForJS(t, b, "the zoom and its table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent.startsWith('within main.work')`)
 	eval[bool](t, b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	first := func(what string, path []string) viewFrame {
 		t.Helper()
@@ -90,7 +90,7 @@ func TestBrowserTableFollowsZoom(t *testing.T) {
 
 	eval[bool](t, b, `(window.__frames = [], true)`)
 	run(t, b, "Escape zooms out", chromedp.KeyEvent("\x1b"))
-	waitFor(t, b, "the whole profile's table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent === 'whole profile'`)
+	waitForJS(t, b, "the whole profile's table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent === 'whole profile'`)
 	eval[bool](t, b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	f = first("zoom out", []string{})
 	if f.Scope != "whole profile" || len(f.Rows) != 5 {
@@ -124,13 +124,13 @@ func TestBrowserTableFollowsRange(t *testing.T) {
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b, "the timeline and the table", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && `+topReady)
+	waitForJS(t, b, "the timeline and the table", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && `+topReady)
 	whole := eval[float64](t, b, `window.viewer.tree.rootTotal`)
 	eval[bool](t, b, recordFrames)
 	// The first half of the recording, on the timeline's buckets.
 	from, to := 0.0, eval[float64](t, b, `(() => { const d = window.viewerTimeline.data; const w = d.bucket_ns / 1e9; return +(Math.floor(d.total.length / 2) * w).toFixed(9); })()`)
 	eval[bool](t, b, fmt.Sprintf(`import('/static/timeline.js').then(m => m.select({from: %v, to: %v})).then(() => true)`, from, to))
-	waitFor(t, b, "the range's graph and table", `document.body.dataset.loads === '2' && `+topReady)
+	waitForJS(t, b, "the range's graph and table", `document.body.dataset.loads === '2' && `+topReady)
 	eval[bool](t, b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	secs := func(x float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", x), "0"), ".") }
 	wantRange := secs(from) + "–" + secs(to) + " s"
@@ -157,7 +157,7 @@ func TestBrowserTableFollowsRange(t *testing.T) {
 		return t.path(best); })()`)
 	r := frame(t, b, path...)
 	run(t, b, "zoom into "+path[0], chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the zoom's table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent.startsWith('within ')`)
+	waitForJS(t, b, "the zoom's table", `document.body.dataset.zoom === 'ready' && `+topReady+` && document.getElementById('top-scope').textContent.startsWith('within ')`)
 	if got := text(t, b, "#top-scope"); !strings.Contains(got, path[0]) || !strings.Contains(got, wantRange) {
 		t.Errorf("zoomed into %s within %s, the table's scope reads %q", path[0], wantRange, got)
 	}

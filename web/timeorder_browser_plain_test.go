@@ -49,7 +49,7 @@ func TestBrowserTimeOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, b.Browser, "follow the Time order link", chromedp.Click(chromedp.CSS(`a[href="/p/`+id+`/time"]`), chromedp.NodeVisible))
-	waitFor(t, b.Browser, "the time-order view", `location.pathname.endsWith('/time') && document.body.dataset.timeorderLoads === '1' && window.viewerTimeline && window.viewerTimeline.data`)
+	waitForJS(t, b.Browser, "the time-order view", `location.pathname.endsWith('/time') && document.body.dataset.timeorderLoads === '1' && window.viewerTimeline && window.viewerTimeline.data`)
 
 	// A lane per thread of the timeline, and each lane's boxes drawn in
 	// the flame graph's colors where time.json puts them.
@@ -106,7 +106,7 @@ func TestBrowserTimeOrder(t *testing.T) {
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y, chromedp.ButtonLeft))
-	waitFor(t, b.Browser, "the view for the range", `document.body.dataset.timeorderLoads === '2'`)
+	waitForJS(t, b.Browser, "the view for the range", `document.body.dataset.timeorderLoads === '2'`)
 	tq := currentURL(t, b.Browser).Query().Get("t")
 	if tq == "" {
 		t.Fatalf("the URL %s has no t= after selecting a range", currentURL(t, b.Browser))
@@ -143,13 +143,13 @@ func TestBrowserTimeOrder(t *testing.T) {
 		t.Fatalf("the first lane has no box narrower than the range: %s", eval[string](t, b.Browser, `JSON.stringify(window.viewerTimeOrder.data.threads[0])`))
 	}
 	run(t, b.Browser, "hover the box", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, target[0], target[1]))
-	waitFor(t, b.Browser, "the tooltip", `!document.getElementById('timeorder-tip').hidden`)
+	waitForJS(t, b.Browser, "the tooltip", `!document.getElementById('timeorder-tip').hidden`)
 	if s := text(t, b.Browser, "#timeorder-tip"); !strings.Contains(s, " s") || !strings.Contains(s, "ms") {
 		t.Errorf("the tooltip says %q; want the name and the time span", s)
 	}
 	before := text(t, b.Browser, "#timeline output")
 	run(t, b.Browser, "click the box", chromedp.MouseClickXY(target[0], target[1]))
-	waitFor(t, b.Browser, "the view zoomed to the box", `document.body.dataset.timeorderLoads === '3'`)
+	waitForJS(t, b.Browser, "the view zoomed to the box", `document.body.dataset.timeorderLoads === '3'`)
 	zq := currentURL(t, b.Browser).Query().Get("t")
 	zoomed := eval[[]float64](t, b.Browser, `[window.viewerTimeOrder.data.from_ns, window.viewerTimeOrder.data.to_ns, window.viewerTimeOrder.data.bucket_ns]`)
 	if zq == tq || zoomed[0] > target[2] || zoomed[1] < target[3] || zoomed[0] <= target[2]-zoomed[2] || zoomed[1] >= target[3]+zoomed[2] {
@@ -159,9 +159,9 @@ func TestBrowserTimeOrder(t *testing.T) {
 		t.Errorf("the timeline says %q after the zoom to t=%s (before it %q)", s, zq, before)
 	}
 	run(t, b.Browser, "zoom out", chromedp.Click(chromedp.CSS("#timeorder-out")))
-	waitFor(t, b.Browser, "the range before the click", fmt.Sprintf(`document.body.dataset.timeorderLoads === '4' && new URLSearchParams(location.search).get('t') === %q`, tq))
+	waitForJS(t, b.Browser, "the range before the click", fmt.Sprintf(`document.body.dataset.timeorderLoads === '4' && new URLSearchParams(location.search).get('t') === %q`, tq))
 	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
-	waitFor(t, b.Browser, "the whole recording again", `document.body.dataset.timeorderLoads === '5' && !location.search.includes('t=') && window.viewerTimeOrder.data.from_ns === 0`)
+	waitForJS(t, b.Browser, "the whole recording again", `document.body.dataset.timeorderLoads === '5' && !location.search.includes('t=') && window.viewerTimeOrder.data.from_ns === 0`)
 	if got := threads(); fmt.Sprint(got) != fmt.Sprint(whole) {
 		t.Errorf("the whole recording again: threads %q, before %q", got, whole)
 	}

@@ -121,7 +121,7 @@ func TestBrowserHostileNamesStayText(t *testing.T) {
 	checkInert("flame graph")
 	r := frame(t, b, "main.main", xssFunc)
 	run(t, b, "hover the hostile frame", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the tooltip", `!document.getElementById('tooltip').hidden`)
+	waitForJS(t, b, "the tooltip", `!document.getElementById('tooltip').hidden`)
 	if tip := text(t, b, "#tooltip"); !strings.Contains(tip, xssFunc) || !strings.Contains(tip, xssMapping) {
 		t.Errorf("tooltip %q does not show the name and binary as text", tip)
 	}

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/ingest/otlptest"
 )
@@ -129,13 +130,8 @@ func TestKillDuringSourceUpload(t *testing.T) {
 		}
 	}()
 	go pw.Write(archive[:len(archive)/2])
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if len(debugFiles(t, data)) >= len(acked)+10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the upload wrote no files: %v", debugFiles(t, data))
-		}
+	if !poll.Wait(20*time.Second, func() bool { return len(debugFiles(t, data)) >= len(acked)+10 }) {
+		t.Fatalf("the upload wrote no files: %v", debugFiles(t, data))
 	}
 	p.kill()
 	pw.CloseWithError(io.ErrClosedPipe)
@@ -182,6 +178,9 @@ func fill(t *testing.T, path string, keep int64) {
 // Retry-After, as OTLP exporters do, gets its profile stored once the
 // space is back.
 func TestFullDiskDebugAndOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a tmpfs under the viewer binary and waits out Retry-After (10 s): skipped with -short")
+	}
 	for _, tool := range []string{"unshare", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("TestFullDiskDebugAndOTLP needs %s (%v): run make deps", tool, err)
@@ -274,10 +273,8 @@ func TestDebugUploadsRefusedBeyondLoopback(t *testing.T) {
 	body := mustReadFile(t, debugFile)
 
 	p := startViewer(t, nil, nil, bin, "--data", t.TempDir(), "--behind-proxy")
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.out.String(), "debug file uploads refused"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no start-up line about refused debug uploads:\n%s", p.out.String())
-		}
+	if !poll.Wait(10*time.Second, func() bool { return strings.Contains(p.out.String(), "debug file uploads refused") }) {
+		t.Fatalf("no start-up line about refused debug uploads:\n%s", p.out.String())
 	}
 	if code, msg := putDebug(t, p.base, bid, "debuginfo", body, ""); code != http.StatusForbidden ||
 		!strings.Contains(msg, "--auth-token") || !strings.Contains(msg, "--debuginfod-serve=open") {

@@ -88,16 +88,16 @@ func TestBrowserOneUnitPerColumn(t *testing.T) {
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("never drew: %v; %q", err, b.Problems())
 	}
-	waitFor(t, b, "the top table", topReady)
+	waitForJS(t, b, "the top table", topReady)
 	check("flame page", "#top-table", []int{0, 2}, "CPU time", "ms")
 	if got := eval[string](t, b, `[...document.querySelectorAll('#top-table tbody tr')].find(r => r.dataset.name === 'main.crunch').cells[0].textContent`); got != "2,500 ms" {
 		t.Errorf("main.crunch's flat reads %q, want 2,500 ms", got)
 	}
 	run(t, b, "open /top", chromedp.Navigate(base+"/p/"+id+"/top?si=cpu"))
-	waitFor(t, b, "the table", `document.body.dataset.ready === '1'`)
+	waitForJS(t, b, "the table", `document.body.dataset.ready === '1'`)
 	check("/top", "#top", []int{0, 3}, "CPU time", "ms")
 	run(t, b, "open /top of samples", chromedp.Navigate(base+"/p/"+id+"/top?si=samples"))
-	waitFor(t, b, "the table", `document.body.dataset.ready === '1'`)
+	waitForJS(t, b, "the table", `document.body.dataset.ready === '1'`)
 	check("/top of samples", "#top", []int{0, 3}, "samples", "")
 	noProblems(t, b)
 }

@@ -184,7 +184,7 @@ func TestBrowserExactTopAndZoom(t *testing.T) {
 	if err := b.WaitReady(2 * time.Minute); err != nil {
 		t.Fatalf("flame graph never drew: %v; page problems: %q", err, b.Problems())
 	}
-	waitFor(t, b, "the top table", topReady)
+	waitForJS(t, b, "the top table", topReady)
 	compareTop(t, "flame page top table", pageTop(t, b, "#top-table tbody tr", 1, 3), want)
 
 	// The search's share is of every sample, not of the drawn tree: the
@@ -212,7 +212,7 @@ func TestBrowserExactTopAndZoom(t *testing.T) {
 	}
 	loads := eval[int](t, b, `window.viewer.zoomTimings.length`)
 	run(t, b, "click the … block", chromedp.MouseClickXY(r.X+r.Width/2, r.Y+r.Height/2))
-	waitFor(t, b, "the zoomed tree", fmt.Sprintf(`window.viewer.zoomTimings.length > %d && document.body.dataset.zoom === 'ready'`, loads))
+	waitForJS(t, b, "the zoomed tree", fmt.Sprintf(`window.viewer.zoomTimings.length > %d && document.body.dataset.zoom === 'ready'`, loads))
 	if z := currentURL(t, b).Query()["z"]; strings.Join(z, ">") != strings.Join(block, ">") {
 		t.Errorf("URL z = %q after zooming, want %q", z, block)
 	}
@@ -230,13 +230,13 @@ func TestBrowserExactTopAndZoom(t *testing.T) {
 	// Hovering one shows its name in the tooltip.
 	fr := frame(t, b, inside[0]...)
 	run(t, b, "hover a frame of the block", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, fr.X+fr.Width/2, fr.Y+fr.Height/2))
-	waitFor(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
+	waitForJS(t, b, "tooltip", `!document.getElementById('tooltip').hidden`)
 	name := inside[0][len(inside[0])-1]
 	if tip := eval[string](t, b, `document.getElementById('tooltip').innerText`); !strings.HasPrefix(tip, name) {
 		t.Errorf("tooltip over %s reads %q", name, tip)
 	}
 	// The top table is the block's, with shares of it.
-	waitFor(t, b, "the block's top table", topReady)
+	waitForJS(t, b, "the block's top table", topReady)
 	if got := text(t, b, "#top-scope"); !strings.HasPrefix(got, "within …") {
 		t.Errorf("top table scope %q, want within …", got)
 	}

@@ -97,7 +97,7 @@ func TestBrowserTopTableNames(t *testing.T) {
 	}
 	check := func(width int) {
 		t.Helper()
-		waitFor(t, b, "the top table", topReady+` && document.querySelectorAll('#top-table tbody tr').length === 5`)
+		waitForJS(t, b, "the top table", topReady+` && document.querySelectorAll('#top-table tbody tr').length === 5`)
 		rows := eval[[][]topCell](t, b, topCells)
 		head, body := rows[0], rows[1:]
 		for i, c := range head {
@@ -150,7 +150,7 @@ func TestBrowserTopTableNames(t *testing.T) {
 	}
 	check(1440)
 	run(t, b, "a 1024 px window", chromedp.EmulateViewport(1024, 900))
-	waitFor(t, b, "the narrower layout", `window.innerWidth === 1024`)
+	waitForJS(t, b, "the narrower layout", `window.innerWidth === 1024`)
 	eval[bool](t, b, `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`) // the names refitted
 	check(1024)
 	noProblems(t, b)
@@ -168,7 +168,7 @@ func TestBrowserTopAskedWithGraph(t *testing.T) {
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("never drew: %v; %q", err, b.Problems())
 	}
-	waitFor(t, b, "the top table", topReady)
+	waitForJS(t, b, "the top table", topReady)
 	got := eval[map[string]float64](t, b, `(() => {
 		const top = performance.getEntriesByType('resource').filter(e => e.name.includes('/top.json'));
 		const t = window.viewer.timings;

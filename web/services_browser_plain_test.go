@@ -37,7 +37,7 @@ func TestBrowserServices(t *testing.T) {
 
 	b := startStrict(t)
 	run(t, b.Browser, "open /services", chromedp.Navigate(ts.URL+"/services"))
-	waitFor(t, b.Browser, "the service sections", `document.querySelectorAll('section.service').length === 2`)
+	waitForJS(t, b.Browser, "the service sections", `document.querySelectorAll('section.service').length === 2`)
 	names := eval[[]string](t, b.Browser, `[...document.querySelectorAll('section.service')].map(s => s.dataset.service)`)
 	if strings.Join(names, ",") != "cart,checkout" {
 		t.Errorf("services %q, want cart and checkout", names)
@@ -58,15 +58,15 @@ func TestBrowserServices(t *testing.T) {
 	if p := currentURL(t, b.Browser).Path; p != "/p/"+ids[2] {
 		t.Errorf("the link opened %s, want /p/%s", p, ids[2])
 	}
-	waitFor(t, b.Browser, "its graph", `window.viewer && window.viewer.tree && window.viewer.tree.rootTotal === 3000`)
+	waitForJS(t, b.Browser, "its graph", `window.viewer && window.viewer.tree && window.viewer.tree.rootTotal === 3000`)
 
 	run(t, b.Browser, "back to /services", chromedp.Navigate(ts.URL+"/services"))
-	waitFor(t, b.Browser, "the merge form", `document.querySelector('section.service[data-service="checkout"] form.merge')`)
+	waitForJS(t, b.Browser, "the merge form", `document.querySelector('section.service[data-service="checkout"] form.merge')`)
 	run(t, b.Browser, "merge checkout's whole range", chromedp.Click(chromedp.CSS(`section.service[data-service="checkout"] form.merge button`)))
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b.Browser, "the merged graph", `location.pathname.startsWith('/p/') && window.viewer && window.viewer.tree`)
+	waitForJS(t, b.Browser, "the merged graph", `location.pathname.startsWith('/p/') && window.viewer && window.viewer.tree`)
 	if got := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`); got != 6000 {
 		t.Errorf("the merged graph totals %v samples, want the members' 1000+2000+3000", got)
 	}

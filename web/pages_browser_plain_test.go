@@ -156,20 +156,20 @@ func TestBrowserEveryPage(t *testing.T) {
 	}{
 		{"flame", "/p/" + a, func() { ready("the flame page") }},
 		{"top", "/p/" + a + "/top", func() {
-			waitFor(t, b.Browser, "the top table", `document.querySelectorAll('table tbody tr').length > 10`)
+			waitForJS(t, b.Browser, "the top table", `document.querySelectorAll('table tbody tr').length > 10`)
 		}},
 		{"diff", "/p/" + a + "/diff/" + bID, func() {
 			ready("the diff page")
 			if st := eval[string](t, b.Browser, `document.getElementById('chart-status')?.textContent || ''`); strings.Contains(st, "Could not") {
 				t.Errorf("the diff page says %q", st)
 			}
-			waitFor(t, b.Browser, "the diff table", `document.querySelector('#diff-top tbody tr')`)
+			waitForJS(t, b.Browser, "the diff table", `document.querySelector('#diff-top tbody tr')`)
 		}},
 		{"sandwich", "/p/" + a + "/sandwich?fn=pkg.work3", func() { ready("the sandwich page") }},
 		{"source", "/p/" + a + "/source?fn=pkg.work3", func() {
-			waitFor(t, b.Browser, "the source page", `document.readyState === 'complete' && document.querySelector('main')`)
+			waitForJS(t, b.Browser, "the source page", `document.readyState === 'complete' && document.querySelector('main')`)
 		}},
-		{"types", "/p/" + typed + "/types", func() { waitFor(t, b.Browser, "the types table", `document.querySelector('#types > tbody > tr')`) }},
+		{"types", "/p/" + typed + "/types", func() { waitForJS(t, b.Browser, "the types table", `document.querySelector('#types > tbody > tr')`) }},
 	}
 	for _, p := range pages {
 		run(t, b.Browser, "open the "+p.name+" page", chromedp.Navigate(base+p.path))
@@ -190,7 +190,7 @@ func TestBrowserEveryPage(t *testing.T) {
 	}
 	run(t, b.Browser, "open the upload page", chromedp.Navigate(base+"/"))
 	run(t, b.Browser, "choose the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{pb}, chromedp.NodeReady))
-	waitFor(t, b.Browser, "the uploaded profile's page", `location.pathname.startsWith('/p/')`)
+	waitForJS(t, b.Browser, "the uploaded profile's page", `location.pathname.startsWith('/p/')`)
 	ready("the uploaded profile's flame page")
 	b.check(t, "upload")
 }
