@@ -20,6 +20,7 @@ import (
 	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/firefoxprofile"
 )
 
 // TestFirefoxProfilerLive opens viewer's profiles in a real Firefox
@@ -113,6 +114,7 @@ func TestFirefoxProfilerLive(t *testing.T) {
 
 	for _, in := range []struct {
 		name, file string
+		si         string // the sample type shown (?si=), "" for the default
 		base       string // the viewer it is uploaded to, and opened from
 		// symbolServer, when set, is the viewer the app asks for names
 		// instead: the file is the plain viewer's (frames unnamed), the
@@ -120,10 +122,14 @@ func TestFirefoxProfilerLive(t *testing.T) {
 		// before viewer has symbolized it.
 		symbolServer string
 	}{
-		{"go-cpu", "../testdata/pprof/go.crc32.cpu", plain, ""},
-		{"cpuprofile", "../testdata/peers/speedscope-formats/sample/profiles/node/10.11.0/example.cpuprofile", plain, ""},
-		{"perf-symbolized", "../testdata/perf/multi.data", symbolizing, ""},
-		{"perf-symbol-server", "../testdata/perf/multi.data", plain, symbolizing},
+		{"go-cpu", "../testdata/pprof/go.crc32.cpu", "", plain, ""},
+		{"go-heap-bytes", "../testdata/peers/pprof/gobench.heap", "", plain, ""},
+		{"go-heap-objects", "../testdata/peers/pprof/gobench.heap", "alloc_objects", plain, ""},
+		{"java-cpu", "../testdata/peers/pprof/java.cpu", "", plain, ""},
+		{"cpp-contention", "../testdata/peers/pprof/cppbench.contention", "", plain, ""},
+		{"cpuprofile", "../testdata/peers/speedscope-formats/sample/profiles/node/10.11.0/example.cpuprofile", "", plain, ""},
+		{"perf-symbolized", "../testdata/perf/multi.data", "", symbolizing, ""},
+		{"perf-symbol-server", "../testdata/perf/multi.data", "", plain, symbolizing},
 	} {
 		t.Run(in.name, func(t *testing.T) {
 			data, err := os.ReadFile(in.file)
@@ -147,21 +153,25 @@ func TestFirefoxProfilerLive(t *testing.T) {
 				Unit  string
 				Rows  [][3]json.RawMessage
 			}
-			decodeJSON(t, truth+"/p/"+id+"/top.json", &top)
+			q := ""
+			if in.si != "" {
+				q = "?si=" + url.QueryEscape(in.si)
+			}
+			decodeJSON(t, truth+"/p/"+id+"/top.json"+q, &top)
 			var timeline struct {
 				Rows []struct {
 					Name  string
 					Value int64
 				}
 			}
-			decodeJSON(t, truth+"/p/"+id+"/timeline.json", &timeline)
+			decodeJSON(t, truth+"/p/"+id+"/timeline.json"+q, &timeline)
 			scale := map[string]float64{"nanoseconds": 1e-6, "microseconds": 1e-3, "seconds": 1e3}[top.Unit]
 			if scale == 0 {
 				scale = 1
 			}
 
 			// What a user clicks: the flame page's Export menu entry.
-			run(t, b, "open flame page", chromedp.Navigate(base+"/p/"+id))
+			run(t, b, "open flame page", chromedp.Navigate(base+"/p/"+id+q))
 			href := eval[string](t, b, `(() => { const a = [...document.querySelectorAll('a')].find(a => a.textContent.includes('Open in Firefox Profiler')); return a ? a.href : '' })()`)
 			if href == "" {
 				t.Fatal("no Open in Firefox Profiler link on the flame page")
@@ -172,7 +182,7 @@ func TestFirefoxProfilerLive(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Where /p/ID/firefox redirects, with the other symbol server.
-				href = web.FirefoxProfilerURL(u.Scheme+"://"+u.Host, id, "")
+				href = web.FirefoxProfilerURL(u.Scheme+"://"+u.Host, id, in.si)
 				href = href[:strings.Index(href, "?symbolServer=")] + "?symbolServer=" + url.QueryEscape(in.symbolServer)
 			}
 			run(t, b, "follow the link", chromedp.Navigate(href))
@@ -293,12 +303,17 @@ func TestFirefoxProfilerLive(t *testing.T) {
 				t.Errorf("call tree totals add up to %g, viewer's total is %g", sum, float64(top.Total)*scale)
 			}
 			// Each function's self time, summed over the threads.
+			// Samples without frames have no row in viewer's table: their
+			// share is the total less the rows' self values, and is
+			// firefoxprofile.NoStack's self in the Firefox Profiler.
 			var lines []string
+			frameless := top.Total
 			for _, r := range top.Rows {
 				var name string
 				var self int64
 				json.Unmarshal(r[0], &name)
 				json.Unmarshal(r[1], &self)
+				frameless -= self
 				if self == 0 {
 					continue
 				}
@@ -308,6 +323,13 @@ func TestFirefoxProfilerLive(t *testing.T) {
 					t.Errorf("%s: self %g in the Firefox Profiler, %g in viewer's top table", name, selfs[name], w)
 				}
 				delete(selfs, name)
+			}
+			if w := float64(frameless) * scale; w != 0 || selfs[firefoxprofile.NoStack] != 0 {
+				lines = append(lines, fmt.Sprintf("%s: viewer %g, Firefox Profiler %g", firefoxprofile.NoStack, w, selfs[firefoxprofile.NoStack]))
+				if !near(selfs[firefoxprofile.NoStack], w) {
+					t.Errorf("samples without frames: %g in the Firefox Profiler, %g in viewer", selfs[firefoxprofile.NoStack], w)
+				}
+				delete(selfs, firefoxprofile.NoStack)
 			}
 			for f, v := range selfs {
 				t.Errorf("%s: self %g in the Firefox Profiler, not in viewer's top table", f, v)

@@ -187,9 +187,42 @@ func (th *thread) build(ls *libs) {
 				st = n
 			}
 		}
+		if st < 0 {
+			st = t.noStack()
+		}
 		t.sampleStack[i] = st
 	}
 	th.t = t
+}
+
+// NoStack names the one frame of a sample that has none: the Firefox
+// Profiler leaves a sample with a null stack out of its call tree, so
+// without it the tree's total would be less than viewer's (a Go heap
+// profile has such a sample).
+const NoStack = "(no stack)"
+
+// noStack is the stack of a sample without frames: one NoStack frame.
+func (t *tables) noStack() int {
+	k := frameKey{nil, -2}
+	f, ok := t.frameIdx[k]
+	if !ok {
+		f = len(t.frameFunc)
+		t.funcName = append(t.funcName, t.str(NoStack))
+		t.funcResource = append(t.funcResource, -1)
+		t.frameAddr = append(t.frameAddr, -1)
+		t.frameFunc = append(t.frameFunc, int64(len(t.funcName)-1))
+		t.frameLine = append(t.frameLine, 0)
+		t.frameIdx[k] = f
+	}
+	sk := [2]int{-1, f}
+	n, ok := t.stackIdx[sk]
+	if !ok {
+		n = len(t.stackFrame)
+		t.stackPrefix = append(t.stackPrefix, -1)
+		t.stackFrame = append(t.stackFrame, f)
+		t.stackIdx[sk] = n
+	}
+	return n
 }
 
 // sampleTime is s's time label (ns since the first sample).

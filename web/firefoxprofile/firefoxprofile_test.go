@@ -101,3 +101,53 @@ func TestMainThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestNoStack checks that a sample without frames keeps its weight in the
+// call tree: the Firefox Profiler leaves out samples whose stack is null,
+// so its one frame is NoStack. Found live: a Go heap profile's call tree
+// total was less than viewer's by its one frameless sample.
+func TestNoStack(t *testing.T) {
+	fn := &profile.Function{ID: 1, Name: "f"}
+	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "inuse_space", Unit: "bytes"}},
+		Sample:     []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{100}}, {Value: []int64{24}}},
+		Location:   []*profile.Location{loc}, Function: []*profile.Function{fn},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, p, Options{Name: "heap"}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Threads []struct {
+			Samples struct {
+				Stack  []*int
+				Weight []int64
+			}
+			StackTable struct {
+				Prefix []*int
+				Frame  []int
+			}
+			FrameTable  struct{ Func []int }
+			FuncTable   struct{ Name []int }
+			StringArray []string
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	th := doc.Threads[0]
+	got := map[string]int64{}
+	for i, st := range th.Samples.Stack {
+		if st == nil {
+			if th.Samples.Weight[i] != 0 {
+				t.Errorf("sample %d: null stack with weight %d: the Firefox Profiler would not count it", i, th.Samples.Weight[i])
+			}
+			continue
+		}
+		got[th.StringArray[th.FuncTable.Name[th.FrameTable.Func[th.StackTable.Frame[*st]]]]] += th.Samples.Weight[i]
+	}
+	if want := map[string]int64{"f": 100, NoStack: 24}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("weights by leaf %v, want %v", got, want)
+	}
+}
