@@ -112,6 +112,17 @@ func TestFirefoxProfilerLive(t *testing.T) {
 		chromedp.Flag("ignore-certificate-errors", true),
 	}})
 
+	// The control: a file the app cannot fetch shows its error message
+	// where the cases below look for one.
+	t.Run("missing file", func(t *testing.T) {
+		run(t, b, "open a missing file", chromedp.Navigate(web.FirefoxProfilerURL(plain, "nosuchprofile", "")))
+		if !waitUntil(b, 60*time.Second, `!!document.querySelector(`+jsString(firefoxProfilerErrors)+`)`) {
+			t.Fatalf("no error message for a file that is not there; page says: %.500s", eval[string](t, b, `document.body.innerText`))
+		}
+		t.Logf("the Firefox Profiler says: %.300s", eval[string](t, b, `document.querySelector(`+jsString(firefoxProfilerErrors)+`).innerText`))
+		b.Problems() // its failed fetch is expected
+	})
+
 	for _, in := range []struct {
 		name, file string
 		si         string // the sample type shown (?si=), "" for the default
@@ -190,7 +201,6 @@ func TestFirefoxProfilerLive(t *testing.T) {
 				t.Fatalf("the link led to %s", u)
 			}
 			if !waitUntil(b, 60*time.Second, `!!(window.profile && document.querySelector('.treeViewBody .treeViewRow'))`) {
-				run(t, b, "screenshot", chromedp.Sleep(0))
 				b.Screenshot(t, in.name+"-failed")
 				t.Fatalf("the Firefox Profiler showed no call tree; page says: %.1500s", eval[string](t, b, `document.body.innerText`))
 			}
@@ -199,7 +209,7 @@ func TestFirefoxProfilerLive(t *testing.T) {
 			if !waitUntil(b, 60*time.Second, `window.selectors.profile.getSymbolicationStatus(window.getState()) === 'DONE'`) {
 				t.Errorf("the Firefox Profiler is still symbolicating")
 			}
-			if msg := eval[string](t, b, `(() => { const e = document.querySelector('.appErrorBoundary, .profileViewerError, .homeSectionError, .errorMessage'); return e ? e.innerText : '' })()`); msg != "" {
+			if msg := eval[string](t, b, `(() => { const e = document.querySelector(`+jsString(firefoxProfilerErrors)+`); return e ? e.innerText : '' })()`); msg != "" {
 				t.Errorf("the Firefox Profiler shows an error: %s", msg)
 			}
 
@@ -347,6 +357,16 @@ func TestFirefoxProfilerLive(t *testing.T) {
 			b.Screenshot(t, in.name+"-calltree")
 		})
 	}
+}
+
+// firefoxProfilerErrors are where the Firefox Profiler shows that it
+// failed: its crash page, its loading page's message (a file it could not
+// fetch or read), its warning bar and its source view's errors.
+const firefoxProfilerErrors = ".appErrorBoundary, .rootMessage, .warningMessageBarWrapper, .codeErrorOverlay"
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 func decodeJSON(t *testing.T, u string, v any) {
