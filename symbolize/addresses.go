@@ -56,6 +56,11 @@ type BinaryFrames struct {
 type Frame struct {
 	Function, File string
 	Line           int
+	// FuncOffset is the address's distance from the start of the
+	// function symbol that holds it, when HasFuncOffset (the symbol
+	// table has one); only the outermost frame has it.
+	FuncOffset    uint64
+	HasFuncOffset bool
 }
 
 // maxParallelBinaries bounds the binaries SymbolizeAddresses loads at once.
@@ -128,6 +133,11 @@ func (s *Symbolizer) symbolizeBinary(ctx context.Context, b BinaryAddresses, opt
 		fr := make([]Frame, len(buf))
 		for j, e := range buf {
 			fr[j] = Frame{Function: elfsym.Demangle(e.Name, true), File: e.File, Line: e.Line}
+		}
+		if f != nil {
+			if start, ok := f.FuncStart(a); ok {
+				fr[len(fr)-1].FuncOffset, fr[len(fr)-1].HasFuncOffset = a-start, true
+			}
 		}
 		r.Frames[i] = fr
 	}

@@ -222,10 +222,11 @@ func TestFirefoxJSONThreads(t *testing.T) {
 			StartTime float64 `json:"startTime"`
 		} `json:"meta"`
 		Threads []struct {
-			Name, ProcessName, Pid string
-			Tid                    int64
-			IsMainThread           bool
-			Samples                struct {
+			Name, ProcessName string
+			Pid               int64
+			Tid               *string
+			IsMainThread      bool
+			Samples           struct {
 				Stack      []*int
 				Time       []float64
 				Weight     []float64
@@ -255,14 +256,19 @@ func TestFirefoxJSONThreads(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, th := range doc.Threads {
-		key := th.Name + " " + th.Pid + "/" + strconv.FormatInt(th.Tid, 10)
+		if th.Tid == nil {
+			t.Fatalf("thread %q: no tid", th.Name)
+		}
+		key := th.Name + " " + strconv.FormatInt(th.Pid, 10) + "/" + *th.Tid
 		seen[key] = true
 		want := speedscopeStacks(p, si, func(s *profile.Sample) bool { return threadOf(s) == key })
 		if len(want) == 0 {
 			t.Errorf("thread %q is not one of the recording's", key)
 			continue
 		}
-		if th.IsMainThread != (th.Pid == strconv.FormatInt(th.Tid, 10)) {
+		// The Firefox Profiler's upgrade to version 46 decides it by
+		// String(pid) === tid: a number pid and a string tid.
+		if main := strconv.FormatInt(th.Pid, 10) == *th.Tid; th.IsMainThread != main {
 			t.Errorf("thread %q: isMainThread %v", key, th.IsMainThread)
 		}
 		if th.Samples.WeightType != "tracing-ms" {

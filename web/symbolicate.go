@@ -54,13 +54,16 @@ type symbolicateResult struct {
 }
 
 type v5Frame struct {
-	Frame        int        `json:"frame"`
-	ModuleOffset string     `json:"module_offset"`
-	Module       string     `json:"module,omitempty"`
-	Function     string     `json:"function,omitempty"`
-	File         string     `json:"file,omitempty"`
-	Line         int        `json:"line,omitempty"`
-	Inlines      []v5Inline `json:"inlines,omitempty"`
+	Frame        int    `json:"frame"`
+	ModuleOffset string `json:"module_offset"`
+	Module       string `json:"module,omitempty"`
+	Function     string `json:"function,omitempty"`
+	// FunctionOffset is the offset from the function's start; the
+	// Firefox Profiler takes no name without it.
+	FunctionOffset string     `json:"function_offset,omitempty"`
+	File           string     `json:"file,omitempty"`
+	Line           int        `json:"line,omitempty"`
+	Inlines        []v5Inline `json:"inlines,omitempty"`
 }
 
 type v5Inline struct {
@@ -181,6 +184,15 @@ func symbolicateJobWith(ctx context.Context, eng *symbolize.Symbolizer, j symbol
 						if chain := r.Frames[ai]; len(chain) > 0 {
 							outer := chain[len(chain)-1]
 							fr.Function, fr.File, fr.Line = outer.Function, outer.File, outer.Line
+							// The Firefox Profiler drops a function without its
+							// offset (naming the frame "<unknown at …>"), and
+							// groups frames into functions by address − offset.
+							// Without a symbol, 0: the frame is its own function,
+							// still named.
+							fr.FunctionOffset = "0x0"
+							if outer.HasFuncOffset {
+								fr.FunctionOffset = fmt.Sprintf("%#x", outer.FuncOffset)
+							}
 							for _, in := range chain[:len(chain)-1] {
 								fr.Inlines = append(fr.Inlines, v5Inline{Function: in.Function, File: in.File, Line: in.Line})
 							}

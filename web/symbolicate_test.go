@@ -75,13 +75,14 @@ func TestSymbolicateCORS(t *testing.T) {
 type v5Answer struct {
 	Results []struct {
 		Stacks [][]struct {
-			Frame        int    `json:"frame"`
-			ModuleOffset string `json:"module_offset"`
-			Module       string `json:"module"`
-			Function     string `json:"function"`
-			File         string `json:"file"`
-			Line         int    `json:"line"`
-			Inlines      []struct {
+			Frame          int    `json:"frame"`
+			ModuleOffset   string `json:"module_offset"`
+			Module         string `json:"module"`
+			Function       string `json:"function"`
+			FunctionOffset string `json:"function_offset"`
+			File           string `json:"file"`
+			Line           int    `json:"line"`
+			Inlines        []struct {
 				Function string `json:"function"`
 				File     string `json:"file"`
 				Line     int    `json:"line"`
@@ -222,6 +223,13 @@ func TestSymbolicateFixtures(t *testing.T) {
 				if fr.Function != "" {
 					g = append(g, key(fr.Function, fr.File, fr.Line))
 					named[fr.Module+" "+fr.Function] = true
+					// The Firefox Profiler names no frame without its
+					// function_offset: the address less its symbol's start.
+					if start, ok := funcSymbolStart(t, file, addrs[fi]); !ok {
+						t.Errorf("%s %s: no function symbol holds %#x", fr.Module, fr.ModuleOffset, addrs[fi])
+					} else if want := fmt.Sprintf("%#x", addrs[fi]-start); fr.FunctionOffset != want {
+						t.Errorf("%s %s (%s): function_offset %q, want %q (symbol at %#x)", fr.Module, fr.ModuleOffset, fr.Function, fr.FunctionOffset, want, start)
+					}
 				}
 				if strings.Join(g, " < ") != strings.Join(w, " < ") {
 					t.Errorf("%s %s: %q, llvm-symbolizer at %#x: %q", fr.Module, fr.ModuleOffset, g, addrs[fi], w)
@@ -235,6 +243,31 @@ func TestSymbolicateFixtures(t *testing.T) {
 			}
 		}
 	})
+}
+
+// funcSymbolStart is the start of the function symbol of file that holds
+// addr: the nearest at or below it, where its size (if any) reaches addr.
+func funcSymbolStart(t *testing.T, file string, addr uint64) (uint64, bool) {
+	t.Helper()
+	f, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best *elf.Symbol
+	for i, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value <= addr && (best == nil || s.Value > best.Value) {
+			best = &syms[i]
+		}
+	}
+	if best == nil || best.Size > 0 && addr >= best.Value+best.Size {
+		return 0, false
+	}
+	return best.Value, true
 }
 
 // lowestLoad is an ELF file's image base: its lowest PT_LOAD address.

@@ -175,6 +175,18 @@ func (f *File) Symbols() []Symbol {
 	return out
 }
 
+// FuncStart returns where the function symbol whose extent holds addr (an
+// object address, as Lookup takes it) starts, as llvm-symbolizer finds the
+// symbol it names an address by; false when the symbol table has none.
+func (f *File) FuncStart(addr uint64) (uint64, bool) {
+	st := f.symtab()
+	if st == nil {
+		return 0, false
+	}
+	_, start, ok := st.lookup(addr)
+	return start, ok && start <= addr
+}
+
 // Symbol is one function symbol of an object.
 type Symbol struct {
 	Addr, Size uint64

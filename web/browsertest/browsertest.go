@@ -50,6 +50,8 @@ func (b *Browser) Close() {
 // Options adjust Start.
 type Options struct {
 	Width, Height int // window size in CSS px; default 1400x900
+	// Flags are more chromium flags (chromedp.Flag), after the usual ones.
+	Flags []chromedp.ExecAllocatorOption
 }
 
 // StartTimeout bounds chromium's start-up (about a second on an idle
@@ -81,7 +83,7 @@ func Start(tb testing.TB, opt Options) *Browser {
 	}
 	b := &Browser{}
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+	flags := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -100,7 +102,8 @@ func Start(tb testing.TB, opt Options) *Browser {
 		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(opt.Width, opt.Height),
 		chromedp.CombinedOutput(stderr),
-	)
+	}, opt.Flags...)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), flags...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
 	b.stop = func() {
 		cancel()

@@ -18,7 +18,10 @@
 // type are written as threads: one per thread the samples' labels name
 // (comm, pid and tid, as the flame page's timeline keeps threads apart),
 // grouped in processes by pid, or one thread for a profile whose samples
-// name none. Each sample keeps its value as samples.weight. A profile
+// name none. The pid is written as a number and the tid as a string, as
+// the Firefox Profiler's upgrade to version 46 needs them to tell each
+// process's main thread (tid = pid) from its other threads, so that
+// every thread gets its own track. Each sample keeps its value as samples.weight. A profile
 // with times (the sampling.TimeLabel label: ns since the first sample)
 // keeps them, in time order, so that the Firefox Profiler's tracks follow
 // the recording; in one without, a sample's time is the sum of the
@@ -184,9 +187,42 @@ func (th *thread) build(ls *libs) {
 				st = n
 			}
 		}
+		if st < 0 {
+			st = t.noStack()
+		}
 		t.sampleStack[i] = st
 	}
 	th.t = t
+}
+
+// NoStack names the one frame of a sample that has none: the Firefox
+// Profiler leaves a sample with a null stack out of its call tree, so
+// without it the tree's total would be less than viewer's (a Go heap
+// profile has such a sample).
+const NoStack = "(no stack)"
+
+// noStack is the stack of a sample without frames: one NoStack frame.
+func (t *tables) noStack() int {
+	k := frameKey{nil, -2}
+	f, ok := t.frameIdx[k]
+	if !ok {
+		f = len(t.frameFunc)
+		t.funcName = append(t.funcName, t.str(NoStack))
+		t.funcResource = append(t.funcResource, -1)
+		t.frameAddr = append(t.frameAddr, -1)
+		t.frameFunc = append(t.frameFunc, int64(len(t.funcName)-1))
+		t.frameLine = append(t.frameLine, 0)
+		t.frameIdx[k] = f
+	}
+	sk := [2]int{-1, f}
+	n, ok := t.stackIdx[sk]
+	if !ok {
+		n = len(t.stackFrame)
+		t.stackPrefix = append(t.stackPrefix, -1)
+		t.stackFrame = append(t.stackFrame, f)
+		t.stackIdx[sk] = n
+	}
+	return n
 }
 
 // sampleTime is s's time label (ns since the first sample).
@@ -303,10 +339,12 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 	// A process is named by its main thread (tid = pid), as perf names
 	// it, else by its first thread.
 	processName := map[int64]string{}
+	processThreads := map[int64]int{}
 	for _, th := range threads {
 		if _, ok := processName[th.pid]; !ok || th.tid == th.pid {
 			processName[th.pid] = th.comm
 		}
+		processThreads[th.pid]++
 	}
 
 	e := jsontext.NewEncoder(w, jsontext.AllowInvalidUTF8(true))
@@ -378,17 +416,27 @@ func Write(w io.Writer, p *profile.Profile, opt Options) error {
 	tok(jsontext.EndArray, s("threads"), jsontext.BeginArray)
 	for _, th := range threads {
 		t := th.t
-		pid, tid := "0", int64(0)
-		if th.pid >= 0 {
-			pid = strconv.FormatInt(th.pid, 10)
-		}
-		if th.tid >= 0 {
-			tid = th.tid
+		// The Firefox Profiler's upgrade to version 46 sets isMainThread
+		// itself, from the pid and tid as version 41 had them: a string
+		// pid made every thread a main thread (each process then showed
+		// one of its threads and hid the rest), a numeric pid one whose
+		// tid is that number as a string. So the pid is a number (0: not
+		// known) and the tid a string: the pid for a process's main
+		// thread (tid = pid, or its only thread when no tid is known),
+		// null for another thread whose tid is not known.
+		pid := max(th.pid, 0)
+		main := th.tid >= 0 && th.tid == th.pid || th.tid < 0 && processThreads[th.pid] == 1
+		tid := jsontext.Null
+		switch {
+		case th.tid >= 0:
+			tid = s(strconv.FormatInt(th.tid, 10))
+		case main:
+			tid = s(strconv.FormatInt(pid, 10))
 		}
 		tok(jsontext.BeginObject,
 			s("name"), s(or(th.comm)), s("processName"), s(or(processName[th.pid])), s("processType"), s("default"),
-			s("isMainThread"), jsontext.Bool(th.tid < 0 || th.tid == th.pid),
-			s("pid"), s(pid), s("tid"), jsontext.Int(tid),
+			s("isMainThread"), jsontext.Bool(main),
+			s("pid"), jsontext.Int(pid), s("tid"), tid,
 			s("processStartupTime"), num(0), s("processShutdownTime"), jsontext.Null,
 			s("registerTime"), num(0), s("unregisterTime"), jsontext.Null,
 			s("pausedRanges"), jsontext.BeginArray, jsontext.EndArray)
