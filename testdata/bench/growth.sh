@@ -96,7 +96,7 @@ for shape in ${@:-200k 2m 20m}; do
 	c0=$(cpu "$pid")
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	t0=$(now)
-	resp=$(curl -sS --data-binary @"$f" "http://127.0.0.1:$port/api/profiles")
+	resp=$(curl -sS -X POST -H "Content-Type: application/octet-stream" -T "$f" "http://127.0.0.1:$port/api/profiles") # -T streams the file; --data-binary @ reads it into memory, and fails past 2 GiB
 	t1=$(now)
 	id=$(sed -n 's/.*"id":"\([a-z2-7]*\)".*/\1/p' <<<"$resp")
 	[ -n "$id" ] || { echo "$shape: upload failed: $resp" >&2; exit 1; }
