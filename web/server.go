@@ -201,13 +201,17 @@ func New(cfg Config) (*Server, error) {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// dropViews drops the flame trees, tables and stacks built from profile id
-// (called on each profiles.Service.Invalidate).
+// dropViews drops the flame trees, tables, stacks, annotate listings and
+// data-type results built from profile id (called on each
+// profiles.Service.Invalidate): their keys name the profile's variant, so
+// none would be asked for again, but each held its memory until evicted.
 func (s *Server) dropViews(id string) {
 	s.trees.Drop(id)
 	s.tops.Drop(id)
 	s.stacks.Drop(id)
 	s.orders.Drop(id)
+	s.annotations.Drop(id)
+	s.types.results.Drop(id)
 }
 
 // background is a context for work that must outlive a request, such as a

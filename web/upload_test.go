@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"viewer/symbolize"
 	"viewer/web/flame"
 )
 
@@ -105,5 +106,33 @@ func TestFirstViewTakesIngestMemory(t *testing.T) {
 		t.Error("the first view kept its share of the budget")
 	} else {
 		give()
+	}
+}
+
+// TestDropViewsDropsEveryCache checks that invalidating a profile (a
+// symbolized copy arriving) drops its annotate listings and data-type
+// results with its trees, and keeps other profiles' views.
+func TestDropViewsDropsEveryCache(t *testing.T) {
+	s, _ := newTestServer(t, Config{})
+	for _, id := range []string{"gone", "kept"} {
+		s.annotations.Add(annotateKey{id: id, fn: "main"}, &symbolize.Listing{})
+		s.types.results.Add(typesKey{id: id}, &typesResult{})
+		s.trees.Add(treeKey{id: id, kind: "json"}, &encoded{})
+	}
+	s.dropViews("gone")
+	if _, ok := s.annotations.Get(annotateKey{id: "gone", fn: "main"}); ok {
+		t.Error("the invalidated profile's annotate listing is still cached")
+	}
+	if _, ok := s.types.results.Get(typesKey{id: "gone"}); ok {
+		t.Error("the invalidated profile's data types are still cached")
+	}
+	if _, ok := s.trees.Get(treeKey{id: "gone", kind: "json"}); ok {
+		t.Error("the invalidated profile's flame.json is still cached")
+	}
+	_, a := s.annotations.Get(annotateKey{id: "kept", fn: "main"})
+	_, ty := s.types.results.Get(typesKey{id: "kept"})
+	_, tr := s.trees.Get(treeKey{id: "kept", kind: "json"})
+	if !a || !ty || !tr {
+		t.Errorf("another profile's views were dropped: listing %v, types %v, tree %v", a, ty, tr)
 	}
 }
