@@ -50,19 +50,19 @@ func named(prefix string) func(string, string) bool {
 
 var jsConsts = []jsConst{
 	{
-		name:   "BinaryState",
-		doc:    "A binary's state, in its events and its panel row's data-state\n * (symbolize.State; Pseudo is views.StatePseudo).",
+		name:    "BinaryState",
+		doc:     "A binary's state, in its events and its panel row's data-state\n * (symbolize.State; Pseudo is views.StatePseudo).",
 		sources: []constSource{{"symbolize", "State", ofType("State")}},
-		extra:  [][2]string{{"Pseudo", views.StatePseudo}},
+		extra:   [][2]string{{"Pseudo", views.StatePseudo}},
 	},
 	{
-		name:   "RunState",
-		doc:    "A symbolization job's state, in its status and the panel's data-job\n * (ondemand.RunState).",
+		name:    "RunState",
+		doc:     "A symbolization job's state, in its status and the panel's data-job\n * (ondemand.RunState).",
 		sources: []constSource{{"web/ondemand", "Run", ofType("RunState")}},
 	},
 	{
-		name:   "SymbolizeEvent",
-		doc:    "The event types of a profile's symbolization stream, /p/ID/events\n * (ondemand.Event*).",
+		name:    "SymbolizeEvent",
+		doc:     "The event types of a profile's symbolization stream, /p/ID/events\n * (ondemand.Event*).",
 		sources: []constSource{{"web/ondemand", "Event", named("Event")}},
 	},
 	{
