@@ -99,19 +99,23 @@ func FuzzPrescanOTLP(f *testing.F) {
 		if got != c {
 			t.Fatalf("pre-scan counted %+v; pdata decoded %+v", c, got)
 		}
-		// Within --max-frames exactly, the frames are counted exactly;
-		// one less is refused naming it.
-		if got.frames > 0 {
-			exact, err := prescanOTLP(data, json, Limits{MaxFrames: int(got.frames)})
-			if err != nil || exact.frames > got.frames {
-				t.Fatalf("%d frames within --max-frames %d: %v, counted %d", got.frames, got.frames, err, exact.frames)
+		// --max-frames bounds the frames the samples name and the
+		// stack and line tables' entries (a table holds entries no
+		// sample names): within it exactly the request is accepted, its
+		// frames counted between the decoded ones and the limit (exactly
+		// when the frames are the largest); one less is refused naming it.
+		if limit := max(got.frames, got.stackLocations, got.lines); limit > 0 {
+			exact, err := prescanOTLP(data, json, Limits{MaxFrames: int(limit)})
+			if err != nil || exact.frames < got.frames || exact.frames > limit {
+				t.Fatalf("%d frames (%d stack locations, %d lines) within --max-frames %d: %v, counted %d", got.frames, got.stackLocations, got.lines, limit, err, exact.frames)
 			}
-			_, err = prescanOTLP(data, json, Limits{MaxFrames: int(got.frames) - 1})
-			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames") {
-				t.Fatalf("%d frames over --max-frames %d: %v", got.frames, got.frames-1, err)
+			// (A limit of 0 is none: one less than 1 is not a limit.)
+			_, err = prescanOTLP(data, json, Limits{MaxFrames: int(limit) - 1})
+			if limit > 1 && (!errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-frames")) {
+				t.Fatalf("%d frames (%d stack locations, %d lines) over --max-frames %d: %v", got.frames, got.stackLocations, got.lines, limit-1, err)
 			}
 		}
-		if c.locations > 0 {
+		if c.locations > 1 {
 			_, err := prescanOTLP(data, json, Limits{MaxLocations: int(c.locations) - 1})
 			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "--max-locations") {
 				t.Fatalf("%d locations over --max-locations %d: %v", c.locations, c.locations-1, err)
