@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"viewer/testdata/bench/gen"
+	"viewer/testdata/peers"
 	"viewer/web/ingest/pprofwire"
 )
 
@@ -26,29 +27,6 @@ func rawProfile(t testing.TB, p *profile.Profile) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
-}
-
-// peerPprofs are the peer profiles (testdata/peers/pprof, every format
-// pprof reads) written as profile.proto, by file name.
-func peerPprofs(t testing.TB) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	files, _ := filepath.Glob(filepath.Join("../../testdata/peers", "pprof", "*"))
-	for _, f := range files {
-		if filepath.Base(f) == "LICENSE" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.ParseData(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = rawProfile(t, p)
-	}
-	return out
 }
 
 // spoolFile writes b to a file as an upload is spooled, and opens it.
@@ -86,7 +64,7 @@ func parsedAs(p *profile.Profile, format string, err error) string {
 // peer profiles written as profile.proto, and generated ones with labels,
 // comments and repeated stacks.
 func streamPeers(t *testing.T) map[string][]byte {
-	out := peerPprofs(t)
+	out := peers.Pprofs(t)
 	p := gen.Generate(3000, 300, 100, 4, 7)
 	for i, s := range p.Sample {
 		switch i % 3 {

@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"viewer/testdata/bench/gen"
+	"viewer/testdata/peers"
 )
 
 // sameAsPprof checks that Decode reads raw as profile.ParseUncompressed
@@ -82,35 +83,12 @@ func rawProfile(t testing.TB, p *profile.Profile) []byte {
 	return b.Bytes()
 }
 
-// peerPprofs are the peer profiles (testdata/peers/pprof, every format
-// pprof reads) written as profile.proto, by file name.
-func peerPprofs(t testing.TB) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	files, _ := filepath.Glob(filepath.Join("../../../testdata/peers", "pprof", "*"))
-	for _, f := range files {
-		if filepath.Base(f) == "LICENSE" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.ParseData(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = rawProfile(t, p)
-	}
-	return out
-}
-
 // TestDecodePprof compares Decode with pprof's decoder on every
 // legacy peer profile written as profile.proto (labels, inlined lines,
 // kernel mappings, comments), on the benchmark generator's profile with
 // labels added, and on a profile whose repeated stacks it merges.
 func TestDecodePprof(t *testing.T) {
-	peers := peerPprofs(t)
+	peers := peers.Pprofs(t)
 	for _, name := range slices.Sorted(maps.Keys(peers)) {
 		raw := peers[name]
 		t.Run(name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/testdata/bench/gen"
+	"viewer/testdata/peers"
 )
 
 // testBudget is a Budget of size bytes that counts what is taken.
@@ -69,7 +70,7 @@ func streamed(t *testing.T, raw []byte, cfg StreamConfig) (*profile.Profile, []b
 // that its budget cannot hold, is spooled whole, what it was handed
 // inflated again; and that it gives back what it took.
 func TestStreamIsDecode(t *testing.T) {
-	inputs := peerPprofs(t)
+	inputs := peers.Pprofs(t)
 	p := gen.Generate(3000, 300, 100, 4, 7)
 	for i, s := range p.Sample {
 		if i%3 == 1 {
