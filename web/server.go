@@ -190,6 +190,9 @@ func New(cfg Config) (*Server, error) {
 	if s.types.results, err = viewcache.New[typesKey, *typesResult](typesCache); err != nil {
 		return nil, err
 	}
+	if n := sweepSpool(s.limits.SpoolDir, time.Now()); n > 0 {
+		log.Info("removed spool files of uploads a killed server left, a day old or more", "files", n)
+	}
 	s.initSymbolization()
 	s.e = echo.New()
 	s.e.HideBanner, s.e.HidePort = true, true

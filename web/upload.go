@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
@@ -301,6 +303,37 @@ func (s *Server) spoolUpload(c echo.Context) (*spooled, string, []sourceMapFile,
 		return fail(httpError(http.StatusBadRequest, `the multipart upload has no field named "file"; send the profile as -F file=@PROFILE`))
 	}
 	return sp, name, maps, nil
+}
+
+// spoolPatterns name the files an upload is spooled to in the spool
+// directory: its body (spool), its inflated bytes and a perf.data's
+// record spool (web/ingest).
+var spoolPatterns = []string{"viewer-upload-*", "viewer-inflate-*", "viewer-perf-records-*"}
+
+// spoolGrace is the least age of a spool file sweepSpool removes: the
+// spool directory ($TMPDIR by default) may be shared with other servers,
+// whose uploads in progress are younger; no upload's body, parse and
+// store take a day.
+const spoolGrace = 24 * time.Hour
+
+// sweepSpool removes the spool files in dir (os.TempDir() when empty)
+// that a killed server left, those last written spoolGrace ago or more,
+// and returns how many it removed: a server killed mid-upload left its
+// body there for good.
+func sweepSpool(dir string, now time.Time) int {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	n := 0
+	for _, pattern := range spoolPatterns {
+		names, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range names {
+			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() && now.Sub(info.ModTime()) >= spoolGrace && os.Remove(p) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // spool copies r, up to max bytes (413 beyond), to a new file in the spool

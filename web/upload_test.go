@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"viewer/symbolize"
 	"viewer/web/flame"
@@ -134,5 +136,36 @@ func TestDropViewsDropsEveryCache(t *testing.T) {
 	_, tr := s.trees.Get(treeKey{id: "kept", kind: "json"})
 	if !a || !ty || !tr {
 		t.Errorf("another profile's views were dropped: listing %v, types %v, tree %v", a, ty, tr)
+	}
+}
+
+// TestSweepSpoolLeftovers: a server starting removes the spool files a
+// killed server left in its spool directory a day ago or more, and keeps
+// younger ones (another server's uploads in progress) and other files.
+func TestSweepSpoolLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-spoolGrace - time.Hour)
+	write := func(name string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("body"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := []string{write("viewer-upload-1", old), write("viewer-inflate-2", old), write("viewer-perf-records-3", old)}
+	kept := []string{write("viewer-upload-4", time.Now()), write("unrelated-5", old)}
+	newTestServer(t, Config{Limits: Limits{SpoolDir: dir}})
+	for _, p := range gone {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s, a day old, is still there after start-up", filepath.Base(p))
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
 	}
 }
