@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"viewer/web/flame"
 	"viewer/web/ingest"
 	"viewer/web/profiles"
+	"viewer/web/store"
 )
 
 // multipartSlack is what a multipart body may carry beyond the file itself
@@ -324,16 +324,7 @@ func sweepSpool(dir string, now time.Time) int {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	n := 0
-	for _, pattern := range spoolPatterns {
-		names, _ := filepath.Glob(filepath.Join(dir, pattern))
-		for _, p := range names {
-			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() && now.Sub(info.ModTime()) >= spoolGrace && os.Remove(p) == nil {
-				n++
-			}
-		}
-	}
-	return n
+	return store.RemoveStale(dir, spoolPatterns, spoolGrace, now)
 }
 
 // spool copies r, up to max bytes (413 beyond), to a new file in the spool

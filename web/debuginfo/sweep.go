@@ -3,8 +3,6 @@ package debuginfo
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,14 +105,7 @@ func (s *Store) sweepSpool(now time.Time) int {
 	if _, ok := s.st.(store.Spooler); ok {
 		return 0 // a directory spools in itself (store.NewDir sweeps)
 	}
-	names, _ := filepath.Glob(filepath.Join(s.cfg.TempDir, spoolPattern))
-	n := 0
-	for _, p := range names {
-		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() && now.Sub(info.ModTime()) >= UnfinishedUploadGrace && os.Remove(p) == nil {
-			n++
-		}
-	}
-	return n
+	return store.RemoveStale(s.cfg.TempDir, []string{spoolPattern}, UnfinishedUploadGrace, now)
 }
 
 // UnfinishedUploadGrace is the least age of an unfinished multipart
