@@ -32,10 +32,11 @@ type Binary struct {
 	text  []codeSection
 	arm64 bool // AArch64 code (arm64.go); else x86-64
 
-	dw    *dwarf.Data
 	units []unitInfo // sorted by off
-	// The sections dw reads, for unitScan (unitindex.go).
+	// The DWARF sections, read with dwarfbuf (dies.go, unitindex.go).
 	info, abbrevSec, strSec, lineStrSec []byte
+	strOffsets, rangesSec, rnglists     []byte
+	typeUnits                           []byte // .debug_types, kept for typeUnitData
 	order                               binary.ByteOrder
 	loc                                 []byte    // .debug_loc (DWARF 2-4)
 	loclists                            []byte    // .debug_loclists (DWARF 5)
@@ -54,7 +55,11 @@ type Binary struct {
 	declared map[string]dwarf.Offset // variable name → a DIE naming its type, from the indexed units
 	objects  []objectSym             // the symbol table's data objects, sorted by addr
 
-	mu      sync.Mutex // guards the lazily built caches below and dw's type cache
+	abbrevMu   sync.Mutex // guards abbrevTabs
+	abbrevTabs map[abbrevKey]*dwarfbuf.Abbrevs
+
+	mu      sync.Mutex  // guards the lazily built caches below
+	sigData *dwarf.Data // debug/dwarf's reader, only for types in type units (types.go)
 	scopes  map[dwarf.Offset]*funcScope
 	entries map[dwarf.Offset]*dwarf.Entry
 	types   map[dwarf.Offset]dwarf.Type
@@ -78,12 +83,16 @@ type codeSection struct {
 	data []byte
 }
 
-// unitInfo is what location lists need from a compilation unit.
+// unitInfo is what location and range lists and index forms need from a
+// compilation unit: its header and the bases its top DIE gives.
 type unitInfo struct {
-	dwarfbuf.Unit        // its header
-	base          uint64 // DW_AT_low_pc: base address of location lists
-	addrBase      uint64
-	loclistsBase  uint64
+	dwarfbuf.Unit         // its header
+	base           uint64 // DW_AT_low_pc: base address of location lists
+	rangeBase      uint64 // of range lists: DW_AT_entry_pc, else DW_AT_low_pc
+	addrBase       uint64
+	loclistsBase   uint64
+	strOffsetsBase uint64
+	rnglistsBase   uint64
 }
 
 type funcRange struct {
@@ -190,11 +199,10 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 		})
 	}
 	goSafe(&g, debugPath, func() error {
-		b.dw, b.bytes, dwarfErr = b.loadDWARF(df.File)
+		b.bytes, dwarfErr = b.loadDWARF(df.File)
 		if dwarfErr != nil {
 			return nil
 		}
-		b.units = parseUnitHeaders(b.info, b.order)
 		if int64(len(b.info)) > lazyIndexBytes {
 			indexErr = b.indexUnitRanges()
 		} else {
@@ -238,8 +246,10 @@ func Open(execPath, debugPath string) (b *Binary, err error) {
 // averages). A cache of Binaries bounds its bytes with it. The averages
 // are calibrated against the live heap (libc's debug file and a Go
 // binary; symbolize's TestMemoryWithinBudget checks the sum within 20%):
-// debug/dwarf's parsed units and abbreviations add about a seventh to the
-// sections, and each remembered result also has its key in distinctIdx.
+// the sections count with their parsed abbreviation tables (loadDWARF) and
+// a seventh more (first measured with debug/dwarf's parsed units, which
+// are gone; the sum still matches the heap), and each remembered result
+// also has its key in distinctIdx.
 func (b *Binary) Size() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -250,51 +260,38 @@ func (b *Binary) Size() int64 {
 	return n
 }
 
-// loadDWARF is elf.File.DWARF without the sections attribution never reads
-// (.debug_line above all), which saves decompressing them.
-// It keeps in b the sections unitScan reads (.debug_info's unit headers
-// Open reads too), and returns the bytes of all the sections it read.
-func (b *Binary) loadDWARF(f *elf.File) (*dwarf.Data, int64, error) {
+// loadDWARF reads the DWARF sections attribution reads (not .debug_line,
+// which saves decompressing it) into b, and the headers of .debug_info's
+// units, and returns the bytes of all the sections it read. A .debug_info
+// whose first unit header is unreadable is an error.
+func (b *Binary) loadDWARF(f *elf.File) (int64, error) {
 	var n int64
 	read := func(name string) []byte {
 		d := sectionData(f, name)
 		n += int64(len(d))
 		return d
 	}
-	info := read(".debug_info")
-	if info == nil {
-		return nil, 0, errors.New("no .debug_info section")
+	b.info = read(".debug_info")
+	if b.info == nil {
+		return 0, errors.New("no .debug_info section")
 	}
-	abbrev := read(".debug_abbrev")
-	str := read(".debug_str")
-	// debug/dwarf keeps every unit's abbreviation table parsed: about 12
-	// times the section (measured on Debian's vmlinux).
-	n += 11 * int64(len(abbrev))
-	d, err := dwarf.New(abbrev, nil, nil, info, nil, nil,
-		read(".debug_ranges"), str)
-	if err != nil {
-		return nil, 0, err
+	b.order = f.ByteOrder
+	if _, err := dwarfbuf.ReadUnit(b.info, 0, uint64(len(b.info)), b.order); err != nil {
+		return 0, err
 	}
-	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_rnglists", ".debug_line_str"} {
-		if data := read(name); data != nil {
-			if err := d.AddSection(name, data); err != nil {
-				return nil, 0, err
-			}
-			switch name {
-			case ".debug_line_str":
-				b.lineStrSec = data
-			case ".debug_addr":
-				b.addrSec = data // for the index's DW_OP_addrx
-			}
-		}
-	}
-	if data := read(".debug_types"); data != nil {
-		if err := d.AddTypes(".debug_types", data); err != nil {
-			return nil, 0, err
-		}
-	}
-	b.info, b.abbrevSec, b.strSec, b.order = info, abbrev, str, f.ByteOrder
-	return d, n, nil
+	b.abbrevSec = read(".debug_abbrev")
+	// Every unit's abbreviation table is parsed and kept (dies.go): about
+	// 12 times the section (measured on Debian's vmlinux).
+	n += 11 * int64(len(b.abbrevSec))
+	b.strSec = read(".debug_str")
+	b.rangesSec = read(".debug_ranges")
+	b.addrSec = read(".debug_addr")
+	b.strOffsets = read(".debug_str_offsets")
+	b.rnglists = read(".debug_rnglists")
+	b.lineStrSec = read(".debug_line_str")
+	b.typeUnits = read(".debug_types")
+	b.units = parseUnitHeaders(b.info, b.order)
+	return n, nil
 }
 
 // gotSlot is a GOT entry: the address the dynamic linker stores in it, when
@@ -369,8 +366,8 @@ func relocKind(m elf.Machine, t uint32) relKind {
 	return relOther
 }
 
-// goSafe runs f on g, turning a panic (debug/elf and debug/dwarf panic on
-// some malformed input) into the error Open gives for one.
+// goSafe runs f on g, turning a panic (debug/elf panics on some malformed
+// input) into the error Open gives for one.
 func goSafe(g *errgroup.Group, path string, f func() error) {
 	g.Go(func() (err error) {
 		defer func() {
@@ -419,10 +416,8 @@ func sectionData(f *elf.File, name string) []byte {
 	return d
 }
 
-// parseUnitHeaders lists the units of .debug_info with their DWARF version,
-// which debug/dwarf does not expose but location lists depend on. It stops
-// at a header dwarfbuf.ReadUnit refuses (dwarf.New has refused those
-// already).
+// parseUnitHeaders lists the units of .debug_info. It stops at a header
+// dwarfbuf.ReadUnit refuses: the units after it cannot be found.
 func parseUnitHeaders(info []byte, order binary.ByteOrder) []unitInfo {
 	var units []unitInfo
 	for off := uint64(0); off < uint64(len(info)); {
@@ -446,12 +441,11 @@ func (b *Binary) unitOf(off dwarf.Offset) int32 {
 
 // index reads every DIE once, recording compile-unit bases, the address
 // ranges of subprograms and variables at fixed addresses: each unit's top
-// DIE (its bases, which its other DIEs' addresses depend on) with
-// dwarf.Reader, then the units with unitScan on all cores (dwarfbuf's
-// reader; dwarf.Reader for a unit it cannot read), in order. A dwarf.Reader
-// error fails the index.
+// DIE (its bases, which its other DIEs' addresses depend on) with a
+// dieReader, then the units with unitScan on all cores (a dieReader for a
+// unit it cannot read), in order. A dieReader error fails the index.
 func (b *Binary) index() error {
-	r := b.dw.Reader()
+	r := b.reader()
 	units := make([]int32, 0, len(b.units))
 	for i := range b.units {
 		r.Seek(dwarf.Offset(b.units[i].DIEOff))
@@ -480,7 +474,7 @@ func (b *Binary) index() error {
 // at offset end, appending to funcs and globals (unsorted) and noting
 // definitions and, when lazy, variable names. unit is the unit r starts
 // in (-1: at the start).
-func (b *Binary) indexEntries(r *dwarf.Reader, unit int32, end uint64) error {
+func (b *Binary) indexEntries(r entryReader, unit int32, end uint64) error {
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -497,7 +491,7 @@ func (b *Binary) indexEntries(r *dwarf.Reader, unit int32, end uint64) error {
 			if e.Val(dwarf.AttrLowpc) == nil && e.Val(dwarf.AttrRanges) == nil {
 				break
 			}
-			rs, err := b.dw.Ranges(e)
+			rs, err := b.ranges(e)
 			if err != nil {
 				break
 			}
@@ -535,12 +529,11 @@ func (b *Binary) noteUnit(unit int32, e *dwarf.Entry) {
 	if v, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
 		u.base = v
 	}
-	if v, ok := e.Val(dwarf.AttrAddrBase).(int64); ok {
-		u.addrBase = uint64(v)
-	}
-	if v, ok := e.Val(dwarf.AttrLoclistsBase).(int64); ok {
-		u.loclistsBase = uint64(v)
-	}
+	u.rangeBase = rangeBaseOf(e)
+	u.addrBase = baseOf(e, dwarf.AttrAddrBase)
+	u.loclistsBase = baseOf(e, dwarf.AttrLoclistsBase)
+	u.strOffsetsBase = baseOf(e, dwarf.AttrStrOffsetsBase)
+	u.rnglistsBase = baseOf(e, dwarf.AttrRnglistsBase)
 }
 
 // decode decodes a simple location expression of unit u.
@@ -550,15 +543,22 @@ func (b *Binary) decode(expr []byte, u int32) location {
 
 // addrx reads entry i of the unit's .debug_addr table.
 func (b *Binary) addrx(u int32, i uint64) (uint64, bool) {
-	if u < 0 || b.addrSec == nil {
+	if u < 0 {
 		return 0, false
 	}
-	off := b.units[u].addrBase + i*8
-	if off+8 > uint64(len(b.addrSec)) || off < b.units[u].addrBase {
+	return b.addrAt(b.units[u].addrBase, i, int(b.units[u].AddrSize))
+}
+
+// addrAt reads entry i of the .debug_addr table at base, of addresses of
+// size bytes.
+func (b *Binary) addrAt(base, i uint64, size int) (uint64, bool) {
+	p := base + i*uint64(size)
+	if p < base || p+uint64(size) > uint64(len(b.addrSec)) || p+uint64(size) < p {
 		return 0, false
 	}
-	r := reader{B: b.addrSec, Pos: int(off)}
-	return r.U64(), true
+	r := reader{B: b.addrSec, Pos: int(p), Order: b.order}
+	v := r.Uint(size)
+	return v, !r.Err
 }
 
 // locRange is one decoded entry of a location list: loc holds for
@@ -656,8 +656,8 @@ func (b *Binary) insnBytes(pc uint64) []byte {
 
 // readerAt reads the DIE at off and returns it with a reader positioned
 // after it, at its children if it has any.
-func (b *Binary) readerAt(off dwarf.Offset) (*dwarf.Reader, *dwarf.Entry, error) {
-	r := b.dw.Reader()
+func (b *Binary) readerAt(off dwarf.Offset) (*dieReader, *dwarf.Entry, error) {
+	r := &dieReader{b: b, u: -1}
 	r.Seek(off)
 	e, err := r.Next()
 	if err != nil {

@@ -53,7 +53,7 @@ func (b *Binary) indexUnitRanges() error {
 	b.lazy = true
 	b.indexed = make([]bool, len(b.units))
 	b.declared = map[string]dwarf.Offset{}
-	r := b.dw.Reader()
+	r := b.reader()
 	for i := range b.units {
 		r.Seek(dwarf.Offset(b.units[i].DIEOff))
 		e, err := r.Next()
@@ -73,7 +73,7 @@ func (b *Binary) indexUnitRanges() error {
 			return b.index()
 		}
 		b.noteUnit(int32(i), e)
-		rs, err := b.dw.Ranges(e)
+		rs, err := b.ranges(e)
 		if err != nil {
 			continue
 		}

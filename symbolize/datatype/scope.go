@@ -45,11 +45,18 @@ func (b *Binary) funcScope(f funcRange) (*funcScope, error) {
 	if fs, ok := b.scopes[f.die]; ok {
 		return fs, nil
 	}
-	r := b.dw.Reader()
+	r := b.reader()
 	r.Seek(f.die)
+	fs, err := b.readFuncScope(r, f)
+	b.scopes[f.die] = fs
+	return fs, err
+}
+
+// readFuncScope reads the scope tree of f from r, which is at its DIE (a
+// dieReader; dwarf.Reader in tests, to compare).
+func (b *Binary) readFuncScope(r entryReader, f funcRange) (*funcScope, error) {
 	e, err := r.Next()
 	if err != nil || e == nil {
-		b.scopes[f.die] = nil
 		return nil, err
 	}
 	fs := &funcScope{unit: f.unit}
@@ -57,19 +64,17 @@ func (b *Binary) funcScope(f funcRange) (*funcScope, error) {
 		fs.frameBase = variable{loc: fb.Val, class: fb.Class}
 	}
 	fs.name, _ = b.attr(e, dwarf.AttrName).(string)
-	fs.root.ranges, _ = b.dw.Ranges(e)
+	fs.root.ranges, _ = b.ranges(e)
 	if e.Children {
 		if err := b.readScope(r, &fs.root); err != nil {
-			b.scopes[f.die] = nil
 			return nil, err
 		}
 	}
-	b.scopes[f.die] = fs
 	return fs, nil
 }
 
 // readScope reads the children of the DIE just returned by r into s.
-func (b *Binary) readScope(r *dwarf.Reader, s *scope) error {
+func (b *Binary) readScope(r entryReader, s *scope) error {
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -96,7 +101,7 @@ func (b *Binary) readScope(r *dwarf.Reader, s *scope) error {
 			}
 		case dwarf.TagLexDwarfBlock, dwarf.TagInlinedSubroutine:
 			c := &scope{}
-			c.ranges, _ = b.dw.Ranges(e)
+			c.ranges, _ = b.ranges(e)
 			if e.Tag == dwarf.TagInlinedSubroutine {
 				c.inlined, _ = b.attr(e, dwarf.AttrName).(string)
 				if c.inlined == "" {

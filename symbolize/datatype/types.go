@@ -6,14 +6,18 @@ import (
 	"fmt"
 )
 
-// Types are read here one DIE at a time, not with dwarf.Data.Type, and a
-// named struct, union, class or enum is read once per name, size and
-// declaration line, then shared by every compile unit that repeats it.
-// dwarf.Data.Type reads the whole type graph a type reaches, per unit: the
-// kernel repeats struct task_struct, and all it points to, in each of its
-// thousands of units, so attributing a kernel profile read gigabytes of
-// duplicate types. The result is the same dwarf.Type values the rest of the
-// package reads (a test compares them with dwarf.Data.Type's).
+// Types are read here one DIE at a time with a dieReader (dwarfbuf), not
+// with dwarf.Data.Type, and a named struct, union, class or enum is read
+// once per name, size and declaration line, then shared by every compile
+// unit that repeats it. dwarf.Data.Type reads the whole type graph a type
+// reaches, per unit: the kernel repeats struct task_struct, and all it
+// points to, in each of its thousands of units, so attributing a kernel
+// profile read gigabytes of duplicate types. The result is the same
+// dwarf.Type values (debug/dwarf's exported structs) dwarf.Data.Type
+// builds, which the rest of the package reads (TestTypesAsDebugDWARF
+// compares them). Only a type that refers into a type unit
+// (DW_FORM_ref_sig8: .debug_types, or DWARF 5 type units) is read with
+// debug/dwarf's reader (typeUnitType), for that file alone.
 
 // namedKey identifies one definition of a named aggregate across units.
 type namedKey struct {
@@ -85,12 +89,41 @@ func (b *Binary) typ(off dwarf.Offset) (t dwarf.Type, err error) {
 	}()
 	t, err = b.readType(off, 0)
 	if errors.Is(err, errTypeSignature) {
-		t, err = b.dw.Type(off)
+		t, err = b.typeUnitType(off)
 		if err == nil {
 			b.types[off] = t
 		}
 	}
 	return t, err
+}
+
+// typeUnitType reads the type at off with debug/dwarf's reader, built on
+// first use from the sections Open read: the types of type units are found
+// by their signatures, which this package does not index. Callers hold b.mu.
+func (b *Binary) typeUnitType(off dwarf.Offset) (dwarf.Type, error) {
+	if b.sigData == nil {
+		d, err := dwarf.New(b.abbrevSec, nil, nil, b.info, nil, nil, b.rangesSec, b.strSec)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range []struct {
+			name string
+			data []byte
+		}{{".debug_addr", b.addrSec}, {".debug_str_offsets", b.strOffsets}, {".debug_rnglists", b.rnglists}, {".debug_line_str", b.lineStrSec}} {
+			if s.data != nil {
+				if err := d.AddSection(s.name, s.data); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if b.typeUnits != nil {
+			if err := d.AddTypes(".debug_types", b.typeUnits); err != nil {
+				return nil, err
+			}
+		}
+		b.sigData = d
+	}
+	return b.sigData.Type(off)
 }
 
 // maxTypeDepth bounds the nesting of types read through one another (a
@@ -235,12 +268,30 @@ func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
 				return t, nil
 			}
 		}
-		// Enumerators hold no types: debug/dwarf reads this one DIE's children.
-		t, err := b.dw.Type(off)
-		if err == nil && name != "" {
+		t := &dwarf.EnumType{EnumName: name, Val: []*dwarf.EnumValue{}}
+		t.ByteSize = size
+		if e.Children {
+			for {
+				kid, err := r.Next()
+				if err != nil {
+					return done(nil, err)
+				}
+				if kid == nil || kid.Tag == 0 {
+					break
+				}
+				if kid.Tag == dwarf.TagEnumerator {
+					v := &dwarf.EnumValue{}
+					v.Name, _ = kid.Val(dwarf.AttrName).(string)
+					v.Val, _ = kid.Val(dwarf.AttrConstValue).(int64)
+					t.Val = append(t.Val, v)
+				}
+				r.SkipChildren()
+			}
+		}
+		if name != "" {
 			b.named[key] = t
 		}
-		return done(t, err)
+		return done(t, nil)
 
 	case dwarf.TagSubroutineType:
 		// Attribution never looks inside function types; their parameter
@@ -249,8 +300,77 @@ func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
 		t.ByteSize = size
 		return done(t, nil)
 	}
-	// Base and unspecified types: one DIE, no references.
-	return done(b.dw.Type(off))
+	// Base, unspecified and other types: one DIE, no references.
+	return done(otherType(e, name, size))
+}
+
+// DWARF base type encodings (DW_ATE_*) debug/dwarf knows.
+const (
+	ateAddress      = 0x01
+	ateBoolean      = 0x02
+	ateComplexFloat = 0x03
+	ateFloat        = 0x04
+	ateSigned       = 0x05
+	ateSignedChar   = 0x06
+	ateUnsigned     = 0x07
+	ateUnsignedChar = 0x08
+)
+
+// otherType is the type of a DIE of no other type and no children: a base
+// type, an unspecified type, or one debug/dwarf does not model (an
+// UnsupportedType of its tag), as dwarf.Data.Type reads them.
+func otherType(e *dwarf.Entry, name string, size int64) (dwarf.Type, error) {
+	var t dwarf.Type
+	switch e.Tag {
+	case dwarf.TagBaseType:
+		enc, ok := e.Val(dwarf.AttrEncoding).(int64)
+		if !ok {
+			return nil, fmt.Errorf("base type %q at %#x: no encoding", name, e.Offset)
+		}
+		switch enc {
+		case ateAddress:
+			t = &dwarf.AddrType{}
+		case ateBoolean:
+			t = &dwarf.BoolType{}
+		case ateComplexFloat:
+			t = &dwarf.ComplexType{}
+			if name == "complex" { // clang's; its size tells which
+				name = map[int64]string{8: "complex float", 16: "complex double"}[size]
+				if name == "" {
+					name = "complex"
+				}
+			}
+		case ateFloat:
+			t = &dwarf.FloatType{}
+		case ateSigned:
+			t = &dwarf.IntType{}
+		case ateUnsigned:
+			t = &dwarf.UintType{}
+		case ateSignedChar:
+			t = &dwarf.CharType{}
+		case ateUnsignedChar:
+			t = &dwarf.UcharType{}
+		default:
+			return nil, fmt.Errorf("base type %q at %#x: unknown encoding %d", name, e.Offset, enc)
+		}
+		bt := t.(interface{ Basic() *dwarf.BasicType }).Basic()
+		bt.Common().Name = name
+		bt.BitSize, _ = e.Val(dwarf.AttrBitSize).(int64)
+		var hasBit, hasDataBit bool
+		bt.BitOffset, hasBit = e.Val(dwarf.AttrBitOffset).(int64)
+		bt.DataBitOffset, hasDataBit = e.Val(dwarf.AttrDataBitOffset).(int64)
+		if hasBit && hasDataBit {
+			return nil, fmt.Errorf("base type %q at %#x: two bit offsets", name, e.Offset)
+		}
+	case dwarf.TagUnspecifiedType:
+		t = &dwarf.UnspecifiedType{}
+		t.Common().Name = name
+	default:
+		t = &dwarf.UnsupportedType{Tag: e.Tag}
+		t.Common().Name = name
+	}
+	t.Common().ByteSize = size
+	return t, nil
 }
 
 // subType reads the type DIE e refers to: void when it names none.
@@ -271,7 +391,7 @@ var errTypeSignature = errors.New("type unit reference")
 // readFields reads the members of the struct, union or class e (just read
 // by r) into t, as dwarf.Data.Type does, including its fix for zero-length
 // arrays, which DWARF writes as if they had one element.
-func (b *Binary) readFields(r *dwarf.Reader, e *dwarf.Entry, t *dwarf.StructType, depth int) error {
+func (b *Binary) readFields(r entryReader, e *dwarf.Entry, t *dwarf.StructType, depth int) error {
 	if !e.Children {
 		return nil
 	}

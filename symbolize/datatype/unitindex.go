@@ -13,10 +13,10 @@ import (
 )
 
 // Reading a unit's DIEs for the index, the full one (index) and the lazy
-// one (lazy.go), with dwarfbuf's reader instead of dwarf.Reader.
-// dwarf.Reader decodes every attribute of every DIE into an Entry,
-// including the members of each struct the unit repeats, which it walks
-// to skip them; that was most of a kernel profile's time. unitScan decodes
+// one (lazy.go), skipping what the index does not read. A dieReader
+// (dies.go), like dwarf.Reader, decodes every attribute of every DIE into
+// an Entry, including the members of each struct the unit repeats, which
+// it walks to skip them; that was most of a kernel profile's time. unitScan decodes
 // only the attributes indexEntries looks at, jumps over type subtrees by
 // their DW_AT_sibling links, and collects what it finds apart from the
 // Binary, so that units are read on all cores and then added in order.
@@ -79,7 +79,7 @@ type declFound struct {
 // the other), reading them on up to GOMAXPROCS goroutines while this one
 // adds each unit's findings in turn. Callers hold b.mu (or Open has not
 // returned the Binary yet); the readers only read the Binary. The error is
-// the first of dwarf.Reader, for a unit unitScan could not read.
+// the first of a dieReader, for a unit unitScan could not read.
 func (b *Binary) indexUnits(units []int32) error {
 	if len(units) == 1 {
 		f := b.scanUnit(units[0])
@@ -121,7 +121,7 @@ func (b *Binary) indexUnits(units []int32) error {
 // (the unit keeps what was read before it).
 func (b *Binary) addFound(f *unitFound) error {
 	if f.slow {
-		r := b.dw.Reader()
+		r := b.reader()
 		r.Seek(dwarf.Offset(b.units[f.unit].DIEOff))
 		return b.indexEntries(r, f.unit, b.units[f.unit].End)
 	}
@@ -168,13 +168,11 @@ type unitCursor struct {
 }
 
 // value decodes one attribute as debug/dwarf would give it in an Entry
-// (the types and classes indexEntries and dwarf.Data.Ranges look at), for
-// the forms unitScan decodes; others are errUnitScan.
+// (formValue), for the forms unitScan decodes; others, and constants that
+// may be section offsets (DWARF 2-3), are errUnitScan.
 func (c *unitCursor) value(s *dwarfbuf.AttrSpec) (any, dwarf.Class, error) {
 	enc := c.ui.Encoding
 	switch s.Form {
-	case dwarfbuf.FormAddr:
-		return c.r.Uint(int(enc.AddrSize)), dwarf.ClassAddress, nil
 	case dwarfbuf.FormAddrx1, dwarfbuf.FormAddrx2, dwarfbuf.FormAddrx4, dwarfbuf.FormAddrx:
 		i, _ := c.r.FormUint(s.Form, 0, enc)
 		a, ok := c.b.addrx(c.u, i)
@@ -182,64 +180,39 @@ func (c *unitCursor) value(s *dwarfbuf.AttrSpec) (any, dwarf.Class, error) {
 			return nil, 0, errUnitScan
 		}
 		return a, dwarf.ClassAddress, nil
+	case dwarfbuf.FormRnglistx:
+		i := c.r.Uleb()
+		off, err := c.b.offsetAt(c.b.rnglists, c.ui.rnglistsBase, i, enc)
+		if err != nil {
+			return nil, 0, errUnitScan
+		}
+		return c.ui.rnglistsBase + off, dwarf.ClassRngList, nil
 	case dwarfbuf.FormData4, dwarfbuf.FormData8:
 		if enc.Version < 4 {
 			return nil, 0, errUnitScan // may be a section offset (DWARF 2-3)
 		}
-		fallthrough
-	case dwarfbuf.FormData1, dwarfbuf.FormData2, dwarfbuf.FormUdata, dwarfbuf.FormSdata, dwarfbuf.FormImplicitConst:
-		v, _ := c.r.FormUint(s.Form, s.Implicit, enc)
-		return int64(v), dwarf.ClassConstant, nil
-	case dwarfbuf.FormFlag:
-		return c.r.U8() != 0, dwarf.ClassFlag, nil
-	case dwarfbuf.FormFlagPresent:
-		return true, dwarf.ClassFlag, nil
-	case dwarfbuf.FormRef1, dwarfbuf.FormRef2, dwarfbuf.FormRef4, dwarfbuf.FormRef8, dwarfbuf.FormRefUdata:
-		v, _ := c.r.FormUint(s.Form, 0, enc)
-		return dwarf.Offset(c.ui.Off + v), dwarf.ClassReference, nil
-	case dwarfbuf.FormRefAddr:
-		v, _ := c.r.FormUint(s.Form, 0, enc)
-		return dwarf.Offset(v), dwarf.ClassReference, nil
-	case dwarfbuf.FormSecOffset:
-		v := int64(c.r.Uint(enc.OffsetSize()))
-		switch s.Attr {
-		case atRanges:
-			return v, dwarf.ClassRangeListPtr, nil
-		case atLocation:
-			return v, dwarf.ClassLocListPtr, nil
-		}
-		return v, dwarf.ClassUnknown, nil
-	case dwarfbuf.FormLoclistx:
-		return c.r.Uleb(), dwarf.ClassLocList, nil
-	case dwarfbuf.FormRnglistx:
-		return c.r.Uleb(), dwarf.ClassRngList, nil
-	case dwarfbuf.FormExprloc, dwarfbuf.FormBlock:
-		return c.r.Bytes(c.r.Uleb()), dwarf.ClassExprLoc, nil
-	case dwarfbuf.FormBlock1:
-		return c.r.Bytes(uint64(c.r.U8())), dwarf.ClassBlock, nil
-	case dwarfbuf.FormBlock2:
-		return c.r.Bytes(uint64(c.r.U16())), dwarf.ClassBlock, nil
-	case dwarfbuf.FormBlock4:
-		return c.r.Bytes(uint64(c.r.U32())), dwarf.ClassBlock, nil
-	case dwarfbuf.FormString:
-		return c.r.CStr(), dwarf.ClassString, nil
-	case dwarfbuf.FormStrp:
-		return cString(c.b.strSec, c.r.Uint(enc.OffsetSize()))
-	case dwarfbuf.FormLineStrp:
-		return cString(c.b.lineStrSec, c.r.Uint(enc.OffsetSize()))
+	case dwarfbuf.FormIndirect, dwarfbuf.FormStrx, dwarfbuf.FormStrx1, dwarfbuf.FormStrx2, dwarfbuf.FormStrx3, dwarfbuf.FormStrx4, dwarfbuf.FormAddrx3:
+		return nil, 0, errUnitScan
 	}
-	return nil, 0, errUnitScan
+	v, class, err := formValue(&c.r, s.Form, s, c.b)
+	if err != nil {
+		return nil, 0, errUnitScan
+	}
+	return v, class, nil
 }
+
+// errStrOffset: a string offset out of its string section.
+var errStrOffset = errors.New("string offset out of its section")
 
 // cString is the NUL-terminated string at off of a string section.
 func cString(sec []byte, off uint64) (any, dwarf.Class, error) {
 	if off >= uint64(len(sec)) {
-		return nil, 0, errUnitScan
+		return nil, 0, errStrOffset
 	}
 	r := reader{B: sec, Pos: int(off)}
 	s := r.CStr()
 	if r.Err {
-		return nil, 0, errUnitScan
+		return nil, 0, errStrOffset
 	}
 	return s, dwarf.ClassString, nil
 }
@@ -251,7 +224,7 @@ func (b *Binary) scanUnitDIEs(u int32, found *unitFound) error {
 	if b.order != binary.LittleEndian || ui.AddrSize != 8 || ui.DIEOff >= ui.End || ui.End > uint64(len(b.info)) {
 		return errUnitScan
 	}
-	tab, err := dwarfbuf.ParseAbbrevs(b.abbrevSec, ui.AbbrevOff, ui.Encoding)
+	tab, err := b.abbrevs(ui) // parsed when Open read the unit's top DIE
 	if err != nil {
 		return errUnitScan
 	}
@@ -369,7 +342,7 @@ func (b *Binary) scanFunc(e *dwarf.Entry, found *unitFound) error {
 	var rs [][2]uint64
 	if e.Val(dwarf.AttrRanges) != nil {
 		var err error
-		if rs, err = b.dw.Ranges(e); err != nil {
+		if rs, err = b.ranges(e); err != nil {
 			return nil
 		}
 	} else if f := e.AttrField(dwarf.AttrHighpc); f != nil {

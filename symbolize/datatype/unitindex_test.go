@@ -3,7 +3,6 @@ package datatype
 import (
 	"debug/dwarf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,13 +16,7 @@ import (
 // functions, globals, definitions and declarations found are the same, in
 // the same order, and unitScan reads every unit itself.
 func TestUnitScanMatchesReader(t *testing.T) {
-	libc, libcDebug := libcPaths(t)
-	paths := [][2]string{{libc, libcDebug}}
-	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie", "datatype-dw4-nopie", "datatype-dw5-nopie", "datatype-dw5-O0",
-		"datatype-arm64", "datatype-vmlinux", "index", "index-nopie", "libdatatype.so", "skid", "extern"} {
-		p := filepath.Join(testdataDir, name)
-		paths = append(paths, [2]string{p, p})
-	}
+	paths := dwarfTestFiles(t, false)
 	if v := os.Getenv("VIEWER_VMLINUX"); v != "" && !testing.Short() {
 		paths = append(paths, [2]string{v, v})
 	}
@@ -59,6 +52,7 @@ func TestUnitScanMatchesReader(t *testing.T) {
 		for _, c := range b.cuRanges {
 			units[c.unit] = true
 		}
+		ref := refDWARF(t, path)
 		var nf, ng, nd int
 		for u := range units {
 			found := b.scanUnit(u)
@@ -67,7 +61,7 @@ func TestUnitScanMatchesReader(t *testing.T) {
 				continue
 			}
 			reset(b)
-			r := b.dw.Reader()
+			r := ref.Reader()
 			r.Seek(dwarf.Offset(b.units[u].DIEOff))
 			if err := b.indexEntries(r, u, b.units[u].End); err != nil {
 				t.Fatalf("%s: unit %d: %v", path, u, err)
@@ -126,19 +120,7 @@ func TestIndexUnitsAtOnce(t *testing.T) {
 // binaries, Go's included: the same function ranges, globals, definitions
 // and call targets, in the same order, and every unit's bases.
 func TestFullIndexMatchesReader(t *testing.T) {
-	libc, libcDebug := libcPaths(t)
-	paths := [][2]string{{libc, libcDebug}}
-	for _, name := range []string{"datatype-dw5-pie", "datatype-dw4-pie", "datatype-dw4-nopie", "datatype-dw5-nopie", "datatype-dw5-O0",
-		"datatype-arm64", "datatype-vmlinux", "index", "index-nopie", "libdatatype.so", "skid", "extern"} {
-		p := filepath.Join(testdataDir, name)
-		paths = append(paths, [2]string{p, p})
-	}
-	goprog := filepath.Join(t.TempDir(), "goprog")
-	if out, err := exec.Command("go", "build", "-o", goprog, filepath.Join(testdataDir, "..", "symbolize", "goprog", "main.go")).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	paths = append(paths, [2]string{goprog, goprog})
-	for _, p := range paths {
+	for _, p := range dwarfTestFiles(t, true) {
 		b, err := Open(p[0], p[1])
 		if err != nil {
 			t.Fatal(err)
@@ -151,8 +133,9 @@ func TestFullIndexMatchesReader(t *testing.T) {
 		b.defs, b.defSize, b.funcByEnt = map[defKey]dwarf.Offset{}, map[defKey]int64{}, map[uint64]dwarf.Offset{}
 		for i := range b.units {
 			b.units[i].base, b.units[i].addrBase, b.units[i].loclistsBase = 0, 0, 0
+			b.units[i].rangeBase, b.units[i].strOffsetsBase, b.units[i].rnglistsBase = 0, 0, 0
 		}
-		if err := b.indexEntries(b.dw.Reader(), -1, ^uint64(0)); err != nil {
+		if err := b.indexEntries(refDWARF(t, p[1]).Reader(), -1, ^uint64(0)); err != nil {
 			t.Fatal(err)
 		}
 		sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].lo < b.funcs[j].lo })

@@ -1,0 +1,5 @@
+//go:build !race
+
+package datatype
+
+const raceDetector = false
