@@ -8,13 +8,13 @@
 // it faster than debug/dwarf for the few attributes symbolization and
 // indexing read. Its users: elfsym's decoder of functions, inlined calls
 // and line tables (fastdwarf.go, lineprog.go, linefiles.go), datatype's
-// index of functions, globals and type definitions (unitindex.go),
+// index of functions, globals and type definitions (unitindex.go), its
+// reader of whole DIEs (dies.go: types, struct members, function scopes
+// and the units its index leaves, as debug/dwarf's Entry and Type values),
 // location lists and expressions (datatype) and call frame information
-// (symbolize/unwind). Still read with debug/dwarf: datatype's types,
-// members and function scopes (dwarf.Type trees, dwarf.Reader), each
-// unit's top DIE and the units its index cannot read, and elfsym's
-// fallback for files the fast decoder does not handle (relocatable
-// objects, type units, dwz).
+// (symbolize/unwind). Still read with debug/dwarf: datatype's types in
+// type units (found by signature), and elfsym's fallback for files the
+// fast decoder does not handle (relocatable objects, type units, dwz).
 package dwarfbuf
 
 import "encoding/binary"
