@@ -224,30 +224,22 @@ func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
 			return done(nil, err)
 		}
 		var dims []int64
-		if e.Children {
-			for {
-				kid, err := r.Next()
-				if err != nil {
-					return done(nil, err)
-				}
-				if kid == nil || kid.Tag == 0 {
-					break
-				}
-				if kid.Tag == dwarf.TagSubrangeType {
-					count, ok := kid.Val(dwarf.AttrCount).(int64)
-					if !ok {
-						if ub, ok := kid.Val(dwarf.AttrUpperBound).(int64); ok {
-							count = ub + 1
-						} else if len(dims) == 0 {
-							count = -1 // x[]
-						}
+		err = children(r, e, func(kid *dwarf.Entry) error {
+			if kid.Tag == dwarf.TagSubrangeType {
+				count, ok := kid.Val(dwarf.AttrCount).(int64)
+				if !ok {
+					if ub, ok := kid.Val(dwarf.AttrUpperBound).(int64); ok {
+						count = ub + 1
+					} else if len(dims) == 0 {
+						count = -1 // x[]
 					}
-					dims = append(dims, count)
 				}
-				if kid.Children {
-					r.SkipChildren()
-				}
+				dims = append(dims, count)
 			}
+			return nil
+		})
+		if err != nil {
+			return done(nil, err)
 		}
 		if len(dims) == 0 {
 			dims = []int64{-1}
@@ -270,23 +262,17 @@ func (b *Binary) readType(off dwarf.Offset, depth int) (dwarf.Type, error) {
 		}
 		t := &dwarf.EnumType{EnumName: name, Val: []*dwarf.EnumValue{}}
 		t.ByteSize = size
-		if e.Children {
-			for {
-				kid, err := r.Next()
-				if err != nil {
-					return done(nil, err)
-				}
-				if kid == nil || kid.Tag == 0 {
-					break
-				}
-				if kid.Tag == dwarf.TagEnumerator {
-					v := &dwarf.EnumValue{}
-					v.Name, _ = kid.Val(dwarf.AttrName).(string)
-					v.Val, _ = kid.Val(dwarf.AttrConstValue).(int64)
-					t.Val = append(t.Val, v)
-				}
-				r.SkipChildren()
+		err := children(r, e, func(kid *dwarf.Entry) error {
+			if kid.Tag == dwarf.TagEnumerator {
+				v := &dwarf.EnumValue{}
+				v.Name, _ = kid.Val(dwarf.AttrName).(string)
+				v.Val, _ = kid.Val(dwarf.AttrConstValue).(int64)
+				t.Val = append(t.Val, v)
 			}
+			return nil
+		})
+		if err != nil {
+			return done(nil, err)
 		}
 		if name != "" {
 			b.named[key] = t
@@ -373,6 +359,27 @@ func otherType(e *dwarf.Entry, name string, size int64) (dwarf.Type, error) {
 	return t, nil
 }
 
+// children calls fn on each child of e, the DIE r just read, skipping
+// the children's own children, and stops at fn's first error.
+func children(r entryReader, e *dwarf.Entry, fn func(kid *dwarf.Entry) error) error {
+	if !e.Children {
+		return nil
+	}
+	for {
+		kid, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if kid == nil || kid.Tag == 0 {
+			return nil
+		}
+		r.SkipChildren()
+		if err := fn(kid); err != nil {
+			return err
+		}
+	}
+}
+
 // subType reads the type DIE e refers to: void when it names none.
 func (b *Binary) subType(e *dwarf.Entry, depth int) (dwarf.Type, error) {
 	switch v := e.Val(dwarf.AttrType).(type) {
@@ -392,9 +399,6 @@ var errTypeSignature = errors.New("type unit reference")
 // by r) into t, as dwarf.Data.Type does, including its fix for zero-length
 // arrays, which DWARF writes as if they had one element.
 func (b *Binary) readFields(r entryReader, e *dwarf.Entry, t *dwarf.StructType, depth int) error {
-	if !e.Children {
-		return nil
-	}
 	var last *dwarf.StructField
 	var lastBitSize, lastOff int64
 	zero := func(f *dwarf.StructField) {
@@ -404,21 +408,12 @@ func (b *Binary) readFields(r entryReader, e *dwarf.Entry, t *dwarf.StructType, 
 			f.Type = &c
 		}
 	}
-	for {
-		kid, err := r.Next()
-		if err != nil {
-			return err
-		}
-		if kid == nil || kid.Tag == 0 {
-			break
-		}
-		if kid.Children {
-			r.SkipChildren()
-		}
+	err := children(r, e, func(kid *dwarf.Entry) error {
 		if kid.Tag != dwarf.TagMember {
-			continue
+			return nil
 		}
 		f := &dwarf.StructField{}
+		var err error
 		if f.Type, err = b.subType(kid, depth); err != nil {
 			return err
 		}
@@ -445,6 +440,10 @@ func (b *Binary) readFields(r entryReader, e *dwarf.Entry, t *dwarf.StructType, 
 			zero(last)
 		}
 		last, lastOff, lastBitSize = f, f.ByteOffset, f.BitSize
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if last != nil && t.Kind != "union" && t.ByteSize >= 0 && t.ByteSize == lastOff {
 		zero(last)
