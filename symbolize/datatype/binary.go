@@ -36,7 +36,7 @@ type Binary struct {
 	// The DWARF sections, read with dwarfbuf (dies.go, unitindex.go).
 	info, abbrevSec, strSec, lineStrSec []byte
 	strOffsets, rangesSec, rnglists     []byte
-	typeUnits                           []byte // .debug_types, kept for typeUnitData
+	typeUnits                           []byte // .debug_types, kept for typeUnitType
 	order                               binary.ByteOrder
 	loc                                 []byte    // .debug_loc (DWARF 2-4)
 	loclists                            []byte    // .debug_loclists (DWARF 5)

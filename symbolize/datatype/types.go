@@ -16,8 +16,10 @@ import (
 // dwarf.Type values (debug/dwarf's exported structs) dwarf.Data.Type
 // builds, which the rest of the package reads (TestTypesAsDebugDWARF
 // compares them). Only a type that refers into a type unit
-// (DW_FORM_ref_sig8: .debug_types, or DWARF 5 type units) is read with
-// debug/dwarf's reader (typeUnitType), for that file alone.
+// (DW_FORM_ref_sig8: .debug_types, or DWARF 5 type units) or into a dwz
+// supplementary file (DW_FORM_GNU_ref_alt, which debug/dwarf reads as
+// void) is read with debug/dwarf's reader (typeUnitType), for that file
+// alone.
 
 // namedKey identifies one definition of a named aggregate across units.
 type namedKey struct {
