@@ -904,6 +904,10 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 		ok := true
 		var all []*profile.Location
 		var samples []profile.Sample
+		left := 0 // location IDs of samples lo..hi not given a block yet
+		for i := lo; i < hi; i++ {
+			left += int(m.us[i].n)
+		}
 		for i := lo; i < hi; i++ {
 			u := &m.us[i]
 			if len(samples) == 0 {
@@ -919,8 +923,11 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 			ok = ok && int(u.nvalues) == len(p.SampleType)
 			c := int(u.n)
 			if len(all) < c {
-				all = make([]*profile.Location, max(buildBlock, c))
+				// A block, or what is left when less: a small profile's
+				// load allocated 512 KiB for a few hundred pointers.
+				all = make([]*profile.Location, max(min(buildBlock, left), c))
 				populate(unsafe.Pointer(&all[0]), uintptr(len(all))*8)
+				left -= len(all)
 			}
 			sm.Location = all[:c:c]
 			all = all[c:]
