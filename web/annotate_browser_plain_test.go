@@ -44,7 +44,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
@@ -120,7 +120,7 @@ func TestAnnotateMergeInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
@@ -177,11 +177,11 @@ func TestBrowserAnnotateWithoutExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := symbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	_, base := SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{dir}
 		c.IgnoreMappingPaths = true // as a server for uploads from other machines: the recorded path is not this machine's binary
 	})
-	id := uploadAPI(t, base, "", data)
+	id := UploadAPI(t, base, "", data)
 
 	waitRun(t, base, id, ondemand.RunDone)
 

@@ -24,9 +24,9 @@ import (
 	"viewer/web/browsertest"
 )
 
-// benchProfile returns the benchmark profile: $VIEWER_BENCH_PROFILE when set,
+// BenchProfile returns the benchmark profile: $VIEWER_BENCH_PROFILE when set,
 // else one made by testdata/bench/genprofile (200k samples, 50k stacks).
-func benchProfile(b *testing.B) (string, []byte) {
+func BenchProfile(b *testing.B) (string, []byte) {
 	b.Helper()
 	path := os.Getenv("VIEWER_BENCH_PROFILE")
 	if path == "" {
@@ -63,7 +63,7 @@ func benchProfile(b *testing.B) (string, []byte) {
 // (renderer-cpu-ms) and the medians of the page's marks (at-*-ms,
 // pageMarks), which say where a draw's time went.
 func BenchmarkPageDraw(b *testing.B) {
-	path, data := benchProfile(b)
+	path, data := BenchProfile(b)
 	cfg := web.Config{DataDir: b.TempDir()}
 	if os.Getenv("VIEWER_BENCH_PROFILE") != "" {
 		// A huge profile (the 2M-sample one has 70M frames): no count
@@ -75,7 +75,7 @@ func BenchmarkPageDraw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := loopbackServer(b, s.Handler())
+	ts := LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))

@@ -20,7 +20,7 @@ import (
 	"viewer/web/browsertest"
 )
 
-// browserProfile is a small CPU profile whose shares are easy to check by
+// BrowserProfile is a small CPU profile whose shares are easy to check by
 // hand. Stacks (root first) and their cpu values in ms / sample counts:
 //
 //	main.main > main.work > main.parse                      30 ms / 3
@@ -31,7 +31,7 @@ import (
 //
 // Total 100 ms / 9 samples. main.parse: 30+10+25 = 65%; "parse|render"
 // counts the parse nested under render once: 30+20+10+25 = 85%.
-func browserProfile(t *testing.T) []byte {
+func BrowserProfile(t *testing.T) []byte {
 	t.Helper()
 	fns := map[string]*profile.Function{}
 	locs := map[string]*profile.Location{}
@@ -71,9 +71,9 @@ func browserProfile(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-// loopbackServer is an unstarted test server for h that listens on
+// LoopbackServer is an unstarted test server for h that listens on
 // 127.0.0.1 only (never on [::1] or another address).
-func loopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
+func LoopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,15 +85,15 @@ func loopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
 	return ts
 }
 
-// startServer serves a fresh viewer on 127.0.0.1, as serve does by
+// StartServer serves a fresh viewer on 127.0.0.1, as serve does by
 // default: requests must name this machine in their Host.
-func startServer(t *testing.T) string {
+func StartServer(t *testing.T) string {
 	t.Helper()
 	s, err := web.New(web.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.URL

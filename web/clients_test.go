@@ -53,8 +53,8 @@ func do(t *testing.T, c *http.Client, method, u string, body io.Reader, hdr ...s
 // cannot store a profile (form post, no-cors fetch), while curl and the
 // CLI (no Origin, no Sec-Fetch-Site) and the server's own page can.
 func TestUploadsFromAnotherOriginRefused(t *testing.T) {
-	base := compareServer(t, web.Config{})
-	data := stacksPB(t, "", nil, "main;work", 10)
+	base := CompareServer(t, web.Config{})
+	data := StacksPB(t, "", nil, "main;work", 10)
 	form := func() (io.Reader, string) {
 		var b bytes.Buffer
 		w := multipart.NewWriter(&b)
@@ -135,7 +135,7 @@ func heldJobServerWith(t *testing.T, cfg web.Config, events sse.Config) (base, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
 	ts.Start()
 	t.Cleanup(func() { s.CloseSymbolization(); ts.Close() })
@@ -265,7 +265,7 @@ func TestControlsNeedTheToken(t *testing.T) {
 // another address signs in, and lets the first in after the wait.
 func TestLoginBacksOff(t *testing.T) {
 	const token = "right-token"
-	base := compareServer(t, web.Config{AuthToken: token})
+	base := CompareServer(t, web.Config{AuthToken: token})
 	login := func(c *http.Client, tok string) *http.Response {
 		resp, _ := do(t, c, http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")

@@ -49,8 +49,8 @@ func spreadProfile(t *testing.T) []byte {
 // read 2.50 s, 40.0 ms, 900 µs), and the value columns' headers say what
 // they hold: CPU time for cpu, samples for the samples type.
 func TestBrowserOneUnitPerColumn(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "spread.pb.gz", spreadProfile(t))
+	base := StartServer(t)
+	id := PostProfile(t, base, "spread.pb.gz", spreadProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	unitOf := regexp.MustCompile(`^-?[0-9,.]+ ?(.*)$`)
 	// check reads columns cols of the rows of table sel and their headers.

@@ -33,7 +33,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts elfutils' debuginfod")
 	}
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	bid, err := debuginfodtest.BuildID(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -44,18 +44,18 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := StartDebuginfo(t, DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(client)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true, DebuginfodCacheDir: cache,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
+	id := UploadAPI(t, ds.URL, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
 	st, _ := finalEvent(t, ds.URL, id)
 	if st.Resolved != 0 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateNotFound {
 		t.Fatalf("before the upload: %+v", st)
 	}
-	if functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Fatal("named before the upload")
 	}
 	miss := filepath.Join(cache, bid, "debuginfo")
@@ -64,7 +64,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	asked := upstream.Requests(bid)
 
-	uploadDebugFile(t, ds.URL, debugFile)
+	UploadDebugFile(t, ds.URL, debugFile)
 
 	// The page polls the status of a job that ended with misses.
 	var s ondemand.Status
@@ -87,7 +87,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("after the upload: %+v", st)
 	}
-	if !functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if !FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Error("flame.json does not name ondemand_hash_block after the upload")
 	}
 	if _, err := os.Stat(miss); !errors.Is(err, os.ErrNotExist) {
@@ -98,9 +98,9 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 }
 
-// uploadDebugFile sends path as viewer upload-debuginfo does (multipart
+// UploadDebugFile sends path as viewer upload-debuginfo does (multipart
 // POST /api/debuginfo) and checks it was stored.
-func uploadDebugFile(t testing.TB, base, path string) {
+func UploadDebugFile(t testing.TB, base, path string) {
 	t.Helper()
 	var mb bytes.Buffer
 	mw := multipart.NewWriter(&mb)

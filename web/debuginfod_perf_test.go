@@ -27,13 +27,13 @@ func TestDebuginfodPerfClient(t *testing.T) {
 	if _, err := os.Stat(perf); err != nil {
 		t.Fatalf("%s: %v (perf with debuginfod support; run make deps)", perf, err)
 	}
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := PrivFiles(t)
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "prog")
 	if err := os.WriteFile(exe, mustRead(t, stripped), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{})
+	ds := StartDebuginfo(t, DebuginfoOptions{})
 
 	// record runs the program under perf with viewer as the debuginfod
 	// server, in a fresh HOME (an empty ~/.debug) and client cache, and

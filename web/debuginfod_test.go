@@ -35,7 +35,7 @@ const (
 	privSource = "/viewer-testdata/debuginfo/prog.c"
 )
 
-func privFiles(t testing.TB) (stripped, debug, bid string) {
+func PrivFiles(t testing.TB) (stripped, debug, bid string) {
 	t.Helper()
 	stripped = filepath.Join(privDir, "prog.stripped")
 	debug = filepath.Join(privDir, "prog.debug")
@@ -46,60 +46,60 @@ func privFiles(t testing.TB) (stripped, debug, bid string) {
 	return stripped, debug, bid
 }
 
-// dserver is a viewer serving debug files on 127.0.0.1.
-type dserver struct {
-	URL   string
-	srv   *web.Server
-	files *debuginfo.Store
+// DebuginfoServer is a viewer serving debug files on 127.0.0.1.
+type DebuginfoServer struct {
+	URL    string
+	Server *web.Server
+	Files  *debuginfo.Store
 }
 
-type dopts struct {
-	st       store.Store
-	upstream symbolize.Fetcher
-	token    string
-	serve    string
-	maxFile  int64
-	// localDirs are served too (--serve-local-debug).
-	localDirs []string
-	sym       func(files *debuginfo.Store) *web.SymbolizationConfig
-	// localSource lets the source view read local paths (a loopback
-	// server's default), checked against sym's engine.
-	localSource bool
+type DebuginfoOptions struct {
+	Store    store.Store
+	Upstream symbolize.Fetcher
+	Token    string
+	Serve    string
+	MaxFile  int64
+	// LocalDirs are served too (--serve-local-debug).
+	LocalDirs     []string
+	Symbolization func(files *debuginfo.Store) *web.SymbolizationConfig
+	// LocalSource lets the source view read local paths (a loopback
+	// server's default), checked against Symbolization's engine.
+	LocalSource bool
 }
 
-func debuginfoServer(t testing.TB, o dopts) *dserver {
+func StartDebuginfo(t testing.TB, o DebuginfoOptions) *DebuginfoServer {
 	t.Helper()
-	if o.st == nil {
+	if o.Store == nil {
 		d, err := store.NewDir(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.st = d
+		o.Store = d
 	}
-	if o.serve == "" {
-		o.serve = "open"
+	if o.Serve == "" {
+		o.Serve = "open"
 	}
-	files := debuginfo.New(debuginfo.Config{Store: o.st, Upstream: o.upstream, MaxFile: o.maxFile,
-		TempDir: t.TempDir(), LocalDirs: o.localDirs})
-	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
-	if o.sym != nil {
-		cfg.Symbolization = o.sym(files)
+	files := debuginfo.New(debuginfo.Config{Store: o.Store, Upstream: o.Upstream, MaxFile: o.MaxFile,
+		TempDir: t.TempDir(), LocalDirs: o.LocalDirs})
+	cfg := web.Config{Store: o.Store, AuthToken: o.Token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.Serve}}
+	if o.Symbolization != nil {
+		cfg.Symbolization = o.Symbolization(files)
 	}
-	if o.localSource && cfg.Symbolization != nil {
+	if o.LocalSource && cfg.Symbolization != nil {
 		cfg.Source = &web.SourceConfig{LocalPaths: true, Units: web.EngineUnits{Engine: cfg.Symbolization.Engine}, Timeout: 5 * time.Second}
 	}
 	s, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
 	ts.Start()
 	t.Cleanup(func() {
 		s.CloseSymbolization()
 		ts.Close()
 	})
-	return &dserver{URL: ts.URL, srv: s, files: files}
+	return &DebuginfoServer{URL: ts.URL, Server: s, Files: files}
 }
 
 // put sends body with PUT and returns the status and body.
@@ -169,8 +169,8 @@ func TestDebuginfodRealClients(t *testing.T) {
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
 	gdb := debuginfodtest.NeedTool(t, "gdb", "gdb")
 	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
-	stripped, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{})
+	stripped, debugFile, bid := PrivFiles(t)
+	ds := StartDebuginfo(t, DebuginfoOptions{})
 	for _, f := range []struct{ kind, path string }{{"debuginfo", debugFile}, {"executable", stripped}} {
 		if code, body := putFile(t, ds.URL, bid, f.kind, f.path, ""); code != http.StatusCreated {
 			t.Fatalf("PUT %s: %d %s", f.kind, code, body)
@@ -233,9 +233,9 @@ func TestDebuginfodRealClients(t *testing.T) {
 // wrong and missing build IDs, non-ELF, oversize, the token, metrics and
 // the index page.
 func TestDebuginfoUploadAndServe(t *testing.T) {
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := PrivFiles(t)
 	debugBytes, _ := os.ReadFile(debugFile)
-	ds := debuginfoServer(t, dopts{token: "s3cret", maxFile: int64(len(debugBytes)) + 16<<10})
+	ds := StartDebuginfo(t, DebuginfoOptions{Token: "s3cret", MaxFile: int64(len(debugBytes)) + 16<<10})
 
 	// The token guards uploads; reads stay open.
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != http.StatusUnauthorized || !strings.Contains(body, "token") {
@@ -398,8 +398,8 @@ func noBuildID(t testing.TB, p string) []byte {
 // token too, which elfutils clients send from DEBUGINFOD_HEADERS_FILE.
 func TestDebuginfoTokenReads(t *testing.T) {
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
-	_, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{token: "s3cret", serve: "token"})
+	_, debugFile, bid := PrivFiles(t)
+	ds := StartDebuginfo(t, DebuginfoOptions{Token: "s3cret", Serve: "token"})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, "s3cret"); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}
@@ -435,7 +435,7 @@ func TestDebuginfodFederation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{upstream: client})
+	ds := StartDebuginfo(t, DebuginfoOptions{Upstream: client})
 	want := mustRead(t, exe)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
@@ -495,10 +495,10 @@ func TestDebuginfodFederation(t *testing.T) {
 // TestDebuginfoReplicas: a file uploaded to replica A is served by B, both
 // on one object store.
 func TestDebuginfoReplicas(t *testing.T) {
-	_, debugFile, bid := privFiles(t)
+	_, debugFile, bid := PrivFiles(t)
 	s3 := storetest.NewS3(t)
-	a := debuginfoServer(t, dopts{st: s3.Open(t)})
-	b := debuginfoServer(t, dopts{st: s3.Open(t)})
+	a := StartDebuginfo(t, DebuginfoOptions{Store: s3.Open(t)})
+	b := StartDebuginfo(t, DebuginfoOptions{Store: s3.Open(t)})
 	if code, body := putFile(t, a.URL, bid, "debuginfo", debugFile, ""); code != 201 {
 		t.Fatalf("upload to A: %d %s", code, body)
 	}
@@ -535,16 +535,16 @@ func TestDebuginfoReplicas(t *testing.T) {
 // is uploaded, Retry names its functions without any debuginfod server, and
 // the index links the build ID to the profile.
 func TestDebuginfoSymbolizesProfiles(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := StartDebuginfo(t, DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil) // no debuginfod at all
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 40))
-	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 0 || functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	id := UploadAPI(t, ds.URL, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 40))
+	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 0 || FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Fatalf("named before the upload: %+v", s)
 	}
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {
@@ -553,12 +553,12 @@ func TestDebuginfoSymbolizesProfiles(t *testing.T) {
 	if code, body, _ := post(t, ds.URL+"/p/"+id+"/symbolize/retry", nil); code != http.StatusAccepted {
 		t.Fatalf("retry: %d %s", code, body)
 	}
-	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 1 || !functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 1 || !FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Errorf("after the upload and Retry: %+v", s)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if got := ds.files.Profiles(ctx, bid, 10); len(got) != 1 || got[0] != id {
+	if got := ds.Files.Profiles(ctx, bid, 10); len(got) != 1 || got[0] != id {
 		t.Errorf("profiles that used %s: %v, want [%s]", bid, got, id)
 	}
 	resp, _ := http.Get(ds.URL + "/debuginfo")
@@ -578,7 +578,7 @@ func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
 		t.Skip("records with perf")
 	}
 	perf := debuginfodtest.NeedTool(t, "perf", "linux-perf")
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := PrivFiles(t)
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "prog")
 	if err := os.WriteFile(exe, mustRead(t, stripped), 0o755); err != nil {
@@ -590,15 +590,15 @@ func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := StartDebuginfo(t, DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", mustRead(t, data))
+	id := UploadAPI(t, ds.URL, "", mustRead(t, data))
 	finalEvent(t, ds.URL, id)
-	if functionNames(t, ds.URL, id)["private_work"] {
+	if FunctionNames(t, ds.URL, id)["private_work"] {
 		t.Fatal("private_work named before its debug file was uploaded")
 	}
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {

@@ -21,7 +21,7 @@ func TestBrowserDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	m, err := manual.Load()

@@ -167,8 +167,8 @@ func TestBrowserExactTopAndZoom(t *testing.T) {
 		rows, err := pprofTop(path, tmp, 50)
 		pprofDone <- result{rows, err}
 	}()
-	base := startServer(t)
-	id := postProfile(t, base, "bench.pb.gz", data)
+	base := StartServer(t)
+	id := PostProfile(t, base, "bench.pb.gz", data)
 	b := browsertest.Start(t, browsertest.Options{Width: 1600, Height: 1000})
 
 	runLong(t, b, "open /top", chromedp.Navigate(base+"/p/"+id+"/top?si=cpu"))

@@ -83,7 +83,7 @@ func TestFederatedSourcePathStaysClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{upstream: client})
+	ds := StartDebuginfo(t, DebuginfoOptions{Upstream: client})
 	bid := strings.Repeat("ab", 20)
 	for _, attack := range []string{
 		"../../../admin/keys",

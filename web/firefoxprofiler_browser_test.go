@@ -82,7 +82,7 @@ func TestFirefoxProfilerLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := loopbackServer(t, logged(plainServer.Handler()))
+	ps := LoopbackServer(t, logged(plainServer.Handler()))
 	ps.Start()
 	t.Cleanup(ps.Close)
 	plain := ps.URL
@@ -98,11 +98,11 @@ func TestFirefoxProfilerLive(t *testing.T) {
 	if err := os.Symlink(threadsBin, filepath.Join(debugDir, ".build-id", threadsID[:2], threadsID[2:]+".debug")); err != nil {
 		t.Fatal(err)
 	}
-	symServer, _ := symbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	symServer, _ := SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{debugDir}
 		c.SystemDebugDir = ""
 	})
-	ss := loopbackServer(t, logged(symServer.Handler()))
+	ss := LoopbackServer(t, logged(symServer.Handler()))
 	ss.Start()
 	t.Cleanup(ss.Close)
 	symbolizing := ss.URL
@@ -148,11 +148,11 @@ func TestFirefoxProfilerLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := in.base
-			id := postProfile(t, base, filepath.Base(in.file), data)
+			id := PostProfile(t, base, filepath.Base(in.file), data)
 			truth := base
 			if in.symbolServer != "" {
 				truth = in.symbolServer
-				if postProfile(t, truth, filepath.Base(in.file), data) != id {
+				if PostProfile(t, truth, filepath.Base(in.file), data) != id {
 					t.Fatal("the two viewers gave the file different IDs")
 				}
 			}

@@ -26,12 +26,12 @@ import (
 //
 //	go test -run '^$' -bench FlameWheel -benchtime 40x ./web/
 func BenchmarkFlameWheel(b *testing.B) {
-	_, data := benchProfile(b)
+	_, data := BenchProfile(b)
 	s, err := web.New(web.Config{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := loopbackServer(b, s.Handler())
+	ts := LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))

@@ -48,7 +48,7 @@ func TestSymbolizedRewriteChangesETag(t *testing.T) {
 	}
 	writer, a := replicaServer(t, open(), nil, "a")
 	_, b := replicaServer(t, open(), nil, "b", func(c *web.ReplicaConfig) { c.Recheck = 50 * time.Millisecond })
-	id := uploadAPI(t, a, "", namedProfile(t, "0x401234"))
+	id := UploadAPI(t, a, "", namedProfile(t, "0x401234"))
 
 	urls := func(base string) []string {
 		return []string{base + "/p/" + id + "/flame.json", base + "/p/" + id + "/sandwich.json?fn=main.main"}

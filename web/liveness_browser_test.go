@@ -20,12 +20,12 @@ import (
 // KiB it shows the phase, bytes of the total, speed, elapsed time and time
 // left, then that it stalled. The panel names perf's s and d keys.
 func TestBrowserFetchLiveness(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	held := holdDownloads(t, dsrv.URL)
 	held.Allow(0)
-	_, base := symbolizingServer(t, []string{held.URL}, 2)
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
+	_, base := SymbolizingServer(t, []string{held.URL}, 2)
+	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(30 * time.Second); err != nil {

@@ -72,8 +72,8 @@ func alikeNamesProfile(t *testing.T) []byte {
 // github.com/acme/svc packages read as five distinct, unclipped labels,
 // the whole path in each title.
 func TestBrowserNamesIdentify(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "alike.pb.gz", alikeNamesProfile(t))
+	base := StartServer(t)
+	id := PostProfile(t, base, "alike.pb.gz", alikeNamesProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {

@@ -39,7 +39,7 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 		name := fmt.Sprintf("ondemand%d", i)
 		exe := filepath.Join(built, "bin", name)
 		dbg := filepath.Join(built, "debuginfo", name+".debug")
-		padDebugFile(b, dbg, filepath.Join(served, name+".debug"), 1<<20)
+		PadDebugFile(b, dbg, filepath.Join(served, name+".debug"), 1<<20)
 		bid, err := debuginfodtest.BuildID(exe)
 		if err != nil {
 			b.Fatal(err)
@@ -50,7 +50,7 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 	profileBytes := func(seed int) []byte {
 		var ps []*profile.Profile
 		for i := range n {
-			p, err := profile.ParseData(ondemandProfile(b, exes[i], filepath.Join(built, "debuginfo", fmt.Sprintf("ondemand%d.debug", i)), fmt.Sprintf("/opt/ondemand/lib%d.so", i), seed))
+			p, err := profile.ParseData(OndemandProfile(b, exes[i], filepath.Join(built, "debuginfo", fmt.Sprintf("ondemand%d.debug", i)), fmt.Sprintf("/opt/ondemand/lib%d.so", i), seed))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,10 +105,10 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 			b.Fatalf("symbolization alone: %v, %d of %d symbolized", err, rep.Symbolized(), n)
 		}
 		// The pipeline: a fresh server and cache, upload to the final event.
-		_, base := symbolizingServer(b, []string{dsrv.URL}, 2)
+		_, base := SymbolizingServer(b, []string{dsrv.URL}, 2)
 		b.StartTimer()
 		start = time.Now()
-		id := uploadAPI(b, base, "", data)
+		id := UploadAPI(b, base, "", data)
 		s, _ := finalEvent(b, base, id)
 		pipe += time.Since(start)
 		b.StopTimer()
@@ -125,9 +125,9 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 	b.ReportMetric(float64(pipe)/float64(fetch+sym), "ratio")
 }
 
-// padDebugFile copies a debug file adding a non-allocated section of size
+// PadDebugFile copies a debug file adding a non-allocated section of size
 // bytes, so fetching it costs something like a real library's debug info.
-func padDebugFile(tb testing.TB, src, dst string, size int) {
+func PadDebugFile(tb testing.TB, src, dst string, size int) {
 	tb.Helper()
 	objcopy := debuginfodtest.NeedTool(tb, "objcopy", "binutils")
 	pad := filepath.Join(tb.TempDir(), "pad")

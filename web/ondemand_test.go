@@ -36,10 +36,10 @@ import (
 // real debuginfod server has.
 const ondemandDir = "../testdata/ondemand"
 
-// pieBase is where the profiled process had the executable mapped.
-const pieBase = 0x555555554000
+// PIEBase is where the profiled process had the executable mapped.
+const PIEBase = 0x555555554000
 
-// ondemandProfile is a CPU profile of bin/ondemand holding only addresses
+// OndemandProfile is a CPU profile of bin/ondemand holding only addresses
 // and the build ID, as perf or an eBPF profiler records it. Stacks (root
 // first) and sample counts, each 10 ms:
 //
@@ -49,7 +49,7 @@ const pieBase = 0x555555554000
 //
 // so ondemand_hash_block is 60% once named. seed changes the bytes (and so
 // the profile's ID) without changing its shape.
-func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte {
+func OndemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte {
 	t.Helper()
 	bid, err := debuginfodtest.BuildID(exe)
 	if err != nil {
@@ -80,7 +80,7 @@ func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte
 	addr := map[string]uint64{}
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			addr[s.Name] = pieBase + s.Value + 4 // inside the function
+			addr[s.Name] = PIEBase + s.Value + 4 // inside the function
 		}
 	}
 	for _, fn := range []string{"main", "ondemand_run_workload", "ondemand_hash_block", "ondemand_render_frame", "ondemand_parse_input"} {
@@ -89,7 +89,7 @@ func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte
 		}
 	}
 	m := &profile.Mapping{
-		ID: 1, Start: pieBase + text.Vaddr&^0xfff, Limit: pieBase + (text.Vaddr+text.Memsz+0xfff)&^0xfff,
+		ID: 1, Start: PIEBase + text.Vaddr&^0xfff, Limit: PIEBase + (text.Vaddr+text.Memsz+0xfff)&^0xfff,
 		Offset: text.Off &^ 0xfff, File: file, BuildID: bid,
 	}
 	p := &profile.Profile{
@@ -126,16 +126,16 @@ func ondemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte
 	return b.Bytes()
 }
 
-// symbolizingServer is a viewer with on-demand symbolization asking the
+// SymbolizingServer is a viewer with on-demand symbolization asking the
 // given debuginfod servers, with a fresh client cache and no system debug
 // directories, so only debuginfod can name the test program.
-func symbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(*symbolize.Config)) (*web.Server, string) {
+func SymbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
-	return symbolizingServerWith(t, urls, workers, web.Config{}, adjust...)
+	return SymbolizingServerWith(t, urls, workers, web.Config{}, adjust...)
 }
 
-// symbolizingServerWith is symbolizingServer with cfg's other settings.
-func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
+// SymbolizingServerWith is symbolizingServer with cfg's other settings.
+func SymbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
 	t.Helper()
 	cache := t.TempDir()
 	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
@@ -159,7 +159,7 @@ func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
 	ts.Start()
 	t.Cleanup(func() {
@@ -169,9 +169,9 @@ func symbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Con
 	return s, ts.URL
 }
 
-// uploadAPI posts a profile to /api/profiles (with an optional query) and
+// UploadAPI posts a profile to /api/profiles (with an optional query) and
 // returns its ID.
-func uploadAPI(t testing.TB, base, query string, data []byte) string {
+func UploadAPI(t testing.TB, base, query string, data []byte) string {
 	t.Helper()
 	resp, err := http.Post(base+"/api/profiles"+query, "application/octet-stream", bytes.NewReader(data))
 	if err != nil {
@@ -223,8 +223,8 @@ func finalEvent(t testing.TB, base, id string) (ondemand.Status, []string) {
 	return ondemand.Status{}, nil
 }
 
-// functionNames fetches /p/ID/profile.pb.gz and lists its function names.
-func functionNames(t testing.TB, base, id string) map[string]bool {
+// FunctionNames fetches /p/ID/profile.pb.gz and lists its function names.
+func FunctionNames(t testing.TB, base, id string) map[string]bool {
 	t.Helper()
 	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
 	if err != nil {
@@ -242,7 +242,7 @@ func functionNames(t testing.TB, base, id string) map[string]bool {
 	return names
 }
 
-func ondemandFiles(t testing.TB) (exe, debug string) {
+func OndemandFiles(t testing.TB) (exe, debug string) {
 	exe = filepath.Join(ondemandDir, "bin", "ondemand")
 	debug = filepath.Join(ondemandDir, "debuginfo", "ondemand.debug")
 	for _, f := range []string{exe, debug} {
@@ -254,11 +254,11 @@ func ondemandFiles(t testing.TB) (exe, debug string) {
 }
 
 func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
 	bid, _ := debuginfodtest.BuildID(exe)
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
-	id := uploadAPI(t, base, "?debuginfod=0", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := UploadAPI(t, base, "?debuginfod=0", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	s, _ := finalEvent(t, base, id)
 	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateNotFound {
 		t.Errorf("final status %+v, want debuginfod off and the binary not found", s)
@@ -268,7 +268,7 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 	}
 	// Uploading the same bytes again with debuginfod allowed does not
 	// override the first uploader's choice.
-	uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	resp, err := http.Post(base+"/p/"+id+"/symbolize/retry", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -284,11 +284,11 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 }
 
 func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
 	bid, _ := debuginfodtest.BuildID(exe)
 	dsrv.SetRate(8 << 10) // about a second: the uploads overlap
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 4)
+	_, base := SymbolizingServer(t, []string{dsrv.URL}, 4)
 	var ids []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -296,7 +296,7 @@ func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 100+i))
+			id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 100+i))
 			mu.Lock()
 			ids = append(ids, id)
 			mu.Unlock()
@@ -308,7 +308,7 @@ func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
 		if s.Resolved != 1 {
 			t.Errorf("%s: %+v", id, s)
 		}
-		if !functionNames(t, base, id)["ondemand_hash_block"] {
+		if !FunctionNames(t, base, id)["ondemand_hash_block"] {
 			t.Errorf("%s was not symbolized", id)
 		}
 	}
@@ -348,12 +348,12 @@ func waitState(t testing.TB, base, id string, state symbolize.State) {
 }
 
 func TestOnDemandSkipThenRetry(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	bid, _ := debuginfodtest.BuildID(exe)
 	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
+	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
 	waitState(t, base, id, symbolize.StateFetching)
 
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip", nil); code != http.StatusBadRequest || !strings.Contains(body, "build_id") {
@@ -376,7 +376,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	if len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
 		t.Fatalf("after Skip: %+v", s.Binaries)
 	}
-	if functionNames(t, base, id)["ondemand_hash_block"] {
+	if FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Error("names appeared for a skipped binary")
 	}
 
@@ -387,17 +387,17 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 		t.Fatalf("retry: %d %s", code, body)
 	}
 	s, _ = finalEvent(t, base, id)
-	if s.Resolved != 1 || !functionNames(t, base, id)["ondemand_hash_block"] {
+	if s.Resolved != 1 || !FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Errorf("after Retry: %+v", s)
 	}
 }
 
 func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10)
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 2)
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
+	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
 	waitState(t, base, id, symbolize.StateFetching)
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/disable", nil); code != http.StatusOK {
 		t.Fatalf("disable: %d %s", code, body)
@@ -409,7 +409,7 @@ func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 }
 
 func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
 	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
@@ -426,7 +426,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	var ids []string
 	var last *http.Response
 	for i := range 5 {
-		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 10+i)))
+		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 10+i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -472,7 +472,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 }
 
 func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
 	dir := t.TempDir()
 	// Uploaded while symbolization was off (or before a restart).
@@ -480,7 +480,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := plain.Ingest(context.Background(), ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 4), "x.pb.gz")
+	id, err := plain.Ingest(context.Background(), OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 4), "x.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 		t.Fatalf("the page of an unsymbolized profile has no event stream")
 	}
 	st, _ := finalEvent(t, ts.URL, id)
-	if st.Resolved != 1 || !functionNames(t, ts.URL, id)["ondemand_hash_block"] {
+	if st.Resolved != 1 || !FunctionNames(t, ts.URL, id)["ondemand_hash_block"] {
 		t.Errorf("after the page view: %+v", st)
 	}
 	// A later view has the outcome and no stream.
@@ -572,10 +572,10 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	dsrv := debuginfodtest.Start(t, dir)
 
 	// The running kernel: kallsyms names it, nothing is fetched.
-	_, base := symbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+	_, base := SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
 		c.KallsymsPath, c.KernelNotesPath = ksPath, notes(bid)
 	})
-	id := uploadAPI(t, base, "", kernelProfile(1))
+	id := UploadAPI(t, base, "", kernelProfile(1))
 	s, _ := finalEvent(t, base, id)
 	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "kallsyms") {
 		t.Errorf("running kernel: %+v", s.Binaries)
@@ -585,10 +585,10 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	}
 
 	// Another machine's kernel: the vmlinux comes from debuginfod.
-	_, base = symbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+	_, base = SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
 		c.KallsymsPath, c.KernelNotesPath = ksPath, notes("ffeeddccbbaa99887766554433221100ffeeddcc")
 	})
-	id = uploadAPI(t, base, "", kernelProfile(2))
+	id = UploadAPI(t, base, "", kernelProfile(2))
 	s, _ = finalEvent(t, base, id)
 	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "debuginfod") {
 		t.Errorf("other kernel: %+v", s.Binaries)
@@ -596,7 +596,7 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	if n := dsrv.Requests(bid); n != 1 {
 		t.Errorf("other kernel: debuginfod got %d requests, want 1", n)
 	}
-	if !functionNames(t, base, id)["ondemand_hash_block"] {
+	if !FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Error("the kernel frame has no name after the vmlinux was fetched")
 	}
 }

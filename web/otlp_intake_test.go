@@ -32,10 +32,10 @@ func TestOTLPIntake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Debian's debuginfod")
 	}
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
-	_, base := symbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{OTLP: true})
-	sent, err := profile.ParseData(ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
+	_, base := SymbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{OTLP: true})
+	sent, err := profile.ParseData(OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
 	if err != nil {
 		t.Fatal(err)
 	}

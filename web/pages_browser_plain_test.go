@@ -106,9 +106,9 @@ func (h *headerLog) get(path string) string {
 	return h.enc[path]
 }
 
-// wideStacks is n call paths main;workN;leafN with distinct names, so that
+// WideStacks is n call paths main;workN;leafN with distinct names, so that
 // every JSON body is well over the 1 KiB at which responses are gzipped.
-func wideStacks(n, scale int) []any {
+func WideStacks(n, scale int) []any {
 	var st []any
 	for i := range n {
 		st = append(st, fmt.Sprintf("main;pkg.work%d;pkg.leaf%d", i%40, i), 1+(i*scale)%17)
@@ -136,12 +136,12 @@ func TestBrowserEveryPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	hl := &headerLog{enc: map[string]string{}}
-	ts := loopbackServer(t, hl.wrap(s.Handler()))
+	ts := LoopbackServer(t, hl.wrap(s.Handler()))
 	ts.Start()
 	t.Cleanup(ts.Close)
 	base := ts.URL
-	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
-	bID := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
+	a := PostProfile(t, base, "before.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
+	bID := PostProfile(t, base, "after.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
 
 	b := startStrict(t)
 	ready := func(what string) {
@@ -185,7 +185,7 @@ func TestBrowserEveryPage(t *testing.T) {
 
 	// Upload: choose a file on /, land on its flame page.
 	pb := filepath.Join(t.TempDir(), "upload.pb.gz")
-	if err := os.WriteFile(pb, stacksPB(t, "", nil, wideStacks(300, 7)...), 0o644); err != nil {
+	if err := os.WriteFile(pb, StacksPB(t, "", nil, WideStacks(300, 7)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, b.Browser, "open the upload page", chromedp.Navigate(base+"/"))

@@ -56,11 +56,11 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	a := postProfile(t, ts.URL, "before.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
-	b := postProfile(t, ts.URL, "after.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
+	a := PostProfile(t, ts.URL, "before.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
+	b := PostProfile(t, ts.URL, "after.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
 	drawn := `document.body.dataset.ready === '1'`
 	return ts.URL, []tourPage{
 		{"upload", "/", `document.readyState === 'complete'`},

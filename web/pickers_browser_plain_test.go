@@ -26,8 +26,8 @@ func TestBrowserSandwichPicker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
-	base := startServer(t)
-	id := postProfile(t, base, "wide.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
+	base := StartServer(t)
+	id := PostProfile(t, base, "wide.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the sandwich page without a function", chromedp.Navigate(base+"/p/"+id+"/sandwich"))
 	waitForJS(t, b.Browser, "the picker", `document.body.dataset.ready === '1'`)
@@ -90,10 +90,10 @@ func TestBrowserComparePicker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
-	base := startServer(t)
-	older := postProfile(t, base, "older.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
-	old := postProfile(t, base, "old.pb.gz", stacksPB(t, "", nil, wideStacks(400, 4)...))
-	cur := postProfile(t, base, "new.pb.gz", stacksPB(t, "", nil, wideStacks(400, 5)...))
+	base := StartServer(t)
+	older := PostProfile(t, base, "older.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
+	old := PostProfile(t, base, "old.pb.gz", StacksPB(t, "", nil, WideStacks(400, 4)...))
+	cur := PostProfile(t, base, "new.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur))
 	waitForJS(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
@@ -119,21 +119,21 @@ func TestBrowserComparePicker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	hidden, err := s.Ingest(context.Background(), stacksPB(t, "", nil, wideStacks(400, 6)...), "hidden.pb.gz")
+	hidden, err := s.Ingest(context.Background(), StacksPB(t, "", nil, WideStacks(400, 6)...), "hidden.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown, err := s.Ingest(context.Background(), stacksPB(t, "", nil, wideStacks(400, 7)...), "shown.pb.gz")
+	shown, err := s.Ingest(context.Background(), StacksPB(t, "", nil, WideStacks(400, 7)...), "shown.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := getToken(t, ts.URL+"/api/recent", ""); code != http.StatusUnauthorized || strings.Contains(body, hidden) {
+	if code, body := GetToken(t, ts.URL+"/api/recent", ""); code != http.StatusUnauthorized || strings.Contains(body, hidden) {
 		t.Errorf("/api/recent without the token: %d %.200s, want 401 naming no profile", code, body)
 	}
-	if code, body := getToken(t, ts.URL+"/api/recent", "s3cret"); code != http.StatusOK || !strings.Contains(body, hidden) {
+	if code, body := GetToken(t, ts.URL+"/api/recent", "s3cret"); code != http.StatusOK || !strings.Contains(body, hidden) {
 		t.Errorf("/api/recent with the token: %d %.200s, want 200 listing %s", code, body, hidden)
 	}
 	b2 := startStrict(t)

@@ -58,8 +58,8 @@ type topHeader struct {
 // header is at the top of its scroll container and hides no row, before
 // and after the table is scrolled.
 func TestBrowserTopStickyHeader(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "wide.pb.gz", stacksPB(t, "", nil, wideStacks(400, 3)...))
+	base := StartServer(t)
+	id := PostProfile(t, base, "wide.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the top page", chromedp.Navigate(base+"/p/"+id+"/top"))
 	waitForJS(t, b, "the top table", `document.body.dataset.ready === '1' && document.querySelectorAll('#top tbody tr').length > 50`)
@@ -127,12 +127,12 @@ func TestBrowserSourcePhoneWidth(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "hello.c")
 	long := "\treturn s + " + strings.Repeat("compute_helper_value(n) + ", 7) + "0; /* long */"
-	code := strings.Replace(helloC, "\treturn s;", long, 1)
+	code := strings.Replace(HelloC, "\treturn s;", long, 1)
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
-	id := postProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
+	base := CompareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
+	id := PostProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
 	sb := startStrict(t)
 	emulate(t, sb, 390, 844, true)
 	b := sb.Browser
@@ -190,8 +190,8 @@ const graphBoxJS = `(r => ({x: r.left, y: r.top, width: r.width, height: r.heigh
 // opened after it.
 func TestBrowserFlameSymbolizationFolds(t *testing.T) {
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900}) // first: it skips with -short
-	_, base := symbolizingServer(t, nil, 1)
-	id := uploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
+	_, base := SymbolizingServer(t, nil, 1)
+	id := UploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
 	check := func(when string) {
 		t.Helper()
 		if open := eval[bool](t, b, `document.querySelector('#symbolization details').open`); open {
@@ -253,7 +253,7 @@ type siteChrome struct {
 // was a bare page of its own, without the site's header): it has the same
 // header, links and styles as they do, and its table lists the file.
 func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
-	_, debugFile, bid := privFiles(t)
+	_, debugFile, bid := PrivFiles(t)
 	st, err := store.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -263,10 +263,10 @@ func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	uploadDebugFile(t, ts.URL, debugFile)
+	UploadDebugFile(t, ts.URL, debugFile)
 
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	chrome := func(path string) siteChrome {

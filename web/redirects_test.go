@@ -41,7 +41,7 @@ func TestHostileDebuginfodRedirects(t *testing.T) {
 		}
 	}))
 	defer hostile.Close()
-	_, base := symbolizingServer(t, []string{hostile.URL}, 1)
+	_, base := SymbolizingServer(t, []string{hostile.URL}, 1)
 
 	ids := []string{"aa01", "bb02", "cc03", "dd04"}
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
@@ -54,7 +54,7 @@ func TestHostileDebuginfodRedirects(t *testing.T) {
 	}
 	var b bytes.Buffer
 	p.Write(&b)
-	st, _ := finalEvent(t, base, uploadAPI(t, base, "", b.Bytes()))
+	st, _ := finalEvent(t, base, UploadAPI(t, base, "", b.Bytes()))
 	reason := map[string]string{}
 	for _, bin := range st.Binaries {
 		if bin.State == symbolize.StateSymbolized {

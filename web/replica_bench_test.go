@@ -29,7 +29,7 @@ import (
 //	go test -run '^$' -bench StoreUploadFirstView -benchtime 3x ./web/
 //	# VIEWER_BENCH_PROFILE=FILE to reuse a generated profile
 func BenchmarkStoreUploadFirstView(b *testing.B) {
-	_, data := benchProfile(b)
+	_, data := BenchProfile(b)
 	s3 := storetest.NewS3(b)
 	client := &http.Client{}
 	open := func(backend string, i int) func() store.Store {

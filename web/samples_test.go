@@ -40,8 +40,8 @@ func TestPageCountsSamplesAsPerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := compareServer(t, web.Config{})
-	id := postProfile(t, base, "fp.data", data)
+	base := CompareServer(t, web.Config{})
+	id := PostProfile(t, base, "fp.data", data)
 	want := fmt.Sprintf("<dt>Samples</dt><dd>%s</dd>", group(samples))
 	for _, si := range []string{"cpu-clock", "cpu-clock_count"} {
 		_, _, page := fetchURL(t, base+"/p/"+id+"?"+url.Values{"si": {si}}.Encode())
@@ -62,7 +62,7 @@ func TestPageCountsSamplesAsPerf(t *testing.T) {
 	if err := p.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	id = postProfile(t, base, "time.pb.gz", b.Bytes())
+	id = PostProfile(t, base, "time.pb.gz", b.Bytes())
 	_, _, page := fetchURL(t, base+"/p/"+id)
 	if !strings.Contains(page, "<dt>Stacks</dt><dd>2</dd>") || strings.Contains(page, "<dt>Samples</dt>") {
 		t.Errorf("a time-only profile of 2 stacks: stats %s, want Stacks 2", stats(page))

@@ -25,15 +25,15 @@ func TestBrowserServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	ids := []string{
-		sendService(t, ts.URL, "checkout", 1000, 100),
-		sendService(t, ts.URL, "checkout", 2000, 200),
-		sendService(t, ts.URL, "checkout", 3000, 300),
+		SendService(t, ts.URL, "checkout", 1000, 100),
+		SendService(t, ts.URL, "checkout", 2000, 200),
+		SendService(t, ts.URL, "checkout", 3000, 300),
 	}
-	sendService(t, ts.URL, "cart", 500, 150)
+	SendService(t, ts.URL, "cart", 500, 150)
 
 	b := startStrict(t)
 	run(t, b.Browser, "open /services", chromedp.Navigate(ts.URL+"/services"))

@@ -15,9 +15,9 @@ import (
 	"viewer/web"
 )
 
-// helloC is the program whose source the view shows; compute's loop body
+// HelloC is the program whose source the view shows; compute's loop body
 // is line 4 and its return line 6.
-const helloC = `int compute(int n) {
+const HelloC = `int compute(int n) {
 	int s = 0;
 	for (int i = 0; i < n; i++)
 		s += i * i;
@@ -39,7 +39,7 @@ func buildHello(t *testing.T, dir string) (exe, src, buildID string) {
 		}
 	}
 	src = filepath.Join(srcDir, "hello.c")
-	if err := os.WriteFile(src, []byte(helloC), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(HelloC), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	exe = filepath.Join(binDir, "hello")
@@ -59,7 +59,7 @@ func buildHello(t *testing.T, dir string) (exe, src, buildID string) {
 // (10 ns, leaf), main → compute@4 → helper (5 ns). compute's lines: 4 has
 // flat 30 and cum 35, 6 flat 10 cum 10.
 func sourceProfile(t *testing.T, buildID, src string) []byte {
-	return stacksPB(t, buildID, map[string]string{"compute": src, "main": src},
+	return StacksPB(t, buildID, map[string]string{"compute": src, "main": src},
 		"main@7;compute@4", 30, "main@7;compute@6", 10, "main@7;compute@4;helper", 5)
 }
 
@@ -82,8 +82,8 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
-	id := postProfile(t, base, "hello.pb.gz", sourceProfile(t, bid, src))
+	base := CompareServer(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
+	id := PostProfile(t, base, "hello.pb.gz", sourceProfile(t, bid, src))
 
 	status, _, page := fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if status != http.StatusOK {
@@ -108,7 +108,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	}
 
 	// A file debuginfod does not have: the page says where it looked.
-	id2 := postProfile(t, base, "gone.pb.gz", sourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
+	id2 := PostProfile(t, base, "gone.pb.gz", sourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
 	_, _, page = fetchURL(t, base+"/p/"+id2+"/source?fn=compute")
 	if !strings.Contains(page, "not found on debuginfod servers "+srv.URL) || !strings.Contains(page, `data-line="4"`) {
 		t.Errorf("missing source: page does not say debuginfod lacks it, or drops the line values:\n%s", excerpt(page, "source-problem"))
@@ -126,14 +126,14 @@ func excerpt(page, near string) string {
 func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "hello.c")
-	if err := os.WriteFile(src, []byte(helloC), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(HelloC), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	data := sourceProfile(t, "", src)
 	problem := func(cfg *web.SourceConfig, fn, want string) {
 		t.Helper()
-		base := compareServer(t, web.Config{Source: cfg})
-		id := postProfile(t, base, "p.pb.gz", data)
+		base := CompareServer(t, web.Config{Source: cfg})
+		id := PostProfile(t, base, "p.pb.gz", data)
 		_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"fn": {fn}}.Encode())
 		if !strings.Contains(page, want) {
 			t.Errorf("fn=%s with %+v: page lacks %q:\n%s", fn, cfg, want, excerpt(page, "source-problem"))
@@ -152,8 +152,8 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	problem(nil, "nosuch", "No samples of nosuch")
 
 	// A whole file: every function's lines (main calls at line 7).
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
-	id := postProfile(t, base, "p.pb.gz", data)
+	base := CompareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
+	id := PostProfile(t, base, "p.pb.gz", data)
 	_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"file": {src}}.Encode())
 	for _, want := range []string{`data-line="7" data-cum="45 ns" data-flat=""`, `data-line="4" data-cum="35 ns" data-flat="30 ns"`} {
 		if !strings.Contains(page, want) {
@@ -162,8 +162,8 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	}
 
 	// debuginfod off, with a build ID.
-	base = compareServer(t, web.Config{Source: &web.SourceConfig{}})
-	id = postProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
+	base = CompareServer(t, web.Config{Source: &web.SourceConfig{}})
+	id = PostProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
 	_, _, page = fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if !strings.Contains(page, "debuginfod is off on this server") {
 		t.Errorf("debuginfod off: page does not say so:\n%s", excerpt(page, "source-problem"))

@@ -21,7 +21,7 @@ import (
 // answered for https://profiler.firefox.com only, and so is the POST's
 // answer; other origins and other routes get no CORS headers.
 func TestSymbolicateCORS(t *testing.T) {
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := SymbolizingServer(t, nil, 1)
 	const profiler = "https://profiler.firefox.com"
 	do := func(method, path, origin string) *http.Response {
 		t.Helper()
@@ -142,7 +142,7 @@ func TestSymbolicateFixtures(t *testing.T) {
 		}
 		bins[name] = file
 	}
-	_, base := symbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	_, base := SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{debugDir}
 		c.SystemDebugDir = ""
 	})

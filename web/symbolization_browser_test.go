@@ -16,8 +16,8 @@ import (
 // symbolize, the flame page of a profile with binaries lists them but
 // requests no symbolization status (which would be a 404 in the console).
 func TestBrowserSymbolizationOffAsksNothing(t *testing.T) {
-	base := startServer(t) // no Symbolization config
-	p, err := profile.ParseData(browserProfile(t))
+	base := StartServer(t) // no Symbolization config
+	p, err := profile.ParseData(BrowserProfile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestBrowserSymbolizationOffAsksNothing(t *testing.T) {
 	if err := p.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	id := uploadAPI(t, base, "", buf.Bytes())
+	id := UploadAPI(t, base, "", buf.Bytes())
 
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))

@@ -119,9 +119,9 @@ func TestSymbolizeAPIMatchesLLVMSymbolizer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Debian's debuginfod and llvm-symbolizer")
 	}
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
-	_, base := symbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
+	_, base := SymbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
 	odID, _ := debuginfodtest.BuildID(exe)
 	libc := "/lib/x86_64-linux-gnu/libc.so.6"
 	libcID, err := debuginfodtest.BuildID(libc)
@@ -235,7 +235,7 @@ func TestSymbolizeAPIMatchesLLVMSymbolizer(t *testing.T) {
 
 // TestSymbolizeAPIErrors: bad requests are 400 naming the field.
 func TestSymbolizeAPIErrors(t *testing.T) {
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := SymbolizingServer(t, nil, 1)
 	for _, tc := range []struct {
 		body string
 		says string

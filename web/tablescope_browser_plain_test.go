@@ -53,8 +53,8 @@ type viewFrame struct {
 // profile's table. Before, the table came a top.json later (250-350 ms on
 // a loaded server), still saying "whole profile" beside the zoomed graph.
 func TestBrowserTableFollowsZoom(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "cpu.pb.gz", browserProfile(t))
+	base := StartServer(t)
+	id := PostProfile(t, base, "cpu.pb.gz", BrowserProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id+"?si=cpu"))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -116,7 +116,7 @@ func TestBrowserTableFollowsRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})

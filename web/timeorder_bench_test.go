@@ -30,7 +30,7 @@ func BenchmarkTimeOrder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := loopbackServer(b, s.Handler())
+	ts := LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(readBytes(b, path)))

@@ -40,7 +40,7 @@ func TestBrowserTimeOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := startStrict(t)
@@ -179,11 +179,11 @@ func TestBrowserTimeOrderNoTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.Ingest(context.Background(), browserProfile(t), "cpu.pb.gz")
+	id, err := s.Ingest(context.Background(), BrowserProfile(t), "cpu.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := startStrict(t)

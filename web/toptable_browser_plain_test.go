@@ -88,8 +88,8 @@ const topCells = `[...document.querySelectorAll('#top-table tr')].map(tr => [...
 // short one is whole; the numbers are whole, unwrapped and right-aligned
 // in their columns.
 func TestBrowserTopTableNames(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "names.pb.gz", longNamesProfile(t))
+	base := StartServer(t)
+	id := PostProfile(t, base, "names.pb.gz", longNamesProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -161,8 +161,8 @@ func TestBrowserTopTableNames(t *testing.T) {
 // server computes the table while the page draws (on a 2M-sample profile
 // the table came up to seconds after the graph).
 func TestBrowserTopAskedWithGraph(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "cpu.pb.gz", browserProfile(t))
+	base := StartServer(t)
+	id := PostProfile(t, base, "cpu.pb.gz", BrowserProfile(t))
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {

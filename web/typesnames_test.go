@@ -11,8 +11,8 @@ import (
 // data-type page, the functions of its unattributed share, from the
 // profile's own names, instead of "[unknown function]".
 func TestTypesFunctionNames(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "named.pb.gz", stacksPB(t, "", nil, "main;pkg.run;pkg.hot", 30, "main;pkg.run;pkg.cold", 10))
+	base := StartServer(t)
+	id := PostProfile(t, base, "named.pb.gz", StacksPB(t, "", nil, "main;pkg.run;pkg.hot", 30, "main;pkg.run;pkg.cold", 10))
 	resp, err := http.Get(base + "/p/" + id + "/types.json")
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 	if err := json.Unmarshal(raw, &tab); err != nil {
 		t.Fatal(err)
 	}
-	base := startServer(t)
+	base := StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the start page", chromedp.Navigate(base+"/"))
 	js := eval[string](t, b, `import('/static/flame.js').then(m => JSON.stringify({

@@ -19,8 +19,8 @@ func TestSourceArchiveIndexBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds archives of the limits' sizes: make test runs it")
 	}
-	_, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{})
+	_, debugFile, bid := PrivFiles(t)
+	ds := StartDebuginfo(t, DebuginfoOptions{})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}

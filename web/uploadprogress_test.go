@@ -21,7 +21,7 @@ import (
 // not one is refused, and an upload that fails ends its stream with the
 // error it answered.
 func TestUploadProgressStream(t *testing.T) {
-	base := startServer(t)
+	base := StartServer(t)
 	data, err := os.ReadFile("../testdata/perf/dwarf.data")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestUploadProgressKeysNotExhausted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 4,200 progress streams (3 s): skipped with -short")
 	}
-	base := startServer(t)
+	base := StartServer(t)
 	attacker := clientFrom("127.0.0.2")
 	attacker.Transport.(*http.Transport).MaxIdleConnsPerHost = 8
 	var wg sync.WaitGroup

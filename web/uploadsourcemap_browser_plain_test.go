@@ -16,7 +16,7 @@ import (
 // the bundle's functions as app.js does (fibonacciRecursive), not as the
 // bundle does (n).
 func TestBrowserUploadSourceMaps(t *testing.T) {
-	base := startServer(t)
+	base := StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
 	td, err := filepath.Abs("ingest/sourcemap/testdata")

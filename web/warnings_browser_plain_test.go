@@ -80,7 +80,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 

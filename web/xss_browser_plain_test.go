@@ -62,7 +62,7 @@ func xssProfile(t *testing.T) []byte {
 // Policy, and the names show as text (in the flame graph's tooltip and the
 // top table).
 func TestBrowserHostileNamesStayText(t *testing.T) {
-	base := startServer(t)
+	base := StartServer(t)
 	resp, err := http.Post(base+"/api/profiles?name="+url.QueryEscape(xssUploadName), "application/octet-stream", bytes.NewReader(xssProfile(t)))
 	if err != nil {
 		t.Fatal(err)

@@ -21,12 +21,12 @@ import (
 // benchServer serves a fresh viewer with the benchmark profile uploaded;
 // it returns the server's URL and the profile's page path.
 func benchServer(b *testing.B) (string, string) {
-	_, data := benchProfile(b) // browser_bench_test.go
+	_, data := BenchProfile(b) // browser_bench_test.go
 	s, err := web.New(web.Config{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := loopbackServer(b, s.Handler())
+	ts := LoopbackServer(b, s.Handler())
 	ts.Start()
 	b.Cleanup(ts.Close)
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
