@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"viewer/symbolize"
-	"viewer/web/ondemand"
-
 	"github.com/chromedp/chromedp"
 
+	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
 
 // TestAnnotatePageInBrowser opens the annotate view of sum_list from the
@@ -44,7 +44,7 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
@@ -120,7 +120,7 @@ func TestAnnotateMergeInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
@@ -177,11 +177,11 @@ func TestBrowserAnnotateWithoutExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	_, base := webtest.SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{dir}
 		c.IgnoreMappingPaths = true // as a server for uploads from other machines: the recorded path is not this machine's binary
 	})
-	id := UploadAPI(t, base, "", data)
+	id := webtest.UploadAPI(t, base, "", data)
 
 	waitRun(t, base, id, ondemand.RunDone)
 

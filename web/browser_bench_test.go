@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -22,26 +21,8 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
-
-// BenchProfile returns the benchmark profile: $VIEWER_BENCH_PROFILE when set,
-// else one made by testdata/bench/genprofile (200k samples, 50k stacks).
-func BenchProfile(b *testing.B) (string, []byte) {
-	b.Helper()
-	path := os.Getenv("VIEWER_BENCH_PROFILE")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "bench.pb.gz")
-		cmd := exec.Command("go", "run", "../testdata/bench/genprofile", "-o", path)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("go run ../testdata/bench/genprofile: %v\n%s", err, out)
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return path, data
-}
 
 // BenchmarkPageDraw measures, in headless chromium, the time from navigating
 // to a profile's flame graph page until the page has drawn it (body
@@ -63,7 +44,7 @@ func BenchProfile(b *testing.B) (string, []byte) {
 // (renderer-cpu-ms) and the medians of the page's marks (at-*-ms,
 // pageMarks), which say where a draw's time went.
 func BenchmarkPageDraw(b *testing.B) {
-	path, data := BenchProfile(b)
+	path, data := webtest.BenchProfile(b)
 	cfg := web.Config{DataDir: b.TempDir()}
 	if os.Getenv("VIEWER_BENCH_PROFILE") != "" {
 		// A huge profile (the 2M-sample one has 70M frames): no count
@@ -75,7 +56,7 @@ func BenchmarkPageDraw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := LoopbackServer(b, s.Handler())
+	ts := webtest.LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))

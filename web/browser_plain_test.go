@@ -19,6 +19,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserDeepStack draws a stack deeper than a canvas can be tall at full
@@ -43,7 +44,7 @@ func TestBrowserDeepStack(t *testing.T) {
 	if err := p.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	resp, err := http.Post(base+"/api/profiles", "application/octet-stream", &buf)
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +80,10 @@ func TestBrowserDeepStack(t *testing.T) {
 // TestBrowserDropUpload drops a file on the upload page: the page posts it
 // to the JSON API and opens the returned link.
 func TestBrowserDropUpload(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
-	data := base64.StdEncoding.EncodeToString(BrowserProfile(t))
+	data := base64.StdEncoding.EncodeToString(webtest.BrowserProfile(t))
 	run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
 		const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
 		const dt = new DataTransfer();
@@ -120,10 +121,10 @@ func TestBrowserDropUpload(t *testing.T) {
 }
 
 func TestBrowserFlamePage(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	pb := filepath.Join(t.TempDir(), "cpu.pb")
-	if err := os.WriteFile(pb, BrowserProfile(t), 0o644); err != nil {
+	if err := os.WriteFile(pb, webtest.BrowserProfile(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -358,10 +359,10 @@ func TestBrowserFlamePage(t *testing.T) {
 // http://127.0.0.1:PORT/ or http://localhost:PORT/: a dropped upload is
 // stored and its flame graph drawn, with no page problem.
 func TestBrowserLoopbackNames(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	port := base[strings.LastIndex(base, ":"):]
 	b := browsertest.Start(t, browsertest.Options{})
-	data := base64.StdEncoding.EncodeToString(BrowserProfile(t))
+	data := base64.StdEncoding.EncodeToString(webtest.BrowserProfile(t))
 	for _, origin := range []string{"http://127.0.0.1" + port, "http://localhost" + port} {
 		run(t, b, "open the upload page at "+origin, chromedp.Navigate(origin+"/"))
 		run(t, b, "drop a profile", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // spreadProfile is a CPU profile (samples and cpu nanoseconds) whose
@@ -49,8 +50,8 @@ func spreadProfile(t *testing.T) []byte {
 // read 2.50 s, 40.0 ms, 900 µs), and the value columns' headers say what
 // they hold: CPU time for cpu, samples for the samples type.
 func TestBrowserOneUnitPerColumn(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "spread.pb.gz", spreadProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "spread.pb.gz", spreadProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	unitOf := regexp.MustCompile(`^-?[0-9,.]+ ?(.*)$`)
 	// check reads columns cols of the rows of table sel and their headers.

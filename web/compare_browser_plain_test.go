@@ -13,6 +13,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // pixel reads the colour drawn on the graph canvas near the top right of
@@ -36,11 +37,11 @@ func pixel(t *testing.T, b *browsertest.Browser, path ...string) [3]int {
 // the page's link (with zoom) reproduces the view. The flame page's
 // compare picker leads to the same diff.
 func TestBrowserDiffLink(t *testing.T) {
-	base := CompareServer(t, web.Config{})
+	base := webtest.CompareServer(t, web.Config{})
 	// Base: parse 60, render 40 (100). New: parse 30, render 150 (180):
 	// render grew from 40% to 83%, parse shrank from 60% to 17%.
-	a := PostProfile(t, base, "before.pb.gz", StacksPB(t, "", nil, "main;parse", 60, "main;render", 40, "main;render;draw", 0))
-	bID := PostProfile(t, base, "after.pb.gz", StacksPB(t, "", nil, "main;parse", 30, "main;render", 120, "main;render;draw", 30))
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 60, "main;render", 40, "main;render;draw", 0))
+	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 30, "main;render", 120, "main;render;draw", 30))
 	b := browsertest.Start(t, browsertest.Options{})
 
 	ready := func(what string) {
@@ -112,9 +113,9 @@ func TestBrowserDiffLink(t *testing.T) {
 // flame page gives it, the choice is kept in the URL (color=) across a
 // reload, and switching back draws the change again.
 func TestBrowserDiffColors(t *testing.T) {
-	base := CompareServer(t, web.Config{})
-	a := PostProfile(t, base, "before.pb.gz", StacksPB(t, "", nil, "main;parse", 60, "main;render", 40))
-	bID := PostProfile(t, base, "after.pb.gz", StacksPB(t, "", nil, "main;parse", 30, "main;render", 150))
+	base := webtest.CompareServer(t, web.Config{})
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 60, "main;render", 40))
+	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 30, "main;render", 150))
 	b := browsertest.Start(t, browsertest.Options{})
 	ready := func(what string) {
 		t.Helper()
@@ -190,8 +191,8 @@ func pageProblems(t *testing.T, b *browsertest.Browser) {
 // the menu's sandwich link, and checks the callers and callees drawn; a
 // click on a caller re-centres the sandwich on it.
 func TestBrowserFrameMenuSandwich(t *testing.T) {
-	base := CompareServer(t, web.Config{})
-	id := PostProfile(t, base, "cpu.pb.gz", StacksPB(t, "", nil,
+	base := webtest.CompareServer(t, web.Config{})
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id+"?si=cpu"))
@@ -286,9 +287,9 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 // text on the diff, sandwich and source pages and in the frame menu.
 func TestBrowserCompareHostileNames(t *testing.T) {
 	const evil = `<img src=x onerror="window.pwned=1">`
-	base := CompareServer(t, web.Config{})
-	a := PostProfile(t, base, "a.pb.gz", StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 10, "main;x", 10))
-	bID := PostProfile(t, base, "b.pb.gz", StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 30, "main;x", 10))
+	base := webtest.CompareServer(t, web.Config{})
+	a := webtest.PostProfile(t, base, "a.pb.gz", webtest.StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 10, "main;x", 10))
+	bID := webtest.PostProfile(t, base, "b.pb.gz", webtest.StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 30, "main;x", 10))
 	b := browsertest.Start(t, browsertest.Options{})
 	check := func(what string) {
 		t.Helper()
@@ -370,9 +371,9 @@ var serviceDist = []any{
 // largest such change saturated. A real doubling of one function is drawn
 // at full red, and the legend prints the scale and the rule.
 func TestBrowserDiffNoise(t *testing.T) {
-	base := CompareServer(t, web.Config{})
-	a := PostProfile(t, base, "run1.pb.gz", StacksPB(t, "", nil, sampled(1, 20000, serviceDist...)...))
-	bID := PostProfile(t, base, "run2.pb.gz", StacksPB(t, "", nil, sampled(2, 20000, serviceDist...)...))
+	base := webtest.CompareServer(t, web.Config{})
+	a := webtest.PostProfile(t, base, "run1.pb.gz", webtest.StacksPB(t, "", nil, sampled(1, 20000, serviceDist...)...))
+	bID := webtest.PostProfile(t, base, "run2.pb.gz", webtest.StacksPB(t, "", nil, sampled(2, 20000, serviceDist...)...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the diff of two runs", chromedp.Navigate(base+"/p/"+a+"/diff/"+bID))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -427,7 +428,7 @@ func TestBrowserDiffNoise(t *testing.T) {
 			doubled[i+1] = 2 * doubled[i+1].(int)
 		}
 	}
-	cID := PostProfile(t, base, "run3.pb.gz", StacksPB(t, "", nil, sampled(3, 20000, doubled...)...))
+	cID := webtest.PostProfile(t, base, "run3.pb.gz", webtest.StacksPB(t, "", nil, sampled(3, 20000, doubled...)...))
 	run(t, b, "open the diff against the doubled scan", chromedp.Navigate(base+"/p/"+a+"/diff/"+cID))
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("the diff never drew: %v; page problems: %q", err, b.Problems())
@@ -460,9 +461,9 @@ func TestBrowserDiffLayout(t *testing.T) {
 	}
 	before = append(before, deep, 200)
 	after = append(after, deep, 400)
-	base := CompareServer(t, web.Config{})
-	a := PostProfile(t, base, "before.pb.gz", StacksPB(t, "", nil, before...))
-	bID := PostProfile(t, base, "after.pb.gz", StacksPB(t, "", nil, after...))
+	base := webtest.CompareServer(t, web.Config{})
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, before...))
+	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, after...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the diff", chromedp.Navigate(base+"/p/"+a+"/diff/"+bID))
 	if err := b.WaitReady(20 * time.Second); err != nil {

@@ -12,6 +12,7 @@ import (
 	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestTypesPageInBrowser opens the data-type page of a recorded perf.data in
@@ -33,7 +34,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 

@@ -11,6 +11,7 @@ import (
 	"viewer/web/browsertest"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
 
 // TestBrowserNamesArriveWithTheDebugFile (issue 19): a flame page left open
@@ -21,14 +22,14 @@ func TestBrowserNamesArriveWithTheDebugFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs chromium")
 	}
-	exe, debugFile := OndemandFiles(t)
-	ds := StartDebuginfo(t, DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	exe, debugFile := webtest.OndemandFiles(t)
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil) // no debuginfod: only the upload can name it
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
 	}})
-	id := UploadAPI(t, ds.URL, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42))
+	id := webtest.UploadAPI(t, ds.URL, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42))
 
 	b := browsertest.Start(t, browsertest.Options{})
 	odDo(t, b, "open the profile", chromedp.Navigate(ds.URL+"/p/"+id))
@@ -43,7 +44,7 @@ func TestBrowserNamesArriveWithTheDebugFile(t *testing.T) {
 		t.Fatal("named before the upload")
 	}
 
-	UploadDebugFile(t, ds.URL, debugFile)
+	webtest.UploadDebugFile(t, ds.URL, debugFile)
 	waitForJS(t, b, "the names in the open page", names+`.includes('"ondemand_hash_block"') && `+row+`.dataset.state === 'symbolized' && document.getElementById('symbolization').dataset.job === 'done'`)
 	if !odEval[bool](t, b, `window.__samePage === true`) {
 		t.Error("the page was reloaded; want the names drawn in place")

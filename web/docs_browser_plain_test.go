@@ -6,6 +6,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/manual"
+	"viewer/web/webtest"
 )
 
 // TestBrowserDocs opens every page of the manual in chromium at 1440×900
@@ -21,7 +22,7 @@ func TestBrowserDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	m, err := manual.Load()

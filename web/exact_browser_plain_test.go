@@ -19,6 +19,7 @@ import (
 
 	"viewer/testdata/bench/gen"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // exactProfile writes the benchmark profile of testdata/bench (200,000
@@ -167,8 +168,8 @@ func TestBrowserExactTopAndZoom(t *testing.T) {
 		rows, err := pprofTop(path, tmp, 50)
 		pprofDone <- result{rows, err}
 	}()
-	base := StartServer(t)
-	id := PostProfile(t, base, "bench.pb.gz", data)
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "bench.pb.gz", data)
 	b := browsertest.Start(t, browsertest.Options{Width: 1600, Height: 1000})
 
 	runLong(t, b, "open /top", chromedp.Navigate(base+"/p/"+id+"/top?si=cpu"))

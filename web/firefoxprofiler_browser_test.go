@@ -21,6 +21,7 @@ import (
 	"viewer/web"
 	"viewer/web/browsertest"
 	"viewer/web/firefoxprofile"
+	"viewer/web/webtest"
 )
 
 // TestFirefoxProfilerLive opens viewer's profiles in a real Firefox
@@ -82,7 +83,7 @@ func TestFirefoxProfilerLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := LoopbackServer(t, logged(plainServer.Handler()))
+	ps := webtest.LoopbackServer(t, logged(plainServer.Handler()))
 	ps.Start()
 	t.Cleanup(ps.Close)
 	plain := ps.URL
@@ -98,11 +99,11 @@ func TestFirefoxProfilerLive(t *testing.T) {
 	if err := os.Symlink(threadsBin, filepath.Join(debugDir, ".build-id", threadsID[:2], threadsID[2:]+".debug")); err != nil {
 		t.Fatal(err)
 	}
-	symServer, _ := SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	symServer, _ := webtest.SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{debugDir}
 		c.SystemDebugDir = ""
 	})
-	ss := LoopbackServer(t, logged(symServer.Handler()))
+	ss := webtest.LoopbackServer(t, logged(symServer.Handler()))
 	ss.Start()
 	t.Cleanup(ss.Close)
 	symbolizing := ss.URL
@@ -148,11 +149,11 @@ func TestFirefoxProfilerLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := in.base
-			id := PostProfile(t, base, filepath.Base(in.file), data)
+			id := webtest.PostProfile(t, base, filepath.Base(in.file), data)
 			truth := base
 			if in.symbolServer != "" {
 				truth = in.symbolServer
-				if PostProfile(t, truth, filepath.Base(in.file), data) != id {
+				if webtest.PostProfile(t, truth, filepath.Base(in.file), data) != id {
 					t.Fatal("the two viewers gave the file different IDs")
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // BenchmarkFlameWheel measures wheel zoom on the benchmark profile (200k
@@ -26,12 +27,12 @@ import (
 //
 //	go test -run '^$' -bench FlameWheel -benchtime 40x ./web/
 func BenchmarkFlameWheel(b *testing.B) {
-	_, data := BenchProfile(b)
+	_, data := webtest.BenchProfile(b)
 	s, err := web.New(web.Config{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := LoopbackServer(b, s.Handler())
+	ts := webtest.LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))

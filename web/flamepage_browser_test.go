@@ -18,6 +18,7 @@ import (
 
 	"viewer/symbolize/sampling"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // packagesProfile has frames of four color groups: a Go package (main), a
@@ -70,8 +71,8 @@ func packagesProfile(t *testing.T) []byte {
 
 func openPackagesProfile(t *testing.T, opt browsertest.Options) (*browsertest.Browser, string) {
 	t.Helper()
-	base := StartServer(t)
-	id := PostProfile(t, base, "packages.pb.gz", packagesProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "packages.pb.gz", packagesProfile(t))
 	b := browsertest.Start(t, opt)
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -213,8 +214,8 @@ func TestBrowserFlameTooltipSamples(t *testing.T) {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := StartServer(t)
-	id := PostProfile(t, base, "cpu.pb.gz", buf.Bytes())
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", buf.Bytes())
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	open := func(query string) {
 		t.Helper()

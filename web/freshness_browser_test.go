@@ -19,6 +19,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // systemLibc is Debian's libc; libc6-dbg installs its debug file under
@@ -74,7 +75,7 @@ func textMapping(t *testing.T, id uint64, path, symbolsFrom, file string, base u
 //	main > ondemand_parse_input                                   4
 func libcAndMainProfile(t *testing.T, exe, debugFile string) []byte {
 	t.Helper()
-	app, appAddr := textMapping(t, 1, exe, debugFile, "/opt/ondemand/bin/ondemand", PIEBase, "main", "ondemand_run_workload", "ondemand_hash_block", "ondemand_parse_input")
+	app, appAddr := textMapping(t, 1, exe, debugFile, "/opt/ondemand/bin/ondemand", webtest.PIEBase, "main", "ondemand_run_workload", "ondemand_hash_block", "ondemand_parse_input")
 	libc, libcAddr := textMapping(t, 2, systemLibc, systemLibc, systemLibc, 0x7f3a00000000, "getenv")
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
@@ -154,7 +155,7 @@ func (l *etagLog) list() []string {
 // too; and flame.json's ETag changed between the two passes (so the
 // browser's revalidation got the second tree, not a 304).
 func TestBrowserNamesArriveInTwoPasses(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	if _, err := os.Stat(systemLibc); err != nil {
 		t.Fatalf("%v: this test needs Debian's libc6 and libc6-dbg", err)
 	}
@@ -171,13 +172,13 @@ func TestBrowserNamesArriveInTwoPasses(t *testing.T) {
 	// shows the first pass, so that the second arrives with the page open.
 	held := holdDownloads(t, dsrv.URL)
 	held.Allow(64 << 10)
-	s, _ := SymbolizingServer(t, []string{held.URL}, 2, func(c *symbolize.Config) { c.SystemDebugDir = "/usr/lib/debug" })
+	s, _ := webtest.SymbolizingServer(t, []string{held.URL}, 2, func(c *symbolize.Config) { c.SystemDebugDir = "/usr/lib/debug" })
 	el := &etagLog{}
-	ts := LoopbackServer(t, el.wrap(s.Handler()))
+	ts := webtest.LoopbackServer(t, el.wrap(s.Handler()))
 	ts.Start()
 	t.Cleanup(ts.Close)
 	base := ts.URL
-	id := UploadAPI(t, base, "", libcAndMainProfile(t, exe, debugFile))
+	id := webtest.UploadAPI(t, base, "", libcAndMainProfile(t, exe, debugFile))
 
 	b := browsertest.Start(t, browsertest.Options{})
 	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))

@@ -12,6 +12,7 @@ import (
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserFetchLiveness follows a download from Debian's debuginfod
@@ -20,12 +21,12 @@ import (
 // KiB it shows the phase, bytes of the total, speed, elapsed time and time
 // left, then that it stalled. The panel names perf's s and d keys.
 func TestBrowserFetchLiveness(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	held := holdDownloads(t, dsrv.URL)
 	held.Allow(0)
-	_, base := SymbolizingServer(t, []string{held.URL}, 2)
-	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
+	_, base := webtest.SymbolizingServer(t, []string{held.URL}, 2)
+	id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	odDo(t, b, "open the profile", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(30 * time.Second); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // alikeNames are functions whose names differ only in their middle, as a
@@ -72,8 +73,8 @@ func alikeNamesProfile(t *testing.T) []byte {
 // github.com/acme/svc packages read as five distinct, unclipped labels,
 // the whole path in each title.
 func TestBrowserNamesIdentify(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "alike.pb.gz", alikeNamesProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "alike.pb.gz", alikeNamesProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // paddedDebugDir copies the debug file into a new directory with an extra
@@ -27,7 +28,7 @@ import (
 func paddedDebugDir(t testing.TB, debugFile string, size int) string {
 	t.Helper()
 	dir := t.TempDir()
-	PadDebugFile(t, debugFile, filepath.Join(dir, filepath.Base(debugFile)), size)
+	webtest.PadDebugFile(t, debugFile, filepath.Join(dir, filepath.Base(debugFile)), size)
 	return dir
 }
 
@@ -97,7 +98,7 @@ func holdDownloads(t *testing.T, server string) *heldDownloads {
 			return nil
 		},
 	}
-	ts := LoopbackServer(t, proxy)
+	ts := webtest.LoopbackServer(t, proxy)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { h.Allow(math.MaxInt64) }) // before ts.Close: no body stays held
@@ -143,7 +144,7 @@ func (b *heldBody) Read(p []byte) (int, error) {
 }
 
 func TestBrowserOnDemandSymbolization(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	// The server gets a copy of the debug file padded to 640 KiB, and the
 	// viewer reaches it through a proxy that lets the download through in
 	// steps, so the page is seen following it (the client reports every
@@ -153,9 +154,9 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	bid, _ := debuginfodtest.BuildID(exe)
 	held := holdDownloads(t, dsrv.URL)
 	held.Allow(128 << 10)
-	_, base := SymbolizingServer(t, []string{held.URL}, 2)
+	_, base := webtest.SymbolizingServer(t, []string{held.URL}, 2)
 	pb := filepath.Join(t.TempDir(), "ondemand.pb.gz")
-	if err := os.WriteFile(pb, OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 0), 0o644); err != nil {
+	if err := os.WriteFile(pb, webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -216,7 +217,7 @@ func TestBrowserOnDemandSymbolization(t *testing.T) {
 	if n := dsrv.Requests(bid); n != 1 {
 		t.Errorf("the server got %d requests for %s, want 1", n, bid)
 	}
-	if names := FunctionNames(t, base, id); !names["ondemand_hash_block"] || !names["ondemand_render_frame"] {
+	if names := webtest.FunctionNames(t, base, id); !names["ondemand_hash_block"] || !names["ondemand_render_frame"] {
 		t.Errorf("profile.pb.gz has %v, want the program's functions", names)
 	}
 
@@ -252,12 +253,12 @@ type heldPage struct {
 // and waits until the binary's row shows it fetching with a Skip button.
 func heldOnDemandPage(t *testing.T) heldPage {
 	t.Helper()
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	p := heldPage{held: holdDownloads(t, dsrv.URL), row: `document.querySelector('#binaries tr')`}
 	p.held.Allow(64 << 10)
-	_, p.base = SymbolizingServer(t, []string{p.held.URL}, 2)
-	p.id = UploadAPI(t, p.base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
+	_, p.base = webtest.SymbolizingServer(t, []string{p.held.URL}, 2)
+	p.id = webtest.UploadAPI(t, p.base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 5))
 
 	p.b = browsertest.Start(t, browsertest.Options{})
 	odDo(t, p.b, "open the profile", chromedp.Navigate(p.base+"/p/"+p.id))
@@ -358,12 +359,12 @@ func TestBrowserOnDemandKeys(t *testing.T) {
 }
 
 func TestBrowserUploadWithoutDebuginfod(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
 	bid, _ := debuginfodtest.BuildID(exe)
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
 	pb := filepath.Join(t.TempDir(), "private.pb.gz")
-	if err := os.WriteFile(pb, OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 6), 0o644); err != nil {
+	if err := os.WriteFile(pb, webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 6), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b := browsertest.Start(t, browsertest.Options{})

@@ -29,162 +29,8 @@ import (
 	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
-
-// The on-demand tests use testdata/ondemand: a stripped PIE (bin/ondemand,
-// no symbols at all) whose debug file (debuginfo/ondemand.debug) only the
-// real debuginfod server has.
-const ondemandDir = "../testdata/ondemand"
-
-// PIEBase is where the profiled process had the executable mapped.
-const PIEBase = 0x555555554000
-
-// OndemandProfile is a CPU profile of bin/ondemand holding only addresses
-// and the build ID, as perf or an eBPF profiler records it. Stacks (root
-// first) and sample counts, each 10 ms:
-//
-//	main > ondemand_run_workload > ondemand_hash_block     6
-//	main > ondemand_run_workload > ondemand_render_frame   3
-//	main > ondemand_parse_input                            1
-//
-// so ondemand_hash_block is 60% once named. seed changes the bytes (and so
-// the profile's ID) without changing its shape.
-func OndemandProfile(t testing.TB, exe, debugFile, file string, seed int) []byte {
-	t.Helper()
-	bid, err := debuginfodtest.BuildID(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ef, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
-	var text *elf.Prog
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
-			text = p
-		}
-	}
-	// Function addresses come from the debug file, which the server being
-	// tested never sees except through debuginfod.
-	df, err := elf.Open(debugFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer df.Close()
-	syms, err := df.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := map[string]uint64{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			addr[s.Name] = PIEBase + s.Value + 4 // inside the function
-		}
-	}
-	for _, fn := range []string{"main", "ondemand_run_workload", "ondemand_hash_block", "ondemand_render_frame", "ondemand_parse_input"} {
-		if addr[fn] == 0 {
-			t.Fatalf("%s has no symbol %s", debugFile, fn)
-		}
-	}
-	m := &profile.Mapping{
-		ID: 1, Start: PIEBase + text.Vaddr&^0xfff, Limit: PIEBase + (text.Vaddr+text.Memsz+0xfff)&^0xfff,
-		Offset: text.Off &^ 0xfff, File: file, BuildID: bid,
-	}
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
-		Period:     10_000_000,
-		Mapping:    []*profile.Mapping{m},
-		Comments:   []string{fmt.Sprintf("seed %d", seed)},
-	}
-	locs := map[string]*profile.Location{}
-	loc := func(fn string) *profile.Location {
-		if l := locs[fn]; l != nil {
-			return l
-		}
-		l := &profile.Location{ID: uint64(len(locs) + 1), Mapping: m, Address: addr[fn]}
-		locs[fn] = l
-		p.Location = append(p.Location, l)
-		return l
-	}
-	add := func(n int64, rootFirst ...string) {
-		s := &profile.Sample{Value: []int64{n, n * 10_000_000}}
-		for i := len(rootFirst) - 1; i >= 0; i-- {
-			s.Location = append(s.Location, loc(rootFirst[i]))
-		}
-		p.Sample = append(p.Sample, s)
-	}
-	add(6, "main", "ondemand_run_workload", "ondemand_hash_block")
-	add(3, "main", "ondemand_run_workload", "ondemand_render_frame")
-	add(1, "main", "ondemand_parse_input")
-	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// SymbolizingServer is a viewer with on-demand symbolization asking the
-// given debuginfod servers, with a fresh client cache and no system debug
-// directories, so only debuginfod can name the test program.
-func SymbolizingServer(t testing.TB, urls []string, workers int, adjust ...func(*symbolize.Config)) (*web.Server, string) {
-	t.Helper()
-	return SymbolizingServerWith(t, urls, workers, web.Config{}, adjust...)
-}
-
-// SymbolizingServerWith is symbolizingServer with cfg's other settings.
-func SymbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Config, adjust ...func(*symbolize.Config)) (*web.Server, string) {
-	t.Helper()
-	cache := t.TempDir()
-	client, err := debuginfod.New(debuginfod.Config{URLs: urls, CacheDir: cache, Timeout: 30 * time.Second, RetryLimit: 1, MaxParallel: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := ondemand.NewGate(client)
-	scfg := symbolize.Config{
-		Fetcher: gate, DebuginfodCacheDir: cache,
-		SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none",
-	}
-	for _, f := range adjust {
-		f(&scfg)
-	}
-	engine := symbolize.New(scfg)
-	cfg.DataDir = t.TempDir()
-	cfg.Symbolization = &web.SymbolizationConfig{
-		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: workers, Queue: 64,
-	}
-	s, err := web.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := LoopbackServer(t, s.Handler())
-	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
-	ts.Start()
-	t.Cleanup(func() {
-		s.CloseSymbolization()
-		ts.Close()
-	})
-	return s, ts.URL
-}
-
-// UploadAPI posts a profile to /api/profiles (with an optional query) and
-// returns its ID.
-func UploadAPI(t testing.TB, base, query string, data []byte) string {
-	t.Helper()
-	resp, err := http.Post(base+"/api/profiles"+query, "application/octet-stream", bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r struct{ ID string }
-	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&r) != nil {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("upload: %s %s", resp.Status, body)
-	}
-	return r.ID
-}
 
 // finalEvent follows /p/ID/events until the "symbolized" event and returns
 // it with the types of the events seen before.
@@ -223,42 +69,12 @@ func finalEvent(t testing.TB, base, id string) (ondemand.Status, []string) {
 	return ondemand.Status{}, nil
 }
 
-// FunctionNames fetches /p/ID/profile.pb.gz and lists its function names.
-func FunctionNames(t testing.TB, base, id string) map[string]bool {
-	t.Helper()
-	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p, err := profile.Parse(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, f := range p.Function {
-		names[f.Name] = true
-	}
-	return names
-}
-
-func OndemandFiles(t testing.TB) (exe, debug string) {
-	exe = filepath.Join(ondemandDir, "bin", "ondemand")
-	debug = filepath.Join(ondemandDir, "debuginfo", "ondemand.debug")
-	for _, f := range []string{exe, debug} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("%v: rebuild with testdata/ondemand/build.sh", err)
-		}
-	}
-	return exe, debug
-}
-
 func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
 	bid, _ := debuginfodtest.BuildID(exe)
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
-	id := UploadAPI(t, base, "?debuginfod=0", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := webtest.UploadAPI(t, base, "?debuginfod=0", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	s, _ := finalEvent(t, base, id)
 	if s.Debuginfod || len(s.Asked) != 0 || len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateNotFound {
 		t.Errorf("final status %+v, want debuginfod off and the binary not found", s)
@@ -268,7 +84,7 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 	}
 	// Uploading the same bytes again with debuginfod allowed does not
 	// override the first uploader's choice.
-	UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
+	webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 1))
 	resp, err := http.Post(base+"/p/"+id+"/symbolize/retry", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -284,11 +100,11 @@ func TestOnDemandNoDebuginfodUploadAsksNoServer(t *testing.T) {
 }
 
 func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
 	bid, _ := debuginfodtest.BuildID(exe)
 	dsrv.SetRate(8 << 10) // about a second: the uploads overlap
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 4)
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 4)
 	var ids []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -296,7 +112,7 @@ func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 100+i))
+			id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 100+i))
 			mu.Lock()
 			ids = append(ids, id)
 			mu.Unlock()
@@ -308,7 +124,7 @@ func TestOnDemandUploadsSharingABinaryFetchItOnce(t *testing.T) {
 		if s.Resolved != 1 {
 			t.Errorf("%s: %+v", id, s)
 		}
-		if !FunctionNames(t, base, id)["ondemand_hash_block"] {
+		if !webtest.FunctionNames(t, base, id)["ondemand_hash_block"] {
 			t.Errorf("%s was not symbolized", id)
 		}
 	}
@@ -348,12 +164,12 @@ func waitState(t testing.TB, base, id string, state symbolize.State) {
 }
 
 func TestOnDemandSkipThenRetry(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	bid, _ := debuginfodtest.BuildID(exe)
 	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
-	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 2))
 	waitState(t, base, id, symbolize.StateFetching)
 
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/skip", nil); code != http.StatusBadRequest || !strings.Contains(body, "build_id") {
@@ -376,7 +192,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 	if len(s.Binaries) != 1 || s.Binaries[0].State != symbolize.StateSkipped || s.Binaries[0].Reason != "skipped by the user" {
 		t.Fatalf("after Skip: %+v", s.Binaries)
 	}
-	if FunctionNames(t, base, id)["ondemand_hash_block"] {
+	if webtest.FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Error("names appeared for a skipped binary")
 	}
 
@@ -387,17 +203,17 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 		t.Fatalf("retry: %d %s", code, body)
 	}
 	s, _ = finalEvent(t, base, id)
-	if s.Resolved != 1 || !FunctionNames(t, base, id)["ondemand_hash_block"] {
+	if s.Resolved != 1 || !webtest.FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Errorf("after Retry: %+v", s)
 	}
 }
 
 func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10)
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 2)
-	id := UploadAPI(t, base, "", OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
+	id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
 	waitState(t, base, id, symbolize.StateFetching)
 	if code, body, _ := post(t, base+"/p/"+id+"/symbolize/disable", nil); code != http.StatusOK {
 		t.Fatalf("disable: %d %s", code, body)
@@ -409,7 +225,7 @@ func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 }
 
 func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
 	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
@@ -426,7 +242,7 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	var ids []string
 	var last *http.Response
 	for i := range 5 {
-		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 10+i)))
+		resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 10+i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -472,15 +288,15 @@ func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 }
 
 func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
-	exe, debugFile := OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
 	dir := t.TempDir()
 	// Uploaded while symbolization was off (or before a restart).
 	plain, err := web.New(web.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := plain.Ingest(context.Background(), OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 4), "x.pb.gz")
+	id, err := plain.Ingest(context.Background(), webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 4), "x.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +321,7 @@ func TestOnDemandPageViewQueuesAStoredProfile(t *testing.T) {
 		t.Fatalf("the page of an unsymbolized profile has no event stream")
 	}
 	st, _ := finalEvent(t, ts.URL, id)
-	if st.Resolved != 1 || !FunctionNames(t, ts.URL, id)["ondemand_hash_block"] {
+	if st.Resolved != 1 || !webtest.FunctionNames(t, ts.URL, id)["ondemand_hash_block"] {
 		t.Errorf("after the page view: %+v", st)
 	}
 	// A later view has the outcome and no stream.
@@ -525,7 +341,7 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	dir := t.TempDir()
 	gcc := debuginfodtest.NeedTool(t, "gcc", "gcc")
 	vmlinux := filepath.Join(dir, "vmlinux") // stands in for one: ET_EXEC, absolute addresses
-	if out, err := exec.Command(gcc, "-g", "-O1", "-fno-inline", "-no-pie", "-fno-pie", "-Wl,--build-id=sha1", "-o", vmlinux, filepath.Join(ondemandDir, "ondemand.c")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(gcc, "-g", "-O1", "-fno-inline", "-no-pie", "-fno-pie", "-Wl,--build-id=sha1", "-o", vmlinux, filepath.Join(webtest.OndemandDir(), "ondemand.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v: %s", err, out)
 	}
 	bid, _ := debuginfodtest.BuildID(vmlinux)
@@ -572,10 +388,10 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	dsrv := debuginfodtest.Start(t, dir)
 
 	// The running kernel: kallsyms names it, nothing is fetched.
-	_, base := SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
 		c.KallsymsPath, c.KernelNotesPath = ksPath, notes(bid)
 	})
-	id := UploadAPI(t, base, "", kernelProfile(1))
+	id := webtest.UploadAPI(t, base, "", kernelProfile(1))
 	s, _ := finalEvent(t, base, id)
 	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "kallsyms") {
 		t.Errorf("running kernel: %+v", s.Binaries)
@@ -585,10 +401,10 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	}
 
 	// Another machine's kernel: the vmlinux comes from debuginfod.
-	_, base = SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
+	_, base = webtest.SymbolizingServer(t, []string{dsrv.URL}, 1, func(c *symbolize.Config) {
 		c.KallsymsPath, c.KernelNotesPath = ksPath, notes("ffeeddccbbaa99887766554433221100ffeeddcc")
 	})
-	id = UploadAPI(t, base, "", kernelProfile(2))
+	id = webtest.UploadAPI(t, base, "", kernelProfile(2))
 	s, _ = finalEvent(t, base, id)
 	if s.Resolved != 1 || !strings.Contains(s.Binaries[0].Source, "debuginfod") {
 		t.Errorf("other kernel: %+v", s.Binaries)
@@ -596,7 +412,7 @@ func TestOnDemandKernelFetchesVmlinuxLast(t *testing.T) {
 	if n := dsrv.Requests(bid); n != 1 {
 		t.Errorf("other kernel: debuginfod got %d requests, want 1", n)
 	}
-	if !FunctionNames(t, base, id)["ondemand_hash_block"] {
+	if !webtest.FunctionNames(t, base, id)["ondemand_hash_block"] {
 		t.Error("the kernel frame has no name after the vmlinux was fetched")
 	}
 }

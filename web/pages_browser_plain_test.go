@@ -19,6 +19,7 @@ import (
 	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // strictBrowser is a chromium whose every page is watched for what a user
@@ -106,16 +107,6 @@ func (h *headerLog) get(path string) string {
 	return h.enc[path]
 }
 
-// WideStacks is n call paths main;workN;leafN with distinct names, so that
-// every JSON body is well over the 1 KiB at which responses are gzipped.
-func WideStacks(n, scale int) []any {
-	var st []any
-	for i := range n {
-		st = append(st, fmt.Sprintf("main;pkg.work%d;pkg.leaf%d", i%40, i), 1+(i*scale)%17)
-	}
-	return st
-}
-
 // TestBrowserEveryPage opens each page in chromium with the browser's own
 // headers (flame, top, diff, sandwich, source, types, then an upload
 // through the form) and fails on any console error, failed request or CSP
@@ -136,12 +127,12 @@ func TestBrowserEveryPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	hl := &headerLog{enc: map[string]string{}}
-	ts := LoopbackServer(t, hl.wrap(s.Handler()))
+	ts := webtest.LoopbackServer(t, hl.wrap(s.Handler()))
 	ts.Start()
 	t.Cleanup(ts.Close)
 	base := ts.URL
-	a := PostProfile(t, base, "before.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
-	bID := PostProfile(t, base, "after.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 3)...))
+	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 5)...))
 
 	b := startStrict(t)
 	ready := func(what string) {
@@ -185,7 +176,7 @@ func TestBrowserEveryPage(t *testing.T) {
 
 	// Upload: choose a file on /, land on its flame page.
 	pb := filepath.Join(t.TempDir(), "upload.pb.gz")
-	if err := os.WriteFile(pb, StacksPB(t, "", nil, WideStacks(300, 7)...), 0o644); err != nil {
+	if err := os.WriteFile(pb, webtest.StacksPB(t, "", nil, webtest.WideStacks(300, 7)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, b.Browser, "open the upload page", chromedp.Navigate(base+"/"))

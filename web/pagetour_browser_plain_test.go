@@ -19,6 +19,7 @@ import (
 	"viewer/symbolize"
 	"viewer/web"
 	"viewer/web/ingest"
+	"viewer/web/webtest"
 )
 
 var updateScreens = flag.Bool("update", false, "rewrite testdata/screenshots (TestScreenshots)")
@@ -56,11 +57,11 @@ func pageTour(t *testing.T) (string, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	a := PostProfile(t, ts.URL, "before.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
-	b := PostProfile(t, ts.URL, "after.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
+	a := webtest.PostProfile(t, ts.URL, "before.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 3)...))
+	b := webtest.PostProfile(t, ts.URL, "after.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 5)...))
 	drawn := `document.body.dataset.ready === '1'`
 	return ts.URL, []tourPage{
 		{"upload", "/", `document.readyState === 'complete'`},

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // pickerRowsJS is the sandwich picker's list as shown: each row's name and
@@ -26,8 +27,8 @@ func TestBrowserSandwichPicker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
-	base := StartServer(t)
-	id := PostProfile(t, base, "wide.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "wide.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 3)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the sandwich page without a function", chromedp.Navigate(base+"/p/"+id+"/sandwich"))
 	waitForJS(t, b.Browser, "the picker", `document.body.dataset.ready === '1'`)
@@ -90,10 +91,10 @@ func TestBrowserComparePicker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
 	}
-	base := StartServer(t)
-	older := PostProfile(t, base, "older.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
-	old := PostProfile(t, base, "old.pb.gz", StacksPB(t, "", nil, WideStacks(400, 4)...))
-	cur := PostProfile(t, base, "new.pb.gz", StacksPB(t, "", nil, WideStacks(400, 5)...))
+	base := webtest.StartServer(t)
+	older := webtest.PostProfile(t, base, "older.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 3)...))
+	old := webtest.PostProfile(t, base, "old.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 4)...))
+	cur := webtest.PostProfile(t, base, "new.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 5)...))
 	b := startStrict(t)
 	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur))
 	waitForJS(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
@@ -119,21 +120,21 @@ func TestBrowserComparePicker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	hidden, err := s.Ingest(context.Background(), StacksPB(t, "", nil, WideStacks(400, 6)...), "hidden.pb.gz")
+	hidden, err := s.Ingest(context.Background(), webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 6)...), "hidden.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown, err := s.Ingest(context.Background(), StacksPB(t, "", nil, WideStacks(400, 7)...), "shown.pb.gz")
+	shown, err := s.Ingest(context.Background(), webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 7)...), "shown.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := GetToken(t, ts.URL+"/api/recent", ""); code != http.StatusUnauthorized || strings.Contains(body, hidden) {
+	if code, body := webtest.GetToken(t, ts.URL+"/api/recent", ""); code != http.StatusUnauthorized || strings.Contains(body, hidden) {
 		t.Errorf("/api/recent without the token: %d %.200s, want 401 naming no profile", code, body)
 	}
-	if code, body := GetToken(t, ts.URL+"/api/recent", "s3cret"); code != http.StatusOK || !strings.Contains(body, hidden) {
+	if code, body := webtest.GetToken(t, ts.URL+"/api/recent", "s3cret"); code != http.StatusOK || !strings.Contains(body, hidden) {
 		t.Errorf("/api/recent with the token: %d %.200s, want 200 listing %s", code, body, hidden)
 	}
 	b2 := startStrict(t)

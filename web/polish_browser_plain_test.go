@@ -17,6 +17,7 @@ import (
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
 
 // topHeaderJS measures the /top table's sticky header against its scroll
@@ -58,8 +59,8 @@ type topHeader struct {
 // header is at the top of its scroll container and hides no row, before
 // and after the table is scrolled.
 func TestBrowserTopStickyHeader(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "wide.pb.gz", StacksPB(t, "", nil, WideStacks(400, 3)...))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "wide.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 3)...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the top page", chromedp.Navigate(base+"/p/"+id+"/top"))
 	waitForJS(t, b, "the top table", `document.body.dataset.ready === '1' && document.querySelectorAll('#top tbody tr').length > 50`)
@@ -127,12 +128,12 @@ func TestBrowserSourcePhoneWidth(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "hello.c")
 	long := "\treturn s + " + strings.Repeat("compute_helper_value(n) + ", 7) + "0; /* long */"
-	code := strings.Replace(HelloC, "\treturn s;", long, 1)
+	code := strings.Replace(webtest.HelloC, "\treturn s;", long, 1)
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := CompareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
-	id := PostProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
+	base := webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
+	id := webtest.PostProfile(t, base, "p.pb.gz", sourceProfile(t, "", src))
 	sb := startStrict(t)
 	emulate(t, sb, 390, 844, true)
 	b := sb.Browser
@@ -190,8 +191,8 @@ const graphBoxJS = `(r => ({x: r.left, y: r.top, width: r.width, height: r.heigh
 // opened after it.
 func TestBrowserFlameSymbolizationFolds(t *testing.T) {
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900}) // first: it skips with -short
-	_, base := SymbolizingServer(t, nil, 1)
-	id := UploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
+	_, base := webtest.SymbolizingServer(t, nil, 1)
+	id := webtest.UploadAPI(t, base, "", benchWithUnnamedLibs(t, 4))
 	check := func(when string) {
 		t.Helper()
 		if open := eval[bool](t, b, `document.querySelector('#symbolization details').open`); open {
@@ -253,7 +254,7 @@ type siteChrome struct {
 // was a bare page of its own, without the site's header): it has the same
 // header, links and styles as they do, and its table lists the file.
 func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
-	_, debugFile, bid := PrivFiles(t)
+	_, debugFile, bid := webtest.PrivFiles(t)
 	st, err := store.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -263,10 +264,10 @@ func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	UploadDebugFile(t, ts.URL, debugFile)
+	webtest.UploadDebugFile(t, ts.URL, debugFile)
 
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	chrome := func(path string) siteChrome {
@@ -291,4 +292,12 @@ func TestBrowserDebuginfoInSiteLayout(t *testing.T) {
 	}
 	b.Screenshot(t, "debuginfo")
 	noProblems(t, b)
+}
+
+// sourceProfile: main → compute at line 4 (30 ns, leaf) and line 6
+// (10 ns, leaf), main → compute@4 → helper (5 ns). compute's lines: 4 has
+// flat 30 and cum 35, 6 flat 10 cum 10.
+func sourceProfile(t *testing.T, buildID, src string) []byte {
+	return webtest.StacksPB(t, buildID, map[string]string{"compute": src, "main": src},
+		"main@7;compute@4", 30, "main@7;compute@6", 10, "main@7;compute@4;helper", 5)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // TestBrowserServices opens /services in chromium after three OTLP
@@ -25,15 +26,15 @@ func TestBrowserServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	ids := []string{
-		SendService(t, ts.URL, "checkout", 1000, 100),
-		SendService(t, ts.URL, "checkout", 2000, 200),
-		SendService(t, ts.URL, "checkout", 3000, 300),
+		webtest.SendService(t, ts.URL, "checkout", 1000, 100),
+		webtest.SendService(t, ts.URL, "checkout", 2000, 200),
+		webtest.SendService(t, ts.URL, "checkout", 3000, 300),
 	}
-	SendService(t, ts.URL, "cart", 500, 150)
+	webtest.SendService(t, ts.URL, "cart", 500, 150)
 
 	b := startStrict(t)
 	run(t, b.Browser, "open /services", chromedp.Navigate(ts.URL+"/services"))

@@ -10,14 +10,15 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserSymbolizationOffAsksNothing: on a server that does not
 // symbolize, the flame page of a profile with binaries lists them but
 // requests no symbolization status (which would be a 404 in the console).
 func TestBrowserSymbolizationOffAsksNothing(t *testing.T) {
-	base := StartServer(t) // no Symbolization config
-	p, err := profile.ParseData(BrowserProfile(t))
+	base := webtest.StartServer(t) // no Symbolization config
+	p, err := profile.ParseData(webtest.BrowserProfile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestBrowserSymbolizationOffAsksNothing(t *testing.T) {
 	if err := p.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	id := UploadAPI(t, base, "", buf.Bytes())
+	id := webtest.UploadAPI(t, base, "", buf.Bytes())
 
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))

@@ -13,6 +13,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // recordFrames makes the flame page note, at each animation frame, the
@@ -53,8 +54,8 @@ type viewFrame struct {
 // profile's table. Before, the table came a top.json later (250-350 ms on
 // a loaded server), still saying "whole profile" beside the zoomed graph.
 func TestBrowserTableFollowsZoom(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "cpu.pb.gz", BrowserProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.BrowserProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id+"?si=cpu"))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -116,7 +117,7 @@ func TestBrowserTableFollowsRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // BenchmarkTimelineRange measures, in headless chromium (1600×1000), the
@@ -35,15 +35,16 @@ import (
 // machine inflates far less than the wall time.
 func BenchmarkTimelineRange(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "timed.pb.gz")
-	if out, err := exec.Command("go", "run", "../testdata/bench/genprofile", "-times", "8", "-o", path).CombinedOutput(); err != nil {
-		b.Fatalf("genprofile: %v\n%s", err, out)
+	webtest.GenProfile(b, path, "-times", "8")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
 	}
-	data := readBytes(b, path)
 	s, err := web.New(web.Config{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := LoopbackServer(b, s.Handler())
+	ts := webtest.LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
@@ -123,12 +124,4 @@ func BenchmarkTimelineRange(b *testing.B) {
 		sort.Float64s(v)
 		b.ReportMetric(v[len(v)/2], strings.TrimSuffix(k, "Ms")+"-median")
 	}
-}
-
-func readBytes(b *testing.B, path string) []byte {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
 }

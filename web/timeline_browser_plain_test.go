@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // TestBrowserTimeline records nothing new: it uploads a real perf.data
@@ -36,7 +37,7 @@ func TestBrowserTimeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := startStrict(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // TestBrowserTimeOrder uploads a real perf recording of a program with
@@ -40,7 +41,7 @@ func TestBrowserTimeOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := startStrict(t)
@@ -179,11 +180,11 @@ func TestBrowserTimeOrderNoTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.Ingest(context.Background(), BrowserProfile(t), "cpu.pb.gz")
+	id, err := s.Ingest(context.Background(), webtest.BrowserProfile(t), "cpu.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	b := startStrict(t)

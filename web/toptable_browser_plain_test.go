@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // Long names as a profiler shows them: demangled C++ templates and Go
@@ -88,8 +89,8 @@ const topCells = `[...document.querySelectorAll('#top-table tr')].map(tr => [...
 // short one is whole; the numbers are whole, unwrapped and right-aligned
 // in their columns.
 func TestBrowserTopTableNames(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "names.pb.gz", longNamesProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "names.pb.gz", longNamesProfile(t))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {
@@ -161,8 +162,8 @@ func TestBrowserTopTableNames(t *testing.T) {
 // server computes the table while the page draws (on a 2M-sample profile
 // the table came up to seconds after the graph).
 func TestBrowserTopAskedWithGraph(t *testing.T) {
-	base := StartServer(t)
-	id := PostProfile(t, base, "cpu.pb.gz", BrowserProfile(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.BrowserProfile(t))
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the flame page", chromedp.Navigate(base+"/p/"+id))
 	if err := b.WaitReady(20 * time.Second); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"viewer/symbolize/sampling"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserFormatterMatchesGo runs static/flame.js's formatValue and
@@ -38,7 +39,7 @@ func TestBrowserFormatterMatchesGo(t *testing.T) {
 	if err := json.Unmarshal(raw, &tab); err != nil {
 		t.Fatal(err)
 	}
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the start page", chromedp.Navigate(base+"/"))
 	js := eval[string](t, b, `import('/static/flame.js').then(m => JSON.stringify({

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserUploadProgress uploads a perf.data through the upload page in
@@ -23,7 +24,7 @@ import (
 // What the status line said is recorded in sessionStorage, which outlives
 // the page's navigation to the profile.
 func TestBrowserUploadProgress(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "throttle uploads", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {

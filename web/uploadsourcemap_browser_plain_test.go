@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // TestBrowserUploadSourceMaps uploads a node --cpu-prof recording of a
@@ -16,7 +17,7 @@ import (
 // the bundle's functions as app.js does (fibonacciRecursive), not as the
 // bundle does (n).
 func TestBrowserUploadSourceMaps(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
 	td, err := filepath.Abs("ingest/sourcemap/testdata")

@@ -18,6 +18,7 @@ import (
 	"viewer/web"
 	"viewer/web/browsertest"
 	"viewer/web/ingest"
+	"viewer/web/webtest"
 )
 
 // hostileWarning is a warning whose text is markup: a pprof's comments
@@ -80,7 +81,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := LoopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // Names a hostile profile carries; each would run script if a page put it
@@ -62,7 +63,7 @@ func xssProfile(t *testing.T) []byte {
 // Policy, and the names show as text (in the flame graph's tooltip and the
 // top table).
 func TestBrowserHostileNamesStayText(t *testing.T) {
-	base := StartServer(t)
+	base := webtest.StartServer(t)
 	resp, err := http.Post(base+"/api/profiles?name="+url.QueryEscape(xssUploadName), "application/octet-stream", bytes.NewReader(xssProfile(t)))
 	if err != nil {
 		t.Fatal(err)

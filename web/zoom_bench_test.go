@@ -16,17 +16,18 @@ import (
 
 	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // benchServer serves a fresh viewer with the benchmark profile uploaded;
 // it returns the server's URL and the profile's page path.
 func benchServer(b *testing.B) (string, string) {
-	_, data := BenchProfile(b) // browser_bench_test.go
+	_, data := webtest.BenchProfile(b)
 	s, err := web.New(web.Config{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := LoopbackServer(b, s.Handler())
+	ts := webtest.LoopbackServer(b, s.Handler())
 	ts.Start()
 	b.Cleanup(ts.Close)
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(data))
