@@ -165,7 +165,7 @@ func waitState(t testing.TB, base, id string, state symbolize.State) {
 
 func TestOnDemandSkipThenRetry(t *testing.T) {
 	exe, debugFile := webtest.OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv := debuginfodtest.Start(t, webtest.PaddedDebugDir(t, debugFile, 640<<10))
 	bid, _ := debuginfodtest.BuildID(exe)
 	dsrv.SetRate(32 << 10) // 20 s: only Skip ends it in time
 	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
@@ -210,7 +210,7 @@ func TestOnDemandSkipThenRetry(t *testing.T) {
 
 func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 	exe, debugFile := webtest.OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv := debuginfodtest.Start(t, webtest.PaddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10)
 	_, base := webtest.SymbolizingServer(t, []string{dsrv.URL}, 2)
 	id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 3))
@@ -226,7 +226,7 @@ func TestOnDemandDisableStopsAskingDebuginfod(t *testing.T) {
 
 func TestOnDemandQueueFullKeepsTheUpload(t *testing.T) {
 	exe, debugFile := webtest.OndemandFiles(t)
-	dsrv := debuginfodtest.Start(t, paddedDebugDir(t, debugFile, 640<<10))
+	dsrv := debuginfodtest.Start(t, webtest.PaddedDebugDir(t, debugFile, 640<<10))
 	dsrv.SetRate(32 << 10) // 20 s: the only worker stays busy with the first upload
 	client, _ := debuginfod.New(debuginfod.Config{URLs: []string{dsrv.URL}, CacheDir: t.TempDir()})
 	gate := ondemand.NewGate(client)

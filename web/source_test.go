@@ -65,7 +65,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
-	id := webtest.PostProfile(t, base, "hello.pb.gz", sourceProfile(t, bid, src))
+	id := webtest.PostProfile(t, base, "hello.pb.gz", webtest.SourceProfile(t, bid, src))
 
 	status, _, page := fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if status != http.StatusOK {
@@ -90,7 +90,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	}
 
 	// A file debuginfod does not have: the page says where it looked.
-	id2 := webtest.PostProfile(t, base, "gone.pb.gz", sourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
+	id2 := webtest.PostProfile(t, base, "gone.pb.gz", webtest.SourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
 	_, _, page = fetchURL(t, base+"/p/"+id2+"/source?fn=compute")
 	if !strings.Contains(page, "not found on debuginfod servers "+srv.URL) || !strings.Contains(page, `data-line="4"`) {
 		t.Errorf("missing source: page does not say debuginfod lacks it, or drops the line values:\n%s", excerpt(page, "source-problem"))
@@ -111,7 +111,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	if err := os.WriteFile(src, []byte(webtest.HelloC), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	data := sourceProfile(t, "", src)
+	data := webtest.SourceProfile(t, "", src)
 	problem := func(cfg *web.SourceConfig, fn, want string) {
 		t.Helper()
 		base := webtest.CompareServer(t, web.Config{Source: cfg})
@@ -145,7 +145,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 
 	// debuginfod off, with a build ID.
 	base = webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{}})
-	id = webtest.PostProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
+	id = webtest.PostProfile(t, base, "p.pb.gz", webtest.SourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
 	_, _, page = fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if !strings.Contains(page, "debuginfod is off on this server") {
 		t.Errorf("debuginfod off: page does not say so:\n%s", excerpt(page, "source-problem"))

@@ -206,3 +206,12 @@ func PadDebugFile(tb testing.TB, src, dst string, size int) {
 		tb.Fatalf("objcopy: %v: %s", err, out)
 	}
 }
+
+// PaddedDebugDir copies the debug file into a new directory with an extra
+// non-allocated section of size bytes (its build ID unchanged).
+func PaddedDebugDir(t testing.TB, debugFile string, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	PadDebugFile(t, debugFile, filepath.Join(dir, filepath.Base(debugFile)), size)
+	return dir
+}
