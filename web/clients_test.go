@@ -54,7 +54,7 @@ func do(t *testing.T, c *http.Client, method, u string, body io.Reader, hdr ...s
 // cannot store a profile (form post, no-cors fetch), while curl and the
 // CLI (no Origin, no Sec-Fetch-Site) and the server's own page can.
 func TestUploadsFromAnotherOriginRefused(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	data := webtest.StacksPB(t, "", nil, "main;work", 10)
 	form := func() (io.Reader, string) {
 		var b bytes.Buffer
@@ -266,7 +266,7 @@ func TestControlsNeedTheToken(t *testing.T) {
 // another address signs in, and lets the first in after the wait.
 func TestLoginBacksOff(t *testing.T) {
 	const token = "right-token"
-	base := webtest.CompareServer(t, web.Config{AuthToken: token})
+	base := webtest.StartServerWith(t, web.Config{AuthToken: token})
 	login := func(c *http.Client, tok string) *http.Response {
 		resp, _ := do(t, c, http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")

@@ -90,7 +90,7 @@ func samePaths(t *testing.T, what string, got, want map[string]string) {
 }
 
 func TestFilterParameters(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;b", 10, "main;a;c", 20, "main;d", 30, "main;d;b", 5))
 
@@ -130,7 +130,7 @@ func TestFilterParameters(t *testing.T) {
 }
 
 func TestDiffJSON(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	// Base: a 60, b 40, e 10 (110); new: a 30, b 150, c 20 (200).
 	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 60, "main;b", 40, "main;e", 10))
 	b := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 30, "main;b", 150, "main;c", 20))
@@ -189,7 +189,7 @@ func TestDiffJSON(t *testing.T) {
 }
 
 func TestSandwichJSON(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
 	s := getJSON(t, base+"/p/"+id+"/sandwich.json?fn=f")

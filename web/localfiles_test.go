@@ -150,7 +150,7 @@ func localSourceServer(t *testing.T, roots ...string) string {
 
 func localSourceServerWith(t *testing.T, token string, roots ...string) string {
 	engine := symbolize.New(symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
-	return webtest.CompareServer(t, web.Config{AuthToken: token, Source: &web.SourceConfig{
+	return webtest.StartServerWith(t, web.Config{AuthToken: token, Source: &web.SourceConfig{
 		LocalPaths: true, Units: web.EngineUnits{Engine: engine}, Roots: roots, Timeout: 5 * time.Second,
 	}})
 }

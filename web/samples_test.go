@@ -41,7 +41,7 @@ func TestPageCountsSamplesAsPerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	id := webtest.PostProfile(t, base, "fp.data", data)
 	want := fmt.Sprintf("<dt>Samples</dt><dd>%s</dd>", group(samples))
 	for _, si := range []string{"cpu-clock", "cpu-clock_count"} {

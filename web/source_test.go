@@ -64,7 +64,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
+	base := webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
 	id := webtest.PostProfile(t, base, "hello.pb.gz", webtest.SourceProfile(t, bid, src))
 
 	status, _, page := fetchURL(t, base+"/p/"+id+"/source?fn=compute")
@@ -114,7 +114,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	data := webtest.SourceProfile(t, "", src)
 	problem := func(cfg *web.SourceConfig, fn, want string) {
 		t.Helper()
-		base := webtest.CompareServer(t, web.Config{Source: cfg})
+		base := webtest.StartServerWith(t, web.Config{Source: cfg})
 		id := webtest.PostProfile(t, base, "p.pb.gz", data)
 		_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"fn": {fn}}.Encode())
 		if !strings.Contains(page, want) {
@@ -134,7 +134,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	problem(nil, "nosuch", "No samples of nosuch")
 
 	// A whole file: every function's lines (main calls at line 7).
-	base := webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
+	base := webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
 	id := webtest.PostProfile(t, base, "p.pb.gz", data)
 	_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"file": {src}}.Encode())
 	for _, want := range []string{`data-line="7" data-cum="45 ns" data-flat=""`, `data-line="4" data-cum="35 ns" data-flat="30 ns"`} {
@@ -144,7 +144,7 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	}
 
 	// debuginfod off, with a build ID.
-	base = webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{}})
+	base = webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{}})
 	id = webtest.PostProfile(t, base, "p.pb.gz", webtest.SourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
 	_, _, page = fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if !strings.Contains(page, "debuginfod is off on this server") {

@@ -37,7 +37,7 @@ func pixel(t *testing.T, b *browsertest.Browser, path ...string) [3]int {
 // the page's link (with zoom) reproduces the view. The flame page's
 // compare picker leads to the same diff.
 func TestBrowserDiffLink(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	// Base: parse 60, render 40 (100). New: parse 30, render 150 (180):
 	// render grew from 40% to 83%, parse shrank from 60% to 17%.
 	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 60, "main;render", 40, "main;render;draw", 0))
@@ -113,7 +113,7 @@ func TestBrowserDiffLink(t *testing.T) {
 // flame page gives it, the choice is kept in the URL (color=) across a
 // reload, and switching back draws the change again.
 func TestBrowserDiffColors(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 60, "main;render", 40))
 	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;parse", 30, "main;render", 150))
 	b := browsertest.Start(t, browsertest.Options{})
@@ -191,7 +191,7 @@ func pageProblems(t *testing.T, b *browsertest.Browser) {
 // the menu's sandwich link, and checks the callers and callees drawn; a
 // click on a caller re-centres the sandwich on it.
 func TestBrowserFrameMenuSandwich(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
 	b := browsertest.Start(t, browsertest.Options{})
@@ -287,7 +287,7 @@ func TestBrowserFrameMenuSandwich(t *testing.T) {
 // text on the diff, sandwich and source pages and in the frame menu.
 func TestBrowserCompareHostileNames(t *testing.T) {
 	const evil = `<img src=x onerror="window.pwned=1">`
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	a := webtest.PostProfile(t, base, "a.pb.gz", webtest.StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 10, "main;x", 10))
 	bID := webtest.PostProfile(t, base, "b.pb.gz", webtest.StacksPB(t, "", map[string]string{evil: "/src/<b>.c"}, "main;"+evil, 30, "main;x", 10))
 	b := browsertest.Start(t, browsertest.Options{})
@@ -371,7 +371,7 @@ var serviceDist = []any{
 // largest such change saturated. A real doubling of one function is drawn
 // at full red, and the legend prints the scale and the rule.
 func TestBrowserDiffNoise(t *testing.T) {
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	a := webtest.PostProfile(t, base, "run1.pb.gz", webtest.StacksPB(t, "", nil, sampled(1, 20000, serviceDist...)...))
 	bID := webtest.PostProfile(t, base, "run2.pb.gz", webtest.StacksPB(t, "", nil, sampled(2, 20000, serviceDist...)...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})
@@ -461,7 +461,7 @@ func TestBrowserDiffLayout(t *testing.T) {
 	}
 	before = append(before, deep, 200)
 	after = append(after, deep, 400)
-	base := webtest.CompareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, before...))
 	bID := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, after...))
 	b := browsertest.Start(t, browsertest.Options{Width: 1440, Height: 900})

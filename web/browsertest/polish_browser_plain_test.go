@@ -132,7 +132,7 @@ func TestBrowserSourcePhoneWidth(t *testing.T) {
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := webtest.CompareServer(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
+	base := webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{Dirs: []string{dir}}})
 	id := webtest.PostProfile(t, base, "p.pb.gz", webtest.SourceProfile(t, "", src))
 	sb := startStrict(t)
 	emulate(t, sb, 390, 844, true)

@@ -27,18 +27,13 @@ func LoopbackServer(tb testing.TB, h http.Handler) *httptest.Server {
 // default: requests must name this machine in their Host.
 func StartServer(t *testing.T) string {
 	t.Helper()
-	s, err := web.New(web.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := LoopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return StartServerWith(t, web.Config{Addr: "127.0.0.1:0"})
 }
 
-// CompareServer starts a server on 127.0.0.1 with cfg (a fresh data dir).
-func CompareServer(t *testing.T, cfg web.Config) string {
+// StartServerWith serves a viewer configured by cfg (in a fresh data
+// directory when cfg has none) on 127.0.0.1, until the test's end, and
+// returns its URL.
+func StartServerWith(t *testing.T, cfg web.Config) string {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
