@@ -77,16 +77,6 @@ func StartDebuginfo(t testing.TB, o DebuginfoOptions) *DebuginfoServer {
 	if o.LocalSource && cfg.Symbolization != nil {
 		cfg.Source = &web.SourceConfig{LocalPaths: true, Units: web.EngineUnits{Engine: cfg.Symbolization.Engine}, Timeout: 5 * time.Second}
 	}
-	s, err := web.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := LoopbackServer(t, s.Handler())
-	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
-	ts.Start()
-	t.Cleanup(func() {
-		s.CloseSymbolization()
-		ts.Close()
-	})
-	return &DebuginfoServer{URL: ts.URL, Server: s, Files: files}
+	s, url := startSymbolizing(t, cfg)
+	return &DebuginfoServer{URL: url, Server: s, Files: files}
 }

@@ -139,6 +139,13 @@ func SymbolizingServerWith(t testing.TB, urls []string, workers int, cfg web.Con
 	cfg.Symbolization = &web.SymbolizationConfig{
 		Engine: engine, Gate: gate, Servers: client.Servers(), Workers: workers, Queue: 64,
 	}
+	return startSymbolizing(t, cfg)
+}
+
+// startSymbolizing serves a viewer configured by cfg on 127.0.0.1 until the
+// test's end, when its symbolization is closed before the server.
+func startSymbolizing(t testing.TB, cfg web.Config) (*web.Server, string) {
+	t.Helper()
 	s, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
