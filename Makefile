@@ -1,7 +1,10 @@
 # `make test` is the test command: it installs what the tests need on a fresh
 # Debian machine, checks the generated templ code, then vets and runs the
 # tests: under the race detector, but for NORACE_TESTS (below), which run
-# without it, and the fuzz targets briefly.
+# without it, and the fuzz targets briefly. The browser tests are a module
+# of their own, BROWSER_TESTS (below): each of those go test steps runs it
+# after the main module, and `go test ./...` at the top, with or without
+# -short, leaves it out.
 GO ?= go
 TEST_TIMEOUT ?= 30m
 
@@ -27,8 +30,9 @@ test: deps
 	@$(MAKE) --no-print-directory test-plain
 
 test-race:
-	$(if $(STRAY_NORACE_FILES),$(error $(STRAY_NORACE_FILES): a *_plain_test.go outside NORACE_PKGS and NORACE_TOOL_PKGS would run in neither go test))
+	$(if $(STRAY_NORACE_FILES),$(error $(STRAY_NORACE_FILES): a *_plain_test.go in none of NORACE_PKGS/NORACE_TOOL_PKGS/BROWSER_TESTS would run in neither go test))
 	$(GO) test -race -vet=all -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
+	cd $(BROWSER_TESTS) && $(GO) test -race -vet=all -skip '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
 
 # NORACE_TOOL_PKGS run after the others, alone: their tests run a JVM and
 # valgrind, and beside TestHugePerfData's perf record they cost it a
@@ -37,19 +41,30 @@ test-race:
 # viewer's server, kept out of go.mod (the collector's tree of modules).
 test-plain:
 	$(GO) test -vet=off -run '$(NORACE_TESTS)|^TestHostileInputs$$' -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
+	cd $(BROWSER_TESTS) && $(GO) test -vet=off -run '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -vet=off -run '$(NORACE_TESTS)' -timeout $(TEST_TIMEOUT) $(NORACE_TOOL_PKGS)
 	cd $(OTLP_EXPORTER) && $(GO) test -vet=off -timeout $(TEST_TIMEOUT) ./...
 
 OTLP_EXPORTER = testdata/otlpexporter
 
-# test-plain-build compiles test-plain's packages (OTLP_EXPORTER's too) and
-# the viewer binary its cmd/viewer tests build, into the build cache, and
-# runs no test.
+# BROWSER_TESTS is the module viewer/web/browsertest: the web pages' tests
+# and benchmarks in headless chromium, with their chromedp driver (package
+# browsertest), kept out of go.mod (chromedp and cdproto). It imports
+# viewer (replace => ../..), and web/webtest for the helpers the web
+# package's tests share with it. A module of its own, it is run by a go
+# test of its own, in its directory, after the main module's, in both
+# runs: `go test ./...` at the top (-short or not) does not reach it.
+BROWSER_TESTS = web/browsertest
+
+# test-plain-build compiles test-plain's packages (OTLP_EXPORTER's and
+# BROWSER_TESTS' too) and the viewer binary its cmd/viewer tests build,
+# into the build cache, and runs no test.
 # After templ-check: both compile the standard library without -race, and
 # two go commands side by side would each compile it.
 test-plain-build: templ-check jscheck
 	$(NICE) $(GO) test -vet=off -run '^$$' $(NORACE_PKGS) $(NORACE_TOOL_PKGS)
 	$(NICE) $(GO) build -o /dev/null ./cmd/viewer
+	cd $(BROWSER_TESTS) && $(NICE) $(GO) test -vet=off -run '^$$' ./...
 	cd $(OTLP_EXPORTER) && $(NICE) $(GO) test -vet=off -run '^$$' ./...
 
 # NICE runs make test's compile-only jobs at the lowest priority.
@@ -66,12 +81,14 @@ NICE ?= nice -n 19
 # under -race. TestHostileInputs runs in both: its heaviest rows skip
 # themselves under -race.
 # A test is one of them by where it is written: in a *_plain_test.go file
-# of NORACE_PKGS or NORACE_TOOL_PKGS (NORACE_NAMES reads their names from
-# those files; a test added there needs no edit here). Such files are
-# compiled, and vetted, in the race run like any other test file.
+# of NORACE_PKGS or NORACE_TOOL_PKGS, or of BROWSER_TESTS' directory (its
+# chromium tests; NORACE_NAMES reads their names from those files; a test
+# added there needs no edit here). Such files are compiled, and vetted, in
+# the race run like any other test file. BROWSER_TESTS' two go tests take
+# the same -skip and -run as the main module's.
 NORACE_PKGS = ./cmd/viewer/ ./web/ ./symbolize/
 NORACE_TOOL_PKGS = ./web/ingest/callgrind/ ./web/ingest/jfr/
-NORACE_FILES = $(wildcard $(addsuffix *_plain_test.go,$(NORACE_PKGS) $(NORACE_TOOL_PKGS)))
+NORACE_FILES = $(wildcard $(addsuffix *_plain_test.go,$(NORACE_PKGS) $(NORACE_TOOL_PKGS) ./$(BROWSER_TESTS)/))
 NORACE_NAMES = $(shell sed -nE 's/^func (Test[A-Za-z0-9_]+).*/\1/p' $(NORACE_FILES) | sort)
 STRAY_NORACE_FILES = $(filter-out $(NORACE_FILES),$(shell find . -name '*_plain_test.go' -not -path './testdata/*'))
 NORACE_TESTS = ^($(subst $(space),|,$(strip $(NORACE_NAMES))))$$
@@ -142,6 +159,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	cd $(BROWSER_TESTS) && $(GO) vet ./...
 
 templ:
 	$(GO) tool templ generate
@@ -177,3 +195,4 @@ build:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd $(BROWSER_TESTS) && $(GO) test -run '^$$' -bench . -benchmem ./...

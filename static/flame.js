@@ -229,7 +229,7 @@ export class Tree {
 }
 
 // formatValue and formatPct are the twins of sampling.FormatValue and
-// sampling.Percent (symbolize/sampling/values.go says the rules; web/units_browser_test.go
+// sampling.Percent (symbolize/sampling/values.go says the rules; web/browsertest/units_browser_plain_test.go
 // checks both on one table). They compute on BigInt integers, as Go does on
 // uint64, so that both round alike.
 /**

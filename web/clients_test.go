@@ -22,6 +22,7 @@ import (
 	"viewer/web"
 	"viewer/web/ondemand"
 	"viewer/web/sse"
+	"viewer/web/webtest"
 )
 
 // clientFrom is an HTTP client whose connections come from the loopback
@@ -53,8 +54,8 @@ func do(t *testing.T, c *http.Client, method, u string, body io.Reader, hdr ...s
 // cannot store a profile (form post, no-cors fetch), while curl and the
 // CLI (no Origin, no Sec-Fetch-Site) and the server's own page can.
 func TestUploadsFromAnotherOriginRefused(t *testing.T) {
-	base := compareServer(t, web.Config{})
-	data := stacksPB(t, "", nil, "main;work", 10)
+	base := webtest.StartServerWith(t, web.Config{})
+	data := webtest.StacksPB(t, "", nil, "main;work", 10)
 	form := func() (io.Reader, string) {
 		var b bytes.Buffer
 		w := multipart.NewWriter(&b)
@@ -135,7 +136,7 @@ func heldJobServerWith(t *testing.T, cfg web.Config, events sse.Config) (base, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
 	ts.Start()
 	t.Cleanup(func() { s.CloseSymbolization(); ts.Close() })
@@ -265,7 +266,7 @@ func TestControlsNeedTheToken(t *testing.T) {
 // another address signs in, and lets the first in after the wait.
 func TestLoginBacksOff(t *testing.T) {
 	const token = "right-token"
-	base := compareServer(t, web.Config{AuthToken: token})
+	base := webtest.StartServerWith(t, web.Config{AuthToken: token})
 	login := func(c *http.Client, tok string) *http.Response {
 		resp, _ := do(t, c, http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,96 +14,8 @@ import (
 
 	"viewer/web"
 	"viewer/web/profiles"
+	"viewer/web/webtest"
 )
-
-// stacksPB is a gzipped pprof profile of "main;a;b" stacks (root first)
-// with cpu values in nanoseconds. Every function gets the file and line
-// given in lines (name → "file:line"), if any, and lives in /bin/app with
-// build ID buildID.
-func stacksPB(t testing.TB, buildID string, lines map[string]string, stacks ...any) []byte {
-	t.Helper()
-	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/bin/app", BuildID: buildID, HasFunctions: true}
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 1,
-		Mapping: []*profile.Mapping{m},
-	}
-	locs := map[string]*profile.Location{}
-	fns := map[string]*profile.Function{}
-	loc := func(frame string) *profile.Location {
-		if l, ok := locs[frame]; ok {
-			return l
-		}
-		name, lineNo := frame, int64(0)
-		if i := strings.IndexByte(frame, '@'); i > 0 { // "fn@12": fn at line 12
-			name = frame[:i]
-			n, _ := json.Number(frame[i+1:]).Int64()
-			lineNo = n
-		}
-		f := fns[name]
-		if f == nil {
-			f = &profile.Function{ID: uint64(len(fns) + 1), Name: name, SystemName: name}
-			if fl, ok := lines[name]; ok {
-				f.Filename = fl
-			}
-			fns[name] = f
-			p.Function = append(p.Function, f)
-		}
-		id := uint64(len(locs) + 1)
-		l := &profile.Location{ID: id, Mapping: m, Address: 0x400000 + id*16, Line: []profile.Line{{Function: f, Line: lineNo}}}
-		p.Location = append(p.Location, l)
-		locs[frame] = l
-		return l
-	}
-	for i := 0; i < len(stacks); i += 2 {
-		names := strings.Split(stacks[i].(string), ";")
-		s := &profile.Sample{Value: []int64{int64(stacks[i+1].(int))}}
-		for j := len(names) - 1; j >= 0; j-- {
-			s.Location = append(s.Location, loc(names[j]))
-		}
-		p.Sample = append(p.Sample, s)
-	}
-	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// compareServer starts a server on 127.0.0.1 with cfg (a fresh data dir).
-func compareServer(t *testing.T, cfg web.Config) string {
-	t.Helper()
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
-	}
-	s, err := web.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := loopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
-
-func postProfile(t testing.TB, base, name string, data []byte) string {
-	t.Helper()
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	fw, _ := w.CreateFormFile("file", name)
-	fw.Write(data)
-	w.Close()
-	resp, err := http.Post(base+"/api/profiles", w.FormDataContentType(), &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r struct{ ID string }
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.ID == "" {
-		t.Fatalf("upload %s: status %d, %v", name, resp.StatusCode, err)
-	}
-	return r.ID
-}
 
 var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
@@ -179,8 +90,8 @@ func samePaths(t *testing.T, what string, got, want map[string]string) {
 }
 
 func TestFilterParameters(t *testing.T) {
-	base := compareServer(t, web.Config{})
-	id := postProfile(t, base, "cpu.pb.gz", stacksPB(t, "", nil,
+	base := webtest.StartServerWith(t, web.Config{})
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;b", 10, "main;a;c", 20, "main;d", 30, "main;d;b", 5))
 
 	f := getJSON(t, base+"/p/"+id+"/flame.json?f=%5Eb%24")
@@ -219,10 +130,10 @@ func TestFilterParameters(t *testing.T) {
 }
 
 func TestDiffJSON(t *testing.T) {
-	base := compareServer(t, web.Config{})
+	base := webtest.StartServerWith(t, web.Config{})
 	// Base: a 60, b 40, e 10 (110); new: a 30, b 150, c 20 (200).
-	a := postProfile(t, base, "before.pb.gz", stacksPB(t, "", nil, "main;a", 60, "main;b", 40, "main;e", 10))
-	b := postProfile(t, base, "after.pb.gz", stacksPB(t, "", nil, "main;a", 30, "main;b", 150, "main;c", 20))
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 60, "main;b", 40, "main;e", 10))
+	b := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 30, "main;b", 150, "main;c", 20))
 	d := getJSON(t, base+"/p/"+a+"/diff/"+b+"/diff.json")
 	samePaths(t, "diff", d.paths(), map[string]string{
 		"root": "200 base 110", "root;main": "200 base 110", "root;main;a": "30 base 60",
@@ -242,14 +153,14 @@ func TestDiffJSON(t *testing.T) {
 	}
 
 	// A base without the sample type: a 400 that lists what it has.
-	mem, err := profile.ParseData(stacksPB(t, "", nil, "main;a", 1))
+	mem, err := profile.ParseData(webtest.StacksPB(t, "", nil, "main;a", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem.SampleType[0].Type, mem.SampleType[0].Unit = "alloc_space", "bytes"
 	var buf bytes.Buffer
 	mem.Write(&buf)
-	m := postProfile(t, base, "heap.pb.gz", buf.Bytes())
+	m := webtest.PostProfile(t, base, "heap.pb.gz", buf.Bytes())
 	if status, _, body := fetchURL(t, base+"/p/"+m+"/diff/"+b+"/diff.json"); status != http.StatusBadRequest || !strings.Contains(body, "alloc_space") || !strings.Contains(body, `\"cpu\"`) && !strings.Contains(body, "cpu") {
 		t.Errorf("diff of heap against cpu: %d %s, want 400 naming both", status, body)
 	}
@@ -278,8 +189,8 @@ func TestDiffJSON(t *testing.T) {
 }
 
 func TestSandwichJSON(t *testing.T) {
-	base := compareServer(t, web.Config{})
-	id := postProfile(t, base, "cpu.pb.gz", stacksPB(t, "", nil,
+	base := webtest.StartServerWith(t, web.Config{})
+	id := webtest.PostProfile(t, base, "cpu.pb.gz", webtest.StacksPB(t, "", nil,
 		"main;a;f;g", 10, "main;b;f", 20, "main;f;f;h", 5, "main;c", 7))
 	s := getJSON(t, base+"/p/"+id+"/sandwich.json?fn=f")
 	if s.Flat != 20 || s.Cum != 35 {
@@ -327,15 +238,15 @@ func stripNames(t *testing.T, data []byte) []byte {
 // link matches the functions by name.
 func TestDiffAcrossSymbolization(t *testing.T) {
 	dir := t.TempDir()
-	named := stacksPB(t, "", nil, "main;a", 60, "main;b", 40)
+	named := webtest.StacksPB(t, "", nil, "main;a", 60, "main;b", 40)
 	s, err := web.New(web.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	a := postProfile(t, ts.URL, "raw.pb.gz", stripNames(t, named))
-	b := postProfile(t, ts.URL, "new.pb.gz", stacksPB(t, "", nil, "main;a", 30, "main;b", 150))
+	a := webtest.PostProfile(t, ts.URL, "raw.pb.gz", stripNames(t, named))
+	b := webtest.PostProfile(t, ts.URL, "new.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 30, "main;b", 150))
 
 	d := getJSON(t, ts.URL+"/p/"+a+"/diff/"+b+"/diff.json")
 	if got := d.paths()["root;main;a"]; got != "30 base 0" {

@@ -54,6 +54,20 @@ type typesResult struct {
 	flame     *encoded // types flame graph JSON, built on first request
 }
 
+// SetDataTypeEngine makes the data-type page, and the annotate view, read
+// binaries with e instead of the symbolization engine (or, without one, an
+// engine looking on this machine only): for a caller whose binaries are in
+// a directory of its own, as the browser tests' are (a test hook, exported
+// for their module, viewer/web/browsertest). Cached results, and the
+// annotate view's listings, are dropped.
+func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
+	s.types.mu.Lock()
+	s.types.engine = e
+	s.types.mu.Unlock()
+	s.types.results.Purge()
+	s.annotations.Purge() // listed with the engine replaced
+}
+
 // dataTypeEngine is the engine the data-type page reads binaries with: the
 // one symbolization uses (its locator, store and budget), else one that
 // looks on this machine only, within --max-debug-file.

@@ -1,11 +1,8 @@
 package web_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
 
 // TestDebugUploadRequeuesMissingProfiles (issue 19): a profile of a stripped
@@ -33,7 +31,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts elfutils' debuginfod")
 	}
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	bid, err := debuginfodtest.BuildID(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -44,18 +42,18 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(client)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true, DebuginfodCacheDir: cache,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Servers: client.Servers(), Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
+	id := webtest.UploadAPI(t, ds.URL, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
 	st, _ := finalEvent(t, ds.URL, id)
 	if st.Resolved != 0 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateNotFound {
 		t.Fatalf("before the upload: %+v", st)
 	}
-	if functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if webtest.FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Fatal("named before the upload")
 	}
 	miss := filepath.Join(cache, bid, "debuginfo")
@@ -64,7 +62,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	asked := upstream.Requests(bid)
 
-	uploadDebugFile(t, ds.URL, debugFile)
+	webtest.UploadDebugFile(t, ds.URL, debugFile)
 
 	// The page polls the status of a job that ended with misses.
 	var s ondemand.Status
@@ -87,7 +85,7 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	if st.Resolved != 1 || len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("after the upload: %+v", st)
 	}
-	if !functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if !webtest.FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Error("flame.json does not name ondemand_hash_block after the upload")
 	}
 	if _, err := os.Stat(miss); !errors.Is(err, os.ErrNotExist) {
@@ -95,25 +93,5 @@ func TestDebugUploadRequeuesMissingProfiles(t *testing.T) {
 	}
 	if n := upstream.Requests(bid); n != asked {
 		t.Errorf("the upstream was asked %d more times; the uploaded file comes first", n-asked)
-	}
-}
-
-// uploadDebugFile sends path as viewer upload-debuginfo does (multipart
-// POST /api/debuginfo) and checks it was stored.
-func uploadDebugFile(t testing.TB, base, path string) {
-	t.Helper()
-	var mb bytes.Buffer
-	mw := multipart.NewWriter(&mb)
-	fw, _ := mw.CreateFormFile("file", filepath.Base(path))
-	fw.Write(mustRead(t, path))
-	mw.Close()
-	resp, err := http.Post(base+"/api/debuginfo", mw.FormDataContentType(), &mb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload of the debug file: %d %s", resp.StatusCode, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
 
 // rawPut sends a PUT's headers, announcing length bytes, and the first
@@ -43,7 +44,7 @@ func rawPut(t testing.TB, base, path string, length int64, first string, wait ti
 // client's pace, which took the 10 s rate window), and a body that stalls
 // is 408 saying so, not 500.
 func TestDebugUploadEdgeCases(t *testing.T) {
-	_, _, bid := privFiles(t)
+	_, _, bid := webtest.PrivFiles(t)
 	start := func(lim web.Limits) string {
 		st, err := store.NewDir(t.TempDir())
 		if err != nil {
@@ -54,7 +55,7 @@ func TestDebugUploadEdgeCases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := loopbackServer(t, s.Handler())
+		ts := webtest.LoopbackServer(t, s.Handler())
 		ts.Start()
 		t.Cleanup(func() { ts.Close(); s.CloseSymbolization() })
 		return ts.URL

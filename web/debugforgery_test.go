@@ -19,6 +19,7 @@ import (
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
 
 // forgedELF builds, with gcc, a program with DWARF whose functions are
@@ -76,7 +77,7 @@ func multipartDebug(t testing.TB, base, path, token string) (int, string) {
 // ones; and debuginfod-find still gets the real file.
 func TestForgedDebugUploadRefused(t *testing.T) {
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
 	forged := forgedELF(t, bid)
 	sym := func(files *debuginfo.Store) *web.SymbolizationConfig {
@@ -93,8 +94,8 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 		}
 		return d
 	}
-	ds := debuginfoServer(t, dopts{st: openRoot(), sym: sym})
-	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Store: openRoot(), Symbolization: sym})
+	id := webtest.UploadAPI(t, ds.URL, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 41))
 	finalEvent(t, ds.URL, id)
 	for _, f := range []struct{ kind, path string }{{"debuginfo", debugFile}, {"executable", exe}} {
 		if code, body := putFile(t, ds.URL, bid, f.kind, f.path, ""); code != http.StatusCreated {
@@ -106,7 +107,7 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 			t.Fatalf("retry: %d %s", code, body)
 		}
 		finalEvent(t, ds.URL, id)
-		return functionNames(t, ds.URL, id)
+		return webtest.FunctionNames(t, ds.URL, id)
 	}
 	if names := retryNames(); !names["ondemand_hash_block"] {
 		t.Fatalf("the real debug file does not name the profile: %v", names)
@@ -124,10 +125,10 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 	// A profile uploaded after the forgery gets the real names too, also
 	// on a server started afresh on the store (nothing in its memory; the
 	// first one idle).
-	for i, base := range []string{ds.URL, debuginfoServer(t, dopts{st: openRoot(), sym: sym}).URL} {
-		id2 := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42+i))
+	for i, base := range []string{ds.URL, webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Store: openRoot(), Symbolization: sym}).URL} {
+		id2 := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 42+i))
 		finalEvent(t, base, id2)
-		if names := functionNames(t, base, id2); !names["ondemand_hash_block"] || names["forged_hash_block"] {
+		if names := webtest.FunctionNames(t, base, id2); !names["ondemand_hash_block"] || names["forged_hash_block"] {
 			t.Errorf("a profile uploaded after the forged file is named by it: %v", names)
 		}
 	}
@@ -164,10 +165,10 @@ func TestForgedDebugUploadRefused(t *testing.T) {
 // TestTokenReplacesDebugFile: on a server with a token, an upload carrying
 // it may replace a build ID's file (better debug info later), and says so.
 func TestTokenReplacesDebugFile(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
 	forged := forgedELF(t, bid)
-	ds := debuginfoServer(t, dopts{token: "s3cret"})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Token: "s3cret"})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, "s3cret"); code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, body)
 	}
@@ -180,13 +181,13 @@ func TestTokenReplacesDebugFile(t *testing.T) {
 // whose file is on the machine is served from it, and an upload of other
 // bytes for it is refused naming the local file.
 func TestLocalDebugFileWinsOverUpload(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
 	forged := forgedELF(t, bid)
 	local := t.TempDir()
 	os.MkdirAll(filepath.Join(local, ".build-id", bid[:2]), 0o755)
 	os.Symlink(mustAbs(t, debugFile), filepath.Join(local, ".build-id", bid[:2], bid[2:]+".debug"))
-	ds := debuginfoServer(t, dopts{localDirs: []string{local}})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{LocalDirs: []string{local}})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", forged, ""); code != http.StatusConflict || !strings.Contains(body, sha256File(t, debugFile)) {
 		t.Errorf("upload over a local file: %d %q, want 409 naming the local file's digest", code, body)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"viewer/web/webtest"
 )
 
 // perfWithDebuginfod is bookworm-backports' perf, which .ci/deps unpacks
@@ -27,13 +29,13 @@ func TestDebuginfodPerfClient(t *testing.T) {
 	if _, err := os.Stat(perf); err != nil {
 		t.Fatalf("%s: %v (perf with debuginfod support; run make deps)", perf, err)
 	}
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := webtest.PrivFiles(t)
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "prog")
 	if err := os.WriteFile(exe, mustRead(t, stripped), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{})
 
 	// record runs the program under perf with viewer as the debuginfod
 	// server, in a fresh HOME (an empty ~/.debug) and client cache, and

@@ -24,83 +24,13 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
-	"viewer/web/store"
 	"viewer/web/store/storetest"
+	"viewer/web/webtest"
 )
 
-// The private test binary: stripped, with its debug file beside it
-// (testdata/debuginfo/build.sh).
-const (
-	privDir    = "../testdata/debuginfo"
-	privSource = "/viewer-testdata/debuginfo/prog.c"
-)
-
-func privFiles(t testing.TB) (stripped, debug, bid string) {
-	t.Helper()
-	stripped = filepath.Join(privDir, "prog.stripped")
-	debug = filepath.Join(privDir, "prog.debug")
-	bid, err := debuginfodtest.BuildID(stripped)
-	if err != nil {
-		t.Fatalf("%v: rebuild with testdata/debuginfo/build.sh", err)
-	}
-	return stripped, debug, bid
-}
-
-// dserver is a viewer serving debug files on 127.0.0.1.
-type dserver struct {
-	URL   string
-	srv   *web.Server
-	files *debuginfo.Store
-}
-
-type dopts struct {
-	st       store.Store
-	upstream symbolize.Fetcher
-	token    string
-	serve    string
-	maxFile  int64
-	// localDirs are served too (--serve-local-debug).
-	localDirs []string
-	sym       func(files *debuginfo.Store) *web.SymbolizationConfig
-	// localSource lets the source view read local paths (a loopback
-	// server's default), checked against sym's engine.
-	localSource bool
-}
-
-func debuginfoServer(t testing.TB, o dopts) *dserver {
-	t.Helper()
-	if o.st == nil {
-		d, err := store.NewDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.st = d
-	}
-	if o.serve == "" {
-		o.serve = "open"
-	}
-	files := debuginfo.New(debuginfo.Config{Store: o.st, Upstream: o.upstream, MaxFile: o.maxFile,
-		TempDir: t.TempDir(), LocalDirs: o.localDirs})
-	cfg := web.Config{Store: o.st, AuthToken: o.token, Debuginfo: &web.DebuginfoConfig{Files: files, Serve: o.serve}}
-	if o.sym != nil {
-		cfg.Symbolization = o.sym(files)
-	}
-	if o.localSource && cfg.Symbolization != nil {
-		cfg.Source = &web.SourceConfig{LocalPaths: true, Units: web.EngineUnits{Engine: cfg.Symbolization.Engine}, Timeout: 5 * time.Second}
-	}
-	s, err := web.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := loopbackServer(t, s.Handler())
-	ts.Config.RegisterOnShutdown(s.CloseSymbolization)
-	ts.Start()
-	t.Cleanup(func() {
-		s.CloseSymbolization()
-		ts.Close()
-	})
-	return &dserver{URL: ts.URL, srv: s, files: files}
-}
+// privSource is where the private test binary's DWARF says its source is
+// (webtest.PrivDir).
+const privSource = "/viewer-testdata/debuginfo/prog.c"
 
 // put sends body with PUT and returns the status and body.
 func put(t testing.TB, url string, body io.Reader, token string) (int, string) {
@@ -132,7 +62,7 @@ func putFile(t testing.TB, base, bid, kind, path, token string) (int, string) {
 // path its DWARF names.
 func sourceTarball(t testing.TB, extra map[string]string) []byte {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(privDir, "prog.c"))
+	src, err := os.ReadFile(filepath.Join(webtest.PrivDir(), "prog.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +99,8 @@ func TestDebuginfodRealClients(t *testing.T) {
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
 	gdb := debuginfodtest.NeedTool(t, "gdb", "gdb")
 	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
-	stripped, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{})
+	stripped, debugFile, bid := webtest.PrivFiles(t)
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{})
 	for _, f := range []struct{ kind, path string }{{"debuginfo", debugFile}, {"executable", stripped}} {
 		if code, body := putFile(t, ds.URL, bid, f.kind, f.path, ""); code != http.StatusCreated {
 			t.Fatalf("PUT %s: %d %s", f.kind, code, body)
@@ -187,7 +117,7 @@ func TestDebuginfodRealClients(t *testing.T) {
 	want := map[string]string{
 		"debuginfo":            debugFile,
 		"executable":           stripped,
-		"source " + privSource: filepath.Join(privDir, "prog.c"),
+		"source " + privSource: filepath.Join(webtest.PrivDir(), "prog.c"),
 		"section .debug_line":  section,
 	}
 	for args, wantFile := range want {
@@ -233,9 +163,9 @@ func TestDebuginfodRealClients(t *testing.T) {
 // wrong and missing build IDs, non-ELF, oversize, the token, metrics and
 // the index page.
 func TestDebuginfoUploadAndServe(t *testing.T) {
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := webtest.PrivFiles(t)
 	debugBytes, _ := os.ReadFile(debugFile)
-	ds := debuginfoServer(t, dopts{token: "s3cret", maxFile: int64(len(debugBytes)) + 16<<10})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Token: "s3cret", MaxFile: int64(len(debugBytes)) + 16<<10})
 
 	// The token guards uploads; reads stay open.
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != http.StatusUnauthorized || !strings.Contains(body, "token") {
@@ -341,7 +271,7 @@ func TestDebuginfoUploadAndServe(t *testing.T) {
 	if code, body := put(t, ds.URL+"/buildid/"+bid+"/sources", bytes.NewReader(tarball), "s3cret"); code != 201 || !strings.Contains(body, `"sources":2`) {
 		t.Fatalf("sources: %d %s", code, body)
 	}
-	if r, b := get("GET", "/buildid/"+bid+"/source"+privSource, nil); r.StatusCode != 200 || !bytes.Equal(b, mustRead(t, filepath.Join(privDir, "prog.c"))) || r.Header.Get("X-Debuginfod-Archive") == "" {
+	if r, b := get("GET", "/buildid/"+bid+"/source"+privSource, nil); r.StatusCode != 200 || !bytes.Equal(b, mustRead(t, filepath.Join(webtest.PrivDir(), "prog.c"))) || r.Header.Get("X-Debuginfod-Archive") == "" {
 		t.Errorf("source: %s %d bytes, archive %q", r.Status, len(b), r.Header.Get("X-Debuginfod-Archive"))
 	}
 	if r, b := get("GET", "/buildid/"+bid+"/source/escape.c", nil); r.StatusCode != 200 || string(b) != "int x;\n" {
@@ -398,8 +328,8 @@ func noBuildID(t testing.TB, p string) []byte {
 // token too, which elfutils clients send from DEBUGINFOD_HEADERS_FILE.
 func TestDebuginfoTokenReads(t *testing.T) {
 	find := debuginfodtest.NeedTool(t, "debuginfod-find", "debuginfod")
-	_, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{token: "s3cret", serve: "token"})
+	_, debugFile, bid := webtest.PrivFiles(t)
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Token: "s3cret", Serve: "token"})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, "s3cret"); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}
@@ -435,7 +365,7 @@ func TestDebuginfodFederation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{upstream: client})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Upstream: client})
 	want := mustRead(t, exe)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
@@ -495,10 +425,10 @@ func TestDebuginfodFederation(t *testing.T) {
 // TestDebuginfoReplicas: a file uploaded to replica A is served by B, both
 // on one object store.
 func TestDebuginfoReplicas(t *testing.T) {
-	_, debugFile, bid := privFiles(t)
+	_, debugFile, bid := webtest.PrivFiles(t)
 	s3 := storetest.NewS3(t)
-	a := debuginfoServer(t, dopts{st: s3.Open(t)})
-	b := debuginfoServer(t, dopts{st: s3.Open(t)})
+	a := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Store: s3.Open(t)})
+	b := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Store: s3.Open(t)})
 	if code, body := putFile(t, a.URL, bid, "debuginfo", debugFile, ""); code != 201 {
 		t.Fatalf("upload to A: %d %s", code, body)
 	}
@@ -535,16 +465,16 @@ func TestDebuginfoReplicas(t *testing.T) {
 // is uploaded, Retry names its functions without any debuginfod server, and
 // the index links the build ID to the profile.
 func TestDebuginfoSymbolizesProfiles(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	bid, _ := debuginfodtest.BuildID(exe)
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil) // no debuginfod at all
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 40))
-	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 0 || functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	id := webtest.UploadAPI(t, ds.URL, "", webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 40))
+	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 0 || webtest.FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Fatalf("named before the upload: %+v", s)
 	}
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {
@@ -553,12 +483,12 @@ func TestDebuginfoSymbolizesProfiles(t *testing.T) {
 	if code, body, _ := post(t, ds.URL+"/p/"+id+"/symbolize/retry", nil); code != http.StatusAccepted {
 		t.Fatalf("retry: %d %s", code, body)
 	}
-	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 1 || !functionNames(t, ds.URL, id)["ondemand_hash_block"] {
+	if s, _ := finalEvent(t, ds.URL, id); s.Resolved != 1 || !webtest.FunctionNames(t, ds.URL, id)["ondemand_hash_block"] {
 		t.Errorf("after the upload and Retry: %+v", s)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if got := ds.files.Profiles(ctx, bid, 10); len(got) != 1 || got[0] != id {
+	if got := ds.Files.Profiles(ctx, bid, 10); len(got) != 1 || got[0] != id {
 		t.Errorf("profiles that used %s: %v, want [%s]", bid, got, id)
 	}
 	resp, _ := http.Get(ds.URL + "/debuginfo")
@@ -578,7 +508,7 @@ func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
 		t.Skip("records with perf")
 	}
 	perf := debuginfodtest.NeedTool(t, "perf", "linux-perf")
-	stripped, debugFile, bid := privFiles(t)
+	stripped, debugFile, bid := webtest.PrivFiles(t)
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "prog")
 	if err := os.WriteFile(exe, mustRead(t, stripped), 0o755); err != nil {
@@ -590,15 +520,15 @@ func TestDebuginfoSymbolizesPerfRecording(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
-	ds := debuginfoServer(t, dopts{sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files, IgnoreMappingPaths: true,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
 		return &web.SymbolizationConfig{Engine: engine, Gate: gate, Workers: 1, Queue: 8}
 	}})
-	id := uploadAPI(t, ds.URL, "", mustRead(t, data))
+	id := webtest.UploadAPI(t, ds.URL, "", mustRead(t, data))
 	finalEvent(t, ds.URL, id)
-	if functionNames(t, ds.URL, id)["private_work"] {
+	if webtest.FunctionNames(t, ds.URL, id)["private_work"] {
 		t.Fatal("private_work named before its debug file was uploaded")
 	}
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {

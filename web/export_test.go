@@ -6,7 +6,6 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 
-	"viewer/symbolize"
 	"viewer/web/profiles"
 	"viewer/web/store"
 )
@@ -23,14 +22,3 @@ func (s *Server) Invalidate(id string) { s.prof.Invalidate(id) }
 
 // Profiles is the profile service.
 func (s *Server) Profiles() *profiles.Service { return s.prof }
-
-// SetDataTypeEngine makes the data-type page read binaries with e (by
-// default the symbolization engine, or one looking on this machine only).
-// Cached results, and the annotate view's listings, are dropped.
-func (s *Server) SetDataTypeEngine(e *symbolize.Symbolizer) {
-	s.types.mu.Lock()
-	s.types.engine = e
-	s.types.mu.Unlock()
-	s.types.results.Purge()
-	s.annotations.Purge() // listed with the engine replaced
-}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod"
+	"viewer/web/webtest"
 )
 
 // normalizingUpstream is a debuginfod upstream behind a proxy that
@@ -83,7 +84,7 @@ func TestFederatedSourcePathStaysClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{upstream: client})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Upstream: client})
 	bid := strings.Repeat("ab", 20)
 	for _, attack := range []string{
 		"../../../admin/keys",

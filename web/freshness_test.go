@@ -12,6 +12,7 @@ import (
 	"viewer/web"
 	"viewer/web/profiles"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
 
 // conditionalGet fetches url with If-None-Match etag (none when empty).
@@ -48,7 +49,7 @@ func TestSymbolizedRewriteChangesETag(t *testing.T) {
 	}
 	writer, a := replicaServer(t, open(), nil, "a")
 	_, b := replicaServer(t, open(), nil, "b", func(c *web.ReplicaConfig) { c.Recheck = 50 * time.Millisecond })
-	id := uploadAPI(t, a, "", namedProfile(t, "0x401234"))
+	id := webtest.UploadAPI(t, a, "", namedProfile(t, "0x401234"))
 
 	urls := func(base string) []string {
 		return []string{base + "/p/" + id + "/flame.json", base + "/p/" + id + "/sandwich.json?fn=main.main"}

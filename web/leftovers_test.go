@@ -13,6 +13,7 @@ import (
 
 	"viewer/web/store"
 	"viewer/web/store/storetest"
+	"viewer/web/webtest"
 )
 
 // storeFiles lists every object of st with its size, one line each: what
@@ -90,19 +91,19 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 				s3 = storetest.NewS3(t)
 				st = s3.Open(t)
 			}
-			_, debugFile, bid := privFiles(t)
+			_, debugFile, bid := webtest.PrivFiles(t)
 			max := int64(len(mustRead(t, debugFile))) + 16<<10
-			ds := debuginfoServer(t, dopts{st: st, maxFile: max})
+			ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{Store: st, MaxFile: max})
 			if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != http.StatusCreated {
 				t.Fatalf("debug file: %d %s", code, body)
 			}
-			src := string(mustRead(t, privDir+"/prog.c"))
+			src := string(mustRead(t, webtest.PrivDir()+"/prog.c"))
 			path := strings.TrimPrefix(privSource, "/")
 			good := tarOf(t, true, 0, [2]string{path, src}, [2]string{"viewer-testdata/debuginfo/prog.h", "int x;\n"})
 			if code, body := put(t, ds.URL+"/buildid/"+bid+"/sources", bytes.NewReader(good), ""); code != http.StatusCreated {
 				t.Fatalf("sources: %d %s", code, body)
 			}
-			uploadAPI(t, ds.URL, "", []byte("main;work 10\nmain;idle 3\n"))
+			webtest.UploadAPI(t, ds.URL, "", []byte("main;work 10\nmain;idle 3\n"))
 			acked := storeFiles(t, st)
 
 			quarter := strings.Repeat("/* other */\n", int(max/4/12))
@@ -143,7 +144,7 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 			if got := storeFiles(t, st); strings.Join(got, "\n") != strings.Join(acked, "\n") {
 				t.Errorf("after refused uploads the store holds\n%s\nnot what was acknowledged\n%s", strings.Join(got, "\n"), strings.Join(acked, "\n"))
 			}
-			if code, body := getToken(t, ds.URL+"/buildid/"+bid+"/source"+privSource, ""); code != 200 || body != src {
+			if code, body := webtest.GetToken(t, ds.URL+"/buildid/"+bid+"/source"+privSource, ""); code != 200 || body != src {
 				t.Errorf("the acknowledged source after refused uploads: %d, %d bytes (want %d)", code, len(body), len(src))
 			}
 
@@ -162,7 +163,7 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 				s3.BeginUpload(t, "debuginfo/"+bid+"/elf-00112233445566778899aabbccddeeff", bytes.Repeat([]byte("x"), 5<<20))
 				want++
 			}
-			if n, err := ds.files.Sweep(context.Background(), 0); n != want || err != nil {
+			if n, err := ds.Files.Sweep(context.Background(), 0); n != want || err != nil {
 				t.Errorf("sweep: %d removed, %v; want the %d left by a crash", n, err, want)
 			}
 			if got := storeFiles(t, st); strings.Join(got, "\n") != strings.Join(acked, "\n") {

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,23 +8,8 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
-
-// getToken GETs u with the bearer token (none when empty).
-func getToken(t testing.TB, u, token string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestListingsNeedToken is issue 37's fourth point: with --auth-token the
 // pages that list profile links, /services and /debuginfo, answer 401
@@ -38,9 +22,9 @@ func TestListingsNeedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
-	id := sendService(t, ts.URL, "checkout", 200, 3)
+	id := webtest.SendService(t, ts.URL, "checkout", 200, 3)
 	ts.Close()
 	s.CloseSymbolization()
 
@@ -54,26 +38,26 @@ func TestListingsNeedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts = loopbackServer(t, s.Handler())
+	ts = webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(func() { ts.Close(); s.CloseSymbolization() })
-	_, debugFile, bid := privFiles(t)
+	_, debugFile, bid := webtest.PrivFiles(t)
 	if code, body := putFile(t, ts.URL, bid, "debuginfo", debugFile, "s3cret"); code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, body)
 	}
 	for _, path := range []string{"/services", "/debuginfo", "/debuginfo?q=" + bid, "/api/recent"} {
-		code, body := getToken(t, ts.URL+path, "")
+		code, body := webtest.GetToken(t, ts.URL+path, "")
 		if code != http.StatusUnauthorized || strings.Contains(body, id) || strings.Contains(body, bid) {
 			t.Errorf("%s without the token: %d, want 401 naming no profile or build ID", path, code)
 		}
-		if code, _ := getToken(t, ts.URL+path, "s3cret"); code != http.StatusOK {
+		if code, _ := webtest.GetToken(t, ts.URL+path, "s3cret"); code != http.StatusOK {
 			t.Errorf("%s with the token: %d", path, code)
 		}
 	}
-	if _, body := getToken(t, ts.URL+"/services", "s3cret"); !strings.Contains(body, "checkout") {
+	if _, body := webtest.GetToken(t, ts.URL+"/services", "s3cret"); !strings.Contains(body, "checkout") {
 		t.Errorf("/services with the token does not list checkout")
 	}
-	if code, _ := getToken(t, ts.URL+"/p/"+id, ""); code != http.StatusOK {
+	if code, _ := webtest.GetToken(t, ts.URL+"/p/"+id, ""); code != http.StatusOK {
 		t.Errorf("the profile's own link without the token: %d", code)
 	}
 }

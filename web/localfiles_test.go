@@ -25,6 +25,7 @@ import (
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/testdata/poll"
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // trapsC is a program whose debug info names, through #line, source files
@@ -149,7 +150,7 @@ func localSourceServer(t *testing.T, roots ...string) string {
 
 func localSourceServerWith(t *testing.T, token string, roots ...string) string {
 	engine := symbolize.New(symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
-	return compareServer(t, web.Config{AuthToken: token, Source: &web.SourceConfig{
+	return webtest.StartServerWith(t, web.Config{AuthToken: token, Source: &web.SourceConfig{
 		LocalPaths: true, Units: web.EngineUnits{Engine: engine}, Roots: roots, Timeout: 5 * time.Second,
 	}})
 }
@@ -169,7 +170,7 @@ func TestSourceViewLocalFileRules(t *testing.T) {
 		"compute": hello, "viafifo": tr.fifo, "vialink": tr.link,
 		"viaproc": "/proc/self/environ", "viaoutside": tr.outside,
 	}
-	id := postProfile(t, base, "traps.pb.gz", tr.profile(t, files))
+	id := webtest.PostProfile(t, base, "traps.pb.gz", tr.profile(t, files))
 	page := func(base, id, fn string) string {
 		t.Helper()
 		status, _, body := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"fn": {fn}}.Encode())
@@ -202,14 +203,14 @@ func TestSourceViewLocalFileRules(t *testing.T) {
 
 	// A path the debug info does not name, though it sits in the unit's
 	// directory.
-	id2 := postProfile(t, base, "other.pb.gz", tr.profile(t, map[string]string{"compute": other}))
+	id2 := webtest.PostProfile(t, base, "other.pb.gz", tr.profile(t, map[string]string{"compute": other}))
 	if b := page(base, id2, "compute"); !strings.Contains(b, "the binary&#39;s debug info does not name this file") || strings.Contains(b, "OTHER-LINE") {
 		t.Errorf("a file the debug info does not name: not refused as such:\n%s", excerpt(b, "source-problem"))
 	}
 
 	// A --source-dir lets the file outside the unit's directory be read.
 	withRoot := localSourceServer(t, tr.out)
-	id3 := postProfile(t, withRoot, "traps.pb.gz", tr.profile(t, files))
+	id3 := webtest.PostProfile(t, withRoot, "traps.pb.gz", tr.profile(t, files))
 	if b := page(withRoot, id3, "viaoutside"); !strings.Contains(b, "OUTSIDE-LINE") {
 		t.Errorf("--source-dir %s: the file under it is not shown:\n%s", tr.out, excerpt(b, "source-problem"))
 	}
@@ -294,7 +295,7 @@ func firstLine(b []byte) string {
 // is symbolized.
 func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 	tr := buildTraps(t)
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := webtest.SymbolizingServer(t, nil, 1)
 	for _, tc := range []struct{ path, want string }{
 		{tr.fifo, "is not a regular file (a FIFO)"},
 		{tr.link, "is a symbolic link"},
@@ -308,7 +309,7 @@ func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 		p.Sample = []*profile.Sample{{Value: []int64{1}, Location: p.Location}}
 		var b bytes.Buffer
 		p.Write(&b)
-		id := uploadAPI(t, base, "", b.Bytes())
+		id := webtest.UploadAPI(t, base, "", b.Bytes())
 		st, _ := finalEvent(t, base, id)
 		if len(st.Binaries) != 1 || st.Binaries[0].State == symbolize.StateSymbolized || !strings.Contains(st.Binaries[0].Reason, tc.want) {
 			t.Errorf("mapping %s: binaries %+v, want one failed saying %q", tc.path, st.Binaries, tc.want)
@@ -327,11 +328,11 @@ func TestMappingPathTrapsHoldNoWorker(t *testing.T) {
 	p.Sample = []*profile.Sample{{Value: []int64{1}, Location: p.Location}}
 	var b bytes.Buffer
 	p.Write(&b)
-	id := uploadAPI(t, base, "", b.Bytes())
+	id := webtest.UploadAPI(t, base, "", b.Bytes())
 	if st, _ := finalEvent(t, base, id); len(st.Binaries) != 1 || st.Binaries[0].State != symbolize.StateSymbolized {
 		t.Fatalf("the profile after the traps: %+v", st.Binaries)
 	}
-	if !functionNames(t, base, id)["compute"] {
+	if !webtest.FunctionNames(t, base, id)["compute"] {
 		t.Errorf("the profile after the traps is not named")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web/webtest"
 )
 
 // BenchmarkOnDemand20Binaries measures, for a profile of 20 binaries whose
@@ -30,7 +31,7 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 	const n = 20
 	find := debuginfodtest.NeedTool(b, "debuginfod-find", "debuginfod")
 	built := b.TempDir()
-	if out, err := exec.Command("sh", filepath.Join(ondemandDir, "build.sh"), built, fmt.Sprint(n)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", filepath.Join(webtest.OndemandDir(), "build.sh"), built, fmt.Sprint(n)).CombinedOutput(); err != nil {
 		b.Fatalf("build.sh: %v: %s", err, out)
 	}
 	served := b.TempDir()
@@ -39,7 +40,7 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 		name := fmt.Sprintf("ondemand%d", i)
 		exe := filepath.Join(built, "bin", name)
 		dbg := filepath.Join(built, "debuginfo", name+".debug")
-		padDebugFile(b, dbg, filepath.Join(served, name+".debug"), 1<<20)
+		webtest.PadDebugFile(b, dbg, filepath.Join(served, name+".debug"), 1<<20)
 		bid, err := debuginfodtest.BuildID(exe)
 		if err != nil {
 			b.Fatal(err)
@@ -50,7 +51,7 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 	profileBytes := func(seed int) []byte {
 		var ps []*profile.Profile
 		for i := range n {
-			p, err := profile.ParseData(ondemandProfile(b, exes[i], filepath.Join(built, "debuginfo", fmt.Sprintf("ondemand%d.debug", i)), fmt.Sprintf("/opt/ondemand/lib%d.so", i), seed))
+			p, err := profile.ParseData(webtest.OndemandProfile(b, exes[i], filepath.Join(built, "debuginfo", fmt.Sprintf("ondemand%d.debug", i)), fmt.Sprintf("/opt/ondemand/lib%d.so", i), seed))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,10 +106,10 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 			b.Fatalf("symbolization alone: %v, %d of %d symbolized", err, rep.Symbolized(), n)
 		}
 		// The pipeline: a fresh server and cache, upload to the final event.
-		_, base := symbolizingServer(b, []string{dsrv.URL}, 2)
+		_, base := webtest.SymbolizingServer(b, []string{dsrv.URL}, 2)
 		b.StartTimer()
 		start = time.Now()
-		id := uploadAPI(b, base, "", data)
+		id := webtest.UploadAPI(b, base, "", data)
 		s, _ := finalEvent(b, base, id)
 		pipe += time.Since(start)
 		b.StopTimer()
@@ -123,22 +124,4 @@ func BenchmarkOnDemand20Binaries(b *testing.B) {
 	b.ReportMetric(per(fetch), "debuginfod-find-ms")
 	b.ReportMetric(per(sym), "symbolize-alone-ms")
 	b.ReportMetric(float64(pipe)/float64(fetch+sym), "ratio")
-}
-
-// padDebugFile copies a debug file adding a non-allocated section of size
-// bytes, so fetching it costs something like a real library's debug info.
-func padDebugFile(tb testing.TB, src, dst string, size int) {
-	tb.Helper()
-	objcopy := debuginfodtest.NeedTool(tb, "objcopy", "binutils")
-	pad := filepath.Join(tb.TempDir(), "pad")
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i*7 + i>>9)
-	}
-	if err := os.WriteFile(pad, data, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	if out, err := exec.Command(objcopy, "--add-section", ".viewer_pad="+pad, src, dst).CombinedOutput(); err != nil {
-		tb.Fatalf("objcopy: %v: %s", err, out)
-	}
 }

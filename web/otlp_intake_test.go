@@ -16,6 +16,7 @@ import (
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
 	"viewer/web/ingest/otlptest"
+	"viewer/web/webtest"
 )
 
 // ondemandResource is the resource an OTLP exporter names the ondemand
@@ -32,10 +33,10 @@ func TestOTLPIntake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Debian's debuginfod")
 	}
-	exe, debugFile := ondemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
-	_, base := symbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{OTLP: true})
-	sent, err := profile.ParseData(ondemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
+	_, base := webtest.SymbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{OTLP: true})
+	sent, err := profile.ParseData(webtest.OndemandProfile(t, exe, debugFile, "/opt/ondemand/bin/ondemand", 7))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"viewer/symbolize"
 	"viewer/views"
 	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
 
 // goLikeProfile is a named Go program with the pseudo mappings every Go
@@ -45,8 +46,8 @@ func goLikeProfile(t *testing.T, comment string) []byte {
 // mappings are pseudo ones reads "1 of 1 symbolized", lists them as
 // pseudo, queues no symbolization, and its diff carries no warning.
 func TestPanelPseudoMappingsAreNeutral(t *testing.T) {
-	_, base := symbolizingServer(t, nil, 1)
-	id := uploadAPI(t, base, "", goLikeProfile(t, "new"))
+	_, base := webtest.SymbolizingServer(t, nil, 1)
+	id := webtest.UploadAPI(t, base, "", goLikeProfile(t, "new"))
 	code, _, body := fetch(t, base+"/p/"+id)
 	page := string(body)
 	if code != 200 {
@@ -68,7 +69,7 @@ func TestPanelPseudoMappingsAreNeutral(t *testing.T) {
 	if err := json.Unmarshal(sb, &st); err != nil || st.State != "none" {
 		t.Errorf("symbolization status %s (%v): want none, there is nothing to symbolize", sb, err)
 	}
-	old := uploadAPI(t, base, "", goLikeProfile(t, "old"))
+	old := webtest.UploadAPI(t, base, "", goLikeProfile(t, "old"))
 	code, _, body = fetch(t, base+"/p/"+old+"/diff/"+id)
 	if code != 200 || strings.Contains(string(body), "have no names") || strings.Contains(string(body), "being symbolized") {
 		t.Errorf("diff of two Go profiles: %d, with a warning about names:\n%s", code, between(string(body), "<main", "<canvas"))
@@ -92,15 +93,15 @@ func between(s, from, to string) string {
 // detail says what was checked and the next step, and the row links to the
 // manual's section the server serves.
 func TestPanelNoSymbolsSaysWhatToDo(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	abs, err := filepath.Abs(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := webtest.SymbolizingServer(t, nil, 1)
 	// The mapping names the stripped executable itself: found, but it has
 	// no symbols for any sampled address.
-	id := uploadAPI(t, base, "", ondemandProfile(t, exe, debugFile, abs, 1))
+	id := webtest.UploadAPI(t, base, "", webtest.OndemandProfile(t, exe, debugFile, abs, 1))
 	st, _ := finalEvent(t, base, id)
 	if len(st.Binaries) != 1 {
 		t.Fatalf("final event binaries %+v, want the one executable", st.Binaries)

@@ -8,12 +8,13 @@ import (
 
 	"viewer/web"
 	"viewer/web/store"
+	"viewer/web/webtest"
 )
 
 // recentIDs GETs base's /api/recent and returns its profiles' IDs.
 func recentIDs(t *testing.T, base string) []string {
 	t.Helper()
-	code, body := getToken(t, base+"/api/recent", "")
+	code, body := webtest.GetToken(t, base+"/api/recent", "")
 	if code != http.StatusOK {
 		t.Fatalf("/api/recent: %d %.200s", code, body)
 	}
@@ -44,15 +45,15 @@ func TestRecentSharedAndKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := loopbackServer(t, s.Handler())
+		ts := webtest.LoopbackServer(t, s.Handler())
 		ts.Start()
 		t.Cleanup(func() { ts.Close(); s.CloseSymbolization() })
 		return ts.URL
 	}
 	a, b := start(), start()
-	first := postProfile(t, a, "first.pb.gz", stacksPB(t, "", nil, wideStacks(50, 3)...))
-	second := postProfile(t, b, "second.pb.gz", stacksPB(t, "", nil, wideStacks(50, 4)...))
-	third := postProfile(t, a, "third.pb.gz", stacksPB(t, "", nil, wideStacks(50, 5)...))
+	first := webtest.PostProfile(t, a, "first.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(50, 3)...))
+	second := webtest.PostProfile(t, b, "second.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(50, 4)...))
+	third := webtest.PostProfile(t, a, "third.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(50, 5)...))
 	want := []string{third, second, first}
 	for name, base := range map[string]string{"replica a": a, "replica b": b, "a server started later": start()} {
 		if got := recentIDs(t, base); !slices.Equal(got, want) {
@@ -60,7 +61,7 @@ func TestRecentSharedAndKept(t *testing.T) {
 		}
 	}
 	// The same bytes again are one profile, listed once, as the newest.
-	if again := postProfile(t, b, "first.pb.gz", stacksPB(t, "", nil, wideStacks(50, 3)...)); again != first {
+	if again := webtest.PostProfile(t, b, "first.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(50, 3)...)); again != first {
 		t.Fatalf("the same bytes got ID %s, then %s", first, again)
 	}
 	if got := recentIDs(t, a); !slices.Equal(got, []string{first, third, second}) {

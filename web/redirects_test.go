@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
+	"viewer/web/webtest"
 )
 
 // TestHostileDebuginfodRedirects checks, through the viewer's binary rows,
@@ -41,7 +42,7 @@ func TestHostileDebuginfodRedirects(t *testing.T) {
 		}
 	}))
 	defer hostile.Close()
-	_, base := symbolizingServer(t, []string{hostile.URL}, 1)
+	_, base := webtest.SymbolizingServer(t, []string{hostile.URL}, 1)
 
 	ids := []string{"aa01", "bb02", "cc03", "dd04"}
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}}
@@ -54,7 +55,7 @@ func TestHostileDebuginfodRedirects(t *testing.T) {
 	}
 	var b bytes.Buffer
 	p.Write(&b)
-	st, _ := finalEvent(t, base, uploadAPI(t, base, "", b.Bytes()))
+	st, _ := finalEvent(t, base, webtest.UploadAPI(t, base, "", b.Bytes()))
 	reason := map[string]string{}
 	for _, bin := range st.Binaries {
 		if bin.State == symbolize.StateSymbolized {

@@ -13,6 +13,7 @@ import (
 	"viewer/web"
 	"viewer/web/store"
 	"viewer/web/store/storetest"
+	"viewer/web/webtest"
 )
 
 // BenchmarkStoreUploadFirstView compares the S3 backend (gofakes3 on
@@ -29,7 +30,7 @@ import (
 //	go test -run '^$' -bench StoreUploadFirstView -benchtime 3x ./web/
 //	# VIEWER_BENCH_PROFILE=FILE to reuse a generated profile
 func BenchmarkStoreUploadFirstView(b *testing.B) {
-	_, data := benchProfile(b)
+	_, data := webtest.BenchProfile(b)
 	s3 := storetest.NewS3(b)
 	client := &http.Client{}
 	open := func(backend string, i int) func() store.Store {

@@ -25,6 +25,7 @@ import (
 	"viewer/web/ondemand"
 	"viewer/web/store"
 	"viewer/web/store/storetest"
+	"viewer/web/webtest"
 )
 
 // replicaServer starts a viewer on st (one replica), listening on
@@ -100,7 +101,7 @@ func TestReplicasShareProfilesThroughS3(t *testing.T) {
 	_, b := replicaServer(t, s3.Open(t), nil, "b")
 
 	data := namedProfile(t, "main.firstName")
-	id := uploadAPI(t, a, "", data)
+	id := webtest.UploadAPI(t, a, "", data)
 
 	if code, _, body := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(body), "flame") {
 		t.Fatalf("B's page for A's upload: %d %.200s", code, body)
@@ -223,7 +224,7 @@ func TestReplicaTakesOverAtOnceAfterCleanShutdown(t *testing.T) {
 }
 
 func testTakeover(t *testing.T, crash bool) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	s3 := storetest.NewS3(t)
 
 	// A's only source is a debuginfod server that never answers.
@@ -262,7 +263,7 @@ func testTakeover(t *testing.T, crash bool) {
 	if !crash {
 		seed = 93
 	}
-	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", seed))
+	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", seed))
 	waitState(t, a, id, symbolize.StateFetching)
 
 	// B's page shows A's job and links its event stream.
@@ -343,7 +344,7 @@ func testTakeover(t *testing.T, crash bool) {
 // (held until the test releases it) to A's final event, and then serves
 // the names A stored.
 func TestReplicaFollowsJobToTheEnd(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	s3 := storetest.NewS3(t)
 	release := make(chan struct{})
 	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -371,7 +372,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
 	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
 
-	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
+	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
 	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, page := fetch(t, b+"/p/"+id); code != 200 || !strings.Contains(string(page), "/p/"+id+"/events") {
 		t.Fatalf("B's page does not follow A's job: %d", code)
@@ -435,7 +436,7 @@ func TestReplicaStoreOutage(t *testing.T) {
 		t.Fatalf("upload during a write outage: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	s3.SetFailPuts(false)
-	id := uploadAPI(t, a, "", data) // the client's retry
+	id := webtest.UploadAPI(t, a, "", data) // the client's retry
 	if _, _, body := fetch(t, b+"/p/"+id+"/flame.json"); !strings.Contains(string(body), "main.outage") {
 		t.Fatalf("B after the retried upload: %.200s", body)
 	}
@@ -457,14 +458,14 @@ func TestReplicaStoreOutage(t *testing.T) {
 // claims the run with S3's conditional write, the other follows it, and
 // both pages' streams end with the names.
 func TestReplicaClaimRaceHasOneWinner(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	s3 := storetest.NewS3(t)
 	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
 	local := none
 	local.DebugDirs = []string{filepath.Dir(debugFile)}
 	// Stored by a replica without symbolization, so nobody claimed it yet.
 	_, up := replicaServer(t, s3.Open(t), nil, "uploader")
-	id := uploadAPI(t, up, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 94))
+	id := webtest.UploadAPI(t, up, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 94))
 
 	var bases []string
 	for _, name := range []string{"replica-a", "replica-b"} {
@@ -518,7 +519,7 @@ func TestReplicaClaimRaceHasOneWinner(t *testing.T) {
 // reaches the job A runs (through ID/control.json): A stops waiting for its
 // debuginfod and B's stream ends with the binary skipped.
 func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
-	exe, debugFile := ondemandFiles(t)
+	exe, debugFile := webtest.OndemandFiles(t)
 	s3 := storetest.NewS3(t)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(slow.Close)
@@ -535,7 +536,7 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b",
 		func(c *web.ReplicaConfig) { c.TakeoverAfter = time.Minute })
 
-	id := uploadAPI(t, a, "", ondemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
+	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
 	waitState(t, a, id, symbolize.StateFetching)
 	if code, _, _ := fetch(t, b+"/p/"+id); code != 200 {
 		t.Fatalf("B's page: %d", code)

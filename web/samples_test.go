@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // TestPageCountsSamplesAsPerf uploads a perf.data and checks its flame page
@@ -40,8 +41,8 @@ func TestPageCountsSamplesAsPerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := compareServer(t, web.Config{})
-	id := postProfile(t, base, "fp.data", data)
+	base := webtest.StartServerWith(t, web.Config{})
+	id := webtest.PostProfile(t, base, "fp.data", data)
 	want := fmt.Sprintf("<dt>Samples</dt><dd>%s</dd>", group(samples))
 	for _, si := range []string{"cpu-clock", "cpu-clock_count"} {
 		_, _, page := fetchURL(t, base+"/p/"+id+"?"+url.Values{"si": {si}}.Encode())
@@ -62,7 +63,7 @@ func TestPageCountsSamplesAsPerf(t *testing.T) {
 	if err := p.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	id = postProfile(t, base, "time.pb.gz", b.Bytes())
+	id = webtest.PostProfile(t, base, "time.pb.gz", b.Bytes())
 	_, _, page := fetchURL(t, base+"/p/"+id)
 	if !strings.Contains(page, "<dt>Stacks</dt><dd>2</dd>") || strings.Contains(page, "<dt>Samples</dt>") {
 		t.Errorf("a time-only profile of 2 stacks: stats %s, want Stacks 2", stats(page))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web/webtest"
 )
 
 // storedSection is section name of the ELF file at p as stored in the file
@@ -61,7 +62,7 @@ func TestSectionAsElfutilsServesIt(t *testing.T) {
 	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "z.c")
-	os.WriteFile(src, []byte(helloC), 0o644)
+	os.WriteFile(src, []byte(webtest.HelloC), 0o644)
 	exe := filepath.Join(dir, "z")
 	if out, err := exec.Command(gcc, "-g", "-O0", "-Wl,--build-id", "-o", exe, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
@@ -78,7 +79,7 @@ func TestSectionAsElfutilsServesIt(t *testing.T) {
 		t.Fatalf("objcopy --compress-debug-sections=zstd left .debug_info uncompressed")
 	}
 	real := debuginfodtest.Start(t, dir)
-	ds := debuginfoServer(t, dopts{})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", exe, ""); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}
@@ -103,7 +104,7 @@ func sectionBomb(t *testing.T) (path, bid string, stored int64) {
 	objcopy := debuginfodtest.NeedTool(t, "objcopy", "binutils")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "b.c")
-	os.WriteFile(src, []byte(helloC), 0o644)
+	os.WriteFile(src, []byte(webtest.HelloC), 0o644)
 	plain := filepath.Join(dir, "plain")
 	if out, err := exec.Command(gcc, "-g", "-O0", "-Wl,--build-id", "-o", plain, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
@@ -180,7 +181,7 @@ func cpuSeconds() float64 {
 func TestSectionBombNotDecompressed(t *testing.T) {
 	path, bid, stored := sectionBomb(t)
 	fi, _ := os.Stat(path)
-	ds := debuginfoServer(t, dopts{})
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", path, ""); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}

@@ -20,28 +20,8 @@ import (
 	"viewer/web"
 	"viewer/web/ingest/otlptest"
 	"viewer/web/profiles"
+	"viewer/web/webtest"
 )
-
-// sendService posts one eBPF-like profile of n samples (its time seed
-// seconds after the epoch) as service svc over OTLP and returns its ID.
-func sendService(t testing.TB, base, svc string, n, seed int) string {
-	t.Helper()
-	body, err := pprofileotlp.NewExportRequestFromProfiles(otlptest.FromPprof(otlptest.EBPFLike(n, seed), map[string]string{"service.name": svc, "host.name": "h"})).MarshalProto()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(base+web.OTLPPath, "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	id := resp.Header.Get("X-Viewer-Profiles")
-	if resp.StatusCode != 200 || id == "" || strings.Contains(id, ",") {
-		t.Fatalf("OTLP: %s, profiles %q", resp.Status, id)
-	}
-	return id
-}
 
 // getNoRedirect GETs url without following a redirect.
 func getNoRedirect(t testing.TB, u string) (*http.Response, string) {
@@ -68,16 +48,16 @@ func TestServiceMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := loopbackServer(t, s.Handler())
+		ts := webtest.LoopbackServer(t, s.Handler())
 		ts.Start()
 		t.Cleanup(ts.Close)
 		return ts.URL
 	}
 	base := start()
-	a := sendService(t, base, "checkout", 1000, 100)
-	b := sendService(t, base, "checkout", 2000, 200)
-	sendService(t, base, "checkout", 3000, 300) // outside the range
-	sendService(t, base, "cart", 500, 150)      // another service
+	a := webtest.SendService(t, base, "checkout", 1000, 100)
+	b := webtest.SendService(t, base, "checkout", 2000, 200)
+	webtest.SendService(t, base, "checkout", 3000, 300) // outside the range
+	webtest.SendService(t, base, "cart", 500, 150)      // another service
 
 	merge := base + "/s/checkout?from=1970-01-01T00:01:40Z&to=250"
 	resp, body := getNoRedirect(t, merge)
@@ -151,7 +131,7 @@ func TestServiceMerge(t *testing.T) {
 		}
 	}
 	// A service name that needs escaping is its own listing.
-	sendService(t, base, "billing/eu west", 100, 400)
+	webtest.SendService(t, base, "billing/eu west", 100, 400)
 	if r, body := getNoRedirect(t, base+"/s/"+url.PathEscape("billing/eu west")); r.StatusCode != http.StatusSeeOther {
 		t.Errorf("escaped service: %s %s", r.Status, body)
 	}
@@ -174,7 +154,7 @@ func TestServiceMergeToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	if r, body := getNoRedirect(t, ts.URL+"/s/checkout"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "token") {
@@ -206,10 +186,10 @@ func TestServiceMergeSkipsUnstored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	defer ts.Close()
-	a := sendService(t, ts.URL, "checkout", 1000, 100)
+	a := webtest.SendService(t, ts.URL, "checkout", 1000, 100)
 	ghost := profiles.NewID([]byte("a profile whose write a crash interrupted"))
 	for _, sec := range []int64{150, 500} {
 		key := profiles.ServiceEntryKey(profiles.ServiceEntry{Service: "checkout", Time: time.Unix(sec, 0), ID: ghost, Samples: 10})
@@ -248,7 +228,7 @@ func TestServiceMergeTitle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 	for _, seed := range []int{100, 200, 300} {

@@ -15,6 +15,7 @@ import (
 	"viewer/web"
 	"viewer/web/ingest"
 	"viewer/web/ingest/otlptest"
+	"viewer/web/webtest"
 )
 
 // TestTricklingUploadsHoldNoMemory is issue 33's slow uploads: four
@@ -34,7 +35,7 @@ func TestTricklingUploadsHoldNoMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := loopbackServer(t, s.Handler())
+	ts := webtest.LoopbackServer(t, s.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
 
@@ -122,7 +123,7 @@ func TestTricklingSymbolizeRequests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trickles bodies at --upload-min-rate (2.5 s): skipped with -short")
 	}
-	_, base := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 64 << 20, UploadWait: time.Second}})
+	_, base := webtest.SymbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 64 << 20, UploadWait: time.Second}})
 	tricklers := runtime.GOMAXPROCS(0) + 2
 	stop := make(chan struct{})
 	defer close(stop)
@@ -173,7 +174,7 @@ func TestTricklingSymbolizeRequests(t *testing.T) {
 	}
 
 	// Below the minimum rate (10 bytes a second for a 1 s window): dropped.
-	_, slowBase := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{UploadRateWindow: time.Second}})
+	_, slowBase := webtest.SymbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{UploadRateWindow: time.Second}})
 	pr, pw := io.Pipe()
 	go func() {
 		defer pw.Close()

@@ -13,18 +13,8 @@ import (
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
+	"viewer/web/webtest"
 )
-
-// helloC is the program whose source the view shows; compute's loop body
-// is line 4 and its return line 6.
-const helloC = `int compute(int n) {
-	int s = 0;
-	for (int i = 0; i < n; i++)
-		s += i * i;
-	return s;
-}
-int main(void) { return compute(1000) & 1; }
-`
 
 // buildHello compiles hello.c with DWARF into dir/bin, from dir/src so the
 // DWARF's comp_dir is dir/src, where the source stays: debuginfod -F
@@ -39,7 +29,7 @@ func buildHello(t *testing.T, dir string) (exe, src, buildID string) {
 		}
 	}
 	src = filepath.Join(srcDir, "hello.c")
-	if err := os.WriteFile(src, []byte(helloC), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(webtest.HelloC), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	exe = filepath.Join(binDir, "hello")
@@ -53,14 +43,6 @@ func buildHello(t *testing.T, dir string) (exe, src, buildID string) {
 		t.Fatal(err)
 	}
 	return exe, src, bid
-}
-
-// sourceProfile: main → compute at line 4 (30 ns, leaf) and line 6
-// (10 ns, leaf), main → compute@4 → helper (5 ns). compute's lines: 4 has
-// flat 30 and cum 35, 6 flat 10 cum 10.
-func sourceProfile(t *testing.T, buildID, src string) []byte {
-	return stacksPB(t, buildID, map[string]string{"compute": src, "main": src},
-		"main@7;compute@4", 30, "main@7;compute@6", 10, "main@7;compute@4;helper", 5)
 }
 
 func TestSourceFromRealDebuginfod(t *testing.T) {
@@ -82,8 +64,8 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
-	id := postProfile(t, base, "hello.pb.gz", sourceProfile(t, bid, src))
+	base := webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{Fetcher: client, Servers: []string{srv.URL}}})
+	id := webtest.PostProfile(t, base, "hello.pb.gz", webtest.SourceProfile(t, bid, src))
 
 	status, _, page := fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if status != http.StatusOK {
@@ -108,7 +90,7 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	}
 
 	// A file debuginfod does not have: the page says where it looked.
-	id2 := postProfile(t, base, "gone.pb.gz", sourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
+	id2 := webtest.PostProfile(t, base, "gone.pb.gz", webtest.SourceProfile(t, bid, filepath.Join(dir, "src", "gone.c")))
 	_, _, page = fetchURL(t, base+"/p/"+id2+"/source?fn=compute")
 	if !strings.Contains(page, "not found on debuginfod servers "+srv.URL) || !strings.Contains(page, `data-line="4"`) {
 		t.Errorf("missing source: page does not say debuginfod lacks it, or drops the line values:\n%s", excerpt(page, "source-problem"))
@@ -126,14 +108,14 @@ func excerpt(page, near string) string {
 func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "hello.c")
-	if err := os.WriteFile(src, []byte(helloC), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(webtest.HelloC), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	data := sourceProfile(t, "", src)
+	data := webtest.SourceProfile(t, "", src)
 	problem := func(cfg *web.SourceConfig, fn, want string) {
 		t.Helper()
-		base := compareServer(t, web.Config{Source: cfg})
-		id := postProfile(t, base, "p.pb.gz", data)
+		base := webtest.StartServerWith(t, web.Config{Source: cfg})
+		id := webtest.PostProfile(t, base, "p.pb.gz", data)
 		_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"fn": {fn}}.Encode())
 		if !strings.Contains(page, want) {
 			t.Errorf("fn=%s with %+v: page lacks %q:\n%s", fn, cfg, want, excerpt(page, "source-problem"))
@@ -152,8 +134,8 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	problem(nil, "nosuch", "No samples of nosuch")
 
 	// A whole file: every function's lines (main calls at line 7).
-	base := compareServer(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
-	id := postProfile(t, base, "p.pb.gz", data)
+	base := webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{LocalPaths: true}})
+	id := webtest.PostProfile(t, base, "p.pb.gz", data)
 	_, _, page := fetchURL(t, base+"/p/"+id+"/source?"+url.Values{"file": {src}}.Encode())
 	for _, want := range []string{`data-line="7" data-cum="45 ns" data-flat=""`, `data-line="4" data-cum="35 ns" data-flat="30 ns"`} {
 		if !strings.Contains(page, want) {
@@ -162,8 +144,8 @@ func TestSourceProblemsAndLocalFiles(t *testing.T) {
 	}
 
 	// debuginfod off, with a build ID.
-	base = compareServer(t, web.Config{Source: &web.SourceConfig{}})
-	id = postProfile(t, base, "p.pb.gz", sourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
+	base = webtest.StartServerWith(t, web.Config{Source: &web.SourceConfig{}})
+	id = webtest.PostProfile(t, base, "p.pb.gz", webtest.SourceProfile(t, "0123456789abcdef0123456789abcdef01234567", "/no/such/dir/hello.c"))
 	_, _, page = fetchURL(t, base+"/p/"+id+"/source?fn=compute")
 	if !strings.Contains(page, "debuginfod is off on this server") {
 		t.Errorf("debuginfod off: page does not say so:\n%s", excerpt(page, "source-problem"))

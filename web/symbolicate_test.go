@@ -13,6 +13,7 @@ import (
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web/webtest"
 )
 
 // TestSymbolicateCORS is what a browser does before and when the Firefox
@@ -21,7 +22,7 @@ import (
 // answered for https://profiler.firefox.com only, and so is the POST's
 // answer; other origins and other routes get no CORS headers.
 func TestSymbolicateCORS(t *testing.T) {
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := webtest.SymbolizingServer(t, nil, 1)
 	const profiler = "https://profiler.firefox.com"
 	do := func(method, path, origin string) *http.Response {
 		t.Helper()
@@ -142,7 +143,7 @@ func TestSymbolicateFixtures(t *testing.T) {
 		}
 		bins[name] = file
 	}
-	_, base := symbolizingServer(t, nil, 1, func(c *symbolize.Config) {
+	_, base := webtest.SymbolizingServer(t, nil, 1, func(c *symbolize.Config) {
 		c.DebugDirs = []string{debugDir}
 		c.SystemDebugDir = ""
 	})

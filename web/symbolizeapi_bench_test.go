@@ -17,6 +17,7 @@ import (
 	"viewer/symbolize/addr2line"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // BenchmarkSymbolizeAPI100k times /api/symbolize for 100,000 addresses of
@@ -42,7 +43,7 @@ func BenchmarkSymbolizeAPI100k(b *testing.B) {
 	}
 	body, _ := json.Marshal(map[string]any{"binaries": []map[string]any{{"build_id": id, "file": libc, "addresses": hexes}}})
 	stdin := strings.Join(hexes, "\n") + "\n"
-	_, base := symbolizingServerWith(b, nil, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
+	_, base := webtest.SymbolizingServerWith(b, nil, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
 	post := func() {
 		resp, err := http.Post(base+"/api/symbolize", "application/json", bytes.NewReader(body))
 		if err != nil {

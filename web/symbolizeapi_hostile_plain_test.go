@@ -13,6 +13,7 @@ import (
 
 	"viewer/web"
 	"viewer/web/heappeak"
+	"viewer/web/webtest"
 )
 
 // TestSymbolizeAPIMemory sends a million addresses to a server with
@@ -24,7 +25,7 @@ func TestSymbolizeAPIMemory(t *testing.T) {
 		t.Skip("sends a million addresses")
 	}
 	body := randomBinaries(t, 1, 1_000_000, false)
-	_, base := symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 256 << 20}})
+	_, base := webtest.SymbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: 256 << 20}})
 	code, b := symbolizeAPI(t, base, body)
 	if code != 413 || !strings.Contains(string(b), "--ingest-memory") {
 		t.Errorf("1M addresses within --ingest-memory 256MiB: %d %.300s; want 413 naming --ingest-memory", code, b)
@@ -32,7 +33,7 @@ func TestSymbolizeAPIMemory(t *testing.T) {
 
 	const budget = 600 << 20
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(budget + 256<<20))
-	_, base = symbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: budget}})
+	_, base = webtest.SymbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: budget}})
 	stop := heappeak.Watch()
 	codes, msgs := make([]int, 4), make([]string, 4)
 	var wg sync.WaitGroup

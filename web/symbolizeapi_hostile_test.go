@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // randomBinaries is an /api/symbolize body naming n random build IDs,
@@ -69,13 +70,13 @@ func symbolizeAPI(t testing.TB, base string, body []byte, hdr ...string) (int, [
 // before anything is fetched, and the Firefox Profiler keeps its CORS.
 func TestSymbolizeAPIFanOut(t *testing.T) {
 	var asked atomic.Int64
-	up := loopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := webtest.LoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
 		http.NotFound(w, r)
 	}))
 	up.Start()
 	t.Cleanup(up.Close)
-	_, base := symbolizingServerWith(t, []string{up.URL}, 1, web.Config{})
+	_, base := webtest.SymbolizingServerWith(t, []string{up.URL}, 1, web.Config{})
 
 	// Another site's page: refused, nothing fetched.
 	code, b := symbolizeAPI(t, base, randomBinaries(t, 256, 1, true), "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")

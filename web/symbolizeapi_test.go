@@ -17,6 +17,7 @@ import (
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // llvmFrame is one frame of llvm-symbolizer's JSON output.
@@ -119,9 +120,9 @@ func TestSymbolizeAPIMatchesLLVMSymbolizer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Debian's debuginfod and llvm-symbolizer")
 	}
-	exe, debugFile := ondemandFiles(t)
-	dsrv := debuginfodtest.Start(t, filepath.Join(ondemandDir, "debuginfo"))
-	_, base := symbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
+	exe, debugFile := webtest.OndemandFiles(t)
+	dsrv := debuginfodtest.Start(t, filepath.Join(webtest.OndemandDir(), "debuginfo"))
+	_, base := webtest.SymbolizingServerWith(t, []string{dsrv.URL}, 2, web.Config{}, func(c *symbolize.Config) { c.SystemDebugDir = "" })
 	odID, _ := debuginfodtest.BuildID(exe)
 	libc := "/lib/x86_64-linux-gnu/libc.so.6"
 	libcID, err := debuginfodtest.BuildID(libc)
@@ -235,7 +236,7 @@ func TestSymbolizeAPIMatchesLLVMSymbolizer(t *testing.T) {
 
 // TestSymbolizeAPIErrors: bad requests are 400 naming the field.
 func TestSymbolizeAPIErrors(t *testing.T) {
-	_, base := symbolizingServer(t, nil, 1)
+	_, base := webtest.SymbolizingServer(t, nil, 1)
 	for _, tc := range []struct {
 		body string
 		says string

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"viewer/web"
+	"viewer/web/webtest"
 )
 
 // BenchmarkTimeOrder measures time.json of the 200k-sample benchmark
@@ -30,7 +32,7 @@ func BenchmarkTimeOrder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := loopbackServer(b, s.Handler())
+	ts := webtest.LoopbackServer(b, s.Handler())
 	ts.Start()
 	defer ts.Close()
 	resp, err := http.Post(ts.URL+"/api/profiles", "application/octet-stream", bytes.NewReader(readBytes(b, path)))
@@ -78,4 +80,12 @@ func BenchmarkTimeOrder(b *testing.B) {
 	b.ReportMetric(float64(wholeBoxes), "whole-boxes")
 	b.ReportMetric(float64(sizes)/float64(b.N), "range-bytes")
 	b.ReportMetric(float64(all)/float64(b.N), "range-boxes")
+}
+
+func readBytes(b *testing.B, path string) []byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"viewer/web/webtest"
 )
 
 // TestTypesFunctionNames: a profile whose binary cannot be read (no debug
@@ -11,8 +13,8 @@ import (
 // data-type page, the functions of its unattributed share, from the
 // profile's own names, instead of "[unknown function]".
 func TestTypesFunctionNames(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "named.pb.gz", stacksPB(t, "", nil, "main;pkg.run;pkg.hot", 30, "main;pkg.run;pkg.cold", 10))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "named.pb.gz", webtest.StacksPB(t, "", nil, "main;pkg.run;pkg.hot", 30, "main;pkg.run;pkg.cold", 10))
 	resp, err := http.Get(base + "/p/" + id + "/types.json")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"viewer/web/heappeak"
+	"viewer/web/webtest"
 )
 
 // TestSourceArchiveIndexBounded: an archive of empty files with 1 MiB
@@ -19,8 +20,8 @@ func TestSourceArchiveIndexBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds archives of the limits' sizes: make test runs it")
 	}
-	_, debugFile, bid := privFiles(t)
-	ds := debuginfoServer(t, dopts{})
+	_, debugFile, bid := webtest.PrivFiles(t)
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{})
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", debugFile, ""); code != 201 {
 		t.Fatalf("upload: %d %s", code, body)
 	}
@@ -35,7 +36,7 @@ func TestSourceArchiveIndexBounded(t *testing.T) {
 		}
 		got, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Equal(got, mustRead(t, filepath.Join(privDir, "prog.c"))) {
+		if resp.StatusCode != 200 || !bytes.Equal(got, mustRead(t, filepath.Join(webtest.PrivDir(), "prog.c"))) {
 			t.Errorf("%s: the uploaded source is answered %s, %d bytes", when, resp.Status, len(got))
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"viewer/web"
 	"viewer/web/debuginfo"
 	"viewer/web/ondemand"
+	"viewer/web/webtest"
 )
 
 // canaryC is compiled with its DWARF pointing at a secret directory: the
@@ -109,7 +110,7 @@ func TestUploadedDebugInfoReadsNoLocalFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := debuginfoServer(t, dopts{localSource: true, sym: func(files *debuginfo.Store) *web.SymbolizationConfig {
+	ds := webtest.StartDebuginfo(t, webtest.DebuginfoOptions{LocalSource: true, Symbolization: func(files *debuginfo.Store) *web.SymbolizationConfig {
 		gate := ondemand.NewGate(nil)
 		engine := symbolize.New(symbolize.Config{Fetcher: gate, Uploaded: files,
 			SystemDebugDir: "-", BuildIDCacheDir: "-", DebuginfodCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"})
@@ -118,15 +119,15 @@ func TestUploadedDebugInfoReadsNoLocalFile(t *testing.T) {
 	if code, body := putFile(t, ds.URL, bid, "debuginfo", exe, ""); code != 201 {
 		t.Fatalf("debug file upload: %d %s", code, body)
 	}
-	id := uploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, "/opt/elsewhere/prog"))
+	id := webtest.UploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, "/opt/elsewhere/prog"))
 	// A mapping may also name the uploaded file where the store keeps it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	stored, err := ds.files.LocalPath(ctx, bid, symbolize.KindDebuginfo)
+	stored, err := ds.Files.LocalPath(ctx, bid, symbolize.KindDebuginfo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaStore := uploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, stored))
+	viaStore := webtest.UploadAPI(t, ds.URL, "", canaryProfile(t, bid, secret, addr, stored))
 	get := func(u string) string {
 		t.Helper()
 		resp, err := http.Get(u)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"viewer/web/webtest"
 )
 
 // TestUploadProgressStream follows an upload of a perf.data by its key:
@@ -21,7 +23,7 @@ import (
 // not one is refused, and an upload that fails ends its stream with the
 // error it answered.
 func TestUploadProgressStream(t *testing.T) {
-	base := startServer(t)
+	base := webtest.StartServer(t)
 	data, err := os.ReadFile("../testdata/perf/dwarf.data")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func TestUploadProgressKeysNotExhausted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 4,200 progress streams (3 s): skipped with -short")
 	}
-	base := startServer(t)
+	base := webtest.StartServer(t)
 	attacker := clientFrom("127.0.0.2")
 	attacker.Transport.(*http.Transport).MaxIdleConnsPerHost = 8
 	var wg sync.WaitGroup

@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/web/webtest"
 )
 
 // topJSON is top.json as the page reads it.
@@ -49,19 +50,17 @@ func getTop(t *testing.T, base, id string, q url.Values) (int, topJSON, string) 
 func rowsOf(top topJSON) []string {
 	var out []string
 	for _, r := range top.Rows {
-		out = append(out, r[0].(string)+" "+ms(r[1])+" "+ms(r[2]))
+		out = append(out, r[0].(string)+" "+webtest.Millis(r[1])+" "+webtest.Millis(r[2]))
 	}
 	return out
 }
-
-func ms(v any) string { return strconv.FormatFloat(v.(float64)/1e6, 'f', -1, 64) }
 
 // TestTopJSON: top.json is the top table of the view the page shows, with
 // pprof's filters, a zoom path, a sort, a row count and a search, and a
 // 400 naming the parameter for what it cannot read.
 func TestTopJSON(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "cpu.pb", browserProfile(t)) // browser_test.go
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "cpu.pb", webtest.BrowserProfile(t))
 	cpu := func(kv ...string) url.Values {
 		q := url.Values{"si": {"cpu"}}
 		for i := 0; i < len(kv); i += 2 {
@@ -194,8 +193,8 @@ func (f zoomedJSON) paths() map[string]int64 {
 // tree opens with its element; answers are cached with their own ETag,
 // gzipped once.
 func TestFlameJSONZoom(t *testing.T) {
-	base := startServer(t)
-	id := postProfile(t, base, "cpu.pb", smallUnderBig(t))
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "cpu.pb", smallUnderBig(t))
 	get := func(q string, gz bool) (zoomedJSON, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", base+"/p/"+id+"/flame.json"+q, nil)

@@ -8,7 +8,7 @@ import (
 
 // This file is viewer's one number formatter: every page, the flame graph
 // SVG and the CLI call it, and static/flame.js's formatValue and formatPct
-// are its JavaScript twins (web/units_browser_test.go checks they agree on
+// are its JavaScript twins (web/browsertest/units_browser_plain_test.go checks they agree on
 // one table). It lives in this leaf so web, web/flame, the format readers,
 // symbolize and cmd may all import it.
 //

@@ -37,4 +37,4 @@ cpuprofile=$cache/1m-samples.cpuprofile
 [ -s "$cpuprofile" ] || "$work/genv8" -samples 1000000 -o "$cpuprofile"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); speedscope $(cat "$SPEEDSCOPE_DIR/release.txt" 2>/dev/null | head -1)"
 VIEWER_BIN=$work/viewer VIEWER_SPEEDSCOPE_DIR=$SPEEDSCOPE_DIR VIEWER_BENCH_FILES=$cpuprofile,$trace \
-	go test -run '^$' -bench VsSpeedscope -benchtime "${count}x" -timeout 60m -v ./web/
+	go -C web/browsertest test -run '^$' -bench VsSpeedscope -benchtime "${count}x" -timeout 60m -v .

@@ -2,6 +2,12 @@
 // the web package's browser tests and benchmarks: it starts one browser with
 // a fresh profile directory, records the page's script errors, saves
 // screenshots as test artifacts and reads the renderer's peak memory.
+//
+// Those tests are this package's own (package browsertest_test), in a
+// module of its own, viewer/web/browsertest, so that chromedp and cdproto
+// stay out of viewer's go.mod; what they share with the web package's
+// other tests is in viewer/web/webtest. make test runs them (BROWSER_TESTS
+// in the Makefile); `go test ./...` at the repository's top does not.
 package browsertest
 
 import (

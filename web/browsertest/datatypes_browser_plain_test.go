@@ -1,0 +1,124 @@
+package browsertest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"viewer/symbolize"
+	"viewer/web"
+	"viewer/web/browsertest"
+	"viewer/web/webtest"
+)
+
+// TestTypesPageInBrowser opens the data-type page of a recorded perf.data in
+// headless chromium: expanding struct node shows its layout with the
+// accessed member's share, the table sorts, and a function links to the
+// flame graph searched for it.
+func TestTypesPageInBrowser(t *testing.T) {
+	dir := "../../testdata/datatype"
+	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
+	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := webtest.LoopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	if got := text(t, b, "#types > tbody > tr:first-child summary"); got != "struct node" {
+		t.Fatalf("first type = %q, want struct node", got)
+	}
+	run(t, b, "expand struct node", chromedp.Click(chromedp.CSS("#types > tbody > tr:first-child summary")))
+	waitForJS(t, b, "the member layout", `document.querySelector('#types > tbody > tr:first-child details[open] .layout-table')`)
+	members := eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr:first-child .layout-table tbody tr')).map(r => r.cells[2].textContent.trim() + '=' + r.cells[4].textContent.trim())`)
+	byName := map[string]string{}
+	for _, m := range members {
+		for i := range m {
+			if m[i] == '=' {
+				byName[m[:i]] = m[i+1:]
+				break
+			}
+		}
+	}
+	for _, f := range []string{"next", "key", "val"} {
+		if _, ok := byName[f]; !ok {
+			t.Errorf("struct node layout lacks %s: %q", f, members)
+		}
+	}
+	if byName["next"] == "" || byName["struct node"] == "" {
+		t.Errorf("layout shares: %q; want shares on the type and on next (the loops' loads)", members)
+	}
+	if eval[bool](t, b, `document.querySelector('#types > tbody > tr:first-child details').hasAttribute('open')`) != true {
+		t.Errorf("details did not open")
+	}
+
+	b.Screenshot(t, "types-expanded")
+	run(t, b, "sort by type name", chromedp.Click(chromedp.CSS(`#types [data-sort="name"]`)))
+	var names []string
+	names = eval[[]string](t, b, `Array.from(document.querySelectorAll('#types > tbody > tr')).map(r => r.dataset.name)`)
+	for i := 1; i < len(names); i++ {
+		if names[i-1] > names[i] && !(names[i-1][0] == '(' || names[i][0] == '(') {
+			t.Errorf("not sorted by name: %q", names)
+			break
+		}
+	}
+	run(t, b, "sort by share", chromedp.Click(chromedp.CSS(`#types [data-sort="share"]`)))
+	first := eval[string](t, b, `document.querySelector('#types > tbody > tr').dataset.name`)
+	if first != "struct node" {
+		t.Errorf("after sorting by share the first type is %q, want struct node", first)
+	}
+
+	run(t, b, "follow sum_list to the flame graph", chromedp.Click(chromedp.CSS(`#type-funcs a[href*="q=sum_list"]`)))
+	waitForJS(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
+
+	run(t, b, "open the data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"),
+		chromedp.Click(chromedp.CSS("#types-flame-link")))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("types flame graph: %v (%q)", err, b.Problems())
+	}
+	names = eval[[]string](t, b, `window.viewer.tree.names`)
+	found := false
+	for _, n := range names {
+		found = found || n == "struct node.next"
+	}
+	if !found {
+		t.Errorf("types flame graph names %q lack struct node.next", names)
+	}
+	b.Screenshot(t, "types-flame")
+
+	// The skid choice: picking "their own instruction" reloads the page
+	// with ?skid=0, which attributes less, and keeps the choice in its links.
+	run(t, b, "back to the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
+	withSkid := text(t, b, "#attributed")
+	// SetValue fires change, which submits the toolbar form.
+	run(t, b, "attribute to the sampled instruction", chromedp.SetValue(chromedp.CSS("#skid-types"), "0"))
+	waitForJS(t, b, "the page without skid correction", `new URLSearchParams(location.search).get('skid') === '0' && document.querySelector('#types > tbody > tr')`)
+	without := text(t, b, "#attributed")
+	if withSkid == without || withSkid == "" {
+		t.Errorf("attributed share %q with skid correction and %q without; want them to differ", withSkid, without)
+	}
+	if eval[bool](t, b, `!!document.getElementById('skid-share')`) {
+		t.Errorf("the page without skid correction still says how much it moved")
+	}
+	if href := eval[string](t, b, `document.getElementById('types-flame-link').href`); !eval[bool](t, b, `new URL(document.getElementById('types-flame-link').href).searchParams.get('skid') === '0'`) {
+		t.Errorf("data-type flame graph link without skid correction = %q, want skid=0 kept", href)
+	}
+	noProblems(t, b)
+}

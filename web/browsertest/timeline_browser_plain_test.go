@@ -1,0 +1,97 @@
+package browsertest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"viewer/web"
+	"viewer/web/webtest"
+)
+
+// TestBrowserTimeline records nothing new: it uploads a real perf.data
+// (testdata/perf/system.data, perf record -a), drags across the first half
+// of the flame page's timeline in chromium, and checks what a user would:
+// the URL gets t=, the graph's total shrinks to the samples of the
+// selected buckets (the timeline's own per-bucket totals), the top table
+// follows, and a reload of that URL shows the same filtered graph.
+func TestBrowserTimeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	data, err := os.ReadFile("../../testdata/perf/system.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Ingest(context.Background(), data, "system.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := webtest.LoopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	b := startStrict(t)
+	run(t, b.Browser, "open the flame page", chromedp.Navigate(ts.URL+"/p/"+id))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The page is laid out (the legend, filled in idle time after the
+	// graph, is drawn) before the drag is aimed, as a user aims at what
+	// they see.
+	waitForJS(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && document.getElementById('legend').childElementCount > 0`)
+	whole := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`)
+	rows := eval[float64](t, b.Browser, `window.viewerTimeline.data.rows.length`)
+	if rows < 2 {
+		t.Errorf("the timeline of a perf record -a has %v thread rows", rows)
+	}
+	r := eval[*rect](t, b.Browser, `(() => { const r = document.getElementById('timeline-canvas').getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; })()`)
+	y := r.Y + 5
+	x0, x1 := r.X+1, r.X+r.Width/2
+	run(t, b.Browser, "drag across the first half of the timeline",
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y, chromedp.ButtonLeft))
+	waitForJS(t, b.Browser, "the graph redrawn for the range", `document.body.dataset.loads === '2' && window.viewerTimeline.timings.length === 1`)
+	tq := currentURL(t, b.Browser).Query().Get("t")
+	if tq == "" {
+		t.Fatalf("the URL %s has no t= after selecting a range", currentURL(t, b.Browser))
+	}
+	// What the selected buckets hold, from the timeline itself.
+	want := eval[float64](t, b.Browser, fmt.Sprintf(`(() => {
+		const d = window.viewerTimeline.data, [a, z] = %q.split('-').map(Number), w = d.bucket_ns / 1e9;
+		let s = 0; d.total.forEach((v, i) => { const at = i * w; if (at >= a - 1e-9 && at < z - 1e-9) s += v; }); return s; })()`, tq))
+	got := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`)
+	if got != want || got <= 0 || got >= whole {
+		t.Errorf("t=%s: the graph's total is %v; the timeline's buckets in it hold %v, the whole recording %v", tq, got, want, whole)
+	}
+	waitForJS(t, b.Browser, "the top table for the range", topReady)
+	if s := text(t, b.Browser, "#timeline output"); !strings.Contains(s, "Showing") {
+		t.Errorf("the timeline says %q after a selection", s)
+	}
+
+	run(t, b.Browser, "reload", chromedp.Reload())
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if after := eval[float64](t, b.Browser, `window.viewer.tree.rootTotal`); after != got {
+		t.Errorf("after a reload of %s the graph's total is %v, before it %v", currentURL(t, b.Browser), after, got)
+	}
+	waitForJS(t, b.Browser, "the timeline after the reload", `window.viewerTimeline.data && document.querySelector('#timeline output')?.textContent.includes('Showing')`)
+	if u := eval[string](t, b.Browser, `document.getElementById('top-link').getAttribute('href')`); !strings.Contains(u, "t=") {
+		t.Errorf("the Top table link %q drops the range", u)
+	}
+	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
+	waitForJS(t, b.Browser, "the whole graph again", fmt.Sprintf(`window.viewer.tree.rootTotal === %v && !location.search.includes('t=')`, whole))
+	b.check(t, "flame with timeline")
+}

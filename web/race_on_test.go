@@ -1,8 +1,0 @@
-//go:build race
-
-package web_test
-
-// raceDetector is true when the tests run under the race detector, which
-// makes the server several times slower: the biggest inputs are scaled
-// down then.
-const raceDetector = true
