@@ -1,6 +1,7 @@
 package browsertest_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +21,16 @@ func TestBrowserUploadSourceMaps(t *testing.T) {
 	base := webtest.StartServer(t)
 	b := browsertest.Start(t, browsertest.Options{})
 	run(t, b, "open the upload page", chromedp.Navigate(base+"/"))
-	td, err := filepath.Abs("ingest/sourcemap/testdata")
+	td, err := filepath.Abs("../ingest/sourcemap/testdata")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range []string{"app.min.js.map", "app.min.cpuprofile"} {
+		// chromium picks a missing file without a word, and its upload
+		// then fails as a network error.
+		if _, err := os.Stat(filepath.Join(td, f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run(t, b, "pick the map", chromedp.SetUploadFiles(chromedp.CSS("#sourcemaps"), []string{filepath.Join(td, "app.min.js.map")}, chromedp.NodeReady))
 	run(t, b, "pick the profile", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{filepath.Join(td, "app.min.cpuprofile")}, chromedp.NodeReady))
