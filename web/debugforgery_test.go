@@ -57,16 +57,7 @@ func multipartDebug(t testing.TB, base, path, token string) (int, string) {
 	mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/debuginfo", &mb)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return webtest.SendToken(t, req, token)
 }
 
 // TestForgedDebugUploadRefused is issue 37's first attack: on a server

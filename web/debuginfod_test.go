@@ -36,16 +36,7 @@ const privSource = "/viewer-testdata/debuginfo/prog.c"
 func put(t testing.TB, url string, body io.Reader, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, url, body)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return webtest.SendToken(t, req, token)
 }
 
 func putFile(t testing.TB, base, bid, kind, path, token string) (int, string) {

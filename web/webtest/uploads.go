@@ -59,6 +59,13 @@ func PostProfile(t testing.TB, base, name string, data []byte) string {
 func GetToken(t testing.TB, u, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	return SendToken(t, req, token)
+}
+
+// SendToken sends req with the bearer token (none when empty) and returns
+// the answer's status and body.
+func SendToken(t testing.TB, req *http.Request, token string) (int, string) {
+	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
