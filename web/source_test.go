@@ -12,6 +12,7 @@ import (
 
 	"viewer/symbolize/debuginfod"
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/testdata/poll"
 	"viewer/web"
 	"viewer/web/webtest"
 )
@@ -50,14 +51,20 @@ func TestSourceFromRealDebuginfod(t *testing.T) {
 	_, src, bid := buildHello(t, dir)
 	srv := debuginfodtest.Start(t, filepath.Join(dir, "bin"))
 
-	// The real server serves the source first.
-	resp, err := http.Get(srv.URL + "/buildid/" + bid + "/source" + src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("debuginfod does not serve %s for %s: %d; log:\n%s", src, bid, resp.StatusCode, srv.Log())
+	// The real server serves the source first. Its readiness (indexing
+	// done, by its metrics) can come a moment before the source is
+	// served: once in CI it answered 404 right after, so ask until 200.
+	status := 0
+	if !poll.Wait(15*time.Second, func() bool {
+		resp, err := http.Get(srv.URL + "/buildid/" + bid + "/source" + src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+		return status == http.StatusOK
+	}) {
+		t.Fatalf("debuginfod does not serve %s for %s: %d; log:\n%s", src, bid, status, srv.Log())
 	}
 
 	client, err := debuginfod.New(debuginfod.Config{URLs: []string{srv.URL}, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
