@@ -393,7 +393,9 @@ func (rd *reader) costLine(t string) error {
 	if len(f) < rd.npos || len(f) > rd.npos+len(rd.events) {
 		return rd.skip(fmt.Sprintf("%d columns, want %d positions and up to %d costs", len(f), rd.npos, len(rd.events)))
 	}
-	if rd.prevPos == nil {
+	if len(rd.prevPos) != rd.npos {
+		// The first cost line, or the first after a positions: line that
+		// changed the columns (a cost line before it read one).
 		rd.prevPos = make([]int64, rd.npos)
 	}
 	for i := 0; i < rd.npos; i++ {
