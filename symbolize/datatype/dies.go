@@ -204,10 +204,7 @@ func (r *dieReader) entry(off uint64, a *dwarfbuf.Abbrev) (*dwarf.Entry, error) 
 		switch x.form {
 		case dwarfbuf.FormRnglistx:
 			f.Class = dwarf.ClassRngList
-			f.Val, err = r.b.offsetAt(r.b.rnglists, rngBase, x.i, ui.Encoding)
-			if err == nil {
-				f.Val = rngBase + f.Val.(uint64)
-			}
+			f.Val, err = r.b.rnglistAt(rngBase, x.i, ui.Encoding)
 		case dwarfbuf.FormAddrx, dwarfbuf.FormAddrx1, dwarfbuf.FormAddrx2, dwarfbuf.FormAddrx3, dwarfbuf.FormAddrx4:
 			f.Class = dwarf.ClassAddress
 			v, ok := r.b.addrAt(addrBase, x.i, int(ui.AddrSize))
@@ -237,6 +234,13 @@ var errAddrIndex = errors.New("address index out of .debug_addr")
 func baseOf(e *dwarf.Entry, a dwarf.Attr) uint64 {
 	v, _ := e.Val(a).(int64)
 	return uint64(v)
+}
+
+// rnglistAt is the .debug_rnglists offset of range list i of a unit whose
+// DW_AT_rnglists_base is base (DW_FORM_rnglistx).
+func (b *Binary) rnglistAt(base, i uint64, enc dwarfbuf.Encoding) (uint64, error) {
+	off, err := b.offsetAt(b.rnglists, base, i, enc)
+	return base + off, err
 }
 
 // offsetAt reads entry i of an offset table at base of sec

@@ -181,12 +181,11 @@ func (c *unitCursor) value(s *dwarfbuf.AttrSpec) (any, dwarf.Class, error) {
 		}
 		return a, dwarf.ClassAddress, nil
 	case dwarfbuf.FormRnglistx:
-		i := c.r.Uleb()
-		off, err := c.b.offsetAt(c.b.rnglists, c.ui.rnglistsBase, i, enc)
+		off, err := c.b.rnglistAt(c.ui.rnglistsBase, c.r.Uleb(), enc)
 		if err != nil {
 			return nil, 0, errUnitScan
 		}
-		return c.ui.rnglistsBase + off, dwarf.ClassRngList, nil
+		return off, dwarf.ClassRngList, nil
 	case dwarfbuf.FormData4, dwarfbuf.FormData8:
 		if enc.Version < 4 {
 			return nil, 0, errUnitScan // may be a section offset (DWARF 2-3)
