@@ -191,6 +191,10 @@ type hostileRow struct {
 	// upload is stored, the heap its views (after the server
 	// forgot the parsed profile) may cost.
 	peak, views uint64
+	// live, when set, bounds the live heap the upload kept at its most:
+	// for an upload whose peak of objects, garbage included, is set by the
+	// collector's pacing (up to twice the live heap) more than by the work.
+	live uint64
 	// shape is what the manual's peak-memory formula (static/docs/operations.md) counts of the input.
 	shape hostileShape
 }
@@ -302,11 +306,15 @@ var hostileRows = []hostileRow{
 		return gzipWith(t, func(w io.Writer) { w.Write(inner) })
 	}, want: 413, msg: "decompresses to more than", peak: 128 * mib, shape: hostileShape{early: true}},
 	{name: "pprof with a 100 MB string table", heavy: true, input: func(t testing.TB) []byte { return emptyStrings(t, 50_000_000) }, want: 413, msg: "more than 8000000 strings", peak: 64 * mib, shape: hostileShape{early: true}},
-	// The upload also encodes and stores the converted copy (web/profiles),
-	// 531 MiB measured where it was 350 MiB before, and builds the first
-	// view beside it, its 400 MiB free in --ingest-memory: 993-1035 MiB
-	// measured; the manual's formula, asserted too, says 1280 MiB.
-	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 1152 * mib, views: 1536 * mib,
+	// The upload also encodes and stores the converted copy (web/profiles)
+	// and builds the first view beside it, its 400 MiB free in
+	// --ingest-memory. Its objects with garbage peak at 1004-1199 MiB in
+	// six runs, as the collector's goal (twice the live heap, 1204 MiB in
+	// a gctrace) falls before or after the upload ends: that peak is held
+	// to the manual's formula (1280 MiB, under the memory limit viewer
+	// serve sets). The live heap a collection found, 550-749 MiB (as its
+	// cycles fall), is held to 896 MiB.
+	{name: "pprof with 1.9M locations", heavy: true, input: func(t testing.TB) []byte { return manyLocations(t, 1_900_000) }, want: 201, peak: 1280 * mib, live: 896 * mib, views: 1536 * mib,
 		shape: hostileShape{pprof: true, strings: 5, stringBytes: 14, samples: 19_000, frames: 1_900_000, locations: 1_900_000, stacks: 19_000, depth: 100}},
 	{name: "folded stacks, 2.1M lines", heavy: true, input: func(t testing.TB) []byte { return foldedLines(2_100_000) }, want: 413, msg: "more than the server's 1024 MiB for uploads (restart it with a larger --ingest-memory", peak: 128 * mib,
 		shape: hostileShape{textLines: 2_100_000}},
@@ -351,7 +359,7 @@ func TestHostileInputs(t *testing.T) {
 			} else {
 				formulaUpload, formulaViews = formulaBound(r, 0)
 			}
-			stop := heappeak.Watch()
+			stop := heappeak.WatchPeak()
 			codes, msgs := make([]int, at), make([]string, at)
 			var wg sync.WaitGroup
 			for i := range at {
@@ -359,8 +367,12 @@ func TestHostileInputs(t *testing.T) {
 				go func() { defer wg.Done(); codes[i], msgs[i] = post(t, ts.URL, data) }()
 			}
 			wg.Wait()
-			peak := stop()
-			t.Logf("%d-byte upload ×%d: %v, peak heap %d MiB", len(data), at, codes, peak/mib)
+			seen := stop()
+			peak := seen.Objects
+			t.Logf("%d-byte upload ×%d: %v, peak heap %d MiB (live %d MiB)", len(data), at, codes, peak/mib, seen.Live/mib)
+			if r.live != 0 && seen.Live > r.live {
+				t.Errorf("live heap peaked at %d MiB handling the upload; want at most %d MiB", seen.Live/mib, r.live/mib)
+			}
 			for i := range at {
 				if codes[i] != r.want || r.want != 201 && !strings.Contains(msgs[i], r.msg) {
 					t.Errorf("upload %d: %d %q; want %d with %q", i, codes[i], msgs[i], r.want, r.msg)
