@@ -32,8 +32,8 @@ type v8Profile struct {
 	// empty once ready), and what pairing them has reached: pairs paired,
 	// the time of the last (µs from startTime), the last time a change
 	// was put at, and the last two samples' node ids.
-	runs               []v8Run
-	deltas             []int64
+	runs               fifo[v8Run]
+	deltas             fifo[int64]
 	pairs              int64
 	elapsed, lastValid int64
 	prevID, lastID     int64
@@ -120,20 +120,20 @@ func (p *v8Profile) addNodes(nodes []v8Node) error {
 // samples adds sample node ids, pairing them with deltas read before.
 func (p *v8Profile) samples(ids ...int64) error {
 	for _, id := range ids {
-		if p.ready && len(p.runs) == 0 && len(p.deltas) > 0 {
-			d := p.deltas[0]
-			p.deltas = p.deltas[1:]
+		if p.ready && p.runs.Len() == 0 && p.deltas.Len() > 0 {
+			d := *p.deltas.Front()
+			p.deltas.Pop()
 			if err := p.pair(id, d); err != nil {
 				return err
 			}
 			continue
 		}
-		if k := len(p.runs) - 1; k >= 0 && p.runs[k].id == id {
-			p.runs[k].n++
+		if p.runs.Len() > 0 && p.runs.Back().id == id {
+			p.runs.Back().n++
 			continue
 		}
-		p.runs = append(p.runs, v8Run{id, 1})
-		if err := p.queue(int64(cap(p.runs)) * 16); err != nil {
+		p.runs.Push(v8Run{id, 1})
+		if err := p.queue(int64(p.runs.Cap()) * 16); err != nil {
 			return err
 		}
 	}
@@ -143,16 +143,16 @@ func (p *v8Profile) samples(ids ...int64) error {
 // delta adds the time (µs) from a sample to the next, the first from
 // startTime, pairing it with the first sample read before.
 func (p *v8Profile) delta(d int64) error {
-	if p.ready && len(p.deltas) == 0 && len(p.runs) > 0 {
-		r := &p.runs[0]
+	if p.ready && p.deltas.Len() == 0 && p.runs.Len() > 0 {
+		r := p.runs.Front()
 		id := r.id
 		if r.n--; r.n == 0 {
-			p.runs = p.runs[1:]
+			p.runs.Pop()
 		}
 		return p.pair(id, d)
 	}
-	p.deltas = append(p.deltas, d)
-	return p.queue(int64(cap(p.deltas)) * 8)
+	p.deltas.Push(d)
+	return p.queue(int64(p.deltas.Cap()) * 8)
 }
 
 // queue takes the memory of the samples or deltas waiting, n bytes of
@@ -169,20 +169,16 @@ func (p *v8Profile) queue(n int64) error {
 // pump pairs the samples and deltas read before the tree was ready.
 func (p *v8Profile) pump() error {
 	p.ready = true
-	runs, deltas := p.runs, p.deltas
-	p.runs, p.deltas = nil, nil
-	for _, r := range runs {
-		for ; r.n > 0 && len(deltas) > 0; r.n-- {
-			if err := p.pair(r.id, deltas[0]); err != nil {
-				return err
-			}
-			deltas = deltas[1:]
+	for p.runs.Len() > 0 && p.deltas.Len() > 0 {
+		r := p.runs.Front()
+		if err := p.pair(r.id, *p.deltas.Front()); err != nil {
+			return err
 		}
-		if r.n > 0 {
-			p.runs = append(p.runs, r)
+		p.deltas.Pop()
+		if r.n--; r.n == 0 {
+			p.runs.Pop()
 		}
 	}
-	p.deltas = deltas
 	return nil
 }
 
@@ -213,13 +209,14 @@ func (p *v8Profile) end() (unpaired int64, err error) {
 			return 0, err
 		}
 	}
-	for _, r := range p.runs {
-		unpaired += r.n
+	for ; p.runs.Len() > 0; p.runs.Pop() {
+		unpaired += p.runs.Front().n
 	}
 	if p.pairs >= 2 {
 		err = p.change(p.prevID)
 	}
-	p.runs, p.deltas = nil, nil
+	p.runs.Reset()
+	p.deltas.Reset()
 	return unpaired, err
 }
 
