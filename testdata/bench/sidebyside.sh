@@ -7,7 +7,9 @@
 # another package is still compared with itself. With no BENCH, the
 # in-process benchmarks that need neither chromium nor a file named by
 # an environment variable. BENCH:TIME runs BENCH with -benchtime TIME
-# (BenchmarkTopJSON:15x); BENCHTIME sets it for the others.
+# (BenchmarkTopJSON:15x); BENCHTIME sets it for the others. NEW=REV
+# compares BASE with revision REV instead of the work tree (one commit
+# against its parent: NEW=d68780d sidebyside.sh d68780d^ ...).
 #
 #	testdata/bench/sidebyside.sh 6abb1da^            # before issue 35's moves
 #	ROUNDS=5 testdata/bench/sidebyside.sh main~3 BenchmarkNewStacks
@@ -32,8 +34,13 @@ if [ ${#benches[@]} -eq 0 ]; then
 fi
 
 work=$(mktemp -d /tmp/sidebyside.XXXXXX)
-trap 'git worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'git worktree remove --force "$work/base" >/dev/null 2>&1 || true; git worktree remove --force "$work/new" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$work/base" "$base"
+headtree=$PWD
+if [ -n "${NEW:-}" ]; then
+	git worktree add -q --detach "$work/new" "$(git rev-parse --verify "$NEW^{commit}")"
+	headtree=$work/new
+fi
 
 # pkgof TREE BENCH: the package directory that declares BENCH in TREE.
 pkgof() {
@@ -42,7 +49,7 @@ pkgof() {
 
 declare -A bin dirs # "side bench" -> its test binary, its package directory
 for side in base head; do
-	tree=$PWD
+	tree=$headtree
 	[ "$side" = head ] || tree=$work/base
 	for e in "${benches[@]}"; do
 		b=${e%%:*}
