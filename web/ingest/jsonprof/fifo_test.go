@@ -41,6 +41,12 @@ func TestFifo(t *testing.T) {
 		if max := (len(model)+fifoBlock-1)/fifoBlock + 1; len(q.blocks) > max {
 			t.Fatalf("step %d: %d blocks held for %d values", step, len(q.blocks), len(model))
 		}
+		// And none grew past its allocation: what was pushed is never copied.
+		for i, b := range q.blocks {
+			if cap(b) != fifoBlock {
+				t.Fatalf("step %d: block %d has room for %d values, not %d", step, i, cap(b), fifoBlock)
+			}
+		}
 	}
 	q.Reset()
 	if q.Len() != 0 || q.Cap() != 0 {
