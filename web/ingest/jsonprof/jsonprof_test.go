@@ -1,6 +1,8 @@
 package jsonprof
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,5 +111,55 @@ func TestFirefoxProcessed(t *testing.T) {
 		if s.Label["comm"][0] != "T" || s.NumLabel["pid"][0] != 1 || s.NumLabel["tid"][0] != 2 {
 			t.Errorf("labels %v %v, want comm T, pid 1, tid 2", s.Label, s.NumLabel)
 		}
+	}
+}
+
+// TestCPUProfileLongSpan reads a .cpuprofile whose samples come in runs of
+// two stacks with gaps from a microsecond to seconds, so that the time
+// buckets its cells are summed in widen several times as it is read
+// (builder.coarsen): each stack still weighs the sum of its gaps, as the
+// gaps are added up here sample by sample.
+func TestCPUProfileLongSpan(t *testing.T) {
+	var samples, deltas []string
+	want := map[string]int64{}
+	r := rand.New(rand.NewPCG(3, 4))
+	prev := ""
+	for i := 0; i < 20_000; i++ {
+		node, stack := "3", "main;a"
+		if (i/(1+i%5))%2 == 1 {
+			node, stack = "4", "main;b"
+		}
+		d := int64(1 + r.IntN(50))
+		if r.IntN(500) == 0 {
+			d = int64(r.IntN(3_000_000)) // up to 3 s
+		}
+		samples = append(samples, node)
+		deltas = append(deltas, strconv.FormatInt(d, 10))
+		if prev != "" {
+			want[prev] += d * 1000 // the previous sample weighs the gap to this one
+		}
+		prev = stack
+	}
+	in := `{"nodes":[
+		{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1},"children":[2]},
+		{"id":2,"callFrame":{"functionName":"main","url":"file:///app.js","lineNumber":0},"children":[3,4]},
+		{"id":3,"callFrame":{"functionName":"a","url":"file:///app.js","lineNumber":1}},
+		{"id":4,"callFrame":{"functionName":"b","url":"file:///app.js","lineNumber":2}}],
+		"startTime":0,"endTime":1,
+		"samples":[` + strings.Join(samples, ",") + `],"timeDeltas":[` + strings.Join(deltas, ",") + `]}`
+	p, err := ReadCPUProfile(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byStack(p, 0)
+	if len(got) != len(want) || got["main;a"] != want["main;a"] || got["main;b"] != want["main;b"] {
+		t.Errorf("stacks %v, want %v", got, want)
+	}
+	buckets := map[int64]bool{}
+	for _, s := range p.Sample {
+		buckets[s.NumLabel[sampling.TimeLabel][0]] = true
+	}
+	if len(buckets) < 100 {
+		t.Errorf("%d time buckets: the test should cover a long span in many", len(buckets))
 	}
 }
