@@ -383,12 +383,21 @@ func goSafe(g *errgroup.Group, path string, f func() error) {
 // once: a cold kernel .debug_info reads about twice as fast in two.
 const sectionParts = 32 << 20
 
+// inFile says whether the file holds a section's last byte: a damaged
+// header may claim gigabytes in a small file, which sectionData must not
+// allocate (Data reads in bounded chunks and fails at the file's end).
+func inFile(s *elf.Section) bool {
+	var last [1]byte
+	n, _ := s.ReadAt(last[:], int64(s.Size)-1)
+	return n == 1
+}
+
 func sectionData(f *elf.File, name string) []byte {
 	s := f.Section(name)
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil
 	}
-	if s.Flags&elf.SHF_COMPRESSED == 0 && s.Size > 0 && s.Size == s.FileSize && s.Size < 1<<32 {
+	if s.Flags&elf.SHF_COMPRESSED == 0 && s.Size > 0 && s.Size == s.FileSize && s.Size < 1<<32 && inFile(s) {
 		// One read into a buffer of the section's size: Data reads a large
 		// section in growing chunks, copying it over and over (a kernel's
 		// .debug_info is 170 MB).

@@ -1,10 +1,17 @@
 package datatype
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 )
+
+// openDeadline bounds one input's Open and attribution: the seeds take
+// milliseconds, a debug file of libc's size about a second.
+const openDeadline = 10 * time.Second
 
 // FuzzOpenAttribute opens mutated binaries (code and DWARF in one file, as
 // debuginfod may serve them) and attributes instructions in them:
@@ -22,6 +29,14 @@ func FuzzOpenAttribute(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01"), uint64(0))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, pc uint64) {
+		// A hang fails at once, with every goroutine's stack, instead of
+		// stalling the fuzz run until its worker is killed; the panic
+		// ends the worker, so the input is kept in the corpus.
+		watchdog := time.AfterFunc(openDeadline, func() {
+			buf := make([]byte, 1<<20)
+			panic(fmt.Sprintf("Open and Attribute have not ended after %v on %d bytes:\n%s", openDeadline, len(data), buf[:runtime.Stack(buf, true)]))
+		})
+		defer watchdog.Stop()
 		path := filepath.Join(dir, "fuzz.elf")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)

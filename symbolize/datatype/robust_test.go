@@ -1,10 +1,13 @@
 package datatype
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -135,5 +138,49 @@ func TestCorruptDebugInfo(t *testing.T) {
 	}
 	if opened == 0 {
 		t.Errorf("no damaged binary could be opened: the test exercised nothing past Open")
+	}
+}
+
+// TestDamagedSectionSize opens a binary whose section headers claim
+// gigabytes for its DWARF sections, as a damaged or hostile debug file
+// may (CI's fuzzer found one): Open fails or reads what is there, without
+// allocating what the headers claim.
+func TestDamagedSectionSize(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testdataDir, "datatype-dw5-pie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.ByteOrder != binary.LittleEndian {
+		t.Fatal("the test binary should be little-endian ELF64")
+	}
+	// e_shoff and e_shentsize; sh_size is at 32 in each header.
+	shoff, shentsize := binary.LittleEndian.Uint64(data[0x28:]), uint64(binary.LittleEndian.Uint16(data[0x3a:]))
+	patched := 0
+	for i, s := range ef.Sections {
+		if strings.HasPrefix(s.Name, ".debug_") {
+			binary.LittleEndian.PutUint64(data[shoff+uint64(i)*shentsize+32:], 0xffff0000) // sh_size
+			patched++
+		}
+	}
+	if patched < 3 {
+		t.Fatalf("%d DWARF sections patched", patched)
+	}
+	path := filepath.Join(t.TempDir(), "damaged")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := Open(path, path)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		_ = b.Attribute(0x1380)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("Open allocated %d MiB for a %d-byte file whose sections claim 4 GiB each (err %v)", got>>20, len(data), err)
 	}
 }
