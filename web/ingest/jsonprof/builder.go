@@ -111,12 +111,6 @@ type builder struct {
 	order    []sumCell
 	values   []int64 // of each cell of order
 	records  int     // samples and spans read
-	// lastKey and lastCell remember the key and cell the last record went
-	// to (index -1: none): a profiler's consecutive samples are often of
-	// one stack in one time bucket, summed without a map lookup.
-	lastKey            keyID
-	lastKi, lastCellAt int32
-	lastCell           sumCell
 	// width is the time buckets' width (ns) the timed cells are summed
 	// in, aligned to multiples of it: a power of ten times
 	// sampling.MinTimeBucket, never more than the width finish buckets
@@ -133,18 +127,16 @@ type builder struct {
 
 func newBuilder(opt Options) *builder {
 	return &builder{
-		opt:        opt,
-		frameIdx:   map[Frame]int32{},
-		nodeIdx:    map[node]int32{},
-		thIdx:      map[Thread]int32{},
-		keyIdx:     map[keyID]int32{},
-		lastKi:     -1,
-		defType:    -1,
-		lastCellAt: -1,
-		cells:      map[sumCell]int32{},
-		width:      sampling.MinTimeBucket,
-		t0:         math.MaxInt64,
-		t1:         math.MinInt64,
+		opt:      opt,
+		frameIdx: map[Frame]int32{},
+		nodeIdx:  map[node]int32{},
+		thIdx:    map[Thread]int32{},
+		keyIdx:   map[keyID]int32{},
+		defType:  -1,
+		cells:    map[sumCell]int32{},
+		width:    sampling.MinTimeBucket,
+		t0:       math.MaxInt64,
+		t1:       math.MinInt64,
 	}
 }
 
@@ -223,16 +215,11 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 	}
 	b.records++
 	k := keyID{stack, th}
-	ki := b.lastKi
-	if ki < 0 || k != b.lastKey {
-		var ok bool
-		ki, ok = b.keyIdx[k]
-		if !ok {
-			ki = int32(len(b.keys))
-			b.keys = append(b.keys, k)
-			b.keyIdx[k] = ki
-		}
-		b.lastKey, b.lastKi = k, ki
+	ki, ok := b.keyIdx[k]
+	if !ok {
+		ki = int32(len(b.keys))
+		b.keys = append(b.keys, k)
+		b.keyIdx[k] = ki
 	}
 	if at == noTime {
 		return b.addCell(sumCell{noTime, ki, int16(typ)}, value)
@@ -271,10 +258,6 @@ func floorTo(at, w int64) int64 {
 
 // addCell adds v to c, taking memory for a new cell.
 func (b *builder) addCell(c sumCell, v int64) error {
-	if b.lastCellAt >= 0 && c == b.lastCell {
-		b.values[b.lastCellAt] += v
-		return nil
-	}
 	i, ok := b.cells[c]
 	if !ok {
 		if err := b.need(b.kept + int64(len(b.order)+1)*cellMemory); err != nil {
@@ -286,7 +269,6 @@ func (b *builder) addCell(c sumCell, v int64) error {
 		b.values = append(b.values, 0)
 	}
 	b.values[i] += v
-	b.lastCell, b.lastCellAt = c, i
 	return nil
 }
 
@@ -312,7 +294,6 @@ func (b *builder) coarsen() {
 	order, values := b.order, b.values
 	b.order, b.values = nil, nil
 	clear(b.cells)
-	b.lastCellAt = -1
 	for i, c := range order {
 		if c.at != noTime {
 			c.at = floorTo(c.at, w)
@@ -451,7 +432,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		p.PeriodType = &profile.ValueType{Type: t.Type, Unit: t.Unit}
 	}
 	locs := b.locations(p)
-	b.cells, b.lastCellAt = nil, -1 // the cells are summed again from b.order and b.values
+	b.cells = nil // the cells are summed again from b.order and b.values
 	w, origin := int64(0), int64(0)
 	if b.t0 <= b.t1 {
 		// The read's cells sum again into buckets of w (a multiple of
