@@ -70,11 +70,11 @@ func (s *Server) fetchQuota(c echo.Context) context.Context {
 	var made atomic.Int64
 	return symbolize.WithFetchQuota(c.Request().Context(), func() error {
 		if made.Add(1) > apiFetchesPerRequest {
-			return fmt.Errorf("not fetched: this request already made its %d debuginfod fetches (at most %d per symbolization API request); send the rest in another request",
+			return fmt.Errorf("not fetched: this request already made its %d debuginfod fetches (at most %d per symbolization API request, a fixed limit no flag changes); send the rest in another request",
 				apiFetchesPerRequest, apiFetchesPerRequest)
 		}
 		if !l.Allow() {
-			return fmt.Errorf("not fetched: this client made its %d debuginfod fetches (the symbolization APIs fetch at most %d at once for one client, then %d a second); retry shortly",
+			return fmt.Errorf("not fetched: this client made its %d debuginfod fetches (the symbolization APIs fetch at most %d at once for one client, then %d a second: fixed limits no flag changes); retry shortly",
 				apiFetchesPerClient, apiFetchesPerClient, apiFetchRate)
 		}
 		return nil

@@ -134,9 +134,9 @@ type errTooManyTracks struct{ own bool }
 
 func (e errTooManyTracks) Error() string {
 	if e.own {
-		return fmt.Sprintf("this address follows %d uploads' progress already, the most one client may; close a progress stream or wait for an upload to end", maxClientUploadTracks)
+		return fmt.Sprintf("this address follows %d uploads' progress already, the most one client may (a fixed limit no flag changes); close a progress stream or wait for an upload to end", maxClientUploadTracks)
 	}
-	return fmt.Sprintf("the server follows %d uploads' progress already, the most it keeps; retry shortly", maxUploadTracks)
+	return fmt.Sprintf("the server follows %d uploads' progress already, the most it keeps (a fixed limit no flag changes); retry shortly", maxUploadTracks)
 }
 
 // track is key's track for a request from client, made when new; watch

@@ -289,10 +289,10 @@ func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name st
 		p := cleanSource(h.Name)
 		if _, ok := ix.Files[p]; !ok {
 			if len(ix.Files)+len(files) >= maxSourceFiles {
-				return 0, refused("build ID %s would have more than %d source files", bid, maxSourceFiles)
+				return 0, refused("build ID %s would have more than %d source files (a fixed limit no flag changes): upload only the files its DWARF names", bid, maxSourceFiles)
 			}
 			if indexBytes += indexEntryBytes(p, archive); indexBytes > maxSourceIndexBytes {
-				return 0, refused("build ID %s's source index would be over %d bytes (its paths are too many or too long): upload only the files its DWARF names", bid, maxSourceIndexBytes)
+				return 0, refused("build ID %s's source index would be over %d bytes (a fixed limit no flag changes; its paths are too many or too long): upload only the files its DWARF names", bid, maxSourceIndexBytes)
 			}
 			if need() > charge.held {
 				if err := charge.grow(need() + sourceChargeStep); err != nil {

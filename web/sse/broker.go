@@ -398,7 +398,7 @@ func (b *Broker) Serve(w http.ResponseWriter, r *http.Request, name string) erro
 		w.Header().Set("Retry-After", "5")
 		msg := "too many open event streams; retry in a few seconds"
 		if perClient {
-			msg = fmt.Sprintf("this client already has %d open event streams, the most one client may hold; close some pages and retry", b.cfg.MaxPerClient)
+			msg = fmt.Sprintf("this client already has %d open event streams, the most one client may hold (a fixed limit no flag changes); close some pages and retry", b.cfg.MaxPerClient)
 		}
 		http.Error(w, msg, http.StatusServiceUnavailable)
 		return ErrTooManySubscribers
