@@ -19,7 +19,8 @@ import (
 // TestSymbolizeAPIMemory sends a million addresses to a server with
 // --ingest-memory 256MiB: refused with 413 naming the flag; then four
 // at once to one of 600 MiB: the heap stays within it and
-// --memory-limit, each answered or refused naming the limit.
+// --memory-limit, each answered or refused naming the limit, and an
+// honest client's uploads and pages are served meanwhile.
 func TestSymbolizeAPIMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends a million addresses")
@@ -35,6 +36,7 @@ func TestSymbolizeAPIMemory(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(budget + 256<<20))
 	_, base = webtest.SymbolizingServerWith(t, nil, 1, web.Config{Limits: web.Limits{IngestMemory: budget}})
 	stop := heappeak.Watch()
+	honest := honestClient(t, base)
 	codes, msgs := make([]int, 4), make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -44,6 +46,7 @@ func TestSymbolizeAPIMemory(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	honest()
 	peak := stop()
 	t.Logf("4 × 1M addresses at once: %v, peak heap %d MiB", codes, peak>>20)
 	served := 0
