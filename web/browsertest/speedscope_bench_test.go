@@ -35,7 +35,13 @@ import (
 //     at #profileURL= until it has named the profile in the title and
 //     drawn the next two frames; memory is the renderer's peak RSS.
 //
-// VIEWER_BENCH_FILES is a comma-separated list of files. Speedscope is
+// Each side's browser is started and left to settle (Browser.Settle), and
+// its renderer's peak RSS reset to its present, before the clock starts: a
+// fresh chromium's own start-up work and memory are neither tool's.
+// Viewer's side also logs when its upload ended and its page's marks
+// (pageMarks). VIEWER_BENCH_FILES is a comma-separated list of files;
+// VIEWER_BENCH_VIEWER_ONLY=1 measures viewer's side alone (two viewer
+// builds against each other). Speedscope is
 // given VIEWER_SPEEDSCOPE_TIMEOUT (default 20m) to draw; past it, its
 // figures so far are reported, and the ratios are upper bounds. It reports the
 // ratios viewer ÷ speedscope (time/speedscope, mem/speedscope; the
@@ -54,6 +60,9 @@ func BenchmarkVsSpeedscope(b *testing.B) {
 				v := viewerFirstFlame(b, bin, file)
 				b.Logf("%s: viewer %v (server %d MiB peak RSS, %.2f CPU s; renderer %d MiB, blank tab %d MiB, %.2f CPU s)",
 					filepath.Base(file), v.time.Round(time.Millisecond), v.serverRSS>>20, v.serverCPU.Seconds(), v.rendererRSS>>20, v.blankRSS>>20, v.rendererCPU.Seconds())
+				if os.Getenv("VIEWER_BENCH_VIEWER_ONLY") != "" {
+					continue
+				}
 				s := speedscopeFirstFlame(b, ssDir, file)
 				drew := "drew"
 				if !s.drawn {
@@ -137,6 +146,8 @@ func viewerFirstFlame(b *testing.B, bin, file string) firstFlame {
 	}
 	br := browsertest.Start(b, browsertest.Options{Width: 1400, Height: 900})
 	defer br.Close()
+	br.Settle(10 * time.Second)
+	br.ResetRendererPeakRSS()
 	cpu0, rcpu0 := procCPU(cmd.Process.Pid), time.Duration(0)
 	if c, err := br.RendererCPU(); err == nil {
 		rcpu0 = c
@@ -158,12 +169,16 @@ func viewerFirstFlame(b *testing.B, bin, file string) firstFlame {
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		b.Fatalf("upload: HTTP %d, %v", resp.StatusCode, err)
 	}
+	uploaded := time.Since(start)
 	ctx, cancel := context.WithTimeout(br.Ctx, 10*time.Minute)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+created.URL), chromedp.WaitReady(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
 		b.Fatalf("viewer's page never drew: %v; problems %q", err, br.Problems())
 	}
 	out := firstFlame{time: time.Since(start), serverRSS: procHWM(cmd.Process.Pid), serverCPU: procCPU(cmd.Process.Pid) - cpu0, blankRSS: blank}
+	if marks, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](pageMarks)); err == nil {
+		b.Logf("viewer: uploaded in %v; the page's marks (ms since its navigation): %v", uploaded.Round(time.Millisecond), marks)
+	}
 	out.rendererRSS, _ = br.RendererPeakRSS()
 	if c, err := br.RendererCPU(); err == nil {
 		out.rendererCPU = c - rcpu0
@@ -184,6 +199,8 @@ func speedscopeFirstFlame(b *testing.B, dir, file string) firstFlame {
 	defer srv.Close()
 	br := browsertest.Start(b, browsertest.Options{Width: 1400, Height: 900})
 	defer br.Close()
+	br.Settle(10 * time.Second)
+	br.ResetRendererPeakRSS()
 	var rcpu0 time.Duration
 	if c, err := br.RendererCPU(); err == nil {
 		rcpu0 = c
