@@ -66,6 +66,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp sorter-stripped "$tmp"/
 rec -F 999 -g -o stripped-fp.data "$tmp"/sorter-stripped 0.6
+rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o stripped-dwarf.data "$tmp"/sorter-stripped 0.6
 chmod 644 ./*.data system-fp.vdso
 rm -f ./*.data.old
 gzip -9 -f go-dwarf.data system-fp.data
