@@ -18,7 +18,7 @@ import (
 // and a Go program's runtime.sigreturn__sigaction. perf script names the
 // frame __restore_rt; main looked it up one byte back, as it does a
 // caller's, in the padding before it, and left it unnamed (62 of
-// testdata/fidelity/system-fp's 2,023 samples). The handler's own frame
+// the 2,023 samples of testdata/fidelity/system-fp's first recording). The handler's own frame
 // keeps its name.
 func TestSignalTrampolineNamedAtItsStart(t *testing.T) {
 	lib, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")

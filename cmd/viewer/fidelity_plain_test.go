@@ -21,44 +21,62 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/symbolize/elfsym"
 )
 
 const fidelityDir = "../../testdata/fidelity"
 
-// fidelityRecordings are testdata/fidelity/record.sh's recordings; fp says
-// the stacks are frame-pointer call chains (perf 6.1 prints no inlined
-// frames for those).
+// fidelityRecordings are testdata/fidelity/record.sh's eleven recordings; fp
+// says the stacks are frame-pointer call chains (perf 6.1 prints no inlined
+// frames for those); vdso, that its samples go through the vDSO, whose
+// frames perf and viewer must both name (the recording kernel's image is
+// checked in beside it); debuginfod, that viewer gets the program's debug
+// file from a debuginfod server only.
 var fidelityRecordings = []struct {
-	name string
-	fp   bool
+	name       string
+	fp         bool
+	vdso       bool
+	debuginfod bool
 }{
-	{"sorter-fp", true},
-	{"sorter-dwarf", false},
-	{"libc-dwarf", false},
-	{"python-dwarf", false},
+	{name: "sorter-fp", fp: true},
+	{name: "sorter-dwarf"},
+	{name: "libc-dwarf"},
+	{name: "python-dwarf"},
 	// Its 2 samples at the process's exit in _fini (python3.11's and
 	// libexpat's .fini, which no CFI covers) differ: viewer takes the
 	// return address at the stack pointer (_dl_fini, then exit), perf's
 	// libunwind guesses from rbp and skips _dl_fini.
-	{"python-start-dwarf", false},
-	{"deeprec-dwarf", false},
+	{name: "python-start-dwarf"},
+	{name: "deeprec-dwarf"},
 	// perf 6.1 (built with libunwind) unwinds none of a Go program's
 	// --call-graph=dwarf stacks past the sampled function (Go binaries
 	// have no .eh_frame), so go-dwarf holds viewer's callers to nothing
 	// and its leaves, inlined frames and kernel frames to perf's.
-	{"go-dwarf", false},
-	{"go-fp", true},
+	{name: "go-dwarf"},
+	{name: "go-fp", fp: true},
 	// perf record -a -g of the whole machine while sigwork ran: its
 	// SIGALRM handler's stacks go through glibc's signal trampoline
-	// (__restore_rt), its clock reads through the vDSO (named when this
-	// machine runs the recording's kernel: cacheRunningVDSO); the other
-	// processes' binaries (go test binaries in /tmp) are mostly gone, and
-	// their frames compare as unnamed on both sides. Its 4 samples in
-	// ld.so's start-up differ at the root: the return address of _start's
-	// call to _dl_start is _dl_start_user's first instruction, which perf
-	// names; viewer names the caller, _start, as addr2line does there.
-	{"system-fp", true},
+	// (__restore_rt), its clock reads through the vDSO (system-fp.vdso is
+	// the recording kernel's: cacheVDSO); the other processes' binaries
+	// (go, its compiler and vet) compare as unnamed on both sides where
+	// another Go is installed. Most [vdso] leaves are in a static function
+	// of the vDSO (its clock read, rdtsc), which no symbol covers (it has
+	// .dynsym only): both leave them unnamed, and name their callers
+	// __vdso_clock_gettime. On the recording's kernel (6.18) its kernel
+	// frames are compared by name too; one differs: an interrupt taken at
+	// native_set_pte's first instruction, which perf names at the address
+	// and viewer, taking it for a return address, one byte back, in the
+	// padding symbol __pfx_native_set_pte.
+	{name: "system-fp", fp: true, vdso: true},
+	// sorter with frame pointers, stripped (strip --strip-all), run from
+	// outside the checkout: perf reads sorter-stripped.debug from its
+	// build-ID cache, viewer has the stripped binary in its own and a
+	// debuginfod server that serves the debug file (debuginfodSetup).
+	{name: "stripped-fp", fp: true, debuginfod: true},
+	// The same with --call-graph=dwarf: viewer unwinds with the stripped
+	// binary's .eh_frame and names frames from the fetched debug file.
+	{name: "stripped-dwarf", debuginfod: true},
 }
 
 // needTool finds a tool the test cannot do without; missing, it fails.
@@ -87,7 +105,7 @@ func needTool(t *testing.T, name, pkg string) string {
 //	go test -run StackFidelity -v ./cmd/viewer/   # prints the match per recording
 func TestStackFidelity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs perf script and viewer on nine recordings")
+		t.Skip("runs perf script and viewer on eleven recordings")
 	}
 	if raceDetector {
 		t.Skip("its work is in perf script and the viewer binary, not this process: make test runs it without -race")
@@ -103,13 +121,17 @@ func TestStackFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"sorter-fp", "sorter-nofp", "libcwork", "deeprec", "gowork", "sigwork"} {
+	for _, b := range []string{"sorter-fp", "sorter-nofp", "sorter-stripped", "libcwork", "deeprec", "gowork", "sigwork"} {
 		// perf recorded them elsewhere: its build-ID cache gives perf script
 		// and viewer's unwinder these very files.
 		if out, err := exec.Command(perf, "buildid-cache", "-a", filepath.Join(abs, b)).CombinedOutput(); err != nil {
 			t.Fatalf("perf buildid-cache -a %s: %v\n%s", b, err, out)
 		}
 	}
+	// perf script reads a stripped binary's debug file from the cache
+	// entry's "debug" file; viewer, which runs with another HOME for
+	// stripped-fp, must fetch it from debuginfod.
+	cacheDebugFile(t, home, filepath.Join(abs, "sorter-stripped.debug"))
 	// The built binary, not runWith: as a user runs it, and without the
 	// race detector's slowdown on unwinding and loading libc's DWARF.
 	viewer := buildViewer(t)
@@ -119,14 +141,39 @@ func TestStackFidelity(t *testing.T) {
 			bins := recordedBinaries(t, perf, data, abs)
 			names := newAliases(bins)
 			kernelOK := bins["[kernel.kallsyms]"] != "" && bins["[kernel.kallsyms]"] == runningKernelBuildID()
+			vdsoNamed := false
 			if id := bins["[vdso]"]; id != "" {
-				cacheRunningVDSO(t, home, id)
+				vdsoNamed = cacheVDSO(t, home, id, abs)
+			}
+			if rec.vdso && !vdsoNamed {
+				t.Errorf("no vDSO image with the recorded build ID %s in %s: re-record with record.sh", bins["[vdso]"], fidelityDir)
 			}
 			if !kernelOK {
 				t.Logf("no kernel build ID recorded, or this machine runs another kernel: kernel frames compare as [kernel]")
 			}
-			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK)
-			got := viewerStacks(t, viewer, data, abs, names, kernelOK)
+			// Frames of these binaries are counted by name on both sides.
+			wantFrames, gotFrames := dsoFrames{"[vdso]": {}}, dsoFrames{"[vdso]": {}}
+			vs := viewerSetup{debugDir: abs}
+			var stripped string
+			if rec.debuginfod {
+				vs, stripped = debuginfodSetup(t, perf, bins, abs)
+				wantFrames[stripped], gotFrames[stripped] = map[string]int{}, map[string]int{}
+			}
+			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK, wantFrames)
+			got := viewerStacks(t, viewer, data, vs, names, kernelOK, gotFrames)
+			if rec.vdso {
+				checkNamedFrames(t, "[vdso]", wantFrames["[vdso]"], gotFrames["[vdso]"], false)
+			}
+			if rec.debuginfod {
+				checkNamedFrames(t, stripped, wantFrames[stripped], gotFrames[stripped], true)
+				id := bins[stripped]
+				if n := vs.server.Requests(id); n == 0 {
+					t.Errorf("viewer asked the debuginfod server nothing for %s (build ID %s)", stripped, id)
+				}
+				if _, err := os.Stat(filepath.Join(vs.cache, id, "debuginfo")); err != nil {
+					t.Errorf("viewer fetched no debug file from debuginfod for %s: %v", stripped, err)
+				}
+			}
 			total, same, missed := matchStacks(want, got)
 			gotTotal := 0
 			for _, n := range got {
@@ -265,12 +312,66 @@ func runningKernelBuildID() string {
 	return elfsym.ParseBuildIDNotes(b)
 }
 
-// cacheRunningVDSO puts this process's vDSO, the running kernel's, into
-// perf's build-ID cache under home, where perf record put it on the
-// recording machine, when its build ID is the recorded one: perf script
-// then names [vdso] frames (__vdso_clock_gettime) as viewer does from the
-// running kernel's. On another kernel neither names them.
-func cacheRunningVDSO(t *testing.T, home, id string) {
+// cacheVDSO puts the vDSO image with build ID id into perf's build-ID
+// cache under home, where perf record put it on the recording machine:
+// perf script then names [vdso] frames (__vdso_clock_gettime), and viewer,
+// which reads that cache too, does. The image is a checked-in one of dir
+// (*.vdso, record.sh's copy of the recording kernel's) or this process's,
+// the running kernel's; it reports whether one had the build ID. Without
+// one, neither names [vdso] frames.
+func cacheVDSO(t *testing.T, home, id, dir string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.vdso"))
+	var img []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vdsoBuildID(t, b) == id {
+			img = b
+			break
+		}
+	}
+	if img == nil {
+		img = runningVDSO(t)
+		if img == nil {
+			t.Logf("this process has no [vdso] mapping: perf names no [vdso] frame")
+			return false
+		}
+		if got := vdsoBuildID(t, img); got != id {
+			t.Logf("the recording's vDSO (build ID %s) is not in %s nor this kernel's (%s): perf and viewer name no [vdso] frame", id, dir, got)
+			return false
+		}
+	}
+	cdir := filepath.Join(home, ".debug", "[vdso]", id)
+	link := filepath.Join(home, ".debug", ".build-id", id[:2], id[2:])
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cdir, "vdso"), img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "..", "[vdso]", id), link); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func vdsoBuildID(t *testing.T, img []byte) string {
+	t.Helper()
+	ef, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		t.Fatalf("a vDSO image: %v", err)
+	}
+	return elfsym.BuildIDNote(ef)
+}
+
+// runningVDSO is this process's vDSO image, the running kernel's, or nil.
+func runningVDSO(t *testing.T) []byte {
 	t.Helper()
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
@@ -293,31 +394,117 @@ func cacheRunningVDSO(t *testing.T, home, id string) {
 		if _, err := mem.ReadAt(img, int64(start)); err != nil {
 			t.Fatalf("reading this process's vDSO: %v", err)
 		}
-		ef, err := elf.NewFile(bytes.NewReader(img))
-		if err != nil {
-			t.Fatalf("this process's vDSO: %v", err)
-		}
-		if got := elfsym.BuildIDNote(ef); got != id {
-			t.Logf("the recording's vDSO (build ID %s) is not this kernel's (%s): perf and viewer name no [vdso] frame", id, got)
-			return
-		}
-		dir := filepath.Join(home, ".debug", "[vdso]", id)
-		link := filepath.Join(home, ".debug", ".build-id", id[:2], id[2:])
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "vdso"), img, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(filepath.Join("..", "..", "[vdso]", id), link); err != nil && !os.IsExist(err) {
-			t.Fatal(err)
-		}
-		return
+		return img
 	}
-	t.Logf("this process has no [vdso] mapping: perf names no [vdso] frame")
+	return nil
+}
+
+// cacheDebugFile puts a separate debug file into perf's build-ID cache
+// under home, as the "debug" file of the entry perf buildid-cache -a made
+// for its binary: perf script reads its symbols there.
+func cacheDebugFile(t *testing.T, home, debug string) {
+	t.Helper()
+	id, err := debuginfodtest.BuildID(debug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(debug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(home, ".debug", ".build-id", id[:2], id[2:])
+	if _, err := os.Stat(filepath.Join(entry, "elf")); err != nil {
+		t.Fatalf("perf buildid-cache -a made no entry for %s: %v", debug, err)
+	}
+	if err := os.WriteFile(filepath.Join(entry, "debug"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// viewerSetup is how viewerStacks runs viewer: with debugDir as
+// --debug-dir and debuginfod off, or, with server set, with env (its
+// own HOME, DEBUGINFOD_URLS the server, its debuginfod cache in cache)
+// and no --debug-dir.
+type viewerSetup struct {
+	debugDir string
+	env      []string
+	server   *debuginfodtest.Server
+	cache    string
+}
+
+// debuginfodSetup starts Debian's debuginfod serving the stripped program
+// of a recording and its debug file, and returns how viewer runs against
+// it: with a HOME of its own whose perf build-ID cache holds the stripped
+// binary alone, as perf record leaves it on the recording machine (viewer
+// convert unwinds with it), not the debug file perf script reads from
+// the test's cache; so the debug file comes from the server or not at
+// all. It returns the program's recorded path too.
+func debuginfodSetup(t *testing.T, perf string, bins map[string]string, dir string) (viewerSetup, string) {
+	t.Helper()
+	var prog string
+	for file := range bins {
+		if filepath.Base(file) == "sorter-stripped" {
+			prog = file
+		}
+	}
+	if prog == "" {
+		t.Fatalf("the recording has no sorter-stripped: %v", bins)
+	}
+	served := t.TempDir()
+	for _, f := range []string{"sorter-stripped", "sorter-stripped.debug"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(served, f), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := debuginfodtest.Start(t, served)
+	home, cache := t.TempDir(), filepath.Join(t.TempDir(), "debuginfod")
+	env := append(os.Environ(), "HOME="+home, "DEBUGINFOD_URLS="+srv.URL, "DEBUGINFOD_CACHE_PATH="+cache, "XDG_CACHE_HOME="+home)
+	add := exec.Command(perf, "buildid-cache", "-a", filepath.Join(dir, "sorter-stripped"))
+	add.Env = env
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("perf buildid-cache -a sorter-stripped: %v\n%s", err, out)
+	}
+	return viewerSetup{env: env, server: srv, cache: cache}, prog
+}
+
+// dsoFrames counts, per binary, the frames perfStacks or viewerStacks saw
+// in it by name ("?": unnamed); inlined frames are not counted.
+type dsoFrames map[string]map[string]int
+
+// checkNamedFrames compares perf's and viewer's frames in one binary: both
+// must name some, and name at least 99% of them alike (as many frames of
+// each name; a stack that differs may shift a few); with all, both must
+// name every one.
+func checkNamedFrames(t *testing.T, dso string, perf, viewer map[string]int, all bool) {
+	t.Helper()
+	t.Logf("%s frames: perf %v, viewer %v", dso, perf, viewer)
+	named := func(m map[string]int) int {
+		n := 0
+		for k, c := range m {
+			if k != "?" {
+				n += c
+			}
+		}
+		return n
+	}
+	if named(perf) == 0 || named(viewer) == 0 {
+		t.Errorf("%s: perf names %d frames, viewer %d; want both to name some", dso, named(perf), named(viewer))
+	}
+	if all && (perf["?"] > 0 || viewer["?"] > 0) {
+		t.Errorf("%s: perf leaves %d frames unnamed, viewer %d; want none", dso, perf["?"], viewer["?"])
+	}
+	total, same := 0, 0
+	for k, n := range perf {
+		total += n
+		same += min(n, viewer[k])
+	}
+	if same*100 < total*99 {
+		t.Errorf("%s: %d of perf's %d frames have a frame of the same name in viewer's; want at least 99%%", dso, same, total)
+	}
 }
 
 // elfFiles lists the files holding a recorded binary's symbols: the binary
@@ -325,12 +512,18 @@ func cacheRunningVDSO(t *testing.T, home, id string) {
 // build ID, when their build IDs are the recorded one.
 func elfFiles(file, id, dir string) []string {
 	var out []string
-	if local := filepath.Join(dir, filepath.Base(file)); strings.Contains(file, "/testdata/fidelity/") {
+	local := filepath.Join(dir, filepath.Base(file))
+	if strings.Contains(file, "/testdata/fidelity/") {
 		file = local
 	}
 	files := []string{file}
+	if id != "" && local != file {
+		// Recorded outside the checkout (sorter-stripped): the checked-in
+		// copy, taken only for its build ID.
+		files = append(files, local)
+	}
 	if len(id) > 2 {
-		files = append(files, filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
+		files = append(files, local+".debug", filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
 	}
 	for _, f := range files {
 		if ef, err := elf.Open(f); err == nil {
@@ -506,7 +699,7 @@ type perfFrame struct {
 
 // perfStacks runs perf script on a recording and counts its stacks (root
 // last, names canonical, ";"-joined).
-func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool) map[string]int {
+func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool, frames dsoFrames) map[string]int {
 	t.Helper()
 	samples := perfScript(t, perf, data)
 	if !fp {
@@ -587,6 +780,9 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 				}
 			}
 			fs = append(fs, names.canon(f.dso, f.sym))
+			if m := frames[f.dso]; m != nil && !f.inlined {
+				m[fs[len(fs)-1]]++
+			}
 		}
 		stacks[strings.Join(fs, ";")]++
 	}
@@ -766,15 +962,18 @@ func inlineChains(t *testing.T, a2l addr2lines, samples [][]perfFrame, bins map[
 // viewerStacks converts and symbolizes a recording with viewer's CLI, as a
 // user on the recording machine would, and counts its stacks as
 // perfStacks does.
-func viewerStacks(t *testing.T, viewer, data, dir string, names aliases, kernelOK bool) map[string]int {
+func viewerStacks(t *testing.T, viewer, data string, vs viewerSetup, names aliases, kernelOK bool, frames dsoFrames) map[string]int {
 	t.Helper()
 	tmp := t.TempDir()
 	conv, sym := filepath.Join(tmp, "c.pb.gz"), filepath.Join(tmp, "s.pb.gz")
-	for _, args := range [][]string{
-		{"convert", data, "-o", conv},
-		{"symbolize", conv, "-o", sym, "--debug-dir", dir, "--no-debuginfod"},
-	} {
-		if out, err := exec.Command(viewer, args...).CombinedOutput(); err != nil {
+	symbolize := []string{"symbolize", conv, "-o", sym}
+	if vs.server == nil {
+		symbolize = append(symbolize, "--debug-dir", vs.debugDir, "--no-debuginfod")
+	}
+	for _, args := range [][]string{{"convert", data, "-o", conv}, symbolize} {
+		cmd := exec.Command(viewer, args...)
+		cmd.Env = vs.env
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("viewer %v: %v\n%s", args, err, out)
 		}
 	}
@@ -804,6 +1003,9 @@ func viewerStacks(t *testing.T, viewer, data, dir string, names aliases, kernelO
 			}
 			for _, ln := range l.Line {
 				fs = append(fs, names.canon(dso, ln.Function.Name))
+			}
+			if m := frames[dso]; m != nil {
+				m[fs[len(fs)-1]] += int(s.Value[0])
 			}
 		}
 		stacks[strings.Join(fs, ";")] += int(s.Value[0])

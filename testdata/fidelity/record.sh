@@ -4,7 +4,9 @@
 # inlined templates and the STL (with frame pointers, `perf record -g`, and
 # without, `--call-graph=dwarf`), a C program whose stacks go through libc
 # (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info), a
-# system-wide recording with signal handlers and vDSO calls, and a
+# system-wide recording with signal handlers and vDSO calls (with the
+# recording kernel's vDSO image, system-fp.vdso), a stripped binary whose
+# debug file the test serves from a debuginfod server, and a
 # CPython 3.11 run (python3.11-dbg has its debug info, by build ID: the
 # recording needs the python3.11 of the same Debian version). cmd/viewer's TestStackFidelity compares viewer's stacks
 # of each recording with `perf script`'s. Rerun it from any directory; it
@@ -21,6 +23,15 @@ gcc -O2 -g -gz=zlib -o deeprec deeprec.c
 gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o deeprec-fp deeprec.c
 (cd gowork.src && go build -o ../gowork .) # as a user builds it: no flags
 gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o sigwork sigwork.c
+# sorter again, stripped as a distribution strips it: the symbol table and
+# DWARF go to sorter-stripped.debug (objcopy --only-keep-debug), the binary
+# keeps its build ID and a .gnu_debuglink. -ffile-prefix-map, as Debian
+# builds, also gives it a build ID of its own, not sorter-fp's.
+g++ -O2 -g -gz=zlib -fno-omit-frame-pointer -ffile-prefix-map="$PWD"=/usr/src/sorter -o sorter-stripped sorter.cc
+objcopy --only-keep-debug sorter-stripped sorter-stripped.debug
+strip --strip-all sorter-stripped
+objcopy --add-gnu-debuglink=sorter-stripped.debug sorter-stripped
+chmod 644 sorter-stripped.debug
 
 rec() { perf record -q -e cpu-clock "$@" 2>/dev/null; }
 rec -F 999 -g -o sorter-fp.data ./sorter-fp 0.6
@@ -44,7 +55,19 @@ rec -F 8000 -m 1024 -z --call-graph=dwarf,8192 --buildid-mmap -o python-start-dw
 # frames, and whatever else runs (frames of binaries gone since, such as
 # go test's, compare as unnamed on both sides).
 rec -F 499 -a -g -o system-fp.data ./sigwork 2
-chmod 644 ./*.data
+# The running kernel's vDSO, which perf record put in its build-ID cache:
+# with it the test names [vdso] frames on any machine, not only on this
+# kernel.
+vdso=$(perf buildid-list -i system-fp.data | awk '$2 == "[vdso]" { print $1 }')
+cp "${HOME}/.debug/[vdso]/$vdso/vdso" system-fp.vdso
+# The stripped binary runs from a directory outside the checkout, as an
+# installed program does: no debug file lies beside its recorded path.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp sorter-stripped "$tmp"/
+rec -F 999 -g -o stripped-fp.data "$tmp"/sorter-stripped 0.6
+rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o stripped-dwarf.data "$tmp"/sorter-stripped 0.6
+chmod 644 ./*.data system-fp.vdso
 rm -f ./*.data.old
 gzip -9 -f go-dwarf.data system-fp.data
-ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp libcwork deeprec deeprec-fp gowork sigwork
+ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp sorter-stripped sorter-stripped.debug system-fp.vdso libcwork deeprec deeprec-fp gowork sigwork
