@@ -264,6 +264,17 @@ func (k *kallsyms) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, e
 	if i < 0 || i == len(k.syms)-1 {
 		return frames, nil
 	}
+	// An address on the last byte of a function's __pfx_ padding (the
+	// NOPs kernels since 6.2 put before each function, which no call ends
+	// in) is CallSites' address − 1 of a pc an interrupt stopped at the
+	// function's first instruction: it is named by that function, as perf
+	// names the pc.
+	if strings.HasPrefix(k.syms[i].name, "__pfx_") && addr+1 == k.syms[i+1].addr {
+		i++
+		for i+1 < len(k.syms) && k.syms[i+1].addr == k.syms[i].addr {
+			i++
+		}
+	}
 	// Among aliases at one address, the last listed wins, as in perf.
 	return append(frames, elfsym.Frame{Name: k.syms[i].name}), nil
 }

@@ -64,10 +64,9 @@ var fidelityRecordings = []struct {
 	// of the vDSO (its clock read, rdtsc), which no symbol covers (it has
 	// .dynsym only): both leave them unnamed, and name their callers
 	// __vdso_clock_gettime. On the recording's kernel (6.18) its kernel
-	// frames are compared by name too; one differs: an interrupt taken at
-	// native_set_pte's first instruction, which perf names at the address
-	// and viewer, taking it for a return address, one byte back, in the
-	// padding symbol __pfx_native_set_pte.
+	// frames are compared by name too, all alike since an interrupt taken
+	// at native_set_pte's first instruction is named there, not one byte
+	// back in its __pfx_ padding (TestKallsymsPaddingNamesItsFunction).
 	{name: "system-fp", fp: true, vdso: true},
 	// sorter with frame pointers, stripped (strip --strip-all), run from
 	// outside the checkout: perf reads sorter-stripped.debug from its
