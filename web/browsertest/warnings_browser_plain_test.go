@@ -153,6 +153,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 	pages := []string{
 		"/p/" + warned,
 		"/p/" + warned + "/top",
+		"/p/" + warned + "/time",
 		"/p/" + warned + "/types",
 		"/p/" + warned + "/types/flame",
 		"/p/" + warned + "/sandwich?fn=" + hot,
