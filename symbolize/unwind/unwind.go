@@ -55,6 +55,21 @@ func (o *Object) AsyncPreempt(vaddr uint64) bool {
 	return vaddr >= o.asyncPreempt[0] && vaddr < o.asyncPreempt[1]
 }
 
+// AsyncPreemptLinked reports whether a frame-pointer call chain goes from
+// vaddr, a frame in runtime.asyncPreempt, to the interrupted instruction:
+// whether asyncPreempt's own frame is linked in (Go's preempt_amd64.s
+// opens with PUSHQ BP, 1 byte, and MOVQ SP, BP, 3 bytes, and ends with
+// POPQ BP; RET). A return address into it (sampled false) is past both;
+// a sampled pc before them, or at the RET, still has the interrupted
+// function's frame pointer, and the chain's next frame is that function's
+// caller, a return address like any other.
+func (o *Object) AsyncPreemptLinked(vaddr uint64, sampled bool) bool {
+	if !o.AsyncPreempt(vaddr) {
+		return false
+	}
+	return !sampled || vaddr >= o.asyncPreempt[0]+4 && vaddr < o.asyncPreempt[1]-1
+}
+
 // entryRow is the CFI row at a function's first instruction, every x86-64
 // CIE's initial rule: the call just pushed the return address, so the
 // CFA is the stack pointer plus 8 and the return address is at CFA−8.

@@ -184,6 +184,29 @@ func TestUnwindGoAsyncPreempt(t *testing.T) {
 	if !o.AsyncPreempt(ap) || !o.AsyncPreempt(ap+100) || o.AsyncPreempt(spinner) {
 		t.Fatalf("AsyncPreempt does not tell runtime.asyncPreempt (%#x) from main.spinner", ap)
 	}
+	// A frame-pointer chain reaches the interrupted pc from asyncPreempt
+	// once its PUSHQ BP; MOVQ SP, BP ran and until its POPQ BP did: from
+	// a return address into it (after CALL asyncPreempt2) and from a
+	// sampled pc between those; before them, and at the RET, the chain's
+	// next frame is the interrupted function's caller.
+	end := ap
+	for _, s := range syms {
+		if s.Name == "runtime.asyncPreempt.abi0" {
+			end = s.Value + s.Size
+		}
+	}
+	for _, c := range []struct {
+		vaddr   uint64
+		sampled bool
+		want    bool
+	}{
+		{ap, true, false}, {ap + 1, true, false}, {ap + 3, true, false}, {ap + 4, true, true},
+		{end - 2, true, true}, {end - 1, true, false}, {ap + 100, false, true}, {spinner, false, false},
+	} {
+		if got := o.AsyncPreemptLinked(c.vaddr, c.sampled); got != c.want {
+			t.Errorf("AsyncPreemptLinked(asyncPreempt+%#x, sampled %v) = %v; want %v", c.vaddr-ap, c.sampled, got, c.want)
+		}
+	}
 	interrupted := spinner + 0x12 // after PUSHQ BP; MOVQ SP, BP; SUBQ $0x58, SP
 	row, err := o.Row(interrupted)
 	before, err2 := o.Row(interrupted - 1)

@@ -694,6 +694,7 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	}
 	unmapped := c.noMapping
 	locs := c.locBuf[:0]
+	interrupted := false // the next user frame is where Go's asyncPreempt was injected
 	for _, ip := range s.Callchain {
 		if ip >= contextMax {
 			kernel = switchContext(ip, kernel)
@@ -701,6 +702,16 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 		}
 		if !kernel {
 			userFrames++
+			at := ip
+			if interrupted {
+				// The instruction a signal preempted, not a call's
+				// return address: given as ip+1, as the unwinder gives
+				// such frames, so that CallSites' ip-1 names it.
+				at = ip + 1
+			}
+			interrupted = c.asyncPreemptLinked(s.Pid, space, ip, userFrames == 1)
+			locs = append(locs, c.location(space, at, kernel))
+			continue
 		}
 		locs = append(locs, c.location(space, ip, kernel))
 	}
@@ -771,6 +782,36 @@ func (c *converter) countPid(pid uint32, exe *vmap) {
 	}
 }
 
+// object loads the CFI of v's binary once (v.obj, or v.objErr).
+func (c *converter) object(v *vmap) {
+	if !v.objSet {
+		v.obj, v.objErr = c.opt.Binaries.Object(v.file, v.buildID, v.ino)
+		v.objSet = true
+	}
+}
+
+// asyncPreemptLinked reports whether user frame ip of a frame-pointer
+// chain of process pid (sampled: the chain's first user frame) is in Go's
+// runtime.asyncPreempt with its frame linked in, so that the chain's next
+// frame is the instruction a signal preempted (symbolize/unwind's
+// AsyncPreemptLinked). Only the process's program is looked at (a Go
+// program's runtime is in its executable): a frame-pointer recording asks
+// for the CFI of one binary per program, not of every library.
+func (c *converter) asyncPreemptLinked(pid uint32, space *addrSpace, ip uint64, sampled bool) bool {
+	if c.opt.Binaries == nil {
+		return false
+	}
+	v, exe := c.lookupIn(space, ip, false), c.exe[pid]
+	if v == nil || exe == nil || v.file != exe.file || v.kernel {
+		return false
+	}
+	if c.object(v); v.objErr != nil {
+		return false
+	}
+	vaddr, ok := v.obj.Vaddr(ip - v.start + v.pgoff)
+	return ok && v.obj.AsyncPreemptLinked(vaddr, sampled)
+}
+
 // unwind walks the user stack of a --call-graph=dwarf sample: the sampled
 // pc, then each caller's return address, as frame-pointer call chains give
 // them; ingest.Parse then makes callers call sites (symbolize.CallSites).
@@ -780,17 +821,11 @@ func (c *converter) unwind(s *Sample, a *Attr) []uint64 {
 		if v == nil {
 			return nil, 0, errNoMapping
 		}
-		if !v.objSet {
-			v.obj, v.objErr = c.opt.Binaries.Object(v.file, v.buildID, v.ino)
-			v.objSet = true
-			if v.objErr != nil {
-				if c.unwindBinErrs == nil {
-					c.unwindBinErrs = map[string]error{}
-				}
-				c.unwindBinErrs[v.file] = v.objErr
+		if c.object(v); v.objErr != nil {
+			if c.unwindBinErrs == nil {
+				c.unwindBinErrs = map[string]error{}
 			}
-		}
-		if v.objErr != nil {
+			c.unwindBinErrs[v.file] = v.objErr
 			return nil, 0, errNoBinary
 		}
 		if v.buildID == "" && v.acc == nil {
