@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"maps"
@@ -23,11 +24,12 @@ import (
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
 	"viewer/symbolize/elfsym"
+	"viewer/web/ingest/perfdata"
 )
 
 const fidelityDir = "../../testdata/fidelity"
 
-// fidelityRecordings are testdata/fidelity/record.sh's eleven recordings; fp
+// fidelityRecordings are testdata/fidelity/record.sh's thirteen recordings; fp
 // says the stacks are frame-pointer call chains (perf 6.1 prints no inlined
 // frames for those); vdso, that its samples go through the vDSO, whose
 // frames perf and viewer must both name (the recording kernel's image is
@@ -55,6 +57,25 @@ var fidelityRecordings = []struct {
 	// and its leaves, inlined frames and kernel frames to perf's.
 	{name: "go-dwarf"},
 	{name: "go-fp", fp: true},
+	// gopreempt's goroutines are preempted by signal thousands of times
+	// a second: about 1 sample in 500 is in runtime.asyncPreempt, so it
+	// samples at 20 kHz. The DWARF recording follows go-dwarf's rule.
+	// The DWARF one also passes checkPreempted: the frame under
+	// asyncPreempt is the interrupted instruction, named at its own address
+	// (this test expands other callers at address−1), then its callers, as
+	// Go's traceback gives them (59 samples). Without that, 13 of them
+	// named the instruction before it (main.mix for main.fold, or no
+	// inlined call for one), and a DWARF walk could read that
+	// instruction's CFI (TestUnwindGoAsyncPreempt). Its few samples that
+	// differ (6 of 38,259) are the kernel setting up a signal frame or
+	// faulting in the Go runtime, matched to another sample. In the
+	// frame-pointer chains viewer still names that frame as any caller's,
+	// at address−1 (12 of its 39 such samples differ from perf's, which
+	// names it at its address): telling it apart at ingest needs each
+	// program's symbol table, and loading it per process doubled a
+	// system-wide -g upload's CPU (540 to 1,070 ms), so it was left out.
+	{name: "gopreempt-dwarf"},
+	{name: "gopreempt-fp", fp: true},
 	// perf record -a -g of the whole machine while sigwork ran: its
 	// SIGALRM handler's stacks go through glibc's signal trampoline
 	// (__restore_rt), its clock reads through the vDSO (system-fp.vdso is
@@ -104,7 +125,7 @@ func needTool(t *testing.T, name, pkg string) string {
 //	go test -run StackFidelity -v ./cmd/viewer/   # prints the match per recording
 func TestStackFidelity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs perf script and viewer on eleven recordings")
+		t.Skip("runs perf script and viewer on thirteen recordings")
 	}
 	if raceDetector {
 		t.Skip("its work is in perf script and the viewer binary, not this process: make test runs it without -race")
@@ -120,7 +141,7 @@ func TestStackFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"sorter-fp", "sorter-nofp", "sorter-stripped", "libcwork", "deeprec", "gowork", "sigwork"} {
+	for _, b := range []string{"sorter-fp", "sorter-nofp", "sorter-stripped", "libcwork", "deeprec", "gowork", "gopreempt", "sigwork"} {
 		// perf recorded them elsewhere: its build-ID cache gives perf script
 		// and viewer's unwinder these very files.
 		if out, err := exec.Command(perf, "buildid-cache", "-a", filepath.Join(abs, b)).CombinedOutput(); err != nil {
@@ -158,7 +179,7 @@ func TestStackFidelity(t *testing.T) {
 				vs, stripped = debuginfodSetup(t, perf, bins, abs)
 				wantFrames[stripped], gotFrames[stripped] = map[string]int{}, map[string]int{}
 			}
-			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK, wantFrames)
+			want, preempted := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK, wantFrames)
 			got := viewerStacks(t, viewer, data, vs, names, kernelOK, gotFrames)
 			if rec.vdso {
 				checkNamedFrames(t, "[vdso]", wantFrames["[vdso]"], gotFrames["[vdso]"], false)
@@ -190,6 +211,9 @@ func TestStackFidelity(t *testing.T) {
 				t.Errorf("%.1f%% of the samples have perf's stack; want at least 99%%", pct)
 			}
 			logDifferences(t, missed, got)
+			if strings.HasPrefix(rec.name, "gopreempt") && !rec.fp {
+				checkPreempted(t, a2l, data, rec.fp, bins, names, preempted, got)
+			}
 			if d := os.Getenv("VIEWER_FIDELITY_DUMP"); d != "" { // both sides' stacks, to diff
 				for side, m := range map[string]map[string]int{"perf": want, "viewer": got, "missed": missed} {
 					var b strings.Builder
@@ -257,7 +281,8 @@ func matchStacks(want, got map[string]int) (total, same int, missed map[string]i
 			if n == 0 {
 				break
 			}
-			if ln := left[g]; ln > 0 && strings.HasPrefix(g, k+";") && !slices.Contains(strings.Split(g[len(k)+1:], ";"), "?") {
+			if ln := left[g]; ln > 0 && (k == "" && !slices.Contains(strings.Split(g, ";"), "?") ||
+				strings.HasPrefix(g, k+";") && !slices.Contains(strings.Split(g[len(k)+1:], ";"), "?")) {
 				m := min(n, ln)
 				same += m
 				left[g] -= m
@@ -698,7 +723,11 @@ type perfFrame struct {
 
 // perfStacks runs perf script on a recording and counts its stacks (root
 // last, names canonical, ";"-joined).
-func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool, frames dsoFrames) map[string]int {
+//
+// preempted counts the stacks (from the runtime.asyncPreempt frame on,
+// ";"-joined as well) of the samples with a frame a signal preempted
+// (preempts.interrupted).
+func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool, frames dsoFrames) (stacks, preempted map[string]int) {
 	t.Helper()
 	samples := perfScript(t, perf, data)
 	if !fp {
@@ -762,11 +791,16 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 	expand := func(f perfFrame) bool {
 		return !isKernelAddr(f.addr) && (fp || goBins[f.dso])
 	}
-	inl := inlineChains(t, a2l, samples, bins, goBins, expand)
-	stacks := map[string]int{}
+	pre := findPreempts(bins)
+	inl := inlineChains(t, a2l, samples, bins, goBins, expand, pre)
+	stacks, preempted = map[string]int{}, map[string]int{}
 	for _, s := range samples {
 		var fs []string
+		from := -1 // where in fs the asyncPreempt frame above an interrupted one starts
 		for i, f := range s {
+			if i+1 < len(s) && pre.interrupted(s, i+1) {
+				from = len(fs)
+			}
 			switch {
 			case isKernelAddr(f.addr) && !kernelOK:
 				fs = append(fs, "[kernel]")
@@ -774,7 +808,7 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 			case f.inlined && goBins[f.dso]:
 				continue // given by llvm-addr2line below
 			case expand(f):
-				for _, n := range inl[a2lKey(s, i)] {
+				for _, n := range inl[a2lKey(s, i, pre)] {
 					fs = append(fs, names.canon(f.dso, n))
 				}
 			}
@@ -784,8 +818,11 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 			}
 		}
 		stacks[strings.Join(fs, ";")]++
+		if from >= 0 {
+			preempted[strings.Join(fs[from:], ";")]++
+		}
 	}
-	return stacks
+	return stacks, preempted
 }
 
 // perfScript runs perf script -F ip,sym,dso (and args) on a recording and
@@ -798,8 +835,14 @@ func perfScript(t *testing.T, perf, data string, args ...string) [][]perfFrame {
 	if err != nil {
 		t.Fatalf("perf script -i %s %v: %v", data, args, err)
 	}
+	// Each sample is an empty header line (no header fields), its frames
+	// and a blank line. A sample perf prints no frame for (a thread's
+	// first instruction after clone, whose stack copy is empty and whose
+	// frame-pointer chain has no entries) is two blank lines more: an empty
+	// stack, which any viewer stack of named frames matches (matchStacks).
 	var samples [][]perfFrame
 	var cur []perfFrame
+	blanks := 0
 	flush := func() {
 		if len(cur) > 0 {
 			samples = append(samples, cur)
@@ -813,8 +856,15 @@ func perfScript(t *testing.T, perf, data string, args ...string) [][]perfFrame {
 		line := sc.Text()
 		if strings.TrimSpace(line) == "" {
 			flush()
+			blanks++
 			continue
 		}
+		if len(samples) > 0 {
+			for ; blanks >= 4; blanks -= 2 {
+				samples = append(samples, []perfFrame{})
+			}
+		}
+		blanks = 0
 		m := frameLine.FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("perf script line %q", line)
@@ -879,19 +929,92 @@ func fileVaddr(path string) func(uint64) uint64 {
 }
 
 // a2lKey names frame i of a perf stack for inlineChains: DSO and the
-// address to look up, the call instruction of a caller.
-func a2lKey(s []perfFrame, i int) string {
+// address to look up, the call instruction of a caller; the instruction
+// itself for the frame a signal preempted under Go's asyncPreempt.
+func a2lKey(s []perfFrame, i int, pre preempts) string {
 	a := s[i].addr
-	if i > 0 && isKernelAddr(s[i].addr) == isKernelAddr(s[i-1].addr) {
+	if i > 0 && isKernelAddr(s[i].addr) == isKernelAddr(s[i-1].addr) && !pre.interrupted(s, i) {
 		a--
 	}
 	return fmt.Sprintf("%s:%x", s[i].dso, a)
 }
 
+// preempts are the file offsets [lo, hi) of runtime.asyncPreempt in the
+// Go binaries a recording maps, by perf's name of the binary.
+type preempts map[string][2]uint64
+
+func findPreempts(bins map[string]string) preempts {
+	p := preempts{}
+	for file, id := range bins {
+		fs := elfFiles(file, id, fidelityDir)
+		if len(fs) == 0 || !isGoBinary(fs[0]) {
+			continue
+		}
+		if lo, hi := symbolRange(fs[0], "runtime.asyncPreempt.abi0"); hi > lo {
+			p[file] = [2]uint64{fileOffset(fs[0], lo), fileOffset(fs[0], hi)}
+		}
+	}
+	return p
+}
+
+// interrupted reports whether frame i of perf's frame-pointer stack s is
+// the instruction a signal preempted: the frame runtime.asyncPreempt
+// returns to (the handler pushed that pc as if a call had), when
+// asyncPreempt's frame is linked in (a return address into it, or a
+// sampled pc past its PUSHQ BP; MOVQ SP, BP and before its RET; else the
+// chain's next frame is the interrupted function's caller). Go's traceback
+// names it at its pc (runtime/traceback.go: no call); so does perf 6.1,
+// which prints no inlined frames for a frame-pointer chain, but this test
+// expands every other caller at its address−1, the instruction before.
+func (p preempts) interrupted(s []perfFrame, i int) bool {
+	if i == 0 || isKernelAddr(s[i].addr) || isKernelAddr(s[i-1].addr) {
+		return false
+	}
+	r, ok := p[s[i-1].dso]
+	if a := s[i-1].addr; !ok || a < r[0] || a >= r[1] {
+		return false
+	}
+	sampled := i == 1 || isKernelAddr(s[i-2].addr)
+	return !sampled || s[i-1].addr >= r[0]+4 && s[i-1].addr < r[1]-1
+}
+
+// symbolRange is the address range of the function symbol name in the ELF
+// file at path (zero when it has none).
+func symbolRange(path, name string) (lo, hi uint64) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, s.Value + s.Size
+		}
+	}
+	return 0, 0
+}
+
+// fileOffset turns a link-time address of the ELF file at path into its
+// file offset, as perf script prints user frames (fileVaddr's inverse).
+func fileOffset(path string, v uint64) uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return v
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && v >= p.Vaddr && v < p.Vaddr+p.Filesz {
+			return v - p.Vaddr + p.Off
+		}
+	}
+	return v
+}
+
 // inlineChains returns, per a2lKey of the frames expand picks, the
 // functions addr2line -i finds inlined at that address (innermost first,
 // without the function they are inlined into).
-func inlineChains(t *testing.T, a2l addr2lines, samples [][]perfFrame, bins map[string]string, goBins map[string]bool, expand func(perfFrame) bool) map[string][]string {
+func inlineChains(t *testing.T, a2l addr2lines, samples [][]perfFrame, bins map[string]string, goBins map[string]bool, expand func(perfFrame) bool, pre preempts) map[string][]string {
 	t.Helper()
 	byDSO := map[string]map[string]bool{}
 	for _, s := range samples {
@@ -899,7 +1022,7 @@ func inlineChains(t *testing.T, a2l addr2lines, samples [][]perfFrame, bins map[
 			if !expand(f) || f.dso == "" || strings.HasPrefix(f.dso, "[") {
 				continue
 			}
-			k := a2lKey(s, i)
+			k := a2lKey(s, i, pre)
 			if byDSO[f.dso] == nil {
 				byDSO[f.dso] = map[string]bool{}
 			}
@@ -1060,4 +1183,229 @@ func reverse(s []string) []string {
 		s[i], s[j] = s[j], s[i]
 	}
 	return s
+}
+
+// checkPreempted holds viewer's stacks of gopreempt's samples in Go's
+// runtime.asyncPreempt to Go's own traceback: the frame asyncPreempt
+// returns to is the interrupted function at the very instruction the
+// signal stopped (the handler pushed that pc as if a call had, and
+// runtime/traceback.go looks it up as no call site), named and expanded
+// with llvm-addr2line -i at that pc, then its callers, each at its return
+// address−1. For the frame-pointer recording that is perf's chain
+// (preempted, from perfStacks). perf 6.1 unwinds no Go DWARF stack past
+// the sampled function, so for the DWARF recording the truth is read from
+// each sample's registers and stack copy through Go's frame pointers, as
+// asyncPreempt lays out its frame (preempted is recomputed). Every such
+// sample must have viewer's stack from the asyncPreempt frame on.
+func checkPreempted(t *testing.T, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, preempted, got map[string]int) {
+	t.Helper()
+	var exe, dso string
+	for file, id := range bins {
+		if fs := elfFiles(file, id, fidelityDir); len(fs) > 0 && filepath.Base(fs[0]) == "gopreempt" {
+			exe, dso = fs[0], file
+		}
+	}
+	if exe == "" {
+		t.Fatal("no gopreempt binary with the recorded build ID")
+	}
+	ap := names.canon(dso, "runtime.asyncPreempt.abi0")
+	if !fp {
+		var skipped int
+		preempted, skipped = preemptedDWARF(t, a2l, data, exe, dso, names)
+		t.Logf("%d samples in runtime.asyncPreempt stopped its caller where the frame pointer is not yet or no longer set up: not checked", skipped)
+	}
+	suffix := map[string]int{} // viewer's stacks from the asyncPreempt frame on
+	for k, n := range got {
+		fs := strings.Split(k, ";")
+		if i := slices.Index(fs, ap); i >= 0 {
+			suffix[strings.Join(fs[i:], ";")] += n
+		}
+	}
+	total, same, missed := matchStacks(preempted, suffix)
+	t.Logf("%d of %d samples preempted in runtime.asyncPreempt have Go's stack from there on", same, total)
+	if total < 10 {
+		t.Errorf("%d samples with an interrupted frame under runtime.asyncPreempt; want at least 10", total)
+	}
+	if same != total {
+		t.Errorf("%d samples under runtime.asyncPreempt have another stack than Go's", total-same)
+		logDifferences(t, missed, suffix)
+	}
+}
+
+// preemptedDWARF counts, for a --call-graph=dwarf recording of gopreempt
+// (exe; dso as perf names it), the stacks from runtime.asyncPreempt on of
+// the samples whose user pc is in it, as Go's traceback gives them: the
+// interrupted pc is at the stack pointer before asyncPreempt's PUSHQ BP
+// and at its RET, one word up before its MOVQ SP, BP, and above its frame
+// pointer after; the callers follow the frame-pointer chain. Samples whose
+// interrupted function has no frame pointer set up at that pc (no
+// PUSHQ BP; MOVQ SP, BP before it, or at a RET after POPQ BP) are skipped
+// and counted: their caller is not on the chain.
+func preemptedDWARF(t *testing.T, a2l addr2lines, data, exe, dso string, names aliases) (map[string]int, int) {
+	t.Helper()
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := perfdata.ReadRecords(raw, perfdata.Options{UserStacks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byte1 := func(a uint64) byte {
+		if a < text.Addr || a-text.Addr >= uint64(len(code)) {
+			return 0
+		}
+		return code[a-text.Addr]
+	}
+	syms, _ := ef.Symbols()
+	var funcs []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			funcs = append(funcs, s)
+		}
+	}
+	fnAt := func(pc uint64) (elf.Symbol, bool) {
+		for _, s := range funcs {
+			if pc >= s.Value && pc < s.Value+s.Size {
+				return s, true
+			}
+		}
+		return elf.Symbol{}, false
+	}
+	// framed: pc is past the function's PUSHQ BP; MOVQ SP, BP (55 48 89 e5,
+	// after its stack check) and not at the RET after its POPQ BP.
+	framed := func(pc uint64) bool {
+		fn, ok := fnAt(pc)
+		if !ok {
+			return false
+		}
+		for i := fn.Value; i < fn.Value+24 && i+4 <= fn.Value+fn.Size; i++ {
+			if byte1(i) == 0x55 && byte1(i+1) == 0x48 && byte1(i+2) == 0x89 && byte1(i+3) == 0xe5 {
+				return pc >= i+4 && !(byte1(pc) == 0xc3 && byte1(pc-1) == 0x5d)
+			}
+		}
+		return false
+	}
+	lo, hi := symbolRange(exe, "runtime.asyncPreempt.abi0")
+	type stack struct{ pcs []uint64 } // the interrupted pc, then return addresses
+	var stacks []stack
+	skipped := 0
+	for _, r := range f.Records {
+		s, ok := r.(*perfdata.Sample)
+		if !ok || !s.HasRegsUser || len(s.RegsUser) == 0 {
+			continue
+		}
+		regs := map[int]uint64{}
+		i := 0
+		for bit := 0; bit < 64 && i < len(s.RegsUser); bit++ {
+			if f.Attrs[s.Attr].SampleRegsUser&(1<<bit) != 0 {
+				regs[bit] = s.RegsUser[i]
+				i++
+			}
+		}
+		ip, sp, bp := regs[8], regs[7], regs[6] // perf_regs.h: IP, SP, BP
+		if ip < lo || ip >= hi {
+			continue
+		}
+		read := func(a uint64) (uint64, bool) {
+			if a < sp || a-sp+8 > uint64(len(s.Stack)) {
+				return 0, false
+			}
+			return binary.LittleEndian.Uint64(s.Stack[a-sp:]), true
+		}
+		var pc, fbp uint64
+		switch {
+		case ip == lo || ip == hi-1: // before PUSHQ BP, at RET
+			pc, ok = read(sp)
+			fbp = bp
+		case ip < lo+4: // between PUSHQ BP and MOVQ SP, BP
+			pc, ok = read(sp + 8)
+			fbp = bp
+		default:
+			pc, ok = read(bp + 8)
+			if ok {
+				fbp, ok = read(bp)
+			}
+		}
+		if !ok {
+			t.Fatalf("sample at %#x: the stack copy does not hold asyncPreempt's frame", ip)
+		}
+		if !framed(pc) {
+			skipped++
+			continue
+		}
+		st := stack{pcs: []uint64{pc}}
+		for len(st.pcs) < 64 {
+			ret, ok := read(fbp + 8)
+			if !ok || ret == 0 {
+				break
+			}
+			st.pcs = append(st.pcs, ret)
+			if fbp, ok = read(fbp); !ok {
+				break
+			}
+		}
+		stacks = append(stacks, st)
+	}
+	// Name them: the interrupted pc itself, callers at the call.
+	look := map[uint64]bool{}
+	for _, st := range stacks {
+		look[st.pcs[0]] = true
+		for _, r := range st.pcs[1:] {
+			look[r-1] = true
+		}
+	}
+	at := a2lNames(t, a2l.llvm, exe, look)
+	out := map[string]int{}
+	ap := names.canon(dso, "runtime.asyncPreempt.abi0")
+	for _, st := range stacks {
+		fs := []string{ap}
+		for k, pc := range st.pcs {
+			if k > 0 {
+				pc--
+			}
+			for _, n := range at[pc] {
+				fs = append(fs, names.canon(dso, n))
+			}
+		}
+		out[strings.Join(fs, ";")]++
+	}
+	return out, skipped
+}
+
+// a2lNames runs addr2line tool -i on the link-time addresses of the ELF
+// file at path and returns each one's functions, innermost first.
+func a2lNames(t *testing.T, tool, path string, addrs map[uint64]bool) map[uint64][]string {
+	t.Helper()
+	list := make([]string, 0, len(addrs))
+	for a := range addrs {
+		list = append(list, fmt.Sprintf("%#x", a))
+	}
+	sort.Strings(list)
+	res, err := exec.Command(tool, append([]string{"-i", "-f", "-a", "-e", path}, list...)...).Output()
+	if err != nil {
+		t.Fatalf("%s -e %s: %v", tool, path, err)
+	}
+	out := map[uint64][]string{}
+	var cur uint64
+	lines := strings.Split(strings.TrimSpace(string(res)), "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "0x") {
+			cur, _ = strconv.ParseUint(lines[i][2:], 16, 64)
+			continue
+		}
+		out[cur] = append(out[cur], elfsym.Demangle(lines[i], false))
+		i++ // its file:line
+	}
+	return out
 }

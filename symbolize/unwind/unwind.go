@@ -27,6 +27,32 @@ type Object struct {
 	// CFI covers (crti's _init and _fini, which .eh_frame leaves out) still
 	// has its return address at the stack pointer (entryRow).
 	entries []uint64
+	// asyncPreempt is where a Go binary's runtime.asyncPreempt is, [start,
+	// end): the function a goroutine is made to call when a signal
+	// preempts it (runtime.asyncPreempt). Its return address is the
+	// interrupted pc, not a call's.
+	asyncPreempt [2]uint64
+}
+
+// findAsyncPreempt finds runtime.asyncPreempt among a binary's symbols
+// (runtime.asyncPreempt.abi0 since Go 1.17's register ABI): zero when it
+// is no Go binary or its symbol table was stripped.
+func findAsyncPreempt(syms []elf.Symbol) [2]uint64 {
+	for _, sy := range syms {
+		if (sy.Name == "runtime.asyncPreempt.abi0" || sy.Name == "runtime.asyncPreempt") && sy.Size > 0 {
+			return [2]uint64{sy.Value, sy.Value + sy.Size}
+		}
+	}
+	return [2]uint64{}
+}
+
+// AsyncPreempt reports whether vaddr, a link-time address of the binary,
+// is in Go's runtime.asyncPreempt: the frame it returns to is the
+// interrupted function at the very instruction the signal stopped, not
+// after a call, as Go's own traceback takes it (runtime/traceback.go: the
+// frame above funcID_asyncPreempt is no call site).
+func (o *Object) AsyncPreempt(vaddr uint64) bool {
+	return vaddr >= o.asyncPreempt[0] && vaddr < o.asyncPreempt[1]
 }
 
 // entryRow is the CFI row at a function's first instruction, every x86-64
@@ -40,14 +66,13 @@ var entryRow = func() Row {
 
 // findEntries lists the first addresses of exe's executable sections and
 // function symbols (Object.entries).
-func findEntries(exe *elf.File) []uint64 {
+func findEntries(exe *elf.File, syms []elf.Symbol) []uint64 {
 	var out []uint64
 	for _, s := range exe.Sections {
 		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
 			out = append(out, s.Addr)
 		}
 	}
-	syms, _ := exe.Symbols()
 	dyn, _ := exe.DynamicSymbols()
 	for _, sy := range append(syms, dyn...) {
 		if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 {
@@ -117,7 +142,9 @@ func NewObject(exe, debug *elf.File) (*Object, error) {
 		return nil, fmt.Errorf("unwind: %v binaries are not supported (x86-64 only)", exe.Machine)
 	}
 	o.sigreturns = findSigreturns(exe)
-	o.entries = findEntries(exe)
+	syms, _ := exe.Symbols()
+	o.entries = findEntries(exe, syms)
+	o.asyncPreempt = findAsyncPreempt(syms)
 	if s := exe.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if d, err := s.Data(); err == nil {
 			o.eh = NewTable(d, s.Addr, true)
@@ -349,6 +376,16 @@ func Unwind(regs Regs, stack []byte, lookup Lookup, max int, out []uint64) ([]ui
 		pc = next.V[ra]
 		next.Set(RegRA, pc)
 		regs = next
+		if o.AsyncPreempt(vaddr) {
+			// runtime.asyncPreempt returns to the instruction a signal
+			// interrupted (the handler pushed it as if a call had): that
+			// frame's CFI row is the one at pc itself, and it is given as
+			// pc+1, as a signal frame's is, so that a caller's pc-1 names
+			// the interrupted instruction, its line and inlined calls.
+			exact = true
+			out = append(out, pc+1)
+			continue
+		}
 		out = append(out, pc)
 	}
 }

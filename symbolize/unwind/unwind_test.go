@@ -148,3 +148,60 @@ func TestUnwindGoSignalFrame(t *testing.T) {
 		t.Errorf("frames %#x, err %v; want %#x and the copy's end", frames, err, want)
 	}
 }
+
+// TestUnwindGoAsyncPreempt walks a stack of testdata/fidelity/gopreempt
+// sampled at the first instruction of runtime.asyncPreempt: a signal
+// preempted main.spinner just past its prologue's SUBQ $0x58, SP, and the
+// handler pushed that pc as asyncPreempt's return address. The frame
+// above is main.spinner stopped at that very instruction, not after a
+// call (Go's traceback: the frame above funcID_asyncPreempt is no call
+// site), so its CFI row is the one at the pc (CFA rsp+104; the row at pc-1,
+// inside the SUBQ, says rsp+16 and finds a garbage return address) and it
+// is given as pc+1, so that CallSites' pc-1 names the instruction itself.
+// The walk goes on to main.spinner's caller.
+func TestUnwindGoAsyncPreempt(t *testing.T) {
+	ef, err := elf.Open("../../testdata/fidelity/gopreempt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	o, err := NewObject(ef, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]uint64{}
+	for _, s := range syms {
+		at[s.Name] = s.Value
+	}
+	ap, spinner, wrap := at["runtime.asyncPreempt.abi0"], at["main.spinner"], at["main.main.gowrap1"]
+	if ap == 0 || spinner == 0 || wrap == 0 {
+		t.Fatalf("gopreempt lacks runtime.asyncPreempt.abi0, main.spinner or main.main.gowrap1: %#x %#x %#x", ap, spinner, wrap)
+	}
+	if !o.AsyncPreempt(ap) || !o.AsyncPreempt(ap+100) || o.AsyncPreempt(spinner) {
+		t.Fatalf("AsyncPreempt does not tell runtime.asyncPreempt (%#x) from main.spinner", ap)
+	}
+	interrupted := spinner + 0x12 // after PUSHQ BP; MOVQ SP, BP; SUBQ $0x58, SP
+	row, err := o.Row(interrupted)
+	before, err2 := o.Row(interrupted - 1)
+	if err != nil || err2 != nil || row.CFA.Off != 104 || before.CFA.Off != 16 {
+		t.Fatalf("main.spinner's CFA at %#x: %+v %v, a byte before: %+v %v; want rsp+104 and rsp+16 (was gopreempt rebuilt?)", interrupted, row.CFA, err, before.CFA, err2)
+	}
+	const sp = 0x7ffd0000
+	stack := make([]byte, 256)
+	binary.LittleEndian.PutUint64(stack[0:], interrupted)     // pushed by the signal handler
+	binary.LittleEndian.PutUint64(stack[8+96:], wrap+0x25)    // main.spinner's return address, at its CFA-8
+	binary.LittleEndian.PutUint64(stack[8+16-8:], 0xdeadbeef) // where the row at pc-1 would look
+	var r Regs
+	r.Set(RegRA, ap)
+	r.Set(RegRSP, sp)
+	lookup := func(pc uint64) (*Object, uint64, error) { return o, pc, nil }
+	frames, err := Unwind(r, stack, lookup, 3, nil)
+	want := []uint64{ap, interrupted + 1, wrap + 0x25}
+	if len(frames) != len(want) || frames[0] != want[0] || frames[1] != want[1] || frames[2] != want[2] {
+		t.Errorf("frames %#x, err %v; want %#x", frames, err, want)
+	}
+}

@@ -5,8 +5,9 @@
 # without, `--call-graph=dwarf`), a C program whose stacks go through libc
 # (qsort, memcmp, strlen, snprintf; libc6-dbg has libc's debug info), a
 # system-wide recording with signal handlers and vDSO calls (with the
-# recording kernel's vDSO image, system-fp.vdso), a stripped binary whose
-# debug file the test serves from a debuginfod server, and a
+# recording kernel's vDSO image, system-fp.vdso), Go programs (one whose
+# goroutines are preempted by signal, asynchronously), a stripped binary
+# whose debug file the test serves from a debuginfod server, and a
 # CPython 3.11 run (python3.11-dbg has its debug info, by build ID: the
 # recording needs the python3.11 of the same Debian version). cmd/viewer's TestStackFidelity compares viewer's stacks
 # of each recording with `perf script`'s. Rerun it from any directory; it
@@ -22,6 +23,7 @@ gcc -O2 -g -gz=zlib -o libcwork libcwork.c
 gcc -O2 -g -gz=zlib -o deeprec deeprec.c
 gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o deeprec-fp deeprec.c
 (cd gowork.src && go build -o ../gowork .) # as a user builds it: no flags
+(cd gopreempt.src && go build -o ../gopreempt .)
 gcc -O2 -g -gz=zlib -fno-omit-frame-pointer -o sigwork sigwork.c
 # sorter again, stripped as a distribution strips it: the symbol table and
 # DWARF go to sorter-stripped.debug (objcopy --only-keep-debug), the binary
@@ -45,6 +47,12 @@ rec -F 499 -g -o deeprec-fp.data ./deeprec-fp 0.5
 # (the test unpacks it).
 rec -F 499 --call-graph=dwarf,16384 -o go-dwarf.data ./gowork 1s
 rec -F 499 -g -o go-fp.data ./gowork 1s
+# Goroutines preempted by signal thousands of times a second: samples in
+# runtime.asyncPreempt (and under it, in the kernel's rt_sigreturn) are
+# about 1 in 500, so these sample at 20 kHz; the goroutine stacks are
+# shallow, a 1 KiB copy holds them.
+rec -F 20000 --call-graph=dwarf,1024 -o gopreempt-dwarf.data ./gopreempt 2s
+rec -F 20000 -g -o gopreempt-fp.data ./gopreempt 2s
 rec -F 499 -z --call-graph=dwarf,16384 --buildid-mmap -o python-dwarf.data /usr/bin/python3.11 work.py 60
 # CPython's start-up, from ld.so's _start on: relocation, the interpreter's
 # initialization and the site imports (-m 1024: no samples lost at 8 kHz).
@@ -69,5 +77,5 @@ rec -F 999 -g -o stripped-fp.data "$tmp"/sorter-stripped 0.6
 rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o stripped-dwarf.data "$tmp"/sorter-stripped 0.6
 chmod 644 ./*.data system-fp.vdso
 rm -f ./*.data.old
-gzip -9 -f go-dwarf.data system-fp.data
-ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp sorter-stripped sorter-stripped.debug system-fp.vdso libcwork deeprec deeprec-fp gowork sigwork
+gzip -9 -f go-dwarf.data gopreempt-dwarf.data gopreempt-fp.data system-fp.data
+ls -l ./*.data ./*.data.gz sorter-fp sorter-nofp sorter-stripped sorter-stripped.debug system-fp.vdso libcwork deeprec deeprec-fp gowork gopreempt sigwork

@@ -465,6 +465,12 @@ func sub(data []byte, s section, what string) ([]byte, error) {
 // Convert returns; a Scan'ed File has no Records.
 func Scan(data []byte, opt Options) (*File, error) { return read(data, opt, false) }
 
+// ReadRecords decodes all of a perf.data's records into File.Records, for
+// tools that look at samples one by one (cmd/viewer's fidelity test reads
+// the user registers and stack copies of --call-graph=dwarf samples with
+// Options.UserStacks); Scan and Convert read in bounded memory instead.
+func ReadRecords(data []byte, opt Options) (*File, error) { return read(data, opt, true) }
+
 func read(data []byte, opt Options, keep bool) (*File, error) {
 	order, ok := byteOrder(data)
 	if !ok {
