@@ -102,15 +102,11 @@ func TestUnwindStops(t *testing.T) {
 	}
 }
 
-// TestUnwindGoSignalFrame walks a stack of testdata/fidelity/gowork (a Go
-// program built normally: no .eh_frame, Go's .debug_frame) sampled at the
-// first instruction of runtime.sigtramp, whose return address is Go's
-// signal return trampoline runtime.sigreturn__sigaction (no CFI). The walk
-// goes on through the signal frame to the interrupted main.spin, each
-// frame given so that pc-1 falls in its function (the trampoline's start,
-// the interrupted instruction), and ends where the copy does.
-func TestUnwindGoSignalFrame(t *testing.T) {
-	ef, err := elf.Open("../../testdata/fidelity/gowork")
+// objectAndSymbols is the unwinding Object of the binary at path and its
+// symbols' addresses by name.
+func objectAndSymbols(t *testing.T, path string) (*Object, map[string]uint64) {
+	t.Helper()
+	ef, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +123,18 @@ func TestUnwindGoSignalFrame(t *testing.T) {
 	for _, s := range syms {
 		at[s.Name] = s.Value
 	}
+	return o, at
+}
+
+// TestUnwindGoSignalFrame walks a stack of testdata/fidelity/gowork (a Go
+// program built normally: no .eh_frame, Go's .debug_frame) sampled at the
+// first instruction of runtime.sigtramp, whose return address is Go's
+// signal return trampoline runtime.sigreturn__sigaction (no CFI). The walk
+// goes on through the signal frame to the interrupted main.spin, each
+// frame given so that pc-1 falls in its function (the trampoline's start,
+// the interrupted instruction), and ends where the copy does.
+func TestUnwindGoSignalFrame(t *testing.T) {
+	o, at := objectAndSymbols(t, "../../testdata/fidelity/gowork")
 	sigtramp, restorer, spin := at["runtime.sigtramp.abi0"], at["runtime.sigreturn__sigaction.abi0"], at["main.spin"]
 	if sigtramp == 0 || restorer == 0 || spin == 0 {
 		t.Fatalf("gowork lacks runtime.sigtramp.abi0, runtime.sigreturn__sigaction.abi0 or main.spin: %#x %#x %#x", sigtramp, restorer, spin)
@@ -160,23 +168,7 @@ func TestUnwindGoSignalFrame(t *testing.T) {
 // is given as pc+1, so that CallSites' pc-1 names the instruction itself.
 // The walk goes on to main.spinner's caller.
 func TestUnwindGoAsyncPreempt(t *testing.T) {
-	ef, err := elf.Open("../../testdata/fidelity/gopreempt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
-	o, err := NewObject(ef, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := ef.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := map[string]uint64{}
-	for _, s := range syms {
-		at[s.Name] = s.Value
-	}
+	o, at := objectAndSymbols(t, "../../testdata/fidelity/gopreempt")
 	ap, spinner, wrap := at["runtime.asyncPreempt.abi0"], at["main.spinner"], at["main.main.gowrap1"]
 	if ap == 0 || spinner == 0 || wrap == 0 {
 		t.Fatalf("gopreempt lacks runtime.asyncPreempt.abi0, main.spinner or main.main.gowrap1: %#x %#x %#x", ap, spinner, wrap)
