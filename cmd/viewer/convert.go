@@ -48,6 +48,19 @@ func readMapped(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// unwindDirsUsage is --debug-dir's help where it serves unwinding only
+// (convert, upload): the warning for a binary not found names the flag.
+const unwindDirsUsage = "a `DIR` with binaries or debug files (build-ID tree or plain files) to unwind perf.data --call-graph=dwarf stacks with, found by build ID, beside /usr/lib/debug and ~/.debug; may be repeated"
+
+// dirsLocator finds binaries by build ID under dirs too (--debug-dir), and
+// where perf and gdb look; nil when dirs is empty (localUnwinding's own).
+func dirsLocator(dirs []string) unwind.Locator {
+	if len(dirs) == 0 {
+		return nil
+	}
+	return symbolize.New(symbolize.Config{DebugDirs: dirs})
+}
+
 // localUnwinding makes lim unwind perf.data DWARF-mode stacks with the
 // binaries of this machine, which the CLI assumes is the one that recorded
 // the profile; a binary that differs from the one perf saw (by build ID, or
@@ -77,10 +90,12 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 	fs.SetOutput(s.err)
 	out := fs.String("o", "", "output `FILE` (gzipped pprof); - for standard output")
 	unwindOn := unwindFlag(fs)
+	var debugDirs stringsFlag
+	fs.Var(&debugDirs, "debug-dir", unwindDirsUsage)
 	progress := addProgressFlag(fs)
 	maps := addSourceMapFlags(fs) // sourcemaps.go
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz [--progress]   (IN may be - for standard input)")
+		fmt.Fprintln(s.err, "usage: viewer convert IN -o OUT.pb.gz [--debug-dir DIR]... [--progress]   (IN may be - for standard input)")
 		fmt.Fprintln(s.err, "IN may be perf.data (file or pipe mode), perf script output, folded stacks,")
 		fmt.Fprintln(s.err, "perf data convert --to-json output or pprof, gzipped or not.")
 		fs.PrintDefaults()
@@ -96,7 +111,7 @@ func runConvert(ctx context.Context, args []string, s stdio) error {
 		return usageError{"convert: give the output file with -o OUT.pb.gz"}
 	}
 	m := progress.meter(s.err)
-	p, format, err := convertInput(ctx, files[0], s.in, localUnwinding(ingest.Limits{}, *unwindOn, nil), m)
+	p, format, err := convertInput(ctx, files[0], s.in, localUnwinding(ingest.Limits{}, *unwindOn, dirsLocator(debugDirs)), m)
 	m.finish()
 	if err != nil {
 		return err

@@ -113,3 +113,55 @@ func TestConvertErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertDebugDirUnwinds converts a --call-graph=dwarf recording of a
+// stripped binary (testdata/fidelity/stripped-dwarf.data, recorded from a
+// directory that no longer exists) on a machine that does not hold it where
+// perf ran it: convert's warning says to add it with --debug-dir, and with
+// --debug-dir naming the directory that does hold it, the stacks unwind
+// through it to their outermost frame, as perf script's do.
+func TestConvertDebugDirUnwinds(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no perf build-ID cache that holds it
+	t.Setenv("DEBUGINFOD_URLS", "")
+	data := "../../testdata/fidelity/stripped-dwarf.data"
+	convert := func(args ...string) (depth int, stderr string) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out.pb.gz")
+		var e bytes.Buffer
+		if err := runWith(context.Background(), append([]string{"convert", data, "-o", out}, args...), stdio{out: &bytes.Buffer{}, err: &e}); err != nil {
+			t.Fatal(err, e.String())
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		p, err := profile.Parse(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Sample { // the deepest run of the program's frames
+			n := 0
+			for _, l := range s.Location {
+				if l.Mapping != nil && filepath.Base(l.Mapping.File) == "sorter-stripped" {
+					n++
+				}
+			}
+			depth = max(depth, n)
+		}
+		return depth, e.String()
+	}
+	depth, stderr := convert()
+	if !strings.Contains(stderr, "with --debug-dir") || depth > 1 {
+		t.Fatalf("without the binary: the program's frames %d deep, stderr %q; want its leaf only and a warning naming --debug-dir", depth, stderr)
+	}
+	depth, stderr = convert("--debug-dir", "../../testdata/fidelity")
+	var unwound, all int
+	if i := strings.Index(stderr, "unwound "); i >= 0 {
+		fmt.Sscanf(stderr[i:], "unwound %d of %d", &unwound, &all)
+	}
+	t.Logf("with --debug-dir: %d of %d stacks unwound, the program's frames up to %d deep", unwound, all, depth)
+	if all == 0 || unwound*100 < all*99 || depth < 4 {
+		t.Errorf("with --debug-dir: %d of %d stacks unwound, the program's frames %d deep; want 99%% and its callers (stderr %q)", unwound, all, depth, stderr)
+	}
+}

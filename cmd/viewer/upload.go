@@ -33,11 +33,13 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	// The token's default is read after parsing so -h never prints it.
 	token := fs.String("token", "", "upload `TOKEN` of a server started with --auth-token (default $VIEWER_TOKEN)")
 	unwindOn := unwindFlag(fs)
+	var debugDirs stringsFlag
+	fs.Var(&debugDirs, "debug-dir", unwindDirsUsage)
 	progress := addProgressFlag(fs)
 	maps := addSourceMapFlags(fs) // sourcemaps.go
 	seconds := fs.Int("seconds", 0, "for a URL argument: the profile's duration, set as its seconds= as go tool pprof -seconds does (0: the URL's own)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: viewer upload FILE|URL [--server URL] [--token TOKEN] [--progress] [--seconds N]")
+		fmt.Fprintln(s.err, "usage: viewer upload FILE|URL [--server URL] [--token TOKEN] [--debug-dir DIR]... [--progress] [--seconds N]")
 		fs.PrintDefaults()
 	}
 	files, err := parseInterspersed(fs, args)
@@ -63,7 +65,7 @@ func runUpload(ctx context.Context, args []string, s stdio) error {
 	if maps.enabled() {
 		name, body, size, err = sourceMappedBody(files[0], maps, s.err)
 	} else {
-		name, body, size, err = uploadBody(files[0], *unwindOn, s.err, m)
+		name, body, size, err = uploadBody(files[0], *unwindOn, debugDirs, s.err, m)
 	}
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
@@ -142,7 +144,7 @@ func printWarnings(w io.Writer, prefix string, list []string, omitted int, link 
 // here with their user stacks unwound, since only this machine has the
 // binaries the unwinder needs (the server would show those samples' leaf
 // frames only). m shows the reading and the conversion.
-func uploadBody(file string, unwindOn bool, stderr io.Writer, m *phaseMeter) (string, io.Reader, int64, error) {
+func uploadBody(file string, unwindOn bool, debugDirs []string, stderr io.Writer, m *phaseMeter) (string, io.Reader, int64, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "", nil, 0, err
@@ -174,7 +176,7 @@ func uploadBody(file string, unwindOn bool, stderr io.Writer, m *phaseMeter) (st
 	if pf.UserRegsSamples == 0 {
 		return file, bytes.NewReader(data), int64(len(data)), nil
 	}
-	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true, nil).Binaries})
+	p, err := perfdata.Convert(pf, perfdata.ConvertOptions{Binaries: localUnwinding(ingest.Limits{}, true, dirsLocator(debugDirs)).Binaries})
 	if err != nil {
 		return "", nil, 0, fmt.Errorf("%s: %w", file, err)
 	}
