@@ -189,6 +189,19 @@ func (k *kernelELF) ObjAddr(addr, _, _, offset uint64) (uint64, error) {
 	return addr - k.shift, nil
 }
 
+// Lookup names addr as the vmlinux does, but the last byte of a
+// function's __pfx_ padding by the function, as kallsyms.Lookup does (why
+// is said there): the byte after it is the function's first instruction.
+func (k *kernelELF) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
+	frames, err := k.File.Lookup(addr, frames)
+	if len(frames) == 1 && strings.HasPrefix(frames[0].Name, "__pfx_") {
+		if next, err := k.File.Lookup(addr+1, nil); err == nil && len(next) > 0 && !strings.HasPrefix(next[len(next)-1].Name, "__pfx_") {
+			return append(frames[:0], next...), nil
+		}
+	}
+	return frames, err
+}
+
 // kallsyms is a kernel symbol list (/proc/kallsyms format): names, no lines.
 type kallsyms struct {
 	syms []ksym // sorted by address
