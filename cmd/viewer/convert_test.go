@@ -131,16 +131,7 @@ func TestConvertDebugDirUnwinds(t *testing.T) {
 		if err := runWith(context.Background(), append([]string{"convert", data, "-o", out}, args...), stdio{out: &bytes.Buffer{}, err: &e}); err != nil {
 			t.Fatal(err, e.String())
 		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		p, err := profile.Parse(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range p.Sample { // the deepest run of the program's frames
+		for _, s := range readProfile(t, out).Sample { // the deepest run of the program's frames
 			n := 0
 			for _, l := range s.Location {
 				if l.Mapping != nil && filepath.Base(l.Mapping.File) == "sorter-stripped" {
