@@ -189,17 +189,26 @@ func (k *kernelELF) ObjAddr(addr, _, _, offset uint64) (uint64, error) {
 	return addr - k.shift, nil
 }
 
-// Lookup names addr as the vmlinux does, but the last byte of a
-// function's __pfx_ padding by the function, as kallsyms.Lookup does (why
-// is said there): the byte after it is the function's first instruction.
+// Lookup names addr as the vmlinux does, its __pfx_ padding as
+// unpadded says.
 func (k *kernelELF) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
 	frames, err := k.File.Lookup(addr, frames)
-	if len(frames) == 1 && strings.HasPrefix(frames[0].Name, "__pfx_") {
-		if next, err := k.File.Lookup(addr+1, nil); err == nil && len(next) > 0 && !strings.HasPrefix(next[len(next)-1].Name, "__pfx_") {
-			return append(frames[:0], next...), nil
-		}
+	return unpadded(k.File.Lookup, addr, frames), err
+}
+
+// unpadded is frames, lookup's naming of a kernel address addr, unless
+// addr is the last byte of a function's __pfx_ padding (the NOPs kernels
+// since 6.2 put before each function, which no call ends in): that is
+// CallSites' address − 1 of a pc an interrupt stopped at the function's
+// first instruction, named by that function, as perf names the pc.
+func unpadded(lookup func(uint64, []elfsym.Frame) ([]elfsym.Frame, error), addr uint64, frames []elfsym.Frame) []elfsym.Frame {
+	if len(frames) != 1 || !strings.HasPrefix(frames[0].Name, "__pfx_") {
+		return frames
 	}
-	return frames, err
+	if next, err := lookup(addr+1, nil); err == nil && len(next) > 0 && !strings.HasPrefix(next[len(next)-1].Name, "__pfx_") {
+		return append(frames[:0], next...)
+	}
+	return frames
 }
 
 // kallsyms is a kernel symbol list (/proc/kallsyms format): names, no lines.
@@ -270,23 +279,20 @@ func (k *kallsyms) addr(name string) (uint64, bool) {
 
 func (k *kallsyms) ObjAddr(addr, _, _, _ uint64) (uint64, error) { return addr, nil }
 
+// Lookup names addr by the symbol it is in, its __pfx_ padding as
+// unpadded says.
 func (k *kallsyms) Lookup(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
+	frames, err := k.symbol(addr, frames)
+	return unpadded(k.symbol, addr, frames), err
+}
+
+// symbol names addr by the symbol it is in.
+func (k *kallsyms) symbol(addr uint64, frames []elfsym.Frame) ([]elfsym.Frame, error) {
 	frames = frames[:0]
 	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].addr > addr }) - 1
 	// Past the last symbol nothing bounds it: leave it unknown.
 	if i < 0 || i == len(k.syms)-1 {
 		return frames, nil
-	}
-	// An address on the last byte of a function's __pfx_ padding (the
-	// NOPs kernels since 6.2 put before each function, which no call ends
-	// in) is CallSites' address − 1 of a pc an interrupt stopped at the
-	// function's first instruction: it is named by that function, as perf
-	// names the pc.
-	if strings.HasPrefix(k.syms[i].name, "__pfx_") && addr+1 == k.syms[i+1].addr {
-		i++
-		for i+1 < len(k.syms) && k.syms[i+1].addr == k.syms[i].addr {
-			i++
-		}
 	}
 	// Among aliases at one address, the last listed wins, as in perf.
 	return append(frames, elfsym.Frame{Name: k.syms[i].name}), nil
