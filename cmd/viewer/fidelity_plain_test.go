@@ -179,7 +179,7 @@ func TestStackFidelity(t *testing.T) {
 				vs, stripped = debuginfodSetup(t, perf, bins, abs)
 				wantFrames[stripped], gotFrames[stripped] = map[string]int{}, map[string]int{}
 			}
-			want, preempted := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK, wantFrames)
+			want := perfStacks(t, perf, a2l, data, rec.fp, bins, names, kernelOK, wantFrames)
 			got := viewerStacks(t, viewer, data, vs, names, kernelOK, gotFrames)
 			if rec.vdso {
 				checkNamedFrames(t, "[vdso]", wantFrames["[vdso]"], gotFrames["[vdso]"], false)
@@ -212,7 +212,7 @@ func TestStackFidelity(t *testing.T) {
 			}
 			logDifferences(t, missed, got)
 			if strings.HasPrefix(rec.name, "gopreempt") && !rec.fp {
-				checkPreempted(t, a2l, data, rec.fp, bins, names, preempted, got)
+				checkPreempted(t, a2l, data, bins, names, got)
 			}
 			if d := os.Getenv("VIEWER_FIDELITY_DUMP"); d != "" { // both sides' stacks, to diff
 				for side, m := range map[string]map[string]int{"perf": want, "viewer": got, "missed": missed} {
@@ -723,11 +723,7 @@ type perfFrame struct {
 
 // perfStacks runs perf script on a recording and counts its stacks (root
 // last, names canonical, ";"-joined).
-//
-// preempted counts the stacks (from the runtime.asyncPreempt frame on,
-// ";"-joined as well) of the samples with a frame a signal preempted
-// (preempts.interrupted).
-func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool, frames dsoFrames) (stacks, preempted map[string]int) {
+func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, kernelOK bool, frames dsoFrames) map[string]int {
 	t.Helper()
 	samples := perfScript(t, perf, data)
 	if !fp {
@@ -793,14 +789,10 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 	}
 	pre := findPreempts(bins)
 	inl := inlineChains(t, a2l, samples, bins, goBins, expand, pre)
-	stacks, preempted = map[string]int{}, map[string]int{}
+	stacks := map[string]int{}
 	for _, s := range samples {
 		var fs []string
-		from := -1 // where in fs the asyncPreempt frame above an interrupted one starts
 		for i, f := range s {
-			if i+1 < len(s) && pre.interrupted(s, i+1) {
-				from = len(fs)
-			}
 			switch {
 			case isKernelAddr(f.addr) && !kernelOK:
 				fs = append(fs, "[kernel]")
@@ -818,11 +810,8 @@ func perfStacks(t *testing.T, perf string, a2l addr2lines, data string, fp bool,
 			}
 		}
 		stacks[strings.Join(fs, ";")]++
-		if from >= 0 {
-			preempted[strings.Join(fs[from:], ";")]++
-		}
 	}
-	return stacks, preempted
+	return stacks
 }
 
 // perfScript runs perf script -F ip,sym,dso (and args) on a recording and
@@ -1191,13 +1180,14 @@ func reverse(s []string) []string {
 // signal stopped (the handler pushed that pc as if a call had, and
 // runtime/traceback.go looks it up as no call site), named and expanded
 // with llvm-addr2line -i at that pc, then its callers, each at its return
-// address−1. For the frame-pointer recording that is perf's chain
-// (preempted, from perfStacks). perf 6.1 unwinds no Go DWARF stack past
-// the sampled function, so for the DWARF recording the truth is read from
-// each sample's registers and stack copy through Go's frame pointers, as
-// asyncPreempt lays out its frame (preempted is recomputed). Every such
-// sample must have viewer's stack from the asyncPreempt frame on.
-func checkPreempted(t *testing.T, a2l addr2lines, data string, fp bool, bins map[string]string, names aliases, preempted, got map[string]int) {
+// address−1. perf 6.1 unwinds no Go DWARF stack past the sampled
+// function, so for the DWARF recording the truth is read from each
+// sample's registers and stack copy through Go's frame pointers, as
+// asyncPreempt lays out its frame. Every such sample must have viewer's
+// stack from the asyncPreempt frame on. (Frame-pointer recordings are not
+// held to it: viewer names that frame at address−1 there, see
+// fidelityRecordings.)
+func checkPreempted(t *testing.T, a2l addr2lines, data string, bins map[string]string, names aliases, got map[string]int) {
 	t.Helper()
 	var exe, dso string
 	for file, id := range bins {
@@ -1209,11 +1199,8 @@ func checkPreempted(t *testing.T, a2l addr2lines, data string, fp bool, bins map
 		t.Fatal("no gopreempt binary with the recorded build ID")
 	}
 	ap := names.canon(dso, "runtime.asyncPreempt.abi0")
-	if !fp {
-		var skipped int
-		preempted, skipped = preemptedDWARF(t, a2l, data, exe, dso, names)
-		t.Logf("%d samples in runtime.asyncPreempt stopped its caller where the frame pointer is not yet or no longer set up: not checked", skipped)
-	}
+	preempted, skipped := preemptedDWARF(t, a2l, data, exe, dso, names)
+	t.Logf("%d samples in runtime.asyncPreempt stopped its caller where the frame pointer is not yet or no longer set up: not checked", skipped)
 	suffix := map[string]int{} // viewer's stacks from the asyncPreempt frame on
 	for k, n := range got {
 		fs := strings.Split(k, ";")
