@@ -77,7 +77,7 @@ func TestConvertFoldedStdinToStdout(t *testing.T) {
 	if !strings.Contains(stderr.String(), ": 4 samples,") {
 		t.Errorf("stderr %q does not say 4 samples", stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "skipped 1 unreadable lines: line 3") {
+	if !strings.Contains(stderr.String(), "skipped 1 unreadable line: line 3") {
 		t.Errorf("stderr %q does not report the bad line", stderr.String())
 	}
 }

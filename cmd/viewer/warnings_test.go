@@ -25,7 +25,7 @@ func TestCLIPrintsWarnings(t *testing.T) {
 	if err := os.WriteFile(folded, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const skipped = `warning: skipped 1 unreadable lines: line 21: not "frame;frame;... count": "main;work;broken many"`
+	const skipped = `warning: skipped 1 unreadable line: line 21: not "frame;frame;... count": "main;work;broken many"`
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -24,6 +25,16 @@ const CacheLineComment = "cache line size: "
 // skipped, cut or could not do ("warning: skipped 3 unreadable lines");
 // every page of the profile shows them (Warnings).
 const WarningPrefix = "warning: "
+
+// CountOf is n and the plural noun phrase plural, made singular for one, as
+// warnings count what they skipped: CountOf(1, "unreadable lines") is
+// "1 unreadable line", CountOf(3, ...) "3 unreadable lines".
+func CountOf(n int, plural string) string {
+	if n == 1 {
+		plural = strings.TrimSuffix(plural, "s")
+	}
+	return strconv.Itoa(n) + " " + plural
+}
 
 // Warnings returns p's WarningPrefix comments, without the prefix.
 func Warnings(p *profile.Profile) []string {

@@ -176,7 +176,7 @@ func TestBrowserWarningsOnEveryPage(t *testing.T) {
 	}
 
 	if line, items := shown("/p/" + foldedID); line != "1 warning" || len(items) != 1 ||
-		!strings.Contains(items[0], "skipped 1 unreadable lines") || !strings.Contains(items[0], "<script>window.__xss='folded'</script>") {
+		!strings.Contains(items[0], "skipped 1 unreadable line") || !strings.Contains(items[0], "<script>window.__xss='folded'</script>") {
 		t.Errorf("folded stacks with a bad line: line %q and list %q, want the skipped line, as text", line, items)
 	}
 	if line, items := shown("/p/" + systemID + "/top"); line != "1 warning" || len(items) != 1 || !strings.Contains(items[0], "dummy") {

@@ -3,11 +3,14 @@ package ingest
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const perfDir = "../../testdata/perf"
@@ -47,6 +50,36 @@ func TestPerfFormatsDetected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFoldedHalfBad uploads folded stacks with as many bad lines as good
+// ones (a stack and a stray line), spooled as an upload is: they are read
+// as folded stacks, the stack kept and the bad line named in a warning, as
+// flamegraph.pl draws the stack and ignores the line. Fewer good lines than
+// bad is still not claimed as folded stacks.
+func TestFoldedHalfBad(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"main;work;leaf 7\nthis is not a stack\n", "skipped 1 unreadable line: line 2"},
+		{"# a comment\nmain;a 3\nmain;b 4\nbroken\nalso broken\n", "skipped 2 unreadable lines: line 4"},
+	} {
+		f, err := os.CreateTemp(t.TempDir(), "upload")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(tc.in)
+		p, format, err := ParseFile(context.Background(), f, Limits{Memory: NewBudget(64<<20, time.Second)})
+		f.Close()
+		if err != nil || format != "folded stacks" {
+			t.Fatalf("%q: format %q, error %v; want folded stacks", tc.in, format, err)
+		}
+		if len(p.Sample) == 0 || !slices.ContainsFunc(p.Comments, func(c string) bool { return strings.Contains(c, tc.want) }) {
+			t.Errorf("%q: %d samples, comments %q; want its stacks and %q", tc.in, len(p.Sample), p.Comments, tc.want)
+		}
+	}
+	_, _, err := Parse([]byte("main;work 1\nnot a stack\nnor this\n"), Limits{})
+	if !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("one stack among two bad lines: error %v, want ErrUnknownFormat", err)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"viewer/symbolize/sampling"
 )
 
 // ErrLimit is wrapped by errors about inputs over the caller's limits.
@@ -455,7 +457,7 @@ func (rd *reader) profile(opt Options) (*profile.Profile, error) {
 	p.DefaultSampleType = rd.events[0].typ
 	p.PeriodType = &profile.ValueType{Type: rd.events[0].typ, Unit: rd.events[0].unit}
 	if rd.bad > 0 {
-		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %d unreadable callgrind lines: %s", rd.bad, strings.Join(rd.badWhat, "; ")))
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %s: %s", sampling.CountOf(rd.bad, "unreadable callgrind lines"), strings.Join(rd.badWhat, "; ")))
 	}
 
 	// total[f] is each function's cost with its calls; what its callers'

@@ -76,7 +76,7 @@ func (b *builder) finish() (*profile.Profile, error) {
 	}
 	p.Comments = append(p.Comments, b.warns...)
 	if b.bad > 0 {
-		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %d unreadable events: %s", b.bad, strings.Join(b.badWhat, "; ")))
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %s: %s", sampling.CountOf(b.bad, "unreadable events"), strings.Join(b.badWhat, "; ")))
 	}
 	t0, t1 := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, r := range b.records {

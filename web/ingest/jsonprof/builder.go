@@ -423,7 +423,7 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	}
 	p := &profile.Profile{SampleType: b.types}
 	if b.bad > 0 {
-		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %d unreadable parts: %s", b.bad, strings.Join(b.badWhat, "; ")))
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: skipped %s: %s", sampling.CountOf(b.bad, "unreadable parts"), strings.Join(b.badWhat, "; ")))
 	}
 	p.Comments = append(p.Comments, b.comments...)
 	if b.defType >= 0 {

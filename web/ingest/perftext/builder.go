@@ -275,16 +275,19 @@ func (b *builder) splitByTime() {
 	b.timed = nil
 }
 
+// unreadable counts the bad units: "1 unreadable line", "3 unreadable lines".
+func (b *builder) unreadable() string { return sampling.CountOf(b.bad, "unreadable "+b.badWhat) }
+
 // finish returns the profile, or an error when nothing could be read.
 func (b *builder) finish(format string) (*profile.Profile, error) {
 	if b.n == 0 {
 		if b.bad > 0 {
-			return nil, fmt.Errorf("no %s sample could be read (%d unreadable %s; %s)", format, b.bad, b.badWhat, strings.Join(b.badLines, "; "))
+			return nil, fmt.Errorf("no %s sample could be read (%s; %s)", format, b.unreadable(), strings.Join(b.badLines, "; "))
 		}
 		return nil, fmt.Errorf("the %s input holds no samples", format)
 	}
 	if b.bad > 0 {
-		b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: skipped %d unreadable %s: %s", b.bad, b.badWhat, strings.Join(b.badLines, "; ")))
+		b.p.Comments = append(b.p.Comments, fmt.Sprintf("warning: skipped %s: %s", b.unreadable(), strings.Join(b.badLines, "; ")))
 	}
 	if e := b.events[0]; b.periods[e] {
 		t := b.p.SampleType[b.types[e]+1]

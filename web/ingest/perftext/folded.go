@@ -48,7 +48,10 @@ func foldedComment(s string) bool {
 }
 
 // SniffFolded reports whether head looks like folded stacks ("frame;frame;frame
-// count" lines): more of its lines are such lines than not, comments aside.
+// count" lines): at least half of its lines are such lines, and one at
+// least, comments aside. A stack and one bad line is claimed, so that the
+// stack is read and the bad line reported as a warning (flamegraph.pl draws
+// it and says "Ignored 1 lines"), not refused as an unknown format.
 // A first line longer than head that holds ';' is claimed too, so that
 // ParseFolded can say the line is too long.
 func SniffFolded(head []byte) bool {
@@ -72,7 +75,7 @@ func SniffFolded(head []byte) bool {
 			bad++
 		}
 	}
-	return good > bad
+	return good > 0 && good >= bad
 }
 
 // ParseFolded reads folded stacks, as flamegraph.pl's stackcollapse scripts

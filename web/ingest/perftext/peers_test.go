@@ -320,7 +320,7 @@ func TestSpeedscopeFolded(t *testing.T) {
 			}
 			diff(t, want, got)
 			w := strings.Join(sampling.Warnings(p), "")
-			if invalid > 0 && !strings.Contains(w, "skipped "+strconv.Itoa(invalid)+" unreadable lines") || invalid == 0 && w != "" {
+			if invalid > 0 && !strings.Contains(w, "skipped "+sampling.CountOf(invalid, "unreadable lines")) || invalid == 0 && w != "" {
 				t.Errorf("%d invalid lines; warnings %q", invalid, w)
 			}
 		})

@@ -269,7 +269,7 @@ func TestFoldedDecimalsAndBadLines(t *testing.T) {
 	if p.SampleType[0].Unit != "millicount" {
 		t.Errorf("unit %q", p.SampleType[0].Unit)
 	}
-	if w := strings.Join(sampling.Warnings(p), ""); !strings.Contains(w, "skipped 1 unreadable lines: line 3") {
+	if w := strings.Join(sampling.Warnings(p), ""); !strings.Contains(w, "skipped 1 unreadable line: line 3") {
 		t.Errorf("warnings %q", w)
 	}
 	if _, err := ParseFolded([]byte("nothing here\n"), 0); err == nil {
