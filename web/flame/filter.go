@@ -9,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/sampling"
+	"viewer/web/prefault"
 )
 
 // Filter selects samples and frames by regular expressions on frame names,
@@ -231,6 +232,7 @@ func (f Filter) stacksOf(uniq []stack, fr *frames) (ws []weighted, kept []int32)
 	ws = make([]weighted, 0, len(uniq))
 	kept = make([]int32, 0, len(uniq))
 	all := make([]int32, 0, framesOf(uniq, fr))
+	prefault.Slice(all)
 	ends := make([]int, 0, len(uniq))
 	var buf []int32
 	for k, s := range uniq {
@@ -270,9 +272,13 @@ func framesOf(uniq []stack, fr *frames) int {
 }
 
 // expandInto sets ws[i] to the frames and value of uniq[i], the frames of
-// them all in one buffer.
+// them all in one buffer. The buffer's pages are mapped in before it is
+// filled (prefault): 550 MB at the 2M-sample profile of inlined calls,
+// whose 137k page faults were most of the server's faults on its upload
+// and first flame graph.
 func (fr *frames) expandInto(ws []weighted, uniq []stack) {
 	all := make([]int32, 0, framesOf(uniq, fr))
+	prefault.Slice(all)
 	for i, s := range uniq {
 		fr.tick()
 		from := len(all)

@@ -4,6 +4,8 @@
 // map's lookups, a cache miss each, were most of the time.
 package hashindex
 
+import "viewer/web/prefault"
+
 // Table is a linear-probing table whose entries hold an item's index plus
 // one (0 is empty) in the low 32 bits and the top 32 bits of its hash in
 // the high ones, which also place it: most probes that do not match are
@@ -20,6 +22,7 @@ func (t *Table) Init(n int) {
 		size *= 2
 	}
 	t.slots = make([]uint64, size)
+	prefault.Slice(t.slots) // written at random: a fault per page otherwise
 	t.used = 0
 }
 
@@ -62,6 +65,7 @@ func (t *Table) Insert(slot int, h uint64, i int32) {
 	}
 	old := t.slots
 	t.slots = make([]uint64, 2*len(old))
+	prefault.Slice(t.slots)
 	mask := len(t.slots) - 1
 	for _, e := range old {
 		if e == 0 {

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"viewer/web/hashindex"
+	"viewer/web/prefault"
 )
 
 // Decode decodes an uncompressed profile.proto message into the same
@@ -761,12 +762,13 @@ func (m *sampleMerger) put(h uint64, locIDs []byte, n int, vals []int64, set int
 	m.table.Insert(slot, h, int32(len(m.us)))
 	// Doubled when full: append grows a large slice by a quarter, which
 	// for the stream's merger (sized for 4096 samples, then 500k at 2M)
-	// allocated and copied its arrays five times over.
+	// allocated and copied its arrays five times over. The new arrays'
+	// pages are mapped in before the copy (prefault).
 	if len(m.us) == cap(m.us) {
-		m.us = slices.Grow(m.us, len(m.us))
+		m.us = prefault.Grow(m.us, len(m.us))
 	}
 	if cap(m.values)-len(m.values) < len(vals) {
-		m.values = slices.Grow(m.values, max(len(m.values), len(vals)))
+		m.values = prefault.Grow(m.values, max(len(m.values), len(vals)))
 	}
 	if set >= 0 && m.setFirst[set] < 0 {
 		m.setFirst[set] = int32(len(m.us))
@@ -844,6 +846,7 @@ func (a *arena) copy(b []byte) []byte {
 			return append(make([]byte, 0, len(b)), b...)
 		}
 		a.block = make([]byte, 0, arenaBlock)
+		prefault.Slice(a.block) // filled at once: a fault per page otherwise
 		a.size += arenaBlock
 	}
 	n := len(a.block)
@@ -883,7 +886,7 @@ func (m *sampleMerger) absorb(o *sampleMerger) {
 //
 // The samples and their location pointers are allocated in blocks as they
 // are filled (buildBlock), each block's pages mapped in at once
-// (populate), not in one array each: an array of all the
+// (prefault), not in one array each: an array of all the
 // frames (140 MB at 2M samples) allocated at once started a collection
 // that scanned it while it was still unwritten, mapping the kernel's zero
 // page into every page of it, and each page written then faulted again
@@ -912,7 +915,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 			u := &m.us[i]
 			if len(samples) == 0 {
 				samples = make([]profile.Sample, min(buildBlock/16, hi-i))
-				populate(unsafe.Pointer(&samples[0]), uintptr(len(samples))*unsafe.Sizeof(samples[0]))
+				prefault.Slice(samples)
 			}
 			sm := &samples[0]
 			samples = samples[1:]
@@ -926,7 +929,7 @@ func (m *sampleMerger) build(d *pprofDecoder, p *profile.Profile, s *strs, locs 
 				// A block, or what is left when less: a small profile's
 				// load allocated 512 KiB for a few hundred pointers.
 				all = make([]*profile.Location, max(min(buildBlock, left), c))
-				populate(unsafe.Pointer(&all[0]), uintptr(len(all))*8)
+				prefault.Slice(all)
 				left -= len(all)
 			}
 			sm.Location = all[:c:c]
