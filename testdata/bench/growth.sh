@@ -27,6 +27,10 @@
 #   labels   4 string labels and a numeric one on every sample
 #   types    4 sample types
 #   all      names, inline, labels, types and stacks 10-100 deep together
+# gunzip_s is the CPU time of `gzip -dc` reading the same file, run after
+# the server's sequence, and x_gunzip the server's CPU over it: a floor
+# any reader of the file pays (the server inflates it too), and an anchor
+# that moves with the machine's speed, where seconds do not.
 # DEFAULT_SERVER=1 runs the server a user starts, without the flags that
 # lift its limits (issue 36's "default server"; a profile over a default
 # limit is then refused).
@@ -68,7 +72,7 @@ wait_http() {
 	return 1
 }
 
-printf '%-10s %10s %9s %9s %11s %11s %9s %7s\n' shape samples gz_MB upload_s flame_s cpu_s rss_MiB load
+printf '%-10s %10s %9s %9s %11s %11s %9s %7s %9s %9s\n' shape samples gz_MB upload_s flame_s cpu_s rss_MiB load gunzip_s x_gunzip
 for shape in ${@:-200k 2m 20m}; do
 	case ${shape%%-*} in
 	200k) args=(-samples 200000 -stacks 50000 -functions 20000); n=200000 ;;
@@ -107,6 +111,7 @@ for shape in ${@:-200k 2m 20m}; do
 	[ -z "${PERF_RECORD:-}" ] || { kill -INT "$perfpid"; wait "$perfpid" || true; }
 	rss=$(awk '/VmHWM/ { print $2 / 1024 }' "/proc/$pid/status")
 	kill "$pid"; wait "$pid" 2>/dev/null || true
-	awk -v s="$shape" -v n="$n" -v sz="$(stat -c %s "$f")" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$load" 'BEGIN {
-		printf "%-10s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l }'
+	gz=$( { TIMEFORMAT='%U %S'; time gzip -dc "$f" >/dev/null; } 2>&1 | awk '{ print $1 + $2 }')
+	awk -v s="$shape" -v n="$n" -v sz="$(stat -c %s "$f")" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$load" -v gz="$gz" 'BEGIN {
+		printf "%-10s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s %9.2f %9.2f\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l, gz, (c1 - c0) / gz }'
 done
