@@ -250,14 +250,17 @@ func parseFormats(data, head []byte, lim Limits, pprofErr error) (*profile.Profi
 		tried = append(tried, fmt.Sprintf("%s (%v)", f.Name, err))
 	}
 	// A text input whose first line is too long for any format to see
-	// where it ends (a 10 MB folded stack) is named for its line.
+	// where it ends (a 10 MB folded stack) is named for its line; one
+	// with some folded stacks among more other lines, for those lines.
+	folded := ""
 	if looksText(head) {
 		if err := checkLines(data, lim.MaxLineBytes); err != nil {
 			return nil, "", err
 		}
+		folded = foldedHint(head)
 	}
-	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile",
-		ErrUnknownFormat, strings.Join(tried, ", "))
+	return nil, "", fmt.Errorf("%w: tried %s; upload a pprof protobuf (optionally gzipped) or a perf profile%s",
+		ErrUnknownFormat, strings.Join(tried, ", "), folded)
 }
 
 // finish is what every format's profile goes through once parsed: its

@@ -183,6 +183,22 @@ func checkLines(data []byte, max int) error {
 
 // looksText reports whether head is text (no NUL or other control bytes
 // but tab, CR and LF), as the line-based formats are.
+// foldedHint is what the refusal of text input adds when some of its lines
+// are folded stacks but fewer than the others (SniffFolded wants half):
+// how many, the first other line, and what to do; "" when none is.
+func foldedHint(head []byte) string {
+	c := perftext.CountFolded(head)
+	if c.Good == 0 {
+		return ""
+	}
+	are := "are stacks"
+	if c.Good == 1 {
+		are = "is a stack"
+	}
+	return fmt.Sprintf(`. If it is folded stacks ("frame;frame;... count" lines): only %d of its first %d lines %s (line %d is not: %q), and folded stacks are read when at least half of the lines are; remove or fix the others`,
+		c.Good, c.Good+c.Bad, are, c.FirstBad, c.BadLine)
+}
+
 func looksText(head []byte) bool {
 	for _, b := range head {
 		if b < 0x20 && b != '\t' && b != '\n' && b != '\r' {

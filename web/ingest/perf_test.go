@@ -57,7 +57,8 @@ func TestPerfFormatsDetected(t *testing.T) {
 // ones (a stack and a stray line), spooled as an upload is: they are read
 // as folded stacks, the stack kept and the bad line named in a warning, as
 // flamegraph.pl draws the stack and ignores the line. Fewer good lines than
-// bad is still not claimed as folded stacks.
+// bad is still not claimed as folded stacks, and its refusal says how many
+// lines are stacks, the first that is not, and what to do.
 func TestFoldedHalfBad(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"main;work;leaf 7\nthis is not a stack\n", "skipped 1 unreadable line: line 2"},
@@ -78,8 +79,12 @@ func TestFoldedHalfBad(t *testing.T) {
 		}
 	}
 	_, _, err := Parse([]byte("main;work 1\nnot a stack\nnor this\n"), Limits{})
-	if !errors.Is(err, ErrUnknownFormat) {
-		t.Errorf("one stack among two bad lines: error %v, want ErrUnknownFormat", err)
+	if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), `only 1 of its first 3 lines is a stack (line 2 is not: "not a stack")`) ||
+		!strings.Contains(err.Error(), "remove or fix the others") {
+		t.Errorf("one stack among two bad lines: error %v; want ErrUnknownFormat naming the lines and what to do", err)
+	}
+	if _, _, err := Parse([]byte("just some text\nnothing more\n"), Limits{}); err == nil || strings.Contains(err.Error(), "folded") && strings.Contains(err.Error(), "If it is") {
+		t.Errorf("text without a stack: error %v; want no word of folded stacks", err)
 	}
 }
 

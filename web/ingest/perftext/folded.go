@@ -60,22 +60,48 @@ func SniffFolded(head []byte) bool {
 	if len(lines) == 1 && len(head) >= 4096 && bytes.IndexByte(head, ';') > 0 && utf8.Valid(head[:len(head)-utf8.UTFMax]) {
 		return true
 	}
+	c := countFolded(head)
+	return c.Good > 0 && c.Good >= c.Bad
+}
+
+// FoldedCount is how many of a text's lines are folded stacks, as
+// SniffFolded counts them, comments aside.
+type FoldedCount struct {
+	Good, Bad int
+	// FirstBad is the first line that is not one (1-based), BadLine its
+	// text, cut to 80 bytes.
+	FirstBad int
+	BadLine  string
+}
+
+// CountFolded counts the folded-stack lines of head, the first bytes of an
+// input: what a refusal says of a text that has some but too few of them.
+func CountFolded(head []byte) FoldedCount { return countFolded(DecodeText(head)) }
+
+func countFolded(head []byte) FoldedCount {
+	lines := bytes.Split(head, []byte("\n"))
 	if len(lines) > 1 && len(head) >= 4096 {
 		lines = lines[:len(lines)-1] // the last line may be cut short
 	}
-	good, bad := 0, 0
-	for _, l := range lines {
+	var c FoldedCount
+	for i, l := range lines {
 		s := strings.TrimRight(string(l), "\r")
 		if foldedComment(s) {
 			continue
 		}
 		if _, _, ok := foldedLine(s); ok && s[0] != ' ' && s[0] != '\t' && s[0] != '{' && s[0] != '[' && s[0] != '<' {
-			good++
-		} else {
-			bad++
+			c.Good++
+			continue
+		}
+		c.Bad++
+		if c.FirstBad == 0 {
+			c.FirstBad = i + 1
+			if c.BadLine = s; len(s) > 80 {
+				c.BadLine = s[:80] + "…"
+			}
 		}
 	}
-	return good > 0 && good >= bad
+	return c
 }
 
 // ParseFolded reads folded stacks, as flamegraph.pl's stackcollapse scripts
