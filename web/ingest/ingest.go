@@ -18,6 +18,7 @@ import (
 	"viewer/symbolize"
 	"viewer/web/ingest/perfdata"
 	"viewer/web/ingest/perftext"
+	"viewer/web/prefault"
 )
 
 // Format is one input format the viewer reads.
@@ -306,22 +307,55 @@ func gunzip(data []byte, max int64) ([]byte, error) {
 	if max > 0 {
 		r = io.LimitReader(zr, max+1)
 	}
-	var out bytes.Buffer
-	// Compressed profiles typically expand 3–10×; start with a guess to
-	// avoid repeated growth.
-	guess := int64(len(data)) * 4
-	if max > 0 && guess > max+1 {
-		guess = max + 1
-	}
-	out.Grow(int(guess))
-	if _, err := out.ReadFrom(r); err != nil {
+	out, err := readChunked(r)
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w: the gzip stream is truncated (was the upload cut short?)", ErrCorrupt)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if max > 0 && int64(out.Len()) > max {
+	if max > 0 && int64(len(out)) > max {
 		return nil, fmt.Errorf("%w: decompresses to more than the %d-byte limit", ErrTooLarge, max)
 	}
-	return out.Bytes(), nil
+	return out, nil
+}
+
+// readChunked reads r to its end into one slice of its exact length: into
+// chunks first (1 MiB, doubling up to 64 MiB), then one copy. Its length
+// is unknown until then (a gzip stream of many members, as stored copies
+// are, names only its last member's size), and a buffer grown from a
+// guess (4× the compressed size: 347 MB zeroed for a 97 MB copy) or by
+// doubling allocated and cleared several times what it held.
+func readChunked(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	total, size := 0, 1<<20
+	for {
+		c := make([]byte, size)
+		prefault.Slice(c)
+		k, eof := 0, false
+		for k < len(c) && !eof {
+			n, err := r.Read(c[k:])
+			k += n
+			if err == io.EOF {
+				eof = true
+			} else if err != nil {
+				return nil, err // a truncated gzip stream's io.ErrUnexpectedEOF among them
+			}
+		}
+		chunks = append(chunks, c[:k])
+		total += k
+		if eof {
+			break
+		}
+		size = min(2*size, 64<<20)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	out := make([]byte, 0, total)
+	prefault.Slice(out)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out, nil
 }

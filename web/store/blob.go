@@ -230,6 +230,9 @@ type blobReader struct {
 	key string
 }
 
+// Size is the blob's size, for ReadAll's array.
+func (b blobReader) Size() int64 { return b.r.Size() }
+
 func (b blobReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if err != nil && err != io.EOF {
