@@ -31,6 +31,11 @@
 # the server's sequence, and x_gunzip the server's CPU over it: a floor
 # any reader of the file pays (the server inflates it too), and an anchor
 # that moves with the machine's speed, where seconds do not.
+# RESTART=1 then also stops the server, starts it again on the same data
+# directory and asks for the first flame.json again, read back from the
+# stored copy, as after a restart or on another replica: the line
+# SHAPE-restart, whose flame_s, cpu_s and rss_MiB are that request's and
+# that new server's.
 # DEFAULT_SERVER=1 runs the server a user starts, without the flags that
 # lift its limits (issue 36's "default server"; a profile over a default
 # limit is then refused).
@@ -88,11 +93,14 @@ for shape in ${@:-200k 2m 20m}; do
 	port=$(freeport)
 	limits=(--max-frames 0 --max-samples 0 --max-records 0 --max-upload 4GiB --ingest-memory "${INGEST_MEMORY:-16GiB}" --render-timeout 30m)
 	[ -z "${DEFAULT_SERVER:-}" ] || limits=()
-	"$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files "${limits[@]}" \
-		>"$work/viewer.$port.log" 2>&1 &
-	pid=$!
-	pids+=("$pid")
-	wait_http "http://127.0.0.1:$port/healthz"
+	serve() {
+		"$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files "${limits[@]}" \
+			>>"$work/viewer.$port.log" 2>&1 &
+		pid=$!
+		pids+=("$pid")
+		wait_http "http://127.0.0.1:$port/healthz"
+	}
+	serve
 	if [ -n "${PERF_RECORD:-}" ]; then
 		perf record -q -e cpu-clock -F 499 -g -p "$pid" -o "$cache/serve-$shape.perf.data" 2>/dev/null &
 		perfpid=$!
@@ -114,4 +122,16 @@ for shape in ${@:-200k 2m 20m}; do
 	gz=$( { TIMEFORMAT='%U %S'; time gzip -dc "$f" >/dev/null; } 2>&1 | awk '{ print $1 + $2 }')
 	awk -v s="$shape" -v n="$n" -v sz="$(stat -c %s "$f")" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$load" -v gz="$gz" 'BEGIN {
 		printf "%-10s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s %9.2f %9.2f\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l, gz, (c1 - c0) / gz }'
+	if [ -n "${RESTART:-}" ]; then
+		serve
+		c0=$(cpu "$pid")
+		t0=$(now)
+		curl -sS -o /dev/null --compressed -f "http://127.0.0.1:$port/p/$id/flame.json"
+		t2=$(now)
+		c1=$(cpu "$pid")
+		rss=$(awk '/VmHWM/ { print $2 / 1024 }' "/proc/$pid/status")
+		kill "$pid"; wait "$pid" 2>/dev/null || true
+		awk -v s="$shape-restart" -v n="$n" -v a="$t0" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+			printf "%-10s %10d %9s %9s %11.2f %11.2f %9.0f %7s\n", s, n, "-", "-", c - a, c1 - c0, r, l }'
+	fi
 done
