@@ -273,9 +273,9 @@ func framesOf(uniq []stack, fr *frames) int {
 
 // expandInto sets ws[i] to the frames and value of uniq[i], the frames of
 // them all in one buffer. The buffer's pages are mapped in before it is
-// filled (prefault): 550 MB at the 2M-sample profile of inlined calls,
-// whose 137k page faults were most of the server's faults on its upload
-// and first flame graph.
+// filled (prefault): 550 MB for growth.sh's 2m-all shape (inlined
+// calls), whose 137k page faults were most of the server's faults on its
+// upload and first flame graph.
 func (fr *frames) expandInto(ws []weighted, uniq []stack) {
 	all := make([]int32, 0, framesOf(uniq, fr))
 	prefault.Slice(all)

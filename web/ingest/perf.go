@@ -181,8 +181,6 @@ func checkLines(data []byte, max int) error {
 	return nil
 }
 
-// looksText reports whether head is text (no NUL or other control bytes
-// but tab, CR and LF), as the line-based formats are.
 // foldedHint is what the refusal of text input adds when some of its lines
 // are folded stacks but fewer than the others (SniffFolded wants half):
 // how many, the first other line, and what to do; "" when none is.
@@ -199,6 +197,8 @@ func foldedHint(head []byte) string {
 		c.Good, c.Good+c.Bad, are, c.FirstBad, c.BadLine)
 }
 
+// looksText reports whether head is text (no NUL or other control bytes
+// but tab, CR and LF), as the line-based formats are.
 func looksText(head []byte) bool {
 	for _, b := range head {
 		if b < 0x20 && b != '\t' && b != '\n' && b != '\r' {

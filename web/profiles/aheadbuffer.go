@@ -15,8 +15,8 @@ import (
 // is held, in copies of the writer's slices, never more than max bytes
 // at once plus one write. The copies' arrays, once read, are kept (up to
 // max bytes of them) for the next writes: a 2M-sample profile's copy is
-// hundreds of megabytes written a member at a time, and an array per
-// write was fresh memory, faulted in a page at a time, for each.
+// up to about 90 MB, written a member at a time, and an array per write
+// was fresh memory, faulted in a page at a time.
 type aheadBuffer struct {
 	mu      sync.Mutex
 	changed sync.Cond
