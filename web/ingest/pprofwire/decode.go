@@ -112,23 +112,34 @@ func (d *pprofDecoder) split(data []byte) error {
 	return nil
 }
 
+// appendField appends a table's message to fs. A full array is doubled
+// with its pages mapped in (prefault.Grow) before fs is copied into it:
+// append's copy into an unmapped array faulted once per page, 2% of the
+// server's CPU on a profile of 800k locations.
+func appendField(fs [][]byte, b []byte) [][]byte {
+	if len(fs) == cap(fs) {
+		fs = prefault.Grow(fs, max(len(fs), 64))
+	}
+	return append(fs, b)
+}
+
 // field keeps one top-level field: for a varint field v is its value, for
 // a length-delimited one b is its bytes.
 func (d *pprofDecoder) field(num protowire.Number, typ protowire.Type, v uint64, b []byte) error {
 	if typ == protowire.BytesType {
 		switch num {
 		case 1:
-			d.sampleTypes = append(d.sampleTypes, b)
+			d.sampleTypes = appendField(d.sampleTypes, b)
 		case 2:
-			d.samples = append(d.samples, b)
+			d.samples = appendField(d.samples, b)
 		case 3:
-			d.mappings = append(d.mappings, b)
+			d.mappings = appendField(d.mappings, b)
 		case 4:
-			d.locations = append(d.locations, b)
+			d.locations = appendField(d.locations, b)
 		case 5:
-			d.functions = append(d.functions, b)
+			d.functions = appendField(d.functions, b)
 		case 6:
-			d.strs = append(d.strs, b)
+			d.strs = appendField(d.strs, b)
 		case 11:
 			d.periodType = b
 		case 13:
