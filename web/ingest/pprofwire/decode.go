@@ -408,6 +408,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 	}
 
 	functions := make([]profile.Function, len(d.functions))
+	prefault.Slice(functions) // as locations and lines below: written once, page by page
 	p.Function = make([]*profile.Function, len(functions))
 	for i, b := range d.functions {
 		f := &functions[i]
@@ -439,6 +440,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 	fnByID := newFunctionIndex(p.Function)
 
 	locations := make([]profile.Location, len(d.locations))
+	prefault.Slice(locations)
 	locByID := make(map[uint64]*profile.Location, len(locations))
 	p.Location = make([]*profile.Location, len(locations))
 	// Sized first: grown as they came, the lines (pointers) were copied
@@ -448,6 +450,7 @@ func (d *pprofDecoder) tables() (*profile.Profile, *strs, locIndex, error) {
 		nlines += locationLines(b)
 	}
 	lines := make([]profile.Line, 0, nlines)
+	prefault.Slice(lines)
 	for i, b := range d.locations {
 		l := &locations[i]
 		start := len(lines)
