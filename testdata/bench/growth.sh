@@ -36,6 +36,9 @@
 # stored copy, as after a restart or on another replica: the line
 # SHAPE-restart, whose flame_s, cpu_s and rss_MiB are that request's and
 # that new server's.
+# GCTRACE=1 runs the server with GODEBUG=gctrace=1 and prints, under each
+# shape's line, the CPU its collections took over the sequence (the sum of
+# gctrace's cpu fields: assist, background, idle and pauses).
 # DEFAULT_SERVER=1 runs the server a user starts, without the flags that
 # lift its limits (issue 36's "default server"; a profile over a default
 # limit is then refused).
@@ -92,9 +95,11 @@ for shape in ${@:-200k 2m 20m}; do
 	[ -s "$f" ] || { "$work/genprofile" -o "$f.tmp" "${args[@]}" && mv "$f.tmp" "$f"; }
 	port=$(freeport)
 	limits=(--max-frames 0 --max-samples 0 --max-records 0 --max-upload 4GiB --ingest-memory "${INGEST_MEMORY:-16GiB}" --render-timeout 30m)
+	gctrace=()
+	[ -z "${GCTRACE:-}" ] || gctrace=(env GODEBUG=gctrace=1)
 	[ -z "${DEFAULT_SERVER:-}" ] || limits=()
 	serve() {
-		"$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files "${limits[@]}" \
+		"${gctrace[@]}" "$work/viewer" serve --addr "127.0.0.1:$port" --data "$work/data.$port" --no-debuginfod --no-local-files "${limits[@]}" \
 			>>"$work/viewer.$port.log" 2>&1 &
 		pid=$!
 		pids+=("$pid")
@@ -106,6 +111,7 @@ for shape in ${@:-200k 2m 20m}; do
 		perfpid=$!
 	fi
 	c0=$(cpu "$pid")
+	l0=$(wc -l <"$work/viewer.$port.log")
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	t0=$(now)
 	resp=$(curl -sS -X POST -H "Content-Type: application/octet-stream" -T "$f" "http://127.0.0.1:$port/api/profiles") # -T streams the file; --data-binary @ reads it into memory, and fails past 2 GiB
@@ -122,6 +128,9 @@ for shape in ${@:-200k 2m 20m}; do
 	gz=$( { TIMEFORMAT='%U %S'; time gzip -dc "$f" >/dev/null; } 2>&1 | awk '{ print $1 + $2 }')
 	awk -v s="$shape" -v n="$n" -v sz="$(stat -c %s "$f")" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c1="$c1" -v r="$rss" -v l="$load" -v gz="$gz" 'BEGIN {
 		printf "%-10s %10d %9.1f %9.2f %11.2f %11.2f %9.0f %7s %9.2f %9.2f\n", s, n, sz / 1e6, b - a, c - a, c1 - c0, r, l, gz, (c1 - c0) / gz }'
+	[ -z "${GCTRACE:-}" ] || tail -n "+$((l0 + 1))" "$work/viewer.$port.log" | awk -v s="$shape" '
+		/^gc [0-9]+ @/ { split($0, a, "clock, "); split(a[2], b, " ms cpu"); m = split(b[1], c, /[+\/]/); for (i = 1; i <= m; i++) t += c[i]; k++ }
+		END { printf "%-10s gc_cpu_s %.2f in %d collections\n", s, t / 1000, k }'
 	if [ -n "${RESTART:-}" ]; then
 		serve
 		c0=$(cpu "$pid")
