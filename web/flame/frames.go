@@ -232,16 +232,27 @@ func (f *frames) appendLoc(dst []int32, l *profile.Location) []int32 {
 	if i < 0 {
 		return dst
 	}
+	return f.appendFrames(dst, i)
+}
+
+// appendFrames appends the frames of location i, outermost first, to dst:
+// most locations have one, and an inlined call's few are copied one by
+// one, where append's memmove call per location was 15% of the server's
+// CPU on a profile of four inlined frames a location.
+func (f *frames) appendFrames(dst []int32, i int32) []int32 {
 	if nm := f.one[i]; nm >= 0 {
-		return append(dst, nm) // most locations: one frame, no copy call
+		return append(dst, nm)
 	}
-	return append(dst, f.flat[f.off[i]:f.off[i+1]]...)
+	for _, nm := range f.flat[f.off[i]:f.off[i+1]] {
+		dst = append(dst, nm)
+	}
+	return dst
 }
 
 // index is l's index in p.Location, -1 when it is not there.
 func (f *frames) index(l *profile.Location) int32 {
-	if d := uintptr(unsafe.Pointer(l)) - f.base; d < uintptr(f.inArray)*locationSize && d%locationSize == 0 {
-		return int32(d / locationSize)
+	if i, ok := f.arrayIndex(l); ok {
+		return i
 	}
 	var i int32 = -1
 	if f.byID != nil {
@@ -252,6 +263,16 @@ func (f *frames) index(l *profile.Location) int32 {
 		i = j
 	}
 	return i
+}
+
+// arrayIndex is l's index when it lies in the array of p.Location's first
+// inArray locations: its address's offset, without loading the Location.
+// Small enough to be inlined where index, with its map, is not.
+func (f *frames) arrayIndex(l *profile.Location) (int32, bool) {
+	if d := uintptr(unsafe.Pointer(l)) - f.base; d < uintptr(f.inArray)*locationSize && d%locationSize == 0 {
+		return int32(d / locationSize), true
+	}
+	return 0, false
 }
 
 func lineName(l *profile.Location, ln *profile.Line) string {
