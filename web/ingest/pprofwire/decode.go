@@ -563,10 +563,10 @@ const buildBlock = 1 << 16
 // locBlock is a block of samples' location pointers that the collector
 // does not scan: its pointers are stored as integers, and keep, the start
 // of the one array that every location of the profile lies in, keeps them
-// all alive while any sample's slice points into the block. Scanning the
-// pointers cost a collection about 1.5 s of CPU per 45M frames (the 2M
-// deep profile), once during the upload and again in every collection while
-// the profile is in memory; a write during a collection cost as much.
+// all alive while any sample's slice points into the block. Scanned, the
+// 45M pointers of the 2M deep profile made its upload's collections take
+// 0.95-2.1 s of CPU (0.55 s now), and every collection while the profile
+// is in memory would scan them again; a write during one cost as much.
 // Only pointers into that array may be stored in a block: nothing writes
 // into a sample's location slice after build (pprof's library and
 // viewer's code give a changed sample a fresh slice, and cap = len keeps
