@@ -24,7 +24,7 @@ const freshBytes = 64 << 20
 //	go test -run '^$' -bench FreshMemory -benchtime 20x ./web/prefault
 func BenchmarkFreshMemory(b *testing.B) {
 	for _, c := range []struct {
-		name             string
+		name            string
 		populate, reuse bool
 	}{{"fault", false, false}, {"populated", true, false}, {"rewrite", false, true}} {
 		b.Run(c.name, func(b *testing.B) {
