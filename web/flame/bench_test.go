@@ -160,3 +160,29 @@ func BenchmarkGroupStacks2M(b *testing.B) {
 		groupStacksOf(p, 0, of)
 	}
 }
+
+// BenchmarkStacksTop2M is the whole profile's top table (the page's, and
+// top.json's without a zoom) of the profile BenchmarkFirstView2M reads,
+// from its stacks: a pass over every frame of every distinct stack.
+//
+//	VIEWER_BENCH_PROFILE=/tmp/viewer-bench/bench-2m-all.pb.gz \
+//	  go test -run '^$' -bench StacksTop2M -benchtime 5x ./web/flame
+func BenchmarkStacksTop2M(b *testing.B) {
+	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	si, err := SampleIndex(p, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewStacks(p, si, Options{CountType: ingest.CountIndex(p.SampleType, si) + 1})
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	for b.Loop() {
+		s.Top(nil, Options{})
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
+}
