@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -54,12 +55,21 @@ func (b *aheadBuffer) Write(p []byte) (int, error) {
 		return 0, nil
 	}
 	var c []byte
-	if k := len(b.free) - 1; k >= 0 && cap(b.free[k]) >= len(p) {
-		c, b.free = b.free[k][:len(p)], b.free[:k]
-		b.freed -= cap(c)
-		copy(c, p)
-	} else {
-		c = append([]byte(nil), p...)
+	for k, a := range b.free {
+		if cap(a) >= len(p) {
+			c = a[:len(p)]
+			b.free = slices.Delete(b.free, k, k+1)
+			b.freed -= cap(c)
+			copy(c, p)
+			break
+		}
+	}
+	if c == nil {
+		// An eighth more than this write, for the next ones to fit in:
+		// a stored copy's writes are gzip members, each a little longer
+		// or shorter than the last, and an array that fitted none was
+		// fresh memory for every one.
+		c = append(make([]byte, 0, len(p)+len(p)/8), p...)
 	}
 	b.bufs = append(b.bufs, c)
 	b.arrays = append(b.arrays, c)
