@@ -125,6 +125,16 @@ func BenchmarkStacksTop(b *testing.B) {
 //
 //	go test -run '^$' -bench FirstView2M -benchtime 3x -benchmem ./web/flame
 func BenchmarkFirstView2M(b *testing.B) {
+	p, si, opt := profile2M(b)
+	cpuLoop(b, func() {
+		st := NewStacks(p, si, opt)
+		st.Tree(nil, Options{MinFraction: DefaultMinFraction}).JSON()
+	})
+}
+
+// profile2M is the profile the 2M benchmarks read ($VIEWER_BENCH_PROFILE,
+// gen.Profile2M), its default sample type and the first view's options.
+func profile2M(b *testing.B) (*profile.Profile, int, Options) {
 	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
 	if err != nil {
 		b.Fatal(err)
@@ -133,12 +143,16 @@ func BenchmarkFirstView2M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt := Options{CountType: ingest.CountIndex(p.SampleType, si) + 1}
+	return p, si, Options{CountType: ingest.CountIndex(p.SampleType, si) + 1}
+}
+
+// cpuLoop runs f in b's loop and reports the process's CPU time (all its
+// goroutines) per op as cpu-ms/op, what to compare on a shared machine.
+func cpuLoop(b *testing.B, f func()) {
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	for b.Loop() {
-		st := NewStacks(p, si, opt)
-		st.Tree(nil, Options{MinFraction: DefaultMinFraction}).JSON()
+		f()
 	}
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
@@ -168,21 +182,7 @@ func BenchmarkGroupStacks2M(b *testing.B) {
 //	VIEWER_BENCH_PROFILE=/tmp/viewer-bench/bench-2m-all.pb.gz \
 //	  go test -run '^$' -bench StacksTop2M -benchtime 5x ./web/flame
 func BenchmarkStacksTop2M(b *testing.B) {
-	p, _, err := ingest.Parse(gen.Profile2M(b), ingest.Limits{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	si, err := SampleIndex(p, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := NewStacks(p, si, Options{CountType: ingest.CountIndex(p.SampleType, si) + 1})
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	for b.Loop() {
-		s.Top(nil, Options{})
-	}
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
-	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
+	p, si, opt := profile2M(b)
+	s := NewStacks(p, si, opt)
+	cpuLoop(b, func() { s.Top(nil, Options{}) })
 }
