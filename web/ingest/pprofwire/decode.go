@@ -13,9 +13,11 @@
 package pprofwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
 	"unsafe"
@@ -1103,9 +1105,25 @@ func sampleFields(b []byte, vals *[]int64) (locs []byte, fieldsSeen int, unpacke
 }
 
 // packedLen is the number of varints packed in b, -1 when b does not end
-// at the end of one or a varint is longer than ten bytes.
+// at the end of one or a varint is longer than ten bytes. It reads eight
+// bytes at a time (a varint ends at each byte under 0x80), where a byte
+// at a time was 2 ns a byte over the distinct samples' location IDs.
 func packedLen(b []byte) int {
-	n, run := 0, 0
+	n, run := 0, 0 // run: the bytes of the varint not ended yet
+	for ; len(b) >= 8; b = b[8:] {
+		ends := ^binary.LittleEndian.Uint64(b) & 0x8080808080808080
+		if ends == 0 {
+			if run += 8; run >= 10 {
+				return -1
+			}
+			continue
+		}
+		if run+bits.TrailingZeros64(ends)/8 >= 10 {
+			return -1 // the first varint ending here has 11 bytes or more
+		}
+		n += bits.OnesCount64(ends)
+		run = bits.LeadingZeros64(ends) / 8 // the bytes after the last end
+	}
 	for _, c := range b {
 		run++
 		if c < 0x80 {
