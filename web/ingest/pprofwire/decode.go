@@ -1105,9 +1105,11 @@ func sampleFields(b []byte, vals *[]int64) (locs []byte, fieldsSeen int, unpacke
 }
 
 // packedLen is the number of varints packed in b, -1 when b does not end
-// at the end of one or a varint is longer than ten bytes. It reads eight
-// bytes at a time (a varint ends at each byte under 0x80), where a byte
-// at a time was 2 ns a byte over the distinct samples' location IDs.
+// at the end of one or a varint is not one protowire reads (longer than
+// ten bytes, or ten whose last is over 1: past 64 bits), so that build
+// can read every ID it counted. It reads eight bytes at a time (a varint
+// ends at each byte under 0x80), a third of the time of a byte at a time
+// (BenchmarkPackedLen).
 func packedLen(b []byte) int {
 	n, run := 0, 0 // run: the bytes of the varint not ended yet
 	for ; len(b) >= 8; b = b[8:] {
@@ -1118,25 +1120,37 @@ func packedLen(b []byte) int {
 			}
 			continue
 		}
-		if run+bits.TrailingZeros64(ends)/8 >= 10 {
-			return -1 // the first varint ending here has 11 bytes or more
+		// Only the first varint ending in these 8 bytes can have 10.
+		first := bits.TrailingZeros64(ends) / 8
+		if !lastVarintByte(run+first+1, b[first]) {
+			return -1
 		}
 		n += bits.OnesCount64(ends)
 		run = bits.LeadingZeros64(ends) / 8 // the bytes after the last end
 	}
 	for _, c := range b {
 		run++
-		if c < 0x80 {
-			n++
-			run = 0
-		} else if run == 10 {
+		if c >= 0x80 {
+			if run == 10 {
+				return -1
+			}
+			continue
+		}
+		if !lastVarintByte(run, c) {
 			return -1
 		}
+		n++
+		run = 0
 	}
 	if run != 0 {
 		return -1
 	}
 	return n
+}
+
+// lastVarintByte says whether c may end a varint of k bytes.
+func lastVarintByte(k int, c byte) bool {
+	return k < 10 || k == 10 && c <= 1
 }
 
 // sampleLabels sets a sample's Label, NumLabel and NumUnit from its label
