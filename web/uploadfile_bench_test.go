@@ -37,8 +37,9 @@ func BenchmarkUploadFile(b *testing.B) {
 	// rounds reuse what the collector freed. On a virtual machine whose
 	// hypervisor charges the process for each fresh page (web/prefault's
 	// BenchmarkFreshMemory), the two differ by about the peak RSS times
-	// its cpu-ms/MiB: a fresh server's figure (growth.sh's) and a
-	// running one's.
+	// its cpu-ms/MiB: a fresh server's figure (growth.sh's), and that
+	// of a process that freed as much memory before (not a server whose
+	// earlier profiles are still cached: their memory is not free).
 	b.ReportMetric(rounds[0].Seconds(), "first-cpu-s")
 	if len(rounds) > 1 {
 		b.ReportMetric(sum(rounds[1:]).Seconds()/float64(len(rounds)-1), "later-cpu-s")
