@@ -254,6 +254,12 @@ func (f *frames) index(l *profile.Location) int32 {
 	if i, ok := f.arrayIndex(l); ok {
 		return i
 	}
+	return f.mappedIndex(l)
+}
+
+// mappedIndex is index for a location outside the decoder's array: by ID
+// or by pointer.
+func (f *frames) mappedIndex(l *profile.Location) int32 {
 	var i int32 = -1
 	if f.byID != nil {
 		if l.ID < uint64(len(f.byID)) {

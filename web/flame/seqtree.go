@@ -88,7 +88,7 @@ func (f *frames) expand(s stack, dst []int32) []int32 {
 		l := s.locs[j]
 		i, ok := f.arrayIndex(l)
 		if !ok {
-			if i = f.index(l); i < 0 {
+			if i = f.mappedIndex(l); i < 0 {
 				continue
 			}
 		}
