@@ -77,9 +77,13 @@ func newBuilder(maxSamples int) *builder {
 	}
 }
 
-// periodUnit is the unit of an event's period: perf's clock events count nanoseconds.
+// periodUnit is the unit of an event's period: perf's clock events count
+// nanoseconds, whatever their modifiers (cpu-clock:u, cpu-clock/freq=997/).
 func periodUnit(event string) string {
-	base, _, _ := strings.Cut(event, ":")
+	base := event
+	if i := strings.IndexAny(event, ":/"); i >= 0 {
+		base = event[:i]
+	}
 	if base == "cpu-clock" || base == "task-clock" {
 		return "nanoseconds"
 	}

@@ -541,3 +541,19 @@ func perfDataProfile(t *testing.T, data []byte) *profile.Profile {
 	}
 	return p
 }
+
+// TestScriptEventModifiers: an event recorded with modifiers in slashes
+// (perf record -e cpu-clock/freq=997/) keeps its clock's unit; its
+// samples were counted as events, not nanoseconds.
+func TestScriptEventModifiers(t *testing.T) {
+	text := "              mt 4242   10.000001:    1003009 cpu-clock/freq=997/:      401136 spin+0x16 (/tmp/mt)\n" +
+		"              mt 4242   10.000002:         20 page-faults/period=20/:      401150 touch+0x10 (/tmp/mt)\n"
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cpu-clock/freq=997/_count/count", "cpu-clock/freq=997//nanoseconds", "page-faults/period=20/_count/count", "page-faults/period=20//count"}
+	if got := sampleTypes(p); !slices.Equal(got, want) {
+		t.Errorf("sample types %v, want %v", got, want)
+	}
+}
