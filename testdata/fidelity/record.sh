@@ -42,6 +42,12 @@ rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwo
 rec -F 499 -z --call-graph=dwarf,32768 --buildid-mmap -o deeprec-dwarf.data ./deeprec 1
 # The kernel cuts these chains at kernel.perf_event_max_stack (127).
 rec -F 499 -g -o deeprec-fp.data ./deeprec-fp 0.5
+# The same with the limit raised (as root): chains of 322 frames, none cut.
+old=$(cat /proc/sys/kernel/perf_event_max_stack)
+sysctl -qw kernel.perf_event_max_stack=1024
+rec -F 99 -g -o deeprec-fp-raised.data ./deeprec-fp 0.5 || true
+sysctl -qw kernel.perf_event_max_stack="$old"
+chmod 644 deeprec-fp-raised.data
 # The kernel finds no build ID in a Go binary (--buildid-mmap) and perf 6.1
 # writes none for a compressed (-z) recording: uncompressed, then gzipped
 # (the test unpacks it).

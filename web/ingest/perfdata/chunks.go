@@ -299,6 +299,7 @@ func (c *converter) merge(w *converter, exe map[uint32]*vmap) {
 	c.noMapping += w.noMapping
 	c.kernelCut += w.kernelCut
 	c.kernelLimit = max(c.kernelLimit, w.kernelLimit)
+	c.longest = max(c.longest, w.longest)
 	c.lost += w.lost
 	c.dwarf += w.dwarf
 	if w.first != 0 && (c.first == 0 || w.first < c.first) {

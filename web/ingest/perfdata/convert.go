@@ -233,6 +233,7 @@ type converter struct {
 	// kernel's limit (chainStack.full).
 	kernelCut     uint64
 	kernelLimit   int
+	longest       int // the most frames of a chain
 	dwarf         uint64 // samples with a copied user stack (--call-graph=dwarf)
 	unwound       uint64 // of those, unwound to their outermost frame
 	unwindStops   map[string]uint64
@@ -710,11 +711,14 @@ func (c *converter) stack(s *Sample, a *Attr) (stack uint32, userFrames int) {
 	if limit == 0 {
 		limit = defaultMaxStack
 	}
-	full := len(locs) >= limit
+	// A chain of exactly the limit's frames; one longer shows that the
+	// limit was raised past the default (longest).
+	full := len(locs) == limit
 	if full {
 		c.kernelCut++
 		c.kernelLimit = max(c.kernelLimit, limit)
 	}
+	c.longest = max(c.longest, len(locs))
 	if userFrames == 0 && s.RegsUser != nil && c.opt.Binaries != nil {
 		frames := c.unwind(s, a)
 		for _, pc := range frames {
@@ -945,7 +949,9 @@ func (c *converter) finish() {
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)
 	}
-	if c.kernelCut > 0 {
+	// No warning when a chain is longer than the limit assumed: the
+	// recording machine's kernel.perf_event_max_stack was raised.
+	if c.kernelCut > 0 && c.longest <= c.kernelLimit {
 		add("warning: %d samples' call chains hold %d frames, the most the kernel records (kernel.perf_event_max_stack when recorded, 127 by default): their root-most frames were probably cut while recording and are not in the file; raise it on the recording machine (sysctl kernel.perf_event_max_stack=1024) and record again, or record with --call-graph=dwarf,32768",
 			c.kernelCut, c.kernelLimit)
 	}

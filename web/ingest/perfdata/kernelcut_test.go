@@ -47,3 +47,28 @@ func TestKernelCutChainsWarned(t *testing.T) {
 		t.Errorf("comments lack %q:\n%s", want, cm)
 	}
 }
+
+// TestRaisedStackLimitNotWarned converts the same recursion recorded with
+// kernel.perf_event_max_stack raised to 1024: its chains hold 322 frames,
+// more than the 127 the file lets the converter assume, so none was cut
+// and the profile must not say they probably were.
+func TestRaisedStackLimitNotWarned(t *testing.T) {
+	data, err := os.ReadFile("../../../testdata/fidelity/deeprec-fp-raised.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deepest := 0
+	for _, s := range p.Sample {
+		deepest = max(deepest, len(s.Location))
+	}
+	if deepest <= defaultMaxStack {
+		t.Fatalf("the deepest stack holds %d frames; want the recording's 322", deepest)
+	}
+	if cm := strings.Join(p.Comments, "\n"); strings.Contains(cm, "the most the kernel records") {
+		t.Errorf("chains of up to %d frames are said to be cut:\n%s", deepest, cm)
+	}
+}
