@@ -258,7 +258,7 @@ func (s *Server) handleBuildIDPut(c echo.Context) error {
 		s.debugArrived(es)
 		return c.JSON(http.StatusCreated, uploadReply(es))
 	case "sources":
-		n, err := files.PutSources(ctx, bid, req.Body, name, s.limits.Memory)
+		n, err := files.PutSources(ctx, bid, req.Body, name, s.limits.Memory, s.mayReplace())
 		if err != nil {
 			return s.uploadRefused(c, err)
 		}
@@ -409,7 +409,7 @@ func (s *Server) handleDebuginfoUpload(c echo.Context) error {
 			if bid == "" {
 				r.Error, failed = "sources need a build_id field or an ELF file before them", true
 				worst = max(worst, http.StatusUnprocessableEntity)
-			} else if n, err := files.PutSources(req.Context(), bid, part, part.FileName(), s.limits.Memory); err != nil {
+			} else if n, err := files.PutSources(req.Context(), bid, part, part.FileName(), s.limits.Memory, s.mayReplace()); err != nil {
 				code, msg := uploadStatus(err)
 				if code == http.StatusServiceUnavailable {
 					s.retryUpload(c)

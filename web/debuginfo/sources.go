@@ -45,6 +45,9 @@ type sourceFile struct {
 	Object  string `json:"object"`
 	Size    int64  `json:"size"`
 	Archive string `json:"archive"` // the tarball it came from
+	// SHA256 is the file's digest (hex); empty in an index written
+	// before it was kept, when the stored object is read to compare.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 func sourcesKey(bid string) string { return prefix + bid + "/sources.json" }
@@ -155,15 +158,17 @@ func (s *Store) sources(ctx context.Context, bid string) (*sourceIndex, error) {
 // (plain, gzip or zstd) read from r: each regular file at its absolute path
 // with the archive's leading "/" optional, as `tar -C / -cf src.tar
 // home/me/app/main.c` makes it. The build ID must have an uploaded file.
-// It returns how many files were stored. An archive refused (over the
+// A path stored before keeps its file: other bytes for it are a
+// *ConflictError, unless replace (a server with a token), as for debug
+// files. It returns how many files were stored. An archive refused (over the
 // limit, damaged) or not stored (the disk full, the client gone) leaves
 // nothing: the files written for it are removed, and those a crash left
 // are removed by Sweep. The memory the upload takes is taken from mem
 // first (nil: none), as it learns what it needs; mem's errors are
 // returned as they are.
-func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string, mem Memory) (int, error) {
+func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name string, mem Memory, replace bool) (int, error) {
 	charge := &sourceCharge{mem: mem, ctx: ctx}
-	n, err := s.putSources(ctx, bid, r, name, charge)
+	n, err := s.putSources(ctx, bid, r, name, charge, replace)
 	// putSources has returned, so its decompressor is unreachable now.
 	charge.release()
 	return n, err
@@ -171,7 +176,7 @@ func (s *Store) PutSources(ctx context.Context, bid string, r io.Reader, name st
 
 // putSources is PutSources, its memory charged to charge, which the caller
 // releases once the decompressor this holds is no longer reachable.
-func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name string, charge *sourceCharge) (n int, err error) {
+func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name string, charge *sourceCharge, replace bool) (n int, err error) {
 	if err := ValidBuildID(bid); err != nil {
 		return 0, refused("%v", err)
 	}
@@ -303,7 +308,8 @@ func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name st
 		key := sourceKey(bid, p, up)
 		files[p] = sourceFile{Object: key, Size: h.Size, Archive: archive}
 		content := &errorReader{r: tr}
-		if err := s.st.Put(ctx, key, content); err != nil {
+		digest := sha256.New()
+		if err := s.st.Put(ctx, key, io.TeeReader(content, digest)); err != nil {
 			if unpacked.n > s.cfg.MaxFile {
 				return 0, unpackedTooLarge(s.cfg.MaxFile)
 			}
@@ -314,6 +320,9 @@ func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name st
 			}
 			return 0, err
 		}
+		f := files[p]
+		f.SHA256 = hex.EncodeToString(digest.Sum(nil))
+		files[p] = f
 		n++
 	}
 	if n == 0 {
@@ -328,10 +337,28 @@ func (s *Store) putSources(ctx context.Context, bid string, r io.Reader, name st
 	}
 	var replaced []string
 	for p, f := range files {
-		if old, ok := ix.Files[p]; ok && old.Object != f.Object {
-			replaced = append(replaced, old.Object)
+		old, ok := ix.Files[p]
+		if !ok || old.Object == f.Object {
+			ix.Files[p] = f
+			continue
 		}
-		ix.Files[p] = f
+		if old.SHA256 == "" {
+			if old.SHA256, err = s.objectDigest(ctx, old.Object); err != nil {
+				return 0, err
+			}
+		}
+		switch {
+		case old.SHA256 == f.SHA256:
+			// The same bytes again: the stored file stays.
+			s.remove(ctx, f.Object)
+			delete(files, p)
+			ix.Files[p] = old
+		case !replace:
+			return 0, &ConflictError{BuildID: bid, Kind: "source", Path: p, SHA256: old.SHA256}
+		default:
+			replaced = append(replaced, old.Object)
+			ix.Files[p] = f
+		}
 	}
 	b, _ := json.Marshal(ix)
 	if err := s.st.Put(ctx, sourcesKey(bid), bytes.NewReader(b)); err != nil {
@@ -422,4 +449,18 @@ func (s *Store) SourceCount(ctx context.Context, bid string) int {
 		return 0
 	}
 	return len(ix.Files)
+}
+
+// objectDigest is the SHA-256 (hex) of the stored object key.
+func (s *Store) objectDigest(ctx context.Context, key string) (string, error) {
+	r, err := s.st.Get(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -204,13 +204,13 @@ func FuzzSourceArchive(f *testing.F) {
 		meta, _ := json.Marshal(Entry{BuildID: fuzzBuildID, Kind: "debuginfo"})
 		st.objects[metaKey(fuzzBuildID, symbolize.KindDebuginfo)] = meta
 		s := New(Config{Store: st, MaxFile: fuzzMaxFile})
-		if _, err := s.PutSources(ctx, fuzzBuildID, bytes.NewReader(kept), "kept.tar", nil); err != nil {
+		if _, err := s.PutSources(ctx, fuzzBuildID, bytes.NewReader(kept), "kept.tar", nil, false); err != nil {
 			t.Fatal(err)
 		}
 		before := st.keys()
 		// 16 MiB: the base and a zstd window of up to about 12 MiB.
 		mem := &countedMemory{size: 16 << 20}
-		n, err := s.PutSources(ctx, fuzzBuildID, bytes.NewReader(archive), "fuzz.tar", mem)
+		n, err := s.PutSources(ctx, fuzzBuildID, bytes.NewReader(archive), "fuzz.tar", mem, false)
 		if mem.held != 0 {
 			t.Errorf("the upload returned (%d, %v) holding %d bytes of memory", n, err, mem.held)
 		}
@@ -219,9 +219,10 @@ func FuzzSourceArchive(f *testing.F) {
 			t.Fatalf("after the upload (%d, %v) the index cannot be read, so no source of the build ID is served: %v", n, err, ierr)
 		}
 		if err != nil {
+			var ce *ConflictError
 			if re, ok := IsRefused(err); ok && re.Reason == "" {
 				t.Errorf("a refusal without its reason: %#v", re)
-			} else if !ok && !errors.Is(err, errNoMemory) {
+			} else if !ok && !errors.Is(err, errNoMemory) && !errors.As(err, &ce) {
 				t.Errorf("an archive's failure is neither refused nor the memory's: %v", err)
 			}
 			if n != 0 {
@@ -298,11 +299,70 @@ func TestDamagedArchiveRefused(t *testing.T) {
 	st.objects[metaKey(fuzzBuildID, symbolize.KindDebuginfo)] = meta
 	s := New(Config{Store: st})
 	before := st.keys()
-	_, err := s.PutSources(context.Background(), fuzzBuildID, bytes.NewReader(damaged), "damaged.tar.gz", nil)
+	_, err := s.PutSources(context.Background(), fuzzBuildID, bytes.NewReader(damaged), "damaged.tar.gz", nil, false)
 	if re, ok := IsRefused(err); !ok || !strings.Contains(re.Reason, "damaged within /src/damaged.c") {
 		t.Errorf("a gzip stream damaged within a file: %v; want refused as damaged within /src/damaged.c", err)
 	}
 	if after := st.keys(); !slices.Equal(after, before) {
 		t.Errorf("the damaged archive changed the store: %q, was %q", after, before)
+	}
+}
+
+// TestSourceFirstFileWins uploads a build ID's source file, then the
+// same bytes, then other bytes at its path: the same bytes are no error
+// and keep the file; other bytes are a conflict naming the path and the
+// kept digest, store nothing of their archive, and leave the first file
+// served, unless the upload may replace (a server with a token). Without
+// it, anyone could replace the sources gdb and debuginfod-find are given.
+func TestSourceFirstFileWins(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore()
+	meta, _ := json.Marshal(Entry{BuildID: fuzzBuildID, Kind: "debuginfo"})
+	st.objects[metaKey(fuzzBuildID, symbolize.KindDebuginfo)] = meta
+	s := New(Config{Store: st, MaxFile: fuzzMaxFile})
+	put := func(body string, replace bool) error {
+		archive := sourceArchive(t, tar.FormatPAX, "gzip", [2]string{"home/ci/a.c", body}, [2]string{"home/ci/b.c", "int b;\n"})
+		_, err := s.PutSources(ctx, fuzzBuildID, bytes.NewReader(archive), "src.tar.gz", nil, replace)
+		return err
+	}
+	served := func() string {
+		t.Helper()
+		f, err := s.openSource(ctx, fuzzBuildID, "/home/ci/a.c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := put("int x;\n", false); err != nil {
+		t.Fatal(err)
+	}
+	before := st.keys()
+	if err := put("int x;\n", false); err != nil {
+		t.Errorf("the same bytes again: %v", err)
+	}
+	if after := st.keys(); !slices.Equal(after, before) {
+		t.Errorf("the same bytes again changed the store:\nbefore %q\nafter  %q", before, after)
+	}
+	err := put("FORGED\n", false)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "/home/ci/a.c") || ce.SHA256 == "" {
+		t.Fatalf("other bytes at a stored path: %v, want a conflict naming /home/ci/a.c and its digest", err)
+	}
+	if after := st.keys(); !slices.Equal(after, before) {
+		t.Errorf("the refused archive changed the store:\nbefore %q\nafter  %q", before, after)
+	}
+	if got := served(); got != "int x;\n" {
+		t.Errorf("after a refused upload, a.c is %q", got)
+	}
+	if err := put("int y;\n", true); err != nil {
+		t.Fatalf("replacing with a token: %v", err)
+	}
+	if got := served(); got != "int y;\n" {
+		t.Errorf("after a replacing upload, a.c is %q", got)
 	}
 }

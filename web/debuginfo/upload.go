@@ -264,11 +264,16 @@ func (s *Store) Put(ctx context.Context, r io.Reader, name, wantBID string, want
 type ConflictError struct {
 	BuildID, Kind string
 	// SHA256 is the digest of the file kept; Local its path when it is
-	// found on this machine rather than uploaded.
-	SHA256, Local string
+	// found on this machine rather than uploaded; Path the source path
+	// for a source file.
+	SHA256, Local, Path string
 }
 
 func (e *ConflictError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("build ID %s already has the source file %s, with SHA-256 %s; an upload of other bytes does not replace it (the first file of a build ID wins), and none of this archive was stored. "+
+			"Upload the same file, leave it out of the archive, or ask the server's operator, whose --auth-token may replace an uploaded file", e.BuildID, e.Path, e.SHA256)
+	}
 	where := "an uploaded file"
 	if e.Local != "" {
 		where = "a file on the server's machine (" + e.Local + ")"
