@@ -108,6 +108,22 @@ func (s *Server) debuginfoOn(c echo.Context, typ string) (*debuginfo.Store, erro
 		"this debuginfod needs the server's token: put \"Authorization: Bearer TOKEN\" in the file DEBUGINFOD_HEADERS_FILE names")
 }
 
+// buildIDCaching is the Cache-Control of a served build ID file. A build
+// ID's file never changes but for a better one: a day, where anyone may
+// read it and no upload replaces it. Read with the token, it is private
+// (a shared cache would give it to requests without the token); where the
+// token's uploads may replace it, an hour.
+func (s *Server) buildIDCaching() string {
+	scope, age := "public", "86400"
+	if s.cfg.Debuginfo.Serve == "token" {
+		scope = "private"
+	}
+	if s.mayReplace() {
+		age = "3600"
+	}
+	return scope + ", max-age=" + age
+}
+
 // federate: a request from viewer's own debuginfod client (another viewer
 // using this one as upstream, or this one listed in its own
 // DEBUGINFOD_URLS) is answered from what is here only, so two viewers
@@ -198,7 +214,7 @@ func (s *Server) serveBuildID(c echo.Context, typ string, kind symbolize.FetchKi
 	if f.Archive != "" {
 		h.Set("X-Debuginfod-Archive", f.Archive)
 	}
-	h.Set("Cache-Control", "public, max-age=86400") // a build ID's file never changes but for a better one
+	h.Set("Cache-Control", s.buildIDCaching())
 	s.dMetrics().add(typ, http.StatusOK)
 	http.ServeContent(sendfileWriter{c.Response()}, c.Request(), "", f.ModTime, f.ReadSeeker)
 	return nil

@@ -340,6 +340,18 @@ func TestDebuginfoTokenReads(t *testing.T) {
 	if err := run("Authorization: Bearer s3cret\n"); err != nil {
 		t.Errorf("debuginfod-find with the token: %v", err)
 	}
+	// Read with the token, the file is no shared cache's to keep: one
+	// would give it to requests without the token.
+	req, _ := http.NewRequest("GET", ds.URL+"/buildid/"+bid+"/debuginfo", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if cc := r.Header.Get("Cache-Control"); r.StatusCode != 200 || !strings.HasPrefix(cc, "private,") || strings.Contains(cc, "public") {
+		t.Errorf("read with the token: %s, Cache-Control %q; want private", r.Status, cc)
+	}
 }
 
 // TestDebuginfodFederation: a build ID not uploaded is fetched from the
