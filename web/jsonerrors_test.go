@@ -13,7 +13,7 @@ import (
 )
 
 // TestJSONRoutesAnswerErrorsAsJSON asks every JSON route of the route table
-// (a .json path, an /api/ route, or one marked jsonRoute) for a profile
+// (a .json path, an /api/ route, or one in jsonPaths) for a profile
 // that does not exist and with a bad parameter, with a browser's Accept
 // header, and checks each answers {"error": ...} with the status of its
 // cause, not an HTML page; then that a page answers its error as JSON to a
@@ -113,9 +113,15 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 			t.Errorf("%s answers JSON but has no row in this test: add its bad ID and bad parameter", key)
 		}
 	}
-	inTable := map[string]bool{}
+	inTable, paths := map[string]bool{}, map[string]bool{}
 	for _, r := range s.Echo().Routes() {
 		inTable[r.Method+" "+r.Path] = true
+		paths[r.Path] = true
+	}
+	for p := range jsonPaths {
+		if !paths[p] {
+			t.Errorf("jsonPaths names %s, which is not in the route table", p)
+		}
 	}
 	for key, asks := range rows {
 		if !inTable[key] {
@@ -182,5 +188,18 @@ func checkJSONError(t *testing.T, status int, ct, body string, wantStatus int, s
 	}
 	if status != wantStatus || e.Status != status || !strings.Contains(*e.Error, says) || *e.Error == "" {
 		t.Errorf("%d (body says %d) %q, want %d saying %q", status, e.Status, *e.Error, wantStatus, says)
+	}
+}
+
+// TestJSONRoutesAnswerTokenErrorsAsJSON: on a server with a token, a JSON
+// route whose path does not say so answers a request without the token
+// with a JSON 401, as it answers its other errors; the Firefox Profiler
+// reads /symbolicate/v5's answers as JSON. The 401 comes from the
+// middleware, before the handler: it was an HTML page.
+func TestJSONRoutesAnswerTokenErrorsAsJSON(t *testing.T) {
+	_, ts := newTestServer(t, Config{AuthToken: "s3cret"})
+	for _, path := range []string{"/symbolicate/v5", "/p/aaaaaaaaaaaaaaaaaaaa/symbolize/retry"} {
+		status, ct, body := askWith(t, http.MethodPost, ts.URL+path, "{}", "text/html,application/xhtml+xml,*/*;q=0.8")
+		checkJSONError(t, status, ct, body, http.StatusUnauthorized, "token")
 	}
 }

@@ -62,23 +62,25 @@ type jsonError struct {
 	Heading string `json:"heading,omitempty"`
 }
 
-// jsonRoute marks a route whose answers are JSON but whose path neither
-// ends in .json nor starts with /api/ (routes.go): its errors are JSON too.
-func jsonRoute(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.Set(jsonRouteKey, true)
-		return next(c)
-	}
+// jsonPaths are the routes (routes.go) whose answers are JSON but whose
+// paths neither end in .json nor start with /api/: their errors are JSON
+// too, those of the middleware before the handler (a missing token's 401)
+// included, which is why the route's path says it and not a middleware
+// of the route's own.
+var jsonPaths = map[string]bool{
+	"/symbolicate/v5":          true,
+	"/p/:id/symbolization":     true,
+	"/p/:id/symbolize/skip":    true,
+	"/p/:id/symbolize/disable": true,
+	"/p/:id/symbolize/retry":   true,
 }
 
-const jsonRouteKey = "viewer.jsonRoute"
-
 // answersJSON reports whether a failed request is answered in JSON: an
-// API (under /api/, or marked jsonRoute), a .json path, or a request
+// API (under /api/, or in jsonPaths), a .json path, or a request
 // whose Accept header prefers application/json to text/html.
 func answersJSON(c echo.Context) bool {
 	p := c.Request().URL.Path
-	if strings.HasPrefix(p, "/api/") || strings.HasSuffix(p, ".json") || c.Get(jsonRouteKey) == true {
+	if strings.HasPrefix(p, "/api/") || strings.HasSuffix(p, ".json") || jsonPaths[c.Path()] {
 		return true
 	}
 	return prefersJSON(c.Request().Header.Values(echo.HeaderAccept))

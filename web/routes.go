@@ -27,7 +27,7 @@ func (s *Server) routes() {
 	e.POST(OTLPPath, s.handleOTLP, s.otlpEnabled)  // serve --otlp (otlp.go)
 	e.POST("/api/symbolize", s.handleSymbolizeAPI) // symbolizeapi.go
 	// The Firefox Profiler's API (symbolicate.go), with CORS for profiler.firefox.com.
-	e.Match([]string{http.MethodPost, http.MethodOptions}, "/symbolicate/v5", s.handleSymbolicateV5, symbolicateCORS, jsonRoute)
+	e.Match([]string{http.MethodPost, http.MethodOptions}, "/symbolicate/v5", s.handleSymbolicateV5, symbolicateCORS)
 
 	// OTLP profiles by service.name; a time range merged, redirected to
 	// its /p/ID (services.go).
@@ -70,13 +70,13 @@ func (s *Server) routes() {
 	e.GET("/p/:id/sandwich.json", s.handleSandwichJSON)
 	e.GET("/p/:id/source", s.handleSource)
 	// On-demand symbolization (symbolization.go). Routes that answer JSON
-	// but whose paths don't say so are marked jsonRoute: their errors are
-	// JSON too (render.go).
+	// but whose paths don't say so are in jsonPaths: their errors are JSON
+	// too (render.go).
 	e.GET("/p/:id/events", s.handleSymbolizationEvents)
-	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus, jsonRoute)
-	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip, jsonRoute)
-	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable, jsonRoute)
-	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry, jsonRoute)
+	e.GET("/p/:id/symbolization", s.handleSymbolizationStatus)
+	e.POST("/p/:id/symbolize/skip", s.handleSymbolizationSkip)
+	e.POST("/p/:id/symbolize/disable", s.handleSymbolizationDisable)
+	e.POST("/p/:id/symbolize/retry", s.handleSymbolizationRetry)
 
 	// debuginfod server and debug file uploads (web/debuginfod.go).
 	e.Match(readMethods, "/buildid/:id/:kind", s.handleBuildID) // debuginfo, executable
