@@ -351,6 +351,8 @@ func newConverter(f *File, opt ConvertOptions) *converter {
 		exe:        map[uint32]*vmap{},
 		perPid:     map[uint32]int{},
 	}
+	// perf names the idle task, pid 0, "swapper": no COMM record does.
+	c.setComm(0, "swapper")
 	for _, b := range f.Features.BuildIDs {
 		id := hex.EncodeToString(b.ID)
 		c.buildIDs[b.Filename] = id
@@ -568,6 +570,11 @@ func (c *converter) sample(s *Sample) error {
 	}
 	stack, userFrames := c.stack(s, a)
 	comm := c.comms[s.Tid]
+	if comm.name == "" {
+		// A thread no COMM record names, as perf names it: ":TID".
+		c.setComm(s.Tid, ":"+strconv.Itoa(int(int32(s.Tid))))
+		comm = c.comms[s.Tid]
+	}
 
 	var at int64 = -1 // the sample's time bucket start
 	if c.bucket > 0 && s.Time >= c.t0 {
@@ -615,7 +622,7 @@ func (c *converter) sample(s *Sample) error {
 		nk := numKey{s.Pid, s.Tid, at}
 		num := c.numLabels[nk]
 		if num == nil {
-			num = map[string][]int64{"pid": {int64(s.Pid)}, "tid": {int64(s.Tid)}}
+			num = map[string][]int64{"pid": {int64(int32(s.Pid))}, "tid": {int64(int32(s.Tid))}} // pid_t: -1 is none
 			if at >= 0 {
 				num[sampling.TimeLabel] = []int64{at}
 			}

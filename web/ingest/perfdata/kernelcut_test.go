@@ -1,9 +1,13 @@
 package perfdata
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,5 +74,63 @@ func TestRaisedStackLimitNotWarned(t *testing.T) {
 	}
 	if cm := strings.Join(p.Comments, "\n"); strings.Contains(cm, "the most the kernel records") {
 		t.Errorf("chains of up to %d frames are said to be cut:\n%s", deepest, cm)
+	}
+}
+
+// TestThreadsNamedAsPerfNames converts the system-wide fidelity recording
+// (perf record -a): every sample's comm label is a name perf script gives
+// its thread. A thread with no COMM record of its own (started before the
+// recording) takes its process's name, as perf's does; it had no comm
+// label.
+func TestThreadsNamedAsPerfNames(t *testing.T) {
+	perf := needPerf(t)
+	f, err := os.Open("../../../testdata/fidelity/system-fp.data.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "system.data")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(perf, "script", "-f", "-F", "comm,tid", "-i", file).Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	names := map[int64]map[string]bool{} // tid -> its names
+	for _, l := range strings.Split(string(out), "\n") {
+		fs := strings.Fields(l)
+		if len(fs) < 2 {
+			continue
+		}
+		tid, err := strconv.ParseInt(fs[len(fs)-1], 10, 64)
+		if err != nil {
+			continue
+		}
+		if names[tid] == nil {
+			names[tid] = map[string]bool{}
+		}
+		names[tid][strings.Join(fs[:len(fs)-1], " ")] = true
+	}
+	p, err := Parse(data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sample {
+		tid := s.NumLabel["tid"]
+		if len(tid) != 1 {
+			t.Fatalf("a sample with tid labels %v", tid)
+		}
+		if c := s.Label["comm"]; len(c) != 1 || !names[tid[0]][c[0]] {
+			t.Errorf("thread %d's sample has comm %q; perf script names it %v", tid[0], c, names[tid[0]])
+		}
 	}
 }
