@@ -59,7 +59,7 @@ func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 	}
 	b := newBuilder(maxSamples)
 	b.badWhat = "samples"
-	cmdEvent, cmdPeriod := recordEvent(doc.Headers.Cmdline)
+	cmdEvent, cmdPeriod, cmdEvents := recordEvent(doc.Headers.Cmdline)
 	var first, last int64
 	var frames []Frame
 	for i, raw := range doc.Samples {
@@ -117,6 +117,9 @@ func ParseJSON(data []byte, maxSamples int) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, merged := b.types["samples"]; merged && len(cmdEvents) > 1 {
+		p.Comments = append(p.Comments, fmt.Sprintf("warning: the recording had %d events (%s), and perf JSON does not say which a sample is: their samples are counted together as \"samples\"; upload the perf.data itself to see each event apart", len(cmdEvents), strings.Join(cmdEvents, ", ")))
+	}
 	p.DurationNanos = last - first
 	if t, err := time.Parse(time.RFC3339, doc.Headers.CapturedOn); err == nil {
 		p.TimeNanos = t.UnixNano()
@@ -155,16 +158,16 @@ var recordArgs = map[string]bool{
 // sample. It gives the event of a single -e; the period is -c's, or for
 // the clock events (whose sampling timer counts nanoseconds) 1e9 / the -F
 // frequency (perf's default 4000 Hz without one), as perf.data records it.
-// It returns "", 0 when the command line does not say.
-func recordEvent(cmdline []string) (event string, period int64) {
-	var events []string
+// It returns "", 0 when the command line does not say, and every event it
+// names.
+func recordEvent(cmdline []string) (event string, period int64, events []string) {
 	var freq, count int64 = -1, 0
 	args := cmdline
 	for len(args) > 0 && args[0] != "record" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		return "", 0
+		return "", 0, nil
 	}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
@@ -189,19 +192,19 @@ func recordEvent(cmdline []string) (event string, period int64) {
 		}
 	}
 	if len(events) != 1 || strings.ContainsAny(events[0], "{}") {
-		return "", 0 // several events: which one a sample is cannot be told
+		return "", 0, events // several events: which one a sample is cannot be told
 	}
 	event = events[0]
 	switch {
 	case count > 0:
-		return event, count
+		return event, count, events
 	case periodUnit(event) == "nanoseconds":
 		if freq < 0 {
 			freq = 4000
 		}
 		if freq > 0 {
-			return event, 1e9 / freq
+			return event, 1e9 / freq, events
 		}
 	}
-	return event, 0
+	return event, 0, events
 }

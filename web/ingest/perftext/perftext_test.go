@@ -323,7 +323,7 @@ func TestRecordEvent(t *testing.T) {
 		{"perf record -e cycles,instructions ./a.out", "", 0},
 		{"perf record -g ./a.out", "", 0},
 	} {
-		e, p := recordEvent(strings.Fields(tc.cmd))
+		e, p, _ := recordEvent(strings.Fields(tc.cmd))
 		if e != tc.event || p != tc.period {
 			t.Errorf("%s: event %q period %d, want %q %d", tc.cmd, e, p, tc.event, tc.period)
 		}
@@ -555,5 +555,26 @@ func TestScriptEventModifiers(t *testing.T) {
 	want := []string{"cpu-clock/freq=997/_count/count", "cpu-clock/freq=997//nanoseconds", "page-faults/period=20/_count/count", "page-faults/period=20//count"}
 	if got := sampleTypes(p); !slices.Equal(got, want) {
 		t.Errorf("sample types %v, want %v", got, want)
+	}
+}
+
+// TestJSONSeveralEventsWarned: perf JSON (perf 6.1) says no sample's
+// event, so a recording of two events (-e cpu-clock,page-faults) is read
+// as one "samples" type, with a warning naming the events and what to
+// upload instead; it was read so silently.
+func TestJSONSeveralEventsWarned(t *testing.T) {
+	text := `{"linux-perf-json-version": 1, "headers": {"cmdline": ["/usr/bin/perf", "record", "-e", "cpu-clock,page-faults", "-F", "1000", "./mt"]}, "samples": [
+		{"pid": 1, "tid": 1, "comm": "mt", "callchain": [{"ip": "0x10", "symbol": "spin", "dso": "mt"}]},
+		{"pid": 1, "tid": 1, "comm": "mt", "callchain": [{"ip": "0x20", "symbol": "touch", "dso": "mt"}]}]}`
+	p, err := ParseJSON([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleTypes(p); !slices.Contains(got, "samples/count") {
+		t.Errorf("sample types %v, want samples", got)
+	}
+	want := "warning: the recording had 2 events (cpu-clock, page-faults)"
+	if cm := strings.Join(p.Comments, "\n"); !strings.Contains(cm, want) || !strings.Contains(cm, "perf.data") {
+		t.Errorf("comments lack %q:\n%s", want, cm)
 	}
 }
