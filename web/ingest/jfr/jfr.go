@@ -545,6 +545,9 @@ func (c *chunk) symbol(v value) string {
 
 var errNoStack = errors.New("no stack trace")
 
+// noStackTrace is the one frame of an event recorded without frames.
+var noStackTrace = []string{"(no stack trace)"}
+
 // frames returns the names of a stack trace's frames, leaf first.
 func (c *chunk) frames(st value, stClass *class) ([]string, error) {
 	fr := c.fieldOf(stClass, st, "frames")
@@ -641,7 +644,10 @@ func (b *builder) event(c *chunk, r *buf, typ int64) error {
 		}
 	}
 	if len(stack) == 0 {
-		return errNoStack
+		// An event without frames (jfr print's "stackTrace = null": an
+		// allocation on a compiler thread) keeps its weight, as the
+		// recording's totals count it.
+		stack = noStackTrace
 	}
 	if weight <= 0 {
 		return nil

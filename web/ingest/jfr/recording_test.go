@@ -347,7 +347,7 @@ func testRecording(v2 bool, chunks int) []byte {
 			w.event(typ, func(e *recWriter) { e.long(8, at); body(e) })
 			at += 10_000_000
 		}
-		for i, st := range []int64{1, 2, 1, 3} { // the last has no frames: skipped
+		for i, st := range []int64{1, 2, 1, 3} { // the last has no frames
 			ev(idExec, func(e *recWriter) { e.long(8, int64(i%2+1)); e.long(8, st); e.b = append(e.b, 0) })
 		}
 		ev(idNative, func(e *recWriter) { e.long(8, 2); e.stackTrace(1); e.long(2, 3) })
@@ -400,7 +400,8 @@ func testRecording(v2 bool, chunks int) []byte {
 
 // TestTestRecording: the recording FuzzJFR starts from is read whole, in
 // both integer encodings: its samples, allocations and waits by stack,
-// the thread names from each string encoding, and the skipped event.
+// the thread names from each string encoding, and the event without
+// frames under a frame saying so.
 func TestTestRecording(t *testing.T) {
 	for _, v2 := range []bool{true, false} {
 		rec := testRecording(v2, 2)
@@ -432,7 +433,8 @@ func TestTestRecording(t *testing.T) {
 		want := map[string][4]int64{
 			"Main.run;Main.wörk;":                          {2 * 2, 2 * 2, 0, 2 * (5 + 7 + 30) * 1_000_000},
 			"Main.run;Main.wörk;java.util.ArrayList.main;": {2 * 1, 2 * 1, 2 * (4096 + 65536 + 1000), 0},
-			"Main.run;": {0, 2 * 1, 0, 0},
+			"Main.run;":         {0, 2 * 1, 0, 0},
+			"(no stack trace);": {2 * 1, 2 * 1, 0, 0},
 		}
 		if len(got) != len(want) {
 			t.Errorf("JFR %v: stacks %v; want %v", v2, got, want)
