@@ -578,3 +578,22 @@ func TestJSONSeveralEventsWarned(t *testing.T) {
 		t.Errorf("comments lack %q:\n%s", want, cm)
 	}
 }
+
+// TestScriptUnknownSrcline: perf script -F +srcline prints "  :0" under a
+// frame whose source it does not know; that is a source line, not an
+// unreadable one.
+func TestScriptUnknownSrcline(t *testing.T) {
+	text := "app 10 1.000000:    1000000 cpu-clock: \n" +
+		"\t    401136 spin+0x16 (/tmp/app)\n  app.c:12\n" +
+		"\t7f0000001000 __libc_start_call_main+0x80 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n  :0\n\n"
+	p, err := ParseScript([]byte(text), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := sampling.Warnings(p); len(w) > 0 {
+		t.Errorf("warnings: %v", w)
+	}
+	if len(p.Sample) != 1 || len(p.Sample[0].Location) != 2 {
+		t.Fatalf("samples %v, want one of two frames", p.Sample)
+	}
+}

@@ -482,13 +482,14 @@ func ParseScript(data []byte, maxSamples int) (*profile.Profile, error) {
 }
 
 // isSrcline reports whether an indented line is the source line perf script
-// -F +srcline prints under a frame ("  file.c:12", "  libc.so.6[27b25]").
+// -F +srcline prints under a frame ("  file.c:12", "  libc.so.6[27b25]",
+// "  :0" where it knows no file).
 func isSrcline(s string) bool {
 	t := strings.TrimSpace(s)
 	if strings.ContainsAny(t, " \t") {
 		return false
 	}
-	if i := strings.LastIndexByte(t, ':'); i > 0 && isDigits(t[i+1:]) {
+	if i := strings.LastIndexByte(t, ':'); i >= 0 && isDigits(t[i+1:]) { // ":0": a line of no known file
 		return true
 	}
 	return strings.HasSuffix(t, "]") && strings.Contains(t, "[")
