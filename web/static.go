@@ -56,7 +56,10 @@ func serveStatic(c echo.Context, name string) error {
 	}
 	h := c.Response().Header()
 	h.Set("ETag", etag)
-	h.Set(echo.HeaderCacheControl, "public, max-age=3600")
+	// Revalidated each time (a 304 by the ETag): the URLs carry no version,
+	// and an hour's max-age let a browser pair a new page with an old
+	// script after an upgrade, or across replicas of two versions.
+	h.Set(echo.HeaderCacheControl, "no-cache")
 	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(b))
 	return nil
 }
