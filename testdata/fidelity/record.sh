@@ -42,6 +42,14 @@ rec -F 499 -z --call-graph=dwarf,8192 --buildid-mmap -o libc-dwarf.data ./libcwo
 rec -F 499 -z --call-graph=dwarf,32768 --buildid-mmap -o deeprec-dwarf.data ./deeprec 1
 # The kernel cuts these chains at kernel.perf_event_max_stack (127).
 rec -F 499 -g -o deeprec-fp.data ./deeprec-fp 0.5
+# A program replaced at its path while recording (mv over it): perf.data
+# keeps one build ID for the path, the second file's.
+tmp=$(mktemp -d)
+gcc -O2 -g -o "$tmp/p" libcwork.c
+gcc -O1 -g -o "$tmp/p.b" libcwork.c
+(cd "$tmp" && rec -F 199 -g -o "$OLDPWD/replaced.data" -- sh -c './p 0.2; mv p.b p; ./p 0.2')
+chmod 644 replaced.data
+rm -rf "$tmp"
 # The same with the limit raised (as root): chains of 322 frames, none cut.
 old=$(cat /proc/sys/kernel/perf_event_max_stack)
 sysctl -qw kernel.perf_event_max_stack=1024

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -300,6 +301,13 @@ func (c *converter) merge(w *converter, exe map[uint32]*vmap) {
 	c.kernelCut += w.kernelCut
 	c.kernelLimit = max(c.kernelLimit, w.kernelLimit)
 	c.longest = max(c.longest, w.longest)
+	for file, inos := range w.inodes {
+		for _, ino := range inos {
+			if !slices.Contains(c.inodes[file], ino) {
+				c.inodes[file] = append(c.inodes[file], ino)
+			}
+		}
+	}
 	c.lost += w.lost
 	c.dwarf += w.dwarf
 	if w.first != 0 && (c.first == 0 || w.first < c.first) {

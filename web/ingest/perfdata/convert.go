@@ -234,6 +234,10 @@ type converter struct {
 	kernelCut     uint64
 	kernelLimit   int
 	longest       int // the most frames of a chain
+	// inodes are the files mapped at each path perf gave one build ID
+	// (no build ID in the mmap record): two mean the file was replaced
+	// while recording, and the build ID is the last one's.
+	inodes map[string][]uint64
 	dwarf         uint64 // samples with a copied user stack (--call-graph=dwarf)
 	unwound       uint64 // of those, unwound to their outermost frame
 	unwindStops   map[string]uint64
@@ -350,6 +354,7 @@ func newConverter(f *File, opt ConvertOptions) *converter {
 		lastRead:   map[uint64]uint64{},
 		exe:        map[uint32]*vmap{},
 		perPid:     map[uint32]int{},
+		inodes:     map[string][]uint64{},
 	}
 	// perf names the idle task, pid 0, "swapper": no COMM record does.
 	c.setComm(0, "swapper")
@@ -441,6 +446,9 @@ func (c *converter) mmap(m *Mmap) {
 		v.buildID = hex.EncodeToString(m.BuildID)
 	} else {
 		v.buildID = c.buildIDs[v.file]
+		if v.buildID != "" && m.Ino != 0 && !slices.Contains(c.inodes[v.file], m.Ino) {
+			c.inodes[v.file] = append(c.inodes[v.file], m.Ino)
+		}
 	}
 	if kernel {
 		v.kernel = true
@@ -955,6 +963,17 @@ func (c *converter) finish() {
 	}
 	if c.noMapping > 0 {
 		add("warning: %d frame addresses fall in no recorded mapping", c.noMapping)
+	}
+	var replaced []string
+	for file, inos := range c.inodes {
+		if len(inos) > 1 {
+			replaced = append(replaced, file)
+		}
+	}
+	if len(replaced) > 0 {
+		sort.Strings(replaced)
+		add("warning: %s was replaced while recording (mapped from %s): perf.data keeps one build ID for a path, the file's at the end of the recording, so the frames of processes that ran an earlier file there may be named from the later one, as perf report names them; record with --buildid-mmap (perf 5.12+) to keep each mapping's own build ID",
+			strings.Join(replaced, ", "), sampling.CountOf(len(c.inodes[replaced[0]]), "files"))
 	}
 	// No warning when a chain is longer than the limit assumed: the
 	// recording machine's kernel.perf_event_max_stack was raised.

@@ -134,3 +134,26 @@ func TestThreadsNamedAsPerfNames(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedProgramWarned converts a recording of a program run twice
+// from one path with the file replaced between the runs (mv over it):
+// perf.data keeps one build ID for the path, the second file's, so the
+// first run's frames would be named from the second file, as perf report
+// names them; the profile must say so and say how to record instead.
+// The other recordings here must not.
+func TestReplacedProgramWarned(t *testing.T) {
+	for file, warned := range map[string]bool{"replaced.data": true, "deeprec-fp.data": false} {
+		data, err := os.ReadFile("../../../testdata/fidelity/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(data, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := strings.Join(p.Comments, "\n")
+		if got := strings.Contains(cm, "/p was replaced while recording (mapped from 2 files)") && strings.Contains(cm, "--buildid-mmap"); got != warned {
+			t.Errorf("%s: warned %v, want %v:\n%s", file, got, warned, cm)
+		}
+	}
+}
