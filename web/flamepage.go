@@ -183,14 +183,21 @@ func gzipLevel(b []byte, level int) []byte {
 func serveEncoded(c echo.Context, e *encoded, contentType string) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
-	h.Set("ETag", e.etag)
+	// The gzipped body is another representation: another strong ETag
+	// (RFC 9110 8.8.3), the plain one's with "-gzip" before its quote.
+	gz := strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip")
+	etag := e.etag
+	if gz {
+		etag = strings.TrimSuffix(etag, `"`) + `-gzip"`
+	}
+	h.Set("ETag", etag)
 	// The content of an ID never changes except through symbolization,
 	// which changes the ETag: revalidate, don't refetch.
 	h.Set(echo.HeaderCacheControl, "no-cache")
-	if match := c.Request().Header.Get("If-None-Match"); match != "" && strings.Contains(match, e.etag) {
+	if match := c.Request().Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	if strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+	if gz {
 		h.Set(echo.HeaderContentEncoding, "gzip")
 		return c.Blob(http.StatusOK, contentType, e.gz)
 	}

@@ -203,3 +203,42 @@ func TestJSONRoutesAnswerTokenErrorsAsJSON(t *testing.T) {
 		checkJSONError(t, status, ct, body, http.StatusUnauthorized, "token")
 	}
 }
+
+// TestEncodedETagsDiffer: flame.json's gzipped and plain bodies are two
+// representations, so they carry two strong ETags (RFC 9110 8.8.3); each
+// revalidates to 304 with its own, and a plain request naming the gzipped
+// one's gets the plain body. They shared one, so a cache could answer a
+// plain request with the gzipped bytes.
+func TestEncodedETagsDiffer(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	id := upload(t, ts.URL, encodeProfile(t, testProfile(), true))
+	ask := func(encoding, match string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/p/"+id+"/flame.json", nil)
+		req.Header.Set("Accept-Encoding", encoding)
+		if match != "" {
+			req.Header.Set("If-None-Match", match)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("ETag")
+	}
+	_, gz := ask("gzip", "")
+	_, plain := ask("identity", "")
+	if gz == "" || plain == "" || gz == plain {
+		t.Fatalf("ETags gzip %q, plain %q: want two", gz, plain)
+	}
+	if code, _ := ask("gzip", gz); code != http.StatusNotModified {
+		t.Errorf("gzip revalidated with its ETag: %d, want 304", code)
+	}
+	if code, _ := ask("identity", plain); code != http.StatusNotModified {
+		t.Errorf("plain revalidated with its ETag: %d, want 304", code)
+	}
+	if code, _ := ask("identity", gz); code != http.StatusOK {
+		t.Errorf("plain with the gzipped body's ETag: %d, want 200", code)
+	}
+}
