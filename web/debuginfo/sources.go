@@ -458,9 +458,5 @@ func (s *Store) objectDigest(ctx context.Context, key string) (string, error) {
 		return "", err
 	}
 	defer r.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return digestOf(r)
 }

@@ -314,8 +314,13 @@ func fileDigest(p string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return digestOf(f)
+}
+
+// digestOf is the SHA-256 (hex) of what r reads.
+func digestOf(r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
