@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"viewer/symbolize"
 	"viewer/web/flame"
 )
@@ -167,5 +169,23 @@ func TestSweepSpoolLeftovers(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", filepath.Base(p), err)
 		}
+	}
+}
+
+// TestUploadKeepsDocURL uploads a profile that sets doc_url, as `go tool
+// pprof` reads it ("Doc: URL"), and checks it is stored and downloaded
+// with it: it was refused as not a recognised profile.
+func TestUploadKeepsDocURL(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	p := testProfile()
+	p.DocURL = "https://example.com/doc"
+	id := upload(t, ts.URL, encodeProfile(t, p, true))
+	got := get(t, ts.URL+"/p/"+id+"/profile.pb.gz")
+	dl, err := profile.ParseData(got.body)
+	if got.status != 200 || err != nil {
+		t.Fatalf("download: status %d, %v", got.status, err)
+	}
+	if dl.DocURL != p.DocURL {
+		t.Errorf("downloaded doc_url %q; want %q", dl.DocURL, p.DocURL)
 	}
 }

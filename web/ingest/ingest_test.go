@@ -124,12 +124,30 @@ func TestParseMaxSamples(t *testing.T) {
 	}
 }
 
+// TestSniffPprof checks the sniff takes every prefix of a profile that
+// sets each top-level field of profile.proto (doc_url, a string-table
+// index, was taken only as a string: such a profile was not recognised),
+// that Parse keeps them, and that text formats are not taken for pprof.
 func TestSniffPprof(t *testing.T) {
-	raw := encode(t, testProfile(), false)
+	p := testProfile()
+	p.DropFrames, p.KeepFrames = "runtime\\..*", "main"
+	p.TimeNanos, p.DurationNanos = 1e18, 2e9
+	p.PeriodType, p.Period = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, 1e7
+	p.Comments = []string{"a comment"}
+	p.DefaultSampleType = "cpu"
+	p.DocURL = "https://example.com/doc"
+	raw := encode(t, p, false)
 	for n := 1; n <= len(raw); n++ {
 		if !sniffPprof(raw[:n]) {
 			t.Fatalf("sniffPprof rejects the first %d bytes of a real profile", n)
 		}
+	}
+	got, _, err := Parse(raw, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DocURL != p.DocURL || got.DefaultSampleType != "cpu" || got.DropFrames != p.DropFrames || got.KeepFrames != "main" {
+		t.Errorf("parsed doc %q, default type %q, drop %q, keep %q", got.DocURL, got.DefaultSampleType, got.DropFrames, got.KeepFrames)
 	}
 	for _, s := range []string{"", "main;foo;bar 12\n", "swapper 0 [000] 1.0: cycles:\n", "{}", "PERFILE2", "--- heap"} {
 		if sniffPprof([]byte(s)) {

@@ -71,7 +71,8 @@ func parsePprofLegacy(data []byte, lim Limits) (*profile.Profile, error) {
 }
 
 // profileWireTypes maps each top-level field number of profile.proto to the
-// protobuf wire types it may use (bit 1<<wiretype).
+// protobuf wire types it may use (bit 1<<wiretype): messages and strings
+// are length-delimited (2), int64s and string-table indices varints (0).
 var profileWireTypes = [...]uint8{
 	1:  1 << 2,      // sample_type
 	2:  1 << 2,      // sample
@@ -87,7 +88,7 @@ var profileWireTypes = [...]uint8{
 	12: 1 << 0,      // period
 	13: 1<<0 | 1<<2, // comment (packed or not)
 	14: 1 << 0,      // default_sample_type
-	15: 1 << 2,      // doc_url
+	15: 1 << 0,      // doc_url (a string-table index)
 }
 
 // sniffPprof walks the protobuf fields in head and accepts it when every
