@@ -514,7 +514,8 @@ func formatID(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // span is a B or E event (an X event is one of each) of one thread: its
 // time (µs), the frame it opens or closes as speedscope keys it, and its
-// event name (-1: none), both interned in spanNames.
+// event name (-1: none, which for an E event is any: it closes the
+// innermost open frame), both interned in spanNames.
 type span struct {
 	ts        float64
 	key, name int32
@@ -666,7 +667,10 @@ func (ss *spanSet) add(r *traceRead, e *traceEvent) error {
 // read adds each thread's stacks to b, as speedscope's eventListToProfile
 // does: B events and X starts in order of time; an E event at the same
 // time as others ends the innermost open frame first; an E event whose
-// name is not the innermost open frame's is ignored.
+// name is not the innermost open frame's is ignored. An E event without
+// a name ends the innermost open frame, as the Trace Event Format has it
+// ("name" is optional on E events; speedscope ignores such an E, so its
+// spans would never end).
 func (ss *spanSet) read(r *traceRead, b *builder) error {
 	if ss == nil || ss.n == 0 {
 		return nil
@@ -740,9 +744,9 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 					break
 				}
 			}
-			if !swapped {
+			if !swapped && !ends[0].closes(top) {
 				for i := 1; i < min(len(ends), maxEndSearch) && ends[i].ts <= ends[0].ts; i++ {
-					if ends[i].name == top.name {
+					if ends[i].closes(top) {
 						ends[0], ends[i] = ends[i], ends[0]
 						break
 					}
@@ -756,7 +760,7 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 			continue
 		}
 		top := open[len(open)-1]
-		if e.name != top.name {
+		if !e.closes(top) {
 			b.skip(fmt.Sprintf("an end of %q at ts %v while %q is the innermost open frame", names.frames[e.key].Name, e.ts, names.frames[top.key].Name))
 			continue
 		}
@@ -767,6 +771,10 @@ func (r *traceRead) replaySpans(b *builder, th int32, typ int, begins, ends []sp
 	}
 	return nil
 }
+
+// closes reports whether the E event e ends the open frame b: it has
+// b's name, or none.
+func (e span) closes(b span) bool { return e.name < 0 || e.name == b.name }
 
 // maxEndSearch bounds how many E events of one time replaySpans looks
 // through for the one that ends the innermost frame, so that a trace of
