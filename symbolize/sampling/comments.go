@@ -46,3 +46,16 @@ func Warnings(p *profile.Profile) []string {
 	}
 	return w
 }
+
+// TruncatedName is the name of the frame that stands for the n root-most
+// frames cut from a stack deeper than the depth limit (--max-stack-depth):
+// every reader that cuts a stack names what it cut alike.
+func TruncatedName(n int) string { return "[truncated " + strconv.Itoa(n) + " frames]" }
+
+// DeepStacksWarning is the warning of a profile whose stacks deeper than
+// the depth-frame limit were cut (cut of them, the deepest of deepest
+// frames), each to its leaf-most frames under a TruncatedName frame.
+func DeepStacksWarning(cut, depth, deepest int) string {
+	return WarningPrefix + strconv.Itoa(cut) + " stacks were deeper than the " + strconv.Itoa(depth) + "-frame limit (the deepest had " + strconv.Itoa(deepest) +
+		" frames); each keeps its leaf-most frames under a \"[truncated N frames]\" frame (restart the server with a larger --max-stack-depth to see them whole)"
+}

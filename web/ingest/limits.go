@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"viewer/symbolize/sampling"
 	"viewer/web/ingest/perftext"
 )
 
@@ -52,7 +53,7 @@ const (
 
 // TruncatedName is the label of the frame that stands for the root-most
 // frames cut from a stack deeper than the depth limit.
-func TruncatedName(n int) string { return fmt.Sprintf("[truncated %d frames]", n) }
+func TruncatedName(n int) string { return sampling.TruncatedName(n) }
 
 // limitFrames cuts every stack of p deeper than lim.MaxStackDepth frames
 // (a location's lines each) to its leaf-most frames under a
@@ -144,8 +145,7 @@ func (lim Limits) limitFrames(p *profile.Profile) error {
 		}
 	}
 	if cut > 0 {
-		p.Comments = append(p.Comments, fmt.Sprintf("warning: %d stacks were deeper than the %d-frame limit (the deepest had %d frames); each keeps its leaf-most frames under a \"[truncated N frames]\" frame (restart the server with a larger --max-stack-depth to see them whole)",
-			cut, depth, deepest))
+		p.Comments = append(p.Comments, sampling.DeepStacksWarning(cut, depth, deepest))
 	}
 	return nil
 }
