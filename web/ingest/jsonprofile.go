@@ -32,7 +32,7 @@ var (
 // grow (ParseFile's reservation, or one of its own).
 func jsonParser(parse func([]byte, jsonprof.Options) (*profile.Profile, error)) func([]byte, Limits) (*profile.Profile, error) {
 	return func(data []byte, lim Limits) (*profile.Profile, error) {
-		opt := jsonprof.Options{MaxSamples: lim.MaxSamples, MaxRecords: lim.MaxRecords}
+		opt := lim.jsonOptions()
 		r := lim.reserve
 		if r == nil && lim.Memory != nil {
 			// Parse of bytes: the records' share is taken here.
@@ -50,12 +50,24 @@ func jsonParser(parse func([]byte, jsonprof.Options) (*profile.Profile, error)) 
 	}
 }
 
+// jsonOptions are lim's bounds of a jsonprof read: its samples, records,
+// frames and stack depth, and the request's context (ParseFile's, which
+// its reservation carries), so that the read stops when the client
+// leaves.
+func (lim Limits) jsonOptions() jsonprof.Options {
+	opt := jsonprof.Options{MaxSamples: lim.MaxSamples, MaxRecords: lim.MaxRecords, MaxFrames: lim.MaxFrames, MaxStackDepth: lim.MaxStackDepth}
+	if lim.reserve != nil {
+		opt.Context = lim.reserve.ctx
+	}
+	return opt
+}
+
 // jsonStreamer adapts a jsonprof reader of a stream to lim, as
 // jsonParser does: what it keeps is taken from lim's reservation as it
 // grows.
 func jsonStreamer(read func(io.Reader, jsonprof.Options) (*profile.Profile, error)) func(io.Reader, Limits) (*profile.Profile, error) {
 	return func(r io.Reader, lim Limits) (*profile.Profile, error) {
-		opt := jsonprof.Options{MaxSamples: lim.MaxSamples, MaxRecords: lim.MaxRecords}
+		opt := lim.jsonOptions()
 		if res := lim.reserve; res != nil {
 			opt.Reserve = func(n int64) error { return res.grow(n, "JSON profile's samples") }
 		}

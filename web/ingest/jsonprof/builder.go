@@ -14,6 +14,7 @@
 package jsonprof
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -36,9 +37,19 @@ type Options struct {
 	MaxRecords int
 	// Reserve, when set, is asked for memory before the reader takes it:
 	// for what it keeps as it grows (the cells samples are summed into,
-	// a format's tables), then for the profile's samples. An error stops
-	// the read.
+	// a format's tables), then for the profile's samples and the frames
+	// of their stacks. An error stops the read.
 	Reserve func(n int64) error
+	// MaxFrames bounds the frames of all samples' stacks together, each
+	// stack counted up to MaxStackDepth frames; MaxStackDepth cuts a
+	// deeper stack to its leaf-most MaxStackDepth-1 frames under a
+	// sampling.TruncatedName frame, as ingest's limits cut every
+	// format's stacks (--max-frames, --max-stack-depth). Both are applied
+	// before any stack is made into a profile's location slice.
+	MaxFrames, MaxStackDepth int
+	// Context, when set, stops the read with its error once it is done
+	// (the client left): checked every workCheck steps of the read.
+	Context context.Context
 }
 
 // Memory a read takes per cell (a stack, thread, sample type and time
@@ -51,7 +62,19 @@ type Options struct {
 const (
 	cellMemory   = 160
 	sampleMemory = 256
+	// stackMemory is what a distinct stack of the profile takes beside
+	// its frames (its slice header and map entry), frameMemory a frame
+	// of it (a location pointer).
+	stackMemory = 96
+	frameMemory = 8
+	// markMemory is what a sampling.TruncatedName frame takes (its
+	// location, function and name), at most one per stack cut.
+	markMemory = 256
 )
+
+// workCheck is how many steps of a read (events, frames opened or
+// closed, frames put in stacks) pass between looks at Options.Context.
+const workCheck = 1 << 16
 
 // Frame is one frame as a JSON profile names it.
 type Frame struct {
@@ -117,12 +140,13 @@ type builder struct {
 	// the profile's times in (sampling.TimeBucket of their span, t0 to
 	// t1), so finish can sum the cells again into its buckets; it grows
 	// with the span (coarsen).
-	width, t0, t1 int64
-	kept          int64 // bytes a format keeps beside the cells (keep)
-	comments      []string
-	reserved      int64 // what opt.Reserve gave
-	bad           int
-	badWhat       []string
+	width, t0, t1   int64
+	kept            int64 // bytes a format keeps beside the cells (keep)
+	comments        []string
+	reserved        int64 // what opt.Reserve gave
+	work, nextCheck int   // steps of the read, and when to check opt.Context next (tick)
+	bad             int
+	badWhat         []string
 }
 
 func newBuilder(opt Options) *builder {
@@ -209,6 +233,9 @@ func (b *builder) add(stack, th int32, typ int, value, at int64, span bool) erro
 	}
 	if at != noTime && (at < -maxTime || at > maxTime) {
 		at = noTime
+	}
+	if err := b.tick(1); err != nil {
+		return err
 	}
 	if b.opt.MaxRecords > 0 && b.records >= b.opt.MaxRecords {
 		return fmt.Errorf("%w: more than %d samples or events (restart the server with a larger --max-records to accept it)", ErrLimit, b.opt.MaxRecords)
@@ -335,6 +362,20 @@ func (b *builder) need(total int64) error {
 	return nil
 }
 
+// tick counts n steps of the read, failing with opt.Context's error
+// once it is done, so that a read the client left stops.
+func (b *builder) tick(n int) error {
+	b.work += n
+	if b.work < b.nextCheck {
+		return nil
+	}
+	b.nextCheck = b.work + workCheck
+	if b.opt.Context != nil {
+		return b.opt.Context.Err()
+	}
+	return nil
+}
+
 // skip counts one unreadable part of the input, naming the first few.
 func (b *builder) skip(why string) {
 	b.bad++
@@ -380,6 +421,9 @@ func (t *timeline) advance(at int64) error {
 
 // open enters frame at at.
 func (t *timeline) open(frame int32, at int64) error {
+	if err := t.b.tick(1); err != nil {
+		return err
+	}
 	if err := t.advance(at); err != nil {
 		return err
 	}
@@ -390,6 +434,9 @@ func (t *timeline) open(frame int32, at int64) error {
 
 // close leaves the innermost open frame at at.
 func (t *timeline) close(at int64) error {
+	if err := t.b.tick(1); err != nil {
+		return err
+	}
 	if err := t.advance(at); err != nil {
 		return err
 	}
@@ -491,6 +538,14 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	}
 	b.order, b.values = nil, nil
 	clear(cells)
+	nodes := make([]int32, len(order))
+	for i, c := range order {
+		nodes[i] = b.keys[c.key].node
+	}
+	stacks, err := b.stacks(p, locs, nodes, base+int64(len(order))*sampleMemory)
+	if err != nil {
+		return nil, err
+	}
 	type threadAt struct {
 		thread int32
 		at     int64
@@ -498,20 +553,12 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 	labels := make([]map[string][]string, len(b.threads))
 	numLabels := map[threadAt]map[string][]int64{}
 	timeUnit := map[string][]string{sampling.TimeLabel: {"nanoseconds"}}
-	stacks := make(map[int32][]*profile.Location)
 	samples := make([]profile.Sample, len(order))
 	p.Sample = make([]*profile.Sample, len(order))
 	for i, c := range order {
 		k := b.keys[c.key]
-		st, ok := stacks[k.node]
-		if !ok {
-			for n := k.node; n >= 0; n = b.nodes[n].parent {
-				st = append(st, locs[b.nodes[n].frame])
-			}
-			stacks[k.node] = st
-		}
 		s := &samples[i]
-		s.Location = st
+		s.Location = stacks[k.node]
 		s.Value = values[i*nt : (i+1)*nt : (i+1)*nt]
 		th := b.threads[k.thread]
 		if th.Comm != "" {
@@ -544,6 +591,105 @@ func (b *builder) finish(format string) (*profile.Profile, error) {
 		p.Sample[i] = s
 	}
 	return p, nil
+}
+
+// stacks makes the location slices of the stacks nodes names (each
+// sample's), leaf first: one per stack, which its samples share, all cut
+// from one array. A stack deeper than opt.MaxStackDepth keeps its
+// leaf-most MaxStackDepth-1 frames under a sampling.TruncatedName frame
+// (added to p), as ingest cuts every format's stacks, and p's warnings
+// say so. The frames of all samples together are counted from the
+// stacks' depths against opt.MaxFrames, and the slices' memory taken
+// (held: what the read holds beside them), before any slice is made:
+// deep stacks cost the frames the profile keeps, not a walk of every
+// sample's whole stack.
+func (b *builder) stacks(p *profile.Profile, locs []*profile.Location, nodes []int32, held int64) (map[int32][]*profile.Location, error) {
+	// A node's parent is pushed before it: all depths in one pass.
+	depth := make([]int32, len(b.nodes))
+	for i, n := range b.nodes {
+		depth[i] = 1
+		if n.parent >= 0 {
+			depth[i] += depth[n.parent]
+		}
+	}
+	limit := b.opt.MaxStackDepth
+	kept := func(d int) int {
+		if limit > 0 && d > limit {
+			return limit
+		}
+		return d
+	}
+	var frames int64
+	cut, deepest, cutStacks, size := 0, 0, 0, 0
+	at := map[int32]int{} // a stack's offset in the array
+	for _, n := range nodes {
+		d := int(depth[n])
+		k := kept(d)
+		if k < d {
+			cut++
+			deepest = max(deepest, d)
+		}
+		if frames += int64(k); b.opt.MaxFrames > 0 && frames > int64(b.opt.MaxFrames) {
+			return nil, fmt.Errorf("%w: more than %d frames in the profile's stacks (restart the server with a larger --max-frames to accept it)", ErrLimit, b.opt.MaxFrames)
+		}
+		if _, ok := at[n]; !ok {
+			at[n] = size
+			size += k
+			if k < d {
+				cutStacks++
+			}
+		}
+	}
+	mem := held + int64(len(b.nodes))*4 + int64(len(at))*stackMemory + int64(size)*frameMemory + int64(cutStacks)*markMemory
+	if err := b.need(mem); err != nil {
+		return nil, err
+	}
+	all := make([]*profile.Location, size)
+	stacks := make(map[int32][]*profile.Location, len(at))
+	marks := map[int]*profile.Location{}
+	for _, n := range nodes {
+		if _, ok := stacks[n]; ok {
+			continue
+		}
+		d, off := int(depth[n]), at[n]
+		k := kept(d)
+		st := all[off : off+k : off+k]
+		walk := k
+		if k < d {
+			walk = k - 1
+		}
+		m := n
+		for i := range walk {
+			st[i] = locs[b.nodes[m].frame]
+			m = b.nodes[m].parent
+		}
+		if walk < k {
+			st[walk] = mark(p, marks, d-walk)
+		}
+		stacks[n] = st
+		if err := b.tick(k); err != nil {
+			return nil, err
+		}
+	}
+	if cut > 0 {
+		p.Comments = append(p.Comments, sampling.DeepStacksWarning(cut, limit, deepest))
+	}
+	return stacks, nil
+}
+
+// mark is the location of the frame that stands for n frames cut from a
+// stack (sampling.TruncatedName), added to p once per n (marks).
+func mark(p *profile.Profile, marks map[int]*profile.Location, n int) *profile.Location {
+	if m := marks[n]; m != nil {
+		return m
+	}
+	name := sampling.TruncatedName(n)
+	fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name}
+	p.Function = append(p.Function, fn)
+	m := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+	p.Location = append(p.Location, m)
+	marks[n] = m
+	return m
 }
 
 // locations makes one location per frame, with a function per name and
