@@ -176,7 +176,9 @@ func (b *builder) frame(f Frame) int32 {
 }
 
 // push returns the stack of frame called from stack parent (-1: none).
+// It is a step of the read (tick).
 func (b *builder) push(parent, frame int32) int32 {
+	b.work++
 	n := node{parent, frame}
 	if i, ok := b.nodeIdx[n]; ok {
 		return i

@@ -183,6 +183,15 @@ func ParseTraceEvents(data []byte, opt Options) (*profile.Profile, error) {
 // "samples" array are kept until the end, as their order of time decides
 // their stacks, and dropped once the trace shows a V8 CPU profile.
 func ReadTraceEvents(r io.Reader, opt Options) (*profile.Profile, error) {
+	b, err := readTrace(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	return b.finish("trace events")
+}
+
+// readTrace reads the trace r gives into a builder, for ReadTraceEvents.
+func readTrace(r io.Reader, opt Options) (*builder, error) {
 	b := newBuilder(opt)
 	t := &traceRead{
 		b:        b,
@@ -225,7 +234,7 @@ func ReadTraceEvents(r io.Reader, opt Options) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace events: %w", err)
 	}
-	return b.finish("trace events")
+	return b, nil
 }
 
 // eachEvent calls fn with each event of the trace r gives, and reads
@@ -465,8 +474,46 @@ func (r *traceRead) readSamples(b *builder) error {
 		}
 		byThread[pt] = append(byThread[pt], i)
 	}
-	frameOf := map[string]int32{}
-	var st []int32
+	// Each stack frame's stack is made once, from the first sample whose
+	// stack goes through it: samples cost their number, not their depth.
+	stackOf := map[string]int32{}
+	lacks := map[string]string{} // a frame of a stack with a lacking frame: that frame
+	var path []string
+	stack := func(id string) (int32, string) {
+		path = path[:0]
+		node, lacking := int32(-1), ""
+		for id != "0" {
+			if n, ok := stackOf[id]; ok {
+				node = n
+				break
+			}
+			if l, ok := lacks[id]; ok {
+				lacking = l
+				break
+			}
+			f, found := r.stackFrames[id]
+			if !found || len(path) > 1<<16 {
+				lacking = id
+				break
+			}
+			path = append(path, id)
+			if f.Parent == nil {
+				break
+			}
+			id = formatID(float64(*f.Parent))
+		}
+		if lacking != "" {
+			for _, id := range path {
+				lacks[id] = lacking
+			}
+			return -1, lacking
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			node = b.push(node, b.frame(Frame{Name: r.stackFrames[path[i]].Name}))
+			stackOf[path[i]] = node
+		}
+		return node, ""
+	}
 	for _, pt := range order {
 		th := b.thread(r.meta.thread(pt.pid, pt.tid))
 		idx := byThread[pt]
@@ -476,33 +523,15 @@ func (r *traceRead) readSamples(b *builder) error {
 			if k+1 < len(idx) {
 				weight = float64(r.samples[idx[k+1]].Ts) - float64(s.Ts)
 			}
-			st = st[:0]
-			ok := true
-			for id, n := formatID(float64(s.Sf)), 0; id != "0"; n++ {
-				f, found := r.stackFrames[id]
-				if !found || n > 1<<16 {
-					b.skip(fmt.Sprintf("a sample's stack names frame %s, which stackFrames lacks", id))
-					ok = false
-					break
-				}
-				fi, seen := frameOf[id]
-				if !seen {
-					fi = b.frame(Frame{Name: f.Name})
-					frameOf[id] = fi
-				}
-				st = append(st, fi)
-				if f.Parent == nil {
-					break
-				}
-				id = formatID(float64(*f.Parent))
+			st, lacking := stack(formatID(float64(s.Sf)))
+			if err := b.tick(len(path)); err != nil {
+				return err
 			}
-			if !ok {
+			if lacking != "" {
+				b.skip(fmt.Sprintf("a sample's stack names frame %s, which stackFrames lacks", lacking))
 				continue
 			}
-			for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
-				st[i], st[j] = st[j], st[i]
-			}
-			if err := b.add(b.stack(st), th, typ, int64(math.Round(weight*1000)), int64(math.Round(float64(s.Ts)*1000)), true); err != nil {
+			if err := b.add(st, th, typ, int64(math.Round(weight*1000)), int64(math.Round(float64(s.Ts)*1000)), true); err != nil {
 				return err
 			}
 		}

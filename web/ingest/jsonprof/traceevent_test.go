@@ -1,6 +1,8 @@
 package jsonprof
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"viewer/symbolize/sampling"
@@ -40,5 +42,47 @@ func TestUnnamedEndClosesInnermost(t *testing.T) {
 		if w := sampling.Warnings(p); len(w) > 0 {
 			t.Errorf("%s: warnings %q, want none", tc.name, w)
 		}
+	}
+}
+
+// TestTraceSamplesStacksMadeOnce reads a trace whose "samples" all name
+// the leaf of a 20,000-deep chain of stackFrames: each frame's stack is
+// made once, so the read takes steps in proportion to the frames and
+// samples, not 20,000 per sample (400M steps).
+func TestTraceSamplesStacksMadeOnce(t *testing.T) {
+	const n = 20000
+	var in strings.Builder
+	in.WriteString(`{"traceEvents":[],"stackFrames":{`)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			in.WriteByte(',')
+		}
+		fmt.Fprintf(&in, `"%d":{"name":"f%d"`, i, i)
+		if i > 1 {
+			fmt.Fprintf(&in, `,"parent":%d`, i-1)
+		}
+		in.WriteByte('}')
+	}
+	in.WriteString(`},"samples":[`)
+	for i := range n {
+		if i > 0 {
+			in.WriteByte(',')
+		}
+		fmt.Fprintf(&in, `{"pid":1,"tid":1,"ts":%d,"sf":%d}`, i, n)
+	}
+	in.WriteString(`]}`)
+	b, err := readTrace(strings.NewReader(in.String()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most := 4 * n; b.work > most {
+		t.Errorf("%d steps to read %d frames and %d samples, over %d", b.work, n, n, most)
+	}
+	p, err := b.finish("trace events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) == 0 || len(p.Sample[0].Location) != n || p.Sample[0].Location[0].Line[0].Function.Name != fmt.Sprintf("f%d", n) {
+		t.Errorf("the samples' stack is not f1 … f%d", n)
 	}
 }
