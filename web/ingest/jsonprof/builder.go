@@ -70,6 +70,9 @@ const (
 	// markMemory is what a sampling.TruncatedName frame takes (its
 	// location, function and name), at most one per stack cut.
 	markMemory = 256
+	// trieMemory is what a stack of the trie takes (push: its node, its
+	// map entry, a slice's and a map's growth).
+	trieMemory = 56
 )
 
 // workCheck is how many steps of a read (events, frames opened or
@@ -145,6 +148,7 @@ type builder struct {
 	comments        []string
 	reserved        int64 // what opt.Reserve gave
 	work, nextCheck int   // steps of the read, and when to check opt.Context next (tick)
+	nodesKept       int   // the trie's nodes whose memory keep took (tick)
 	bad             int
 	badWhat         []string
 }
@@ -365,13 +369,20 @@ func (b *builder) need(total int64) error {
 }
 
 // tick counts n steps of the read, failing with opt.Context's error
-// once it is done, so that a read the client left stops.
+// once it is done, so that a read the client left stops; it takes the
+// memory of the trie's new nodes as it grows (push cannot fail).
 func (b *builder) tick(n int) error {
 	b.work += n
 	if b.work < b.nextCheck {
 		return nil
 	}
 	b.nextCheck = b.work + workCheck
+	if more := len(b.nodes) - b.nodesKept; more > 0 {
+		b.nodesKept = len(b.nodes)
+		if err := b.keep(int64(more) * trieMemory); err != nil {
+			return err
+		}
+	}
 	if b.opt.Context != nil {
 		return b.opt.Context.Err()
 	}

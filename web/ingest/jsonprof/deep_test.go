@@ -177,3 +177,30 @@ func TestReadStopsWhenCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestTrieMemoryTaken reads a speedscope evented profile that opens one
+// frame 200,000 times at one time: a single sample, but 200,000 stacks in
+// the reader's trie, whose memory the read takes as they are made.
+func TestTrieMemoryTaken(t *testing.T) {
+	const n = 200000
+	var b strings.Builder
+	b.WriteString(`{"$schema":"https://www.speedscope.app/file-format-schema.json","shared":{"frames":[{"name":"a"}]},"profiles":[{"type":"evented","name":"x","unit":"none","startValue":0,"endValue":1,"events":[`)
+	for i := range n {
+		fmt.Fprintf(&b, `%s{"type":"O","frame":0,"at":0}`, comma(i))
+	}
+	for range n {
+		b.WriteString(`,{"type":"C","frame":0,"at":1}`)
+	}
+	b.WriteString(`]}]}`)
+	var reserved int64
+	p, err := ParseSpeedscope([]byte(b.String()), Options{MaxStackDepth: 100, Reserve: func(m int64) error { reserved += m; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) != 1 {
+		t.Errorf("%d samples, want 1", len(p.Sample))
+	}
+	if reserved < n*trieMemory {
+		t.Errorf("the read took %d bytes for a trie of %d stacks, under %d a stack", reserved, n, trieMemory)
+	}
+}
