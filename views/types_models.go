@@ -39,6 +39,9 @@ type TypesPage struct {
 	TypeStat                       []TypeStatRow
 	Unresolved                     int64
 	UnresolvedValue, UnresolvedPct string
+	// Note says what the lists leave out to fit the server's rendering
+	// budget; "" when they hold everything.
+	Note string
 }
 
 // TypeRow is one data type; Members is its layout with shares.
@@ -54,6 +57,9 @@ type TypeRow struct {
 	Special bool // "(stack operation)" or "(unknown)"
 	Members []MemberRow
 	Funcs   []TypeFuncLink
+	// MoreFuncs is how many functions touching the type are not linked,
+	// over the rendering budget.
+	MoreFuncs int
 	// CacheLines is the layout grouped by cache line (nil for a type
 	// within one line).
 	CacheLines []CacheLineRow

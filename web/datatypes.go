@@ -130,7 +130,10 @@ func (s *Server) uploadNoDebuginfod(ctx context.Context, id string) bool {
 //	                         "depth", "weight" (own), "total" (with nested)}],
 //	            "funcs": [{"name", "weight"}]}],          // heaviest first
 //	 "unknown": [{"reason", "func", "insn", "pc", "dso", "weight"}],
-//	 "dsos": [{"name", "buildId", "debugSource" | "error", "samples"}]}
+//	 "dsos": [{"name", "buildId", "debugSource" | "error", "samples"}],
+//	 "compacted" (only when the lists were cut to --render-nodes and
+//	 --render-bytes): {"types", "unknown", "dsos" (how many there are),
+//	                   "note"}}
 //
 // "(stack operation)" and "(unknown)" appear as types, per binary.
 type typesJSON struct {
@@ -141,6 +144,9 @@ type typesJSON struct {
 	// were counted on the access before them (datatype.Aggregator.Skid).
 	SkidCorrection bool `json:"skidCorrection"`
 	*symbolize.DataTypeProfile
+	// Compacted says what was left out to fit the rendering budget; absent
+	// when nothing was.
+	Compacted *typesCompaction `json:"compacted,omitempty"`
 }
 
 func (s *Server) handleTypesJSON(c echo.Context) error {
@@ -149,7 +155,91 @@ func (s *Server) handleTypesJSON(c echo.Context) error {
 		return err
 	}
 	st := l.Meta.SampleTypes[i]
-	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, SkidCorrection: skidParam(c), DataTypeProfile: p})
+	fit, cut := typesWithin(p, s.renderBudget())
+	return c.JSON(http.StatusOK, typesJSON{ID: l.ID, SampleType: st.Type, Unit: st.Unit, SkidCorrection: skidParam(c), DataTypeProfile: fit, Compacted: cut})
+}
+
+// typesJSONRow bounds one types.json entry's bytes besides its names: its
+// keys and up to four integers.
+const typesJSONRow = 160
+
+// typesCompaction is types.json's "compacted" member: what the data-type
+// profile holds when types.json lists less of it, within the rendering
+// budget (--render-nodes, --render-bytes).
+type typesCompaction struct {
+	Types   int    `json:"types"`
+	Unknown int    `json:"unknown"`
+	DSOs    int    `json:"dsos"`
+	Note    string `json:"note"`
+}
+
+// typesWithin is p cut to b as types.json encodes it: the heaviest types
+// that fit with their layouts, each with the functions that fit, then the
+// reasons and binaries that fit; and what was cut, or nil.
+func typesWithin(p *symbolize.DataTypeProfile, b flame.Budget) (*symbolize.DataTypeProfile, *typesCompaction) {
+	m := b.Meter()
+	out := *p
+	out.Types, out.Unknown, out.DSOs = p.Types[:0:0], p.Unknown[:0:0], p.DSOs[:0:0] // empty, not null, as p has them
+	cut, funcsCut := false, 0
+	for _, t := range p.Types {
+		size := typesJSONRow + flame.NameBytes(t.Name) + flame.NameBytes(t.DSO)
+		for _, r := range t.Members {
+			size += typesJSONRow + flame.NameBytes(r.Name) + flame.NameBytes(r.Field) + flame.NameBytes(r.Type)
+		}
+		if !m.Take(size) {
+			cut = true
+			break
+		}
+		k := 0
+		for k < len(t.Funcs) && m.Take(typesJSONRow/2+flame.NameBytes(t.Funcs[k].Name)) {
+			k++
+		}
+		if k < len(t.Funcs) {
+			t.Funcs = t.Funcs[:k]
+			funcsCut++
+		}
+		out.Types = append(out.Types, t)
+	}
+	for _, r := range p.Unknown {
+		if !m.Take(typesJSONRow + flame.NameBytes(r.Reason) + flame.NameBytes(r.Func) + flame.NameBytes(r.Insn) + flame.NameBytes(r.DSO)) {
+			cut = true
+			break
+		}
+		out.Unknown = append(out.Unknown, r)
+	}
+	for _, d := range p.DSOs {
+		if !m.Take(typesJSONRow + flame.NameBytes(d.Name) + flame.NameBytes(d.BuildID) + flame.NameBytes(d.DebugSource) + flame.NameBytes(d.Error)) {
+			cut = true
+			break
+		}
+		out.DSOs = append(out.DSOs, d)
+	}
+	if !cut && funcsCut == 0 {
+		return p, nil
+	}
+	note := typesCutNote([]typesCount{{"data type", len(out.Types), len(p.Types)}, {"reason", len(out.Unknown), len(p.Unknown)}, {"binary", len(out.DSOs), len(p.DSOs)}}, funcsCut)
+	return &out, &typesCompaction{Types: len(p.Types), Unknown: len(p.Unknown), DSOs: len(p.DSOs), Note: note}
+}
+
+// typesCount is how many of a list's entries a data-type view shows.
+type typesCount struct {
+	noun        string
+	shown, have int
+}
+
+// typesCutNote is the sentence saying what a data-type view left out to
+// fit the rendering budget.
+func typesCutNote(lists []typesCount, funcsCut int) string {
+	var parts []string
+	if funcsCut > 0 {
+		parts = append(parts, views.Plural(funcsCut, "data type")+" listing fewer of the functions touching it")
+	}
+	for _, l := range lists {
+		if l.shown < l.have {
+			parts = append(parts, fmt.Sprintf("%d of %s", l.shown, views.Plural(l.have, l.noun)))
+		}
+	}
+	return "This lists as much as fits the server's rendering budget (--render-nodes, --render-bytes): " + strings.Join(parts, ", ") + "."
 }
 
 // typesProfile loads the profile named in the request and its data-type
@@ -191,8 +281,32 @@ func (s *Server) typesResult(ctx context.Context, l *profiles.Loaded, si int, sk
 	})
 }
 
-// maxTypeRows bounds the types listed on the page (types.json has all).
+// maxTypeRows bounds the types listed on the page (types.json has all
+// that fit the rendering budget).
 const maxTypeRows = 500
+
+// typesHTMLRow bounds the markup of one row of the data-type page besides
+// its names, typesHTMLLink that of a link in a list; a type's row holds its
+// name typesHTMLNames times (attribute and text; each function's link to
+// it is counted with the function).
+const (
+	typesHTMLRow   = 1024
+	typesHTMLLink  = 128
+	typesHTMLNames = 2
+)
+
+// searchHrefBytes bounds fn's bytes in a link searching the flame graph
+// for it (flameSearch) or annotating it: regexp-quoted (two bytes a byte)
+// and URL-escaped (three a byte), unless every byte is a letter, digit,
+// '_' or '-'.
+func searchHrefBytes(fn string) int {
+	for i := 0; i < len(fn); i++ {
+		if c := fn[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return 6*len(fn) + 64
+		}
+	}
+	return len(fn) + 64
+}
 
 func (s *Server) handleTypesPage(c echo.Context) error {
 	l, i, p, err := s.typesProfile(c)
@@ -235,19 +349,25 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		return u
 	}
 	var attributed int64
+	for _, t := range p.Types {
+		if !strings.HasPrefix(t.Name, "(") {
+			attributed += t.Weight
+		}
+	}
+	page.Attributed = sampling.Percent(attributed, p.Total)
+	// The lists hold what fits the rendering budget, as /top does: the
+	// heaviest types (each with its layout, then the functions that fit),
+	// functions, reasons and binaries.
+	budget := s.renderBudget().Meter()
+	cut, funcsCut := false, 0
 	type fnAcc struct {
+		name  string
 		w     int64
 		types []views.TypeLink
 	}
 	fns := map[string]*fnAcc{}
-	for n, t := range p.Types {
+	for n, t := range p.Types[:min(len(p.Types), maxTypeRows)] {
 		special := strings.HasPrefix(t.Name, "(")
-		if !special {
-			attributed += t.Weight
-		}
-		if n >= maxTypeRows {
-			continue
-		}
 		anchor := fmt.Sprintf("t%d", n)
 		row := views.TypeRow{
 			Anchor: anchor, Name: t.Name, DSO: t.DSO, Special: special,
@@ -257,11 +377,13 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			row.Size = fmt.Sprint(t.Size)
 			row.SizeNum = t.Size
 		}
+		size := typesHTMLRow + typesHTMLNames*flame.NameBytes(t.Name) + flame.NameBytes(t.DSO)
 		for _, m := range t.Members {
 			name := m.Field
 			if m.Name == "" {
 				name = t.Name
 			}
+			size += typesHTMLRow + flame.NameBytes(name) + flame.NameBytes(m.Type)
 			mr := views.MemberRow{
 				Offset: m.Offset, Size: m.Size, Field: name, Type: m.Type, Depth: m.Depth,
 				Pct: sampling.Percent(m.Total, p.Total), Frac: frac(m.Total), Accessed: m.Total > 0,
@@ -276,32 +398,63 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 		}
 		if !special {
 			row.CacheLines = cacheLineRows(t, line, p.Total, val)
+			for _, cl := range row.CacheLines {
+				size += typesHTMLRow + flame.NameBytes(cl.Members) + flame.NameBytes(cl.Crossing)
+			}
+		}
+		if !budget.Take(size) {
+			cut = true
+			break
 		}
 		for _, f := range t.Funcs {
-			row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: sampling.Percent(f.Weight, p.Total)})
 			fa := fns[f.Name]
 			if fa == nil {
-				fa = &fnAcc{}
+				fa = &fnAcc{name: f.Name}
 				fns[f.Name] = fa
 			}
 			fa.w += f.Weight
 			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: sampling.Percent(f.Weight, p.Total)})
+			switch {
+			case row.MoreFuncs > 0:
+			case budget.Take(typesHTMLLink + flame.NameBytes(f.Name) + searchHrefBytes(f.Name)):
+				row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: sampling.Percent(f.Weight, p.Total)})
+			default:
+				row.MoreFuncs = len(t.Funcs) - len(row.Funcs)
+				funcsCut++
+			}
 		}
 		page.Types = append(page.Types, row)
 	}
-	page.Attributed = sampling.Percent(attributed, p.Total)
-	for name, fa := range fns {
+	funcs := make([]*fnAcc, 0, len(fns))
+	for _, fa := range fns {
+		funcs = append(funcs, fa)
+	}
+	sort.Slice(funcs, func(a, b int) bool {
+		if funcs[a].w != funcs[b].w {
+			return funcs[a].w > funcs[b].w
+		}
+		return funcs[a].name < funcs[b].name
+	})
+	for _, fa := range funcs {
+		// Its name as text and attribute, in the search and annotate
+		// links, and each type's link.
+		size := typesHTMLRow + 2*flame.NameBytes(fa.name) + 2*searchHrefBytes(fa.name)
+		for _, t := range fa.types {
+			size += typesHTMLLink + flame.NameBytes(t.Name)
+		}
+		if !budget.Take(size) {
+			cut = true
+			break
+		}
 		page.Funcs = append(page.Funcs, views.TypeFuncRow{
-			Name: name, Href: flameSearch(name), AnnotateHref: annotateURL(id, name, siq, skid), Value: val(fa.w), Pct: sampling.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+			Name: fa.name, Href: flameSearch(fa.name), AnnotateHref: annotateURL(id, fa.name, siq, skid), Value: val(fa.w), Pct: sampling.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
 		})
 	}
-	sort.Slice(page.Funcs, func(a, b int) bool {
-		if page.Funcs[a].Frac != page.Funcs[b].Frac {
-			return page.Funcs[a].Frac > page.Funcs[b].Frac
-		}
-		return page.Funcs[a].Name < page.Funcs[b].Name
-	})
 	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
+		if !budget.Take(typesHTMLRow + flame.NameBytes(r.Reason) + flame.NameBytes(r.Func) + flame.NameBytes(r.Insn) + flame.NameBytes(r.DSO)) {
+			cut = true
+			break
+		}
 		ur := views.UnknownRow{Reason: r.Reason, Func: r.Func, Insn: r.Insn, DSO: r.DSO, Value: val(r.Weight), Pct: sampling.Percent(r.Weight, p.Total), Frac: frac(r.Weight)}
 		if r.PC != 0 {
 			ur.PC = fmt.Sprintf("%#x", r.PC)
@@ -314,7 +467,15 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	}
 	page.UnresolvedValue, page.UnresolvedPct = val(page.Unresolved), sampling.Percent(page.Unresolved, p.Total)
 	for _, d := range p.DSOs {
+		if !budget.Take(typesHTMLRow + flame.NameBytes(d.Name) + flame.NameBytes(d.BuildID) + flame.NameBytes(d.DebugSource) + flame.NameBytes(d.Error)) {
+			cut = true
+			break
+		}
 		page.DSOs = append(page.DSOs, views.TypeDSO{Name: d.Name, BuildID: d.BuildID, Source: d.DebugSource, Error: d.Error, Samples: val(d.Samples), Pct: sampling.Percent(d.Samples, p.Total)})
+	}
+	if cut || funcsCut > 0 {
+		page.Note = typesCutNote([]typesCount{{"data type", len(page.Types), min(len(p.Types), maxTypeRows)}, {"function", len(page.Funcs), len(funcs)},
+			{"reason", len(page.Unknown), min(len(p.Unknown), 200)}, {"binary", len(page.DSOs), len(p.DSOs)}}, funcsCut)
 	}
 	return Render(c, http.StatusOK, views.Types(page))
 }

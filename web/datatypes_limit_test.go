@@ -1,11 +1,16 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
 )
@@ -127,4 +132,55 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestTypesWithinRenderBudget: a profile of 20 functions with 200 KB
+// names (the page held each name about six times: 24 MB) on a server with
+// a 1 MiB --render-bytes: /types and /types.json answer within it, list the
+// heaviest entries that fit and say what they leave out, as /top does.
+func TestTypesWithinRenderBudget(t *testing.T) {
+	m := &profile.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000000, File: "/nonexistent/x"}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Mapping: []*profile.Mapping{m}}
+	long := strings.Repeat("A", 200_000)
+	for i := range 20 {
+		f := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprint(i) + long}
+		l := &profile.Location{ID: uint64(i + 1), Mapping: m, Address: 0x1000 + uint64(i), Line: []profile.Line{{Function: f}}}
+		p.Function, p.Location = append(p.Function, f), append(p.Location, l)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{l}, Value: []int64{int64(i + 1)}})
+	}
+	const budget = 1 << 20
+	_, ts := newTestServer(t, Config{Limits: Limits{RenderBytes: budget}})
+	id := upload(t, ts.URL, encodeProfile(t, p, true))
+
+	page := getPage(t, ts.URL+"/p/"+id+"/types")
+	heaviest := "19" + long
+	if len(page) > budget || !strings.Contains(page, ">"+heaviest+"</a>") ||
+		!strings.Contains(page, "This lists as much as fits the server&#39;s rendering budget (--render-nodes, --render-bytes): 1 data type listing fewer of the functions touching it, 0 of 20 functions") ||
+		!strings.Contains(page, "18 more functions over the server's rendering budget") {
+		t.Errorf("/types: %d bytes; want at most %d, linking the heaviest function, saying what it leaves out", len(page), budget)
+	}
+
+	resp, err := http.Get(ts.URL + "/p/" + id + "/types.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var j struct {
+		Types []struct {
+			Name  string
+			Funcs []struct{ Name string }
+		}
+		Compacted struct {
+			Types int
+			Note  string
+		}
+	}
+	if err := json.Unmarshal(body, &j); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("types.json: %d, %v", resp.StatusCode, err)
+	}
+	if len(body) > budget || len(j.Types) != 1 || len(j.Types[0].Funcs) == 0 || len(j.Types[0].Funcs) == 20 || j.Types[0].Funcs[0].Name != heaviest ||
+		j.Compacted.Types != 1 || !strings.Contains(j.Compacted.Note, "1 data type listing fewer of the functions touching it") {
+		t.Errorf("types.json: %d bytes, %d types, compacted %d types: %q; want at most %d bytes listing the heaviest functions that fit, and a note", len(body), len(j.Types), j.Compacted.Types, j.Compacted.Note, budget)
+	}
 }

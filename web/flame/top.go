@@ -71,17 +71,37 @@ func sortTop(rows []TopRow) {
 // bound on a top table's output, as a tree's is its nodes and bytes.
 func (b Budget) Rows(rows []TopRow, n, perRow, copies int) int {
 	n = min(n, len(rows))
-	if b.Nodes > 0 {
-		n = min(n, b.Nodes)
-	}
-	if b.Bytes <= 0 {
-		return n
-	}
-	size := 1536 // the header, as encodedSize counts it
+	m := b.Meter()
 	for i, r := range rows[:n] {
-		if size += perRow + copies*nameBytes(r.Name); size > b.Bytes {
+		if !m.Take(perRow + copies*nameBytes(r.Name)) {
 			return i
 		}
 	}
 	return n
 }
+
+// Meter spends a Budget row by row, for an output of several lists (the
+// data-type page and types.json): each row counts as a node, and its
+// bytes, after the 1,536 of the header as encodedSize counts them.
+type Meter struct {
+	b           Budget
+	rows, bytes int
+}
+
+// Meter starts spending b.
+func (b Budget) Meter() *Meter { return &Meter{b: b, bytes: 1536} }
+
+// Take counts a row of about size bytes (NameBytes for each name it holds)
+// and reports whether it fits; a row that does not is not counted.
+func (m *Meter) Take(size int) bool {
+	if (m.b.Nodes > 0 && m.rows >= m.b.Nodes) || (m.b.Bytes > 0 && m.bytes+size > m.b.Bytes) {
+		return false
+	}
+	m.rows++
+	m.bytes += size
+	return true
+}
+
+// NameBytes bounds the bytes of s once encoded in JSON or HTML text: each
+// byte six when any needs escaping.
+func NameBytes(s string) int { return nameBytes(s) }
