@@ -50,8 +50,8 @@ func (k typesKey) Profile() string { return k.id }
 type typesResult struct {
 	*symbolize.DataTypeResult
 
-	flameOnce sync.Once
-	flame     *encoded // types flame graph JSON, built on first request
+	flameMu sync.Mutex
+	flame   *encoded // types flame graph JSON, built on the first request that can
 }
 
 // SetDataTypeEngine makes the data-type page, and the annotate view, read
@@ -570,11 +570,21 @@ func (s *Server) handleTypesFlameJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r.flameOnce.Do(func() {
-		body := flame.Build(typesFlameProfile(l.Profile, r.Leaves), i, flame.Options{MinFraction: flame.DefaultMinFraction}).JSON()
+	// Built within the rendering budget and time limit, as flame.json is;
+	// a build stopped by them answers 503 and the next request tries again.
+	r.flameMu.Lock()
+	defer r.flameMu.Unlock()
+	if r.flame == nil {
+		var body []byte
+		if err := s.render(ctx, func(opt flame.Options) {
+			opt.MinFraction = flame.DefaultMinFraction
+			body = flame.Build(typesFlameProfile(l.Profile, r.Leaves), i, opt).JSON()
+		}); err != nil {
+			return err
+		}
 		r.flame = &encoded{plain: body, gz: gzipBytes(body),
 			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.Variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
-	})
+	}
 	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
 }
 

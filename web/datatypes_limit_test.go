@@ -137,7 +137,8 @@ func fileSize(t *testing.T, path string) int64 {
 // TestTypesWithinRenderBudget: a profile of 20 functions with 200 KB
 // names (the page held each name about six times: 24 MB) on a server with
 // a 1 MiB --render-bytes: /types and /types.json answer within it, list the
-// heaviest entries that fit and say what they leave out, as /top does.
+// heaviest entries that fit and say what they leave out, as /top does; the
+// data-type flame graph is compacted to it, as flame.json is.
 func TestTypesWithinRenderBudget(t *testing.T) {
 	m := &profile.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000000, File: "/nonexistent/x"}
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Mapping: []*profile.Mapping{m}}
@@ -182,5 +183,17 @@ func TestTypesWithinRenderBudget(t *testing.T) {
 	if len(body) > budget || len(j.Types) != 1 || len(j.Types[0].Funcs) == 0 || len(j.Types[0].Funcs) == 20 || j.Types[0].Funcs[0].Name != heaviest ||
 		j.Compacted.Types != 1 || !strings.Contains(j.Compacted.Note, "1 data type listing fewer of the functions touching it") {
 		t.Errorf("types.json: %d bytes, %d types, compacted %d types: %q; want at most %d bytes listing the heaviest functions that fit, and a note", len(body), len(j.Types), j.Compacted.Types, j.Compacted.Note, budget)
+	}
+
+	resp, err = http.Get(ts.URL + "/p/" + id + "/types/flame.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var f struct{ Compacted struct{ Note string } }
+	json.Unmarshal(body, &f)
+	if resp.StatusCode != 200 || len(body) > budget || !strings.Contains(f.Compacted.Note, "compacted to fit the server's rendering budget") {
+		t.Errorf("types/flame.json: %d, %d bytes, note %q; want at most %d bytes, compacted", resp.StatusCode, len(body), f.Compacted.Note, budget)
 	}
 }
