@@ -1,9 +1,6 @@
 package views
 
-import (
-	"net/url"
-	"strconv"
-)
+import "strconv"
 
 // FilterBar is the pprof-style filter form of a profile's pages: focus (f),
 // ignore (i), hide (h) and show (s) regexps, kept in the URL, and the
@@ -111,8 +108,6 @@ type SourceLine struct {
 	CumFrac   float64 // 0..1 of the function's cum, for the bar
 	Hot       bool
 }
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // hottestLine is the line with the largest cum (0 when no line has any).
 func hottestLine(lines []SourceLine) int {

@@ -174,10 +174,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 		DataURL:     withQuery(diffURL(baseID, id, "/diff.json"), keep),
 		SampleTypes: sampleTypes(m, i),
 		SI:          si,
-		Filter: views.FilterBar{
-			Action: diffURL(baseID, id, ""), SI: c.QueryParam("si"),
-			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
-		},
+		Filter:      filterBar(c, diffURL(baseID, id, "")),
 	}
 	for _, p := range []struct{ id, role string }{{baseID, "base"}, {id, "new"}} {
 		if n := s.diffNote(ctx, p.id, p.role); n != "" {
@@ -285,10 +282,8 @@ func (s *Server) handleSandwichPage(c echo.Context) error {
 		SourceURL:   "/p/" + id + "/source?" + url.Values{"fn": {fn}, "si": {si}}.Encode(),
 		SampleTypes: sampleTypes(m, i),
 		SI:          si,
-		Filter: views.FilterBar{
-			Action: "/p/" + id + "/sandwich", SI: c.QueryParam("si"), Keep: [][2]string{{"fn", fn}},
-			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
-		},
+		Filter:      filterBar(c, "/p/"+id+"/sandwich"),
 	}
+	page.Filter.Keep = append([][2]string{{"fn", fn}}, page.Filter.Keep...)
 	return Render(c, http.StatusOK, views.Sandwich(page))
 }

@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"golang.org/x/net/html"
 
 	"viewer/web"
 	"viewer/web/profiles"
@@ -273,4 +276,127 @@ func TestDiffAcrossSymbolization(t *testing.T) {
 	if _, _, page := fetchURL(t, ts2.URL+"/p/"+a+"/diff/"+b); strings.Contains(page, "diff-note") {
 		t.Errorf("diff page still warns after symbolization")
 	}
+}
+
+// formQuery is what submitting the form of page that is, or holds, the
+// element with id sends: its named inputs' values and its selects'
+// selected options (nil when there is no such form).
+func formQuery(t *testing.T, page, id string) url.Values {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := func(n *html.Node, k string) (string, bool) {
+		for _, a := range n.Attr {
+			if a.Key == k {
+				return a.Val, true
+			}
+		}
+		return "", false
+	}
+	var find func(n, form *html.Node) *html.Node
+	find = func(n, form *html.Node) *html.Node {
+		if n.Type == html.ElementNode && n.Data == "form" {
+			form = n
+		}
+		if v, _ := attr(n, "id"); v == id && form != nil {
+			return form
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if f := find(c, form); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	form := find(doc, nil)
+	if form == nil {
+		return nil
+	}
+	q := url.Values{}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		name, named := attr(n, "name")
+		_, disabled := attr(n, "disabled")
+		switch {
+		case n.Type != html.ElementNode || !named || disabled:
+		case n.Data == "input":
+			v, _ := attr(n, "value")
+			q.Add(name, v)
+		case n.Data == "select":
+			for o := n.FirstChild; o != nil; o = o.NextSibling {
+				if _, sel := attr(o, "selected"); sel && o.Type == html.ElementNode {
+					v, _ := attr(o, "value")
+					q.Add(name, v)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(form)
+	return q
+}
+
+// TestTimeRangeKept: on a perf recording of two events (FlameGraph's
+// cycles and instructions, with sample times), every form and link of the
+// flame, top, sandwich and diff pages that shows the view again keeps its
+// time range (t=) with its filters and sample type: the sample type
+// selector, the Filters form and Clear filters (the diff is of the
+// profile with itself).
+func TestTimeRangeKept(t *testing.T) {
+	data, err := os.ReadFile("../testdata/peers/flamegraph/perf-cycles-instructions-01.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := webtest.StartServerWith(t, web.Config{})
+	id := webtest.PostProfile(t, base, "perf.txt", data)
+	const tr = "0.2-0.4"
+	page := func(path string) string {
+		t.Helper()
+		status, _, body := fetchURL(t, base+path)
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, status, body)
+		}
+		return body
+	}
+	check := func(path, id string, want url.Values) {
+		t.Helper()
+		got := formQuery(t, page(path), id)
+		if got == nil {
+			t.Errorf("%s has no form of #%s", path, id)
+			return
+		}
+		for k := range want {
+			if got.Get(k) != want.Get(k) {
+				t.Errorf("%s: the form of #%s sends %s=%q, want %q (all: %v)", path, id, k, got.Get(k), want.Get(k), got)
+			}
+		}
+	}
+	kept := url.Values{"t": {tr}, "si": {"cycles_count"}, "f": {"main"}}
+	for _, path := range []string{
+		"/p/" + id + "?si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/top?si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/sandwich?fn=main&si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/diff/" + id + "?si=cycles_count&f=main&t=" + tr,
+	} {
+		check(path, "filters", kept)
+		body := page(path)
+		href := regexp.MustCompile(`id="filter-clear" href="([^"]*)"`).FindStringSubmatch(body)
+		if href == nil {
+			t.Errorf("%s has no Clear filters link", path)
+			continue
+		}
+		u, err := url.Parse(html.UnescapeString(href[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := u.Query(); q.Get("t") != tr || q.Get("si") != "cycles_count" || q.Has("f") {
+			t.Errorf("%s: Clear filters goes to %s, want the page with t=%s and si, without f", path, u, tr)
+		}
+	}
+	check("/p/"+id+"/top?si=cycles_count&f=main&t="+tr, "si-top", kept)
+	check("/p/"+id+"/sandwich?fn=main&t="+tr, "filters", url.Values{"t": {tr}, "fn": {"main"}})
 }

@@ -62,17 +62,26 @@ func withQuery(u string, v url.Values) string {
 	return u + sep + v.Encode()
 }
 
-// flameFilterBar is the filter form of /p/ID, with the compare picker.
-func flameFilterBar(c echo.Context, id string) views.FilterBar {
+// filterBar is the filter form of a profile's page at action: its f, i,
+// h and s filled in, carrying si and the timeline's range (t), so that
+// filtering a view keeps its sample type and time range.
+func filterBar(c echo.Context, action string) views.FilterBar {
 	return views.FilterBar{
-		Action: "/p/" + id, SI: c.QueryParam("si"),
+		Action: action, SI: c.QueryParam("si"),
 		F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s"),
-		CompareAction: "/p/" + id + "/compare",
-		Keep:          keepTime(c),
+		Keep: keepTime(c),
 	}
 }
 
-// keepTime carries the timeline's range (t) through a filter form.
+// flameFilterBar is the filter form of /p/ID, with the compare picker.
+func flameFilterBar(c echo.Context, id string) views.FilterBar {
+	f := filterBar(c, "/p/"+id)
+	f.CompareAction = "/p/" + id + "/compare"
+	return f
+}
+
+// keepTime carries the timeline's range (t) through a filter form; on
+// the flame page timeline.js adds it when a range is dragged.
 func keepTime(c echo.Context) [][2]string {
 	if t := c.QueryParam("t"); t != "" {
 		return [][2]string{{"t", t}}

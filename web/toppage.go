@@ -70,8 +70,7 @@ func (s *Server) handleTop(c echo.Context) error {
 		Unit:        st.Unit,
 		Total:       sampling.FormatValue(total, st.Unit),
 		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
-		Filter: views.FilterBar{Action: "/p/" + id + "/top", SI: c.QueryParam("si"),
-			F: c.QueryParam("f"), I: c.QueryParam("i"), H: c.QueryParam("h"), S: c.QueryParam("s")},
+		Filter:      filterBar(c, "/p/"+id+"/top"), // filterquery.go
 	}
 	frac := func(v int64) float64 {
 		if total == 0 {
