@@ -23,6 +23,7 @@ const chart = $('chart');
 const tooltip = $('tooltip');
 const status = $('chart-status');
 const resetBtn = /** @type {HTMLButtonElement} */ ($('reset'));
+const swapLink = /** @type {HTMLAnchorElement} */ ($('swap-link'));
 
 /** Change of node i's share: new share minus base share. */
 function delta(t, i) {
@@ -174,6 +175,8 @@ function writeURL() {
   for (const n of graph.zoomPath) p.append('z', n);
   const qs = p.toString();
   history.replaceState(history.state, '', location.pathname + (qs ? `?${qs}` : ''));
+  // The swapped diff keeps the view: search, zoom, colors, si and filters.
+  if (swapLink) swapLink.href = new URL(swapLink.href).pathname + (qs ? `?${qs}` : '');
 }
 
 graph.onzoom = () => { resetBtn.disabled = graph.zoom === 0; writeURL(); };

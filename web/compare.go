@@ -162,6 +162,17 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 		keep[k] = v
 	}
 	keep.Set("si", si)
+	// The swapped diff is the same view: its search, zoom and colors too
+	// (diff.js keeps the link in step as they change).
+	swap := url.Values{}
+	for k, v := range keep {
+		swap[k] = v
+	}
+	for _, k := range []string{"q", "z", "color"} {
+		if v := c.QueryParams()[k]; len(v) > 0 {
+			swap[k] = v
+		}
+	}
 	page := views.DiffPage{
 		Page:        s.diffPage(c, baseID, bm, id, m, "Diff "+displayName(bm, baseID)+" → "+displayName(m, id), nav(id, c.QueryParam("si"), "")),
 		BaseID:      baseID,
@@ -170,7 +181,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 		Name:        m.Name,
 		BaseURL:     withQuery(profileURL(baseID, "", si), q),
 		URL:         withQuery(profileURL(id, "", si), q),
-		SwapURL:     withQuery(diffURL(id, baseID, ""), keep),
+		SwapURL:     withQuery(diffURL(id, baseID, ""), swap),
 		DataURL:     withQuery(diffURL(baseID, id, "/diff.json"), keep),
 		SampleTypes: sampleTypes(m, i),
 		SI:          si,

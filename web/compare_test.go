@@ -400,3 +400,31 @@ func TestTimeRangeKept(t *testing.T) {
 	check("/p/"+id+"/top?si=cycles_count&f=main&t="+tr, "si-top", kept)
 	check("/p/"+id+"/sandwich?fn=main&t="+tr, "filters", url.Values{"t": {tr}, "fn": {"main"}})
 }
+
+// TestDiffSwapKeepsView: "Swap base and new" opens the other diff with
+// the view of this one: search, zoom path, colors, sample type, filters
+// and time range (static/docs/pages.md: they stay in the diff's URL).
+func TestDiffSwapKeepsView(t *testing.T) {
+	base := webtest.StartServerWith(t, web.Config{})
+	a := webtest.PostProfile(t, base, "before.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 60, "main;b", 40))
+	b := webtest.PostProfile(t, base, "after.pb.gz", webtest.StacksPB(t, "", nil, "main;a", 30, "main;b", 150))
+	view := url.Values{"si": {"cpu"}, "q": {"^a$"}, "z": {"main", "a"}, "color": {"heat"}, "i": {"^c$"}, "t": {"0-1"}}
+	status, _, page := fetchURL(t, base+"/p/"+a+"/diff/"+b+"?"+view.Encode())
+	if status != http.StatusOK {
+		t.Fatalf("diff page: %d %s", status, page)
+	}
+	m := regexp.MustCompile(`id="swap-link" href="([^"]*)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the diff page has no Swap base and new link")
+	}
+	u, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/p/" + b + "/diff/" + a; u.Path != want {
+		t.Errorf("Swap goes to %s, want %s", u.Path, want)
+	}
+	if got := u.Query(); got.Encode() != view.Encode() {
+		t.Errorf("Swap keeps %v, want %v", got, view)
+	}
+}

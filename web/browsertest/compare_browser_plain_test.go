@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,16 @@ func TestBrowserDiffLink(t *testing.T) {
 	// draw does not match the search, so it is faded, but still red.
 	if got := pixel(t, b, "main", "render", "draw"); !(got[0] > got[2]+30 && got[0] > got[1]+30) {
 		t.Errorf("after reload, draw (0 → 30) is rgb%v, not red", got)
+	}
+	run(t, b, "color by binary", chromedp.SetValue(chromedp.CSS("#color-scheme"), "binary"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('color-scheme').dispatchEvent(new Event('change'))`))
+	// Swap base and new: the other diff, with this view.
+	swap, err := url.Parse(eval[string](t, b, `document.getElementById('swap-link').href`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := swap.Query(); swap.Path != "/p/"+bID+"/diff/"+a || q.Get("q") != "rend" || strings.Join(q["z"], ">") != "main>render" || q.Get("color") != "binary" {
+		t.Errorf("with a search, a zoom and a color, Swap base and new goes to %s, want /p/%s/diff/%s with q=rend, z=main, z=render and color=binary", swap, bID, a)
 	}
 	pageProblems(t, b)
 }
