@@ -430,6 +430,7 @@ if (siSelect) {
       if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
     }
     writeURL();
+    emit('si', si); // the timeline follows (timeline.js)
     reload().catch(() => {});
   });
 }

@@ -7,7 +7,9 @@
 // refetches and redraws the graph and its table; on the time-order page
 // (the section's data-view="timeorder"), timeorder.js's. A view that
 // changes the range itself (a click in the time-order view) says so with a
-// "viewer:range" event, and the selection follows.
+// "viewer:range" event, and the selection follows. The flame page's sample
+// type selector says its choice with a "viewer:si" event: the timeline
+// reloads for it.
 //
 // Nothing shows for a profile without sample times.
 
@@ -23,6 +25,8 @@ let data = null;
 let range = parseRange(new URLSearchParams(location.search).get('t'));
 let drag = null; // {x0, x1} in css px while dragging
 let timings = []; // per range change: ms until the graph was redrawn (benchmarks)
+let si = null; // the sample type chosen on the page since it loaded ("viewer:si")
+let loads = 0; // load() calls: a slower answer for an older si is dropped
 
 function parseRange(t) {
   const m = /^([0-9.]+)-([0-9.]+)$/.exec(t || '');
@@ -47,24 +51,34 @@ function url() {
   const u = new URL(config.dataURL, location.href);
   if (!/^\/p\/[^/]+\/flame\.json$/.test(u.pathname)) return null;
   u.pathname = u.pathname.replace(/\/flame\.json$/, '/timeline.json');
-  const si = u.searchParams.get('si');
-  u.search = si ? `?si=${encodeURIComponent(si)}` : '';
+  const s = si ?? u.searchParams.get('si');
+  u.search = s ? `?si=${encodeURIComponent(s)}` : '';
   return u.pathname + u.search;
 }
 
 async function load() {
-  if (!url()) return;
-  const resp = await fetch(url(), { headers: { Accept: 'application/json' } });
-  if (!resp.ok) return;
-  data = await resp.json();
-  if (!data.rows.length) return;
-  build();
+  const u = url();
+  if (!u) return;
+  const n = ++loads;
+  const resp = await fetch(u, { headers: { Accept: 'application/json' } });
+  if (!resp.ok || n !== loads) return;
+  const d = await resp.json();
+  if (n !== loads) return;
+  data = d;
+  if (!data.rows.length) {
+    box.hidden = true;
+    return;
+  }
+  if (!canvas) build();
+  fillLabels();
+  box.hidden = false;
+  draw();
 }
 
 let canvas, labels, out, clear;
 
+// build makes the timeline's elements, once.
 function build() {
-  box.hidden = false;
   box.innerHTML = '';
   const head = document.createElement('div');
   head.className = 'timeline-head';
@@ -86,13 +100,6 @@ function build() {
   labels = document.createElement('div');
   labels.className = 'timeline-labels';
   labels.style.width = `${LABEL}px`;
-  for (const r of data.rows) {
-    const d = document.createElement('div');
-    d.textContent = r.name;
-    d.title = `${r.name}: ${r.value} ${data.unit}`;
-    d.style.height = `${ROW}px`;
-    labels.append(d);
-  }
   canvas = document.createElement('canvas');
   canvas.id = 'timeline-canvas';
   canvas.setAttribute('role', 'img');
@@ -125,7 +132,17 @@ function build() {
   });
   new ResizeObserver(() => draw()).observe(canvas);
   onPixelRatioChange(() => draw());
-  draw();
+}
+
+// fillLabels names data's thread rows.
+function fillLabels() {
+  labels.replaceChildren(...data.rows.map((r) => {
+    const d = document.createElement('div');
+    d.textContent = r.name;
+    d.title = `${r.name}: ${r.value} ${data.unit}`;
+    d.style.height = `${ROW}px`;
+    return d;
+  }));
 }
 
 /** Selects r ({from, to} in seconds, or null for everything) and redraws the views. */
@@ -199,6 +216,12 @@ function draw() {
   out.textContent = range ? `Showing ${fmtSec(range.from)}–${fmtSec(range.to)} s of ${total}` : `Whole recording: ${total}. Drag to select a range.`;
   clear.hidden = !range;
 }
+
+// The page shows another sample type: so does the timeline.
+on('si', (s) => {
+  si = s;
+  load().catch(() => {});
+});
 
 // The view chose range r (seconds, or null): the selection shows it.
 on('range', (r) => {

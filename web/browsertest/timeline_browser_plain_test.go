@@ -95,3 +95,46 @@ func TestBrowserTimeline(t *testing.T) {
 	waitForJS(t, b.Browser, "the whole graph again", fmt.Sprintf(`window.viewer.tree.rootTotal === %v && !location.search.includes('t=')`, whole))
 	b.check(t, "flame with timeline")
 }
+
+// TestBrowserTimelineKept: on a perf script of two events (FlameGraph's
+// cycles and instructions, with sample times), the flame page's timeline
+// follows the sample type chosen on the page (timeline.json?si= of the
+// new type).
+func TestBrowserTimelineKept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium test")
+	}
+	data, err := os.ReadFile("../../testdata/peers/flamegraph/perf-cycles-instructions-01.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := webtest.StartServer(t)
+	id := webtest.PostProfile(t, base, "perf.txt", data)
+	b := startStrict(t)
+	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+id))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitForJS(t, b.Browser, "the timeline", `!document.getElementById('timeline').hidden && window.viewerTimeline.data && document.getElementById('legend').childElementCount > 0`)
+	first := eval[string](t, b.Browser, `document.getElementById('si').value`)
+	other := eval[string](t, b.Browser, `[...document.getElementById('si').options].map((o) => o.value).find((v) => v !== document.getElementById('si').value)`)
+	// The timeline shows what timeline.json says for a sample type.
+	shows := func(si string) string {
+		return fmt.Sprintf(`fetch(location.pathname + '/timeline.json?si=%s').then((r) => r.json()).then((d) => JSON.stringify(d.total) === JSON.stringify(window.viewerTimeline.data.total))`, si)
+	}
+	if !eval[bool](t, b.Browser, shows(first)) || eval[bool](t, b.Browser, shows(other)) {
+		t.Fatalf("the timeline of %s does not show timeline.json?si=%s, or %s's is the same", first, first, other)
+	}
+	run(t, b.Browser, "choose the other sample type", chromedp.SetValue(chromedp.CSS("#si"), other),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('si').dispatchEvent(new Event('change'))`))
+	waitForJS(t, b.Browser, "the graph of "+other, fmt.Sprintf(`window.viewer.tree.sampleType === %q`, other))
+	deadline := time.Now().Add(10 * time.Second)
+	for !eval[bool](t, b.Browser, shows(other)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after choosing %s the timeline still shows %s's samples", other, first)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	b.check(t, "timeline kept")
+}
