@@ -135,15 +135,15 @@ export function placeTooltip(tip, e) {
 }
 
 /**
- * The pages about one function, keeping si and the filters of the current
- * URL: base is the profile's path (/p/ID).
+ * The pages about one function, keeping si, the filters and the time
+ * range (t) of the current URL: base is the profile's path (/p/ID).
  */
 export function frameLinks(name, base = location.pathname) {
   const cur = new URLSearchParams(location.search);
   const root = base.replace(/\/(sandwich|source|annotate|top)$/, '').replace(/\/+$/, '');
   const url = (suffix, extra) => {
     const p = new URLSearchParams();
-    for (const k of ['si', 'f', 'i', 'h', 's']) if (cur.get(k)) p.set(k, cur.get(k));
+    for (const k of ['si', 'f', 'i', 'h', 's', 't']) if (cur.get(k)) p.set(k, cur.get(k));
     for (const [k, v] of Object.entries(extra)) p.set(k, v);
     return `${root}${suffix}?${p}`;
   };

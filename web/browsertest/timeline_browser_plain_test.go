@@ -3,6 +3,7 @@ package browsertest_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -99,7 +100,8 @@ func TestBrowserTimeline(t *testing.T) {
 // TestBrowserTimelineKept: on a perf script of two events (FlameGraph's
 // cycles and instructions, with sample times), the flame page's timeline
 // follows the sample type chosen on the page (timeline.json?si= of the
-// new type).
+// new type), and a range dragged on it is kept by the frame menu's and
+// the detail strip's links.
 func TestBrowserTimelineKept(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
@@ -134,6 +136,47 @@ func TestBrowserTimelineKept(t *testing.T) {
 			t.Fatalf("after choosing %s the timeline still shows %s's samples", other, first)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Aimed once the page is still: the new type's legend, above the
+	// timeline, is drawn in idle time.
+	r := eval[*rect](t, b.Browser, `new Promise((done) => {
+		let last = '', same = 0;
+		const look = () => {
+			const r = document.getElementById('timeline-canvas').getBoundingClientRect();
+			const now = JSON.stringify([r.x, r.y, r.width, r.height]);
+			same = now === last ? same + 1 : 0;
+			last = now;
+			if (same >= 10) done({x: r.x, y: r.y, width: r.width, height: r.height}); else requestAnimationFrame(look);
+		};
+		look();
+	})`)
+	y, x0, x1 := r.Y+5, r.X+r.Width/4, r.X+r.Width*3/4
+	run(t, b.Browser, "drag across the middle of the timeline",
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y, chromedp.ButtonLeft))
+	waitForJS(t, b.Browser, "the graph of the range", `window.viewerTimeline.timings.length === 1`)
+	tq := currentURL(t, b.Browser).Query().Get("t")
+	if tq == "" {
+		t.Fatalf("the URL %s has no t= after a drag", currentURL(t, b.Browser))
+	}
+	// The frame menu and the detail strip of the first frame drawn.
+	path := eval[[]string](t, b.Browser, `window.viewer.drawnFrames()[0]`)
+	if !eval[bool](t, b.Browser, fmt.Sprintf(`window.viewerFrameMenu.open(%s)`, jsStrings(path))) {
+		t.Fatalf("no frame menu for %q", path)
+	}
+	f := frame(t, b.Browser, path...)
+	run(t, b.Browser, "click the frame", chromedp.MouseClickXY(f.X+f.Width/2, f.Y+f.Height/2))
+	waitForJS(t, b.Browser, "the detail strip", `!document.getElementById('detail').hidden`)
+	links := eval[[]string](t, b.Browser, `[...document.querySelectorAll('#frame-menu a, #detail a')].map((a) => a.href)`)
+	if len(links) < 12 {
+		t.Errorf("the frame menu and the detail strip have %d links, want 6 each", len(links))
+	}
+	for _, l := range links {
+		if u, err := url.Parse(l); err != nil || u.Query().Get("t") != tq || u.Query().Get("si") != other {
+			t.Errorf("the link %s drops the range t=%s or si=%s", l, tq, other)
+		}
 	}
 
 	b.check(t, "timeline kept")
