@@ -209,7 +209,7 @@ export function setViewParam(key, value) {
   };
   config.dataURL = set(config.dataURL);
   dataURL = set(dataURL);
-  for (const id of ['svg-link', 'top-link']) {
+  for (const id of ['svg-link', 'top-link', 'filter-clear']) {
     const a = /** @type {HTMLAnchorElement} */ ($(id));
     if (a) a.href = set(a.getAttribute('href'));
   }
@@ -425,7 +425,7 @@ if (siSelect) {
     si = siSelect.value;
     siInURL = true;
     dataURL = withParam(config.dataURL, 'si', si);
-    for (const id of ['svg-link', 'top-link']) {
+    for (const id of ['svg-link', 'top-link', 'filter-clear']) {
       const a = /** @type {HTMLAnchorElement} */ ($(id));
       if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
     }

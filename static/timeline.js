@@ -150,9 +150,29 @@ export async function select(r) {
   range = r;
   draw();
   const t0 = performance.now();
-  await (await view).setViewParam('t', r ? `${r.from}-${r.to}` : '');
-  for (const el of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[type=hidden][name=t]'))) el.value = r ? `${r.from}-${r.to}` : '';
+  const t = r ? `${r.from}-${r.to}` : '';
+  keepRange(t);
+  await (await view).setViewParam('t', t);
   timings.push(performance.now() - t0);
+}
+
+/**
+ * Carries range t ('' for none) through the page's forms that show the
+ * view again: the Filters form gets a hidden t when it had none, and a
+ * cleared range's t is disabled, so that it is not sent.
+ */
+function keepRange(t) {
+  const filters = $('filters');
+  if (filters && t && !filters.querySelector('input[name=t]')) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = 't';
+    filters.prepend(input);
+  }
+  for (const el of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[type=hidden][name=t]'))) {
+    el.value = t;
+    el.disabled = !t;
+  }
 }
 
 function draw() {

@@ -100,8 +100,9 @@ func TestBrowserTimeline(t *testing.T) {
 // TestBrowserTimelineKept: on a perf script of two events (FlameGraph's
 // cycles and instructions, with sample times), the flame page's timeline
 // follows the sample type chosen on the page (timeline.json?si= of the
-// new type), and a range dragged on it is kept by the frame menu's and
-// the detail strip's links.
+// new type); a range dragged on it is kept by the frame menu's and the
+// detail strip's links and by the Filters form, and "Whole recording"
+// takes it out of that form again.
 func TestBrowserTimelineKept(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium test")
@@ -179,5 +180,27 @@ func TestBrowserTimelineKept(t *testing.T) {
 		}
 	}
 
+	filter := func(f string) url.Values {
+		t.Helper()
+		run(t, b.Browser, "filter f="+f, chromedp.Evaluate[chromedp.Void](`document.getElementById('filters-pop').open = true`),
+			chromedp.SetValue(chromedp.CSS("#filter-f"), f), chromedp.Submit(chromedp.CSS("#filter-f")))
+		waitForJS(t, b.Browser, "the filtered page", fmt.Sprintf(`new URLSearchParams(location.search).get('f') === %q`, f))
+		if err := b.WaitReady(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return currentURL(t, b.Browser).Query()
+	}
+	if q := filter("."); q.Get("t") != tq || q.Get("si") != other {
+		t.Errorf("the Filters form went to %s, want t=%s and si=%s kept", currentURL(t, b.Browser), tq, other)
+	}
+	waitForJS(t, b.Browser, "the timeline", `window.viewerTimeline.data && !document.getElementById('timeline-clear').hidden`)
+	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
+	waitForJS(t, b.Browser, "the whole recording", `!location.search.includes('t=') && window.viewerTimeline.timings.length === 1`)
+	if u := eval[string](t, b.Browser, `document.getElementById('filter-clear').getAttribute('href')`); strings.Contains(u, "t=") {
+		t.Errorf("after Whole recording Clear filters goes to %s, with a range", u)
+	}
+	if q := filter(".*"); q.Has("t") {
+		t.Errorf("after Whole recording the Filters form went to %s, with a range", currentURL(t, b.Browser))
+	}
 	b.check(t, "timeline kept")
 }
