@@ -246,6 +246,7 @@ function showMatch() {
   matchOut.classList.toggle('none', value === 0);
   matchOut.textContent = value === 0 ? 'no match'
     : `${formatPct(share)} matched · ${formatValue(value, top.unit)} of ${formatValue(top.total, top.unit)} · ${m.frames.toLocaleString('en-US')} frame${m.frames === 1 ? '' : 's'} drawn`;
+  matchOut.title = matchOut.textContent; // the whole text, when the badge is cut short (style.css)
 }
 
 function applySearch(q) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
@@ -87,10 +88,12 @@ func TestBrowserFlameColorsAndLegend(t *testing.T) {
 }
 
 // TestBrowserFlameLayout: one toolbar row, the graph filling the window's
-// height below it, the top table beside it at 1440 px, and nothing wider
-// than a 390 px phone.
+// height below it, the top table beside it at 1440 px, nothing wider
+// than a 390 px phone, and room to type in the search box beside its
+// matched badge.
 func TestBrowserFlameLayout(t *testing.T) {
-	b, _ := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
+	b, page := openPackagesProfile(t, browsertest.Options{Width: 1440, Height: 900})
+	wide := eval[float64](t, b, `document.getElementById('search').getBoundingClientRect().width`)
 	tops := eval[[]float64](t, b, `[...document.getElementById('toolbar').children].filter(e => e.offsetParent).map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2))`)
 	for _, y := range tops {
 		if math.Abs(y-tops[0]) > 4 {
@@ -151,6 +154,18 @@ func TestBrowserFlameLayout(t *testing.T) {
 	}
 	run(t, b, "double-tap serve", chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2), chromedp.TapXY(r.X+r.Width/2, r.Y+r.Height/2))
 	waitForJS(t, b, "zoomed by a double tap", `document.querySelector('#crumbs [aria-current]')?.textContent === 'net/http.(*conn).serve'`)
+
+	// At 1400 px, a search's matched badge beside the search box leaves
+	// room to type in it.
+	run(t, b, "1400 px", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(page+"?q=serve"))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitForJS(t, b, "the matched badge", `document.getElementById('match').textContent.includes('matched')`)
+	b.Screenshot(t, "flame-1400-search")
+	if w := eval[float64](t, b, `document.getElementById('search').getBoundingClientRect().width`); w < 200 {
+		t.Errorf("at 1400 px the search box is %.0f px wide beside %q (%.0f px at 1440 px without it)", w, text(t, b, "#match"), wide)
+	}
 	noProblems(t, b)
 }
 
