@@ -165,7 +165,7 @@ export async function reload() {
   if (gen !== generation) return;
   graph.setTree(tree);
   const t3 = performance.now();
-  showStatus(tree.rootTotal > 0 ? '' : 'This profile has no samples for this sample type.', false);
+  showStatus(tree.rootTotal > 0 ? '' : emptyReason(), false);
   // The server compacted the tree to its rendering budget: say so.
   if (note) {
     note.textContent = json.compacted ? json.compacted.note : '';
@@ -215,6 +215,14 @@ export function setViewParam(key, value) {
   }
   history.replaceState(history.state, '', set(location.href));
   return reload();
+}
+
+/** Why the graph drawn has no samples: a range or filters chosen, else the sample type. */
+function emptyReason() {
+  const q = new URLSearchParams(location.search);
+  if (q.get('t')) return 'No samples in this time range: choose another on the timeline, or show the whole recording.';
+  if (['f', 'i', 'h', 's'].some((k) => q.get(k))) return 'No samples pass these filters: change or clear them.';
+  return 'This profile has no samples for this sample type.';
 }
 
 function showStatus(text, isError) {

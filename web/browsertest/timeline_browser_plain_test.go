@@ -95,6 +95,14 @@ func TestBrowserTimeline(t *testing.T) {
 	run(t, b.Browser, "show the whole recording", chromedp.Click(chromedp.CSS("#timeline-clear")))
 	waitForJS(t, b.Browser, "the whole graph again", fmt.Sprintf(`window.viewer.tree.rootTotal === %v && !location.search.includes('t=')`, whole))
 	b.check(t, "flame with timeline")
+
+	// A range past the recording's end says so, not that the profile has
+	// no samples for its sample type.
+	run(t, b.Browser, "open a range past the end", chromedp.Navigate(ts.URL+"/p/"+id+"?t=5000-6000"))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitForJS(t, b.Browser, "the empty range's message", `document.getElementById('chart-status').textContent.includes('No samples in this time range')`)
 }
 
 // TestBrowserTimelineKept: on a perf script of two events (FlameGraph's
