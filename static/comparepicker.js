@@ -22,6 +22,12 @@ function diffHref(base) {
   const u = new URL(`/p/${base}/diff/${self}`, location.href);
   const si = form && /** @type {HTMLInputElement} */ (form.querySelector('input[name=si]'));
   if (si && si.value) u.searchParams.set('si', si.value);
+  // The filters and time range the page shows now (its URL follows them).
+  const here = new URLSearchParams(location.search);
+  for (const k of ['f', 'i', 'h', 's', 't']) {
+    const v = here.get(k);
+    if (v) u.searchParams.set(k, v);
+  }
   return u.pathname + u.search;
 }
 

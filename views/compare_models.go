@@ -127,3 +127,16 @@ func fracPct(f float64) string {
 	}
 	return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
 }
+
+// Carried are the filters and kept parameters (the time range) a form
+// that opens another view of the profile passes on, as name and value:
+// the diff a flame page opens is of the same filtered stacks.
+func (f FilterBar) Carried() [][2]string {
+	var out [][2]string
+	for _, kv := range [][2]string{{"f", f.F}, {"i", f.I}, {"h", f.H}, {"s", f.S}} {
+		if kv[1] != "" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, f.Keep...)
+}

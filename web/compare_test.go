@@ -399,6 +399,9 @@ func TestTimeRangeKept(t *testing.T) {
 	}
 	check("/p/"+id+"/top?si=cycles_count&f=main&t="+tr, "si-top", kept)
 	check("/p/"+id+"/sandwich?fn=main&t="+tr, "filters", url.Values{"t": {tr}, "fn": {"main"}})
+	// The flame page's "Compare with" form opens the diff of the same
+	// filtered stacks and range; it sent only si.
+	check("/p/"+id+"?si=cycles_count&f=main&t="+tr, "compare", kept)
 }
 
 // TestDiffSwapKeepsView: "Swap base and new" opens the other diff with

@@ -96,7 +96,8 @@ func TestBrowserComparePicker(t *testing.T) {
 	old := webtest.PostProfile(t, base, "old.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 4)...))
 	cur := webtest.PostProfile(t, base, "new.pb.gz", webtest.StacksPB(t, "", nil, webtest.WideStacks(400, 5)...))
 	b := startStrict(t)
-	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur))
+	// With a filter set (one that drops nothing), which the diff keeps.
+	run(t, b.Browser, "open the flame page", chromedp.Navigate(base+"/p/"+cur+"?i=nomatch"))
 	waitForJS(t, b.Browser, "the graph", `document.body.dataset.ready === '1'`)
 	run(t, b.Browser, "open Filters", chromedp.Click(chromedp.CSS("#filters-pop summary")))
 	waitForJS(t, b.Browser, "the recent profiles", `!document.getElementById('compare-recent').hidden`)
@@ -110,8 +111,8 @@ func TestBrowserComparePicker(t *testing.T) {
 	}
 	run(t, b.Browser, "diff against old.pb.gz", chromedp.Evaluate[chromedp.Void](`document.querySelector('#compare-recent a[data-id="`+old+`"]').click()`))
 	waitForJS(t, b.Browser, "the diff", `location.pathname.includes('/diff/') && document.body.dataset.ready === '1' && !!document.querySelector('#diff-top tbody tr')`)
-	if p := currentURL(t, b.Browser).Path; p != "/p/"+old+"/diff/"+cur {
-		t.Errorf("the picker opened %s, want /p/%s/diff/%s", p, old, cur)
+	if u := currentURL(t, b.Browser); u.Path != "/p/"+old+"/diff/"+cur || u.Query().Get("i") != "nomatch" {
+		t.Errorf("the picker opened %s, want /p/%s/diff/%s with the page's filter i=nomatch", u, old, cur)
 	}
 	b.check(t, "compare picker")
 
