@@ -231,13 +231,13 @@ type converter struct {
 	nSamples, noMapping, lost uint64
 	// kernelCut counts the samples whose chain has kernelLimit frames, the
 	// kernel's limit (chainStack.full).
-	kernelCut     uint64
-	kernelLimit   int
-	longest       int // the most frames of a chain
+	kernelCut   uint64
+	kernelLimit int
+	longest     int // the most frames of a chain
 	// inodes are the files mapped at each path perf gave one build ID
 	// (no build ID in the mmap record): two mean the file was replaced
 	// while recording, and the build ID is the last one's.
-	inodes map[string][]uint64
+	inodes        map[string][]uint64
 	dwarf         uint64 // samples with a copied user stack (--call-graph=dwarf)
 	unwound       uint64 // of those, unwound to their outermost frame
 	unwindStops   map[string]uint64
