@@ -295,19 +295,6 @@ const (
 	typesHTMLNames = 2
 )
 
-// searchHrefBytes bounds fn's bytes in a link searching the flame graph
-// for it (flameSearch) or annotating it: regexp-quoted (two bytes a byte)
-// and URL-escaped (three a byte), unless every byte is a letter, digit,
-// '_' or '-'.
-func searchHrefBytes(fn string) int {
-	for i := 0; i < len(fn); i++ {
-		if c := fn[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return 6*len(fn) + 64
-		}
-	}
-	return len(fn) + 64
-}
-
 func (s *Server) handleTypesPage(c echo.Context) error {
 	l, i, p, err := s.typesProfile(c)
 	if err != nil {
@@ -414,11 +401,12 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			}
 			fa.w += f.Weight
 			fa.types = append(fa.types, views.TypeLink{Name: t.Name, Anchor: anchor, Pct: sampling.Percent(f.Weight, p.Total)})
-			switch {
-			case row.MoreFuncs > 0:
-			case budget.Take(typesHTMLLink + flame.NameBytes(f.Name) + searchHrefBytes(f.Name)):
-				row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: flameSearch(f.Name), Pct: sampling.Percent(f.Weight, p.Total)})
-			default:
+			if row.MoreFuncs > 0 {
+				continue
+			}
+			if href := flameSearch(f.Name); budget.Take(typesHTMLLink + flame.NameBytes(f.Name) + flame.NameBytes(href)) {
+				row.Funcs = append(row.Funcs, views.TypeFuncLink{Name: f.Name, Href: href, Pct: sampling.Percent(f.Weight, p.Total)})
+			} else {
 				row.MoreFuncs = len(t.Funcs) - len(row.Funcs)
 				funcsCut++
 			}
@@ -438,7 +426,8 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	for _, fa := range funcs {
 		// Its name as text and attribute, in the search and annotate
 		// links, and each type's link.
-		size := typesHTMLRow + 2*flame.NameBytes(fa.name) + 2*searchHrefBytes(fa.name)
+		href, annotate := flameSearch(fa.name), annotateURL(id, fa.name, siq, skid)
+		size := typesHTMLRow + 2*flame.NameBytes(fa.name) + flame.NameBytes(href) + flame.NameBytes(annotate)
 		for _, t := range fa.types {
 			size += typesHTMLLink + flame.NameBytes(t.Name)
 		}
@@ -447,7 +436,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 			break
 		}
 		page.Funcs = append(page.Funcs, views.TypeFuncRow{
-			Name: fa.name, Href: flameSearch(fa.name), AnnotateHref: annotateURL(id, fa.name, siq, skid), Value: val(fa.w), Pct: sampling.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
+			Name: fa.name, Href: href, AnnotateHref: annotate, Value: val(fa.w), Pct: sampling.Percent(fa.w, p.Total), Frac: frac(fa.w), Types: fa.types,
 		})
 	}
 	for _, r := range p.Unknown[:min(len(p.Unknown), 200)] {
