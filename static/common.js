@@ -426,6 +426,22 @@ export function fitToWindow(chart, above) {
   return fit;
 }
 
+// ---- header links ----
+
+/**
+ * Sets query parameter key ('' removes it) in the header's links that
+ * follow it (data-keep, e.g. "si t"), after the page changed it in place:
+ * the sample-type switch and the timeline's range.
+ */
+export function keepNav(key, value) {
+  for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('nav.site-nav a[data-keep]'))) {
+    if (!(a.dataset.keep || '').split(' ').includes(key)) continue;
+    const u = new URL(a.getAttribute('href') || '', location.href);
+    if (value) u.searchParams.set(key, value); else u.searchParams.delete(key);
+    a.href = u.pathname + u.search + u.hash;
+  }
+}
+
 // ---- events ----
 
 /** Dispatches "viewer:type" on document with detail. */

@@ -21,7 +21,7 @@ import {
 import { fitNameCells } from './names.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
-  frameLinks, legendEntries, renderLegend, packageOf, emit,
+  frameLinks, legendEntries, renderLegend, packageOf, emit, keepNav,
 } from './common.js';
 import { graph, setTree, setReload, frameRect } from './flamestate.js';
 import * as timing from './pagetimings.js';
@@ -213,6 +213,7 @@ export function setViewParam(key, value) {
     const a = /** @type {HTMLAnchorElement} */ ($(id));
     if (a) a.href = set(a.getAttribute('href'));
   }
+  keepNav(key, value);
   history.replaceState(history.state, '', set(location.href));
   return reload();
 }
@@ -438,6 +439,7 @@ if (siSelect) {
       const a = /** @type {HTMLAnchorElement} */ ($(id));
       if (a) a.href = withParam(a.getAttribute('href'), 'si', si);
     }
+    keepNav('si', si);
     writeURL();
     emit('si', si); // the timeline follows (timeline.js)
     reload().catch(() => {});

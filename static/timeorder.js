@@ -11,7 +11,7 @@
 // span, which becomes t= and the timeline's selection ("viewer:range").
 // Colors and names are the flame graph's (common.js, flame.js).
 
-import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit, onPixelRatioChange } from './common.js';
+import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit, onPixelRatioChange, keepNav } from './common.js';
 import { formatValue, frameColor, fitLabel } from './flame.js';
 
 const config = readConfig('timeorder-config');
@@ -97,6 +97,7 @@ export function setViewParam(key, value) {
   history.replaceState(history.state, '', set(location.href));
   const a = /** @type {HTMLAnchorElement} */ ($('flame-link'));
   if (a) a.href = set(a.getAttribute('href'));
+  keepNav('t', value);
   return load();
 }
 

@@ -33,6 +33,9 @@ func (w Warnings) Summary() string { return Plural(w.Count(), "warning") }
 type NavLink struct {
 	Label, Href string
 	Active      bool
+	// Keep is the query parameters the link follows when the page changes
+	// them in place ("si t"): the header's links (common.js keepNav).
+	Keep string
 }
 
 // navLinks is links with one link per label, in first-seen order: a page

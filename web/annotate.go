@@ -208,7 +208,7 @@ func (s *Server) handleAnnotatePage(c echo.Context) error {
 		q.Set("inline", c.QueryParam("inline"))
 	}
 	page := views.AnnotatePage{
-		Page:     withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")), "/docs/types#annotate-view"),
+		Page:     withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(c, id, "")), "/docs/types#annotate-view"),
 		ID:       id,
 		Fn:       fn,
 		Symbol:   lst.Func.Name,
@@ -341,7 +341,7 @@ func (s *Server) annotateMissingPage(c echo.Context, l *profiles.Loaded, si int,
 		sq.Set("si", siq)
 	}
 	page := views.AnnotateMissingPage{
-		Page:      s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(id, siq, "")),
+		Page:      s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · annotate "+fn, nav(c, id, "")),
 		ID:        id,
 		Fn:        fn,
 		DSO:       sm.DSO,

@@ -174,7 +174,7 @@ func (s *Server) handleDiffPage(c echo.Context) error {
 		}
 	}
 	page := views.DiffPage{
-		Page:        s.diffPage(c, baseID, bm, id, m, "Diff "+displayName(bm, baseID)+" → "+displayName(m, id), nav(id, c.QueryParam("si"), "")),
+		Page:        s.diffPage(c, baseID, bm, id, m, "Diff "+displayName(bm, baseID)+" → "+displayName(m, id), nav(c, id, "")),
 		BaseID:      baseID,
 		ID:          id,
 		BaseName:    bm.Name,
@@ -284,7 +284,7 @@ func (s *Server) handleSandwichPage(c echo.Context) error {
 		title, dataURL = displayName(m, id)+" · sandwich", ""
 	}
 	page := views.SandwichPage{
-		Page:        s.profilePage(c, id, m, title, nav(id, c.QueryParam("si"), "")),
+		Page:        s.profilePage(c, id, m, title, nav(c, id, "")),
 		ID:          id,
 		Fn:          fn,
 		DataURL:     dataURL,

@@ -397,6 +397,35 @@ func TestTimeRangeKept(t *testing.T) {
 			t.Errorf("%s: Clear filters goes to %s, want the page with t=%s and si, without f", path, u, tr)
 		}
 	}
+	// The header's links to the other views of the same samples.
+	navRE := regexp.MustCompile(`<a href="([^"]*)"[^>]*data-keep="([^"]*)"`)
+	for _, path := range []string{
+		"/p/" + id + "?si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/top?si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/time?si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/sandwich?fn=main&si=cycles_count&f=main&t=" + tr,
+		"/p/" + id + "/diff/" + id + "?si=cycles_count&f=main&t=" + tr,
+	} {
+		links := navRE.FindAllStringSubmatch(page(path), -1)
+		if len(links) != 4 {
+			t.Errorf("%s: %d header links to views, want 4", path, len(links))
+		}
+		for _, l := range links {
+			u, err := url.Parse(html.UnescapeString(l[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, want := u.Query(), kept
+			if strings.HasSuffix(u.Path, "/types") {
+				want = url.Values{"si": {"cycles_count"}} // reads no filters
+			}
+			for _, k := range []string{"si", "f", "t"} {
+				if q.Get(k) != want.Get(k) {
+					t.Errorf("%s: the header link %s has %s=%q, want %q", path, u, k, q.Get(k), want.Get(k))
+				}
+			}
+		}
+	}
 	check("/p/"+id+"/top?si=cycles_count&f=main&t="+tr, "si-top", kept)
 	check("/p/"+id+"/sandwich?fn=main&t="+tr, "filters", url.Values{"t": {tr}, "fn": {"main"}})
 	// The flame page's "Compare with" form opens the diff of the same

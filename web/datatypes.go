@@ -304,7 +304,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	skid := skidParam(c)
 	st := l.Meta.SampleTypes[i]
 	page := views.TypesPage{
-		Page:        withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · data types", append(nav(id, siq, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})), "/docs/types#data-type-page"),
+		Page:        withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · data types", append(nav(c, id, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})), "/docs/types#data-type-page"),
 		ID:          id,
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,
@@ -318,7 +318,6 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	if skid && p.Skid > 0 {
 		page.SkidShare = sampling.Percent(p.Skid, p.Total)
 	}
-	page.Nav = dedupeNav(page.Nav)
 	line, lineFrom := cacheLineSize(l.Profile)
 	page.CacheLine, page.CacheLineFrom = fmt.Sprint(line), lineFrom
 	frac := func(v int64) float64 {
@@ -469,22 +468,6 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	return Render(c, http.StatusOK, views.Types(page))
 }
 
-// dedupeNav drops a second link with the same label (once the core nav
-// lists Types itself, the page's own link is redundant).
-func dedupeNav(links []views.NavLink) []views.NavLink {
-	seen := map[string]int{}
-	var out []views.NavLink
-	for _, l := range links {
-		if i, ok := seen[l.Label]; ok {
-			out[i].Active = out[i].Active || l.Active
-			continue
-		}
-		seen[l.Label] = len(out)
-		out = append(out, l)
-	}
-	return out
-}
-
 // regexpQuote escapes a function name for the flame page's regexp search.
 func regexpQuote(s string) string {
 	var b strings.Builder
@@ -587,7 +570,7 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 	siq := c.QueryParam("si")
 	page := views.FlamePage{
 		Page: s.profilePage(c, id, m, displayName(m, id)+" · data-type flame graph",
-			dedupeNav(append(nav(id, siq, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true}))),
+			append(nav(c, id, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true})),
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),

@@ -242,13 +242,18 @@ func profileURL(id, suffix, si string) string {
 	return u
 }
 
-// nav is the header navigation of a profile's pages.
-func nav(id, si, active string) []views.NavLink {
+// nav is the header navigation of a profile's pages. The flame graph, top
+// and time-order links carry the request's filters and time range (f, i,
+// h, s, t) as well as si, so switching views keeps the samples shown; the
+// data-type page reads no filters and keeps si only. Keep names what each
+// link follows when the page changes si or t in place (common.js).
+func nav(c echo.Context, id, active string) []views.NavLink {
+	si, q := c.QueryParam("si"), filterQuery(c)
 	return []views.NavLink{
-		{Label: "Flame graph", Href: profileURL(id, "", si), Active: active == "flame"},
-		{Label: "Top", Href: profileURL(id, "/top", si), Active: active == "top"},
-		{Label: "Time order", Href: profileURL(id, "/time", si), Active: active == "time"},
-		{Label: "Types", Href: profileURL(id, "/types", si), Active: active == "types"},
+		{Label: "Flame graph", Href: withQuery(profileURL(id, "", si), q), Active: active == "flame", Keep: "si t"},
+		{Label: "Top", Href: withQuery(profileURL(id, "/top", si), q), Active: active == "top", Keep: "si t"},
+		{Label: "Time order", Href: withQuery(profileURL(id, "/time", si), q), Active: active == "time", Keep: "si t"},
+		{Label: "Types", Href: profileURL(id, "/types", si), Active: active == "types", Keep: "si"},
 	}
 }
 
@@ -277,7 +282,7 @@ func (s *Server) handleFlamePage(c echo.Context) error {
 	}
 	si := m.SampleTypes[i].Type
 	page := views.FlamePage{
-		Page:          s.profilePage(c, id, m, displayName(m, id), nav(id, c.QueryParam("si"), "flame")),
+		Page:          s.profilePage(c, id, m, displayName(m, id), nav(c, id, "flame")),
 		ID:            id,
 		Name:          m.Name,
 		SampleTypes:   sampleTypes(m, i),

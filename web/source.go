@@ -297,7 +297,7 @@ func (s *Server) handleSource(c echo.Context) error {
 	}
 	st := l.Meta.SampleTypes[i]
 	page := views.SourcePage{
-		Page:     withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · source of "+what, nav(id, c.QueryParam("si"), "")), "/docs/pages#source"),
+		Page:     withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · source of "+what, nav(c, id, "")), "/docs/pages#source"),
 		ID:       id,
 		Fn:       what,
 		Unit:     st.Unit,

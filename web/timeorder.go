@@ -37,7 +37,7 @@ func (s *Server) handleTimeOrderPage(c echo.Context) error {
 	data := q
 	data.Del("t") // the script adds the range it shows
 	page := views.TimeOrderPage{
-		Page:        s.profilePage(c, id, m, displayName(m, id), nav(id, c.QueryParam("si"), "time")),
+		Page:        s.profilePage(c, id, m, displayName(m, id), nav(c, id, "time")),
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),

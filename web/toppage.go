@@ -63,7 +63,7 @@ func (s *Server) handleTop(c echo.Context) error {
 	rows, total := top.Rows, top.Total
 	st := l.Meta.SampleTypes[i]
 	page := views.TopPage{
-		Page:        s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · top", nav(id, c.QueryParam("si"), "top")),
+		Page:        s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · top", nav(c, id, "top")),
 		ID:          id,
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,

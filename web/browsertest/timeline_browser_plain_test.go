@@ -187,6 +187,29 @@ func TestBrowserTimelineKept(t *testing.T) {
 			t.Errorf("the link %s drops the range t=%s or si=%s", l, tq, other)
 		}
 	}
+	// The header's links follow the sample type and the range chosen in
+	// place: they kept the page's first si and no t.
+	navKeeps := func(tq string) {
+		t.Helper()
+		nav := eval[[]string](t, b.Browser, `[...document.querySelectorAll('nav.site-nav a[data-keep]')].map((a) => a.href)`)
+		if len(nav) != 4 {
+			t.Errorf("the header has %d view links, want Flame graph, Top, Time order and Types: %q", len(nav), nav)
+		}
+		for _, l := range nav {
+			u, err := url.Parse(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tq
+			if strings.HasSuffix(u.Path, "/types") {
+				want = "" // the data-type page reads no range
+			}
+			if u.Query().Get("si") != other || u.Query().Get("t") != want {
+				t.Errorf("the header link %s: want si=%s and t=%q", l, other, want)
+			}
+		}
+	}
+	navKeeps(tq)
 
 	filter := func(f string) url.Values {
 		t.Helper()
@@ -207,6 +230,7 @@ func TestBrowserTimelineKept(t *testing.T) {
 	if u := eval[string](t, b.Browser, `document.getElementById('filter-clear').getAttribute('href')`); strings.Contains(u, "t=") {
 		t.Errorf("after Whole recording Clear filters goes to %s, with a range", u)
 	}
+	navKeeps("")
 	if q := filter(".*"); q.Has("t") {
 		t.Errorf("after Whole recording the Filters form went to %s, with a range", currentURL(t, b.Browser))
 	}
