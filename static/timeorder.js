@@ -186,8 +186,16 @@ function draw() {
   }
   drawHover();
   status.hidden = !!data.threads.length;
-  if (!data.threads.length) status.textContent = 'No samples in this range.';
-  const shown = `${fmtSec(data.from_ns)}–${fmtSec(data.to_ns)} s`;
+  let shown = `${fmtSec(data.from_ns)}–${fmtSec(data.to_ns)} s`;
+  if (!data.threads.length) {
+    status.textContent = 'No samples in this range: choose another on the timeline, or show the whole recording.';
+    // A range past the recording's end is cut to nothing (0–0): name the
+    // range asked for and how long the recording is.
+    if (range && data.to_ns <= data.from_ns) {
+      shown = `${fmtSec(range.from * 1e9)}–${fmtSec(range.to * 1e9)} s`;
+      status.textContent = `No samples in ${shown}: the recording is ${fmtSec(data.span_ns)} s long. Choose a range on the timeline, or show the whole recording.`;
+    }
+  }
   const parts = [range ? `Showing ${shown}` : `Whole recording, ${shown}`,
     `${data.threads.length} thread${data.threads.length === 1 ? '' : 's'}`];
   if (data.other_threads) parts.push(`${data.other_threads} quieter not shown`);

@@ -166,6 +166,16 @@ func TestBrowserTimeOrder(t *testing.T) {
 	if got := threads(); fmt.Sprint(got) != fmt.Sprint(whole) {
 		t.Errorf("the whole recording again: threads %q, before %q", got, whole)
 	}
+	// A range past the recording's end names the range and the
+	// recording's length; it said "0.000–0.000 s".
+	run(t, b.Browser, "open a range past the end", chromedp.Navigate(ts.URL+"/p/"+id+"/time?t=1000-1001"))
+	waitForJS(t, b.Browser, "the empty range", `document.body.dataset.timeorderLoads === '1' && !document.getElementById('timeorder-status').hidden`)
+	if s := text(t, b.Browser, "#timeorder-status"); !strings.Contains(s, "1000.") || !strings.Contains(s, "1001.") || !strings.Contains(s, "long") {
+		t.Errorf("a range past the end says %q; want the range asked for and the recording's length", s)
+	}
+	if s := text(t, b.Browser, "#timeorder-scope"); strings.Contains(s, "0.000–0.000") {
+		t.Errorf("a range past the end: the scope line says %q", s)
+	}
 	b.check(t, "time order")
 }
 
