@@ -117,6 +117,7 @@ func TestEveryRouteEncodedOnce(t *testing.T) {
 		"GET /p/:id/types.json":           {path: "/p/" + id + "/types.json"},
 		"GET /p/:id/types/flame":          {path: "/p/" + id + "/types/flame", contentType: "text/html"},
 		"GET /p/:id/types/flame.json":     {path: "/p/" + id + "/types/flame.json"},
+		"GET /p/:id/types/top.json":       {path: "/p/" + id + "/types/top.json"},
 		"GET /p/:id/compare":              {path: "/p/" + id + "/compare?base=" + id2},
 		"GET /p/:base/diff/:id":           {path: "/p/" + id2 + "/diff/" + id, contentType: "text/html"},
 		"GET /p/:base/diff/:id/diff.json": {path: "/p/" + id2 + "/diff/" + id + "/diff.json", contentType: "application/json"},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
@@ -50,8 +51,8 @@ func (k typesKey) Profile() string { return k.id }
 type typesResult struct {
 	*symbolize.DataTypeResult
 
-	flameMu sync.Mutex
-	flame   *encoded // types flame graph JSON, built on the first request that can
+	flameOnce sync.Once
+	flame     *profiles.Loaded // the data-type flame graph's profile (typesFlame)
 }
 
 // SetDataTypeEngine makes the data-type page, and the annotate view, read
@@ -530,34 +531,69 @@ func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symboliz
 	return out
 }
 
-// handleTypesFlameJSON serves the flame graph data of the types flame graph.
-func (s *Server) handleTypesFlameJSON(c echo.Context) error {
-	ctx := c.Request().Context()
+// transientTypes numbers the data-type results that were not cached
+// (typesFlame).
+var transientTypes atomic.Int64
+
+// typesFlame is the profile the data-type flame graph draws
+// (typesFlameProfile), as a variant of the request's profile: its
+// flame.json, zoomed trees and top.json are cut from its sorted stacks and
+// cached as the profile's own are (zoom.go), under keys of their own, so
+// the page's top table and zooms are exact as on the flame page.
+func (s *Server) typesFlame(c echo.Context) (*profiles.Loaded, int, error) {
 	l, i, err := s.requestProfile(c)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	skid := skidParam(c)
-	r, err := s.typesResult(ctx, l, i, skid)
+	r, err := s.typesResult(c.Request().Context(), l, i, skid)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.flameOnce.Do(func() {
+		v := fmt.Sprintf("%s-types-skid%v", l.Version, skid)
+		if r.Transient {
+			// Not cached (a binary's search timed out): the trees cut from
+			// it must not be served for the complete result either.
+			v += fmt.Sprintf("-transient%d", transientTypes.Add(1))
+		}
+		r.flame = &profiles.Loaded{ID: l.ID, Meta: l.Meta, Profile: typesFlameProfile(l.Profile, r.Leaves),
+			Symbolized: l.Symbolized, Version: v}
+	})
+	return r.flame, i, nil
+}
+
+// handleTypesFlameJSON serves the data-type flame graph's flame.json,
+// zoomed at z when asked, with the flame page's filters.
+func (s *Server) handleTypesFlameJSON(c echo.Context) error {
+	f, err := queryFilter(c)
 	if err != nil {
 		return err
 	}
-	// Built within the rendering budget and time limit, as flame.json is;
-	// a build stopped by them answers 503 and the next request tries again.
-	r.flameMu.Lock()
-	defer r.flameMu.Unlock()
-	if r.flame == nil {
-		var body []byte
-		if err := s.render(ctx, func(opt flame.Options) {
-			opt.MinFraction = flame.DefaultMinFraction
-			body = flame.Build(typesFlameProfile(l.Profile, r.Leaves), i, opt).JSON()
-		}); err != nil {
-			return err
-		}
-		r.flame = &encoded{plain: body, gz: gzipBytes(body),
-			etag: fmt.Sprintf(`"%s-%s-%d-types-skid%v-v%d"`, l.ID, strings.TrimSuffix(l.Variant(), ".pb.gz"), i, skid, flame.JSONVersion)}
+	l, i, err := s.typesFlame(c)
+	if err != nil {
+		return err
 	}
-	return serveEncoded(c, r.flame, echo.MIMEApplicationJSON)
+	var e *encoded
+	if z := c.QueryParams()["z"]; len(z) > 0 {
+		e, err = s.zoomTreeOf(c.Request().Context(), l, i, f, z) // zoom.go
+	} else {
+		e, err = s.treeOf(c.Request().Context(), l, i, "json", f)
+	}
+	if err != nil {
+		return err
+	}
+	return serveEncoded(c, e, echo.MIMEApplicationJSON)
+}
+
+// handleTypesTopJSON serves the data-type flame graph's top.json: its
+// table counts every sample, not the compacted tree drawn.
+func (s *Server) handleTypesTopJSON(c echo.Context) error {
+	l, i, err := s.typesFlame(c)
+	if err != nil {
+		return err
+	}
+	return s.serveTopJSON(c, l, i)
 }
 
 // handleTypesFlamePage is the flame graph page drawing the types flame graph.
@@ -576,6 +612,7 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 		SampleTypes: sampleTypes(m, i),
 		SI:          m.SampleTypes[i].Type,
 		DataURL:     withQuery(profileURL(id, "/types/flame.json", m.SampleTypes[i].Type), skidValues(skidParam(c))),
+		Exact:       true, // types/top.json, types/flame.json?z=
 		Stats:       stats(m, i),
 	}
 	return Render(c, http.StatusOK, views.Flame(page))

@@ -192,8 +192,34 @@ func TestTypesEndToEnd(t *testing.T) {
 		t.Errorf("struct node frames total %d in the types flame graph, want its weight %d", nodeTotal, node.Weight)
 	}
 	fp := getPage(t, ts.URL+"/p/"+pid+"/types/flame")
-	if !strings.Contains(fp, "/p/"+pid+"/types/flame.json") {
-		t.Errorf("types flame page does not load types/flame.json")
+	if !strings.Contains(fp, "/p/"+pid+"/types/flame.json") || !strings.Contains(fp, `"exact":true`) {
+		t.Errorf("types flame page does not load types/flame.json, or not with its exact top.json")
+	}
+	// Its table (types/top.json) counts every sample, as the data-type
+	// page does: it was computed in the browser from the compacted tree,
+	// which leaves out what it merges into "…".
+	var top struct {
+		Total int64    `json:"total"`
+		Rows  [][3]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(getPage(t, ts.URL+"/p/"+pid+"/types/top.json?n=100000")), &top); err != nil {
+		t.Fatal(err)
+	}
+	cum := map[string]int64{}
+	for _, row := range top.Rows {
+		cum[row[0].(string)] = int64(row[2].(float64))
+	}
+	want := map[string]int64{}
+	for _, ty := range r.Types {
+		want[ty.Name] += ty.Weight
+	}
+	if top.Total != r.Total || len(want) == 0 {
+		t.Errorf("types/top.json total %d, want %d; %d types", top.Total, r.Total, len(want))
+	}
+	for name, w := range want {
+		if cum[name] != w {
+			t.Errorf("types/top.json: %s has %d, want its weight on the data-type page, %d", name, cum[name], w)
+		}
 	}
 
 	// Skid correction (on by default): this cpu-clock recording's samples

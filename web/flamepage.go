@@ -78,6 +78,13 @@ func (s *Server) tree(ctx context.Context, id, si, kind string, f flame.Filter) 
 	if err != nil {
 		return nil, err
 	}
+	return s.treeOf(ctx, l, i, kind, f)
+}
+
+// treeOf is tree for a loaded profile, or a variant of it (the data-type
+// flame graph's, datatypes.go).
+func (s *Server) treeOf(ctx context.Context, l *profiles.Loaded, i int, kind string, f flame.Filter) (*encoded, error) {
+	id := l.ID
 	key := treeKey{id: id, variant: l.Variant(), si: i, kind: kind, filter: f.Key()}
 	return s.trees.Build(key, func() (*encoded, bool, error) {
 		// The whole tree is cut from the profile's sorted stacks, the index

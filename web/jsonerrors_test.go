@@ -72,6 +72,9 @@ func TestJSONRoutesAnswerErrorsAsJSON(t *testing.T) {
 		"GET /p/:id/types/flame.json": {
 			get("/p/"+missing+"/types/flame.json", 404, "No profile"),
 			get("/p/"+id+"/types/flame.json?si=nope", 400, "unknown sample type")},
+		"GET /p/:id/types/top.json": {
+			get("/p/"+missing+"/types/top.json", 404, "No profile"),
+			get("/p/"+id+"/types/top.json?si=nope", 400, "unknown sample type")},
 		"GET /p/:id/annotate.json": {
 			get("/p/"+missing+"/annotate.json?fn=main.work", 404, "No profile"),
 			get("/p/"+id+"/annotate.json", 400, "fn")},

@@ -58,6 +58,7 @@ func (s *Server) routes() {
 	e.GET("/p/:id/types.json", s.handleTypesJSON)
 	e.GET("/p/:id/types/flame", s.handleTypesFlamePage)
 	e.GET("/p/:id/types/flame.json", s.handleTypesFlameJSON)
+	e.GET("/p/:id/types/top.json", s.handleTypesTopJSON)
 	// The annotate view (annotate.go).
 	e.GET("/p/:id/annotate", s.handleAnnotatePage)
 	e.GET("/p/:id/annotate.json", s.handleAnnotateJSON)

@@ -80,15 +80,20 @@ func zoomPath(z []string) ([]string, error) {
 // (flame.Stacks.Tree) and fitted to the rendering budget like the whole
 // tree (s.render), cached like it.
 func (s *Server) zoomTree(ctx context.Context, id, si string, f flame.Filter, z []string) (*encoded, error) {
-	z, err := zoomPath(z)
-	if err != nil {
-		return nil, err
-	}
 	l, i, err := s.profileSample(ctx, id, si)
 	if err != nil {
 		return nil, err
 	}
-	key := treeKey{id: id, variant: l.Variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
+	return s.zoomTreeOf(ctx, l, i, f, z)
+}
+
+// zoomTreeOf is zoomTree for a loaded profile or a variant of it.
+func (s *Server) zoomTreeOf(ctx context.Context, l *profiles.Loaded, i int, f flame.Filter, z []string) (*encoded, error) {
+	z, err := zoomPath(z)
+	if err != nil {
+		return nil, err
+	}
+	key := treeKey{id: l.ID, variant: l.Variant(), si: i, kind: "json", filter: f.Key(), zoom: zoomKey(z)}
 	return s.trees.Build(key, func() (*encoded, bool, error) {
 		st, err := s.stacksFor(ctx, l, i, f)
 		if err != nil {
@@ -142,6 +147,11 @@ func (s *Server) handleTopJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.serveTopJSON(c, l, i)
+}
+
+// serveTopJSON answers top.json for a loaded profile or a variant of it.
+func (s *Server) serveTopJSON(c echo.Context, l *profiles.Loaded, i int) error {
 	f, err := queryFilter(c)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,15 @@ func TestTypesPageInBrowser(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("types flame graph names %q lack struct node.next", names)
+	}
+	// Its top table is the server's (types/top.json, every sample), not
+	// one computed from the compacted tree drawn.
+	waitForJS(t, b, "the top table", `document.getElementById('top-table').dataset.state === 'ready'`)
+	if !eval[bool](t, b, `performance.getEntriesByType('resource').some((e) => new URL(e.name).pathname === '/p/`+pid+`/types/top.json')`) {
+		t.Errorf("the data-type flame graph's table was not read from types/top.json")
+	}
+	if rows := eval[[]string](t, b, `[...document.querySelectorAll('#top-table tbody tr')].map((r) => r.textContent)`); !strings.Contains(strings.Join(rows, "\n"), "struct node") {
+		t.Errorf("the data-type flame graph's table lacks struct node: %q", rows)
 	}
 	b.Screenshot(t, "types-flame")
 
