@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/google/pprof/profile"
 	"github.com/labstack/echo/v4"
@@ -51,8 +52,11 @@ func (k typesKey) Profile() string { return k.id }
 type typesResult struct {
 	*symbolize.DataTypeResult
 
-	flameOnce sync.Once
-	flame     *profiles.Loaded // the data-type flame graph's profile (typesFlame)
+	// The data-type flame graph's profile (typesFlame), as large as the
+	// profile's samples: held weakly, so that it lives while its stacks
+	// are cached or a request uses it, not as long as this result.
+	flameMu sync.Mutex
+	flame   weak.Pointer[profile.Profile]
 }
 
 // SetDataTypeEngine makes the data-type page, and the annotate view, read
@@ -550,17 +554,20 @@ func (s *Server) typesFlame(c echo.Context) (*profiles.Loaded, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r.flameOnce.Do(func() {
-		v := fmt.Sprintf("%s-types-skid%v", l.Version, skid)
-		if r.Transient {
-			// Not cached (a binary's search timed out): the trees cut from
-			// it must not be served for the complete result either.
-			v += fmt.Sprintf("-transient%d", transientTypes.Add(1))
-		}
-		r.flame = &profiles.Loaded{ID: l.ID, Meta: l.Meta, Profile: typesFlameProfile(l.Profile, r.Leaves),
-			Symbolized: l.Symbolized, Version: v}
-	})
-	return r.flame, i, nil
+	v := fmt.Sprintf("%s-types-skid%v", l.Version, skid)
+	if r.Transient {
+		// Not cached (a binary's search timed out): the trees cut from it
+		// must not be served for the complete result either.
+		v += fmt.Sprintf("-transient%d", transientTypes.Add(1))
+	}
+	r.flameMu.Lock()
+	defer r.flameMu.Unlock()
+	p := r.flame.Value()
+	if p == nil {
+		p = typesFlameProfile(l.Profile, r.Leaves)
+		r.flame = weak.Make(p)
+	}
+	return &profiles.Loaded{ID: l.ID, Meta: l.Meta, Profile: p, Symbolized: l.Symbolized, Version: v}, i, nil
 }
 
 // handleTypesFlameJSON serves the data-type flame graph's flame.json,
