@@ -136,27 +136,49 @@ export function placeTooltip(tip, e) {
 
 /**
  * The pages about one function, keeping si, the filters and the time
- * range (t) of the current URL: base is the profile's path (/p/ID).
+ * range (t) of the current URL: base is the page's path. Sandwich, source
+ * and annotate are the profile's (/p/ID); focus, ignore and hide filter
+ * the graph shown, the profile's or the data-type flame graph
+ * (/p/ID/types/flame, which keeps its skid choice too). A frame of
+ * mapping DATA_TYPE_MAPPING (a data type or member there) links to the
+ * data-type page instead of a function's pages.
  */
-export function frameLinks(name, base = location.pathname) {
+export function frameLinks(name, base = location.pathname, mapping = '') {
   const cur = new URLSearchParams(location.search);
-  const root = base.replace(/\/(sandwich|source|annotate|top)$/, '').replace(/\/+$/, '');
+  const graphPath = base.replace(/\/(sandwich|source|annotate|top)$/, '').replace(/\/+$/, '');
+  const root = graphPath.replace(/\/types\/flame$/, '');
   const url = (suffix, extra) => {
     const p = new URLSearchParams();
     for (const k of ['si', 'f', 'i', 'h', 's', 't']) if (cur.get(k)) p.set(k, cur.get(k));
+    if (suffix === '' && graphPath !== root && cur.get('skid')) p.set('skid', cur.get('skid'));
     for (const [k, v] of Object.entries(extra)) p.set(k, v);
-    return `${root}${suffix}?${p}`;
+    return `${suffix === '' ? graphPath : root}${suffix}?${p}`;
   };
   const exact = `^${escapeRE(name)}$`;
-  return [
-    { label: 'Callers and callees (sandwich)', short: 'Callers/callees', href: url('/sandwich', { fn: name }) },
-    { label: 'Source', short: 'Source', href: url('/source', { fn: name }), title: 'Source with per-line samples, from this machine or debuginfod' },
-    { label: 'Annotate', short: 'Annotate', href: url('/annotate', { fn: name }), title: 'Disassembly with per-instruction samples' },
+  const filters = [
     { label: 'Focus on it', short: 'Focus', href: url('', { f: exact }), title: 'Keep only stacks through this function (pprof -focus)' },
     { label: 'Ignore it', short: 'Ignore', href: url('', { i: exact }), title: 'Drop stacks through this function (pprof -ignore)' },
     { label: 'Hide it', short: 'Hide', href: url('', { h: exact }), title: 'Remove this frame from stacks (pprof -hide)' },
   ];
+  if (mapping === DATA_TYPE_MAPPING) {
+    // A data type or member of the data-type flame graph: no function's
+    // pages, but the data-type page (its layout and the functions that
+    // touch it), and the filters.
+    const p = new URLSearchParams();
+    for (const k of ['si', 'skid']) if (cur.get(k)) p.set(k, cur.get(k));
+    const q = p.toString();
+    return [{ label: 'Data-type page', short: 'Data types', href: `${root}/types${q ? `?${q}` : ''}`, title: 'Its layout, member shares and the functions that touch it' }, ...filters];
+  }
+  return [
+    { label: 'Callers and callees (sandwich)', short: 'Callers/callees', href: url('/sandwich', { fn: name }) },
+    { label: 'Source', short: 'Source', href: url('/source', { fn: name }), title: 'Source with per-line samples, from this machine or debuginfod' },
+    { label: 'Annotate', short: 'Annotate', href: url('/annotate', { fn: name }), title: 'Disassembly with per-instruction samples' },
+    ...filters,
+  ];
 }
+
+/** The mapping of the data-type flame graph's type and member frames (web/datatypes.go). */
+export const DATA_TYPE_MAPPING = '[data type]';
 
 // ---- colors ----
 

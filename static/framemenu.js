@@ -35,7 +35,10 @@ function openFor(name, x, y) {
   const head = document.createElement('div');
   head.className = 'frame-menu-name';
   head.textContent = name;
-  menu.replaceChildren(head, ...frameLinks(name).map((l) => item(l.label, l.href, l.title)));
+  const tree = currentTree();
+  const nm = tree ? tree.names.indexOf(name) : -1;
+  const mapping = nm >= 0 ? tree.mappingOfName(nm) : '';
+  menu.replaceChildren(head, ...frameLinks(name, location.pathname, mapping).map((l) => item(l.label, l.href, l.title)));
   menu.hidden = false;
   // Fixed to the viewport, beside the pointer, kept inside the window.
   const mx = Math.min(x, window.innerWidth - menu.offsetWidth - 4);

@@ -534,7 +534,7 @@ graph.onselect = (g, path) => {
   const links = document.createElement('nav');
   links.className = 'detail-links';
   links.setAttribute('aria-label', 'About this function');
-  for (const l of frameLinks(label)) {
+  for (const l of frameLinks(label, location.pathname, tree.mappingOf(i))) {
     const a = document.createElement('a');
     a.href = l.href;
     a.textContent = l.short;

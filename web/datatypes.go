@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -485,6 +486,10 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
+// dataTypeMapping is the mapping of the data-type flame graph's type and
+// member frames (common.js DATA_TYPE_MAPPING).
+const dataTypeMapping = "[data type]"
+
 // typesFlameProfile is p with each sample's stack extended by what its leaf
 // instruction accesses: a frame for the data type and, under it, one for the
 // member, so the flame graph's leaves are the data each stack touched.
@@ -492,14 +497,21 @@ func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symboliz
 	out := &profile.Profile{
 		SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType,
 		PeriodType: p.PeriodType, Period: p.Period, DurationNanos: p.DurationNanos, TimeNanos: p.TimeNanos,
-		Mapping:  p.Mapping,
 		Location: append([]*profile.Location(nil), p.Location...),
 		Function: append([]*profile.Function(nil), p.Function...),
 	}
-	var locID, fnID uint64
+	var locID, fnID, mapID uint64
 	for _, l := range p.Location {
 		locID = max(locID, l.ID)
 	}
+	for _, m := range p.Mapping {
+		mapID = max(mapID, m.ID)
+	}
+	// The type and member frames' binary: the page links them to the
+	// data-type page, not to a function's (common.js frameLinks), and
+	// colors them apart by binary.
+	dt := &profile.Mapping{ID: mapID + 1, File: dataTypeMapping, HasFunctions: true}
+	out.Mapping = append(slices.Clone(p.Mapping), dt)
 	for _, f := range p.Function {
 		fnID = max(fnID, f.ID)
 	}
@@ -511,7 +523,7 @@ func typesFlameProfile(p *profile.Profile, leaves map[*profile.Location]symboliz
 		fnID++
 		locID++
 		f := &profile.Function{ID: fnID, Name: name, SystemName: name}
-		l := &profile.Location{ID: locID, Line: []profile.Line{{Function: f}}}
+		l := &profile.Location{ID: locID, Mapping: dt, Line: []profile.Line{{Function: f}}}
 		out.Function = append(out.Function, f)
 		out.Location = append(out.Location, l)
 		frames[name] = l
@@ -618,9 +630,13 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),
 		SI:          m.SampleTypes[i].Type,
-		DataURL:     withQuery(profileURL(id, "/types/flame.json", m.SampleTypes[i].Type), skidValues(skidParam(c))),
+		DataURL:     withQuery(withQuery(profileURL(id, "/types/flame.json", m.SampleTypes[i].Type), skidValues(skidParam(c))), filterQuery(c)),
 		Exact:       true, // types/top.json, types/flame.json?z=
 		Stats:       stats(m, i),
+		Filter:      filterBar(c, "/p/"+id+"/types/flame"), // filterquery.go
+	}
+	if !skidParam(c) {
+		page.Filter.Keep = append(page.Filter.Keep, [2]string{"skid", "0"})
 	}
 	return Render(c, http.StatusOK, views.Flame(page))
 }

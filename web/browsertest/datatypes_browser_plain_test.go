@@ -2,6 +2,7 @@ package browsertest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,6 +110,46 @@ func TestTypesPageInBrowser(t *testing.T) {
 	}
 	if rows := eval[[]string](t, b, `[...document.querySelectorAll('#top-table tbody tr')].map((r) => r.textContent)`); !strings.Contains(strings.Join(rows, "\n"), "struct node") {
 		t.Errorf("the data-type flame graph's table lacks struct node: %q", rows)
+	}
+	// The frame menu's links of a data type: the data-type page and the
+	// filters, where sandwich, source and annotate of the type's name went
+	// to /p/ID/types/flame/sandwich, a 404; focus filters this graph.
+	path := eval[[]string](t, b, `window.viewer.drawnFrames().find((p) => p[p.length - 1] === 'struct node')`)
+	if len(path) == 0 || !eval[bool](t, b, fmt.Sprintf(`window.viewerFrameMenu.open(%s)`, jsStrings(path))) {
+		t.Fatalf("no frame menu for struct node (%q); drawn: %q", path, eval[[][]string](t, b, `window.viewer.drawnFrames()`))
+	}
+	links := eval[[]string](t, b, `[...document.querySelectorAll('#frame-menu a')].map((a) => a.href)`)
+	if len(links) != 4 || !strings.HasSuffix(links[0], "/p/"+pid+"/types") {
+		t.Errorf("the frame menu of struct node has %q, want the data-type page, focus, ignore and hide", links)
+	}
+	for _, l := range links {
+		if code := eval[int](t, b, fmt.Sprintf(`fetch(%q).then((r) => r.status)`, l)); code != 200 {
+			t.Errorf("the frame menu's %s answers %d", l, code)
+		}
+	}
+	// A function's frame there links to the profile's pages about it.
+	run(t, b, "close the menu", chromedp.KeyEvent("\x1b"))
+	fn := path[:len(path)-1]
+	if !eval[bool](t, b, fmt.Sprintf(`window.viewerFrameMenu.open(%s)`, jsStrings(fn))) {
+		t.Fatalf("no frame menu for %q", fn)
+	}
+	fnLinks := eval[[]string](t, b, `[...document.querySelectorAll('#frame-menu a')].map((a) => new URL(a.href).pathname)`)
+	if want := []string{"/p/" + pid + "/sandwich", "/p/" + pid + "/source", "/p/" + pid + "/annotate", "/p/" + pid + "/types/flame"}; len(fnLinks) != 6 || fnLinks[0] != want[0] || fnLinks[1] != want[1] || fnLinks[2] != want[2] || fnLinks[3] != want[3] {
+		t.Errorf("the frame menu of %q goes to %q, want the profile's sandwich, source and annotate, then this graph's filters", fn, fnLinks)
+	}
+	focus := links[len(links)-3]
+	run(t, b, "focus on struct node", chromedp.Navigate(focus))
+	if err := b.WaitReady(20 * time.Second); err != nil {
+		t.Fatalf("focused types flame graph: %v (%q)", err, b.Problems())
+	}
+	if u := currentURL(t, b); u.Path != "/p/"+pid+"/types/flame" || u.Query().Get("f") != "^struct node$" {
+		t.Errorf("Focus went to %s, want the data-type flame graph with f=^struct node$", u)
+	}
+	// The focused graph's whole is struct node's cum in the unfocused table.
+	focused := eval[float64](t, b, `window.viewer.tree.total[0]`)
+	want := eval[float64](t, b, `fetch('/p/`+pid+`/types/top.json?n=100000').then((r) => r.json()).then((j) => j.rows.find((r) => r[0] === 'struct node')[2])`)
+	if focused != want || want == 0 {
+		t.Errorf("focused on struct node, the graph holds %v, want its cum %v", focused, want)
 	}
 	b.Screenshot(t, "types-flame")
 
