@@ -18,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/elfsym"
+	"viewer/symbolize/perfmap"
 )
 
 // Config says where a Symbolizer looks for debug info and how much memory
@@ -69,6 +70,11 @@ type Config struct {
 	// A larger file is skipped and named in the binary's reason, so a huge
 	// file cannot take the server's memory.
 	MaxDebugFile int64
+	// PerfMapDir is the directory a JIT's perf map is read from, by the
+	// file name of the mapping's /tmp/perf-<digits>.map path (perfmaps.go);
+	// "" means /tmp. Only tests set it: the mapping's path is checked the
+	// same either way.
+	PerfMapDir string
 }
 
 // Symbolizer symbolizes profiles. Make one per process with New: it owns the
@@ -102,6 +108,9 @@ func New(cfg Config) *Symbolizer {
 	def(&cfg.DebuginfodCacheDir, defaultDebuginfodCache(os.Getenv, home))
 	def(&cfg.KallsymsPath, "/proc/kallsyms")
 	def(&cfg.KernelNotesPath, "/sys/kernel/notes")
+	if cfg.PerfMapDir == "" {
+		cfg.PerfMapDir = perfmap.Dir
+	}
 	if cfg.KernelRelease == "" {
 		cfg.KernelRelease = kernelRelease()
 	}
@@ -249,10 +258,12 @@ func NeedsName(l *profile.Location) bool {
 
 // IsPseudo reports whether a mapping names no file with debug info to look
 // for: anonymous memory, the heap and stack, the vDSO and vsyscall pages, JIT
-// regions (perf maps, memfd). Such mappings are never missing debug info;
-// IsPseudoBinary makes an exception of a vDSO with a build ID.
+// regions (memfd). Such mappings are never missing debug info;
+// IsPseudoBinary makes an exception of a vDSO with a build ID. A JIT's
+// perf map, exactly /tmp/perf-<digits>.map (IsPerfMap), is not pseudo:
+// its names are in that file, read as a binary's debug info is.
 func IsPseudo(name string) bool {
-	if IsKernel(name) {
+	if IsKernel(name) || IsPerfMap(name) {
 		return false
 	}
 	switch {
@@ -396,7 +407,17 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 	case mctx.Err() != nil:
 		return fail(StateSkipped, fmt.Errorf("skipped: %w", context.Cause(mctx)))
 	}
-	e, err := s.acquire(mctx, g.key, m, opt, emit)
+	var e *lease
+	var err error
+	if IsPerfMap(m.File) {
+		ev(StateSearching, "", nil)
+		var l *loaded
+		if l, err = s.openPerfMap(mctx, m.File); err == nil {
+			e = &lease{l: l} // read for this run only, not held in the store
+		}
+	} else {
+		e, err = s.acquire(mctx, g.key, m, opt, emit)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -409,7 +430,9 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			return fail(StateError, err)
 		}
 	}
-	defer s.store.release(e.e)
+	if e.e != nil {
+		defer s.store.release(e.e)
+	}
 	r.Source, r.Reason = e.l.source, e.l.note
 	ev(StateLoading, e.l.source, nil)
 
@@ -489,6 +512,9 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 		if pltErr != nil {
 			return fail(StateNotFound, pltErr)
+		}
+		if IsPerfMap(m.File) {
+			return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in %s (a map written by another process of the same PID, or code the JIT wrote no line for)", len(g.locs), e.l.source))
 		}
 		// A stripped file and nothing better: no symbols, not a failure.
 		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)", len(g.locs), e.l.source))

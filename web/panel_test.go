@@ -16,8 +16,10 @@ import (
 )
 
 // goLikeProfile is a named Go program with the pseudo mappings every Go
-// profile has ([vdso], [vsyscall]) plus others perf records (a JIT map,
-// memfd code, //anon, [stack]), each holding a sampled raw address.
+// profile has ([vdso], [vsyscall]) plus others perf records (the heap,
+// memfd code, //anon, [stack]), each holding a sampled raw address. (A
+// JIT's perf map is no longer among them: its names are read from it,
+// TestPerfMapRecording.)
 func goLikeProfile(t *testing.T, comment string) []byte {
 	t.Helper()
 	app := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x500000, File: "/usr/local/bin/app", BuildID: "0123456789abcdef0123456789abcdef01234567", HasFunctions: true}
@@ -27,7 +29,7 @@ func goLikeProfile(t *testing.T, comment string) []byte {
 	lMain := &profile.Location{ID: 1, Mapping: app, Address: 0x401000, Line: []profile.Line{{Function: fMain}}}
 	p.Location = []*profile.Location{lMain}
 	p.Sample = []*profile.Sample{{Location: []*profile.Location{lMain}, Value: []int64{10}}}
-	for i, file := range []string{"[vdso]", "[vsyscall]", "/tmp/perf-4242.map", "/memfd:jit-cache (deleted)", "//anon", "[stack]"} {
+	for i, file := range []string{"[vdso]", "[vsyscall]", "[heap]", "/memfd:jit-cache (deleted)", "//anon", "[stack]"} {
 		base := uint64(0x7f0000000000 + i*0x100000)
 		m := &profile.Mapping{ID: uint64(2 + i), Start: base, Limit: base + 0x1000, File: file}
 		l := &profile.Location{ID: uint64(2 + i), Mapping: m, Address: base + 0x10}
@@ -57,7 +59,7 @@ func TestPanelPseudoMappingsAreNeutral(t *testing.T) {
 		t.Errorf("the panel's header does not read 1 of 1 symbolized (pseudo mappings are no binaries):\n%s", between(page, `id="symbolization"`, "</section>"))
 	}
 	if n := strings.Count(page, `data-state="`+views.StatePseudo+`"`); n != 6 {
-		t.Errorf("%d rows in the pseudo state, want 6 ([vdso], [vsyscall], the perf map, memfd, //anon, [stack])", n)
+		t.Errorf("%d rows in the pseudo state, want 6 ([vdso], [vsyscall], [heap], memfd, //anon, [stack])", n)
 	}
 	for _, bad := range []string{`data-state="unsymbolized"`, `data-state="no symbols"`, `data-state="error"`, "/p/" + id + "/events"} {
 		if strings.Contains(page, bad) {

@@ -43,7 +43,7 @@ func registerSymbolizeFlags(fs *flag.FlagSet) *symbolizeFlags {
 	fs.Var(&f.maxDebugFile, "max-debug-file", "largest debug file fetched from debuginfod or opened on this machine, for symbolization and the data-type page; a binary whose file is larger stays unsymbolized with the reason (default $DEBUGINFOD_MAXSIZE, else 4GiB)")
 	fs.DurationVar(&f.timeout, "symbolize-timeout", 10*time.Minute, "longest the symbolization of one binary of a profile may take (search, download, lookups); names found by then are kept")
 	fs.Var(&f.sourceDirs, "source-dir", "a `DIR` the source view may read source files from on loopback, besides each compile unit's own directory; may be repeated")
-	fs.BoolVar(&f.noLocalFiles, "no-local-files", false, "never open a file a profile names, even on loopback: no binaries by mapping path, no local source, no DWARF unwinding (files found by build ID under --debug-dir and debuginfod still are)")
+	fs.BoolVar(&f.noLocalFiles, "no-local-files", false, "never open a file a profile names, even on loopback: no binaries by mapping path, no JIT perf maps (/tmp/perf-PID.map), no local source, no DWARF unwinding (files found by build ID under --debug-dir and debuginfod still are)")
 	fs.DurationVar(&f.profTimeout, "symbolize-profile-timeout", 30*time.Minute, "longest one symbolization run over a whole profile may take, all its binaries together; binaries still looking then are reported timed out (Retry looks again) and names found are kept")
 	return f
 }

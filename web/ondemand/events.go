@@ -80,10 +80,7 @@ func (p *publisher) publish(s Snapshot) {
 		if !(b.State == symbolize.StateFetching && fetchRunning(b.Phase)) {
 			p.topic.Forget("progress:" + b.Key) // its fetch ended
 		}
-		b.Help = ""
-		if b.State == symbolize.StateNotFound {
-			b.Help = NoSymbolsHelp
-		}
+		b.Help = helpFor(b)
 		data, _ := json.Marshal(b)
 		p.topic.Publish("binary:"+b.Key, EventBinary, data)
 	}
@@ -142,14 +139,24 @@ func slicesEqual(a, b []string) bool {
 	return true
 }
 
+// helpFor is the next step the panel gives for a binary: for one left
+// with no symbols, how to get its debug info, or, for a JIT's perf map,
+// where it can be read.
+func helpFor(b Binary) string {
+	switch {
+	case b.State != symbolize.StateNotFound:
+		return ""
+	case symbolize.IsPerfMap(b.File):
+		return symbolize.PerfMapHelp
+	}
+	return NoSymbolsHelp
+}
+
 // withHelp is the rows as the final event carries them.
 func withHelp(bs []Binary) []Binary {
 	out := make([]Binary, len(bs))
 	for i, b := range bs {
-		b.Help = ""
-		if b.State == symbolize.StateNotFound {
-			b.Help = NoSymbolsHelp
-		}
+		b.Help = helpFor(b)
 		out[i] = b
 	}
 	return out

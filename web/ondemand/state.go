@@ -49,7 +49,8 @@ type Binary struct {
 	Bytes  int64  `json:"bytes,omitempty"`
 	Total  int64  `json:"total,omitempty"` // -1 when unknown
 	Reason string `json:"reason,omitempty"`
-	// Help is the next step for a binary with no symbols (NoSymbolsHelp).
+	// Help is the next step for a binary with no symbols (NoSymbolsHelp,
+	// symbolize.PerfMapHelp).
 	Help string `json:"help,omitempty"`
 }
 
