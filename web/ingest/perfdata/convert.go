@@ -459,12 +459,29 @@ func (c *converter) mmap(m *Mmap) {
 		}
 		return
 	}
+	if jitMemory(m) {
+		// perf names a process's anonymous executable memory after the
+		// map a JIT writes for it, and reads its names from there
+		// (symbolize.IsPerfMap).
+		v.file = symbolize.PerfMapFile(int(m.Pid))
+	}
 	s := c.space(m.Pid)
 	s.insert(v)
 	s.gen = c.newGen()
 	if _, ok := c.exe[m.Pid]; !ok {
 		c.setExe(m.Pid, v) // the first executable mapping of a process is its program
 	}
+}
+
+// jitMemory reports whether perf names an executable mapping's memory
+// /tmp/perf-PID.map: anonymous memory (//anon, /dev/zero, huge pages),
+// the stack, the heap or System V shared memory (perf's map__new).
+func jitMemory(m *Mmap) bool {
+	const mapHugeTLB = 0x40000
+	f := m.Filename
+	return f == "//anon" || strings.HasPrefix(f, "/dev/zero") || strings.HasPrefix(f, "/anon_hugepage") ||
+		m.V2 && m.Flags&mapHugeTLB != 0 ||
+		strings.HasPrefix(f, "[stack") || strings.HasPrefix(f, "/SYSV") || f == "[heap]"
 }
 
 func (c *converter) fork(r *Fork) {

@@ -159,3 +159,45 @@ func total(p *profile.Profile) int64 {
 	}
 	return n
 }
+
+// TestJITMemoryNamedAfterPerfMap: a process's anonymous executable memory
+// (//anon, /dev/zero, the heap) gets the mapping perf gives it,
+// /tmp/perf-PID.map, the JIT's map its names are read from; files keep
+// their names.
+func TestJITMemoryNamedAfterPerfMap(t *testing.T) {
+	const st = sIdentifier | sIP | sTID | sTime | sPeriod | sCallchain
+	w := newPipeWriter()
+	attr := make([]byte, 128)
+	binary.LittleEndian.PutUint32(attr[4:], 128)
+	binary.LittleEndian.PutUint64(attr[16:], 100000)
+	binary.LittleEndian.PutUint64(attr[24:], st)
+	binary.LittleEndian.PutUint64(attr[40:], 1<<18) // sample_id_all
+	w.rec(recHeaderAttr, 0, append(attr, u64s(77)...))
+	trailer := func(pid uint32) []byte { return u64s(pidTid(pid, pid), 0, 77) }
+	mmap := func(pid uint32, start, length uint64, name string) {
+		body := append(u64s(pidTid(pid, pid), start, length, start), cstring(name)...)
+		w.rec(recMmap, 2, append(body, trailer(pid)...))
+	}
+	mmap(42, 0x400000, 0x1000, "/usr/bin/node")
+	mmap(42, 0x7f0000000000, 0x10000, "//anon")
+	mmap(42, 0x7f0000100000, 0x10000, "/dev/zero (deleted)")
+	mmap(42, 0x7f0000200000, 0x10000, "[heap]")
+	mmap(43, 0x7f0000000000, 0x10000, "//anon")
+	w.rec(recSample, 2, u64s(77, 0x7f0000000010, pidTid(42, 42), 10, 100000, 5,
+		contextUser, 0x7f0000000010, 0x7f0000100020, 0x7f0000200030, 0x400100))
+	w.rec(recSample, 2, u64s(77, 0x7f0000000010, pidTid(43, 43), 11, 100000, 2, contextUser, 0x7f0000000010))
+	p, err := Parse(w.b, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range p.Sample {
+		for _, l := range s.Location {
+			got = append(got, l.Mapping.File)
+		}
+	}
+	want := "/tmp/perf-42.map /tmp/perf-42.map /tmp/perf-42.map /usr/bin/node /tmp/perf-43.map"
+	if strings.Join(got, " ") != want {
+		t.Errorf("frames' mappings: %s\nwant: %s", strings.Join(got, " "), want)
+	}
+}
