@@ -66,13 +66,13 @@ func (s *Symbolizer) openPerfMap(ctx context.Context, file string) (*loaded, err
 		return nil, missing("%q is not a perf map's path", file)
 	}
 	if s.cfg.IgnoreMappingPaths {
-		return nil, missing("the JIT's perf map %s was not read: this server does not open the files profiles name (it is reachable from other machines, or runs with --no-local-files)", file)
+		return nil, missing("the JIT's perf map %s was not read: this server does not open the files profiles name (it is reachable from other machines, or runs with --no-local-files); run viewer serve on the machine that recorded the profile, or symbolize the profile there before uploading it", file)
 	}
 	p := filepath.Join(s.cfg.PerfMapDir, filepath.Base(file))
 	f, err := localfile.Open(ctx, p, localfile.Named)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, missing("the JIT's perf map %s is not on this machine (the JIT writes it where it runs; it is gone once /tmp is cleaned)", file)
+			return nil, missing("the JIT's perf map %s is not on this machine (the JIT writes it where it runs; it is gone once /tmp is cleaned): symbolize the profile on the machine that recorded it while the map is there (viewer symbolize, or viewer serve there)", file)
 		}
 		return nil, missing("the JIT's perf map was not read: %v", err)
 	}
