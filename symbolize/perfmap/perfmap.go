@@ -7,6 +7,7 @@ package perfmap
 
 import (
 	"bufio"
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -206,11 +207,11 @@ func resolve(raw []rawEntry) []entry {
 	next, owner := 0, -1 // owner: the line of out's last piece
 	for bi, b := range bounds[:len(bounds)-1] {
 		for next < len(byStart) && raw[byStart[next]].start <= b {
-			h.push(byStart[next])
+			heap.Push(&h, byStart[next])
 			next++
 		}
 		for len(h.idx) > 0 && raw[h.idx[0]].end <= b {
-			h.pop()
+			heap.Pop(&h)
 		}
 		if len(h.idx) == 0 {
 			continue
@@ -237,44 +238,21 @@ func disjoint(raw []rawEntry, byStart []int) bool {
 	return true
 }
 
-// latest is a max-heap of line indexes by line order.
+// latest is a max-heap (container/heap) of line indexes by line order.
 type latest struct {
 	raw []rawEntry
 	idx []int
 }
 
-func (h *latest) less(a, b int) bool { return h.raw[h.idx[a]].seq > h.raw[h.idx[b]].seq }
-
-func (h *latest) push(i int) {
-	h.idx = append(h.idx, i)
-	for c := len(h.idx) - 1; c > 0; {
-		p := (c - 1) / 2
-		if !h.less(c, p) {
-			break
-		}
-		h.idx[c], h.idx[p] = h.idx[p], h.idx[c]
-		c = p
-	}
-}
-
-func (h *latest) pop() {
+func (h *latest) Len() int           { return len(h.idx) }
+func (h *latest) Less(a, b int) bool { return h.raw[h.idx[a]].seq > h.raw[h.idx[b]].seq }
+func (h *latest) Swap(a, b int)      { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *latest) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *latest) Pop() any {
 	n := len(h.idx) - 1
-	h.idx[0] = h.idx[n]
+	x := h.idx[n]
 	h.idx = h.idx[:n]
-	for p := 0; ; {
-		c := 2*p + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h.less(c+1, c) {
-			c++
-		}
-		if !h.less(c, p) {
-			break
-		}
-		h.idx[c], h.idx[p] = h.idx[p], h.idx[c]
-		p = c
-	}
+	return x
 }
 
 // Lookup returns the name of the symbol holding addr, an absolute address
