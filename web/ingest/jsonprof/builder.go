@@ -149,8 +149,12 @@ type builder struct {
 	reserved        int64 // what opt.Reserve gave
 	work, nextCheck int   // steps of the read, and when to check opt.Context next (tick)
 	nodesKept       int   // the trie's nodes whose memory keep took (tick)
-	bad             int
-	badWhat         []string
+	// walked counts the nodes of trees the read visits (a stack pushed,
+	// a node of a V8 profile's tree walked), which
+	// TestHostileSamplesWalk holds to the input's size.
+	walked  int
+	bad     int
+	badWhat []string
 }
 
 func newBuilder(opt Options) *builder {
@@ -183,6 +187,7 @@ func (b *builder) frame(f Frame) int32 {
 // It is a step of the read (tick).
 func (b *builder) push(parent, frame int32) int32 {
 	b.work++
+	b.walked++
 	n := node{parent, frame}
 	if i, ok := b.nodeIdx[n]; ok {
 		return i
@@ -385,6 +390,47 @@ func (b *builder) tick(n int) error {
 	}
 	if b.opt.Context != nil {
 		return b.opt.Context.Err()
+	}
+	return nil
+}
+
+// ticks does what k calls of tick(1) do (k frames closed at once): the
+// same checks of opt.Context and takes of the trie's memory at the same
+// steps, in a turn of its loop per check, not per step.
+func (b *builder) ticks(k int) error {
+	for k > 0 {
+		// The j-th call (from 0) counts step b.work+j+1.
+		j := max(b.nextCheck-b.work-1, 0)
+		if j >= k {
+			b.work += k
+			return nil
+		}
+		b.work += j
+		if err := b.tick(1); err != nil {
+			return err
+		}
+		k -= j + 1
+	}
+	return nil
+}
+
+// reopen does what opening k frames whose stacks the trie holds does
+// (each a tick(1), then push's step): the same checks at the same
+// steps, in a turn of its loop per check, not per frame.
+func (b *builder) reopen(k int) error {
+	for k > 0 {
+		// The j-th frame's tick (from 0) counts step b.work+2j+1.
+		j := max((b.nextCheck-b.work)/2, 0)
+		if j >= k {
+			b.work += 2 * k
+			return nil
+		}
+		b.work += 2 * j
+		if err := b.tick(1); err != nil {
+			return err
+		}
+		b.work++
+		k -= j + 1
 	}
 	return nil
 }

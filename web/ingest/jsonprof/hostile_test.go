@@ -1,6 +1,7 @@
 package jsonprof
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -132,6 +133,40 @@ func BenchmarkHostileCPUProfile(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestHostileSamplesWalk reads hostileCPUProfile's shapes, 3,000 nodes
+// deep, 6,000 samples, as a .cpuprofile and as trace events: the nodes
+// the read visits (stacks pushed, nodes of the tree walked) are a few per
+// node and sample, not a few per frame of every sample's stack (9M when
+// each sample closes and opens its whole stack). Counted, not timed.
+func TestHostileSamplesWalk(t *testing.T) {
+	const depth, samples = 3000, 6000
+	for _, trace := range []bool{false, true} {
+		for _, shape := range hostileShapes {
+			data := hostileCPUProfile(shape, depth, samples, trace)
+			var b *builder
+			var err error
+			if trace {
+				b, err = readTrace(bytes.NewReader(data), Options{})
+			} else {
+				b, err = readCPUProfile(bytes.NewReader(data), Options{})
+			}
+			if err != nil {
+				t.Fatalf("%s (trace %v): %v", shape, trace, err)
+			}
+			nodes := depth + 1
+			if shape == "siblings" {
+				nodes += depth
+			}
+			// A sample of a node the read opened before finds where its
+			// stack and the one open part in O(log depth) steps.
+			if most := 4*nodes + 64*samples; b.walked > most {
+				t.Errorf("%s (trace %v): %d nodes visited for %d nodes and %d samples, over %d", shape, trace, b.walked, nodes, samples, most)
+			}
+			t.Logf("%s (trace %v): %d nodes visited, %.1f a node and sample", shape, trace, b.walked, float64(b.walked)/float64(nodes+samples))
 		}
 	}
 }

@@ -82,6 +82,16 @@ func ParseCPUProfile(data []byte, opt Options) (*profile.Profile, error) {
 // arrive, its samples run-length encoded (node --cpu-prof and DevTools
 // write all samples, then all deltas), not the input.
 func ReadCPUProfile(r io.Reader, opt Options) (*profile.Profile, error) {
+	b, err := readCPUProfile(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	return b.finish("V8 CPU profile")
+}
+
+// readCPUProfile reads the V8 CPU profile r gives into a builder, for
+// ReadCPUProfile.
+func readCPUProfile(r io.Reader, opt Options) (*builder, error) {
 	d := newDecoder(r)
 	b := newBuilder(opt)
 	typ := b.valueType("cpu", "nanoseconds")
@@ -163,7 +173,7 @@ func ReadCPUProfile(r io.Reader, opt Options) (*profile.Profile, error) {
 	if unpaired > 0 {
 		return nil, fmt.Errorf("V8 CPU profile: %d samples but %d timeDeltas", int64(deltas)+unpaired, deltas)
 	}
-	return b.finish("V8 CPU profile")
+	return b, nil
 }
 
 // readOldV8Tree reads the old format's tree of nodes into nodes.

@@ -3,6 +3,7 @@ package jsonprof
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // v8Profile is one V8 CPU profile read as a stream: its call tree as its
@@ -39,9 +40,45 @@ type v8Profile struct {
 	prevID, lastID     int64
 	queued             int64 // bytes of runs and deltas taken from the budget
 
-	// The open nodes, root first, and scratch for the ones to open.
-	open, toOpen []int32
+	// The open nodes: the canonical stack of node base (-1: none; see
+	// v8Shape), then the nodes of open on top of it, root first, each
+	// with the trie node of the stack it ends (openStack); and scratch
+	// for the ones to open. A sample of a plain node (v8Shape) makes
+	// the open nodes its canonical stack at once, whatever they were, so
+	// that a sample costs a few steps, not a step per frame opened or
+	// closed; the nodes whose stacks depend on what was open before
+	// ((program) and the like) are opened and closed one by one.
+	base            int32
+	open, openStack []int32
+	toOpen, path    []int32
+	shapes          []v8Shape // of each node, once worked out (plain)
+	tangled         bool      // a node whose shape was known was re-parented (tangle)
 }
+
+// v8Shape is what a node's parents make of its stack, once worked out
+// (nodeShaped). A plain node's (nodePlain) parents up to the first
+// (root)-like node are plain, and the parents of that one are all
+// (root)-like: whenever it is sampled, its stack is its canonical stack,
+// those plain nodes, whatever was open before. Any other node
+// ((program) and (garbage collector), which go on top of what is open,
+// the nodes over them, a (root)-like node between plain ones, a cycle)
+// is walked as speedscope walks it.
+type v8Shape struct {
+	// depth is the frames of a plain node's canonical stack (0 for a
+	// (root)-like node); the node under it there is its parent (none
+	// at depth 1).
+	depth int32
+	// jump is a node of the canonical stack under it (skew-binary jump
+	// pointers: Myers, "An applicative random-access stack", 1983), so
+	// that finding the node at a depth of the stack, or where two
+	// stacks part, takes O(log depth) steps.
+	jump int32
+	// stack is the trie node of the canonical stack once it was open,
+	// noStack before.
+	stack int32
+}
+
+const noStack = -2
 
 // v8Run is a run of samples on one node.
 type v8Run struct{ id, n int64 }
@@ -50,6 +87,8 @@ const (
 	nodeIgnore = 1 << iota // (root), (idle): not a frame
 	nodeOnTop              // (program), (garbage collector): on top of the stack before it
 	nodeOpen               // on the open stack now
+	nodeShaped             // its shape is worked out (v8Shape)
+	nodePlain              // its shape is plain
 )
 
 // nodeMemory is what a node of the tree takes (its index entry, parent,
@@ -57,7 +96,7 @@ const (
 const nodeMemory = 160
 
 func newV8Profile(b *builder, th int32, typ int) *v8Profile {
-	return &v8Profile{b: b, tl: b.timeline(th, typ, true), index: map[int64]int32{}}
+	return &v8Profile{b: b, tl: b.timeline(th, typ, true), index: map[int64]int32{}, base: -1}
 }
 
 // addNodes adds a batch of nodes to the tree. Within a batch, links are
@@ -86,7 +125,7 @@ func (p *v8Profile) addNodes(nodes []v8Node) error {
 			delete(p.waitChild, n.ID)
 		}
 		for _, c := range p.waitParent[n.ID] {
-			p.parent[c] = i
+			p.setParent(c, i)
 		}
 		delete(p.waitParent, n.ID)
 		bytes += nodeMemory + int64(len(fn)+len(n.CallFrame.URL))
@@ -105,7 +144,7 @@ func (p *v8Profile) addNodes(nodes []v8Node) error {
 		}
 		for _, c := range n.Children {
 			if ci, ok := p.index[c]; ok {
-				p.parent[ci] = i
+				p.setParent(ci, i)
 			} else {
 				if p.waitChild == nil {
 					p.waitChild = map[int64]int32{}
@@ -229,9 +268,184 @@ func (p *v8Profile) clamp() int64 {
 	return p.elapsed
 }
 
+// setParent makes parent the parent of node x. Once x's shape is worked
+// out, the shapes and canonical stacks of the nodes under it may no
+// longer be what its new parent makes them: the open nodes are then kept
+// one by one from there on (tangle), as a malformed profile's may be
+// anything.
+func (p *v8Profile) setParent(x, parent int32) {
+	if p.parent[x] != parent && p.flags[x]&nodeShaped != 0 {
+		p.tangle()
+	}
+	p.parent[x] = parent
+}
+
+// tangle puts the nodes of the base's canonical stack among the open
+// nodes one by one, and stops using shapes: every sample is walked.
+func (p *v8Profile) tangle() {
+	if p.tangled {
+		return
+	}
+	p.tangled = true
+	var nodes, stacks []int32
+	for n := p.base; n >= 0; n = p.under(n) {
+		p.b.walked++
+		nodes = append(nodes, n)
+		stacks = append(stacks, p.shapes[n].stack)
+		p.flags[n] |= nodeOpen
+	}
+	slices.Reverse(nodes)
+	slices.Reverse(stacks)
+	p.open = append(nodes, p.open...)
+	p.openStack = append(stacks, p.openStack...)
+	p.base = -1
+}
+
+// plain reports whether node n is plain, working out the shapes of the
+// nodes above it not worked out yet: each node's once.
+func (p *v8Profile) plain(n int32) bool {
+	if f := p.flags[n]; f&nodeShaped != 0 {
+		return f&nodePlain != 0
+	}
+	if len(p.shapes) < len(p.parent) {
+		p.shapes = append(p.shapes, make([]v8Shape, len(p.parent)-len(p.shapes))...)
+	}
+	// The nodes up to one whose shape is known, a (program)-like node
+	// (whose parent does not matter), the top, or a cycle.
+	path := p.path[:0]
+	for top := n; top >= 0 && p.flags[top]&nodeShaped == 0; top = p.parent[top] {
+		p.b.walked++
+		if len(path) > len(p.parent) {
+			for _, m := range path {
+				p.flags[m] |= nodeShaped
+			}
+			p.path = path
+			return false
+		}
+		path = append(path, top)
+		if p.flags[top]&nodeOnTop != 0 {
+			break
+		}
+	}
+	p.path = path
+	for i := len(path) - 1; i >= 0; i-- {
+		m := path[i]
+		p.flags[m] |= nodeShaped
+		up := p.parent[m]
+		var over v8Shape // a (root)-like node's, for a top node
+		if up >= 0 {
+			if p.flags[up]&nodePlain == 0 {
+				continue
+			}
+			over = p.shapes[up]
+		}
+		s := v8Shape{jump: m, stack: noStack}
+		switch {
+		case p.flags[m]&nodeOnTop != 0:
+			continue
+		case p.flags[m]&nodeIgnore != 0:
+			if over.depth > 0 {
+				continue
+			}
+			s = v8Shape{jump: -1, stack: -1}
+		case over.depth > 0:
+			s.depth, s.jump = over.depth+1, up
+			if j := over.jump; over.depth-p.shapes[j].depth == p.shapes[j].depth-p.shapes[p.shapes[j].jump].depth {
+				s.jump = p.shapes[j].jump
+			}
+		default:
+			s.depth = 1
+		}
+		p.flags[m] |= nodePlain
+		p.shapes[m] = s
+	}
+	return p.flags[n]&nodePlain != 0
+}
+
+// under is the node under plain node n in its canonical stack, -1 if
+// none.
+func (p *v8Profile) under(n int32) int32 {
+	if p.shapes[n].depth > 1 {
+		return p.parent[n]
+	}
+	return -1
+}
+
+// ancestor is the node at depth d (≥ 1, ≤ n's) of plain node n's
+// canonical stack.
+func (p *v8Profile) ancestor(n int32, d int32) int32 {
+	for p.shapes[n].depth > d {
+		p.b.walked++
+		if j := p.shapes[n].jump; p.shapes[j].depth >= d {
+			n = j
+		} else {
+			n = p.parent[n]
+		}
+	}
+	return n
+}
+
+// meet is the deepest node the canonical stacks of plain nodes a and b
+// (-1: the empty stack) share, -1 if none.
+func (p *v8Profile) meet(a, b int32) int32 {
+	if a < 0 || b < 0 || p.shapes[a].depth == 0 || p.shapes[b].depth == 0 {
+		return -1
+	}
+	d := min(p.shapes[a].depth, p.shapes[b].depth)
+	a, b = p.ancestor(a, d), p.ancestor(b, d)
+	for a != b {
+		p.b.walked++
+		if p.shapes[a].depth == 1 {
+			return -1
+		}
+		// At one depth, the jumps reach one depth.
+		if ja, jb := p.shapes[a].jump, p.shapes[b].jump; ja != jb {
+			a, b = ja, jb
+		} else {
+			a, b = p.parent[a], p.parent[b]
+		}
+	}
+	return a
+}
+
+// depthOf is the frames of plain node n's canonical stack (0 for -1).
+func (p *v8Profile) depthOf(n int32) int {
+	if n < 0 {
+		return 0
+	}
+	return int(p.shapes[n].depth)
+}
+
+// stackOf is the trie node of the open nodes' stack.
+func (p *v8Profile) stackOf() int32 {
+	if len(p.openStack) > 0 {
+		return p.openStack[len(p.openStack)-1]
+	}
+	if p.base >= 0 {
+		return p.shapes[p.base].stack
+	}
+	return -1
+}
+
+// isOpen reports whether node n is open.
+func (p *v8Profile) isOpen(n int32) bool {
+	if p.flags[n]&nodeOpen != 0 {
+		return true
+	}
+	if p.tangled || p.base < 0 || !p.plain(n) || p.shapes[n].depth == 0 || p.shapes[n].depth > p.shapes[p.base].depth {
+		return false
+	}
+	return p.ancestor(p.base, p.shapes[n].depth) == n
+}
+
 // change opens and closes frames so that node id is the innermost open
-// one, at the current time: (root) and (idle) are not frames; (program)
-// and (garbage collector) are put on top of the stack before them.
+// one, at the current time, as speedscope's importFromChromeCPUProfile
+// does: (root) and (idle) are not frames; (program) and (garbage
+// collector) are put on top of the stack before them. The builder counts
+// the steps (tick) of every frame speedscope closes and opens, so that
+// the read checks its context and takes the trie's memory where it
+// always did; only the frames of a stack first opened are pushed one by
+// one (moveTo).
 func (p *v8Profile) change(id int64) error {
 	at := (int64(math.Round(p.startTime)) + p.clamp()) * 1000
 	if err := p.tl.advance(at); err != nil {
@@ -241,9 +455,61 @@ func (p *v8Profile) change(id int64) error {
 	if !ok {
 		return nil
 	}
+	if !p.tangled && p.plain(node) {
+		return p.moveTo(node)
+	}
+	return p.walk(node, id)
+}
+
+// moveTo makes plain node n's canonical stack the open one.
+func (p *v8Profile) moveTo(n int32) error {
+	if p.shapes[n].depth == 0 {
+		n = -1 // a (root)-like node: no frame
+	}
+	meet := p.meet(n, p.base)
+	closes := len(p.open) + p.depthOf(p.base) - p.depthOf(meet)
+	for _, m := range p.open {
+		p.b.walked++
+		p.flags[m] &^= nodeOpen
+	}
+	p.open, p.openStack = p.open[:0], p.openStack[:0]
+	p.base = meet
+	if err := p.b.ticks(closes); err != nil {
+		return err
+	}
+	// The stack's nodes whose trie node is not made yet: the last ones
+	// opened, as a node's is made after its parent's.
+	p.toOpen = p.toOpen[:0]
+	for m := n; m >= 0 && p.shapes[m].stack == noStack; m = p.under(m) {
+		p.b.walked++
+		p.toOpen = append(p.toOpen, m)
+	}
+	if err := p.b.reopen(p.depthOf(n) - p.depthOf(meet) - len(p.toOpen)); err != nil {
+		return err
+	}
+	for i := len(p.toOpen) - 1; i >= 0; i-- {
+		m := p.toOpen[i]
+		if err := p.b.tick(1); err != nil {
+			return err
+		}
+		up := int32(-1)
+		if u := p.under(m); u >= 0 {
+			up = p.shapes[u].stack
+		}
+		p.shapes[m].stack = p.b.push(up, p.frame[m])
+	}
+	p.base = n
+	p.tl.node = p.stackOf()
+	return nil
+}
+
+// walk opens and closes frames one by one so that node n (of id) is the
+// innermost open one, as speedscope does, for a node that is not plain
+// or once the profile is tangled.
+func (p *v8Profile) walk(node int32, id int64) error {
 	last := func() int32 {
 		if len(p.open) == 0 {
-			return -1
+			return p.base
 		}
 		return p.open[len(p.open)-1]
 	}
@@ -255,22 +521,40 @@ func (p *v8Profile) change(id int64) error {
 	}
 	// A malformed tree may have cycles: no walk is longer than the tree.
 	lca := node
-	for steps := 0; lca >= 0 && p.flags[lca]&nodeOpen == 0; steps++ {
+	for steps := 0; lca >= 0 && !p.isOpen(lca); steps++ {
+		p.b.walked++
 		if steps > len(p.parent) {
 			p.b.skip(fmt.Sprintf("a sample of node %d, whose parents make a cycle", id))
 			return nil
 		}
+		if !p.tangled && p.plain(lca) {
+			// Its open parents are the base's.
+			lca = p.meet(lca, p.base)
+			break
+		}
 		lca = up(lca)
 	}
 	for len(p.open) > 0 && last() != lca {
+		p.b.walked++
 		p.flags[last()] &^= nodeOpen
 		p.open = p.open[:len(p.open)-1]
-		if err := p.tl.close(at); err != nil {
+		p.openStack = p.openStack[:len(p.openStack)-1]
+		if err := p.b.tick(1); err != nil {
 			return err
 		}
 	}
+	if len(p.open) == 0 && p.base != lca {
+		// lca is on the base's stack, or -1.
+		closes := p.depthOf(p.base) - p.depthOf(lca)
+		p.base = lca
+		if err := p.b.ticks(closes); err != nil {
+			return err
+		}
+	}
+	p.tl.node = p.stackOf()
 	p.toOpen = p.toOpen[:0]
 	for n := node; n >= 0 && n != lca && p.flags[n]&nodeIgnore == 0; n = up(n) {
+		p.b.walked++
 		if len(p.toOpen) > len(p.parent) {
 			p.b.skip(fmt.Sprintf("a sample of node %d, whose parents make a cycle", id))
 			return nil
@@ -279,14 +563,20 @@ func (p *v8Profile) change(id int64) error {
 	}
 	for i := len(p.toOpen) - 1; i >= 0; i-- {
 		n := p.toOpen[i]
-		if p.flags[n]&nodeOpen != 0 {
+		if p.isOpen(n) {
 			break // a cycle in a malformed tree
 		}
-		if err := p.tl.open(p.frame[n], at); err != nil {
+		if !p.tangled && p.plain(n) {
+			p.tangle() // not met: a plain node is opened by its own samples
+		}
+		if err := p.b.tick(1); err != nil {
 			return err
 		}
+		st := p.b.push(p.stackOf(), p.frame[n])
 		p.flags[n] |= nodeOpen
 		p.open = append(p.open, n)
+		p.openStack = append(p.openStack, st)
+		p.tl.node = st
 	}
 	return nil
 }
