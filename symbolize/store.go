@@ -94,6 +94,7 @@ type entry struct {
 	parts [nFacets]part
 	refs  int
 	size  int64
+	gone  bool // discarded: out of entries, dropped at its last release
 }
 
 func newStore(budget int64) *store {
@@ -207,6 +208,8 @@ func (s *store) release(e *entry) {
 	e.refs--
 	if e.refs == 0 {
 		switch {
+		case e.gone:
+			s.dropLocked(e)
 		case e.parts == [nFacets]part{}:
 			delete(s.entries, e.key) // nothing loaded (the loads failed)
 		case e.size > s.budget:
@@ -228,10 +231,23 @@ func (s *store) evictLocked() {
 	}
 }
 
-// dropLocked frees an idle entry.
+// discard takes e, held by the caller, out of the store: the next acquire
+// of its key loads afresh, and e is freed at its last release.
+func (s *store) discard(e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entries[e.key] == e {
+		delete(s.entries, e.key)
+	}
+	e.gone = true
+}
+
+// dropLocked frees an idle (or discarded) entry.
 func (s *store) dropLocked(e *entry) {
-	s.idle.Remove(e.key)
-	delete(s.entries, e.key)
+	if s.entries[e.key] == e {
+		s.idle.Remove(e.key)
+		delete(s.entries, e.key)
+	}
 	s.used -= e.size
 	for _, p := range e.parts {
 		if p != nil {

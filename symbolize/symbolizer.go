@@ -510,6 +510,11 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		if firstErr != nil {
 			return fail(StateError, fmt.Errorf("none of its %d addresses resolved: %w", len(g.locs), firstErr))
 		}
+		// Nothing named: the file loaded (a stripped binary at the mapping's
+		// path) is of no use, and kept it would answer every later search for
+		// this build ID, so Retry, a debug file uploaded or added to a
+		// --debug-dir, and an expired debuginfod miss would change nothing.
+		s.store.discard(e.e)
 		if pltErr != nil {
 			return fail(StateNotFound, pltErr)
 		}

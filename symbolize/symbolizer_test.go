@@ -881,3 +881,39 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// A stripped binary found at its mapping's path, with no debug info
+// anywhere, is "no symbols"; once its debug file appears (here in a
+// --debug-dir; likewise uploaded, or on a debuginfod server once the miss
+// expires), the next run must look again rather than reuse the stripped
+// file loaded for the first: Retry and the arrival of a debug file
+// otherwise changed nothing until the store evicted it.
+func TestNoSymbolsFromMappedFileLooksAgain(t *testing.T) {
+	bid := buildID(t, td("c-stripped"))
+	debug, err := os.ReadFile(td("c-stripped.debug"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "app") // no debug file beside it for its .gnu_debuglink
+	copyFile(t, td("c-stripped"), bin)
+	dir := t.TempDir()
+	cfg := hermetic()
+	cfg.DebugDirs = []string{dir}
+	s := New(cfg)
+	symbolize := func() MappingReport {
+		m := mapBinary(t, bin, bid, 0x561000000000) // the stripped file exists at its path
+		prof := newProfile(m)
+		addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+		rep, _ := s.Symbolize(context.Background(), prof, Options{})
+		return rep.Mappings[0]
+	}
+	if r := symbolize(); r.State != StateNotFound || !strings.Contains(r.Reason, "(the mapped file)") {
+		t.Fatalf("no debug info yet: state %q reason %q; want no symbols from the mapped file", r.State, r.Reason)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app.debug"), debug, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := symbolize(); r.State != StateSymbolized || !strings.Contains(r.Source, "--debug-dir") {
+		t.Errorf("after adding the debug file: state %q source %q reason %q; want symbolized from --debug-dir", r.State, r.Source, r.Reason)
+	}
+}
