@@ -405,6 +405,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 				}
 				continue
 			}
+			delete(sr.seen, p) // a new file, though the path may have been checked (a miss's entry)
 			if sr.check(candidate{path: p, how: "debuginfod " + string(k)}) {
 				return done()
 			}

@@ -917,3 +917,50 @@ func TestNoSymbolsFromMappedFileLooksAgain(t *testing.T) {
 		t.Errorf("after adding the debug file: state %q source %q reason %q; want symbolized from --debug-dir", r.State, r.Source, r.Reason)
 	}
 }
+
+// cacheFetcher downloads into the debuginfod cache as the real client
+// does: at BID/debuginfo, where an expired miss left an empty file.
+type cacheFetcher struct{ dir, src string }
+
+func (f cacheFetcher) Fetch(_ context.Context, bid string, kind debuginfod.Kind, _ func(debuginfod.Progress)) (string, error) {
+	if kind != debuginfod.KindDebuginfo {
+		return "", fmt.Errorf("%s: %w", bid, debuginfod.ErrNotFound)
+	}
+	p := filepath.Join(f.dir, bid, "debuginfo")
+	data, err := os.ReadFile(f.src)
+	if err != nil {
+		return "", err
+	}
+	os.Remove(p)
+	return p, os.WriteFile(p, data, 0o644)
+}
+
+// The file a fetch just stored is used even when the search saw the same
+// path before: the empty file of a debuginfod miss (its negative cache
+// entry), which the fetch replaced once the miss expired. It was skipped
+// as seen, so a Retry downloaded the debug info and still said no symbols.
+func TestFetchReplacingMissEntryIsUsed(t *testing.T) {
+	bid := buildID(t, td("c-stripped"))
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, bid), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, bid, "debuginfo"), nil, 0o644); err != nil { // the miss
+		t.Fatal(err)
+	}
+	cfg := hermetic()
+	cfg.DebuginfodCacheDir = cache
+	cfg.Fetcher = cacheFetcher{dir: cache, src: td("c-stripped.debug")}
+	m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
+	m.File = "/nonexistent/c-stripped"
+	prof := newProfile(m)
+	locs := addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateSymbolized || !strings.Contains(r.Source, "debuginfod debuginfo") {
+		t.Fatalf("state %q source %q reason %q; want symbolized from the fetched file", r.State, r.Source, r.Reason)
+	}
+	checkLocations(t, "fetched over a miss", locs, td("c-stripped.debug"))
+}
