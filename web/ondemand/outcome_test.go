@@ -50,3 +50,25 @@ func TestOldOutcomeKernelRowsKeyed(t *testing.T) {
 		t.Errorf("the kernel's BinaryKey is %q, want kernel:abcd", want[0])
 	}
 }
+
+// TestRecordStatusCounts: /p/ID/symbolization read from the stored record
+// (after a restart, or on another replica) counts the binaries and gives
+// the help of a binary without symbols, as the job's final event did; it
+// said "resolved":0,"missed":0 with no help for every such profile.
+func TestRecordStatusCounts(t *testing.T) {
+	rec := Outcome{Done: true, Asked: []string{server}, Binaries: []Binary{
+		{Key: "aa", Name: "app", BuildID: "aa", State: symbolize.StateNotFound, Reason: "stripped"},
+		{Key: "bb", Name: "libc.so.6", BuildID: "bb", State: symbolize.StateSymbolized},
+		{Key: "cc", Name: "libm.so.6", BuildID: "cc", State: symbolize.StateSymbolized},
+	}}
+	st := recordStatus(rec, []string{server})
+	if st.State != RunDone || st.Resolved != 2 || st.Missed != 1 || !st.Debuginfod {
+		t.Errorf("status %+v; want done, 2 resolved, 1 missed", st)
+	}
+	if st.Binaries[0].Help != NoSymbolsHelp || st.Binaries[1].Help != "" {
+		t.Errorf("help %q, %q; want the next step for the binary without symbols only", st.Binaries[0].Help, st.Binaries[1].Help)
+	}
+	if rec.Binaries[0].Help != "" {
+		t.Error("the record's rows were changed")
+	}
+}

@@ -207,9 +207,16 @@ func (s *Service) Status(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	servers := s.Servers()
+	return recordStatus(rec, s.Servers()), nil
+}
+
+// recordStatus is the status of a profile no job runs for here (after a
+// restart, or symbolized by another replica), from its stored record:
+// counted and with help as the job's own final event has them.
+func recordStatus(rec Outcome, servers []string) Status {
 	st := Status{State: RunNone, Debuginfod: !rec.NoDebuginfod && len(servers) > 0,
-		Servers: servers, Asked: rec.Asked, Binaries: rec.Binaries}
+		Servers: servers, Asked: rec.Asked, Binaries: withHelp(rec.Binaries)}
+	counts(&st, rec.Binaries)
 	if rec.Done {
 		st.State = RunDone
 	} else if len(rec.Binaries) > 0 {
@@ -221,7 +228,7 @@ func (s *Service) Status(ctx context.Context, id string) (Status, error) {
 	if st.Asked == nil {
 		st.Asked = []string{}
 	}
-	return st, nil
+	return st
 }
 
 // Skip stops looking for one binary (by key) of the profile's job, here
