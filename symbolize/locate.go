@@ -54,8 +54,9 @@ func (c candidate) trust() localfile.Trust {
 // headers translate addresses.
 type found struct {
 	debug, exe candidate
-	dwarf      bool // debug has DWARF; else only symbols
-	unverified bool // the profile had no build ID to check the file against
+	dwarf      bool  // debug has DWARF; else only symbols
+	unverified bool  // the profile had no build ID to check the file against
+	fetchErr   error // debuginfod failed (not a plain miss), and a weaker file is used
 }
 
 // lease is a store entry held by a caller, with its symbols facet.
@@ -163,6 +164,9 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 		}
 	}
 	l := &loaded{obj: df, source: src, local: f.debug.local()}
+	if f.fetchErr != nil {
+		l.fetchErr = "debuginfod failed: " + f.fetchErr.Error()
+	}
 	var notes []string
 	if f.unverified {
 		notes = append(notes, "the profile has no build ID for this binary: the file at its path on this machine was used, unverified")
@@ -171,6 +175,9 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 		notes = append(notes, "no DWARF found: function names from the symbol table, no lines")
 	} else if err := df.DWARFError(); err != nil {
 		notes = append(notes, fmt.Sprintf("DWARF unreadable (%v): function names from the symbol table", err))
+	}
+	if l.fetchErr != "" {
+		notes = append(notes, l.fetchErr)
 	}
 	l.note = strings.Join(notes, "; ")
 	return l, nil
@@ -356,9 +363,11 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		}
 	}
 	sr := &search{ctx: ctx, bid: bid, seen: map[string]bool{}, anonymous: bid == "", max: s.cfg.MaxDebugFile}
+	var ferr error // debuginfod's failure, other than not found
 	done := func() (found, error) {
 		if sr.res.debug.path == "" {
 			sr.res.debug = sr.syms
+			sr.res.fetchErr = ferr
 		}
 		if adopted {
 			sr.res.unverified = true
@@ -392,7 +401,6 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		if sr.syms.path == "" {
 			kinds = append(kinds, debuginfod.KindExecutable)
 		}
-		var ferr error
 		for _, k := range kinds {
 			ev(StateFetching, "", &debuginfod.Progress{BuildID: bid, Kind: k, Phase: debuginfod.PhaseConnecting, Total: -1})
 			p, err := s.fetcher(opt).Fetch(ctx, bid, k, progress)

@@ -48,6 +48,8 @@ type loaded struct {
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
 	local  bool   // found on this machine, not uploaded or downloaded
+	// fetchErr is why debuginfod gave no better file (in note too).
+	fetchErr string
 
 	pltMu   sync.Mutex // guards the PLT search (plt.go)
 	pltDone bool       // the executable's PLT names were sought

@@ -522,7 +522,11 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 			return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in %s (a map written by another process of the same PID, or code the JIT wrote no line for)", len(g.locs), e.l.source))
 		}
 		// A stripped file and nothing better: no symbols, not a failure.
-		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)", len(g.locs), e.l.source))
+		why := ""
+		if e.l.fetchErr != "" {
+			why = "; " + e.l.fetchErr
+		}
+		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)%s", len(g.locs), e.l.source, why))
 	}
 	r.State = StateSymbolized
 	if pltErr != nil {

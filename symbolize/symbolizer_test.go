@@ -964,3 +964,25 @@ func TestFetchReplacingMissEntryIsUsed(t *testing.T) {
 	}
 	checkLocations(t, "fetched over a miss", locs, td("c-stripped.debug"))
 }
+
+// A debuginfod failure is named even when the stripped binary was found at
+// its mapping's path: the row said only "the only file found for it
+// (stripped, no separate debug info)" while the server had answered 500,
+// and its help sent the user to set DEBUGINFOD_URLS, already set.
+func TestFetchFailureNamedBesideMappedFile(t *testing.T) {
+	bid := buildID(t, td("c-stripped"))
+	bin := filepath.Join(t.TempDir(), "app") // no debug file beside it for its .gnu_debuglink
+	copyFile(t, td("c-stripped"), bin)
+	cfg := hermetic()
+	cfg.Fetcher = failingFetcher{}
+	m := mapBinary(t, bin, bid, 0x561000000000)
+	prof := newProfile(m)
+	addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateNotFound || !strings.Contains(r.Reason, "(the mapped file)") || !strings.Contains(r.Reason, "debuginfod failed: connection refused") {
+		t.Errorf("state %q reason %q; want no symbols, naming the mapped file and debuginfod's failure", r.State, r.Reason)
+	}
+}
