@@ -57,6 +57,9 @@ type found struct {
 	dwarf      bool  // debug has DWARF; else only symbols
 	unverified bool  // the profile had no build ID to check the file against
 	fetchErr   error // debuginfod failed (not a plain miss), and a weaker file is used
+	// rejected lists the files passed over for a weaker one used (build ID
+	// mismatch, unreadable, over the size limit).
+	rejected []string
 }
 
 // lease is a store entry held by a caller, with its symbols facet.
@@ -164,9 +167,14 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 		}
 	}
 	l := &loaded{obj: df, source: src, local: f.debug.local()}
-	if f.fetchErr != nil {
-		l.fetchErr = "debuginfod failed: " + f.fetchErr.Error()
+	var weak []string
+	if len(f.rejected) > 0 {
+		weak = append(weak, f.rejected...)
 	}
+	if f.fetchErr != nil {
+		weak = append(weak, "debuginfod failed: "+f.fetchErr.Error())
+	}
+	l.passedOver = strings.Join(weak, "; ")
 	var notes []string
 	if f.unverified {
 		notes = append(notes, "the profile has no build ID for this binary: the file at its path on this machine was used, unverified")
@@ -176,8 +184,8 @@ func openFound(ctx context.Context, f found, src string) (*loaded, error) {
 	} else if err := df.DWARFError(); err != nil {
 		notes = append(notes, fmt.Sprintf("DWARF unreadable (%v): function names from the symbol table", err))
 	}
-	if l.fetchErr != "" {
-		notes = append(notes, l.fetchErr)
+	if l.passedOver != "" {
+		notes = append(notes, l.passedOver)
 	}
 	l.note = strings.Join(notes, "; ")
 	return l, nil
@@ -368,6 +376,7 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 		if sr.res.debug.path == "" {
 			sr.res.debug = sr.syms
 			sr.res.fetchErr = ferr
+			sr.res.rejected = sr.rejected()
 		}
 		if adopted {
 			sr.res.unverified = true
@@ -433,13 +442,9 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 	return found{}, sr.notFound(s, m, opt)
 }
 
-// notFound explains where the search looked and what it saw.
-func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error {
+// rejected says which files the search passed over, and why.
+func (sr *search) rejected() []string {
 	var why []string
-	if sr.bid == "" {
-		why = append(why, "the mapping has no build ID")
-	}
-	why = append(why, fmt.Sprintf("%d candidate files checked", sr.tried))
 	if len(sr.mismatch) > 0 {
 		why = append(why, "build ID mismatch: "+strings.Join(sr.mismatch, ", "))
 	}
@@ -449,6 +454,17 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 	if len(sr.oversize) > 0 {
 		why = append(why, "skipped: "+strings.Join(sr.oversize, ", "))
 	}
+	return why
+}
+
+// notFound explains where the search looked and what it saw.
+func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error {
+	var why []string
+	if sr.bid == "" {
+		why = append(why, "the mapping has no build ID")
+	}
+	why = append(why, fmt.Sprintf("%d candidate files checked", sr.tried))
+	why = append(why, sr.rejected()...)
 	switch {
 	case sr.bid == "":
 	case s.fetcher(opt) == nil:

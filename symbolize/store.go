@@ -48,8 +48,9 @@ type loaded struct {
 	source string // the file path, and how it was found
 	note   string // why the object is weaker than wanted (no DWARF, ...)
 	local  bool   // found on this machine, not uploaded or downloaded
-	// fetchErr is why debuginfod gave no better file (in note too).
-	fetchErr string
+	// passedOver is why no better file was used: files passed over, and
+	// debuginfod's failure (in note too).
+	passedOver string
 
 	pltMu   sync.Mutex // guards the PLT search (plt.go)
 	pltDone bool       // the executable's PLT names were sought

@@ -523,8 +523,8 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		}
 		// A stripped file and nothing better: no symbols, not a failure.
 		why := ""
-		if e.l.fetchErr != "" {
-			why = "; " + e.l.fetchErr
+		if e.l.passedOver != "" {
+			why = "; " + e.l.passedOver
 		}
 		return fail(StateNotFound, fmt.Errorf("none of its %d addresses is in the symbols of %s, the only file found for it (stripped, no separate debug info)%s", len(g.locs), e.l.source, why))
 	}

@@ -986,3 +986,25 @@ func TestFetchFailureNamedBesideMappedFile(t *testing.T) {
 		t.Errorf("state %q reason %q; want no symbols, naming the mapped file and debuginfod's failure", r.State, r.Reason)
 	}
 }
+
+// A debug file passed over for its build ID is named when the stripped file
+// at the mapping's path is used instead, as gdb warns of a .gnu_debuglink
+// file that "does not match" (CRC mismatch): the row said only "no
+// separate debug info".
+func TestMismatchedDebugLinkNamedBesideMappedFile(t *testing.T) {
+	bid := buildID(t, td("c-stripped"))
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "c-stripped")
+	copyFile(t, td("c-stripped"), bin)
+	copyFile(t, td("c-pie-dwarf5"), filepath.Join(dir, "c-stripped.debug")) // its .gnu_debuglink name, another build
+	m := mapBinary(t, bin, bid, 0x561000000000)
+	prof := newProfile(m)
+	addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(hermetic()).Symbolize(context.Background(), prof, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Mappings[0]; r.State != StateNotFound || !strings.Contains(r.Reason, "(the mapped file)") || !strings.Contains(r.Reason, "build ID mismatch: "+filepath.Join(dir, "c-stripped.debug")) {
+		t.Errorf("state %q reason %q; want no symbols, naming the mismatched debug file", r.State, r.Reason)
+	}
+}
