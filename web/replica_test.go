@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -554,5 +556,69 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 	}
 	if code, _, _ := post(t, b+"/p/"+id+"/symbolize/skip?build_id="+bid, nil); code != http.StatusConflict {
 		t.Fatalf("skip on B after the job ended: %d, want 409", code)
+	}
+}
+
+// TestReplicaFollowerStreamsDownloadProgress: while A downloads the debug
+// file, a page on B gets progress events with the bytes so far, from A's
+// job record, as A's own page does. B sent the row's first byte count and
+// then nothing, so its page said "stalled: no byte for N s" while A's
+// download went on.
+func TestReplicaFollowerStreamsDownloadProgress(t *testing.T) {
+	exe, debugFile := webtest.OndemandFiles(t)
+	data, err := os.ReadFile(debugFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3 := storetest.NewS3(t)
+	release := make(chan struct{})
+	half := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/debuginfo") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.Write(data[:len(data)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(data[len(data)/2:])
+	}))
+	t.Cleanup(half.Close)
+	cacheA := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{half.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := ondemand.NewGate(client)
+	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+	cfgA := none
+	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
+	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
+
+	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 93))
+	waitState(t, a, id, symbolize.StateFetching)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events := streamEvents(t, ctx, b+"/p/"+id+"/events")
+	var got ondemand.Progress
+	for ev := range events {
+		if ev.typ != ondemand.EventProgress {
+			continue
+		}
+		if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Bytes >= int64(len(data)/2) {
+			break
+		}
+	}
+	close(release)
+	if got.Bytes < int64(len(data)/2) || got.Total != int64(len(data)) {
+		t.Fatalf("B's stream: last progress %+v; want %d of %d bytes, as A reports", got, len(data)/2, len(data))
 	}
 }

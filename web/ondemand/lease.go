@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"viewer/symbolize"
 	"viewer/web/profiles"
 	"viewer/web/store"
 )
@@ -368,6 +369,16 @@ func (l *Lease) follow(f *follower) bool {
 				snap.Status.Binaries = cur.Binaries
 			}
 			pub.publish(snap)
+			// The owner's rows carry its downloads' byte counts; a
+			// local job sends them as progress events, which pages
+			// need to show a download advancing (without them a
+			// follower's page said "stalled: no byte for N s").
+			for _, b := range cur.Binaries {
+				if !snap.Final && b.State == symbolize.StateFetching && fetchRunning(b.Phase) {
+					pub.progress(Progress{Key: b.Key, BuildID: b.BuildID, File: b.File, Server: b.Server,
+						Phase: b.Phase, Bytes: b.Bytes, Total: b.Total}, l.m.cfg.ProgressEvery)
+				}
+			}
 		}
 		switch {
 		case jr != nil && jr.State == RunDone:
