@@ -138,3 +138,29 @@ func TestPerfMapNotRead(t *testing.T) {
 		t.Errorf("/tmp/perf-01.map was worked on: %+v", rep.Mappings)
 	}
 }
+
+// TestPerfMapNoAddressNamed: a map that names none of the profile's
+// addresses (another process of the same PID wrote it) leaves them
+// unnamed with the reason, and the run goes on (a perf map has no store
+// entry to discard, as a stripped binary's is).
+func TestPerfMapNoAddressNamed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "perf-4243.map"), []byte("7f0000009000 40 JS:*other x.js:1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := hermetic()
+	cfg.PerfMapDir = dir
+	p, locs := perfMapProfile("4243", 0x7f0000001010, 0x7f0000002000)
+	rep, err := New(cfg).Symbolize(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mappings) != 1 || rep.Mappings[0].State != StateNotFound || !strings.Contains(rep.Mappings[0].Reason, "none of its 2 addresses is in") {
+		t.Fatalf("report %+v", rep.Mappings)
+	}
+	for _, l := range locs {
+		if locName(l) != "" {
+			t.Errorf("location %#x named %q", l.Address, locName(l))
+		}
+	}
+}

@@ -514,7 +514,9 @@ func (s *Symbolizer) symbolizeGroup(ctx context.Context, g *group, opt Options, 
 		// path) is of no use, and kept it would answer every later search for
 		// this build ID, so Retry, a debug file uploaded or added to a
 		// --debug-dir, and an expired debuginfod miss would change nothing.
-		s.store.discard(e.e)
+		if e.e != nil { // a perf map is read for the run only (perfmaps.go)
+			s.store.discard(e.e)
+		}
 		if pltErr != nil {
 			return fail(StateNotFound, pltErr)
 		}
