@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -296,6 +297,9 @@ type search struct {
 	max       int64    // Config.MaxDebugFile
 	seen      map[string]bool
 	anonymous bool // the mapping has no build ID: a file is taken by path
+	// missUntil is when debuginfod's remembered miss ends, when its
+	// "not found" came from the negative cache rather than a server.
+	missUntil time.Time
 }
 
 // check opens one candidate and records what it offers. It reports whether
@@ -420,6 +424,9 @@ func (s *Symbolizer) find(ctx context.Context, m *profile.Mapping, bid string, o
 				if !errors.Is(err, debuginfod.ErrNotFound) && ferr == nil {
 					ferr = err
 				}
+				if until, ok := debuginfod.MissRemembered(err); ok && until.After(sr.missUntil) {
+					sr.missUntil = until
+				}
 				continue
 			}
 			delete(sr.seen, p) // a new file, though the path may have been checked (a miss's entry)
@@ -471,6 +478,9 @@ func (sr *search) notFound(s *Symbolizer, m *profile.Mapping, opt Options) error
 		why = append(why, "debuginfod is not configured (set DEBUGINFOD_URLS)")
 	case opt.NoDebuginfod:
 		why = append(why, "debuginfod not asked for this profile")
+	case !sr.missUntil.IsZero():
+		// Not asked now: say so, and when it will be.
+		why = append(why, fmt.Sprintf("debuginfod servers did not have it when last asked (the miss is remembered until %s UTC, then asked again; a debug file uploaded here is used at once)", sr.missUntil.UTC().Format(time.TimeOnly)))
 	default:
 		why = append(why, "debuginfod servers do not have it")
 	}

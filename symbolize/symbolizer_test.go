@@ -7,11 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -1006,5 +1010,43 @@ func TestMismatchedDebugLinkNamedBesideMappedFile(t *testing.T) {
 	}
 	if r := rep.Mappings[0]; r.State != StateNotFound || !strings.Contains(r.Reason, "(the mapped file)") || !strings.Contains(r.Reason, "build ID mismatch: "+filepath.Join(dir, "c-stripped.debug")) {
 		t.Errorf("state %q reason %q; want no symbols, naming the mismatched debug file", r.State, r.Reason)
+	}
+}
+
+// A miss answered from debuginfod's negative cache says so and until when
+// it is remembered: the row said "debuginfod servers do not have it" as if
+// they had been asked, and gave no hint that they would be asked again.
+func TestRememberedMissSaysUntilWhen(t *testing.T) {
+	bid := buildID(t, td("c-stripped"))
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, bid), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"debuginfo", "executable"} { // fresh misses
+		if err := os.WriteFile(filepath.Join(cache, bid, k), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { asked.Add(1); http.NotFound(w, r) }))
+	defer srv.Close()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{srv.URL}, CacheDir: cache, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := hermetic()
+	cfg.DebuginfodCacheDir = cache
+	cfg.Fetcher = client
+	m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
+	m.File = "/nonexistent/c-stripped"
+	prof := newProfile(m)
+	addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Mappings[0]
+	if r.State != StateNotFound || !strings.Contains(r.Reason, "when last asked") || !strings.Contains(r.Reason, "remembered until") || asked.Load() != 0 {
+		t.Errorf("state %q reason %q, server asked %d times; want a remembered miss named, with its end, and no server asked", r.State, r.Reason, asked.Load())
 	}
 }

@@ -198,3 +198,15 @@ func (e *negativeCacheError) Error() string {
 }
 
 func (e *negativeCacheError) Is(target error) bool { return target == ErrNotFound }
+
+// MissRemembered reports whether err is a miss answered from the negative
+// cache, without asking a server, and until when it is remembered: the
+// file is asked for again after that (or once ForgetMiss is called, when
+// it arrives somewhere).
+func MissRemembered(err error) (until time.Time, ok bool) {
+	var n *negativeCacheError
+	if errors.As(err, &n) {
+		return n.Until, true
+	}
+	return time.Time{}, false
+}
