@@ -98,7 +98,7 @@ func TestOTLPIntake(t *testing.T) {
 				if s.Resolved != 1 {
 					t.Errorf("profile %s: %d binaries resolved (%+v), want the program named through debuginfod", id, s.Resolved, s.Binaries)
 				}
-				got := downloadProfile(t, base, id)
+				got := webtest.ServedProfile(t, base, id)
 				if len(got.SampleType) != 1 || got.SampleType[0].Type != sent.SampleType[i].Type {
 					t.Errorf("profile %s has types %v, want %s", id, got.SampleType, sent.SampleType[i].Type)
 				}
@@ -150,20 +150,6 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-// downloadProfile fetches /p/ID/profile.pb.gz.
-func downloadProfile(t testing.TB, base, id string) *profile.Profile {
-	t.Helper()
-	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p, err := profile.Parse(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // pageTitle is the <title> of the profile's flame page.
 func pageTitle(t testing.TB, base, id string) string {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/google/pprof/profile"
 
 	"viewer/symbolize"
 	"viewer/symbolize/debuginfod/debuginfodtest"
@@ -131,15 +128,7 @@ func perfScriptJIT(t *testing.T, data, mapFile string, pid int) (jitStacks, int6
 // viewerJIT is the same from the profile the server serves.
 func viewerJIT(t *testing.T, base, id string, pid int) (jitStacks, int64) {
 	t.Helper()
-	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p, err := profile.Parse(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := webtest.ServedProfile(t, base, id)
 	vi := -1
 	for i, st := range p.SampleType {
 		if st.Type == "cpu-clock" {

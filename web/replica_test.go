@@ -243,14 +243,13 @@ func testTakeover(t *testing.T, crash bool) {
 		t.Fatal(err)
 	}
 	gate := ondemand.NewGate(client)
-	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
-	cfgA := none
+	cfgA := searchNothing
 	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
 	storeA := &switchStore{Store: s3.Open(t)}
 	srvA, a := replicaServer(t, storeA, &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
 
 	// B finds the debug file in a local directory.
-	cfgB := none
+	cfgB := searchNothing
 	cfgB.DebugDirs = []string{filepath.Dir(debugFile)}
 	// 30 of A's heartbeats: B must not take over while A is alive, however
 	// busy the machine, and then soon after A dies.
@@ -342,6 +341,27 @@ func testTakeover(t *testing.T, crash bool) {
 	}
 }
 
+// searchNothing is a symbolizer configuration that looks nowhere on this
+// machine: a replica with it names only what the store holds.
+var searchNothing = symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
+
+// replicasAsking starts replica A, which asks the debuginfod server at
+// upstream (one retry), and replica B, which asks none, on one store.
+func replicasAsking(t *testing.T, s3 *storetest.S3, upstream string) (a, b string) {
+	t.Helper()
+	cacheA := t.TempDir()
+	client, err := debuginfod.New(debuginfod.Config{URLs: []string{upstream}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := ondemand.NewGate(client)
+	cfgA := searchNothing
+	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
+	_, a = replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
+	_, b = replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(searchNothing)}, "replica-b")
+	return a, b
+}
+
 // TestReplicaFollowsJobToTheEnd: B streams a job A runs, from A's fetch
 // (held until the test releases it) to A's final event, and then serves
 // the names A stored.
@@ -362,17 +382,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 		http.ServeFile(w, r, debugFile)
 	}))
 	t.Cleanup(held.Close)
-	cacheA := t.TempDir()
-	client, err := debuginfod.New(debuginfod.Config{URLs: []string{held.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := ondemand.NewGate(client)
-	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
-	cfgA := none
-	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
-	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
-	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
+	a, b := replicasAsking(t, s3, held.URL)
 
 	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 92))
 	waitState(t, a, id, symbolize.StateFetching)
@@ -380,7 +390,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 		t.Fatalf("B's page does not follow A's job: %d", code)
 	}
 	// C only gets the event stream (the page came from another replica).
-	_, c := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-c")
+	_, c := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(searchNothing)}, "replica-c")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cEvents := streamEvents(t, ctx, c+"/p/"+id+"/events")
@@ -407,7 +417,7 @@ func TestReplicaFollowsJobToTheEnd(t *testing.T) {
 	}
 	// D starts after the job finished: its stream gives the final event
 	// at once, so a page from another replica redraws.
-	_, d := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-d")
+	_, d := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(searchNothing)}, "replica-d")
 	if st, _ := finalEvent(t, d, id); st.Resolved != 1 || st.State != "done" {
 		t.Fatalf("D's final event: %+v", st)
 	}
@@ -462,8 +472,7 @@ func TestReplicaStoreOutage(t *testing.T) {
 func TestReplicaClaimRaceHasOneWinner(t *testing.T) {
 	exe, debugFile := webtest.OndemandFiles(t)
 	s3 := storetest.NewS3(t)
-	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
-	local := none
+	local := searchNothing
 	local.DebugDirs = []string{filepath.Dir(debugFile)}
 	// Stored by a replica without symbolization, so nobody claimed it yet.
 	_, up := replicaServer(t, s3.Open(t), nil, "uploader")
@@ -531,11 +540,10 @@ func TestReplicaForwardsSkipToTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := ondemand.NewGate(client)
-	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
-	cfgA := none
+	cfgA := searchNothing
 	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
 	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
-	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b",
+	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(searchNothing)}, "replica-b",
 		func(c *web.ReplicaConfig) { c.TakeoverAfter = time.Minute })
 
 	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 95))
@@ -588,17 +596,7 @@ func TestReplicaFollowerStreamsDownloadProgress(t *testing.T) {
 		w.Write(data[len(data)/2:])
 	}))
 	t.Cleanup(half.Close)
-	cacheA := t.TempDir()
-	client, err := debuginfod.New(debuginfod.Config{URLs: []string{half.URL}, CacheDir: cacheA, Timeout: time.Minute, RetryLimit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := ondemand.NewGate(client)
-	none := symbolize.Config{SystemDebugDir: "-", BuildIDCacheDir: "-", KallsymsPath: "-", KernelNotesPath: "-", KernelRelease: "none"}
-	cfgA := none
-	cfgA.Fetcher, cfgA.DebuginfodCacheDir = gate, cacheA
-	_, a := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(cfgA), Gate: gate, Servers: client.Servers()}, "replica-a")
-	_, b := replicaServer(t, s3.Open(t), &web.SymbolizationConfig{Engine: symbolize.New(none)}, "replica-b")
+	a, b := replicasAsking(t, s3, half.URL)
 
 	id := webtest.UploadAPI(t, a, "", webtest.OndemandProfile(t, exe, debugFile, "/usr/bin/ondemand", 93))
 	waitState(t, a, id, symbolize.StateFetching)

@@ -66,11 +66,11 @@ func TestServiceMerge(t *testing.T) {
 		t.Fatalf("merge: %s Location %q: %s", resp.Status, loc, body)
 	}
 	id := strings.TrimPrefix(loc, "/p/")
-	got := downloadProfile(t, base, id)
+	got := webtest.ServedProfile(t, base, id)
 	var members [][]int64
 	stacks := map[string]int64{}
 	for _, m := range []string{a, b} {
-		p := downloadProfile(t, base, m)
+		p := webtest.ServedProfile(t, base, m)
 		tot := make([]int64, len(p.SampleType))
 		for _, s := range p.Sample {
 			for i, v := range s.Value {
@@ -203,7 +203,7 @@ func TestServiceMergeSkipsUnstored(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/p/") {
 		t.Fatalf("merge with an unstored entry: %s Location %q: %s", resp.Status, loc, body)
 	}
-	got, want := downloadProfile(t, ts.URL, strings.TrimPrefix(loc, "/p/")), downloadProfile(t, ts.URL, a)
+	got, want := webtest.ServedProfile(t, ts.URL, strings.TrimPrefix(loc, "/p/")), webtest.ServedProfile(t, ts.URL, a)
 	var have, sent int64
 	for _, smp := range got.Sample {
 		have += smp.Value[0]

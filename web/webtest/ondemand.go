@@ -160,8 +160,9 @@ func startSymbolizing(t testing.TB, cfg web.Config) (*web.Server, string) {
 	return s, ts.URL
 }
 
-// FunctionNames fetches /p/ID/profile.pb.gz and lists its function names.
-func FunctionNames(t testing.TB, base, id string) map[string]bool {
+// ServedProfile fetches and parses /p/ID/profile.pb.gz from the server at
+// base.
+func ServedProfile(t testing.TB, base, id string) *profile.Profile {
 	t.Helper()
 	resp, err := http.Get(base + "/p/" + id + "/profile.pb.gz")
 	if err != nil {
@@ -172,6 +173,13 @@ func FunctionNames(t testing.TB, base, id string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// FunctionNames fetches /p/ID/profile.pb.gz and lists its function names.
+func FunctionNames(t testing.TB, base, id string) map[string]bool {
+	t.Helper()
+	p := ServedProfile(t, base, id)
 	names := map[string]bool{}
 	for _, f := range p.Function {
 		names[f.Name] = true
