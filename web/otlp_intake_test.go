@@ -150,7 +150,6 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-
 // pageTitle is the <title> of the profile's flame page.
 func pageTitle(t testing.TB, base, id string) string {
 	t.Helper()
