@@ -353,14 +353,7 @@ func TestFindDebugInfoByBuildID(t *testing.T) {
 			}
 			cfg := hermetic()
 			tc.cfg(&cfg, dir)
-			m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
-			m.File = "/nonexistent/c-stripped"
-			prof := newProfile(m)
-			locs := addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
-			rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep, locs := symbolizeAway(t, cfg, bid)
 			if r := rep.Mappings[0]; r.State != StateSymbolized || !strings.Contains(r.Source, "("+tc.source+")") {
 				t.Fatalf("state %q source %q reason %q; want symbolized from %s", r.State, r.Source, r.Reason, tc.source)
 			}
@@ -955,14 +948,7 @@ func TestFetchReplacingMissEntryIsUsed(t *testing.T) {
 	cfg := hermetic()
 	cfg.DebuginfodCacheDir = cache
 	cfg.Fetcher = cacheFetcher{dir: cache, src: td("c-stripped.debug")}
-	m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
-	m.File = "/nonexistent/c-stripped"
-	prof := newProfile(m)
-	locs := addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
-	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, locs := symbolizeAway(t, cfg, bid)
 	if r := rep.Mappings[0]; r.State != StateSymbolized || !strings.Contains(r.Source, "debuginfod debuginfo") {
 		t.Fatalf("state %q source %q reason %q; want symbolized from the fetched file", r.State, r.Source, r.Reason)
 	}
@@ -1037,16 +1023,25 @@ func TestRememberedMissSaysUntilWhen(t *testing.T) {
 	cfg := hermetic()
 	cfg.DebuginfodCacheDir = cache
 	cfg.Fetcher = client
-	m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
-	m.File = "/nonexistent/c-stripped"
-	prof := newProfile(m)
-	addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
-	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, _ := symbolizeAway(t, cfg, bid)
 	r := rep.Mappings[0]
 	if r.State != StateNotFound || !strings.Contains(r.Reason, "when last asked") || !strings.Contains(r.Reason, "remembered until") || asked.Load() != 0 {
 		t.Errorf("state %q reason %q, server asked %d times; want a remembered miss named, with its end, and no server asked", r.State, r.Reason, asked.Load())
 	}
+}
+
+// symbolizeAway symbolizes c-stripped (build ID bid) mapped from a path
+// that does not exist, so only cfg's search finds its debug info; it
+// returns the report and the locations.
+func symbolizeAway(t *testing.T, cfg Config, bid string) (*Report, map[*profile.Location]uint64) {
+	t.Helper()
+	m := mapBinary(t, td("c-stripped"), bid, 0x561000000000)
+	m.File = "/nonexistent/c-stripped"
+	prof := newProfile(m)
+	locs := addLocations(t, prof, m, 0x561000000000, td("c-stripped.debug"))
+	rep, err := New(cfg).Symbolize(context.Background(), prof, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, locs
 }
