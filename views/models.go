@@ -165,6 +165,9 @@ type TopPage struct {
 	// AllURL, when set, lists them all (as many as the server's budget
 	// allows).
 	Note, AllURL string
+	// Empty says why no function is listed: a time range or filters that
+	// keep no sample, or a sample type with none ("" is the latter).
+	Empty string
 }
 
 // TopRow is one function's flat and cumulative value, already formatted.

@@ -72,6 +72,9 @@ func (s *Server) handleTop(c echo.Context) error {
 		FlameURL:    withQuery(profileURL(id, "", st.Type), filterQuery(c)),
 		Filter:      filterBar(c, "/p/"+id+"/top"), // filterquery.go
 	}
+	if len(rows) == 0 {
+		page.Empty = emptyTopReason(f, l.Meta.DurationNanos)
+	}
 	frac := func(v int64) float64 {
 		if total == 0 {
 			return 0
@@ -108,6 +111,25 @@ func (s *Server) handleTop(c echo.Context) error {
 		})
 	}
 	return Render(c, http.StatusOK, views.Top(page))
+}
+
+// emptyTopReason says why a top table of a sample type with samples
+// lists nothing: its time range (t=) or its filters keep none. "" when
+// neither is set: the sample type has no samples.
+func emptyTopReason(f flame.Filter, durationNanos int64) string {
+	filtered := f.Focus != nil || f.Ignore != nil || f.Hide != nil || f.Show != nil
+	switch {
+	case f.Time != nil && !filtered && durationNanos > 0 && f.Time.From >= durationNanos:
+		return fmt.Sprintf("No samples in %s s: the recording is %s long. Choose a range on the flame graph's timeline, or show the whole recording.",
+			strings.Replace(f.Time.String(), "-", "–", 1), sampling.FormatValue(durationNanos, "nanoseconds"))
+	case f.Time != nil && !filtered:
+		return fmt.Sprintf("No samples in %s s of the recording: choose another range on the flame graph's timeline, or show the whole recording.", strings.Replace(f.Time.String(), "-", "–", 1))
+	case f.Time != nil:
+		return fmt.Sprintf("No samples in %s s of the recording match the filters.", strings.Replace(f.Time.String(), "-", "–", 1))
+	case filtered:
+		return "No samples match the filters."
+	}
+	return ""
 }
 
 // columnTitle is the title of a column of values of a sample type:
