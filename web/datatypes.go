@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -625,7 +626,7 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 	siq := c.QueryParam("si")
 	page := views.FlamePage{
 		Page: s.profilePage(c, id, m, displayName(m, id)+" · data-type flame graph",
-			append(nav(c, id, ""), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true})),
+			append(navFiltered(c, id, "", s.profileFilterQuery(c)), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skidParam(c))), Active: true})),
 		ID:          id,
 		Name:        m.Name,
 		SampleTypes: sampleTypes(m, i),
@@ -639,6 +640,39 @@ func (s *Server) handleTypesFlamePage(c echo.Context) error {
 		page.Filter.Keep = append(page.Filter.Keep, [2]string{"skid", "0"})
 	}
 	return Render(c, http.StatusOK, views.Flame(page))
+}
+
+// profileFilterQuery is the data-type flame graph's filters and time range
+// (filterQuery) as its header's links to the profile's flame graph, top
+// and time order carry them: without a filter (f, i, h, s) that matches a
+// type or member frame, which the profile does not have. A focus on struct
+// node led to an empty flame graph there, an ignore or hide of it to every
+// sample; a filter of function frames keeps the same samples.
+func (s *Server) profileFilterQuery(c echo.Context) url.Values {
+	q := filterQuery(c)
+	f, err := queryFilter(c)
+	if err != nil || f.Focus == nil && f.Ignore == nil && f.Hide == nil && f.Show == nil {
+		return q
+	}
+	l, _, err := s.typesFlame(c) // cached for the page's flame.json
+	if err != nil {
+		return q
+	}
+	for k, re := range map[string]*regexp.Regexp{"f": f.Focus, "i": f.Ignore, "h": f.Hide, "s": f.Show} {
+		if re == nil {
+			continue
+		}
+		for _, loc := range l.Profile.Location {
+			if loc.Mapping == nil || loc.Mapping.File != dataTypeMapping || len(loc.Line) == 0 || loc.Line[0].Function == nil {
+				continue
+			}
+			if re.MatchString(loc.Line[0].Function.Name) || re.MatchString(dataTypeMapping) {
+				q.Del(k)
+				break
+			}
+		}
+	}
+	return q
 }
 
 // cacheLineSize is the cache line size the data-type page groups members

@@ -420,3 +420,40 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 		t.Errorf("without debug info: DSOs = %+v", r.DSOs)
 	}
 }
+
+// TestTypesFlameHeaderFilters: the data-type flame graph's header links to
+// the profile's flame graph, top and time order leave out a filter that
+// names a type or member frame (the profile has none: a focus on struct
+// node led to an empty graph, an ignore of it to every sample) and keep
+// the filters of functions, the time range and skid's page link.
+func TestTypesFlameHeaderFilters(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ts := newTestServer(t, Config{})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
+	pid := upload(t, ts.URL, data)
+	href := regexp.MustCompile(`<a href="([^"]*)"[^>]*>Top</a>`)
+	for q, want := range map[string]string{
+		"f=%5Estruct+node%24":                "/p/" + pid + "/top",
+		"i=struct+node&t=0-1":                "/p/" + pid + "/top?t=0-1",
+		"h=%5Estruct+node%5C.next%24":        "/p/" + pid + "/top",
+		"f=%5Esum_list%24&h=%28unknown%29":   "/p/" + pid + "/top?f=%5Esum_list%24",
+		"skid=0&f=%5Esum_list%24&i=%5Emain$": "/p/" + pid + "/top?f=%5Esum_list%24&amp;i=%5Emain%24",
+	} {
+		resp, err := http.Get(ts.URL + "/p/" + pid + "/types/flame?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := href.FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("types/flame?%s: no Top link", q)
+		}
+		if got := string(m[1]); got != want {
+			t.Errorf("types/flame?%s: the Top link is %s, want %s", q, got, want)
+		}
+	}
+}

@@ -255,7 +255,13 @@ func profileURL(id, suffix, si string) string {
 // data-type page reads no filters and keeps si only. Keep names what each
 // link follows when the page changes si or t in place (common.js).
 func nav(c echo.Context, id, active string) []views.NavLink {
-	si, q := c.QueryParam("si"), filterQuery(c)
+	return navFiltered(c, id, active, filterQuery(c))
+}
+
+// navFiltered is nav whose flame graph, top and time-order links carry
+// the filters and time range q.
+func navFiltered(c echo.Context, id, active string, q url.Values) []views.NavLink {
+	si := c.QueryParam("si")
 	return []views.NavLink{
 		{Label: "Flame graph", Href: withQuery(profileURL(id, "", si), q), Active: active == "flame", Keep: "si t"},
 		{Label: "Top", Href: withQuery(profileURL(id, "/top", si), q), Active: active == "top", Keep: "si t"},
