@@ -139,7 +139,8 @@ export function placeTooltip(tip, e) {
  * range (t) of the current URL: base is the page's path. Sandwich, source
  * and annotate are the profile's (/p/ID); focus, ignore and hide filter
  * the graph shown, the profile's or the data-type flame graph
- * (/p/ID/types/flame, which keeps its skid choice too). A frame of
+ * (/p/ID/types/flame, which keeps its skid choice too, as annotate does;
+ * the profile's pages get the filters of its header's links). A frame of
  * mapping DATA_TYPE_MAPPING (a data type or member there) links to the
  * data-type page instead of a function's pages.
  */
@@ -147,10 +148,18 @@ export function frameLinks(name, base = location.pathname, mapping = '') {
   const cur = new URLSearchParams(location.search);
   const graphPath = base.replace(/\/(sandwich|source|annotate|top)$/, '').replace(/\/+$/, '');
   const root = graphPath.replace(/\/types\/flame$/, '');
+  // On the data-type flame graph, the profile's pages get the filters its
+  // header's Flame graph link carries (none that matches a type or member
+  // frame, which the profile lacks: web/datatypes.go profileFilterQuery),
+  // and annotate its skid choice.
+  const onTypes = graphPath !== root;
+  const header = onTypes ? document.querySelector('nav.site-nav a[data-keep]') : null;
+  const profileQ = header ? new URL(header.getAttribute('href') || '', location.href).searchParams : cur;
   const url = (suffix, extra) => {
     const p = new URLSearchParams();
-    for (const k of ['si', 'f', 'i', 'h', 's', 't']) if (cur.get(k)) p.set(k, cur.get(k));
-    if (suffix === '' && graphPath !== root && cur.get('skid')) p.set('skid', cur.get('skid'));
+    const from = suffix === '' ? cur : profileQ;
+    for (const k of ['si', 'f', 'i', 'h', 's', 't']) if (from.get(k)) p.set(k, from.get(k));
+    if ((suffix === '' || suffix === '/annotate') && onTypes && cur.get('skid')) p.set('skid', cur.get('skid'));
     for (const [k, v] of Object.entries(extra)) p.set(k, v);
     return `${suffix === '' ? graphPath : root}${suffix}?${p}`;
   };

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,59 @@ func TestTypesPageInBrowser(t *testing.T) {
 	}
 	if href := eval[string](t, b, `document.getElementById('types-flame-link').href`); !eval[bool](t, b, `new URL(document.getElementById('types-flame-link').href).searchParams.get('skid') === '0'`) {
 		t.Errorf("data-type flame graph link without skid correction = %q, want skid=0 kept", href)
+	}
+	noProblems(t, b)
+}
+
+// TestTypesFlameMenuKeepsSamples: on the data-type flame graph focused on
+// a type with skid=0, a function's frame menu leads to the profile's
+// pages without the type's focus (the profile has no such frame: its
+// sandwich and annotate were empty) and to annotate with skid=0 kept.
+func TestTypesFlameMenuKeepsSamples(t *testing.T) {
+	dir := "../../testdata/datatype"
+	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}}))
+	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := webtest.LoopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	b := browsertest.Start(t, browsertest.Options{})
+	run(t, b, "open the focused data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types/flame?skid=0&t=0-100&f=%5Estruct+node%24"))
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A function's frame (named or not: this server does not symbolize).
+	path := eval[[]string](t, b, `window.viewer.drawnFrames().find((p) => p.length === 1)`)
+	if len(path) == 0 || !eval[bool](t, b, fmt.Sprintf(`window.viewerFrameMenu.open(%s)`, jsStrings(path))) {
+		t.Fatalf("no frame menu for a function (%q)", path)
+	}
+	type link struct{ Path, F, T, Skid, Fn string }
+	links := eval[[]link](t, b, `[...document.querySelectorAll('#frame-menu a')].map((a) => { const u = new URL(a.href), q = u.searchParams; return {Path: u.pathname, F: q.get('f') || '', T: q.get('t') || '', Skid: q.get('skid') || '', Fn: q.get('fn') || ''}; })`)
+	fn := path[0]
+	want := []link{
+		{"/p/" + pid + "/sandwich", "", "0-100", "", fn},
+		{"/p/" + pid + "/source", "", "0-100", "", fn},
+		{"/p/" + pid + "/annotate", "", "0-100", "0", fn},
+		{"/p/" + pid + "/types/flame", "^" + regexp.QuoteMeta(fn) + "$", "0-100", "0", ""},
+	}
+	if len(links) < len(want) {
+		t.Fatalf("the frame menu of %s has %v", fn, links)
+	}
+	for i, w := range want {
+		if links[i] != w {
+			t.Errorf("frame menu link %d = %+v, want %+v", i, links[i], w)
+		}
 	}
 	noProblems(t, b)
 }
