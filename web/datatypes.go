@@ -311,7 +311,7 @@ func (s *Server) handleTypesPage(c echo.Context) error {
 	skid := skidParam(c)
 	st := l.Meta.SampleTypes[i]
 	page := views.TypesPage{
-		Page:        withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · data types", append(nav(c, id, "types"), views.NavLink{Label: "Types", Href: profileURL(id, "/types", siq), Active: true})), "/docs/types#data-type-page"),
+		Page:        withHelp(s.profilePage(c, id, l.Meta, displayName(l.Meta, id)+" · data types", append(nav(c, id, "types"), views.NavLink{Label: "Types", Href: withQuery(profileURL(id, "/types", siq), skidValues(skid)), Active: true})), "/docs/types#data-type-page"),
 		ID:          id,
 		SampleTypes: sampleTypes(l.Meta, i),
 		SI:          st.Type,

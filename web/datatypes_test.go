@@ -457,3 +457,26 @@ func TestTypesFlameHeaderFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestTypesPageTypesLinkKeepsSkid: the data-type page's own Types link
+// keeps skid=0, as the data-type flame graph's does: it went to the page
+// with skid correction.
+func TestTypesPageTypesLinkKeepsSkid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ts := newTestServer(t, Config{})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
+	pid := upload(t, ts.URL, data)
+	resp, err := http.Get(ts.URL + "/p/" + pid + "/types?skid=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`<a href="([^"]*)"[^>]*>Types</a>`).FindSubmatch(body)
+	if m == nil || string(m[1]) != "/p/"+pid+"/types?skid=0" {
+		t.Errorf("the Types link of /types?skid=0 is %q, want /p/%s/types?skid=0", m, pid)
+	}
+}
