@@ -27,7 +27,8 @@ func PerfMapFile(pid int) string { return perfmap.Path(pid) }
 // PerfMapHelp is the next step for a perf map's frames left as addresses.
 const PerfMapHelp = "A JIT's perf map is a file in /tmp on the machine that ran the program, read only while it is there: " +
 	"run viewer serve on that machine (it reads local files on loopback, without --no-local-files), " +
-	"or symbolize the profile there before uploading (viewer symbolize, or perf script with the map present)."
+	"or symbolize the profile there before uploading (viewer symbolize, or perf script with the map present); " +
+	"once the map is back in /tmp, press Retry."
 
 // perfMapMissing says why a perf map was not read: "no symbols" (it
 // wraps errNotFound) with its own words, not a debug file's.

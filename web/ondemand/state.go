@@ -57,8 +57,9 @@ type Binary struct {
 // NoSymbolsHelp is the next step the panel gives for a binary left with no
 // symbols.
 const NoSymbolsHelp = "To name it: upload its debug file (viewer upload-debuginfo; names follow on their own), " +
-	"or install its -dbgsym (or -dbg) package on the server, put its debug file in a --debug-dir directory, " +
-	"or let the server ask a debuginfod server that has its build ID (DEBUGINFOD_URLS, without --no-debuginfod or debuginfod=0); then press Retry."
+	"or give the server its debug info: the unstripped binary at the path it was mapped from (read on loopback), " +
+	"a --debug-dir directory, its -dbgsym (or -dbg) package installed, or a debuginfod server that has its build ID " +
+	"(DEBUGINFOD_URLS, without --no-debuginfod or debuginfod=0); then press Retry."
 
 // Progress is the payload of "progress" events, at most ten a second per
 // fetch.
