@@ -199,7 +199,7 @@ function draw() {
   const parts = [range ? `Showing ${shown}` : `Whole recording, ${shown}`,
     `${data.threads.length} thread${data.threads.length === 1 ? '' : 's'}`];
   if (data.other_threads) parts.push(`${data.other_threads} quieter not shown`);
-  parts.push(`a column is ${formatValue(data.column_ns, 'nanoseconds')}`);
+  if (data.column_ns) parts.push(`a column is ${formatValue(data.column_ns, 'nanoseconds')}`);
   if (data.hidden) parts.push(`${data.hidden.toLocaleString('en-US')} boxes too narrow to draw`);
   scope.textContent = parts.join(' · ');
   outBtn.hidden = !back.length;
