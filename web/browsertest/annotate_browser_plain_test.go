@@ -1,7 +1,6 @@
 package browsertest_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"viewer/symbolize"
-	"viewer/web"
 	"viewer/web/browsertest"
 	"viewer/web/ondemand"
 	"viewer/web/webtest"
@@ -31,26 +29,11 @@ func TestAnnotatePageInBrowser(t *testing.T) {
 		t.Skip("chromium test; run without -short")
 	}
 	dir := "../../testdata/datatype"
-	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := web.New(web.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
-	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := webtest.LoopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
+	base, pid := serveRecording(t, dir, "datatype-dw5-pie.perf.data", "datatype.perf.data")
 
 	// A short window, so that the listing scrolls.
 	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 500})
-	run(t, b, "open the annotate view", chromedp.Navigate(ts.URL+"/p/"+pid+"/annotate?fn=sum_list&si=cpu-clock_count"))
+	run(t, b, "open the annotate view", chromedp.Navigate(base+"/p/"+pid+"/annotate?fn=sum_list&si=cpu-clock_count"))
 	waitForJS(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
 	hot := eval[[]string](t, b, `Array.from(document.querySelectorAll('#annotate tr.insn.hot')).map(r => r.querySelector('td.asm').textContent.trim().replace(/\s+/g, ' '))`)
 	if len(hot) == 0 || !strings.HasPrefix(hot[0], "mov (%rdi),%rdi") {
@@ -107,25 +90,10 @@ func TestAnnotateMergeInBrowser(t *testing.T) {
 		t.Skip("chromium test; run without -short")
 	}
 	dir := "../../testdata/annotate"
-	data, err := os.ReadFile(filepath.Join(dir, "inline.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := web.New(web.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}}))
-	pid, err := s.Ingest(context.Background(), data, "inline.perf.data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := webtest.LoopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
+	base, pid := serveRecording(t, dir, "inline.perf.data", "inline.perf.data")
 
 	b := browsertest.Start(t, browsertest.Options{Width: 1200, Height: 700})
-	run(t, b, "open the annotate view of mix", chromedp.Navigate(ts.URL+"/p/"+pid+"/annotate?fn=mix&si=cpu-clock_count"))
+	run(t, b, "open the annotate view of mix", chromedp.Navigate(base+"/p/"+pid+"/annotate?fn=mix&si=cpu-clock_count"))
 	waitForJS(t, b, "the listing", `document.querySelector('#annotate tbody tr.insn')`)
 	one := eval[string](t, b, `document.querySelector('.annotate-meta').textContent.replace(/\s+/g, ' ')`)
 	if !strings.Contains(one, "where mix is inlined") {

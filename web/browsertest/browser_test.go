@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,7 +13,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"viewer/symbolize"
+	"viewer/web"
 	"viewer/web/browsertest"
+	"viewer/web/webtest"
 )
 
 // run runs browser steps with a timeout and fails the test on error.
@@ -127,4 +132,28 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// serveRecording starts a loopback server whose data-type engine reads the
+// binaries of dir, with dir/file ingested as name; it returns the server's
+// URL and the profile's ID.
+func serveRecording(t *testing.T, dir, file, name string) (base, pid string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds the binaries by name and build ID
+	pid, err = s.Ingest(context.Background(), data, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := webtest.LoopbackServer(t, s.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL, pid
 }

@@ -1,10 +1,7 @@
 package browsertest_test
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,10 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"viewer/symbolize"
-	"viewer/web"
 	"viewer/web/browsertest"
-	"viewer/web/webtest"
 )
 
 // TestTypesPageInBrowser opens the data-type page of a recorded perf.data in
@@ -24,25 +18,10 @@ import (
 // flame graph searched for it.
 func TestTypesPageInBrowser(t *testing.T) {
 	dir := "../../testdata/datatype"
-	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := web.New(web.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}})) // finds datatype-dw5-pie by its name and build ID
-	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := webtest.LoopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
+	base, pid := serveRecording(t, dir, "datatype-dw5-pie.perf.data", "datatype.perf.data")
 
 	b := browsertest.Start(t, browsertest.Options{})
-	run(t, b, "open the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	run(t, b, "open the types page", chromedp.Navigate(base+"/p/"+pid+"/types"))
 	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
 	if got := text(t, b, "#types > tbody > tr:first-child summary"); got != "struct node" {
 		t.Fatalf("first type = %q, want struct node", got)
@@ -90,7 +69,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 	run(t, b, "follow sum_list to the flame graph", chromedp.Click(chromedp.CSS(`#type-funcs a[href*="q=sum_list"]`)))
 	waitForJS(t, b, "the flame page", `location.pathname === '/p/`+pid+`' && new URLSearchParams(location.search).get('q') === 'sum_list'`)
 
-	run(t, b, "open the data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"),
+	run(t, b, "open the data-type flame graph", chromedp.Navigate(base+"/p/"+pid+"/types"),
 		chromedp.Click(chromedp.CSS("#types-flame-link")))
 	if err := b.WaitReady(20 * time.Second); err != nil {
 		t.Fatalf("types flame graph: %v (%q)", err, b.Problems())
@@ -156,7 +135,7 @@ func TestTypesPageInBrowser(t *testing.T) {
 
 	// The skid choice: picking "their own instruction" reloads the page
 	// with ?skid=0, which attributes less, and keeps the choice in its links.
-	run(t, b, "back to the types page", chromedp.Navigate(ts.URL+"/p/"+pid+"/types"))
+	run(t, b, "back to the types page", chromedp.Navigate(base+"/p/"+pid+"/types"))
 	waitForJS(t, b, "the types table", `document.querySelector('#types > tbody > tr')`)
 	withSkid := text(t, b, "#attributed")
 	// SetValue fires change, which submits the toolbar form.
@@ -181,25 +160,10 @@ func TestTypesPageInBrowser(t *testing.T) {
 // sandwich and annotate were empty) and to annotate with skid=0 kept.
 func TestTypesFlameMenuKeepsSamples(t *testing.T) {
 	dir := "../../testdata/datatype"
-	data, err := os.ReadFile(filepath.Join(dir, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := web.New(web.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetDataTypeEngine(symbolize.New(symbolize.Config{DebugDirs: []string{dir}}))
-	pid, err := s.Ingest(context.Background(), data, "datatype.perf.data")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := webtest.LoopbackServer(t, s.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
+	base, pid := serveRecording(t, dir, "datatype-dw5-pie.perf.data", "datatype.perf.data")
 
 	b := browsertest.Start(t, browsertest.Options{})
-	run(t, b, "open the focused data-type flame graph", chromedp.Navigate(ts.URL+"/p/"+pid+"/types/flame?skid=0&t=0-100&f=%5Estruct+node%24"))
+	run(t, b, "open the focused data-type flame graph", chromedp.Navigate(base+"/p/"+pid+"/types/flame?skid=0&t=0-100&f=%5Estruct+node%24"))
 	if err := b.WaitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
