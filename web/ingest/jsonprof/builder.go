@@ -731,7 +731,10 @@ func (b *builder) stacks(p *profile.Profile, locs []*profile.Location, nodes []i
 		}
 	}
 	if cut > 0 {
-		p.Comments = append(p.Comments, sampling.DeepStacksWarning(cut, limit, deepest))
+		// Distinct stacks: a stack's samples are kept apart per thread
+		// and time bucket, and the warning counted each (400 "stacks"
+		// for 20,000 samples of one).
+		p.Comments = append(p.Comments, sampling.DeepStacksWarning(cutStacks, limit, deepest))
 	}
 	return stacks, nil
 }

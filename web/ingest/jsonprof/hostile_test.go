@@ -170,3 +170,23 @@ func TestHostileSamplesWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepStackWarnedOnce: one stack over the depth limit, sampled in
+// several time buckets (the samples of a stack are kept apart per
+// bucket), is one stack cut in the warning, which counted each bucket.
+func TestDeepStackWarnedOnce(t *testing.T) {
+	p, err := ParseCPUProfile(hostileCPUProfile("root", 200, 8000, false), Options{MaxStackDepth: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := 0
+	for _, s := range p.Sample {
+		if len(s.Location) == 100 {
+			deep++
+		}
+	}
+	w := strings.Join(p.Comments, "\n")
+	if deep < 2 || !strings.Contains(w, "1 stacks were deeper than the 100-frame limit (the deepest had 200 frames)") {
+		t.Errorf("%d sample records of the deep stack; warnings %q, want one stack cut", deep, w)
+	}
+}
