@@ -67,7 +67,11 @@ func (s *Symbolizer) openPerfMap(ctx context.Context, file string) (*loaded, err
 		return nil, missing("%q is not a perf map's path", file)
 	}
 	if s.cfg.IgnoreMappingPaths {
-		return nil, missing("the JIT's perf map %s was not read: this server does not open the files profiles name (it is reachable from other machines, or runs with --no-local-files); run viewer serve on the machine that recorded the profile, or symbolize the profile there before uploading it", file)
+		why := s.cfg.MappingPathsOff
+		if why == "" {
+			why = "it is reachable from other machines, or runs with --no-local-files"
+		}
+		return nil, missing("the JIT's perf map %s was not read: this server does not open the files profiles name (%s); run viewer serve on the machine that recorded the profile, without --no-local-files, or symbolize the profile there before uploading it", file, why)
 	}
 	p := filepath.Join(s.cfg.PerfMapDir, filepath.Base(file))
 	f, err := localfile.Open(ctx, p, localfile.Named)

@@ -101,6 +101,8 @@ func TestPerfMapNotRead(t *testing.T) {
 		want      string
 	}{
 		{"local files off", "1", func(c *Config) { c.IgnoreMappingPaths = true }, "was not read: this server does not open the files profiles name"},
+		// The cause the server knows, not both it might have.
+		{"--no-local-files", "1", func(c *Config) { c.IgnoreMappingPaths, c.MappingPathsOff = true, "it runs with --no-local-files" }, "the files profiles name (it runs with --no-local-files); run viewer serve"},
 		{"missing", "4", nil, "/tmp/perf-4.map is not on this machine"},
 		{"symlink", "2", nil, "symbolic link"},
 		{"fifo", "3", nil, "not a regular file"},

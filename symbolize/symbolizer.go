@@ -61,6 +61,10 @@ type Config struct {
 	// found by build ID. A server symbolizing profiles uploaded from other
 	// machines sets it, so an upload cannot make it read arbitrary paths.
 	IgnoreMappingPaths bool
+	// MappingPathsOff says why IgnoreMappingPaths is set, in the reasons
+	// that name it ("it runs with --no-local-files"); "" names both
+	// causes a server has.
+	MappingPathsOff string
 	// IgnoreRunningVDSO: never name a [vdso] mapping from this process's
 	// own vDSO (the running kernel's, used when its build ID matches); only
 	// from files found by build ID, such as perf's build-ID cache.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"viewer/symbolize"
@@ -84,6 +85,7 @@ func (f *symbolizeFlags) config(logf func(string, ...any)) (*web.SymbolizationCo
 		// build ID). On loopback they are, and the binaries at those paths
 		// (checked by build ID) are the best source.
 		IgnoreMappingPaths: !f.localFiles(),
+		MappingPathsOff:    f.localFilesOff(),
 		MaxDebugFile:       f.debugFileCap, // local files too, not only downloads
 	}
 	if dcfg.CacheDir != "" {
@@ -113,10 +115,19 @@ func (f *symbolizeFlags) unwinding(lim *web.Limits, sym *web.SymbolizationConfig
 		lim.Binaries = unwind.NewFinder(loc)
 		return
 	}
-	lim.NoUnwind = "this server is reachable from other machines, so it does not read the binaries profiles name"
-	if f.noLocalFiles {
-		lim.NoUnwind = "this server runs with --no-local-files, so it does not read the binaries profiles name"
+	lim.NoUnwind = "this server " + strings.TrimPrefix(f.localFilesOff(), "it ") + ", so it does not read the binaries profiles name"
+}
+
+// localFilesOff says why the server does not open the files profiles
+// name ("" when it does).
+func (f *symbolizeFlags) localFilesOff() string {
+	switch {
+	case f.localFiles():
+		return ""
+	case f.noLocalFiles:
+		return "it runs with --no-local-files"
 	}
+	return "it is reachable from other machines"
 }
 
 // localFiles reports whether the server opens the files profiles name

@@ -16,6 +16,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"viewer/symbolize/debuginfod/debuginfodtest"
+	"viewer/web"
 )
 
 // writeAddressProfile writes a profile of testdata/ondemand's stripped
@@ -129,6 +130,34 @@ func TestServeReadsMappingPathsOnlyOnLoopback(t *testing.T) {
 		fs.Parse([]string{"--addr", addr})
 		if got := f.loopback(); got != want {
 			t.Errorf("--addr %s: loopback %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// TestServeSaysWhyMappingPathsAreOff: the reason a perf map or a DWARF
+// stack was not read names the cause this server has, not both.
+func TestServeSaysWhyMappingPathsAreOff(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", "127.0.0.1:8080"}, ""},
+		{[]string{"--addr", "127.0.0.1:8080", "--no-local-files"}, "it runs with --no-local-files"},
+		{[]string{"--addr", "0.0.0.0:8080"}, "it is reachable from other machines"},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.String("addr", "", "")
+		f := registerSymbolizeFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.localFilesOff(); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+		var lim web.Limits
+		f.unwinding(&lim, nil)
+		if c.want != "" && !strings.Contains(lim.NoUnwind, strings.TrimPrefix(c.want, "it ")) {
+			t.Errorf("%v: unwinding off because %q, want it to say %q", c.args, lim.NoUnwind, c.want)
 		}
 	}
 }
