@@ -237,13 +237,7 @@ func TestAnnotateAgainstPerf(t *testing.T) {
 // /sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size), and
 // functions link to their annotate view.
 func TestTypesTypeStatAndCacheLine(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ts := newTestServer(t, Config{})
-	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
-	pid := upload(t, ts.URL, raw)
+	_, ts, pid := typesServer(t)
 	for _, skid := range []string{"", "&skid=0"} {
 		r := getTypesJSON(t, ts.URL+"/p/"+pid+"/types.json?si=cpu-clock_count"+skid)
 		var unknown int64

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,20 +79,27 @@ func getPage(t *testing.T, url string) string {
 	return string(body)
 }
 
+// typesServer is a test server whose data-type engine reads testdata's
+// binaries, with datatype-dw5-pie's perf.data uploaded as pid.
+func typesServer(t *testing.T) (s *Server, ts *httptest.Server, pid string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ts = newTestServer(t, Config{})
+	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
+	return s, ts, upload(t, ts.URL, data)
+}
+
 // TestTypesEndToEnd uploads a perf.data recorded with `perf record -e
 // cpu-clock` of testdata/datatype/datatype-dw5-pie (build.sh) and checks
 // types.json and the page: the hot loops walk struct node lists, so struct
 // node must lead, touched by sum_list and the inlined list_keys.
 func TestTypesEndToEnd(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	exe := filepath.Join(typesTestdata, "datatype-dw5-pie")
 	id := fileBuildID(t, exe)
-	s, ts := newTestServer(t, Config{})
-	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
-	pid := upload(t, ts.URL, data)
+	s, ts, pid := typesServer(t)
 	l, err := s.Profile(context.Background(), pid)
 	if err != nil {
 		t.Fatal(err)
@@ -427,13 +435,7 @@ func TestTypesPprofSeparateDebug(t *testing.T) {
 // node led to an empty graph, an ignore of it to every sample) and keep
 // the filters of functions, the time range and skid's page link.
 func TestTypesFlameHeaderFilters(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ts := newTestServer(t, Config{})
-	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
-	pid := upload(t, ts.URL, data)
+	_, ts, pid := typesServer(t)
 	href := regexp.MustCompile(`<a href="([^"]*)"[^>]*>Top</a>`)
 	for q, want := range map[string]string{
 		"f=%5Estruct+node%24":                "/p/" + pid + "/top",
@@ -442,17 +444,11 @@ func TestTypesFlameHeaderFilters(t *testing.T) {
 		"f=%5Esum_list%24&h=%28unknown%29":   "/p/" + pid + "/top?f=%5Esum_list%24",
 		"skid=0&f=%5Esum_list%24&i=%5Emain$": "/p/" + pid + "/top?f=%5Esum_list%24&amp;i=%5Emain%24",
 	} {
-		resp, err := http.Get(ts.URL + "/p/" + pid + "/types/flame?" + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		m := href.FindSubmatch(body)
+		m := href.FindStringSubmatch(getPage(t, ts.URL+"/p/"+pid+"/types/flame?"+q))
 		if m == nil {
 			t.Fatalf("types/flame?%s: no Top link", q)
 		}
-		if got := string(m[1]); got != want {
+		if got := m[1]; got != want {
 			t.Errorf("types/flame?%s: the Top link is %s, want %s", q, got, want)
 		}
 	}
@@ -462,21 +458,9 @@ func TestTypesFlameHeaderFilters(t *testing.T) {
 // keeps skid=0, as the data-type flame graph's does: it went to the page
 // with skid correction.
 func TestTypesPageTypesLinkKeepsSkid(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(typesTestdata, "datatype-dw5-pie.perf.data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ts := newTestServer(t, Config{})
-	s.SetDataTypeEngine(testdataEngine(symbolize.Config{}))
-	pid := upload(t, ts.URL, data)
-	resp, err := http.Get(ts.URL + "/p/" + pid + "/types?skid=0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := regexp.MustCompile(`<a href="([^"]*)"[^>]*>Types</a>`).FindSubmatch(body)
-	if m == nil || string(m[1]) != "/p/"+pid+"/types?skid=0" {
+	_, ts, pid := typesServer(t)
+	m := regexp.MustCompile(`<a href="([^"]*)"[^>]*>Types</a>`).FindStringSubmatch(getPage(t, ts.URL+"/p/"+pid+"/types?skid=0"))
+	if m == nil || m[1] != "/p/"+pid+"/types?skid=0" {
 		t.Errorf("the Types link of /types?skid=0 is %q, want /p/%s/types?skid=0", m, pid)
 	}
 }
