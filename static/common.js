@@ -14,7 +14,10 @@
 //	wireCopyLink(button, before)       "Copy link" with the current URL (before() runs first)
 //	tooltipRow(label, value, pct)      one label/value/share row of a tooltip
 //	placeTooltip(tip, e)               puts tip (position: fixed) beside the pointer, inside the window
-//	frameLinks(name, base)             [{label, href, title}] to sandwich, source, annotate, focus, ignore, hide
+//	frameLinks(name, base, mapping)    [{label, href, title}] to sandwich, source, annotate, focus, ignore, hide
+//	                                   (a data type's: the data-type page and the filters; DATA_TYPE_MAPPING)
+//	withParam(url, key, value)         url with one query parameter set, or removed when value is ''
+//	keepNav(key, value)                the header's view links that follow key (data-keep) set to value
 //	packageOf(name, mapping)           the color group of a frame: Go package, C++ namespace, Rust crate or binary
 //	colorFor(key, name), heatColor(r), diffColor(r)   fills; UNSYMBOLIZED_COLOR, MERGED_COLOR
 //	nameColors(tree, scheme)           per name: [fill, faded fill] for scheme 'package' | 'binary' | 'heat'
@@ -466,11 +469,15 @@ export function fitToWindow(chart, above) {
  */
 export function keepNav(key, value) {
   for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('nav.site-nav a[data-keep]'))) {
-    if (!(a.dataset.keep || '').split(' ').includes(key)) continue;
-    const u = new URL(a.getAttribute('href') || '', location.href);
-    if (value) u.searchParams.set(key, value); else u.searchParams.delete(key);
-    a.href = u.pathname + u.search + u.hash;
+    if ((a.dataset.keep || '').split(' ').includes(key)) a.href = withParam(a.getAttribute('href') || '', key, value);
   }
+}
+
+/** url (a path or absolute) with query parameter key set to value, or without it when value is '', as a path. */
+export function withParam(url, key, value) {
+  const u = new URL(url, location.href);
+  if (value) u.searchParams.set(key, value); else u.searchParams.delete(key);
+  return u.pathname + u.search + u.hash;
 }
 
 // ---- events ----

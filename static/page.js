@@ -21,7 +21,7 @@ import {
 import { fitNameCells } from './names.js';
 import {
   $, readConfig, getJSON as fetchJSON, escapeRE, compileSearch, wireCopyLink, fitToWindow, tooltipRow, placeTooltip,
-  frameLinks, legendEntries, renderLegend, packageOf, emit, keepNav,
+  frameLinks, legendEntries, renderLegend, packageOf, emit, keepNav, withParam,
 } from './common.js';
 import { graph, setTree, setReload, frameRect } from './flamestate.js';
 import * as timing from './pagetimings.js';
@@ -114,12 +114,6 @@ function keep(path, t) {
   while (trees.size > TREES_KEPT) trees.delete(trees.keys().next().value);
 }
 
-function withParam(url, key, value) {
-  const u = new URL(url, location.href);
-  u.searchParams.set(key, value);
-  return u.pathname + u.search;
-}
-
 // ---- loading ----
 
 /**
@@ -202,11 +196,7 @@ function settle(p) { return p.then((json) => ({ json }), (error) => ({ error }))
  * in the page's URL, its data and its links, and redraws (static/timeline.js).
  */
 export function setViewParam(key, value) {
-  const set = (url) => {
-    const u = new URL(url, location.href);
-    if (value) u.searchParams.set(key, value); else u.searchParams.delete(key);
-    return u.pathname + u.search + u.hash;
-  };
+  const set = (url) => withParam(url, key, value);
   config.dataURL = set(config.dataURL);
   dataURL = set(dataURL);
   for (const id of ['svg-link', 'top-link', 'filter-clear']) {

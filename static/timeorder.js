@@ -11,7 +11,7 @@
 // span, which becomes t= and the timeline's selection ("viewer:range").
 // Colors and names are the flame graph's (common.js, flame.js).
 
-import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit, onPixelRatioChange, keepNav } from './common.js';
+import { $, readConfig, getJSON, tooltipRow, placeTooltip, emit, onPixelRatioChange, keepNav, withParam } from './common.js';
 import { formatValue, frameColor, fitLabel } from './flame.js';
 
 const config = readConfig('timeorder-config');
@@ -89,11 +89,7 @@ async function load() {
 export function setViewParam(key, value) {
   if (key !== 't') return Promise.resolve();
   range = parseRange(value);
-  const set = (url) => {
-    const u = new URL(url, location.href);
-    if (value) u.searchParams.set('t', value); else u.searchParams.delete('t');
-    return u.pathname + u.search + u.hash;
-  };
+  const set = (url) => withParam(url, 't', value);
   history.replaceState(history.state, '', set(location.href));
   const a = /** @type {HTMLAnchorElement} */ ($('flame-link'));
   if (a) a.href = set(a.getAttribute('href'));
