@@ -662,11 +662,15 @@ func (s *Server) profileFilterQuery(c echo.Context) url.Values {
 		if re == nil {
 			continue
 		}
+		if re.MatchString(dataTypeMapping) { // every type frame's binary
+			q.Del(k)
+			continue
+		}
 		for _, loc := range l.Profile.Location {
 			if loc.Mapping == nil || loc.Mapping.File != dataTypeMapping || len(loc.Line) == 0 || loc.Line[0].Function == nil {
 				continue
 			}
-			if re.MatchString(loc.Line[0].Function.Name) || re.MatchString(dataTypeMapping) {
+			if re.MatchString(loc.Line[0].Function.Name) {
 				q.Del(k)
 				break
 			}
